@@ -1,0 +1,259 @@
+//! The model a derive input describes: its table, name and typed fields.
+
+use crate::attr::{self, FieldAttrs, StructAttrs};
+use crate::ctxt::Ctxt;
+use syn::{
+    Attribute, Data, DeriveInput, Fields, GenericArgument, Ident, Path, PathArguments, Type,
+    Visibility,
+};
+
+/// What kind of value a field holds (mirrors `crudforge::crud::Kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Text,
+    Integer,
+    Float,
+    Bool,
+    Uuid,
+    DateTime,
+    Date,
+    Json,
+    Other,
+}
+
+impl Kind {
+    /// Classifies a type by its last path segment.
+    fn of(ty: &Type) -> Result<Kind, String> {
+        match ty {
+            Type::Path(tp) if tp.qself.is_none() => {
+                let Some(last) = tp.path.segments.last() else {
+                    return Err("an empty type path".into());
+                };
+                let name = last.ident.to_string();
+                Ok(match name.as_str() {
+                    "String" => Kind::Text,
+                    "i16" | "i32" | "i64" => Kind::Integer,
+                    "f32" | "f64" => Kind::Float,
+                    "bool" => Kind::Bool,
+                    "Uuid" => Kind::Uuid,
+                    "DateTime" => Kind::DateTime,
+                    "NaiveDate" => Kind::Date,
+                    "Value" => Kind::Json,
+                    "Vec" | "HashMap" | "BTreeMap" | "HashSet" | "BTreeSet" | "VecDeque"
+                    | "Box" | "Rc" | "Arc" | "Cow" => {
+                        return Err(format!("`{name}` cannot be stored in a column"));
+                    }
+                    "u8" | "u16" | "u32" | "u64" | "usize" | "i8" | "i128" | "u128" | "isize" => {
+                        return Err(format!(
+                            "`{name}` has no portable SQL type; use i16, i32 or i64"
+                        ));
+                    }
+                    "str" => return Err("`str` cannot be owned by a model; use String".into()),
+                    _ => Kind::Other,
+                })
+            }
+            Type::Reference(r) => Err(match &*r.elem {
+                Type::Path(p) if p.path.is_ident("str") => {
+                    "a reference cannot be stored; use `String`".into()
+                }
+                _ => "a reference cannot be stored; use an owned type".into(),
+            }),
+            Type::Tuple(_) | Type::Array(_) | Type::Slice(_) => {
+                Err("a tuple, array or slice cannot be stored in one column".into())
+            }
+            _ => Err("this type cannot be stored in a column".into()),
+        }
+    }
+
+    /// The path of the runtime's matching `Kind` variant.
+    pub(crate) fn variant(self) -> &'static str {
+        match self {
+            Kind::Text => "Text",
+            Kind::Integer => "Integer",
+            Kind::Float => "Float",
+            Kind::Bool => "Bool",
+            Kind::Uuid => "Uuid",
+            Kind::DateTime => "DateTime",
+            Kind::Date => "Date",
+            Kind::Json => "Json",
+            Kind::Other => "Other",
+        }
+    }
+
+    /// Whether `__gt`, `__lt`, ... apply.
+    pub(crate) fn ordered(self) -> bool {
+        matches!(
+            self,
+            Kind::Integer | Kind::Float | Kind::DateTime | Kind::Date
+        )
+    }
+}
+
+/// One field of the model.
+pub(crate) struct Field {
+    pub(crate) ident: Ident,
+    pub(crate) ty: Type,
+    /// The type inside `Option<_>`, or the type itself.
+    pub(crate) inner: Type,
+    pub(crate) nullable: bool,
+    /// `None` when the type cannot be stored (an error was reported).
+    pub(crate) kind: Option<Kind>,
+    pub(crate) attrs: FieldAttrs,
+    pub(crate) docs: Vec<Attribute>,
+}
+
+impl Field {
+    pub(crate) fn name(&self) -> String {
+        self.ident.to_string()
+    }
+
+    pub(crate) fn is_base(&self) -> bool {
+        matches!(self.name().as_str(), "created_at" | "updated_at")
+    }
+}
+
+/// The whole model.
+pub(crate) struct Model {
+    pub(crate) ident: Ident,
+    pub(crate) vis: Visibility,
+    pub(crate) attrs: StructAttrs,
+    pub(crate) fields: Vec<Field>,
+    pub(crate) krate: Path,
+}
+
+impl Model {
+    /// The resource name (`Critter`).
+    pub(crate) fn name(&self) -> String {
+        self.attrs
+            .name
+            .as_ref()
+            .map_or_else(|| self.ident.to_string(), syn::LitStr::value)
+    }
+
+    /// The primary-key field.
+    pub(crate) fn id_field(&self) -> Option<&Field> {
+        self.fields
+            .iter()
+            .find(|f| f.attrs.id.is_some())
+            .or_else(|| self.fields.iter().find(|f| f.ident == "id"))
+    }
+}
+
+fn option_inner(ty: &Type) -> Option<&Type> {
+    let Type::Path(tp) = ty else { return None };
+    let last = tp.path.segments.last()?;
+    if last.ident != "Option" {
+        return None;
+    }
+    let PathArguments::AngleBracketed(args) = &last.arguments else {
+        return None;
+    };
+    match args.args.first()? {
+        GenericArgument::Type(t) => Some(t),
+        _ => None,
+    }
+}
+
+/// Reads the derive input. Shape errors (enum, tuple struct, generics) are reported and give
+/// `None`.
+pub(crate) fn parse(cx: &Ctxt, input: &DeriveInput) -> Option<Model> {
+    let attrs = attr::struct_attrs(cx, &input.attrs);
+    if !input.generics.params.is_empty() {
+        cx.error(
+            &input.generics,
+            "a resource cannot be generic: it maps one table with fixed column types\nhelp: remove the parameters and name concrete types in the fields",
+        );
+    }
+    let ident = &input.ident;
+    let named_help = format!(
+        "help: write `struct {ident} {{ id: uuid::Uuid, created_at: DateTime<Utc>, updated_at: DateTime<Utc>, .. }}`, one named field per column"
+    );
+    let named = match &input.data {
+        Data::Struct(s) => match &s.fields {
+            Fields::Named(n) => Some(&n.named),
+            Fields::Unnamed(u) => {
+                cx.error(
+                    u,
+                    format!("Resource needs named fields: each field is a column and a JSON member\n{named_help}"),
+                );
+                None
+            }
+            Fields::Unit => {
+                cx.error(
+                    ident,
+                    format!("Resource needs a struct with fields: at least the id and the timestamps\n{named_help}"),
+                );
+                None
+            }
+        },
+        Data::Enum(e) => {
+            let enum_token = e.enum_token;
+            cx.error(
+                quote::quote!(#enum_token #ident),
+                format!("Resource can only be derived for a struct with named fields, not an enum\n{named_help}"),
+            );
+            None
+        }
+        Data::Union(u) => {
+            let union_token = u.union_token;
+            cx.error(
+                quote::quote!(#union_token #ident),
+                format!("Resource can only be derived for a struct with named fields, not a union\n{named_help}"),
+            );
+            None
+        }
+    }?;
+    let krate = attrs
+        .krate
+        .clone()
+        .unwrap_or_else(|| syn::parse_quote!(::crudforge));
+    let mut fields = Vec::new();
+    for f in named {
+        let Some(ident) = f.ident.clone() else {
+            continue;
+        };
+        let fa = attr::field_attrs(cx, &f.attrs);
+        let (inner, nullable) = match option_inner(&f.ty) {
+            Some(t) => (t.clone(), true),
+            None => (f.ty.clone(), false),
+        };
+        let kind = if fa.skip.is_some() {
+            Kind::of(&inner).ok()
+        } else {
+            match Kind::of(&inner) {
+                Ok(k) => Some(k),
+                Err(why) => {
+                    cx.error(
+                        &inner,
+                        format!(
+                            "{why}\nhelp: resource fields are String, i16, i32, i64, f32, f64, bool, uuid::Uuid, chrono::DateTime<Utc>, chrono::NaiveDate, serde_json::Value, or Option of one of them"
+                        ),
+                    );
+                    None
+                }
+            }
+        };
+        let docs = f
+            .attrs
+            .iter()
+            .filter(|a| a.path().is_ident("doc"))
+            .cloned()
+            .collect();
+        fields.push(Field {
+            ident,
+            ty: f.ty.clone(),
+            inner,
+            nullable,
+            kind,
+            attrs: fa,
+            docs,
+        });
+    }
+    Some(Model {
+        ident: input.ident.clone(),
+        vis: input.vis.clone(),
+        attrs,
+        fields,
+        krate,
+    })
+}

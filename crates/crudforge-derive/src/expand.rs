@@ -1,0 +1,621 @@
+//! Code generation: input and output schemas, validation, and the `Resource` impl with its
+//! typed queries, instantiated once per backend.
+
+use crate::ast::{Field, Kind, Model};
+use proc_macro2::{Ident, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+
+/// Names of the generated types.
+pub(crate) struct Names {
+    pub(crate) filter: Ident,
+    pub(crate) create: Ident,
+    pub(crate) update: Ident,
+    pub(crate) response: Ident,
+}
+
+pub(crate) fn names(ident: &Ident) -> Names {
+    Names {
+        filter: format_ident!("{}Filter", ident),
+        create: format_ident!("{}Create", ident),
+        update: format_ident!("{}Update", ident),
+        response: format_ident!("{}Response", ident),
+    }
+}
+
+/// Items emitted next to the errors when the input is invalid, so code naming them does not
+/// fail a second time.
+pub(crate) fn fallback(ident: &Ident, vis: &syn::Visibility) -> TokenStream {
+    let n = names(ident);
+    let (c, u, r, f) = (&n.create, &n.update, &n.response, &n.filter);
+    quote! {
+        #vis struct #f {}
+        #vis struct #c {}
+        #vis struct #u {}
+        #vis struct #r {}
+    }
+}
+
+fn is_writable(f: &Field) -> bool {
+    f.attrs.skip.is_none()
+        && f.attrs.read_only.is_none()
+        && f.ident != "id"
+        && f.attrs.id.is_none()
+        && !f.is_base()
+}
+
+fn is_returned(f: &Field) -> bool {
+    f.attrs.skip.is_none() && f.attrs.write_only.is_none() && f.attrs.password.is_none()
+}
+
+fn is_filterable(f: &Field) -> bool {
+    f.attrs.skip.is_none()
+        && f.attrs.write_only.is_none()
+        && f.attrs.password.is_none()
+        && f.kind.is_some_and(|k| k != Kind::Json)
+        && !matches!(f.attrs.filter, Some((false, _)))
+}
+
+pub(crate) fn expand(m: &Model) -> TokenStream {
+    let k = &m.krate;
+    let p = quote!(#k::__private);
+    let ident = &m.ident;
+    let vis = &m.vis;
+    let n = names(ident);
+    let (create, update, response) = (&n.create, &n.update, &n.response);
+    let filter = &n.filter;
+    let name = m.name();
+    let id = m.id_field().expect("checked in valid");
+    let id_name = id.name();
+    let serde_crate = format!("{}::__private::serde", quote!(#k));
+    let schemars_crate = format!("{}::__private::schemars", quote!(#k));
+
+    let writable: Vec<&Field> = m.fields.iter().filter(|f| is_writable(f)).collect();
+    let returned: Vec<&Field> = m.fields.iter().filter(|f| is_returned(f)).collect();
+    let filterable: Vec<&Field> = m.fields.iter().filter(|f| is_filterable(f)).collect();
+
+    // ---- create schema ----
+    let create_fields = writable.iter().map(|f| {
+        let fi = &f.ident;
+        let ty = &f.ty;
+        let docs = &f.docs;
+        let default = match (&f.attrs.default, f.nullable) {
+            (Some(_), _) => {
+                let fname = format!("{create}::__crudforge_default_{fi}");
+                quote!(#[serde(default = #fname)])
+            }
+            (None, true) => quote!(#[serde(default)]),
+            (None, false) => quote!(),
+        };
+        quote! { #(#docs)* #default pub #fi: #ty, }
+    });
+    let create_defaults = writable.iter().filter_map(|f| {
+        let d = f.attrs.default.as_ref()?;
+        let fi = format_ident!("__crudforge_default_{}", f.ident);
+        let ty = &f.ty;
+        Some(quote_spanned! {d.span()=>
+            #[doc(hidden)]
+            fn #fi() -> #ty { ::core::convert::Into::into(#d) }
+        })
+    });
+
+    // ---- update schema ----
+    let update_fields = writable.iter().map(|f| {
+        let fi = &f.ident;
+        let ty = &f.ty;
+        let docs = &f.docs;
+        if f.nullable {
+            let with = quote!(#ty).to_string();
+            let de = format!("{}::crud::double_option", quote!(#k));
+            quote! {
+                #(#docs)*
+                #[serde(default, deserialize_with = #de)]
+                #[schemars(with = #with)]
+                pub #fi: ::core::option::Option<#ty>,
+            }
+        } else {
+            let with = quote!(#ty).to_string();
+            let de = format!("{}::crud::present", quote!(#k));
+            quote! {
+                #(#docs)*
+                #[serde(default, deserialize_with = #de)]
+                #[schemars(with = #with)]
+                pub #fi: ::core::option::Option<#ty>,
+            }
+        }
+    });
+
+    // ---- validation ----
+    let checks = |opt_depth: usize| {
+        writable
+            .iter()
+            .filter_map(move |f| {
+                let fi = &f.ident;
+                let fname = f.name();
+                let mut body = Vec::new();
+                if let Some((max, _)) = f.attrs.max_len {
+                    body.push(quote!(#k::crud::check_max_len(#fname, __v, #max)?;));
+                }
+                if f.attrs.email.is_some() {
+                    body.push(quote!(#k::crud::check_email(#fname, __v)?;));
+                }
+                if body.is_empty() {
+                    return None;
+                }
+                let depth = opt_depth + usize::from(f.nullable);
+                Some(match depth {
+                    0 => quote! { { let __v: &str = &self.#fi; #(#body)* } },
+                    1 => quote! { if let ::core::option::Option::Some(__v) = &self.#fi { let __v: &str = __v; #(#body)* } },
+                    _ => quote! { if let ::core::option::Option::Some(::core::option::Option::Some(__v)) = &self.#fi { let __v: &str = __v; #(#body)* } },
+                })
+            })
+            .collect::<Vec<_>>()
+    };
+    let create_checks = checks(0);
+    let update_checks = checks(1);
+    let passwords = |opt_depth: usize| {
+        writable
+            .iter()
+            .filter(|f| f.attrs.password.is_some())
+            .map(move |f| {
+                let fi = &f.ident;
+                let fname = f.name();
+                match opt_depth + usize::from(f.nullable) {
+                    0 => quote! { __out.push((#fname, &mut self.#fi)); },
+                    1 => quote! { if let ::core::option::Option::Some(__v) = &mut self.#fi { __out.push((#fname, __v)); } },
+                    _ => quote! { if let ::core::option::Option::Some(::core::option::Option::Some(__v)) = &mut self.#fi { __out.push((#fname, __v)); } },
+                }
+            })
+            .collect::<Vec<_>>()
+    };
+    let create_passwords = passwords(0);
+    let update_passwords = passwords(1);
+    let rules_fn = m.attrs.rules.as_ref().map(|r| {
+        quote! {
+            fn default_rules() -> ::std::sync::Arc<dyn #k::perms::Rules<Self>> {
+                ::std::sync::Arc::new(#r)
+            }
+        }
+    });
+
+    // ---- response schema ----
+    let response_fields = returned.iter().map(|f| {
+        let fi = &f.ident;
+        let ty = &f.ty;
+        let docs = &f.docs;
+        quote! { #(#docs)* pub #fi: #ty, }
+    });
+    let response_from = returned.iter().map(|f| {
+        let fi = &f.ident;
+        quote!(#fi: m.#fi,)
+    });
+
+    // ---- field metadata ----
+    let field_infos = m.fields.iter().filter(|f| f.attrs.skip.is_none()).map(|f| {
+        let fname = f.name();
+        let kind = format_ident!("{}", f.kind.unwrap_or(Kind::Other).variant());
+        let mut e = quote!(#k::crud::FieldInfo::new(#fname, #k::crud::Kind::#kind));
+        if f.nullable {
+            e = quote!(#e.nullable());
+        }
+        let hidden = f.attrs.write_only.is_some() || f.attrs.password.is_some();
+        if !is_filterable(f) && !hidden {
+            e = quote!(#e.not_filterable());
+        }
+        if !is_writable(f) {
+            e = quote!(#e.read_only());
+        }
+        if hidden {
+            e = quote!(#e.write_only());
+        }
+        e
+    });
+
+    // ---- URL keys ----
+    let key_arms = filterable.iter().filter_map(|f| {
+        let kind = f.kind?;
+        if !matches!(kind, Kind::Text | Kind::Integer | Kind::Uuid) {
+            return None;
+        }
+        let fi = &f.ident;
+        let fname = f.name();
+        Some(if f.nullable {
+            quote!(#fname => self.#fi.as_ref().map(::std::string::ToString::to_string),)
+        } else {
+            quote!(#fname => ::core::option::Option::Some(::std::string::ToString::to_string(&self.#fi)),)
+        })
+    });
+
+    let sqlite = backend(m, &filterable, &writable, BackendKind::Sqlite);
+    let pg = backend(m, &filterable, &writable, BackendKind::Postgres);
+
+    // Type checks at the user's field, with the runtime's explanations.
+    let stored_checks = m.fields.iter().filter(|f| f.attrs.skip.is_none()).map(|f| {
+        let ty = &f.ty;
+        quote_spanned! {f.ty.span()=> __crudforge_assert_stored::<#ty>(); }
+    });
+    let filter_checks = filterable.iter().map(|f| {
+        let ty = &f.inner;
+        // The same path as in the backends' filters, so rustc reports one error, not two.
+        quote_spanned! {f.inner.span()=> let _ = #k::crud::arg::<#ty>; }
+    });
+
+    let select_arms = quote! {
+        match conn {
+            #k::db::Conn::Sqlite(__o) => { let c: &mut #k::db::SqliteConn = &mut **__o; sqlite::select(c, conds, sort, page).await }
+            #k::db::Conn::Postgres(__o) => { let c: &mut #k::db::PgConn = &mut **__o; pg::select(c, conds, sort, page).await }
+        }
+    };
+    let dispatch = |f: TokenStream, args: TokenStream| {
+        quote! {
+            match conn {
+                #k::db::Conn::Sqlite(__o) => { let c: &mut #k::db::SqliteConn = &mut **__o; sqlite::#f(c, #args).await }
+                #k::db::Conn::Postgres(__o) => { let c: &mut #k::db::PgConn = &mut **__o; pg::#f(c, #args).await }
+            }
+        }
+    };
+    let count_arms = dispatch(quote!(count), quote!(conds));
+    let insert_arms = dispatch(quote!(insert), quote!(input));
+    let update_arms = dispatch(quote!(update), quote!(conds, input));
+    let delete_arms = dispatch(quote!(delete), quote!(conds));
+
+    quote! {
+        #[doc = concat!("POST body of [`", stringify!(#ident), "`] (generated by `#[derive(Resource)]`).")]
+        #[derive(#p::serde::Deserialize, #p::schemars::JsonSchema)]
+        #[serde(crate = #serde_crate, deny_unknown_fields)]
+        #[schemars(crate = #schemars_crate)]
+        #vis struct #create {
+            #(#create_fields)*
+        }
+
+        #[doc = concat!("List parameters (filters, `sort`, `page`, `page_size`) of [`", stringify!(#ident), "`], as an extractor (generated by `#[derive(Resource)]`).")]
+        #vis type #filter = #k::crud::Filter<#ident>;
+
+        impl #create {
+            #(#create_defaults)*
+        }
+
+        #[doc = concat!("PATCH body of [`", stringify!(#ident), "`]: absent members are left unchanged (generated by `#[derive(Resource)]`).")]
+        #[derive(#p::serde::Deserialize, #p::schemars::JsonSchema)]
+        #[serde(crate = #serde_crate, deny_unknown_fields)]
+        #[schemars(crate = #schemars_crate)]
+        #vis struct #update {
+            #(#update_fields)*
+        }
+
+        #[doc = concat!("Response body of [`", stringify!(#ident), "`] (generated by `#[derive(Resource)]`).")]
+        #[derive(#p::serde::Serialize, #p::schemars::JsonSchema)]
+        #[serde(crate = #serde_crate, rename = #name)]
+        #[schemars(crate = #schemars_crate)]
+        #vis struct #response {
+            #(#response_fields)*
+        }
+
+        #[automatically_derived]
+        impl ::core::convert::From<#ident> for #response {
+            fn from(m: #ident) -> Self {
+                #response { #(#response_from)* }
+            }
+        }
+
+        #[automatically_derived]
+        impl #k::crud::Validate for #create {
+            fn validate(&self) -> ::core::result::Result<(), #k::Error> {
+                #(#create_checks)*
+                ::core::result::Result::Ok(())
+            }
+            fn passwords_mut(&mut self) -> ::std::vec::Vec<(&'static str, &mut ::std::string::String)> {
+                #[allow(unused_mut)]
+                let mut __out = ::std::vec::Vec::new();
+                #(#create_passwords)*
+                __out
+            }
+        }
+
+        #[automatically_derived]
+        impl #k::crud::Validate for #update {
+            fn validate(&self) -> ::core::result::Result<(), #k::Error> {
+                #(#update_checks)*
+                ::core::result::Result::Ok(())
+            }
+            fn passwords_mut(&mut self) -> ::std::vec::Vec<(&'static str, &mut ::std::string::String)> {
+                #[allow(unused_mut)]
+                let mut __out = ::std::vec::Vec::new();
+                #(#update_passwords)*
+                __out
+            }
+        }
+
+        #[allow(non_snake_case, unused_imports, clippy::all)]
+        const _: () = {
+            fn __crudforge_assert_stored<T: #k::crud::IntoBind>() {}
+            fn __crudforge_checks() {
+                #(#stored_checks)*
+                #(#filter_checks)*
+            }
+
+            #sqlite
+            #pg
+
+            #[automatically_derived]
+            impl #k::crud::Resource for #ident {
+                type Create = #create;
+                type Update = #update;
+                type Response = #response;
+
+                const NAME: &'static str = #name;
+                const FIELDS: &'static [#k::crud::FieldInfo] = &[#(#field_infos),*];
+                const ID_FIELD: &'static str = #id_name;
+
+                #rules_fn
+
+                fn key_of(&self, field: &str) -> ::core::option::Option<::std::string::String> {
+                    match field {
+                        #(#key_arms)*
+                        _ => ::core::option::Option::None,
+                    }
+                }
+
+                async fn select(
+                    conn: &mut #k::db::Conn,
+                    conds: &[#k::crud::Cond],
+                    sort: &[#k::crud::Sort],
+                    page: ::core::option::Option<(i64, i64)>,
+                ) -> ::core::result::Result<::std::vec::Vec<Self>, #k::Error> {
+                    #select_arms
+                }
+
+                async fn count(conn: &mut #k::db::Conn, conds: &[#k::crud::Cond]) -> ::core::result::Result<i64, #k::Error> {
+                    #count_arms
+                }
+
+                async fn insert(conn: &mut #k::db::Conn, input: #create) -> ::core::result::Result<Self, #k::Error> {
+                    #insert_arms
+                }
+
+                async fn update(
+                    conn: &mut #k::db::Conn,
+                    conds: &[#k::crud::Cond],
+                    input: #update,
+                ) -> ::core::result::Result<::core::option::Option<Self>, #k::Error> {
+                    #update_arms
+                }
+
+                async fn delete(conn: &mut #k::db::Conn, conds: &[#k::crud::Cond]) -> ::core::result::Result<bool, #k::Error> {
+                    #delete_arms
+                }
+            }
+
+            #p::inventory::submit! {
+                #k::crud::registry::Registration {
+                    name: #name,
+                    make: #k::crud::registry::make::<#ident>,
+                }
+            }
+        };
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum BackendKind {
+    Sqlite,
+    Postgres,
+}
+
+fn backend(m: &Model, filterable: &[&Field], writable: &[&Field], b: BackendKind) -> TokenStream {
+    let k = &m.krate;
+    let p = quote!(#k::__private);
+    let ident = &m.ident;
+    let table = m.attrs.table.as_ref().expect("checked in valid");
+    let create = names(ident).create;
+    let update = names(ident).update;
+    let (module, db, conn) = match b {
+        BackendKind::Sqlite => (
+            quote!(sqlite),
+            quote!(#p::diesel::sqlite::Sqlite),
+            quote!(#k::db::SqliteConn),
+        ),
+        BackendKind::Postgres => (
+            quote!(pg),
+            quote!(#p::diesel::pg::Pg),
+            quote!(#k::db::PgConn),
+        ),
+    };
+    let id_ident = &m.id_field().expect("checked").ident;
+    let id_name = m.id_field().expect("checked").name();
+    let boxed = quote! {
+        ::std::boxed::Box<dyn #p::diesel::BoxableExpression<#table::table, #db, SqlType = #p::diesel::sql_types::Nullable<#p::diesel::sql_types::Bool>>>
+    };
+
+    let cond_arms = filterable.iter().map(|f| {
+        let fi = &f.ident;
+        let fname = f.name();
+        let ty = &f.inner;
+        let kind = f.kind.unwrap_or(Kind::Other);
+        let col = quote!(#table::#fi);
+        let mut arms = vec![
+            quote!(#k::crud::Op::Eq => ::std::boxed::Box::new(#col.eq(#k::crud::bind(#k::crud::arg::<#ty>(c)?)).nullable()),),
+            quote!(#k::crud::Op::Ne => ::std::boxed::Box::new(#col.ne(#k::crud::bind(#k::crud::arg::<#ty>(c)?)).nullable()),),
+        ];
+        if kind != Kind::Bool {
+            arms.push(quote!(#k::crud::Op::In => ::std::boxed::Box::new(#col.eq_any(#k::crud::args::<#ty>(c)?).nullable()),));
+        }
+        if kind.ordered() {
+            for (op, method) in [("Gt", "gt"), ("Lt", "lt"), ("Gte", "ge"), ("Lte", "le")] {
+                let op = format_ident!("{}", op);
+                let method = format_ident!("{}", method);
+                arms.push(quote!(#k::crud::Op::#op => ::std::boxed::Box::new(#col.#method(#k::crud::bind(#k::crud::arg::<#ty>(c)?)).nullable()),));
+            }
+        }
+        if kind == Kind::Text {
+            arms.push(quote!(#k::crud::Op::Like => ::std::boxed::Box::new(#col.like(#k::crud::arg::<::std::string::String>(c)?).escape('\\').nullable()),));
+            let ilike = match (b, f.nullable) {
+                (BackendKind::Postgres, _) => quote!(#p::diesel::PgTextExpressionMethods::ilike(#col, #k::crud::arg::<::std::string::String>(c)?).escape('\\').nullable()),
+                (BackendKind::Sqlite, false) => quote!(#k::crud::sql::lower_text(#col).like(#k::crud::sql::lower_text(#k::crud::arg::<::std::string::String>(c)?)).escape('\\').nullable()),
+                (BackendKind::Sqlite, true) => quote!(#k::crud::sql::lower_nullable_text(#col).like(#k::crud::sql::lower_nullable_text(#k::crud::arg::<::std::string::String>(c)?)).escape('\\').nullable()),
+            };
+            arms.push(quote!(#k::crud::Op::ILike => ::std::boxed::Box::new(#ilike),));
+        }
+        if f.nullable {
+            arms.push(quote! {
+                #k::crud::Op::IsNull => if #k::crud::arg::<bool>(c)? {
+                    ::std::boxed::Box::new(#col.is_null().nullable())
+                } else {
+                    ::std::boxed::Box::new(#col.is_not_null().nullable())
+                },
+            });
+        }
+        quote! {
+            #fname => match c.op {
+                #(#arms)*
+                _ => return ::core::result::Result::Err(#k::crud::unsupported(c)),
+            },
+        }
+    });
+
+    let sort_arms = filterable.iter().map(|f| {
+        let fi = &f.ident;
+        let fname = f.name();
+        quote! {
+            (#fname, false) => q.then_order_by(#table::#fi.asc()),
+            (#fname, true) => q.then_order_by(#table::#fi.desc()),
+        }
+    });
+
+    let insert_values = writable.iter().map(|f| {
+        let fi = &f.ident;
+        quote!(#table::#fi.eq(#k::crud::bind(input.#fi)),)
+    });
+    let update_values = writable.iter().map(|f| {
+        let fi = &f.ident;
+        quote!(input.#fi.map(|__v| #table::#fi.eq(#k::crud::bind(__v))),)
+    });
+
+    quote! {
+        mod #module {
+            use super::*;
+            use #p::diesel::prelude::*;
+            use #p::diesel::ExpressionMethods as _;
+
+            type Boxed = #boxed;
+
+            fn cond(c: &#k::crud::Cond) -> ::core::result::Result<Boxed, #k::Error> {
+                ::core::result::Result::Ok(match c.field {
+                    #(#cond_arms)*
+                    _ => return ::core::result::Result::Err(#k::crud::unsupported(c)),
+                })
+            }
+
+            fn condition(conds: &[#k::crud::Cond]) -> ::core::result::Result<::core::option::Option<Boxed>, #k::Error> {
+                let mut acc: ::core::option::Option<Boxed> = ::core::option::Option::None;
+                for c in conds {
+                    let e = cond(c)?;
+                    acc = ::core::option::Option::Some(match acc {
+                        ::core::option::Option::None => e,
+                        ::core::option::Option::Some(a) => ::std::boxed::Box::new(a.and(e)),
+                    });
+                }
+                ::core::result::Result::Ok(acc)
+            }
+
+            fn everything() -> #k::Error {
+                #k::Error::Internal("refusing to change rows without a condition".into())
+            }
+
+            pub(super) async fn select(
+                c: &mut #conn,
+                conds: &[#k::crud::Cond],
+                sort: &[#k::crud::Sort],
+                page: ::core::option::Option<(i64, i64)>,
+            ) -> ::core::result::Result<::std::vec::Vec<#ident>, #k::Error> {
+                // Lookup by primary key alone: a static query, so the connection's
+                // prepared-statement cache serves it (boxed queries are prepared every time).
+                if let [only] = conds {
+                    if sort.is_empty()
+                        && only.op == #k::crud::Op::Eq
+                        && only.field == #id_name
+                        && page.is_none_or(|(limit, offset)| limit >= 1 && offset == 0)
+                    {
+                        let key = #k::crud::arg::<#p::uuid::Uuid>(only)?;
+                        let q = #table::table
+                            .filter(#table::#id_ident.eq(#k::crud::bind(key)))
+                            .select(<#ident as #p::diesel::SelectableHelper<#db>>::as_select());
+                        let row = #p::diesel::OptionalExtension::optional(
+                            #p::diesel_async::RunQueryDsl::get_result(q, c).await,
+                        )?;
+                        return ::core::result::Result::Ok(row.into_iter().collect());
+                    }
+                }
+                let mut q = #table::table
+                    .select(<#ident as #p::diesel::SelectableHelper<#db>>::as_select())
+                    .into_boxed::<#db>();
+                if let ::core::option::Option::Some(w) = condition(conds)? {
+                    q = q.filter(w);
+                }
+                for s in sort {
+                    q = match (s.field, s.desc) {
+                        #(#sort_arms)*
+                        _ => return ::core::result::Result::Err(#k::Error::bad_param("sort", ::std::format!("cannot sort by `{}`", s.field))),
+                    };
+                }
+                if sort.is_empty() {
+                    q = q.then_order_by(#table::created_at.asc());
+                }
+                q = q.then_order_by(#table::#id_ident.asc());
+                if let ::core::option::Option::Some((limit, offset)) = page {
+                    q = q.limit(limit).offset(offset);
+                }
+                ::core::result::Result::Ok(#p::diesel_async::RunQueryDsl::load(q, c).await?)
+            }
+
+            pub(super) async fn count(c: &mut #conn, conds: &[#k::crud::Cond]) -> ::core::result::Result<i64, #k::Error> {
+                let mut q = #table::table.select(#p::diesel::dsl::count_star()).into_boxed::<#db>();
+                if let ::core::option::Option::Some(w) = condition(conds)? {
+                    q = q.filter(w);
+                }
+                ::core::result::Result::Ok(#p::diesel_async::RunQueryDsl::get_result::<i64>(q, c).await?)
+            }
+
+            pub(super) async fn insert(c: &mut #conn, input: #create) -> ::core::result::Result<#ident, #k::Error> {
+                let now = #k::crud::now();
+                let q = #p::diesel::insert_into(#table::table)
+                    .values((
+                        #table::#id_ident.eq(#k::crud::bind(#p::uuid::Uuid::new_v4())),
+                        #table::created_at.eq(#k::crud::bind(now)),
+                        #table::updated_at.eq(#k::crud::bind(now)),
+                        #(#insert_values)*
+                    ))
+                    .returning(<#ident as #p::diesel::SelectableHelper<#db>>::as_returning());
+                ::core::result::Result::Ok(#p::diesel_async::RunQueryDsl::get_result(q, c).await?)
+            }
+
+            pub(super) async fn update(
+                c: &mut #conn,
+                conds: &[#k::crud::Cond],
+                input: #update,
+            ) -> ::core::result::Result<::core::option::Option<#ident>, #k::Error> {
+                let ::core::option::Option::Some(w) = condition(conds)? else {
+                    return ::core::result::Result::Err(everything());
+                };
+                let now = #k::crud::now();
+                let q = #p::diesel::update(#table::table.filter(w))
+                    .set((
+                        #(#update_values)*
+                        #table::updated_at.eq(#k::crud::bind(now)),
+                    ))
+                    .returning(<#ident as #p::diesel::SelectableHelper<#db>>::as_returning());
+                ::core::result::Result::Ok(#p::diesel::OptionalExtension::optional(
+                    #p::diesel_async::RunQueryDsl::get_result(q, c).await,
+                )?)
+            }
+
+            pub(super) async fn delete(c: &mut #conn, conds: &[#k::crud::Cond]) -> ::core::result::Result<bool, #k::Error> {
+                let ::core::option::Option::Some(w) = condition(conds)? else {
+                    return ::core::result::Result::Err(everything());
+                };
+                let n = #p::diesel_async::RunQueryDsl::execute(#p::diesel::delete(#table::table.filter(w)), c).await?;
+                ::core::result::Result::Ok(n > 0)
+            }
+        }
+    }
+}

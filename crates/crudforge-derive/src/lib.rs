@@ -1,0 +1,117 @@
+//! Procedural macros of crudforge: `#[derive(Resource)]`.
+//!
+//! Use them through the `crudforge` crate, which re-exports them; generated code names runtime
+//! items through `::crudforge::__private`, so applications need no extra dependencies to compile
+//! the expansion.
+
+mod ast;
+mod attr;
+mod ctxt;
+mod expand;
+mod valid;
+
+use proc_macro::TokenStream;
+
+/// Generates CRUD endpoints for a Diesel model. See `crudforge::Resource` and
+/// `docs/resources.md` for the complete guide.
+///
+/// The model derives Diesel's `Queryable` and `Selectable` for a `table!` whose UUID, timestamp
+/// and JSON columns use crudforge's portable SQL types, and has `id: uuid::Uuid`,
+/// `created_at` and `updated_at: chrono::DateTime<chrono::Utc>` fields.
+///
+/// Generated: `<Name>Create` (POST body), `<Name>Update` (PATCH body, every member optional),
+/// `<Name>Filter` (the list parameters, as an extractor),
+/// `<Name>Response` (the model without write-only fields), an implementation of
+/// `crudforge::Resource` (so `<Name>::blueprint("/api/critters/")` works), and an entry in the
+/// registry of resources by name.
+///
+/// Struct attributes, in `#[resource(...)]`:
+///
+/// | attribute | meaning |
+/// |---|---|
+/// | `table = path` | the Diesel table (default: `#[diesel(table_name = ...)]`) |
+/// | `name = "Name"` | the resource name in operation ids (default: the struct's name) |
+/// | `rules = expr` | the resource's permission rules, a `crudforge::perms::Rules` value (default: signed-in users may do everything, admins always) |
+/// | `crate = "path"` | where the runtime crate is (default: `::crudforge`) |
+///
+/// Field attributes, in `#[resource(...)]`:
+///
+/// | attribute | meaning |
+/// |---|---|
+/// | `id` | the primary key (default: the field named `id`) |
+/// | `read_only` | returned but never written by clients (`id`, `created_at`, `updated_at` always are) |
+/// | `write_only` | written but never returned nor filterable (secrets) |
+/// | `skip` | loaded from the table but absent from the API |
+/// | `filter = false` | not usable in filters or `sort` |
+/// | `max_len = N` | strings of at most N characters (422 otherwise) |
+/// | `email` | must look like an e-mail address |
+/// | `default = expr` | value when a POST body omits the member |
+/// | `password` | plaintext in POST/PATCH bodies, stored as a bcrypt hash, never returned nor filterable |
+#[proc_macro_derive(Resource, attributes(resource))]
+pub fn derive_resource(input: TokenStream) -> TokenStream {
+    derive_resource_inner(input.into()).into()
+}
+
+fn derive_resource_inner(input: proc_macro2::TokenStream) -> proc_macro2::TokenStream {
+    let input: syn::DeriveInput = match syn::parse2(input) {
+        Ok(i) => i,
+        Err(e) => return e.to_compile_error(),
+    };
+    let cx = ctxt::Ctxt::default();
+    let model = ast::parse(&cx, &input);
+    if let Some(m) = &model {
+        valid::check(&cx, m);
+    }
+    match (cx.check(), model) {
+        (Ok(()), Some(m)) => {
+            let out = expand::expand(&m);
+            if std::env::var_os("CRUDFORGE_MACRO_DEBUG").is_some() {
+                eprintln!("{out}");
+            }
+            out
+        }
+        (Err(e), _) => {
+            let mut out = e.to_compile_error();
+            out.extend(expand::fallback(&input.ident, &input.vis));
+            out
+        }
+        (Ok(()), None) => expand::fallback(&input.ident, &input.vis),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::derive_resource_inner;
+    use quote::quote;
+
+    #[test]
+    fn a_valid_model_expands_to_the_trait_impl() {
+        let out = derive_resource_inner(quote! {
+            #[diesel(table_name = critters)]
+            pub struct Critter {
+                pub id: Uuid,
+                pub created_at: DateTime<Utc>,
+                pub updated_at: DateTime<Utc>,
+                #[resource(max_len = 100)]
+                pub name: String,
+            }
+        })
+        .to_string();
+        assert!(out.contains("CritterCreate"));
+        assert!(out.contains("impl :: crudforge :: crud :: Resource for Critter"));
+        assert!(!out.contains("compile_error"));
+    }
+
+    #[test]
+    fn every_mistake_is_reported_at_once() {
+        let out = derive_resource_inner(quote! {
+            pub struct Critter {
+                #[resource(read_only, write_only, colour = "red")]
+                pub name: String,
+            }
+        })
+        .to_string();
+        assert!(out.matches("compile_error").count() >= 4, "{out}");
+        assert!(out.contains("CritterCreate"), "fallback items are emitted");
+    }
+}

@@ -1,0 +1,589 @@
+//! Service configuration: the contract's keys, read from the environment or built in code.
+
+use std::fmt;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// OpenAPI versions the description generator can produce.
+pub const SUPPORTED_OPENAPI_VERSIONS: &[&str] = &["3.0.3"];
+
+/// Smallest accepted length of a signing secret, in bytes.
+pub const MIN_SECRET_LEN: usize = 32;
+
+/// Name of the file, inside the data directory, that keeps a generated signing key.
+pub const GENERATED_KEY_FILE: &str = "jwt_secret.key";
+
+/// Everything the service reads from its environment.
+///
+/// Build it with [`Config::from_env`], with [`Config::from_lookup`] (any key/value source), or
+/// in code starting from [`Config::default`] and setting fields. Defaults are documented in
+/// `docs/configuration.md`.
+#[derive(Clone)]
+pub struct Config {
+    /// `API_TITLE`: title of the OpenAPI description.
+    pub api_title: String,
+    /// `API_VERSION`: version label of the API description, also reported by the health check.
+    pub api_version: String,
+    /// `OPENAPI_VERSION`: OpenAPI specification version of the description.
+    pub openapi_version: String,
+    /// `ORM_DATABASE_URI`: `sqlite://<path>` or `postgres://...`; `None` means a SQLite file
+    /// in the data directory.
+    pub database_uri: Option<String>,
+    /// `CRUDFORGE_DATA_DIR`: where the default SQLite file and a generated key live.
+    pub data_dir: PathBuf,
+    /// `SECRET_KEY`: application secret; signs tokens when `JWT_SECRET_KEY` is unset.
+    pub secret_key: Option<Secret>,
+    /// `JWT_SECRET_KEY`: secret used to sign JWTs.
+    pub jwt_secret_key: Option<Secret>,
+    /// `JWT_ACCESS_TOKEN_EXPIRES`: access token lifetime in seconds.
+    pub jwt_access_token_expires: u64,
+    /// `JWT_REFRESH_TOKEN_EXPIRES`: refresh token lifetime in seconds.
+    pub jwt_refresh_token_expires: u64,
+    /// `HEALTH_ENDPOINT_ENABLED`: whether the health route exists.
+    pub health_endpoint_enabled: bool,
+    /// `HEALTH_ENDPOINT_PATH`: path of the health route.
+    pub health_endpoint_path: String,
+    /// `ORM_PERFORMANCE_MONITORING`: time every query, log slow ones, report per request.
+    pub orm_performance_monitoring: bool,
+    /// `ORM_SLOW_QUERY_THRESHOLD`: seconds above which a query is logged as slow.
+    pub orm_slow_query_threshold: f64,
+    /// `DEBUG`: debug members in error bodies, debug-only reference endpoints.
+    pub debug: bool,
+    /// `DEFAULT_PAGE_SIZE`: items per page when a list request names none.
+    pub default_page_size: u32,
+    /// `MAX_PAGE_SIZE`: largest `page_size` a list request may ask for.
+    pub max_page_size: u32,
+    /// `MAX_BODY_SIZE`: largest accepted request body, in bytes.
+    pub max_body_size: usize,
+    /// `BCRYPT_COST`: bcrypt work factor for new password hashes (4 to 31).
+    pub bcrypt_cost: u32,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            api_title: "crudforge API".to_owned(),
+            api_version: "1.0.0".to_owned(),
+            openapi_version: "3.0.3".to_owned(),
+            database_uri: None,
+            data_dir: PathBuf::from("data"),
+            secret_key: None,
+            jwt_secret_key: None,
+            jwt_access_token_expires: 900,
+            jwt_refresh_token_expires: 2_592_000,
+            health_endpoint_enabled: true,
+            health_endpoint_path: "/health".to_owned(),
+            orm_performance_monitoring: false,
+            orm_slow_query_threshold: 0.5,
+            debug: false,
+            default_page_size: 25,
+            max_page_size: 100,
+            max_body_size: 1024 * 1024,
+            bcrypt_cost: 12,
+        }
+    }
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Config")
+            .field("api_title", &self.api_title)
+            .field("api_version", &self.api_version)
+            .field("openapi_version", &self.openapi_version)
+            .field(
+                "database_uri",
+                &self.database_uri.as_deref().map(redact_uri),
+            )
+            .field("data_dir", &self.data_dir)
+            .field("secret_key", &self.secret_key)
+            .field("jwt_secret_key", &self.jwt_secret_key)
+            .field("jwt_access_token_expires", &self.jwt_access_token_expires)
+            .field("jwt_refresh_token_expires", &self.jwt_refresh_token_expires)
+            .field("health_endpoint_enabled", &self.health_endpoint_enabled)
+            .field("health_endpoint_path", &self.health_endpoint_path)
+            .field(
+                "orm_performance_monitoring",
+                &self.orm_performance_monitoring,
+            )
+            .field("orm_slow_query_threshold", &self.orm_slow_query_threshold)
+            .field("debug", &self.debug)
+            .field("default_page_size", &self.default_page_size)
+            .field("max_page_size", &self.max_page_size)
+            .field("max_body_size", &self.max_body_size)
+            .field("bcrypt_cost", &self.bcrypt_cost)
+            .finish()
+    }
+}
+
+/// Hides the password of a connection string.
+fn redact_uri(uri: &str) -> String {
+    match (uri.find("://"), uri.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            let userinfo = &uri[scheme_end + 3..at];
+            match userinfo.find(':') {
+                Some(colon) => format!(
+                    "{}{}:***{}",
+                    &uri[..scheme_end + 3],
+                    &userinfo[..colon],
+                    &uri[at..]
+                ),
+                None => uri.to_owned(),
+            }
+        }
+        _ => uri.to_owned(),
+    }
+}
+
+/// A secret value whose `Debug` output never shows it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(Vec<u8>);
+
+impl Secret {
+    /// Wraps secret bytes.
+    pub fn new(bytes: impl Into<Vec<u8>>) -> Self {
+        Secret(bytes.into())
+    }
+
+    /// The secret bytes.
+    pub fn expose(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Secret(<{} bytes>)", self.0.len())
+    }
+}
+
+/// Why a configuration could not be used. Every variant names the key at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A value could not be parsed into its type.
+    #[error("configuration key {key}: expected {expected}, got {value:?}")]
+    Invalid {
+        /// The key.
+        key: &'static str,
+        /// The form the key accepts.
+        expected: &'static str,
+        /// What was given.
+        value: String,
+    },
+    /// A secret is shorter than [`MIN_SECRET_LEN`].
+    #[error(
+        "configuration key {key}: the secret is {len} bytes long; it must be at least {MIN_SECRET_LEN} bytes \
+         (unset it to let the service generate a strong key in its data directory)"
+    )]
+    SecretTooShort {
+        /// The key.
+        key: &'static str,
+        /// The given length.
+        len: usize,
+    },
+    /// `OPENAPI_VERSION` names a version the generator cannot produce.
+    #[error("configuration key OPENAPI_VERSION: {value:?} is not supported; supported versions: {}", SUPPORTED_OPENAPI_VERSIONS.join(", "))]
+    UnsupportedOpenApiVersion {
+        /// What was given.
+        value: String,
+    },
+    /// The generated key file could not be read or written.
+    #[error("signing key file {path}: {source}")]
+    KeyFile {
+        /// The file.
+        path: PathBuf,
+        /// The I/O failure.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Config {
+    /// Reads the configuration from the process environment.
+    ///
+    /// # Errors
+    ///
+    /// A malformed value, a too-short secret or an unsupported OpenAPI version.
+    pub fn from_env() -> Result<Config, ConfigError> {
+        Config::from_lookup(|key| std::env::var(key).ok())
+    }
+
+    /// Reads the configuration from any key/value source (the environment, a map in tests).
+    /// Empty values count as unset.
+    ///
+    /// # Errors
+    ///
+    /// A malformed value, a too-short secret or an unsupported OpenAPI version.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let get = |key: &str| lookup(key).filter(|v| !v.trim().is_empty());
+        let mut cfg = Config::default();
+        if let Some(v) = get("API_TITLE") {
+            cfg.api_title = v;
+        }
+        if let Some(v) = get("API_VERSION") {
+            cfg.api_version = v;
+        }
+        if let Some(v) = get("OPENAPI_VERSION") {
+            cfg.openapi_version = v.trim().to_owned();
+        }
+        cfg.database_uri = get("ORM_DATABASE_URI");
+        if let Some(v) = get("CRUDFORGE_DATA_DIR") {
+            cfg.data_dir = PathBuf::from(v);
+        }
+        cfg.secret_key = get("SECRET_KEY").map(Secret::new);
+        cfg.jwt_secret_key = get("JWT_SECRET_KEY").map(Secret::new);
+        if let Some(v) = get("JWT_ACCESS_TOKEN_EXPIRES") {
+            cfg.jwt_access_token_expires = parse_seconds("JWT_ACCESS_TOKEN_EXPIRES", &v)?;
+        }
+        if let Some(v) = get("JWT_REFRESH_TOKEN_EXPIRES") {
+            cfg.jwt_refresh_token_expires = parse_seconds("JWT_REFRESH_TOKEN_EXPIRES", &v)?;
+        }
+        if let Some(v) = get("HEALTH_ENDPOINT_ENABLED") {
+            cfg.health_endpoint_enabled = parse_bool("HEALTH_ENDPOINT_ENABLED", &v)?;
+        }
+        if let Some(v) = get("HEALTH_ENDPOINT_PATH") {
+            cfg.health_endpoint_path = parse_path("HEALTH_ENDPOINT_PATH", &v)?;
+        }
+        if let Some(v) = get("ORM_PERFORMANCE_MONITORING") {
+            cfg.orm_performance_monitoring = parse_bool("ORM_PERFORMANCE_MONITORING", &v)?;
+        }
+        if let Some(v) = get("ORM_SLOW_QUERY_THRESHOLD") {
+            cfg.orm_slow_query_threshold = v
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|s| s.is_finite() && *s >= 0.0)
+                .ok_or_else(|| {
+                    invalid(
+                        "ORM_SLOW_QUERY_THRESHOLD",
+                        "a non-negative number of seconds such as 0.5",
+                        &v,
+                    )
+                })?;
+        }
+        if let Some(v) = get("DEBUG") {
+            cfg.debug = parse_bool("DEBUG", &v)?;
+        }
+        if let Some(v) = get("DEFAULT_PAGE_SIZE") {
+            cfg.default_page_size = parse_positive("DEFAULT_PAGE_SIZE", &v)?;
+        }
+        if let Some(v) = get("MAX_PAGE_SIZE") {
+            cfg.max_page_size = parse_positive("MAX_PAGE_SIZE", &v)?;
+        }
+        if let Some(v) = get("MAX_BODY_SIZE") {
+            cfg.max_body_size = v
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| invalid("MAX_BODY_SIZE", "a positive number of bytes", &v))?;
+        }
+        if let Some(v) = get("BCRYPT_COST") {
+            cfg.bcrypt_cost = v
+                .trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|n| (4..=31).contains(n))
+                .ok_or_else(|| invalid("BCRYPT_COST", "a whole number from 4 to 31", &v))?;
+        }
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Checks the values that have rules beyond their type: secret lengths, the OpenAPI
+    /// version, page sizes. [`Config::from_lookup`] calls it; call it after building a
+    /// configuration in code.
+    ///
+    /// # Errors
+    ///
+    /// The first rule that does not hold.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        for (key, secret) in [
+            ("JWT_SECRET_KEY", &self.jwt_secret_key),
+            ("SECRET_KEY", &self.secret_key),
+        ] {
+            if let Some(s) = secret {
+                if s.expose().len() < MIN_SECRET_LEN {
+                    return Err(ConfigError::SecretTooShort {
+                        key,
+                        len: s.expose().len(),
+                    });
+                }
+            }
+        }
+        if !SUPPORTED_OPENAPI_VERSIONS.contains(&self.openapi_version.as_str()) {
+            return Err(ConfigError::UnsupportedOpenApiVersion {
+                value: self.openapi_version.clone(),
+            });
+        }
+        if self.default_page_size > self.max_page_size {
+            return Err(invalid(
+                "DEFAULT_PAGE_SIZE",
+                "a page size no larger than MAX_PAGE_SIZE",
+                &self.default_page_size.to_string(),
+            ));
+        }
+        if !self.health_endpoint_path.starts_with('/') {
+            return Err(invalid(
+                "HEALTH_ENDPOINT_PATH",
+                "a path starting with /",
+                &self.health_endpoint_path,
+            ));
+        }
+        Ok(())
+    }
+
+    /// The key that signs tokens: `JWT_SECRET_KEY`, else `SECRET_KEY`, else a strong random
+    /// key generated once and kept in `<data_dir>/jwt_secret.key` (readable by the owner only),
+    /// so tokens survive restarts. There is no built-in default key.
+    ///
+    /// # Errors
+    ///
+    /// A too-short configured secret, or a key file that cannot be read or written.
+    pub fn signing_key(&self) -> Result<Secret, ConfigError> {
+        self.validate()?;
+        if let Some(k) = self.jwt_secret_key.as_ref().or(self.secret_key.as_ref()) {
+            return Ok(k.clone());
+        }
+        load_or_generate_key(&self.data_dir.join(GENERATED_KEY_FILE))
+    }
+}
+
+fn load_or_generate_key(path: &Path) -> Result<Secret, ConfigError> {
+    let key_err = |source| ConfigError::KeyFile {
+        path: path.to_owned(),
+        source,
+    };
+    match fs::read_to_string(path) {
+        Ok(text) => {
+            let key = text.trim().as_bytes().to_vec();
+            if key.len() < MIN_SECRET_LEN {
+                return Err(key_err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("holds {} bytes; at least {MIN_SECRET_LEN} are needed (delete it to generate a new key)", key.len()),
+                )));
+            }
+            Ok(Secret(key))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(dir) = path.parent() {
+                fs::create_dir_all(dir).map_err(key_err)?;
+            }
+            let mut raw = [0u8; 48];
+            getrandom::fill(&mut raw).map_err(|e| key_err(std::io::Error::other(e.to_string())))?;
+            let hex: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+            let mut options = fs::OpenOptions::new();
+            options.write(true).create_new(true);
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::OpenOptionsExt;
+                options.mode(0o600);
+            }
+            match options.open(path) {
+                Ok(mut file) => {
+                    file.write_all(hex.as_bytes()).map_err(key_err)?;
+                    file.sync_all().map_err(key_err)?;
+                    Ok(Secret(hex.into_bytes()))
+                }
+                // Another process created it first: use theirs.
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    load_or_generate_key(path)
+                }
+                Err(e) => Err(key_err(e)),
+            }
+        }
+        Err(e) => Err(key_err(e)),
+    }
+}
+
+fn invalid(key: &'static str, expected: &'static str, value: &str) -> ConfigError {
+    ConfigError::Invalid {
+        key,
+        expected,
+        value: value.to_owned(),
+    }
+}
+
+fn parse_bool(key: &'static str, v: &str) -> Result<bool, ConfigError> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Ok(true),
+        "false" | "0" | "no" | "off" => Ok(false),
+        _ => Err(invalid(key, "a boolean: true or false", v)),
+    }
+}
+
+fn parse_seconds(key: &'static str, v: &str) -> Result<u64, ConfigError> {
+    v.trim()
+        .parse::<u64>()
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| invalid(key, "a positive whole number of seconds such as 3600", v))
+}
+
+fn parse_positive(key: &'static str, v: &str) -> Result<u32, ConfigError> {
+    v.trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| invalid(key, "a positive whole number", v))
+}
+
+fn parse_path(key: &'static str, v: &str) -> Result<String, ConfigError> {
+    let v = v.trim();
+    if v.starts_with('/') && !v.contains(char::is_whitespace) {
+        Ok(v.to_owned())
+    } else {
+        Err(invalid(key, "a path starting with / such as /health", v))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn from(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        Config::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults_when_nothing_is_set() {
+        let c = from(&[]).unwrap();
+        assert_eq!(c.default_page_size, 25);
+        assert_eq!(c.max_page_size, 100);
+        assert_eq!(c.health_endpoint_path, "/health");
+        assert!(c.health_endpoint_enabled);
+        assert!(!c.debug);
+        assert!(c.jwt_secret_key.is_none());
+    }
+
+    #[test]
+    fn every_key_is_read_and_typed() {
+        let c = from(&[
+            ("API_TITLE", "Zoo"),
+            ("API_VERSION", "2.1"),
+            ("OPENAPI_VERSION", "3.0.3"),
+            ("ORM_DATABASE_URI", "postgres://u:pw@h/db"),
+            ("SECRET_KEY", "s".repeat(32).as_str()),
+            ("JWT_SECRET_KEY", "j".repeat(40).as_str()),
+            ("JWT_ACCESS_TOKEN_EXPIRES", "60"),
+            ("JWT_REFRESH_TOKEN_EXPIRES", "120"),
+            ("HEALTH_ENDPOINT_ENABLED", "false"),
+            ("HEALTH_ENDPOINT_PATH", "/status"),
+            ("ORM_PERFORMANCE_MONITORING", "true"),
+            ("ORM_SLOW_QUERY_THRESHOLD", "0.25"),
+            ("DEBUG", "1"),
+            ("DEFAULT_PAGE_SIZE", "10"),
+            ("MAX_PAGE_SIZE", "50"),
+        ])
+        .unwrap();
+        assert_eq!(c.api_title, "Zoo");
+        assert_eq!(c.api_version, "2.1");
+        assert_eq!(c.database_uri.as_deref(), Some("postgres://u:pw@h/db"));
+        assert_eq!(c.secret_key.as_ref().unwrap().expose().len(), 32);
+        assert_eq!(c.jwt_secret_key.as_ref().unwrap().expose().len(), 40);
+        assert_eq!(c.jwt_access_token_expires, 60);
+        assert_eq!(c.jwt_refresh_token_expires, 120);
+        assert!(!c.health_endpoint_enabled);
+        assert_eq!(c.health_endpoint_path, "/status");
+        assert!(c.orm_performance_monitoring);
+        assert!((c.orm_slow_query_threshold - 0.25).abs() < f64::EPSILON);
+        assert!(c.debug);
+        assert_eq!(c.default_page_size, 10);
+        assert_eq!(c.max_page_size, 50);
+        let dbg = format!("{c:?}");
+        assert!(!dbg.contains("pw@"), "password leaked in {dbg}");
+        assert!(!dbg.contains("jjjj"), "secret leaked in {dbg}");
+    }
+
+    #[test]
+    fn malformed_values_name_the_key_and_form() {
+        let e = from(&[("JWT_ACCESS_TOKEN_EXPIRES", "abc")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("JWT_ACCESS_TOKEN_EXPIRES"), "{e}");
+        assert!(e.contains("seconds"), "{e}");
+        let e = from(&[("HEALTH_ENDPOINT_ENABLED", "maybe")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("HEALTH_ENDPOINT_ENABLED"), "{e}");
+        assert!(e.contains("true or false"), "{e}");
+        let e = from(&[("ORM_SLOW_QUERY_THRESHOLD", "-1")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("ORM_SLOW_QUERY_THRESHOLD"), "{e}");
+        let e = from(&[("HEALTH_ENDPOINT_PATH", "health")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("HEALTH_ENDPOINT_PATH"), "{e}");
+    }
+
+    #[test]
+    fn short_secrets_stop_startup() {
+        let e = from(&[("JWT_SECRET_KEY", "short")]).unwrap_err();
+        assert!(matches!(
+            e,
+            ConfigError::SecretTooShort {
+                key: "JWT_SECRET_KEY",
+                len: 5
+            }
+        ));
+        assert!(e.to_string().contains("at least 32 bytes"));
+        let e = from(&[("SECRET_KEY", "tiny")]).unwrap_err();
+        assert!(e.to_string().contains("SECRET_KEY"));
+    }
+
+    #[test]
+    fn unsupported_openapi_version_lists_supported_ones() {
+        let e = from(&[("OPENAPI_VERSION", "3.1.0")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("3.1.0") && e.contains("3.0.3"), "{e}");
+    }
+
+    #[test]
+    fn generated_key_is_strong_private_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = Config {
+            data_dir: dir.path().join("nested"),
+            ..Config::default()
+        };
+        let first = cfg.signing_key().unwrap();
+        assert!(first.expose().len() >= 64);
+        let second = cfg.signing_key().unwrap();
+        assert_eq!(first, second, "the key must survive restarts");
+        let path = dir.path().join("nested").join(GENERATED_KEY_FILE);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600);
+        }
+        let other = Config {
+            data_dir: tempfile::tempdir().unwrap().path().to_owned(),
+            ..Config::default()
+        };
+        assert_ne!(other.signing_key().unwrap(), first, "keys must be random");
+    }
+
+    #[test]
+    fn configured_key_wins_over_generated_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = Config {
+            data_dir: dir.path().to_owned(),
+            secret_key: Some(Secret::new(vec![b'a'; 32])),
+            ..Config::default()
+        };
+        assert_eq!(cfg.signing_key().unwrap().expose(), &[b'a'; 32]);
+        assert!(!dir.path().join(GENERATED_KEY_FILE).exists());
+        let cfg = Config {
+            jwt_secret_key: Some(Secret::new(vec![b'b'; 33])),
+            ..cfg
+        };
+        assert_eq!(cfg.signing_key().unwrap().expose(), &[b'b'; 33]);
+    }
+}

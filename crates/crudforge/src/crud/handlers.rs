@@ -1,0 +1,479 @@
+//! The five generic CRUD handlers: parse, check, one or two queries, respond.
+
+use super::blueprint::{Operation, Shared};
+use super::query::{parse_arg, Cond};
+use super::{Pagination, Resource, Validate};
+use crate::api::ApiState;
+use crate::error::Error;
+#[allow(unused_imports)]
+use crate::perms::Rules as _;
+use actix_web::http::header;
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::de::DeserializeOwned;
+
+/// Conditions from the parent parameters of a nested prefix. A value that does not parse
+/// names no parent: 404.
+fn parent_conds<R: Resource>(shared: &Shared<R>, req: &HttpRequest) -> Result<Vec<Cond>, Error> {
+    let mut conds = Vec::with_capacity(shared.parents.len() + 1);
+    for (field, param) in &shared.parents {
+        let raw = req.match_info().get(param).unwrap_or_default();
+        let arg = parse_arg(field.kind, raw).map_err(|_| not_found::<R>())?;
+        conds.push(Cond::eq(field.name, arg));
+    }
+    Ok(conds)
+}
+
+fn key_cond<R: Resource>(shared: &Shared<R>, req: &HttpRequest) -> Result<Cond, Error> {
+    let raw = req
+        .match_info()
+        .get(&shared.res_id_param)
+        .unwrap_or_default();
+    let arg = parse_arg(shared.res_id.kind, raw).map_err(|_| not_found::<R>())?;
+    Ok(Cond::eq(shared.res_id.name, arg))
+}
+
+/// The caller of an operation: `None` for public operations (which skip authentication and
+/// rules) and for anonymous callers. Enforces `admin_only`.
+async fn caller<R: Resource>(
+    shared: &Shared<R>,
+    req: &HttpRequest,
+    op: Operation,
+) -> Result<Caller, Error> {
+    let opts = shared.ops.get(&op);
+    if opts.is_some_and(|o| o.public) {
+        return Ok(Caller::Public);
+    }
+    let user = crate::auth::current_user(req).await?;
+    if opts.is_some_and(|o| o.admin_only) {
+        match &user {
+            None => return Err(Error::Unauthorized("Authentication required.".into())),
+            Some(u) if !u.is_admin() => {
+                return Err(Error::Forbidden("Administrators only.".into()))
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(match user {
+        Some(u) if u.is_admin() => Caller::Admin(u),
+        other => Caller::User(other),
+    })
+}
+
+/// Who is calling, as far as rules are concerned.
+enum Caller {
+    /// A public operation: no authentication, no rules.
+    Public,
+    /// An administrator: every rule passes.
+    Admin(crate::auth::CurrentUser),
+    /// Anyone else (maybe anonymous): the rules decide.
+    User(Option<crate::auth::CurrentUser>),
+}
+
+impl Caller {
+    fn read_conds<R: Resource>(&self, shared: &Shared<R>) -> Result<Vec<Cond>, Error> {
+        match self {
+            Caller::Public | Caller::Admin(_) => Ok(Vec::new()),
+            Caller::User(u) => shared.rules.read(u.as_ref()).into_conds(),
+        }
+    }
+
+    fn write_conds<R: Resource>(&self, shared: &Shared<R>) -> Result<Vec<Cond>, Error> {
+        match self {
+            Caller::Public | Caller::Admin(_) => Ok(Vec::new()),
+            Caller::User(u) => shared.rules.write(u.as_ref()).into_conds(),
+        }
+    }
+
+    fn is_admin(&self) -> bool {
+        matches!(self, Caller::Admin(_))
+    }
+}
+
+/// Checks members only the server or administrators may send.
+fn check_members<R: Resource>(
+    shared: &Shared<R>,
+    caller: &Caller,
+    obj: &serde_json::Map<String, serde_json::Value>,
+) -> Result<(), Error> {
+    if caller.is_admin() {
+        return Ok(());
+    }
+    for f in shared.rules.server_fields() {
+        if obj.contains_key(*f) {
+            return Err(Error::invalid_field(
+                *f,
+                "is set by the server and cannot be sent",
+            ));
+        }
+    }
+    for f in shared.rules.admin_fields() {
+        if obj.contains_key(*f) {
+            return Err(Error::Forbidden(
+                format!("Only administrators may set `{f}`.").into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Replaces plaintext `#[resource(password)]` members with bcrypt hashes.
+async fn hash_passwords<T: Validate>(input: &mut T, cost: u32) -> Result<(), Error> {
+    for (field, value) in input.passwords_mut() {
+        let plain = std::mem::take(value);
+        *value = crate::auth::hash_password_for(field, plain, cost).await?;
+    }
+    Ok(())
+}
+
+fn not_found<R: Resource>() -> Error {
+    Error::NotFound(format!("No {} exists at this path.", R::NAME).into())
+}
+
+/// Deserializes JSON into `T`, naming the member at fault.
+pub(crate) fn from_value<T: DeserializeOwned>(v: serde_json::Value) -> Result<T, Error> {
+    serde_path_to_error::deserialize::<_, T>(v).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let msg = inner.to_string();
+        let field = if path == "." {
+            // Missing or unknown members are reported on the object itself.
+            ["missing field `", "unknown field `"].iter().find_map(|m| {
+                msg.find(m)
+                    .map(|i| &msg[i + m.len()..])
+                    .and_then(|rest| rest.find('`').map(|end| rest[..end].to_owned()))
+            })
+        } else {
+            Some(path)
+        };
+        match field {
+            Some(f) => {
+                let detail = if msg.starts_with("unknown field") {
+                    format!("`{f}` cannot be set: it is read-only or does not exist")
+                } else {
+                    msg
+                };
+                Error::invalid_field(f, detail)
+            }
+            None => Error::Validation {
+                detail: format!("The request body does not match the expected shape: {msg}"),
+                field: None,
+            },
+        }
+    })
+}
+
+/// Reads a JSON object body.
+fn json_object(
+    req: &HttpRequest,
+    body: &[u8],
+) -> Result<serde_json::Map<String, serde_json::Value>, Error> {
+    let ct = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let mime = ct
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    if mime != "application/json" && !mime.ends_with("+json") {
+        return Err(Error::UnsupportedMediaType(
+            "The request body must be JSON (Content-Type: application/json).".into(),
+        ));
+    }
+    let v: serde_json::Value =
+        serde_json::from_slice(body).map_err(|e| crate::error::serde_error(&e))?;
+    match v {
+        serde_json::Value::Object(m) => Ok(m),
+        _ => Err(Error::Validation {
+            detail: "The request body must be a JSON object.".into(),
+            field: None,
+        }),
+    }
+}
+
+/// Decodes a body into `T`, through a substituted input schema when the operation has one.
+fn decode<R: Resource, T: DeserializeOwned + Validate>(
+    shared: &Shared<R>,
+    op: Operation,
+    obj: serde_json::Map<String, serde_json::Value>,
+    parents: &[Cond],
+) -> Result<T, Error> {
+    // Parent members come from the path; a body may not set them.
+    for (field, _) in &shared.parents {
+        if obj.contains_key(field.name) {
+            return Err(Error::invalid_field(
+                field.name,
+                "is taken from the URL and cannot be set in the body",
+            ));
+        }
+    }
+    let mut v;
+    if let Some((_, parse)) = shared.ops.get(&op).and_then(|o| o.input) {
+        let present: Vec<String> = obj.keys().cloned().collect();
+        v = parse(serde_json::Value::Object(obj))?;
+        // Members the client did not send stay absent (not `null`).
+        if let serde_json::Value::Object(m) = &mut v {
+            m.retain(|k, _| present.contains(k));
+        }
+    } else {
+        v = serde_json::Value::Object(obj);
+    }
+    if let serde_json::Value::Object(m) = &mut v {
+        for c in parents {
+            m.insert(c.field.to_owned(), arg_json(&c.arg));
+        }
+    }
+    let t: T = from_value(v)?;
+    t.validate()?;
+    Ok(t)
+}
+
+fn arg_json(arg: &super::Arg) -> serde_json::Value {
+    use super::Arg;
+    match arg {
+        Arg::Text(s) => s.clone().into(),
+        Arg::Int(i) => (*i).into(),
+        Arg::Float(f) => (*f).into(),
+        Arg::Bool(b) => (*b).into(),
+        Arg::Uuid(u) => u.to_string().into(),
+        Arg::DateTime(t) => t.to_rfc3339().into(),
+        Arg::Date(d) => d.to_string().into(),
+        Arg::List(items) => items.iter().map(arg_json).collect::<Vec<_>>().into(),
+    }
+}
+
+fn render<R: Resource>(
+    shared: &Shared<R>,
+    op: Operation,
+    out: &mut Vec<u8>,
+    item: R,
+) -> Result<(), Error> {
+    let r = match shared.ops.get(&op).and_then(|o| o.response) {
+        Some((_, render)) => render(out, item),
+        None => serde_json::to_writer(&mut *out, &R::Response::from(item)),
+    };
+    r.map_err(|e| Error::Internal(format!("serializing a response: {e}")))
+}
+
+/// Renders items through the operation's presenter (with database access) or schema.
+async fn render_all<R: Resource>(
+    shared: &Shared<R>,
+    op: Operation,
+    db: &crate::db::Database,
+    items: Vec<R>,
+) -> Result<Vec<Vec<u8>>, Error> {
+    if let Some((_, present)) = shared.ops.get(&op).and_then(|o| o.presenter) {
+        return present(db, items).await;
+    }
+    items
+        .into_iter()
+        .map(|item| {
+            let mut out = Vec::with_capacity(256);
+            render(shared, op, &mut out, item).map(|()| out)
+        })
+        .collect()
+}
+
+async fn render_one<R: Resource>(
+    shared: &Shared<R>,
+    op: Operation,
+    db: &crate::db::Database,
+    item: R,
+) -> Result<Vec<u8>, Error> {
+    if shared.ops.get(&op).and_then(|o| o.presenter).is_none() {
+        let mut out = Vec::with_capacity(256);
+        render(shared, op, &mut out, item)?;
+        return Ok(out);
+    }
+    render_all(shared, op, db, vec![item])
+        .await?
+        .pop()
+        .ok_or_else(|| Error::Internal("the presenter returned nothing".into()))
+}
+
+fn json(status: actix_web::http::StatusCode, body: Vec<u8>) -> HttpResponse {
+    HttpResponse::build(status)
+        .insert_header((header::CONTENT_TYPE, "application/json"))
+        .body(body)
+}
+
+pub(crate) async fn index<R: Resource>(
+    shared: &Shared<R>,
+    req: HttpRequest,
+    _body: web::Bytes,
+) -> Result<HttpResponse, Error> {
+    let st = ApiState::of(&req)?;
+    let who = caller(shared, &req, Operation::Index).await?;
+    let mut q = super::Filter::<R>::parse(
+        req.query_string(),
+        st.config.default_page_size,
+        st.config.max_page_size,
+    )?
+    .query;
+    let mut conds = parent_conds(shared, &req)?;
+    conds.append(&mut who.read_conds(shared)?);
+    conds.append(&mut q.conds);
+    let mut conn = st.db.get().await?;
+    let items = R::select(
+        &mut conn,
+        &conds,
+        &q.sort,
+        Some((i64::from(q.page_size), q.offset())),
+    )
+    .await?;
+    let total = R::count(&mut conn, &conds).await?;
+    drop(conn);
+    let mut out = Vec::with_capacity(64 + items.len() * 256);
+    out.extend_from_slice(b"{\"data\":[");
+    if shared
+        .ops
+        .get(&Operation::Index)
+        .and_then(|o| o.presenter)
+        .is_some()
+    {
+        let rendered = render_all(shared, Operation::Index, &st.db, items).await?;
+        for (i, item) in rendered.into_iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(&item);
+        }
+    } else {
+        for (i, item) in items.into_iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            render(shared, Operation::Index, &mut out, item)?;
+        }
+    }
+    out.extend_from_slice(b"],\"pagination\":");
+    serde_json::to_writer(&mut out, &Pagination::new(q.page, q.page_size, total))
+        .map_err(|e| Error::Internal(e.to_string()))?;
+    out.push(b'}');
+    Ok(json(actix_web::http::StatusCode::OK, out))
+}
+
+pub(crate) async fn get<R: Resource>(
+    shared: &Shared<R>,
+    req: HttpRequest,
+    _body: web::Bytes,
+) -> Result<HttpResponse, Error> {
+    let st = ApiState::of(&req)?;
+    let who = caller(shared, &req, Operation::Get).await?;
+    let mut conds = parent_conds(shared, &req)?;
+    conds.push(key_cond(shared, &req)?);
+    conds.append(&mut who.read_conds(shared)?);
+    let mut conn = st.db.get().await?;
+    let item = R::select(&mut conn, &conds, &[], Some((1, 0)))
+        .await?
+        .into_iter()
+        .next()
+        .ok_or_else(not_found::<R>)?;
+    drop(conn);
+    let out = render_one(shared, Operation::Get, &st.db, item).await?;
+    Ok(json(actix_web::http::StatusCode::OK, out))
+}
+
+pub(crate) async fn create<R: Resource>(
+    shared: &Shared<R>,
+    req: HttpRequest,
+    body: web::Bytes,
+) -> Result<HttpResponse, Error> {
+    let st = ApiState::of(&req)?;
+    let who = caller(shared, &req, Operation::Post).await?;
+    let parents = parent_conds(shared, &req)?;
+    let mut obj = json_object(&req, &body)?;
+    check_members(shared, &who, &obj)?;
+    match &who {
+        Caller::Public => {}
+        Caller::Admin(u) => {
+            // Administrators may set server-owned members; otherwise the rule fills them.
+            let mut filled = obj.clone();
+            if shared.rules.create(Some(u), &mut filled).is_ok() {
+                for (k, v) in filled {
+                    obj.entry(k).or_insert(v);
+                }
+            }
+        }
+        Caller::User(u) => shared.rules.create(u.as_ref(), &mut obj)?,
+    }
+    let mut input: R::Create = decode(shared, Operation::Post, obj, &parents)?;
+    hash_passwords(&mut input, st.config.bcrypt_cost).await?;
+    let mut conn = st.db.get().await?;
+    let item = R::insert(&mut conn, input).await?;
+    drop(conn);
+    let location = item
+        .key_of(shared.res_id.name)
+        .map(|k| format!("{}{}", req.path(), k));
+    let out = render_one(shared, Operation::Post, &st.db, item).await?;
+    let mut res = json(actix_web::http::StatusCode::CREATED, out);
+    if let Some(loc) = location.and_then(|l| header::HeaderValue::from_str(&l).ok()) {
+        res.headers_mut().insert(header::LOCATION, loc);
+    }
+    Ok(res)
+}
+
+pub(crate) async fn update<R: Resource>(
+    shared: &Shared<R>,
+    req: HttpRequest,
+    body: web::Bytes,
+) -> Result<HttpResponse, Error> {
+    let st = ApiState::of(&req)?;
+    let who = caller(shared, &req, Operation::Patch).await?;
+    let mut conds = parent_conds(shared, &req)?;
+    conds.push(key_cond(shared, &req)?);
+    let obj = json_object(&req, &body)?;
+    check_members(shared, &who, &obj)?;
+    let mut input: R::Update = decode(shared, Operation::Patch, obj, &[])?;
+    hash_passwords(&mut input, st.config.bcrypt_cost).await?;
+    let addressed = conds.len();
+    conds.append(&mut who.write_conds(shared)?);
+    let mut conn = st.db.get().await?;
+    let Some(item) = R::update(&mut conn, &conds, input).await? else {
+        return Err(refused(shared, &who, &mut conn, &conds[..addressed]).await);
+    };
+    drop(conn);
+    let out = render_one(shared, Operation::Patch, &st.db, item).await?;
+    Ok(json(actix_web::http::StatusCode::OK, out))
+}
+
+pub(crate) async fn delete<R: Resource>(
+    shared: &Shared<R>,
+    req: HttpRequest,
+    _body: web::Bytes,
+) -> Result<HttpResponse, Error> {
+    let st = ApiState::of(&req)?;
+    let who = caller(shared, &req, Operation::Delete).await?;
+    let mut conds = parent_conds(shared, &req)?;
+    conds.push(key_cond(shared, &req)?);
+    let addressed = conds.len();
+    conds.append(&mut who.write_conds(shared)?);
+    let mut conn = st.db.get().await?;
+    if R::delete(&mut conn, &conds).await? {
+        Ok(HttpResponse::NoContent().finish())
+    } else {
+        Err(refused(shared, &who, &mut conn, &conds[..addressed]).await)
+    }
+}
+
+/// Why a write matched no row: 403 when the caller can read the row (it exists but is not
+/// writable for them), 404 otherwise (so existence does not leak).
+async fn refused<R: Resource>(
+    shared: &Shared<R>,
+    who: &Caller,
+    conn: &mut crate::db::Conn,
+    addressed: &[Cond],
+) -> Error {
+    let Ok(read) = who.read_conds(shared) else {
+        return not_found::<R>();
+    };
+    let conds: Vec<Cond> = addressed.iter().cloned().chain(read).collect();
+    match R::count(conn, &conds).await {
+        Ok(n) if n > 0 => Error::Forbidden("You may not change this item.".into()),
+        Ok(_) => not_found::<R>(),
+        Err(e) => e,
+    }
+}

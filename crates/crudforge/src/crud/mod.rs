@@ -1,0 +1,469 @@
+//! Generated CRUD: the `Resource` trait the derive implements, field metadata, list queries,
+//! blueprints with their endpoint options, handlers and the registry of resources.
+//!
+//! `#[derive(Resource)]` (see the crate root) implements [`Resource`] and generates the
+//! create, update and response schemas; everything that does not depend on the model's types
+//! lives here.
+
+pub mod blueprint;
+mod handlers;
+pub mod query;
+pub mod registry;
+
+pub use blueprint::{CrudBlueprint, CustomRoute, OpOptions, Operation, Present};
+pub use query::{Arg, Cond, FromArg, ListQuery, Op, Sort};
+
+use crate::db::Conn;
+use crate::error::Error;
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize};
+use std::future::Future;
+
+/// What kind of value a field holds; decides which filters apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `String`: equality, `__ne`, `__in`, `__like`, `__ilike`.
+    Text,
+    /// `i16`, `i32`, `i64`: equality, `__ne`, `__in`, `__gt`, `__lt`, `__gte`, `__lte`.
+    Integer,
+    /// `f32`, `f64`: as integers.
+    Float,
+    /// `bool`: equality and `__ne`.
+    Bool,
+    /// `uuid::Uuid`: equality, `__ne`, `__in`.
+    Uuid,
+    /// `DateTime<Utc>`: as numbers, plus `__from` / `__to`.
+    DateTime,
+    /// `NaiveDate`: as date-times.
+    Date,
+    /// `serde_json::Value`: not filterable.
+    Json,
+    /// Another type: equality, `__ne`, `__in`, parsed from text by [`FromArg`].
+    Other,
+}
+
+/// Metadata of one stored field of a resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FieldInfo {
+    /// Field (and column) name.
+    pub name: &'static str,
+    /// Value kind.
+    pub kind: Kind,
+    /// `Option<_>` field (nullable column).
+    pub nullable: bool,
+    /// Usable in filters and `sort`.
+    pub filterable: bool,
+    /// Not accepted in POST or PATCH bodies.
+    pub read_only: bool,
+    /// Accepted in bodies but never returned (and never filterable).
+    pub write_only: bool,
+}
+
+impl FieldInfo {
+    /// A filterable, writable, non-null field.
+    pub const fn new(name: &'static str, kind: Kind) -> Self {
+        FieldInfo {
+            name,
+            kind,
+            nullable: false,
+            filterable: !matches!(kind, Kind::Json),
+            read_only: false,
+            write_only: false,
+        }
+    }
+
+    /// Marks the field nullable.
+    #[must_use]
+    pub const fn nullable(mut self) -> Self {
+        self.nullable = true;
+        self
+    }
+
+    /// Excludes the field from filters and sorting.
+    #[must_use]
+    pub const fn not_filterable(mut self) -> Self {
+        self.filterable = false;
+        self
+    }
+
+    /// Marks the field read-only.
+    #[must_use]
+    pub const fn read_only(mut self) -> Self {
+        self.read_only = true;
+        self
+    }
+
+    /// Marks the field write-only (never returned, never filterable).
+    #[must_use]
+    pub const fn write_only(mut self) -> Self {
+        self.write_only = true;
+        self.filterable = false;
+        self
+    }
+}
+
+/// Body validation beyond types: lengths, formats. Generated for create and update schemas.
+pub trait Validate {
+    /// Checks the value.
+    ///
+    /// # Errors
+    ///
+    /// A 422 naming the field.
+    fn validate(&self) -> Result<(), Error>;
+
+    /// The `#[resource(password)]` members present in the body, so the handler can replace
+    /// the plaintext with a bcrypt hash before anything is stored.
+    fn passwords_mut(&mut self) -> Vec<(&'static str, &mut String)> {
+        Vec::new()
+    }
+}
+
+/// A model exposed through generated CRUD endpoints. Implemented by `#[derive(Resource)]`.
+///
+/// The database operations take a checked-out [`Conn`] and run typed Diesel code for its
+/// backend. Every operation that addresses rows takes the conditions that select them (the key,
+/// a parent scope, a permission scope), combined with AND.
+pub trait Resource: Sized + 'static {
+    /// POST body.
+    type Create: DeserializeOwned + schemars::JsonSchema + Validate;
+    /// PATCH body: every field optional.
+    type Update: DeserializeOwned + schemars::JsonSchema + Validate;
+    /// Response body: the model without write-only fields.
+    type Response: Serialize + schemars::JsonSchema + From<Self>;
+
+    /// Model name, as in operation ids (`listCritter`).
+    const NAME: &'static str;
+    /// Stored fields, in declaration order.
+    const FIELDS: &'static [FieldInfo];
+    /// Name of the primary-key field.
+    const ID_FIELD: &'static str;
+
+    /// The value of `field` as it appears in a URL (for `Location` headers).
+    fn key_of(&self, field: &str) -> Option<String>;
+
+    /// Rows matching `conds`, in `sort` order (default: `created_at`, then id), one page.
+    fn select(
+        conn: &mut Conn,
+        conds: &[Cond],
+        sort: &[Sort],
+        page: Option<(i64, i64)>,
+    ) -> impl Future<Output = Result<Vec<Self>, Error>>;
+
+    /// Number of rows matching `conds`.
+    fn count(conn: &mut Conn, conds: &[Cond]) -> impl Future<Output = Result<i64, Error>>;
+
+    /// Inserts a row: a new id, `created_at` and `updated_at` now.
+    fn insert(conn: &mut Conn, input: Self::Create) -> impl Future<Output = Result<Self, Error>>;
+
+    /// Updates the row matching `conds` (and `updated_at`); `None` when no row matches.
+    fn update(
+        conn: &mut Conn,
+        conds: &[Cond],
+        input: Self::Update,
+    ) -> impl Future<Output = Result<Option<Self>, Error>>;
+
+    /// Deletes the row matching `conds`; false when no row matches.
+    fn delete(conn: &mut Conn, conds: &[Cond]) -> impl Future<Output = Result<bool, Error>>;
+
+    /// The resource's permission rules (set with `#[resource(rules = ...)]`; default
+    /// [`DefaultRules`](crate::perms::DefaultRules)).
+    fn default_rules() -> std::sync::Arc<dyn crate::perms::Rules<Self>> {
+        std::sync::Arc::new(crate::perms::DefaultRules)
+    }
+
+    /// The blueprint of this resource at `prefix` (for example `/api/critters/`).
+    fn blueprint(prefix: &str) -> CrudBlueprint<Self> {
+        CrudBlueprint::new(prefix)
+    }
+
+    /// The metadata of `name`.
+    fn field(name: &str) -> Option<&'static FieldInfo> {
+        Self::FIELDS.iter().find(|f| f.name == name)
+    }
+}
+
+/// Converts a field value into what Diesel binds for its column: UUIDs, timestamps and JSON go
+/// through [`Portable`](crate::sql_types::Portable); other types bind as themselves.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be stored by a resource field",
+    label = "no column binding for `{Self}`",
+    note = "supported: String, i16, i32, i64, f32, f64, bool, uuid::Uuid, chrono::DateTime<Utc>, chrono::NaiveDate, serde_json::Value, and Option of each; for another type implement `crudforge::crud::IntoBind`"
+)]
+pub trait IntoBind {
+    /// The bindable value.
+    type Bind;
+    /// The conversion.
+    fn into_bind(self) -> Self::Bind;
+}
+
+macro_rules! bind_as_is {
+    ($($t:ty),*) => {$(
+        impl IntoBind for $t {
+            type Bind = $t;
+            fn into_bind(self) -> $t { self }
+        }
+        impl IntoBind for Option<$t> {
+            type Bind = Option<$t>;
+            fn into_bind(self) -> Option<$t> { self }
+        }
+    )*};
+}
+bind_as_is!(String, i16, i32, i64, f32, f64, bool, NaiveDate);
+
+macro_rules! bind_portable {
+    ($($t:ty),*) => {$(
+        impl IntoBind for $t {
+            type Bind = crate::sql_types::Portable<$t>;
+            fn into_bind(self) -> Self::Bind { crate::sql_types::Portable(self) }
+        }
+        impl IntoBind for Option<$t> {
+            type Bind = crate::sql_types::Portable<Option<$t>>;
+            fn into_bind(self) -> Self::Bind { crate::sql_types::Portable(self) }
+        }
+    )*};
+}
+bind_portable!(uuid::Uuid, DateTime<Utc>, serde_json::Value);
+
+/// Binds a value for its column (see [`IntoBind`]).
+pub fn bind<T: IntoBind>(v: T) -> T::Bind {
+    v.into_bind()
+}
+
+/// Deserializes a PATCH member of a nullable field: absent stays `None` (through
+/// `#[serde(default)]`), `null` becomes `Some(None)`.
+///
+/// # Errors
+///
+/// The inner value's errors.
+pub fn double_option<'de, T, D>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    T: Deserialize<'de>,
+    D: Deserializer<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
+}
+
+/// Deserializes a PATCH member of a non-null field: absent stays `None` (through
+/// `#[serde(default)]`); `null` is refused, because the field cannot be cleared.
+///
+/// # Errors
+///
+/// `null`, or the inner value's errors.
+pub fn present<'de, T, D>(d: D) -> Result<Option<T>, D::Error>
+where
+    T: Deserialize<'de>,
+    D: Deserializer<'de>,
+{
+    T::deserialize(d).map(Some)
+}
+
+/// Checks a string's length in characters.
+///
+/// # Errors
+///
+/// A 422 naming the field.
+pub fn check_max_len(field: &str, value: &str, max: usize) -> Result<(), Error> {
+    if value.chars().count() > max {
+        return Err(Error::invalid_field(
+            field,
+            format!("at most {max} characters allowed"),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks that a string looks like an e-mail address (`local@domain.tld`, no spaces).
+///
+/// # Errors
+///
+/// A 422 naming the field.
+pub fn check_email(field: &str, value: &str) -> Result<(), Error> {
+    let ok = value.split_once('@').is_some_and(|(local, domain)| {
+        !local.is_empty()
+            && domain.contains('.')
+            && !domain.starts_with('.')
+            && !domain.ends_with('.')
+            && !value.chars().any(char::is_whitespace)
+            && value.matches('@').count() == 1
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::invalid_field(field, "not a valid e-mail address"))
+    }
+}
+
+/// The INDEX response envelope.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Page<T> {
+    /// This page's items.
+    pub data: Vec<T>,
+    /// Where this page is.
+    pub pagination: Pagination,
+}
+
+/// Position of a page in a list.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Pagination {
+    /// 1-based page number.
+    pub page: u32,
+    /// Items per page.
+    pub page_size: u32,
+    /// Matching items in all pages.
+    pub total: i64,
+    /// Number of pages.
+    pub total_pages: i64,
+}
+
+impl Pagination {
+    /// The position of `page` of `page_size` items among `total`.
+    pub fn new(page: u32, page_size: u32, total: i64) -> Self {
+        let size = i64::from(page_size.max(1));
+        Pagination {
+            page,
+            page_size,
+            total,
+            total_pages: (total + size - 1) / size,
+        }
+    }
+}
+
+/// The parsed list parameters (filters, sort, page) of resource `R`, as an actix-web
+/// extractor. `#[derive(Resource)]` names it `<Name>Filter`; use it in custom routes to accept
+/// exactly the filters of the generated INDEX:
+///
+/// ```ignore
+/// async fn count(filter: CritterFilter, db: web::Data<Database>) -> crudforge::Result<HttpResponse> {
+///     let mut conn = db.get().await?;
+///     let n = Critter::count(&mut conn, &filter.query.conds).await?;
+///     Ok(HttpResponse::Ok().json(n))
+/// }
+/// ```
+///
+/// Unknown parameters and malformed values are 400 problems naming the parameter.
+pub struct Filter<R> {
+    /// Filters, sort keys and page.
+    pub query: ListQuery,
+    marker: std::marker::PhantomData<fn() -> R>,
+}
+
+impl<R> std::fmt::Debug for Filter<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Filter")
+            .field("query", &self.query)
+            .finish()
+    }
+}
+
+impl<R: Resource> Filter<R> {
+    /// Parses a query string against `R`'s fields.
+    ///
+    /// # Errors
+    ///
+    /// A 400 naming the parameter.
+    pub fn parse(query: &str, default_page_size: u32, max_page_size: u32) -> Result<Self, Error> {
+        Ok(Filter {
+            query: query::parse_list_query(R::FIELDS, query, default_page_size, max_page_size)?,
+            marker: std::marker::PhantomData,
+        })
+    }
+}
+
+impl<R: Resource> actix_web::FromRequest for Filter<R> {
+    type Error = Error;
+    type Future = std::future::Ready<Result<Self, Error>>;
+
+    fn from_request(req: &actix_web::HttpRequest, _: &mut actix_web::dev::Payload) -> Self::Future {
+        let (default, max) = req
+            .app_data::<actix_web::web::Data<crate::api::ApiState>>()
+            .map_or((25, 100), |s| {
+                (s.config.default_page_size, s.config.max_page_size)
+            });
+        std::future::ready(Filter::parse(req.query_string(), default, max))
+    }
+}
+
+/// SQL functions generated code uses.
+pub mod sql {
+    use diesel::sql_types::{Nullable, Text};
+
+    diesel::define_sql_function! {
+        /// `lower(text)`.
+        #[sql_name = "lower"]
+        fn lower_text(x: Text) -> Text;
+    }
+
+    diesel::define_sql_function! {
+        /// `lower(text)` on a nullable column.
+        #[sql_name = "lower"]
+        fn lower_nullable_text(x: Nullable<Text>) -> Nullable<Text>;
+    }
+}
+
+/// Converts a condition's value for generated code; a value out of range is a 400 naming the
+/// parameter.
+///
+/// # Errors
+///
+/// The value does not fit the field's type.
+pub fn arg<T: FromArg>(cond: &Cond) -> Result<T, Error> {
+    T::from_arg(&cond.arg).map_err(|e| arg_error(cond, e))
+}
+
+/// Converts the members of an `__in` condition for generated code.
+///
+/// # Errors
+///
+/// A member does not fit the field's type.
+pub fn args<T: FromArg + IntoBind>(cond: &Cond) -> Result<Vec<T::Bind>, Error> {
+    query::list_of::<T>(&cond.arg)
+        .map(|v| v.into_iter().map(IntoBind::into_bind).collect())
+        .map_err(|e| arg_error(cond, e))
+}
+
+/// The error generated code returns for a condition it cannot apply (never reached through
+/// the HTTP layer, which checks conditions first).
+pub fn unsupported(cond: &Cond) -> Error {
+    Error::bad_param(
+        cond.param.clone(),
+        format!("this filter does not apply to `{}`", cond.field),
+    )
+}
+
+/// The current time, at the microsecond precision both backends store.
+pub fn now() -> DateTime<Utc> {
+    use chrono::SubsecRound;
+    Utc::now().trunc_subsecs(6)
+}
+
+/// Maps a conversion failure inside generated code to a 400 naming the parameter.
+pub fn arg_error(cond: &Cond, why: String) -> Error {
+    Error::bad_param(cond.param.clone(), why)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn total_pages_rounds_up() {
+        assert_eq!(Pagination::new(1, 25, 0).total_pages, 0);
+        assert_eq!(Pagination::new(1, 25, 25).total_pages, 1);
+        assert_eq!(Pagination::new(1, 25, 26).total_pages, 2);
+    }
+
+    #[test]
+    fn emails() {
+        assert!(check_email("email", "a@b.io").is_ok());
+        for bad in ["", "a", "a@b", "@b.io", "a b@c.io", "a@@b.io", "a@.io"] {
+            assert!(check_email("email", bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn max_len_counts_characters() {
+        assert!(check_max_len("name", "ééé", 3).is_ok());
+        assert!(check_max_len("name", "éééé", 3).is_err());
+    }
+}

@@ -1,0 +1,381 @@
+//! Database access: the backend chosen at run time, pools, embedded migrations, monitoring.
+//!
+//! One [`Database`] handle serves SQLite (the embedded default, through diesel-async's sync
+//! connection wrapper and the bundled libsqlite3) or PostgreSQL (natively async). Diesel code
+//! is typed by backend, so code that queries takes a [`Conn`] and runs the same Diesel
+//! expression on whichever connection it holds, usually through [`with_conn!`](crate::with_conn).
+
+pub mod monitor;
+pub mod sql_types;
+
+use crate::config::Config;
+use diesel::connection::SimpleConnection;
+use diesel::{Connection, RunQueryDsl as _};
+use diesel_async::async_connection_wrapper::AsyncConnectionWrapper;
+use diesel_async::pooled_connection::deadpool::{Object, Pool};
+use diesel_async::pooled_connection::{
+    AsyncDieselConnectionManager, ManagerConfig, RecyclingMethod,
+};
+use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
+use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
+use diesel_migrations::{EmbeddedMigrations, MigrationHarness};
+use futures_util::FutureExt;
+use monitor::{QueryMonitor, QueryStats};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use diesel::pg::Pg;
+pub use diesel::sqlite::{Sqlite, SqliteConnection};
+
+/// The async SQLite connection type (a sync connection run on blocking threads).
+pub type SqliteConn = SyncConnectionWrapper<SqliteConnection>;
+/// The async PostgreSQL connection type.
+pub type PgConn = AsyncPgConnection;
+/// Error returned when no pooled connection can be had.
+pub type PoolError = diesel_async::pooled_connection::deadpool::PoolError;
+
+/// Settings applied to every SQLite connection: a busy timeout (first, so that switching to
+/// WAL waits for another process's lock instead of failing with "database is locked"), WAL
+/// with `synchronous=NORMAL` (durable across process crashes), foreign keys, and
+/// case-sensitive `LIKE` so that `__like` means the same on both backends.
+pub const SQLITE_PRAGMAS: &str = "PRAGMA busy_timeout = 5000; \
+     PRAGMA journal_mode = WAL; \
+     PRAGMA synchronous = NORMAL; \
+     PRAGMA foreign_keys = ON; \
+     PRAGMA case_sensitive_like = ON;";
+
+/// Migrations of the library's own tables (users, roles, tokens, settings, domains), SQLite.
+pub const SQLITE_MIGRATIONS: EmbeddedMigrations =
+    diesel_migrations::embed_migrations!("migrations/sqlite");
+/// Migrations of the library's own tables, PostgreSQL.
+pub const POSTGRES_MIGRATIONS: EmbeddedMigrations =
+    diesel_migrations::embed_migrations!("migrations/postgres");
+
+/// Which database engine a [`Database`] talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// SQLite, embedded.
+    Sqlite,
+    /// PostgreSQL (or a compatible engine).
+    Postgres,
+}
+
+/// An application's own migrations, one set per backend, run after the library's.
+pub struct AppMigrations {
+    /// Migrations for SQLite.
+    pub sqlite: EmbeddedMigrations,
+    /// Migrations for PostgreSQL.
+    pub postgres: EmbeddedMigrations,
+}
+
+/// Why the database could not be opened or migrated.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    /// The connection string is not one the service understands.
+    #[error("ORM_DATABASE_URI: {0}")]
+    BadUri(String),
+    /// The pool could not be built.
+    #[error("database pool: {0}")]
+    Pool(String),
+    /// Connecting failed.
+    #[error("cannot connect to the database: {0}")]
+    Connect(#[from] diesel::ConnectionError),
+    /// A migration failed.
+    #[error("migration failed: {0}")]
+    Migration(String),
+    /// A query failed.
+    #[error("database error: {0}")]
+    Query(#[from] diesel::result::Error),
+    /// Filesystem trouble with the SQLite file.
+    #[error("database file: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+enum Pools {
+    Sqlite(Pool<SqliteConn>),
+    Postgres(Pool<PgConn>),
+}
+
+struct Inner {
+    pools: Pools,
+    /// Where to connect, in the form each backend's `establish` takes.
+    target: String,
+    /// Slow-query threshold when monitoring is on.
+    monitor: Option<Duration>,
+}
+
+/// A pooled handle on the service's database. Cheap to clone.
+#[derive(Clone)]
+pub struct Database {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Database")
+            .field("backend", &self.backend())
+            .field("monitoring", &self.inner.monitor.is_some())
+            .finish()
+    }
+}
+
+/// A connection checked out of the pool, of either backend.
+// One lives briefly per request; boxing the larger variant would cost an allocation each time.
+#[allow(clippy::large_enum_variant)]
+pub enum Conn {
+    /// A SQLite connection.
+    Sqlite(Object<SqliteConn>),
+    /// A PostgreSQL connection.
+    Postgres(Object<PgConn>),
+}
+
+/// Runs the same Diesel code on whichever backend a [`Conn`] holds.
+///
+/// ```ignore
+/// let n: i64 = crudforge::with_conn!(conn, |c| critters::table.count().get_result(c).await)?;
+/// ```
+///
+/// The body is expanded once per backend, so it type-checks against each.
+#[macro_export]
+macro_rules! with_conn {
+    ($conn:expr, |$c:ident| $body:expr) => {
+        match $conn {
+            $crate::db::Conn::Sqlite(ref mut __cf_obj) => {
+                let $c: &mut $crate::db::SqliteConn = &mut **__cf_obj;
+                $body
+            }
+            $crate::db::Conn::Postgres(ref mut __cf_obj) => {
+                let $c: &mut $crate::db::PgConn = &mut **__cf_obj;
+                $body
+            }
+        }
+    };
+}
+
+/// Where an `ORM_DATABASE_URI` points.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// A SQLite file.
+    Sqlite(PathBuf),
+    /// A PostgreSQL URL.
+    Postgres(String),
+}
+
+impl Target {
+    /// Parses a connection string; `None` means the default SQLite file in `data_dir`.
+    ///
+    /// # Errors
+    ///
+    /// A scheme other than `sqlite://`, `postgres://` or `postgresql://`, or an empty path.
+    pub fn parse(uri: Option<&str>, data_dir: &std::path::Path) -> Result<Target, DbError> {
+        let Some(uri) = uri else {
+            return Ok(Target::Sqlite(data_dir.join("crudforge.db")));
+        };
+        if let Some(path) = uri.strip_prefix("sqlite://") {
+            if path.is_empty() {
+                return Err(DbError::BadUri(
+                    "sqlite:// needs a file path, e.g. sqlite://data/app.db".into(),
+                ));
+            }
+            return Ok(Target::Sqlite(PathBuf::from(path)));
+        }
+        if uri.starts_with("postgres://") || uri.starts_with("postgresql://") {
+            return Ok(Target::Postgres(uri.to_owned()));
+        }
+        Err(DbError::BadUri(
+            "expected sqlite://<path> or postgres://user@host/db".into(),
+        ))
+    }
+}
+
+impl Database {
+    /// Opens the database the configuration names (`ORM_DATABASE_URI`, else a SQLite file in
+    /// the data directory, created on first start), with monitoring as configured.
+    /// PostgreSQL connections are made lazily; call [`Database::run_migrations`] or
+    /// [`Database::ping`] to find out early whether the server is reachable.
+    ///
+    /// # Errors
+    ///
+    /// A malformed URI, or a SQLite file that cannot be opened.
+    pub async fn connect(config: &Config) -> Result<Database, DbError> {
+        let target = Target::parse(config.database_uri.as_deref(), &config.data_dir)?;
+        let monitor = config
+            .orm_performance_monitoring
+            .then(|| Duration::from_secs_f64(config.orm_slow_query_threshold));
+        Database::open(target, monitor).await
+    }
+
+    /// Opens a database at `target`; `monitor` is the slow-query threshold when monitoring is on.
+    ///
+    /// # Errors
+    ///
+    /// A SQLite file that cannot be created or opened, or a pool that cannot be built.
+    pub async fn open(target: Target, monitor: Option<Duration>) -> Result<Database, DbError> {
+        let (pools, target) = match target {
+            Target::Sqlite(path) => {
+                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(dir)?;
+                }
+                let url = path.to_string_lossy().into_owned();
+                let mut cfg = ManagerConfig::<SqliteConn>::default();
+                cfg.recycling_method = RecyclingMethod::Fast;
+                cfg.custom_setup = Box::new(|url| {
+                    let url = url.to_owned();
+                    async move {
+                        let mut conn = SqliteConn::establish(&url).await?;
+                        conn.batch_execute(SQLITE_PRAGMAS)
+                            .await
+                            .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
+                        Ok(conn)
+                    }
+                    .boxed()
+                });
+                let mgr = AsyncDieselConnectionManager::new_with_config(url.clone(), cfg);
+                let pool = Pool::builder(mgr)
+                    .max_size(8)
+                    .build()
+                    .map_err(|e| DbError::Pool(e.to_string()))?;
+                let db = Database {
+                    inner: Arc::new(Inner {
+                        pools: Pools::Sqlite(pool),
+                        target: url,
+                        monitor,
+                    }),
+                };
+                // Open (and create) the file now, so a bad path fails at start-up.
+                db.get().await.map_err(|e| DbError::Pool(e.to_string()))?;
+                return Ok(db);
+            }
+            Target::Postgres(url) => {
+                let mut cfg = ManagerConfig::<PgConn>::default();
+                cfg.recycling_method = RecyclingMethod::Fast;
+                let mgr = AsyncDieselConnectionManager::new_with_config(url.clone(), cfg);
+                let pool = Pool::builder(mgr)
+                    .max_size(16)
+                    .build()
+                    .map_err(|e| DbError::Pool(e.to_string()))?;
+                (Pools::Postgres(pool), url)
+            }
+        };
+        Ok(Database {
+            inner: Arc::new(Inner {
+                pools,
+                target,
+                monitor,
+            }),
+        })
+    }
+
+    /// The backend in use.
+    pub fn backend(&self) -> Backend {
+        match self.inner.pools {
+            Pools::Sqlite(_) => Backend::Sqlite,
+            Pools::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    /// Whether query monitoring is on.
+    pub fn monitoring(&self) -> bool {
+        self.inner.monitor.is_some()
+    }
+
+    /// Checks a connection out of the pool. With monitoring on, its queries are timed and
+    /// counted towards the current request's [`QueryStats`].
+    ///
+    /// # Errors
+    ///
+    /// The database cannot be reached.
+    pub async fn get(&self) -> Result<Conn, PoolError> {
+        let mut conn = match &self.inner.pools {
+            Pools::Sqlite(p) => Conn::Sqlite(p.get().await?),
+            Pools::Postgres(p) => Conn::Postgres(p.get().await?),
+        };
+        if let Some(threshold) = self.inner.monitor {
+            let monitor = QueryMonitor::new(threshold, QueryStats::current());
+            match &mut conn {
+                Conn::Sqlite(c) => c.set_instrumentation(monitor),
+                Conn::Postgres(c) => c.set_instrumentation(monitor),
+            }
+        }
+        Ok(conn)
+    }
+
+    /// Runs a trivial query; true when it succeeds within `timeout`.
+    pub async fn ping(&self, timeout: Duration) -> bool {
+        let db = self.clone();
+        // A task of its own: on timeout only the wait is abandoned, never a running query
+        // (diesel-async cannot drop an unfinished SQLite query on a single-threaded runtime).
+        let probe = tokio::task::spawn_local(async move {
+            let mut conn = db.get().await.ok()?;
+            let r: Result<(), diesel::result::Error> =
+                crate::with_conn!(conn, |c| c.batch_execute("SELECT 1").await);
+            r.ok()
+        });
+        matches!(tokio::time::timeout(timeout, probe).await, Ok(Ok(Some(()))))
+    }
+
+    /// Runs the library's pending migrations, then the application's (if given). Returns the
+    /// versions applied. On PostgreSQL an advisory lock keeps concurrent starts of several
+    /// instances from racing.
+    ///
+    /// # Errors
+    ///
+    /// The database cannot be reached, or a migration fails.
+    pub async fn run_migrations(&self, app: Option<AppMigrations>) -> Result<Vec<String>, DbError> {
+        let target = self.inner.target.clone();
+        let backend = self.backend();
+        // Migrations use a sync connection; give them a thread of their own (and, for
+        // PostgreSQL, a private runtime inside the connection wrapper).
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(migrate_blocking(backend, &target, app));
+        });
+        rx.await
+            .map_err(|_| DbError::Migration("the migration thread stopped".into()))?
+    }
+}
+
+const MIGRATION_LOCK_KEY: i64 = 0x6372_7564_666f_7267; // "crudforg"
+
+fn migrate_blocking(
+    backend: Backend,
+    target: &str,
+    app: Option<AppMigrations>,
+) -> Result<Vec<String>, DbError> {
+    fn apply<C, B>(conn: &mut C, sets: Vec<EmbeddedMigrations>) -> Result<Vec<String>, DbError>
+    where
+        B: diesel::backend::Backend,
+        C: MigrationHarness<B>,
+    {
+        let mut applied = Vec::new();
+        for set in sets {
+            let done = conn
+                .run_pending_migrations(set)
+                .map_err(|e| DbError::Migration(e.to_string()))?;
+            applied.extend(done.into_iter().map(|v| v.to_string()));
+        }
+        Ok(applied)
+    }
+    match backend {
+        Backend::Sqlite => {
+            let mut conn = SqliteConnection::establish(target)?;
+            conn.batch_execute(SQLITE_PRAGMAS)?;
+            let mut sets = vec![SQLITE_MIGRATIONS];
+            sets.extend(app.map(|a| a.sqlite));
+            apply(&mut conn, sets)
+        }
+        Backend::Postgres => {
+            let mut conn =
+                <AsyncConnectionWrapper<AsyncPgConnection> as Connection>::establish(target)?;
+            diesel::sql_query(format!("SELECT pg_advisory_lock({MIGRATION_LOCK_KEY})"))
+                .execute(&mut conn)?;
+            let mut sets = vec![POSTGRES_MIGRATIONS];
+            sets.extend(app.map(|a| a.postgres));
+            let result = apply(&mut conn, sets);
+            let _ = diesel::sql_query(format!("SELECT pg_advisory_unlock({MIGRATION_LOCK_KEY})"))
+                .execute(&mut conn);
+            result
+        }
+    }
+}

@@ -1,0 +1,447 @@
+//! RFC 7807 problem details: the one error type of the service and its mapping to HTTP.
+
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::http::StatusCode;
+use actix_web::{HttpRequest, HttpResponse, ResponseError};
+use serde::Serialize;
+use std::borrow::Cow;
+use std::fmt;
+
+/// Media type of every error body.
+pub const PROBLEM_CONTENT_TYPE: &str = "application/problem+json";
+
+/// Result type of fallible service operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// An RFC 7807 problem-details body.
+///
+/// `type` is `/errors/<error_name_in_snake_case>`; `instance` is the request path (filled in by
+/// the [`Api`](crate::Api)'s error middleware). The `debug` member is only sent when `DEBUG` is
+/// true.
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
+pub struct Problem {
+    /// `/errors/<error_name_in_snake_case>`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// Short reason phrase.
+    pub title: String,
+    /// HTTP status code.
+    pub status: u16,
+    /// Human-readable explanation.
+    pub detail: String,
+    /// The request path.
+    pub instance: String,
+    /// The request field (body member or query/path parameter) at fault, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    /// Internal detail, sent only in debug mode.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub debug: Option<String>,
+}
+
+impl Problem {
+    /// A problem for `status` with the given error name (`not_found_error`) and detail.
+    pub fn new(status: StatusCode, name: &str, detail: impl Into<String>) -> Self {
+        Problem {
+            type_: format!("/errors/{name}"),
+            title: status.canonical_reason().unwrap_or("Error").to_owned(),
+            status: status.as_u16(),
+            detail: detail.into(),
+            instance: String::new(),
+            field: None,
+            debug: None,
+        }
+    }
+
+    /// A generic problem for a bare status code (used for errors produced without a body).
+    pub fn from_status(status: StatusCode) -> Self {
+        let title = status.canonical_reason().unwrap_or("Error");
+        let name = error_name_for(status);
+        let detail = match status {
+            StatusCode::NOT_FOUND => "No resource exists at this path.".to_owned(),
+            StatusCode::METHOD_NOT_ALLOWED => "This method is not allowed on this path.".to_owned(),
+            StatusCode::PAYLOAD_TOO_LARGE => "The request body is too large.".to_owned(),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE => "Unsupported content type.".to_owned(),
+            s if s.is_server_error() => "The server could not complete the request.".to_owned(),
+            _ => title.to_owned(),
+        };
+        Problem::new(status, &name, detail)
+    }
+
+    /// The HTTP status.
+    pub fn status_code(&self) -> StatusCode {
+        StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+    }
+
+    /// Serializes the body; the `debug` member only when `debug` is true.
+    pub fn to_body(&self, debug: bool) -> Vec<u8> {
+        let mut shown = self.clone();
+        if !debug {
+            shown.debug = None;
+        }
+        serde_json::to_vec(&shown).unwrap_or_else(|_| b"{}".to_vec())
+    }
+
+    /// A complete `application/problem+json` response. The problem also rides in the response
+    /// extensions so the error middleware can add `instance` and `debug`.
+    pub fn into_response(self) -> HttpResponse {
+        let mut res = HttpResponse::build(self.status_code())
+            .insert_header((
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(PROBLEM_CONTENT_TYPE),
+            ))
+            .body(self.to_body(false));
+        res.extensions_mut().insert(self);
+        res
+    }
+}
+
+/// `/errors/` name for a status code: its reason phrase in snake case plus `_error`.
+pub fn error_name_for(status: StatusCode) -> String {
+    if status == StatusCode::INTERNAL_SERVER_ERROR {
+        return "internal_server_error".to_owned();
+    }
+    let reason = status.canonical_reason().unwrap_or("unknown");
+    let mut name: String = reason
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    name.push_str("_error");
+    name
+}
+
+/// Every failure a request can meet. Each maps to one status and one problem body.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// 400: the request is malformed (syntax, unknown parameter, bad parameter value).
+    #[error("{detail}")]
+    BadRequest {
+        /// Explanation.
+        detail: String,
+        /// The parameter or member at fault.
+        field: Option<String>,
+    },
+    /// 422: well-formed input that breaks a rule (missing field, wrong type, too long).
+    #[error("{detail}")]
+    Validation {
+        /// Explanation.
+        detail: String,
+        /// The member at fault.
+        field: Option<String>,
+    },
+    /// 401: no valid credentials.
+    #[error("{0}")]
+    Unauthorized(Cow<'static, str>),
+    /// 403: authenticated but not allowed.
+    #[error("{0}")]
+    Forbidden(Cow<'static, str>),
+    /// 404: no such resource.
+    #[error("{0}")]
+    NotFound(Cow<'static, str>),
+    /// 409: conflicts with existing data (unique value taken, row still referenced).
+    #[error("{0}")]
+    Conflict(Cow<'static, str>),
+    /// 413: body over the limit.
+    #[error("{0}")]
+    PayloadTooLarge(Cow<'static, str>),
+    /// 415: unsupported content type.
+    #[error("{0}")]
+    UnsupportedMediaType(Cow<'static, str>),
+    /// 503: the database cannot be reached.
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
+    /// A database error; classified by [`Error::problem`].
+    #[error("database error: {0}")]
+    Database(#[from] diesel::result::Error),
+    /// 500: anything else. The text is logged and shown only in debug mode.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    /// A 400 naming the parameter (or member) at fault.
+    pub fn bad_param(field: impl Into<String>, detail: impl fmt::Display) -> Self {
+        let field = field.into();
+        Error::BadRequest {
+            detail: format!("Invalid `{field}`: {detail}"),
+            field: Some(field),
+        }
+    }
+
+    /// A 422 naming the member at fault.
+    pub fn invalid_field(field: impl Into<String>, detail: impl fmt::Display) -> Self {
+        let field = field.into();
+        Error::Validation {
+            detail: format!("Invalid value for `{field}`: {detail}"),
+            field: Some(field),
+        }
+    }
+
+    /// The problem body of this error.
+    pub fn problem(&self) -> Problem {
+        use diesel::result::{DatabaseErrorKind as K, Error as D};
+        match self {
+            Error::BadRequest { detail, field } => {
+                let mut p = Problem::new(StatusCode::BAD_REQUEST, "bad_request_error", detail);
+                p.field.clone_from(field);
+                p
+            }
+            Error::Validation { detail, field } => {
+                let mut p =
+                    Problem::new(StatusCode::UNPROCESSABLE_ENTITY, "validation_error", detail);
+                p.field.clone_from(field);
+                p
+            }
+            Error::Unauthorized(d) => {
+                Problem::new(StatusCode::UNAUTHORIZED, "unauthorized_error", d.as_ref())
+            }
+            Error::Forbidden(d) => {
+                Problem::new(StatusCode::FORBIDDEN, "forbidden_error", d.as_ref())
+            }
+            Error::NotFound(d) => {
+                Problem::new(StatusCode::NOT_FOUND, "not_found_error", d.as_ref())
+            }
+            Error::Conflict(d) => Problem::new(StatusCode::CONFLICT, "conflict_error", d.as_ref()),
+            Error::PayloadTooLarge(d) => Problem::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large_error",
+                d.as_ref(),
+            ),
+            Error::UnsupportedMediaType(d) => Problem::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type_error",
+                d.as_ref(),
+            ),
+            Error::Unavailable(msg) => {
+                let mut p = Problem::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "service_unavailable_error",
+                    "The database is unavailable; try again later.",
+                );
+                p.debug = Some(msg.clone());
+                p
+            }
+            Error::Database(D::NotFound) => Problem::new(
+                StatusCode::NOT_FOUND,
+                "not_found_error",
+                "The requested resource does not exist.",
+            ),
+            Error::Database(D::DatabaseError(K::UniqueViolation, info)) => {
+                let mut p = Problem::new(
+                    StatusCode::CONFLICT,
+                    "conflict_error",
+                    "A record with the same unique value already exists.",
+                );
+                p.field = info.column_name().map(str::to_owned);
+                p.debug = Some(info.message().to_owned());
+                p
+            }
+            Error::Database(D::DatabaseError(K::ForeignKeyViolation, info)) => {
+                let mut p = Problem::new(
+                    StatusCode::CONFLICT,
+                    "conflict_error",
+                    "The change refers to a record that does not exist, or removes one that is still referenced.",
+                );
+                p.debug = Some(info.message().to_owned());
+                p
+            }
+            Error::Database(e) => {
+                let mut p = Problem::from_status(StatusCode::INTERNAL_SERVER_ERROR);
+                p.debug = Some(e.to_string());
+                p
+            }
+            Error::Internal(msg) => {
+                let mut p = Problem::from_status(StatusCode::INTERNAL_SERVER_ERROR);
+                p.debug = Some(msg.clone());
+                p
+            }
+        }
+    }
+}
+
+impl ResponseError for Error {
+    fn status_code(&self) -> StatusCode {
+        self.problem().status_code()
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let problem = self.problem();
+        if problem.status_code().is_server_error() {
+            tracing::error!(error = %self, "request failed");
+        }
+        problem.into_response()
+    }
+}
+
+impl From<crate::db::PoolError> for Error {
+    fn from(e: crate::db::PoolError) -> Self {
+        Error::Unavailable(e.to_string())
+    }
+}
+
+/// Maps actix-web's JSON body errors (syntax, type, size, content type) to problems.
+pub fn json_error(err: actix_web::error::JsonPayloadError, _req: &HttpRequest) -> actix_web::Error {
+    use actix_web::error::JsonPayloadError as J;
+    let e = match &err {
+        J::OverflowKnownLength { .. } | J::Overflow { .. } => {
+            Error::PayloadTooLarge("The request body is larger than the service accepts.".into())
+        }
+        J::ContentType => Error::UnsupportedMediaType(
+            "The request body must be JSON (Content-Type: application/json).".into(),
+        ),
+        J::Deserialize(de) => serde_error(de),
+        other => Error::BadRequest {
+            detail: format!("The request body could not be read: {other}"),
+            field: None,
+        },
+    };
+    e.into()
+}
+
+/// Classifies a serde_json error: syntax problems are 400, shape problems 422 naming the
+/// member when serde says which.
+pub fn serde_error(de: &serde_json::Error) -> Error {
+    use serde_json::error::Category;
+    match de.classify() {
+        Category::Syntax | Category::Eof | Category::Io => Error::BadRequest {
+            detail: format!("The request body is not valid JSON: {de}"),
+            field: None,
+        },
+        Category::Data => {
+            let msg = de.to_string();
+            let field = backticked_field(&msg);
+            Error::Validation {
+                detail: format!("The request body does not match the expected shape: {msg}"),
+                field,
+            }
+        }
+    }
+}
+
+/// Extracts a member name from serde messages such as "missing field `name`".
+fn backticked_field(msg: &str) -> Option<String> {
+    for marker in ["missing field `", "unknown field `", "duplicate field `"] {
+        if let Some(start) = msg.find(marker) {
+            let rest = &msg[start + marker.len()..];
+            return rest.find('`').map(|end| rest[..end].to_owned());
+        }
+    }
+    None
+}
+
+/// Maps actix-web's query-string errors to a 400 problem.
+pub fn query_error(
+    err: actix_web::error::QueryPayloadError,
+    _req: &HttpRequest,
+) -> actix_web::Error {
+    let msg = err.to_string();
+    let field = backticked_field(&msg);
+    Error::BadRequest {
+        detail: format!("Invalid query string: {msg}"),
+        field,
+    }
+    .into()
+}
+
+/// Maps actix-web's path-parameter errors to a 404 problem: a path that does not parse names
+/// no resource.
+pub fn path_error(err: actix_web::error::PathError, _req: &HttpRequest) -> actix_web::Error {
+    let mut p = Problem::new(
+        StatusCode::NOT_FOUND,
+        "not_found_error",
+        "No resource exists at this path.",
+    );
+    p.debug = Some(err.to_string());
+    ProblemError(p).into()
+}
+
+/// Maps actix-web's URL-encoded form errors to problems.
+pub fn form_error(err: actix_web::error::UrlencodedError, _req: &HttpRequest) -> actix_web::Error {
+    use actix_web::error::UrlencodedError as U;
+    match err {
+        U::Overflow { .. } => Error::PayloadTooLarge("The request body is too large.".into()),
+        U::ContentType => Error::UnsupportedMediaType("Unsupported content type.".into()),
+        other => Error::BadRequest {
+            detail: format!("Invalid form body: {other}"),
+            field: None,
+        },
+    }
+    .into()
+}
+
+/// A ready problem used as an actix-web error.
+#[derive(Debug)]
+pub struct ProblemError(pub Problem);
+
+impl fmt::Display for ProblemError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.0.title, self.0.detail)
+    }
+}
+
+impl ResponseError for ProblemError {
+    fn status_code(&self) -> StatusCode {
+        self.0.status_code()
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        self.0.clone().into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_snake_case_with_error_suffix() {
+        assert_eq!(error_name_for(StatusCode::NOT_FOUND), "not_found_error");
+        assert_eq!(
+            error_name_for(StatusCode::METHOD_NOT_ALLOWED),
+            "method_not_allowed_error"
+        );
+        assert_eq!(
+            error_name_for(StatusCode::INTERNAL_SERVER_ERROR),
+            "internal_server_error"
+        );
+    }
+
+    #[test]
+    fn not_found_matches_the_contract() {
+        let p = Error::NotFound("gone".into()).problem();
+        assert_eq!(p.type_, "/errors/not_found_error");
+        assert_eq!(p.title, "Not Found");
+        assert_eq!(p.status, 404);
+    }
+
+    #[test]
+    fn debug_member_only_in_debug_mode() {
+        let p = Error::Internal("secret SQL".into()).problem();
+        let plain = String::from_utf8(p.to_body(false)).unwrap();
+        assert!(!plain.contains("secret SQL"));
+        let dbg = String::from_utf8(p.to_body(true)).unwrap();
+        assert!(dbg.contains("secret SQL"));
+    }
+
+    #[test]
+    fn serde_messages_name_the_field() {
+        #[derive(serde::Deserialize, Debug)]
+        #[allow(dead_code)]
+        struct T {
+            name: String,
+        }
+        let e = serde_json::from_str::<T>("{}").unwrap_err();
+        match serde_error(&e) {
+            Error::Validation { field, .. } => assert_eq!(field.as_deref(), Some("name")),
+            other => panic!("{other:?}"),
+        }
+        let e = serde_json::from_str::<T>("{").unwrap_err();
+        assert!(matches!(serde_error(&e), Error::BadRequest { .. }));
+    }
+}

@@ -1,0 +1,17 @@
+DROP TABLE critters;
+DROP TABLE invites;
+ALTER TABLE domains DROP COLUMN area_geojson;
+ALTER TABLE domains DROP COLUMN lon;
+ALTER TABLE domains DROP COLUMN lat;
+ALTER TABLE domains DROP COLUMN domain_type;
+ALTER TABLE users DROP COLUMN is_deleted;
+ALTER TABLE users DROP COLUMN deleted_at;
+ALTER TABLE users DROP COLUMN country;
+ALTER TABLE users DROP COLUMN postal_code;
+ALTER TABLE users DROP COLUMN state;
+ALTER TABLE users DROP COLUMN city;
+ALTER TABLE users DROP COLUMN address;
+ALTER TABLE users DROP COLUMN phone;
+ALTER TABLE users DROP COLUMN avatar_url;
+ALTER TABLE users DROP COLUMN last_name;
+ALTER TABLE users DROP COLUMN first_name;

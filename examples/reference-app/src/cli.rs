@@ -1,0 +1,332 @@
+//! The command line: serve, migrate, and fixtures (users, tokens, domains, critters).
+
+use crate::api::models::{schema::critters, AppUser, RefDomain, RefDomainCreate};
+use clap::{Parser, Subcommand};
+use crudforge::sql_types::Portable;
+use crudforge::{Api, Config, Database, Resource};
+use diesel::prelude::*;
+use std::process::ExitCode;
+use uuid::Uuid;
+
+/// Command line of the reference application.
+#[derive(Debug, Parser)]
+#[command(
+    name = "reference-app",
+    version,
+    about = "The crudforge reference application"
+)]
+pub struct Cli {
+    /// What to do (default: serve).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run pending migrations, then serve HTTP (the default).
+    Serve {
+        /// Address to listen on (also BIND).
+        #[arg(long, env = "BIND", default_value = "127.0.0.1:8080")]
+        bind: String,
+    },
+    /// Run pending migrations and exit.
+    Migrate,
+    /// Create a user; prints its id.
+    CreateUser {
+        /// E-mail address.
+        #[arg(long)]
+        email: String,
+        /// Password.
+        #[arg(long)]
+        password: String,
+        /// Grant the ADMIN role (in every domain).
+        #[arg(long)]
+        admin: bool,
+        /// First name.
+        #[arg(long)]
+        first_name: Option<String>,
+        /// Last name.
+        #[arg(long)]
+        last_name: Option<String>,
+        /// Create the account disabled.
+        #[arg(long)]
+        disabled: bool,
+    },
+    /// Store a token (API key) for a user, for `token_login`.
+    CreateToken {
+        /// The user's e-mail address.
+        #[arg(long)]
+        email: String,
+        /// The token value.
+        #[arg(long)]
+        token: String,
+        /// What the token is for.
+        #[arg(long)]
+        description: Option<String>,
+    },
+    /// Create a domain; prints its id.
+    CreateDomain {
+        /// Unique name.
+        #[arg(long)]
+        name: String,
+    },
+    /// Insert demo critters; prints their ids, one a line.
+    SeedCritters {
+        /// How many.
+        #[arg(long, default_value_t = 100)]
+        count: usize,
+    },
+}
+
+/// Runs the command line; errors become one line on stderr and a non-zero exit.
+pub fn main() -> ExitCode {
+    let _ = dotenvy::dotenv();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match actix_web::rt::System::new().block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let line = e.to_string().replace('\n', " ");
+            eprintln!("error: {line}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Opens and migrates the database the configuration names.
+///
+/// # Errors
+///
+/// Bad configuration, an unreachable database, or a failed migration.
+pub async fn open(config: &Config) -> Result<Database, Box<dyn std::error::Error>> {
+    open_and_migrate(config).await.map(|(db, _)| db)
+}
+
+/// Opens the database and runs pending migrations; returns it with the names of the
+/// migrations applied now.
+///
+/// # Errors
+///
+/// Bad configuration, an unreachable database, or a failed migration.
+pub async fn open_and_migrate(
+    config: &Config,
+) -> Result<(Database, Vec<String>), Box<dyn std::error::Error>> {
+    let opened = match Database::connect(config).await {
+        Ok(db) => db
+            .run_migrations(Some(crate::api::migrations()))
+            .await
+            .map(|applied| (db, applied)),
+        Err(e) => Err(e),
+    };
+    opened.map_err(|e| {
+        // The driver's message ("error connecting to server") does not say which server.
+        match (&e, config.database_uri.as_deref().and_then(server_of)) {
+            (crudforge::db::DbError::Connect(_), Some(server)) => {
+                format!("{e} (server {server})").into()
+            }
+            _ => Box::<dyn std::error::Error>::from(e),
+        }
+    })
+}
+
+/// The `host:port` part of a PostgreSQL URL, without user or password.
+fn server_of(uri: &str) -> Option<String> {
+    let rest = uri.split_once("://")?.1;
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
+    let server = rest.split(['/', '?']).next().unwrap_or(rest);
+    (!server.is_empty() && !uri.starts_with("sqlite")).then(|| server.to_owned())
+}
+
+/// Builds the application's `Api`.
+///
+/// # Errors
+///
+/// Bad configuration.
+pub fn build_api(config: Config, db: Database) -> Result<Api, Box<dyn std::error::Error>> {
+    let api = Api::new(config, db)?;
+    Ok(crate::api::routes::mount(api)?)
+}
+
+/// Runs one command.
+///
+/// # Errors
+///
+/// Whatever stops the command; the message is meant for one line on stderr.
+pub async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
+    let config = Config::from_env()?;
+    let command = cli.command.unwrap_or(Command::Serve {
+        bind: std::env::var("BIND").unwrap_or_else(|_| "127.0.0.1:8080".to_owned()),
+    });
+    let (db, applied) = open_and_migrate(&config).await?;
+    let cost = config.bcrypt_cost;
+    match command {
+        Command::Serve { bind } => {
+            let api = build_api(config, db)?;
+            tracing::info!("listening on http://{bind} (docs at http://{bind}/docs)");
+            api.serve(&bind).await?;
+        }
+        Command::Migrate if applied.is_empty() => eprintln!("migrations are up to date"),
+        Command::Migrate => eprintln!("applied {} migration(s)", applied.len()),
+        Command::CreateUser {
+            email,
+            password,
+            admin,
+            first_name,
+            last_name,
+            disabled,
+        } => {
+            let id = crudforge::users::create_user(&db, &email, &password, !disabled, cost)
+                .await
+                .map_err(|e| -> Box<dyn std::error::Error> {
+                    if e.problem().status == 409 {
+                        format!("a user with e-mail {email} already exists").into()
+                    } else {
+                        e.problem().detail.into()
+                    }
+                })?;
+            if first_name.is_some() || last_name.is_some() {
+                AppUser::set_names(&db, id, first_name, last_name).await?;
+            }
+            if admin {
+                crudforge::users::grant_role(&db, id, crudforge::users::Role::Admin.as_str(), None)
+                    .await?;
+            }
+            println!("{id}");
+        }
+        Command::CreateToken {
+            email,
+            token,
+            description,
+        } => {
+            let (user, _, _) = crudforge::users::find_by_email(&db, &email)
+                .await?
+                .ok_or_else(|| format!("no user with e-mail {email}"))?;
+            crudforge::users::store_token(&db, user, &token, description.as_deref(), None)
+                .await
+                .map_err(|e| -> Box<dyn std::error::Error> {
+                    if e.problem().status == 409 {
+                        "that token value is already stored".into()
+                    } else {
+                        e.problem().detail.into()
+                    }
+                })?;
+        }
+        Command::CreateDomain { name } => {
+            let mut conn = db.get().await?;
+            let d = RefDomain::insert(
+                &mut conn,
+                RefDomainCreate {
+                    name: name.clone(),
+                    active: true,
+                    domain_type: None,
+                    lat: None,
+                    lon: None,
+                    area_geojson: None,
+                },
+            )
+            .await
+            .map_err(|e| -> Box<dyn std::error::Error> {
+                if e.problem().status == 409 {
+                    format!("a domain named {name} already exists").into()
+                } else {
+                    e.problem().detail.into()
+                }
+            })?;
+            println!("{}", d.id);
+        }
+        Command::SeedCritters { count } => {
+            for id in seed_critters(&db, count).await? {
+                println!("{id}");
+            }
+        }
+    }
+    Ok(())
+}
+
+const SPECIES: &[&str] = &[
+    "cat", "dog", "otter", "hedgehog", "owl", "fox", "rabbit", "axolotl",
+];
+const NAMES: &[&str] = &[
+    "Mochi", "Pepper", "Biscuit", "Noodle", "Clover", "Pip", "Maple", "Ziggy",
+];
+
+/// Inserts `count` critters in batches inside one transaction; returns their ids.
+///
+/// # Errors
+///
+/// Database errors.
+pub async fn seed_critters(db: &Database, count: usize) -> Result<Vec<Uuid>, crudforge::Error> {
+    let base = crudforge::crud::now();
+    type Row = (
+        diesel::dsl::Eq<critters::id, Portable<Uuid>>,
+        diesel::dsl::Eq<critters::created_at, Portable<chrono::DateTime<chrono::Utc>>>,
+        diesel::dsl::Eq<critters::updated_at, Portable<chrono::DateTime<chrono::Utc>>>,
+        diesel::dsl::Eq<critters::name, String>,
+        diesel::dsl::Eq<critters::species, String>,
+        diesel::dsl::Eq<critters::cuteness_level, i32>,
+    );
+    let mut ids = Vec::with_capacity(count);
+    let mut rows: Vec<Row> = Vec::with_capacity(count);
+    for i in 0..count {
+        let id = Uuid::new_v4();
+        ids.push(id);
+        // Distinct, increasing creation times keep the default order stable.
+        let at = base + chrono::Duration::microseconds(i64::try_from(i).unwrap_or(0));
+        rows.push((
+            critters::id.eq(Portable(id)),
+            critters::created_at.eq(Portable(at)),
+            critters::updated_at.eq(Portable(at)),
+            critters::name.eq(format!("{} {}", NAMES[i % NAMES.len()], i + 1)),
+            critters::species.eq(SPECIES[i % SPECIES.len()].to_owned()),
+            critters::cuteness_level.eq(i32::try_from(i % 10).unwrap_or(0) + 1),
+        ));
+    }
+    let mut conn = db.get().await?;
+    match &mut conn {
+        // SQLite: one synchronous transaction on the connection's thread.
+        crudforge::Conn::Sqlite(c) => {
+            c.spawn_blocking(move |c| {
+                c.transaction(|c| {
+                    for row in rows {
+                        diesel::RunQueryDsl::execute(
+                            diesel::insert_into(critters::table).values(row),
+                            c,
+                        )?;
+                    }
+                    diesel::QueryResult::Ok(())
+                })
+            })
+            .await?;
+        }
+        // PostgreSQL: multi-row inserts, all in one transaction (all or nothing).
+        crudforge::Conn::Postgres(c) => {
+            use diesel_async::SimpleAsyncConnection;
+            c.batch_execute("BEGIN").await?;
+            let mut inserted = Ok(0);
+            for chunk in rows.chunks(1000) {
+                inserted = diesel_async::RunQueryDsl::execute(
+                    diesel::insert_into(critters::table).values(chunk.to_vec()),
+                    &mut **c,
+                )
+                .await;
+                if inserted.is_err() {
+                    break;
+                }
+            }
+            match inserted {
+                Ok(_) => c.batch_execute("COMMIT").await?,
+                Err(e) => {
+                    let _ = c.batch_execute("ROLLBACK").await;
+                    return Err(e.into());
+                }
+            }
+        }
+    }
+    Ok(ids)
+}

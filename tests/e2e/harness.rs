@@ -1,0 +1,280 @@
+//! Starting the reference binary, a small HTTP/1.1 client, and a headless browser.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Configuration keys cleared before every start, so the caller's environment cannot leak in.
+const CONFIG_KEYS: &[&str] = &[
+    "API_TITLE",
+    "API_VERSION",
+    "OPENAPI_VERSION",
+    "ORM_DATABASE_URI",
+    "SECRET_KEY",
+    "JWT_SECRET_KEY",
+    "JWT_ACCESS_TOKEN_EXPIRES",
+    "JWT_REFRESH_TOKEN_EXPIRES",
+    "HEALTH_ENDPOINT_ENABLED",
+    "HEALTH_ENDPOINT_PATH",
+    "ORM_PERFORMANCE_MONITORING",
+    "ORM_SLOW_QUERY_THRESHOLD",
+    "DEBUG",
+    "CRUDFORGE_DATA_DIR",
+    "DEFAULT_PAGE_SIZE",
+    "MAX_PAGE_SIZE",
+    "MAX_BODY_SIZE",
+    "BIND",
+];
+
+pub fn binary() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_reference-app"))
+}
+
+/// A command for the binary, run in `cwd`, with a clean configuration plus `env`.
+pub fn command(cwd: &Path, env: &[(&str, String)]) -> Command {
+    let mut cmd = Command::new(binary());
+    cmd.current_dir(cwd);
+    for k in CONFIG_KEYS {
+        cmd.env_remove(k);
+    }
+    cmd.env("RUST_LOG", "warn");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+/// Runs a CLI command to completion.
+pub fn cli(cwd: &Path, env: &[(&str, String)], args: &[&str]) -> Output {
+    command(cwd, env)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run reference-app")
+}
+
+/// A running server; killed when dropped.
+pub struct Server {
+    child: Child,
+    pub base: String,
+    pub addr: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+impl Server {
+    /// Starts `reference-app serve` in `cwd` and waits until `/health` answers.
+    pub fn start(cwd: &Path, env: &[(&str, String)]) -> Server {
+        let port = free_port();
+        let addr = format!("127.0.0.1:{port}");
+        let child = command(cwd, env)
+            .args(["serve", "--bind", &addr])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn reference-app");
+        let mut server = Server {
+            child,
+            base: format!("http://{addr}"),
+            addr,
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Ok(Some(status)) = server.child.try_wait() {
+                panic!("reference-app exited early: {status}");
+            }
+            if TcpStream::connect(&server.addr).is_ok() {
+                break;
+            }
+            assert!(Instant::now() < deadline, "reference-app did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        server
+    }
+
+    pub fn get(&self, path: &str) -> Reply {
+        request(&self.addr, "GET", path, &[], None)
+    }
+}
+
+/// A parsed HTTP response.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text()))
+    }
+}
+
+/// One HTTP/1.1 request with `Connection: close`.
+pub fn request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&[u8]>,
+) -> Reply {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    if let Some(b) = body {
+        head.push_str(&format!("Content-Length: {}\r\n", b.len()));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).expect("write");
+    if let Some(b) = body {
+        stream.write_all(b).expect("write body");
+    }
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).expect("read");
+    parse(&raw)
+}
+
+fn parse(raw: &[u8]) -> Reply {
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("end of headers");
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|s| s.parse().ok())
+        .expect("status line");
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .collect();
+    let mut body = raw[split + 4..].to_vec();
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
+    if chunked {
+        body = dechunk(&body);
+    }
+    Reply {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn dechunk(mut data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let Some(eol) = data.windows(2).position(|w| w == b"\r\n") else {
+            return out;
+        };
+        let size_text = String::from_utf8_lossy(&data[..eol]).into_owned();
+        let size = usize::from_str_radix(size_text.split(';').next().unwrap_or("0").trim(), 16)
+            .unwrap_or(0);
+        if size == 0 {
+            return out;
+        }
+        let start = eol + 2;
+        out.extend_from_slice(&data[start..start + size]);
+        data = &data[start + size + 2..];
+    }
+}
+
+/// A headless Chromium, if this machine has one. With `CRUDFORGE_REQUIRE_BROWSER=1` a missing
+/// browser fails the test instead of skipping it.
+pub fn chromium() -> Option<PathBuf> {
+    let candidates = [
+        std::env::var("CRUDFORGE_CHROMIUM").unwrap_or_default(),
+        "/usr/bin/chromium".into(),
+        "/usr/bin/chromium-browser".into(),
+        "/usr/bin/google-chrome".into(),
+    ];
+    let found = candidates
+        .iter()
+        .filter(|c| !c.is_empty())
+        .map(PathBuf::from)
+        .find(|p| p.exists());
+    if found.is_none() {
+        assert!(
+            std::env::var("CRUDFORGE_REQUIRE_BROWSER").as_deref() != Ok("1"),
+            "CRUDFORGE_REQUIRE_BROWSER=1 but no Chromium was found"
+        );
+        eprintln!("skipped: no headless Chromium on this machine");
+    }
+    found
+}
+
+/// Loads `url` in headless Chromium, lets its scripts run, and returns the rendered DOM.
+/// Also writes a screenshot to `screenshot`.
+pub fn render(browser: &Path, url: &str, screenshot: &Path) -> String {
+    let profile = tempfile::tempdir().expect("profile dir");
+    let common = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--virtual-time-budget=15000",
+    ];
+    let user_dir = format!("--user-data-dir={}", profile.path().display());
+    let out = Command::new(browser)
+        .args(common)
+        .arg(&user_dir)
+        .arg("--dump-dom")
+        .arg(url)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .expect("run chromium");
+    let shot = format!("--screenshot={}", screenshot.display());
+    let _ = Command::new(browser)
+        .args(common)
+        .arg(&user_dir)
+        .arg("--window-size=1280,900")
+        .arg(shot)
+        .arg(url)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}

@@ -1,0 +1,7 @@
+//! End-to-end tests: start the real `reference-app` binary on a free port and talk HTTP to it.
+#![allow(missing_docs, unreachable_pub, clippy::unwrap_used)]
+
+mod harness;
+
+mod foundation;
+mod reference;

@@ -1,0 +1,1544 @@
+//! The reference application end to end: fixtures made with its CLI, then every endpoint of
+//! the `/api/user/` blueprint, nested roles, settings, invites, password recovery, token
+//! login, domains and critters over HTTP, with the 401, 403 and 404 cases SPEC.md states.
+//!
+//! Every scenario runs against SQLite, and again against PostgreSQL when
+//! `CRUDFORGE_TEST_POSTGRES_URL` is set (a fresh database per scenario).
+
+use crate::harness::{cli, request, Reply, Server};
+use serde_json::{json, Value};
+use std::collections::HashSet;
+use std::process::Output;
+use uuid::Uuid;
+
+/// The password of every user the scenarios create.
+const PASSWORD: &str = "correct horse";
+
+// ---- backends, the server and the CLI ----
+
+/// One database to run a scenario against, with a working directory of its own.
+struct Backend {
+    name: &'static str,
+    dir: tempfile::TempDir,
+    env: Vec<(&'static str, String)>,
+    /// Keeps the PostgreSQL database alive (it is dropped with the backend).
+    _pg: Option<crudforge_tests::TestDb>,
+}
+
+/// SQLite always; PostgreSQL too when configured.
+fn backends() -> Vec<Backend> {
+    backends_with(&[])
+}
+
+/// [`backends`] with extra configuration.
+fn backends_with(extra: &[(&'static str, &str)]) -> Vec<Backend> {
+    let mut env = vec![
+        ("BCRYPT_COST", "4".to_owned()),
+        ("JWT_SECRET_KEY", crudforge_tests::TEST_SECRET.to_owned()),
+    ];
+    env.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
+    let mut out = vec![Backend {
+        name: "sqlite",
+        dir: tempfile::tempdir().unwrap(),
+        env: env.clone(),
+        _pg: None,
+    }];
+    if crudforge_tests::postgres_url().is_some() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let db = rt
+            .block_on(crudforge_tests::TestDb::postgres())
+            .expect("CRUDFORGE_TEST_POSTGRES_URL is set");
+        env.push(("ORM_DATABASE_URI", db.uri.clone()));
+        out.push(Backend {
+            name: "postgres",
+            dir: tempfile::tempdir().unwrap(),
+            env,
+            _pg: Some(db),
+        });
+    }
+    out
+}
+
+impl Backend {
+    fn cli(&self, args: &[&str]) -> Output {
+        cli(self.dir.path(), &self.env, args)
+    }
+
+    /// Runs a command that must succeed; returns its stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.cli(args);
+        assert!(
+            out.status.success(),
+            "[{}] {args:?} failed: {}",
+            self.name,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// Runs a command that must fail with exactly one line on stderr containing `expect`.
+    fn fails(&self, args: &[&str], expect: &str) {
+        let out = self.cli(args);
+        one_line_failure(&out, expect, &format!("[{}] {args:?}", self.name));
+    }
+
+    /// `create-user --email <email> --password PASSWORD <extra>`; returns the printed id,
+    /// checking it is the only thing on stdout.
+    fn user(&self, email: &str, extra: &[&str]) -> String {
+        let mut args = vec!["create-user", "--email", email, "--password", PASSWORD];
+        args.extend_from_slice(extra);
+        only_a_uuid(&self.ok(&args))
+    }
+
+    /// `create-domain --name <name>`; returns the printed id.
+    fn domain(&self, name: &str) -> String {
+        only_a_uuid(&self.ok(&["create-domain", "--name", name]))
+    }
+
+    /// `create-token`; prints nothing.
+    fn token(&self, email: &str, token: &str) {
+        let out = self.ok(&["create-token", "--email", email, "--token", token]);
+        assert_eq!(out, "", "create-token prints nothing");
+    }
+}
+
+fn only_a_uuid(stdout: &str) -> String {
+    let id = stdout.trim_end_matches('\n');
+    assert_eq!(stdout, format!("{id}\n"), "one line: {stdout:?}");
+    Uuid::parse_str(id).unwrap_or_else(|_| panic!("not a UUID: {stdout:?}"));
+    id.to_owned()
+}
+
+fn one_line_failure(out: &Output, expect: &str, what: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{what} must fail; stderr: {err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(
+        lines.len(),
+        1,
+        "{what}: exactly one line on stderr, got:\n{err}"
+    );
+    assert!(
+        lines[0].starts_with("error: ") && lines[0].contains(expect),
+        "{what}: expected `{expect}` in {:?}",
+        lines[0]
+    );
+    assert!(out.stdout.is_empty(), "{what}: nothing on stdout");
+}
+
+/// A running server on one backend.
+struct App {
+    // Declared first so the server stops before the database is dropped.
+    server: Server,
+    b: Backend,
+}
+
+impl App {
+    fn start(b: Backend) -> App {
+        eprintln!("== backend {}", b.name);
+        App {
+            server: Server::start(b.dir.path(), &b.env),
+            b,
+        }
+    }
+
+    fn call(&self, method: &str, path: &str, token: Option<&str>, body: Option<Value>) -> Reply {
+        let auth = token.map(|t| format!("Bearer {t}"));
+        let mut headers: Vec<(&str, &str)> = Vec::new();
+        if let Some(a) = &auth {
+            headers.push(("Authorization", a));
+        }
+        let bytes = body.map(|b| serde_json::to_vec(&b).unwrap());
+        if bytes.is_some() {
+            headers.push(("Content-Type", "application/json"));
+        }
+        request(&self.server.addr, method, path, &headers, bytes.as_deref())
+    }
+
+    fn get(&self, path: &str, token: Option<&str>) -> Reply {
+        self.call("GET", path, token, None)
+    }
+
+    fn post(&self, path: &str, token: Option<&str>, body: Value) -> Reply {
+        self.call("POST", path, token, Some(body))
+    }
+
+    fn patch(&self, path: &str, token: Option<&str>, body: Value) -> Reply {
+        self.call("PATCH", path, token, Some(body))
+    }
+
+    fn delete(&self, path: &str, token: Option<&str>) -> Reply {
+        self.call("DELETE", path, token, None)
+    }
+
+    /// Logs in with [`PASSWORD`]; returns the access token.
+    fn login(&self, email: &str) -> String {
+        let r = self.post(
+            "/api/user/login/",
+            None,
+            json!({"email": email, "password": PASSWORD}),
+        );
+        self.json(&r, 200)["access_token"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// Checks the status and returns the JSON body.
+    fn json(&self, r: &Reply, status: u16) -> Value {
+        assert_eq!(r.status, status, "[{}] {}", self.b.name, r.text());
+        r.json()
+    }
+
+    /// Checks a problem-details error: status, type, title and instance.
+    fn problem(&self, r: &Reply, status: u16, path: &str) -> Value {
+        assert_eq!(r.status, status, "[{}] {path}: {}", self.b.name, r.text());
+        assert_eq!(
+            r.header("content-type"),
+            Some("application/problem+json"),
+            "{path}"
+        );
+        let v = r.json();
+        let (kind, title) = match status {
+            400 => ("bad_request_error", "Bad Request"),
+            401 => ("unauthorized_error", "Unauthorized"),
+            403 => ("forbidden_error", "Forbidden"),
+            404 => ("not_found_error", "Not Found"),
+            405 => ("method_not_allowed_error", "Method Not Allowed"),
+            409 => ("conflict_error", "Conflict"),
+            422 => ("validation_error", "Unprocessable Entity"),
+            other => panic!("unexpected status {other}"),
+        };
+        assert_eq!(v["type"], format!("/errors/{kind}"), "{v}");
+        assert_eq!(v["title"], title, "{v}");
+        assert_eq!(v["status"], status, "{v}");
+        assert!(v["detail"].as_str().is_some_and(|d| !d.is_empty()), "{v}");
+        assert_eq!(v["instance"], path.split('?').next().unwrap(), "{v}");
+        v
+    }
+}
+
+/// The claims of a JWT (without checking its signature).
+fn jwt_claims(token: &str) -> Value {
+    let payload = token.split('.').nth(1).expect("a JWT");
+    let mut bytes = Vec::new();
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for c in payload.bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'-' => 62,
+            b'_' => 63,
+            _ => continue,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            bytes.push(((acc >> bits) & 0xff) as u8);
+        }
+    }
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+fn keys(v: &Value) -> Vec<&str> {
+    let mut k: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    k.sort_unstable();
+    k
+}
+
+fn data(v: &Value) -> &Vec<Value> {
+    v["data"].as_array().expect("a pagination envelope")
+}
+
+// ---- the CLI ----
+
+#[test]
+fn cli_creates_fixtures_and_reports_failures_on_one_line() {
+    for b in backends() {
+        assert!(
+            b.ok(&["migrate"]).is_empty(),
+            "migrate prints nothing on stdout"
+        );
+        let again = b.cli(&["migrate"]);
+        assert!(again.status.success());
+        assert!(String::from_utf8_lossy(&again.stderr).contains("up to date"));
+
+        let admin = b.user(
+            "admin@example.com",
+            &[
+                "--admin",
+                "--first-name",
+                "Ada",
+                "--last-name",
+                "Byron Lovelace",
+            ],
+        );
+        let plain = b.user("plain@example.com", &[]);
+        b.user("off@example.com", &["--disabled"]);
+
+        // Duplicate e-mail, also in another letter case.
+        for email in ["plain@example.com", "PLAIN@Example.com"] {
+            b.fails(
+                &["create-user", "--email", email, "--password", "x"],
+                "already exists",
+            );
+        }
+        b.fails(
+            &["create-user", "--email", "not-an-email", "--password", "x"],
+            "email",
+        );
+        b.fails(
+            &["create-user", "--email", "e@example.com", "--password", ""],
+            "password",
+        );
+
+        // Tokens: stored for a known user, refused for an unknown one or a duplicate value.
+        let out = b.ok(&[
+            "create-token",
+            "--email",
+            "plain@example.com",
+            "--token",
+            "plain-key",
+            "--description",
+            "CI key",
+        ]);
+        assert_eq!(out, "");
+        b.fails(
+            &[
+                "create-token",
+                "--email",
+                "ghost@example.com",
+                "--token",
+                "t",
+            ],
+            "no user with e-mail ghost@example.com",
+        );
+        b.fails(
+            &[
+                "create-token",
+                "--email",
+                "off@example.com",
+                "--token",
+                "plain-key",
+            ],
+            "already stored",
+        );
+
+        let acme = b.domain("acme");
+        b.fails(&["create-domain", "--name", "acme"], "already exists");
+
+        // 10,000 critters: one UUID a line, all distinct.
+        let seeded = b.ok(&["seed-critters", "--count", "10000"]);
+        let ids: Vec<&str> = seeded.lines().collect();
+        assert_eq!(ids.len(), 10_000);
+        assert!(ids.iter().all(|l| Uuid::parse_str(l).is_ok()));
+        assert_eq!(ids.iter().collect::<HashSet<_>>().len(), 10_000);
+        let first_critter = ids[0].to_owned();
+
+        let app = App::start(b);
+        let at = app.login("admin@example.com");
+
+        // --admin grants exactly one ADMIN role, in every domain.
+        let roles = app.json(
+            &app.get(&format!("/api/user/{admin}/role/"), Some(&at)),
+            200,
+        );
+        assert_eq!(data(&roles).len(), 1, "{roles}");
+        assert_eq!(data(&roles)[0]["role"], "ADMIN");
+        assert_eq!(data(&roles)[0]["domain_id"], Value::Null);
+        assert_eq!(data(&roles)[0]["user_id"], admin.as_str());
+        let plain_roles = app.json(
+            &app.get(&format!("/api/user/{plain}/role/"), Some(&at)),
+            200,
+        );
+        assert!(data(&plain_roles).is_empty());
+        let me = app.json(&app.get("/api/user/me", Some(&at)), 200);
+        assert_eq!(me["display_name"], "Ada BL.");
+        assert_eq!(me["roles"], json!(["ADMIN"]));
+
+        // --disabled: the account exists but cannot log in.
+        let r = app.post(
+            "/api/user/login/",
+            None,
+            json!({"email": "off@example.com", "password": PASSWORD}),
+        );
+        app.problem(&r, 401, "/api/user/login/");
+
+        // The stored token works for token_login.
+        let r = app.post("/api/user/token_login", None, json!({"token": "plain-key"}));
+        app.json(&r, 200);
+
+        // The domain exists under the printed id.
+        let d = app.json(&app.get(&format!("/api/domains/{acme}"), None), 200);
+        assert_eq!(d["name"], "acme");
+        assert_eq!(d["active"], true);
+
+        // The seeded critters are served.
+        let page = app.json(&app.get("/api/critters/?page_size=1", Some(&at)), 200);
+        assert_eq!(page["pagination"]["total"], 10_000);
+        let c = app.json(
+            &app.get(&format!("/api/critters/{first_critter}"), Some(&at)),
+            200,
+        );
+        assert_eq!(c["id"], first_critter.as_str());
+
+        // Fixtures can be added while the server runs.
+        app.b.user("late@example.com", &["--first-name", "Late"]);
+        let lt = app.login("late@example.com");
+        let me = app.json(&app.get("/api/user/me", Some(&lt)), 200);
+        assert_eq!(me["display_name"], "Late");
+    }
+}
+
+#[test]
+fn cli_reports_an_unreachable_database_on_one_line() {
+    let cwd = tempfile::tempdir().unwrap();
+    let env = [
+        (
+            "ORM_DATABASE_URI",
+            "postgres://postgres@127.0.0.1:1/x".to_owned(),
+        ),
+        ("BCRYPT_COST", "4".to_owned()),
+    ];
+    let commands: [&[&str]; 6] = [
+        &["serve", "--bind", "127.0.0.1:0"],
+        &["migrate"],
+        &["create-user", "--email", "a@example.com", "--password", "x"],
+        &["create-token", "--email", "a@example.com", "--token", "t"],
+        &["create-domain", "--name", "d"],
+        &["seed-critters", "--count", "3"],
+    ];
+    for args in commands {
+        let out = cli(cwd.path(), &env, args);
+        one_line_failure(&out, "cannot connect to the database", &format!("{args:?}"));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("127.0.0.1:1"), "names the server: {err}");
+    }
+}
+
+// ---- /api/user/: the current user and the user CRUD ----
+
+#[test]
+fn me_and_user_crud_follow_the_reference_rules() {
+    for b in backends() {
+        let admin = b.user(
+            "admin@example.com",
+            &[
+                "--admin",
+                "--first-name",
+                "Ada",
+                "--last-name",
+                "Byron Lovelace",
+            ],
+        );
+        let bob = b.user(
+            "bob@example.com",
+            &["--first-name", "Bob", "--last-name", "van der Berg"],
+        );
+        let carol = b.user("carol@example.com", &["--first-name", "Carol"]);
+        let dave = b.user("dave@example.com", &["--last-name", "Dupont"]);
+        let erin = b.user("erin.e@example.com", &[]);
+        let app = App::start(b);
+        let at = app.login("admin@example.com");
+        let bt = app.login("bob@example.com");
+        let ct = app.login("carol@example.com");
+        let et = app.login("erin.e@example.com");
+
+        // GET /api/user/me: exactly the public user schema, display_name as the reference
+        // computes it.
+        for (email, display, roles) in [
+            ("admin@example.com", "Ada BL.", json!(["ADMIN"])),
+            ("bob@example.com", "Bob vdB.", json!([])),
+            ("carol@example.com", "Carol", json!([])),
+            ("dave@example.com", "Dupont", json!([])),
+            ("erin.e@example.com", "erin.e", json!([])),
+        ] {
+            let t = app.login(email);
+            let me = app.json(&app.get("/api/user/me", Some(&t)), 200);
+            assert_eq!(
+                me,
+                json!({"email": email, "is_deleted": false, "display_name": display, "roles": roles})
+            );
+        }
+        // 401 without a current user.
+        app.problem(&app.get("/api/user/me", None), 401, "/api/user/me");
+        app.problem(
+            &app.get("/api/user/me", Some("not-a-token")),
+            401,
+            "/api/user/me",
+        );
+        let basic = request(
+            &app.server.addr,
+            "GET",
+            "/api/user/me",
+            &[("Authorization", "Basic YTpi")],
+            None,
+        );
+        app.problem(&basic, 401, "/api/user/me");
+
+        // INDEX: admins only, public schema.
+        let list = app.json(&app.get("/api/user/", Some(&at)), 200);
+        assert_eq!(list["pagination"]["total"], 5);
+        for u in data(&list) {
+            assert_eq!(keys(u), ["display_name", "email", "is_deleted", "roles"]);
+        }
+        let ada = data(&list)
+            .iter()
+            .find(|u| u["email"] == "admin@example.com")
+            .unwrap();
+        assert_eq!(ada["roles"], json!(["ADMIN"]));
+        assert_eq!(ada["display_name"], "Ada BL.");
+        let paged = app.json(&app.get("/api/user/?page_size=2&page=3", Some(&at)), 200);
+        assert_eq!(data(&paged).len(), 1);
+        assert_eq!(paged["pagination"]["total_pages"], 3);
+        let one = app.json(&app.get("/api/user/?email=bob@example.com", Some(&at)), 200);
+        assert_eq!(data(&one).len(), 1);
+        assert_eq!(data(&one)[0]["display_name"], "Bob vdB.");
+        app.problem(&app.get("/api/user/", Some(&bt)), 403, "/api/user/");
+        app.problem(&app.get("/api/user/", None), 401, "/api/user/");
+
+        // POST: admins only.
+        let new_user =
+            json!({"email": "nina@example.com", "password": PASSWORD, "first_name": "Nina"});
+        app.problem(
+            &app.post("/api/user/", Some(&bt), new_user.clone()),
+            403,
+            "/api/user/",
+        );
+        app.problem(
+            &app.post("/api/user/", None, new_user.clone()),
+            401,
+            "/api/user/",
+        );
+        let created = app.json(&app.post("/api/user/", Some(&at), new_user.clone()), 201);
+        assert_eq!(created["email"], "nina@example.com");
+        assert!(created.get("password").is_none(), "{created}");
+        let nt = app.login("nina@example.com");
+        let me = app.json(&app.get("/api/user/me", Some(&nt)), 200);
+        assert_eq!(me["display_name"], "Nina");
+        app.problem(
+            &app.post("/api/user/", Some(&at), new_user),
+            409,
+            "/api/user/",
+        );
+
+        // GET <id>: the user itself or an admin.
+        let own = app.json(&app.get(&format!("/api/user/{bob}"), Some(&bt)), 200);
+        assert_eq!(own["id"], bob.as_str());
+        assert_eq!(own["email"], "bob@example.com");
+        assert!(own.get("password").is_none(), "{own}");
+        let by_admin = app.json(&app.get(&format!("/api/user/{bob}"), Some(&at)), 200);
+        assert_eq!(by_admin["id"], bob.as_str());
+        let path = format!("/api/user/{admin}");
+        app.problem(&app.get(&path, Some(&bt)), 404, &path);
+        let path = format!("/api/user/{bob}");
+        app.problem(&app.get(&path, None), 401, &path);
+        let path = format!("/api/user/{}", Uuid::new_v4());
+        app.problem(&app.get(&path, Some(&at)), 404, &path);
+        app.problem(
+            &app.get("/api/user/not-a-uuid", Some(&at)),
+            404,
+            "/api/user/not-a-uuid",
+        );
+
+        // PATCH <id>: the user itself or an admin; only admins change is_enabled.
+        let path = format!("/api/user/{bob}");
+        let changed = app.json(
+            &app.patch(&path, Some(&bt), json!({"last_name": "Berg"})),
+            200,
+        );
+        assert_eq!(changed["last_name"], "Berg");
+        let me = app.json(&app.get("/api/user/me", Some(&bt)), 200);
+        assert_eq!(me["display_name"], "Bob B.");
+        app.problem(
+            &app.patch(&path, Some(&bt), json!({"is_enabled": false})),
+            403,
+            &path,
+        );
+        app.problem(
+            &app.patch(&path, None, json!({"last_name": "X"})),
+            401,
+            &path,
+        );
+        let path = format!("/api/user/{carol}");
+        app.problem(
+            &app.patch(&path, Some(&bt), json!({"last_name": "X"})),
+            404,
+            &path,
+        );
+        let by_admin = app.json(
+            &app.patch(&path, Some(&at), json!({"is_enabled": false})),
+            200,
+        );
+        assert_eq!(by_admin["is_enabled"], false);
+        // A disabled user can neither log in nor use an earlier token.
+        let r = app.post(
+            "/api/user/login/",
+            None,
+            json!({"email": "carol@example.com", "password": PASSWORD}),
+        );
+        app.problem(&r, 401, "/api/user/login/");
+        app.problem(&app.get("/api/user/me", Some(&ct)), 401, "/api/user/me");
+
+        // DELETE <id>: the user itself or an admin.
+        let path = format!("/api/user/{dave}");
+        app.problem(&app.delete(&path, Some(&bt)), 404, &path);
+        app.problem(&app.delete(&path, None), 401, &path);
+        assert_eq!(app.delete(&path, Some(&at)).status, 204);
+        app.problem(&app.get(&path, Some(&at)), 404, &path);
+        app.problem(&app.delete(&path, Some(&at)), 404, &path);
+        let path = format!("/api/user/{erin}");
+        assert_eq!(app.delete(&path, Some(&et)).status, 204);
+        app.problem(&app.get("/api/user/me", Some(&et)), 401, "/api/user/me");
+        let list = app.json(&app.get("/api/user/", Some(&at)), 200);
+        assert_eq!(list["pagination"]["total"], 4);
+    }
+}
+
+// ---- login, refresh and the login-validation hook ----
+
+#[test]
+fn login_refresh_and_the_domain_check_of_the_login_hook() {
+    for b in backends() {
+        b.user("admin@example.com", &["--admin"]);
+        let scoped = b.user("scoped@example.com", &[]);
+        b.user("plain@example.com", &[]);
+        b.user("off@example.com", &["--disabled"]);
+        let north = b.domain("north");
+        b.domain("south");
+        let app = App::start(b);
+        let at = app.login("admin@example.com");
+        let r = app.post(
+            &format!("/api/user/{scoped}/role/"),
+            Some(&at),
+            json!({"role": "USER", "domain_id": north}),
+        );
+        app.json(&r, 201);
+
+        let login = |email: &str, password: &str, domain: Option<&str>| {
+            let mut body = json!({"email": email, "password": password});
+            if let Some(d) = domain {
+                body["domain"] = json!(d);
+            }
+            app.post("/api/user/login/", None, body)
+        };
+        let l = "/api/user/login/";
+
+        // A plain login returns the library's token pair.
+        let tokens = app.json(&login("plain@example.com", PASSWORD, None), 200);
+        assert_eq!(
+            keys(&tokens),
+            ["access_token", "expires_in", "refresh_token", "token_type"]
+        );
+        assert_eq!(tokens["token_type"], "bearer");
+        let access = tokens["access_token"].as_str().unwrap();
+        let me = app.json(&app.get("/api/user/me", Some(access)), 200);
+        assert_eq!(me["email"], "plain@example.com");
+        // The user blueprint's own profile endpoint: the full user, without the password.
+        let full = app.json(&app.get("/api/user/me/", Some(access)), 200);
+        assert_eq!(full["email"], "plain@example.com");
+        assert!(full["id"].is_string());
+        assert!(full.get("password").is_none(), "{full}");
+        app.problem(&app.get("/api/user/me/", None), 401, "/api/user/me/");
+
+        // Password and is_enabled are checked before the hook.
+        app.problem(&login("plain@example.com", "wrong", None), 401, l);
+        app.problem(&login("ghost@example.com", PASSWORD, None), 401, l);
+        app.problem(&login("off@example.com", PASSWORD, None), 401, l);
+        app.problem(
+            &login("scoped@example.com", "wrong", Some("nowhere")),
+            401,
+            l,
+        );
+        app.problem(&login("off@example.com", PASSWORD, Some("nowhere")), 401, l);
+
+        // The hook: SPEC's rule 2 with the domain looked up by name.
+        app.json(&login("scoped@example.com", PASSWORD, Some("north")), 200);
+        app.problem(
+            &login("scoped@example.com", PASSWORD, Some("south")),
+            401,
+            l,
+        );
+        app.problem(
+            &login("scoped@example.com", PASSWORD, Some("nowhere")),
+            404,
+            l,
+        );
+        app.problem(&login("plain@example.com", PASSWORD, Some("north")), 401, l);
+        app.json(&login("admin@example.com", PASSWORD, Some("south")), 200);
+        app.json(&login("scoped@example.com", PASSWORD, None), 200);
+
+        // Refresh rotates: a refresh token works once.
+        let refresh = tokens["refresh_token"].as_str().unwrap();
+        let r = app.post(
+            "/api/user/refresh/",
+            None,
+            json!({"refresh_token": refresh}),
+        );
+        let renewed = app.json(&r, 200);
+        assert_eq!(renewed["token_type"], "bearer");
+        let again = app.post(
+            "/api/user/refresh/",
+            None,
+            json!({"refresh_token": refresh}),
+        );
+        app.problem(&again, 401, "/api/user/refresh/");
+        let garbage = app.post(
+            "/api/user/refresh/",
+            None,
+            json!({"refresh_token": "garbage"}),
+        );
+        app.problem(&garbage, 401, "/api/user/refresh/");
+    }
+}
+
+// ---- token_login ----
+
+#[test]
+fn token_login_follows_spec_rules_1_and_2() {
+    for b in backends() {
+        b.user("admin@example.com", &["--admin"]);
+        let ann = b.user("ann@example.com", &["--first-name", "Ann"]);
+        b.user("plain@example.com", &[]);
+        b.user("off@example.com", &["--disabled"]);
+        b.token("admin@example.com", "admin-key");
+        b.token("ann@example.com", "ann-key");
+        b.token("plain@example.com", "plain-key");
+        b.token("off@example.com", "off-key");
+        let north = b.domain("north");
+        b.domain("south");
+        let app = App::start(b);
+        let at = app.login("admin@example.com");
+        let role = app.json(
+            &app.post(
+                &format!("/api/user/{ann}/role/"),
+                Some(&at),
+                json!({"role": "USER", "domain_id": north}),
+            ),
+            201,
+        );
+
+        let tl = |token: &str, domain: Option<&str>| {
+            let mut body = json!({"token": token});
+            if let Some(d) = domain {
+                body["domain"] = json!(d);
+            }
+            app.post("/api/user/token_login", None, body)
+        };
+        let p = "/api/user/token_login";
+
+        // Success: an access token for the token's owner.
+        let ok = app.json(&tl("ann-key", None), 200);
+        assert_eq!(keys(&ok), ["access_token", "token_type"]);
+        assert_eq!(ok["token_type"], "bearer");
+        let access = ok["access_token"].as_str().unwrap();
+        assert_eq!(jwt_claims(access)["sub"], ann.as_str());
+        let me = app.json(&app.get("/api/user/me", Some(access)), 200);
+        assert_eq!(me["email"], "ann@example.com");
+
+        // Rule 1: unknown token, disabled owner, unknown domain, no access.
+        let v = app.problem(&tl("no-such-key", None), 401, p);
+        assert_eq!(v["detail"], "invalid token");
+        app.problem(&tl("off-key", None), 401, p);
+        app.problem(&tl("off-key", Some("north")), 401, p);
+        app.problem(&tl("ann-key", Some("nowhere")), 404, p);
+        app.problem(&tl("ann-key", Some("south")), 401, p);
+        app.json(&tl("ann-key", Some("north")), 200);
+        // Rule 2: no roles, no access; an unscoped role reaches every domain.
+        app.problem(&tl("plain-key", Some("north")), 401, p);
+        app.json(&tl("plain-key", None), 200);
+        app.json(&tl("admin-key", Some("south")), 200);
+        app.problem(&app.post(p, None, json!({"domain": "north"})), 422, p);
+
+        // Without its domain role Ann loses access to north.
+        let path = format!("/api/user/{ann}/role/{}", role["id"].as_str().unwrap());
+        assert_eq!(app.delete(&path, Some(&at)).status, 204);
+        app.problem(&tl("ann-key", Some("north")), 401, p);
+    }
+}
+
+// ---- nested roles ----
+
+#[test]
+fn nested_roles_index_post_and_delete() {
+    for b in backends() {
+        b.user("admin@example.com", &["--admin"]);
+        let bob = b.user("bob@example.com", &[]);
+        let carol = b.user("carol@example.com", &[]);
+        let north = b.domain("north");
+        let app = App::start(b);
+        let at = app.login("admin@example.com");
+        let bt = app.login("bob@example.com");
+        let ct = app.login("carol@example.com");
+        let roles = format!("/api/user/{bob}/role/");
+
+        // POST: admins grant roles; the user comes from the path.
+        let moderator = app.json(
+            &app.post(&roles, Some(&at), json!({"role": "MODERATOR"})),
+            201,
+        );
+        assert_eq!(moderator["user_id"], bob.as_str());
+        assert_eq!(moderator["role"], "MODERATOR");
+        assert_eq!(moderator["domain_id"], Value::Null);
+        let scoped = app.json(
+            &app.post(
+                &roles,
+                Some(&at),
+                json!({"role": "USER", "domain_id": north}),
+            ),
+            201,
+        );
+        assert_eq!(scoped["domain_id"], north.as_str());
+        app.problem(
+            &app.post(&roles, Some(&at), json!({"role": "USER", "user_id": carol})),
+            422,
+            &roles,
+        );
+        app.problem(
+            &app.post(&roles, Some(&bt), json!({"role": "ADMIN"})),
+            403,
+            &roles,
+        );
+        app.problem(
+            &app.post(&roles, Some(&ct), json!({"role": "ADMIN"})),
+            403,
+            &roles,
+        );
+        app.problem(
+            &app.post(&roles, None, json!({"role": "ADMIN"})),
+            401,
+            &roles,
+        );
+
+        // INDEX: a user sees its own roles, admins everyone's.
+        let own = app.json(&app.get(&roles, Some(&bt)), 200);
+        assert_eq!(own["pagination"]["total"], 2);
+        assert!(data(&own).iter().all(|r| r["user_id"] == bob.as_str()));
+        let others = app.json(&app.get(&roles, Some(&ct)), 200);
+        assert!(data(&others).is_empty(), "{others}");
+        let all = app.json(&app.get(&roles, Some(&at)), 200);
+        assert_eq!(all["pagination"]["total"], 2);
+        let filtered = app.json(&app.get(&format!("{roles}?role=USER"), Some(&at)), 200);
+        assert_eq!(data(&filtered).len(), 1);
+        app.problem(&app.get(&roles, None), 401, &roles);
+        let me = app.json(&app.get("/api/user/me", Some(&bt)), 200);
+        assert_eq!(me["roles"], json!(["MODERATOR", "USER"]));
+
+        // DELETE: admins only, under the right user.
+        let item = format!("{roles}{}", moderator["id"].as_str().unwrap());
+        app.problem(&app.delete(&item, Some(&bt)), 403, &item);
+        app.problem(&app.delete(&item, None), 401, &item);
+        let wrong_parent = format!(
+            "/api/user/{carol}/role/{}",
+            moderator["id"].as_str().unwrap()
+        );
+        app.problem(&app.delete(&wrong_parent, Some(&at)), 404, &wrong_parent);
+        assert_eq!(app.delete(&item, Some(&at)).status, 204);
+        app.problem(&app.delete(&item, Some(&at)), 404, &item);
+        let left = app.json(&app.get(&roles, Some(&at)), 200);
+        assert_eq!(left["pagination"]["total"], 1);
+        // Only INDEX, POST and DELETE are mounted.
+        app.problem(&app.get(&item, Some(&at)), 405, &item);
+        app.problem(
+            &app.patch(&item, Some(&at), json!({"role": "X"})),
+            405,
+            &item,
+        );
+        app.problem(
+            &app.get("/api/user/not-a-uuid/role/", Some(&at)),
+            404,
+            "/api/user/not-a-uuid/role/",
+        );
+
+        // A granted ADMIN role takes effect on the next request.
+        app.json(&app.post(&roles, Some(&at), json!({"role": "ADMIN"})), 201);
+        app.json(&app.get("/api/user/", Some(&bt)), 200);
+    }
+}
+
+// ---- settings ----
+
+#[test]
+fn settings_are_upserted_by_key_for_writers_of_the_user() {
+    for b in backends() {
+        b.user("admin@example.com", &["--admin"]);
+        let bob = b.user("bob@example.com", &[]);
+        b.user("carol@example.com", &[]);
+        let app = App::start(b);
+        let at = app.login("admin@example.com");
+        let bt = app.login("bob@example.com");
+        let ct = app.login("carol@example.com");
+        let path = format!("/api/user/{bob}/settings/");
+
+        assert_eq!(app.json(&app.get(&path, Some(&bt)), 200), json!([]));
+        let v = app.json(
+            &app.post(&path, Some(&bt), json!({"key": "theme", "value": "dark"})),
+            200,
+        );
+        assert_eq!(v, json!([{"key": "theme", "value": "dark"}]));
+        let v = app.json(
+            &app.post(&path, Some(&bt), json!({"key": "lang", "value": "fr"})),
+            200,
+        );
+        assert_eq!(
+            v,
+            json!([{"key": "lang", "value": "fr"}, {"key": "theme", "value": "dark"}])
+        );
+        // An existing key is updated, not duplicated.
+        let v = app.json(
+            &app.post(&path, Some(&bt), json!({"key": "theme", "value": "light"})),
+            200,
+        );
+        assert_eq!(
+            v,
+            json!([{"key": "lang", "value": "fr"}, {"key": "theme", "value": "light"}])
+        );
+        // value is optional.
+        let v = app.json(&app.post(&path, Some(&bt), json!({"key": "theme"})), 200);
+        assert_eq!(
+            v,
+            json!([{"key": "lang", "value": "fr"}, {"key": "theme", "value": null}])
+        );
+        assert_eq!(app.json(&app.get(&path, Some(&bt)), 200), v);
+
+        // Admins may write every user; other users get 403, anonymous callers 401.
+        let v = app.json(
+            &app.post(&path, Some(&at), json!({"key": "lang", "value": "de"})),
+            200,
+        );
+        assert_eq!(v[0], json!({"key": "lang", "value": "de"}));
+        assert_eq!(app.json(&app.get(&path, Some(&at)), 200), v);
+        app.problem(&app.get(&path, Some(&ct)), 403, &path);
+        app.problem(
+            &app.post(&path, Some(&ct), json!({"key": "theme", "value": "x"})),
+            403,
+            &path,
+        );
+        app.problem(&app.get(&path, None), 401, &path);
+        app.problem(&app.post(&path, None, json!({"key": "k"})), 401, &path);
+        let nobody = format!("/api/user/{}/settings/", Uuid::new_v4());
+        app.problem(&app.get(&nobody, Some(&at)), 404, &nobody);
+        app.problem(
+            &app.post(&nobody, Some(&at), json!({"key": "k"})),
+            404,
+            &nobody,
+        );
+
+        // Malformed bodies are 422, every time (a body error next to the token check used
+        // to bring down the worker on SQLite).
+        for _ in 0..25 {
+            app.problem(&app.post(&path, Some(&bt), json!({"value": 1})), 422, &path);
+        }
+        app.problem(&app.post(&path, Some(&bt), json!({"key": ""})), 422, &path);
+        assert_eq!(app.server.get("/health").status, 200);
+        assert_eq!(
+            app.json(&app.get(&path, Some(&bt)), 200)
+                .as_array()
+                .unwrap()
+                .len(),
+            2
+        );
+    }
+}
+
+// ---- invites ----
+
+#[test]
+fn invites_are_sent_as_the_path_user() {
+    for b in backends() {
+        b.user("admin@example.com", &["--admin"]);
+        let bob = b.user("bob@example.com", &[]);
+        let carol = b.user("carol@example.com", &[]);
+        let app = App::start(b);
+        let at = app.login("admin@example.com");
+        let bt = app.login("bob@example.com");
+        let ct = app.login("carol@example.com");
+        let path = format!("/api/user/{bob}/invite/");
+
+        let first = app.json(
+            &app.post(
+                &path,
+                Some(&bt),
+                json!({"recipient_email": "friend@example.com", "token": "abc"}),
+            ),
+            201,
+        );
+        assert_eq!(
+            keys(&first),
+            [
+                "created_at",
+                "id",
+                "recipient_email",
+                "recipient_user_id",
+                "sender_user_id",
+                "token",
+                "token_used",
+                "updated_at"
+            ]
+        );
+        assert_eq!(first["sender_user_id"], bob.as_str());
+        assert_eq!(first["recipient_email"], "friend@example.com");
+        assert_eq!(first["recipient_user_id"], Value::Null);
+        assert_eq!(first["token"], "abc");
+        assert_eq!(first["token_used"], false);
+        // An admin sending on Bob's behalf: the sender is still Bob.
+        let second = app.json(
+            &app.post(
+                &path,
+                Some(&at),
+                json!({"recipient_email": "carol@example.com", "recipient_user_id": carol}),
+            ),
+            201,
+        );
+        assert_eq!(second["sender_user_id"], bob.as_str());
+        assert_eq!(second["recipient_user_id"], carol.as_str());
+        // The sender cannot be chosen in the body.
+        app.problem(
+            &app.post(
+                &path,
+                Some(&bt),
+                json!({"recipient_email": "x@example.com", "sender_user_id": carol}),
+            ),
+            422,
+            &path,
+        );
+
+        // Someone else: 403; anonymous: 401.
+        app.problem(
+            &app.post(
+                &path,
+                Some(&ct),
+                json!({"recipient_email": "x@example.com"}),
+            ),
+            403,
+            &path,
+        );
+        app.problem(&app.get(&path, Some(&ct)), 403, &path);
+        app.problem(
+            &app.post(&path, None, json!({"recipient_email": "x@example.com"})),
+            401,
+            &path,
+        );
+        app.problem(&app.get(&path, None), 401, &path);
+
+        // GET lists the invites that user sent.
+        let mine = app.json(&app.get(&path, Some(&bt)), 200);
+        assert_eq!(mine.as_array().unwrap().len(), 2);
+        assert!(mine
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|i| i["sender_user_id"] == bob.as_str()));
+        assert_eq!(app.json(&app.get(&path, Some(&at)), 200), mine);
+        let carols = format!("/api/user/{carol}/invite/");
+        assert_eq!(app.json(&app.get(&carols, Some(&ct)), 200), json!([]));
+
+        // Limits: recipient_email and token at most 1024 characters.
+        let email_1024 = format!("{}@example.com", "a".repeat(1024 - 12));
+        assert_eq!(email_1024.len(), 1024);
+        app.json(
+            &app.post(&path, Some(&bt), json!({"recipient_email": email_1024})),
+            201,
+        );
+        let email_1025 = format!("{}@example.com", "a".repeat(1025 - 12));
+        app.problem(
+            &app.post(&path, Some(&bt), json!({"recipient_email": email_1025})),
+            422,
+            &path,
+        );
+        app.json(
+            &app.post(
+                &path,
+                Some(&bt),
+                json!({"recipient_email": "t@example.com", "token": "t".repeat(1024)}),
+            ),
+            201,
+        );
+        app.problem(
+            &app.post(
+                &path,
+                Some(&bt),
+                json!({"recipient_email": "t@example.com", "token": "t".repeat(1025)}),
+            ),
+            422,
+            &path,
+        );
+        app.problem(&app.post(&path, Some(&bt), json!({})), 422, &path);
+        app.problem(
+            &app.post(
+                &path,
+                Some(&bt),
+                json!({"recipient_email": "x@example.com", "recipient_user_id": Uuid::new_v4()}),
+            ),
+            422,
+            &path,
+        );
+        let nobody = format!("/api/user/{}/invite/", Uuid::new_v4());
+        app.problem(
+            &app.post(
+                &nobody,
+                Some(&at),
+                json!({"recipient_email": "x@example.com"}),
+            ),
+            404,
+            &nobody,
+        );
+        app.problem(&app.get(&nobody, Some(&at)), 404, &nobody);
+        assert_eq!(
+            app.json(&app.get(&path, Some(&bt)), 200)
+                .as_array()
+                .unwrap()
+                .len(),
+            4
+        );
+    }
+}
+
+// ---- password recovery ----
+
+#[test]
+fn password_recovery_in_debug_mode_returns_the_token() {
+    for b in backends_with(&[("DEBUG", "true")]) {
+        let ada = b.user("ada@example.com", &["--first-name", "Ada"]);
+        b.user("nameless@example.com", &[]);
+        let app = App::start(b);
+        let send = "/api/user/send_recovery_token";
+        let reset = "/api/user/reset_password";
+
+        // The first name is compared case-insensitively.
+        let r = app.post(
+            send,
+            None,
+            json!({"email": "ada@example.com", "first_name": "aDA"}),
+        );
+        let v = app.json(&r, 200);
+        assert_eq!(keys(&v), ["debug_recovery_token"]);
+        let token = v["debug_recovery_token"].as_str().unwrap().to_owned();
+        let claims = jwt_claims(&token);
+        assert_eq!(claims["sub"], ada.as_str());
+        assert_eq!(
+            claims["exp"].as_i64().unwrap() - claims["iat"].as_i64().unwrap(),
+            7200,
+            "a 2-hour token"
+        );
+
+        // 401: unknown e-mail, or a different first name.
+        for body in [
+            json!({"email": "ghost@example.com", "first_name": "Ada"}),
+            json!({"email": "ada@example.com", "first_name": "Eve"}),
+            json!({"email": "ada@example.com", "first_name": ""}),
+            json!({"email": "nameless@example.com", "first_name": "Ada"}),
+        ] {
+            app.problem(&app.post(send, None, body), 401, send);
+        }
+        // As in the reference, a missing first name compares equal to "".
+        let r = app.post(
+            send,
+            None,
+            json!({"email": "nameless@example.com", "first_name": ""}),
+        );
+        app.json(&r, 200);
+        app.problem(
+            &app.post(send, None, json!({"email": "ada@example.com"})),
+            422,
+            send,
+        );
+
+        // reset_password: 401 for a token that cannot be decoded (or is not a recovery token).
+        let old_access = app.login("ada@example.com");
+        for bad in ["garbage", old_access.as_str(), "a.b.c"] {
+            app.problem(
+                &app.post(
+                    reset,
+                    None,
+                    json!({"recovery_token": bad, "new_password": "new secret"}),
+                ),
+                401,
+                reset,
+            );
+        }
+        let r = app.post(
+            reset,
+            None,
+            json!({"recovery_token": token, "new_password": "new secret"}),
+        );
+        let v = app.json(&r, 200);
+        assert_eq!(keys(&v), ["access_token", "token_type"]);
+        assert_eq!(v["token_type"], "bearer");
+        let me = app.json(
+            &app.get("/api/user/me", Some(v["access_token"].as_str().unwrap())),
+            200,
+        );
+        assert_eq!(me["email"], "ada@example.com");
+
+        // The new password is set; the old one no longer works.
+        let login = |password: &str| {
+            app.post(
+                "/api/user/login/",
+                None,
+                json!({"email": "ada@example.com", "password": password}),
+            )
+        };
+        app.problem(&login(PASSWORD), 401, "/api/user/login/");
+        app.json(&login("new secret"), 200);
+        // Recovery tokens are not single-use.
+        let r = app.post(
+            reset,
+            None,
+            json!({"recovery_token": token, "new_password": PASSWORD}),
+        );
+        app.json(&r, 200);
+        app.json(&login(PASSWORD), 200);
+        let r = app.post(
+            reset,
+            None,
+            json!({"recovery_token": token, "new_password": ""}),
+        );
+        // SPEC does not state the status of request-validation errors; the library names
+        // the password member in a 400.
+        let v = app.problem(&r, 400, reset);
+        assert_eq!(v["field"], "password");
+    }
+}
+
+#[test]
+fn password_recovery_without_debug_answers_in_plain_text() {
+    for b in backends_with(&[("DEBUG", "false")]) {
+        b.user("ada@example.com", &["--first-name", "Ada"]);
+        let app = App::start(b);
+        let send = "/api/user/send_recovery_token";
+        let r = app.post(
+            send,
+            None,
+            json!({"email": "ada@example.com", "first_name": "ada"}),
+        );
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert!(
+            r.header("content-type")
+                .is_some_and(|c| c.starts_with("text/plain")),
+            "{:?}",
+            r.headers
+        );
+        let text = r.text();
+        assert!(!text.is_empty());
+        assert!(
+            serde_json::from_str::<Value>(&text).is_err(),
+            "not JSON: {text}"
+        );
+        assert!(!text.contains("eyJ"), "no token in the body: {text}");
+        for body in [
+            json!({"email": "ghost@example.com", "first_name": "Ada"}),
+            json!({"email": "ada@example.com", "first_name": "Eve"}),
+        ] {
+            app.problem(&app.post(send, None, body), 401, send);
+        }
+        let reset = "/api/user/reset_password";
+        app.problem(
+            &app.post(
+                reset,
+                None,
+                json!({"recovery_token": "garbage", "new_password": "x"}),
+            ),
+            401,
+            reset,
+        );
+    }
+}
+
+// ---- domains ----
+
+#[test]
+fn domains_crud_with_the_reference_fields() {
+    for b in backends() {
+        b.user("admin@example.com", &["--admin"]);
+        b.user("bob@example.com", &[]);
+        let acme = b.domain("acme");
+        let app = App::start(b);
+        let bt = app.login("bob@example.com");
+        let at = app.login("admin@example.com");
+        let list = "/api/domains/";
+
+        // Anyone reads.
+        let v = app.json(&app.get(list, None), 200);
+        assert_eq!(v["pagination"]["total"], 1);
+        assert_eq!(
+            data(&v)[0],
+            app.json(&app.get(&format!("{list}{acme}"), None), 200)
+        );
+        assert_eq!(
+            keys(&data(&v)[0]),
+            [
+                "active",
+                "area_geojson",
+                "created_at",
+                "domain_type",
+                "id",
+                "lat",
+                "lon",
+                "name",
+                "updated_at"
+            ]
+        );
+
+        // Signed-in users create, with the optional fields.
+        let body = json!({
+            "name": "north",
+            "domain_type": "region",
+            "lat": 59.91,
+            "lon": 10.75,
+            "area_geojson": {"type": "Point", "coordinates": [10.75, 59.91]}
+        });
+        app.problem(&app.post(list, None, body.clone()), 401, list);
+        let north = app.json(&app.post(list, Some(&bt), body), 201);
+        assert_eq!(north["domain_type"], "region");
+        assert_eq!(north["lat"], 59.91);
+        assert_eq!(north["lon"], 10.75);
+        assert_eq!(
+            north["area_geojson"],
+            json!({"type": "Point", "coordinates": [10.75, 59.91]})
+        );
+        assert_eq!(north["active"], true);
+        let id = north["id"].as_str().unwrap().to_owned();
+        let item = format!("{list}{id}");
+        assert_eq!(app.json(&app.get(&item, None), 200), north);
+
+        // domain_type: at most 16 characters.
+        app.json(
+            &app.post(
+                list,
+                Some(&bt),
+                json!({"name": "sixteen", "domain_type": "x".repeat(16)}),
+            ),
+            201,
+        );
+        app.problem(
+            &app.post(
+                list,
+                Some(&bt),
+                json!({"name": "seventeen", "domain_type": "x".repeat(17)}),
+            ),
+            422,
+            list,
+        );
+        app.problem(
+            &app.post(list, Some(&bt), json!({"name": "acme"})),
+            409,
+            list,
+        );
+        app.problem(&app.post(list, Some(&bt), json!({"lat": 1.0})), 422, list);
+        let named = app.json(&app.get(&format!("{list}?name=north"), None), 200);
+        assert_eq!(data(&named).len(), 1);
+
+        // Signed-in users write.
+        app.problem(&app.patch(&item, None, json!({"lat": 1.5})), 401, &item);
+        let changed = app.json(
+            &app.patch(
+                &item,
+                Some(&bt),
+                json!({"lat": 1.5, "area_geojson": null, "active": false}),
+            ),
+            200,
+        );
+        assert_eq!(changed["lat"], 1.5);
+        assert_eq!(changed["area_geojson"], Value::Null);
+        assert_eq!(changed["active"], false);
+        app.problem(
+            &app.patch(&item, Some(&bt), json!({"domain_type": "y".repeat(17)})),
+            422,
+            &item,
+        );
+        app.problem(&app.delete(&item, None), 401, &item);
+        assert_eq!(app.delete(&item, Some(&bt)).status, 204);
+        app.problem(&app.get(&item, None), 404, &item);
+        app.problem(&app.delete(&item, Some(&at)), 404, &item);
+        let missing = format!("{list}{}", Uuid::new_v4());
+        app.problem(&app.get(&missing, None), 404, &missing);
+        app.problem(
+            &app.patch(&missing, Some(&bt), json!({"lat": 1.0})),
+            404,
+            &missing,
+        );
+    }
+}
+
+// ---- critters ----
+
+#[test]
+fn critters_crud_for_signed_in_users_with_admin_only_delete() {
+    for b in backends() {
+        b.user("admin@example.com", &["--admin"]);
+        b.user("bob@example.com", &[]);
+        b.ok(&["seed-critters", "--count", "40"]);
+        let app = App::start(b);
+        let bt = app.login("bob@example.com");
+        let at = app.login("admin@example.com");
+        let list = "/api/critters/";
+
+        // Anonymous callers: 401 everywhere.
+        app.problem(&app.get(list, None), 401, list);
+        app.problem(
+            &app.post(list, None, json!({"name": "Fluffy", "species": "cat"})),
+            401,
+            list,
+        );
+
+        // Create: cuteness_level defaults to 10.
+        let fluffy = app.json(
+            &app.post(list, Some(&bt), json!({"name": "Fluffy", "species": "cat"})),
+            201,
+        );
+        assert_eq!(
+            keys(&fluffy),
+            [
+                "created_at",
+                "cuteness_level",
+                "id",
+                "name",
+                "species",
+                "updated_at"
+            ]
+        );
+        assert_eq!(fluffy["cuteness_level"], 10);
+        let item = format!("{list}{}", fluffy["id"].as_str().unwrap());
+        app.problem(&app.get(&item, None), 401, &item);
+        assert_eq!(app.json(&app.get(&item, Some(&bt)), 200), fluffy);
+        let picked = app.json(
+            &app.post(
+                list,
+                Some(&at),
+                json!({"name": "N".repeat(100), "species": "S".repeat(50), "cuteness_level": 3}),
+            ),
+            201,
+        );
+        assert_eq!(picked["cuteness_level"], 3);
+
+        // Validation: required fields, lengths, types.
+        for body in [
+            json!({"species": "cat"}),
+            json!({"name": "Fluffy"}),
+            json!({"name": "N".repeat(101), "species": "cat"}),
+            json!({"name": "Fluffy", "species": "S".repeat(51)}),
+            json!({"name": "Fluffy", "species": "cat", "cuteness_level": "high"}),
+        ] {
+            app.problem(&app.post(list, Some(&bt), body), 422, list);
+        }
+
+        // List with filters and pagination.
+        let page = app.json(
+            &app.get(&format!("{list}?page_size=5&page=2"), Some(&bt)),
+            200,
+        );
+        assert_eq!(data(&page).len(), 5);
+        assert_eq!(page["pagination"]["total"], 42);
+        assert_eq!(page["pagination"]["total_pages"], 9);
+        let cats = app.json(
+            &app.get(
+                &format!("{list}?species=cat&cuteness_level__gte=10"),
+                Some(&bt),
+            ),
+            200,
+        );
+        assert!(data(&cats)
+            .iter()
+            .all(|c| c["species"] == "cat" && c["cuteness_level"].as_i64().unwrap() >= 10));
+        assert!(data(&cats).iter().any(|c| c["name"] == "Fluffy"));
+
+        // Any signed-in user writes.
+        app.problem(
+            &app.patch(&item, None, json!({"cuteness_level": 11})),
+            401,
+            &item,
+        );
+        let changed = app.json(
+            &app.patch(&item, Some(&bt), json!({"cuteness_level": 11})),
+            200,
+        );
+        assert_eq!(changed["cuteness_level"], 11);
+        app.problem(
+            &app.patch(&item, Some(&bt), json!({"name": "N".repeat(101)})),
+            422,
+            &item,
+        );
+
+        // DELETE is admin_only.
+        app.problem(&app.delete(&item, None), 401, &item);
+        app.problem(&app.delete(&item, Some(&bt)), 403, &item);
+        assert_eq!(app.delete(&item, Some(&at)).status, 204);
+        app.problem(&app.get(&item, Some(&bt)), 404, &item);
+        app.problem(&app.delete(&item, Some(&at)), 404, &item);
+        app.problem(
+            &app.patch(&item, Some(&bt), json!({"cuteness_level": 1})),
+            404,
+            &item,
+        );
+    }
+}
+
+// ---- health, description, docs ----
+
+#[test]
+fn health_description_and_docs_list_every_endpoint() {
+    for b in backends() {
+        let app = App::start(b);
+        let h = app.json(&app.get("/health", None), 200);
+        assert_eq!(h["status"], "healthy");
+        assert_eq!(h["database"], "connected");
+
+        let spec = app.json(&app.get("/openapi.json", None), 200);
+        let paths = &spec["paths"];
+        for (path, method, id) in [
+            ("/api/user/", "get", "listUser"),
+            ("/api/user/", "post", "createUser"),
+            ("/api/user/{id}", "get", "getUser"),
+            ("/api/user/{id}", "patch", "updateUser"),
+            ("/api/user/{id}", "delete", "deleteUser"),
+            ("/api/user/me", "get", "getCurrentUser"),
+            ("/api/user/login/", "post", "loginUser"),
+            ("/api/user/refresh/", "post", "refreshUser"),
+            ("/api/user/me/", "get", "meUser"),
+            ("/api/user/token_login", "post", "tokenLogin"),
+            ("/api/user/send_recovery_token", "post", "sendRecoveryToken"),
+            ("/api/user/reset_password", "post", "resetPassword"),
+            ("/api/user/{user_id}/settings/", "get", "listUserSettings"),
+            ("/api/user/{user_id}/settings/", "post", "putUserSetting"),
+            ("/api/user/{user_id}/invite/", "get", "listUserInvites"),
+            ("/api/user/{user_id}/invite/", "post", "createUserInvite"),
+            ("/api/user/{user_id}/role/", "get", "listUserRole"),
+            ("/api/user/{user_id}/role/", "post", "createUserRole"),
+            ("/api/user/{user_id}/role/{id}", "delete", "deleteUserRole"),
+            ("/api/domains/", "get", "listDomain"),
+            ("/api/domains/", "post", "createDomain"),
+            ("/api/domains/{id}", "get", "getDomain"),
+            ("/api/domains/{id}", "patch", "updateDomain"),
+            ("/api/domains/{id}", "delete", "deleteDomain"),
+            ("/api/critters/", "get", "listCritter"),
+            ("/api/critters/", "post", "createCritter"),
+            ("/api/critters/{id}", "get", "getCritter"),
+            ("/api/critters/{id}", "patch", "updateCritter"),
+            ("/api/critters/{id}", "delete", "deleteCritter"),
+            ("/health", "get", "health"),
+        ] {
+            assert_eq!(paths[path][method]["operationId"], id, "{method} {path}");
+        }
+        // Path parameters of hand-written routes are declared.
+        let params = &paths["/api/user/{user_id}/settings/"]["post"]["parameters"];
+        assert!(
+            params.as_array().is_some_and(|p| p
+                .iter()
+                .any(|p| p["name"] == "user_id" && p["in"] == "path")),
+            "{params}"
+        );
+
+        let docs = app.get("/docs", None);
+        assert_eq!(docs.status, 308);
+        assert_eq!(docs.header("location"), Some("/docs/"));
+        let page = app.get("/docs/", None);
+        assert_eq!(page.status, 200);
+        assert!(page.text().contains("swagger-ui"));
+    }
+}

@@ -1,0 +1,211 @@
+//! Shared test harness: a fresh database per test on SQLite and on PostgreSQL.
+//!
+//! [`backend_tests!`] expands one test body into a SQLite test and a PostgreSQL test. The
+//! PostgreSQL one runs when `CRUDFORGE_TEST_POSTGRES_URL` is set (each test creates and drops
+//! its own database), is skipped otherwise, and fails when `CRUDFORGE_REQUIRE_POSTGRES=1` and
+//! no server is configured.
+
+pub mod critters;
+
+use crudforge::db::Target;
+pub use crudforge::{Backend, Config, Database};
+use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
+use std::path::PathBuf;
+
+/// The guide `docs/resources.md`, whose examples run as doc tests.
+#[doc = include_str!("../../docs/resources.md")]
+#[cfg(doctest)]
+pub struct ResourcesGuide;
+
+/// The guide `docs/filtering.md`, whose examples run as doc tests.
+#[doc = include_str!("../../docs/filtering.md")]
+#[cfg(doctest)]
+pub struct FilteringGuide;
+
+/// A 40-byte signing key for tests.
+pub const TEST_SECRET: &str = "test-secret-key-that-is-long-enough-0123456789";
+
+/// One test's private database.
+pub struct TestDb {
+    /// Which backend.
+    pub backend: Backend,
+    /// The `ORM_DATABASE_URI` of this database.
+    pub uri: String,
+    /// A private data directory.
+    pub dir: tempfile::TempDir,
+    pg: Option<(String, String)>,
+}
+
+impl std::fmt::Debug for TestDb {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TestDb({:?}, {})", self.backend, self.uri)
+    }
+}
+
+/// The PostgreSQL server URL for tests, if configured. Panics when PostgreSQL is required but
+/// not configured.
+pub fn postgres_url() -> Option<String> {
+    let url = std::env::var("CRUDFORGE_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|s| !s.is_empty());
+    if url.is_none() && std::env::var("CRUDFORGE_REQUIRE_POSTGRES").as_deref() == Ok("1") {
+        panic!("CRUDFORGE_REQUIRE_POSTGRES=1 but CRUDFORGE_TEST_POSTGRES_URL is not set");
+    }
+    url
+}
+
+/// Replaces the database name of a PostgreSQL URL.
+pub fn with_database(url: &str, name: &str) -> String {
+    let (base, query) = match url.find('?') {
+        Some(i) => (&url[..i], &url[i..]),
+        None => (url, ""),
+    };
+    let after_scheme = base.find("://").map_or(0, |i| i + 3);
+    let base = match base[after_scheme..].find('/') {
+        Some(i) => &base[..after_scheme + i],
+        None => base,
+    };
+    format!("{base}/{name}{query}")
+}
+
+impl TestDb {
+    /// A fresh SQLite file in a private directory.
+    pub async fn sqlite() -> TestDb {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let uri = format!("sqlite://{}", dir.path().join("test.db").display());
+        TestDb {
+            backend: Backend::Sqlite,
+            uri,
+            dir,
+            pg: None,
+        }
+    }
+
+    /// A fresh PostgreSQL database, or `None` when no server is configured (see module docs).
+    pub async fn postgres() -> Option<TestDb> {
+        let Some(server) = postgres_url() else {
+            eprintln!("skipped: CRUDFORGE_TEST_POSTGRES_URL is not set");
+            return None;
+        };
+        let name = format!("cf_test_{}", uuid::Uuid::new_v4().simple());
+        let mut admin = AsyncPgConnection::establish(&server)
+            .await
+            .unwrap_or_else(|e| panic!("cannot reach PostgreSQL at {server}: {e}"));
+        admin
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .expect("create test database");
+        Some(TestDb {
+            backend: Backend::Postgres,
+            uri: with_database(&server, &name),
+            dir: tempfile::tempdir().expect("tempdir"),
+            pg: Some((server, name)),
+        })
+    }
+
+    /// A configuration pointing at this database, with a fixed secret and private data dir.
+    pub fn config(&self) -> Config {
+        Config {
+            database_uri: Some(self.uri.clone()),
+            data_dir: self.data_dir(),
+            jwt_secret_key: Some(crudforge::config::Secret::new(TEST_SECRET)),
+            ..Config::default()
+        }
+    }
+
+    /// The private data directory.
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// Opens the database (with monitoring as `config` says) and runs the migrations.
+    pub async fn open(&self, config: &Config) -> Database {
+        let db = Database::connect(config).await.expect("open database");
+        db.run_migrations(None).await.expect("migrations");
+        db
+    }
+
+    /// The target of this database.
+    pub fn target(&self) -> Target {
+        Target::parse(Some(&self.uri), &self.data_dir()).expect("target")
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        if let Some((server, name)) = self.pg.take() {
+            // Drop from a thread of its own: Drop cannot await, and the test's runtime may be
+            // shutting down.
+            let _ = std::thread::spawn(move || {
+                let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                else {
+                    return;
+                };
+                rt.block_on(async {
+                    if let Ok(mut c) = AsyncPgConnection::establish(&server).await {
+                        let _ = c
+                            .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                            .await;
+                    }
+                });
+            })
+            .join();
+        }
+    }
+}
+
+/// Expands each test body into `<name>::sqlite` and `<name>::postgres` tests.
+///
+/// ```ignore
+/// backend_tests! {
+///     async fn health_is_ok(t) {
+///         let db = t.open(&t.config()).await;
+///         // ...
+///     }
+/// }
+/// ```
+#[macro_export]
+macro_rules! backend_tests {
+    ($(async fn $name:ident($t:ident) $body:block)*) => {
+        $(
+            mod $name {
+                #[allow(unused_imports)]
+                use super::*;
+
+                #[actix_web::test]
+                async fn sqlite() {
+                    let $t = $crate::TestDb::sqlite().await;
+                    $body
+                }
+
+                #[actix_web::test]
+                async fn postgres() {
+                    let Some($t) = $crate::TestDb::postgres().await else {
+                        return;
+                    };
+                    $body
+                }
+            }
+        )*
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn database_name_is_replaced() {
+        assert_eq!(
+            with_database("postgres://postgres@127.0.0.1:5432/test", "x"),
+            "postgres://postgres@127.0.0.1:5432/x"
+        );
+        assert_eq!(
+            with_database("postgres://u:p@h/db?sslmode=disable", "y"),
+            "postgres://u:p@h/y?sslmode=disable"
+        );
+        assert_eq!(with_database("postgres://h", "z"), "postgres://h/z");
+    }
+}

@@ -1,0 +1,573 @@
+//! The user system on both backends: models, login, refresh, JWT checks, permission rules,
+//! admin-only and public markers, mass assignment and object-level access.
+#![allow(missing_docs, clippy::unwrap_used)]
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{Service, ServiceResponse};
+use actix_web::http::StatusCode;
+use actix_web::test;
+use chrono::{DateTime, Utc};
+use crudforge::auth::TokenKind;
+use crudforge::perms::OwnerRules;
+use crudforge::users::{
+    self, Domain, LoginContext, Role, Token, User, UserBlueprint, UserModel, UserRole, UserSetting,
+};
+use crudforge::{with_conn, Api, Config, Database, Error, Operation, Resource};
+use crudforge_tests::{backend_tests, Backend, TestDb};
+use diesel::prelude::*;
+use diesel_async::SimpleAsyncConnection;
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crudforge::sql_types::*;
+
+    notes (id) {
+        id -> PortableUuid,
+        created_at -> PortableTimestamp,
+        updated_at -> PortableTimestamp,
+        owner_id -> PortableUuid,
+        body -> Text,
+    }
+}
+
+/// A resource with simple ownership.
+#[derive(Debug, Queryable, Selectable, Resource)]
+#[diesel(table_name = notes)]
+#[resource(rules = OwnerRules::new("owner_id"))]
+pub struct Note {
+    pub id: Uuid,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub owner_id: Uuid,
+    #[resource(max_len = 200)]
+    pub body: String,
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crudforge::sql_types::*;
+
+    #[sql_name = "users"]
+    members (id) {
+        id -> PortableUuid,
+        created_at -> PortableTimestamp,
+        updated_at -> PortableTimestamp,
+        email -> Text,
+        password -> Nullable<Text>,
+        is_enabled -> Bool,
+        nickname -> Nullable<Text>,
+    }
+}
+
+/// An application's own user model: the `users` table plus a column, open registration.
+#[derive(Debug, Queryable, Selectable, Resource)]
+#[diesel(table_name = members)]
+#[resource(rules = crudforge::users::UserRules)]
+pub struct Member {
+    pub id: Uuid,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    #[resource(email)]
+    pub email: String,
+    #[resource(password)]
+    pub password: Option<String>,
+    #[resource(default = true)]
+    pub is_enabled: bool,
+    #[resource(max_len = 40)]
+    pub nickname: Option<String>,
+}
+
+impl UserModel for Member {
+    const PUBLIC_REGISTRATION: bool = true;
+}
+
+const COST: u32 = 4;
+
+struct World {
+    api: Api,
+    db: Database,
+    admin: Uuid,
+    alice: Uuid,
+    bob: Uuid,
+}
+
+async fn world(t: &TestDb, cfg: Config) -> World {
+    let cfg = Config {
+        bcrypt_cost: COST,
+        ..cfg
+    };
+    let db = t.open(&cfg).await;
+    let ddl = match db.backend() {
+        Backend::Sqlite => "CREATE TABLE notes (id TEXT PRIMARY KEY, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, owner_id TEXT NOT NULL REFERENCES users (id), body TEXT NOT NULL);
+                            ALTER TABLE users ADD COLUMN nickname TEXT;",
+        Backend::Postgres => "CREATE TABLE notes (id UUID PRIMARY KEY, created_at TIMESTAMPTZ NOT NULL, updated_at TIMESTAMPTZ NOT NULL, owner_id UUID NOT NULL REFERENCES users (id), body TEXT NOT NULL);
+                              ALTER TABLE users ADD COLUMN nickname TEXT;",
+    };
+    let mut conn = db.get().await.unwrap();
+    with_conn!(conn, |c| c.batch_execute(ddl).await).unwrap();
+    drop(conn);
+    let admin = users::create_user(&db, "admin@example.com", "admin-pass", true, COST)
+        .await
+        .unwrap();
+    users::grant_role(&db, admin, Role::Admin.as_str(), None)
+        .await
+        .unwrap();
+    let alice = users::create_user(&db, "alice@example.com", "alice-pass", true, COST)
+        .await
+        .unwrap();
+    let bob = users::create_user(&db, "bob@example.com", "bob-pass", true, COST)
+        .await
+        .unwrap();
+    let api = Api::new(cfg, db.clone())
+        .unwrap()
+        .mount(UserBlueprint::default())
+        .unwrap()
+        .mount(UserBlueprint::<Member>::new("/api/members/").name("members"))
+        .unwrap()
+        .mount(UserRole::blueprint("/api/roles/"))
+        .unwrap()
+        .mount(Token::blueprint("/api/tokens/"))
+        .unwrap()
+        .mount(UserSetting::blueprint("/api/settings/"))
+        .unwrap()
+        .mount(Domain::blueprint("/api/domains/"))
+        .unwrap()
+        .mount(Note::blueprint("/api/notes/"))
+        .unwrap()
+        .mount(Note::blueprint("/api/admin-notes/").admin_only([Operation::Index]))
+        .unwrap()
+        .mount(
+            Note::blueprint("/api/public-notes/")
+                .methods([Operation::Index])
+                .public([Operation::Index]),
+        )
+        .unwrap();
+    World {
+        api,
+        db,
+        admin,
+        alice,
+        bob,
+    }
+}
+
+fn bearer(api: &Api, id: Uuid) -> (&'static str, String) {
+    (
+        "authorization",
+        format!("Bearer {}", api.state().tokens.access(id).unwrap()),
+    )
+}
+
+async fn body<B: MessageBody>(resp: ServiceResponse<B>) -> (StatusCode, Value) {
+    let status = resp.status();
+    let bytes = test::read_body(resp).await;
+    if bytes.is_empty() {
+        return (status, Value::Null);
+    }
+    (
+        status,
+        serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| panic!("not JSON: {}", String::from_utf8_lossy(&bytes))),
+    )
+}
+
+async fn send<S, B>(app: &S, req: test::TestRequest) -> (StatusCode, Value)
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
+    B: MessageBody,
+{
+    body(test::call_service(app, req.to_request()).await).await
+}
+
+fn as_user(req: test::TestRequest, api: &Api, id: Uuid) -> test::TestRequest {
+    req.insert_header(bearer(api, id))
+}
+
+fn login_req(email: &str, password: &str) -> test::TestRequest {
+    test::TestRequest::post()
+        .uri("/api/users/login/")
+        .set_json(json!({"email": email, "password": password}))
+}
+
+backend_tests! {
+    async fn login_me_and_refresh(t) {
+        let w = world(&t, t.config()).await;
+        let app = test::init_service(w.api.app()).await;
+        let (status, tokens) = send(&app, login_req("ALICE@example.com", "alice-pass")).await;
+        assert_eq!(status, 200, "e-mail compares case-insensitively: {tokens}");
+        assert_eq!(tokens["token_type"], "bearer");
+        assert_eq!(tokens["expires_in"], 900);
+        let access = tokens["access_token"].as_str().unwrap().to_owned();
+        let refresh = tokens["refresh_token"].as_str().unwrap().to_owned();
+
+        let (status, me) = send(&app, test::TestRequest::get().uri("/api/users/me/").insert_header(("authorization", format!("Bearer {access}")))).await;
+        assert_eq!(status, 200);
+        assert_eq!(me["email"], "alice@example.com");
+        assert_eq!(me["id"], w.alice.to_string());
+        assert!(me.get("password").is_none(), "the hash is never returned: {me}");
+
+        // The refresh token is not an access token.
+        let (status, _) = send(&app, test::TestRequest::get().uri("/api/users/me/").insert_header(("authorization", format!("Bearer {refresh}")))).await;
+        assert_eq!(status, 401);
+
+        let refresh_req = |tok: &str| test::TestRequest::post().uri("/api/users/refresh/").set_json(json!({"refresh_token": tok}));
+        let (status, again) = send(&app, refresh_req(&refresh)).await;
+        assert_eq!(status, 200, "{again}");
+        assert_ne!(again["refresh_token"], tokens["refresh_token"]);
+        let (status, me) = send(&app, test::TestRequest::get().uri("/api/users/me/").insert_header(("authorization", format!("Bearer {}", again["access_token"].as_str().unwrap())))).await;
+        assert_eq!(status, 200);
+        assert_eq!(me["email"], "alice@example.com");
+        // Rotation: a used refresh token is revoked.
+        let (status, v) = send(&app, refresh_req(&refresh)).await;
+        assert_eq!(status, 401, "{v}");
+        // Unknown, malformed, access-kind and expired refresh tokens.
+        let (forged, _) = w.api.state().tokens.issue(w.alice, TokenKind::Refresh, 600).unwrap();
+        let (expired, claims) = w.api.state().tokens.issue(w.alice, TokenKind::Refresh, -10).unwrap();
+        users::store_token(&w.db, w.alice, &claims.jti.to_string(), None, None).await.unwrap();
+        for tok in [forged, expired, "garbage".to_owned(), access.clone()] {
+            let (status, v) = send(&app, refresh_req(&tok)).await;
+            assert_eq!(status, 401, "{v}");
+            assert_eq!(v["type"], "/errors/unauthorized_error");
+        }
+        // A stored refresh token past its record's expiry, or revoked, is refused.
+        let (late, claims) = w.api.state().tokens.issue(w.alice, TokenKind::Refresh, 600).unwrap();
+        users::store_token(&w.db, w.alice, &claims.jti.to_string(), None, Some(Utc::now() - chrono::Duration::seconds(5))).await.unwrap();
+        assert_eq!(send(&app, refresh_req(&late)).await.0, 401);
+    }
+
+    async fn failed_logins_look_alike(t) {
+        let w = world(&t, t.config()).await;
+        users::set_enabled(&w.db, w.bob, false).await.unwrap();
+        let app = test::init_service(w.api.app()).await;
+        let mut bodies = Vec::new();
+        for (email, pw) in [("nobody@example.com", "x"), ("alice@example.com", "wrong"), ("bob@example.com", "bob-pass")] {
+            let (status, mut v) = send(&app, login_req(email, pw)).await;
+            assert_eq!(status, 401, "{email}");
+            v.as_object_mut().unwrap().remove("instance");
+            bodies.push(v);
+        }
+        assert_eq!(bodies[0], bodies[1]);
+        assert_eq!(bodies[1], bodies[2], "a disabled account is indistinguishable");
+        let (status, v) = send(&app, test::TestRequest::post().uri("/api/users/login/").set_json(json!({"email": "a@b.c"}))).await;
+        assert_eq!(status, 422);
+        assert_eq!(v["field"], "password");
+        let (status, _) = send(&app, login_req("alice@example.com", &"p".repeat(100))).await;
+        assert_eq!(status, 401);
+    }
+
+    async fn login_hook_runs_after_password_and_enabled(t) {
+        let w = world(&t, t.config()).await;
+        fn hook<'a>(ctx: &'a LoginContext<'a>) -> futures_util::future::LocalBoxFuture<'a, Result<(), Error>> {
+            let refuse = ctx.domain == Some("closed") || !ctx.user.is_enabled;
+            Box::pin(async move {
+                if refuse {
+                    Err(Error::Unauthorized("No access to this domain.".into()))
+                } else {
+                    Ok(())
+                }
+            })
+        }
+        let api = Api::new(Config { bcrypt_cost: COST, ..t.config() }, w.db.clone()).unwrap()
+            .mount(UserBlueprint::default().login_hook(hook)).unwrap();
+        let app = test::init_service(api.app()).await;
+        let with_domain = |d: &str| test::TestRequest::post().uri("/api/users/login/").set_json(json!({"email": "alice@example.com", "password": "alice-pass", "domain": d}));
+        let (status, v) = send(&app, with_domain("closed")).await;
+        assert_eq!(status, 401);
+        assert_eq!(v["detail"], "No access to this domain.");
+        let (status, _) = send(&app, with_domain("open")).await;
+        assert_eq!(status, 200);
+        // The password is checked before the hook: a wrong password never reaches it.
+        let (_, v) = send(&app, test::TestRequest::post().uri("/api/users/login/").set_json(json!({"email": "alice@example.com", "password": "no", "domain": "closed"}))).await;
+        assert_eq!(v["detail"], "Invalid e-mail or password.");
+    }
+
+    async fn jwt_failures_are_401_on_protected_and_ignored_on_public(t) {
+        let cfg = t.config();
+        let w = world(&t, cfg).await;
+        let app = test::init_service(w.api.app()).await;
+        let tokens = &w.api.state().tokens;
+        let (expired, _) = tokens.issue(w.alice, TokenKind::Access, -1).unwrap();
+        let (recovery, _) = tokens.issue(w.alice, TokenKind::Recovery, 600).unwrap();
+        let other_key = crudforge::auth::Tokens::new(&crudforge::config::Secret::new(vec![9u8; 40]), 60, 60);
+        let wrong_sig = other_key.access(w.alice).unwrap();
+        let ghost = tokens.access(Uuid::new_v4()).unwrap();
+        users::set_enabled(&w.db, w.bob, false).await.unwrap();
+        let disabled = tokens.access(w.bob).unwrap();
+        let bad_headers = [
+            None,
+            Some("Bearer".to_owned()),
+            Some("Basic abc".to_owned()),
+            Some("Bearer not-a-jwt".to_owned()),
+            Some(format!("Bearer {expired}")),
+            Some(format!("Bearer {recovery}")),
+            Some(format!("Bearer {wrong_sig}")),
+            Some(format!("Bearer {ghost}")),
+            Some(format!("Bearer {disabled}")),
+        ];
+        for h in &bad_headers {
+            for uri in ["/api/users/me/", "/api/notes/", "/api/tokens/"] {
+                let mut req = test::TestRequest::get().uri(uri);
+                if let Some(h) = h {
+                    req = req.insert_header(("authorization", h.clone()));
+                }
+                let (status, v) = send(&app, req).await;
+                assert_eq!(status, 401, "{uri} with {h:?}: {v}");
+                assert_eq!(v["type"], "/errors/unauthorized_error");
+            }
+            // Public endpoints ignore the header.
+            let mut req = login_req("alice@example.com", "alice-pass");
+            let mut list = test::TestRequest::get().uri("/api/public-notes/");
+            if let Some(h) = h {
+                req = req.insert_header(("authorization", h.clone()));
+                list = list.insert_header(("authorization", h.clone()));
+            }
+            assert_eq!(send(&app, req).await.0, 200, "login with {h:?}");
+            assert_eq!(send(&app, list).await.0, 200, "public list with {h:?}");
+            let mut health = test::TestRequest::get().uri("/health");
+            if let Some(h) = h {
+                health = health.insert_header(("authorization", h.clone()));
+            }
+            assert_eq!(send(&app, health).await.0, 200);
+        }
+        // A user deleted after the token was issued.
+        let (status, _) = send(&app, as_user(test::TestRequest::delete().uri(&format!("/api/users/{}", w.alice)), &w.api, w.admin)).await;
+        assert_eq!(status, 204);
+        let (status, _) = send(&app, as_user(test::TestRequest::get().uri("/api/users/me/"), &w.api, w.alice)).await;
+        assert_eq!(status, 401);
+    }
+
+    async fn owner_rules_scope_every_operation(t) {
+        let w = world(&t, t.config()).await;
+        let app = test::init_service(w.api.app()).await;
+        let post_note = |uid: Uuid, text: &str| as_user(test::TestRequest::post().uri("/api/notes/").set_json(json!({"body": text})), &w.api, uid);
+        let (status, a1) = send(&app, post_note(w.alice, "a1")).await;
+        assert_eq!(status, 201, "{a1}");
+        assert_eq!(a1["owner_id"], w.alice.to_string(), "the server sets the owner");
+        send(&app, post_note(w.alice, "a2")).await;
+        send(&app, post_note(w.bob, "b1")).await;
+        let (status, v) = send(&app, as_user(test::TestRequest::post().uri("/api/notes/").set_json(json!({"body": "x", "owner_id": w.bob})), &w.api, w.alice)).await;
+        assert_eq!(status, 422, "clients cannot choose the owner: {v}");
+        assert_eq!(v["field"], "owner_id");
+
+        let (_, list) = send(&app, as_user(test::TestRequest::get().uri("/api/notes/"), &w.api, w.bob)).await;
+        assert_eq!(list["pagination"]["total"], 1, "total counts only readable rows");
+        assert_eq!(list["data"][0]["body"], "b1");
+        let (_, list) = send(&app, as_user(test::TestRequest::get().uri("/api/notes/?body__like=a%25"), &w.api, w.bob)).await;
+        assert_eq!(list["pagination"]["total"], 0, "filters cannot reach other owners' rows");
+        let (_, list) = send(&app, as_user(test::TestRequest::get().uri("/api/notes/"), &w.api, w.admin)).await;
+        assert_eq!(list["pagination"]["total"], 3, "admins see everything");
+
+        let uri = format!("/api/notes/{}", a1["id"].as_str().unwrap());
+        assert_eq!(send(&app, as_user(test::TestRequest::get().uri(&uri), &w.api, w.bob)).await.0, 404);
+        assert_eq!(send(&app, as_user(test::TestRequest::patch().uri(&uri).set_json(json!({"body": "hacked"})), &w.api, w.bob)).await.0, 404);
+        assert_eq!(send(&app, as_user(test::TestRequest::delete().uri(&uri), &w.api, w.bob)).await.0, 404);
+        let (status, v) = send(&app, as_user(test::TestRequest::patch().uri(&uri).set_json(json!({"owner_id": w.bob})), &w.api, w.alice)).await;
+        assert_eq!(status, 422, "the owner cannot be moved: {v}");
+        let (_, same) = send(&app, as_user(test::TestRequest::get().uri(&uri), &w.api, w.alice)).await;
+        assert_eq!(same["body"], "a1");
+        assert_eq!(send(&app, as_user(test::TestRequest::patch().uri(&uri).set_json(json!({"body": "edited"})), &w.api, w.admin)).await.0, 200);
+        assert_eq!(send(&app, test::TestRequest::get().uri("/api/notes/")).await.0, 401, "anonymous");
+        assert_eq!(send(&app, test::TestRequest::post().uri("/api/notes/").set_json(json!({"body": "x"}))).await.0, 401, "create is checked before anything is written");
+        let (_, list) = send(&app, as_user(test::TestRequest::get().uri("/api/notes/"), &w.api, w.admin)).await;
+        assert_eq!(list["pagination"]["total"], 3);
+        assert_eq!(send(&app, as_user(test::TestRequest::delete().uri(&uri), &w.api, w.alice)).await.0, 204);
+    }
+
+    async fn admin_only_and_public_markers(t) {
+        let w = world(&t, t.config()).await;
+        let app = test::init_service(w.api.app()).await;
+        assert_eq!(send(&app, test::TestRequest::get().uri("/api/admin-notes/")).await.0, 401);
+        let (status, v) = send(&app, as_user(test::TestRequest::get().uri("/api/admin-notes/"), &w.api, w.alice)).await;
+        assert_eq!(status, 403);
+        assert_eq!(v["type"], "/errors/forbidden_error");
+        assert_eq!(send(&app, as_user(test::TestRequest::get().uri("/api/admin-notes/"), &w.api, w.admin)).await.0, 200);
+        assert_eq!(send(&app, test::TestRequest::get().uri("/api/public-notes/")).await.0, 200);
+        let spec = serde_json::to_value(w.api.openapi()).unwrap();
+        assert_eq!(spec["paths"]["/api/admin-notes/"]["get"]["x-admin-only"], true);
+        assert_eq!(spec["paths"]["/api/public-notes/"]["get"]["security"], json!([]));
+        assert_eq!(spec["paths"]["/api/notes/"]["get"]["security"], json!([{"bearerAuth": []}]));
+        assert_eq!(spec["paths"]["/api/users/login/"]["post"]["operationId"], "loginUser");
+        assert_eq!(spec["paths"]["/api/users/me/"]["get"]["operationId"], "meUser");
+        assert_eq!(spec["components"]["securitySchemes"]["bearerAuth"]["scheme"], "bearer");
+    }
+
+    async fn users_endpoints_and_rules(t) {
+        let w = world(&t, t.config()).await;
+        let app = test::init_service(w.api.app()).await;
+        // Only admins create users through the default blueprint.
+        let new_user = json!({"email": "carol@example.com", "password": "carol-pass"});
+        assert_eq!(send(&app, test::TestRequest::post().uri("/api/users/").set_json(new_user.clone())).await.0, 401);
+        assert_eq!(send(&app, as_user(test::TestRequest::post().uri("/api/users/").set_json(new_user.clone()), &w.api, w.alice)).await.0, 403);
+        let (status, carol) = send(&app, as_user(test::TestRequest::post().uri("/api/users/").set_json(new_user), &w.api, w.admin)).await;
+        assert_eq!(status, 201, "{carol}");
+        assert_eq!(carol["is_enabled"], true);
+        assert!(carol.get("password").is_none());
+        let (status, _) = send(&app, login_req("carol@example.com", "carol-pass")).await;
+        assert_eq!(status, 200, "the password was hashed and stored");
+        let stored = users_hash(&w.db, carol["id"].as_str().unwrap().parse().unwrap()).await;
+        assert!(stored.starts_with("$2") && !stored.contains("carol-pass"));
+        // Case-insensitive uniqueness.
+        let (status, v) = send(&app, as_user(test::TestRequest::post().uri("/api/users/").set_json(json!({"email": "Carol@Example.com", "password": "x"})), &w.api, w.admin)).await;
+        assert_eq!(status, 409, "{v}");
+        let (status, v) = send(&app, as_user(test::TestRequest::post().uri("/api/users/").set_json(json!({"email": "not-an-email", "password": "x"})), &w.api, w.admin)).await;
+        assert_eq!(status, 422);
+        assert_eq!(v["field"], "email");
+        let (status, v) = send(&app, as_user(test::TestRequest::post().uri("/api/users/").set_json(json!({"email": "d@example.com", "password": "p".repeat(73)})), &w.api, w.admin)).await;
+        assert_eq!(status, 400, "over-long passwords are refused, not cut: {v}");
+        assert_eq!(v["field"], "password");
+        // A user sees and changes only itself.
+        let (_, list) = send(&app, as_user(test::TestRequest::get().uri("/api/users/"), &w.api, w.alice)).await;
+        assert_eq!(list["pagination"]["total"], 1);
+        assert_eq!(list["data"][0]["email"], "alice@example.com");
+        let (_, list) = send(&app, as_user(test::TestRequest::get().uri("/api/users/"), &w.api, w.admin)).await;
+        assert_eq!(list["pagination"]["total"], 4);
+        let bob_uri = format!("/api/users/{}", w.bob);
+        assert_eq!(send(&app, as_user(test::TestRequest::get().uri(&bob_uri), &w.api, w.alice)).await.0, 404);
+        assert_eq!(send(&app, as_user(test::TestRequest::patch().uri(&bob_uri).set_json(json!({"email": "x@y.zz"})), &w.api, w.alice)).await.0, 404);
+        assert_eq!(send(&app, as_user(test::TestRequest::delete().uri(&bob_uri), &w.api, w.alice)).await.0, 404);
+        let alice_uri = format!("/api/users/{}", w.alice);
+        // Changing one's own password through PATCH hashes it.
+        assert_eq!(send(&app, as_user(test::TestRequest::patch().uri(&alice_uri).set_json(json!({"password": "new-pass"})), &w.api, w.alice)).await.0, 200);
+        assert_eq!(send(&app, login_req("alice@example.com", "new-pass")).await.0, 200);
+        assert_eq!(send(&app, login_req("alice@example.com", "alice-pass")).await.0, 401);
+        // Mass assignment.
+        let (status, v) = send(&app, as_user(test::TestRequest::patch().uri(&alice_uri).set_json(json!({"is_enabled": false})), &w.api, w.alice)).await;
+        assert_eq!(status, 403, "{v}");
+        for member in [json!({"id": Uuid::new_v4()}), json!({"created_at": "2000-01-01T00:00:00Z"}), json!({"roles": ["ADMIN"]})] {
+            let (status, v) = send(&app, as_user(test::TestRequest::patch().uri(&alice_uri).set_json(member.clone()), &w.api, w.alice)).await;
+            assert_eq!(status, 422, "{member}: {v}");
+        }
+        let (status, v) = send(&app, as_user(test::TestRequest::post().uri("/api/roles/").set_json(json!({"user_id": w.alice, "role": "ADMIN"})), &w.api, w.alice)).await;
+        assert_eq!(status, 403, "users cannot grant themselves roles: {v}");
+        let (_, me) = send(&app, as_user(test::TestRequest::get().uri("/api/users/me/"), &w.api, w.alice)).await;
+        assert_eq!(me["is_enabled"], true);
+        // Admins may disable users; disabled users cannot authenticate.
+        assert_eq!(send(&app, as_user(test::TestRequest::patch().uri(&bob_uri).set_json(json!({"is_enabled": false})), &w.api, w.admin)).await.0, 200);
+        assert_eq!(send(&app, login_req("bob@example.com", "bob-pass")).await.0, 401);
+        assert_eq!(send(&app, as_user(test::TestRequest::get().uri("/api/users/me/"), &w.api, w.bob)).await.0, 401);
+    }
+
+    async fn custom_user_model_with_public_registration(t) {
+        let w = world(&t, t.config()).await;
+        let app = test::init_service(w.api.app()).await;
+        let (status, m) = send(&app, test::TestRequest::post().uri("/api/members/").set_json(json!({"email": "dave@example.com", "password": "dave-pass", "nickname": "D"}))).await;
+        assert_eq!(status, 201, "public registration: {m}");
+        assert_eq!(m["nickname"], "D");
+        assert!(m.get("password").is_none());
+        let (status, v) = send(&app, test::TestRequest::post().uri("/api/members/").set_json(json!({"email": "eve@example.com", "password": "p", "is_enabled": false}))).await;
+        assert_eq!(status, 403, "registration cannot choose is_enabled: {v}");
+        let (status, tokens) = send(&app, test::TestRequest::post().uri("/api/members/login/").set_json(json!({"email": "dave@example.com", "password": "dave-pass"}))).await;
+        assert_eq!(status, 200);
+        let auth = ("authorization", format!("Bearer {}", tokens["access_token"].as_str().unwrap()));
+        let (_, me) = send(&app, test::TestRequest::get().uri("/api/members/me/").insert_header(auth.clone())).await;
+        assert_eq!(me["nickname"], "D");
+        // The same account through the built-in blueprint: both blueprints coexist.
+        let (_, me) = send(&app, test::TestRequest::get().uri("/api/users/me/").insert_header(auth)).await;
+        assert_eq!(me["email"], "dave@example.com");
+        assert!(me.get("nickname").is_none());
+        assert_eq!(send(&app, test::TestRequest::post().uri("/api/users/").set_json(json!({"email": "f@example.com", "password": "p"}))).await.0, 401, "the built-in model has no public registration");
+    }
+
+    async fn tokens_settings_roles_and_domains(t) {
+        let w = world(&t, t.config()).await;
+        let app = test::init_service(w.api.app()).await;
+        // Tokens mirror their owner's rules; the value is never returned.
+        let (status, tok) = send(&app, as_user(test::TestRequest::post().uri("/api/tokens/").set_json(json!({"token": "alice-api-key", "description": "ci"})), &w.api, w.alice)).await;
+        assert_eq!(status, 201, "{tok}");
+        assert_eq!(tok["user_id"], w.alice.to_string());
+        assert!(tok.get("token").is_none());
+        assert_eq!(tok["revoked"], false);
+        let (status, v) = send(&app, as_user(test::TestRequest::post().uri("/api/tokens/").set_json(json!({"token": "k2", "user_id": w.bob})), &w.api, w.alice)).await;
+        assert_eq!(status, 422, "{v}");
+        let tok_uri = format!("/api/tokens/{}", tok["id"].as_str().unwrap());
+        assert_eq!(send(&app, as_user(test::TestRequest::get().uri(&tok_uri), &w.api, w.bob)).await.0, 404);
+        assert_eq!(send(&app, as_user(test::TestRequest::delete().uri(&tok_uri), &w.api, w.bob)).await.0, 404);
+        let (status, v) = send(&app, as_user(test::TestRequest::get().uri("/api/tokens/?token=alice-api-key"), &w.api, w.alice)).await;
+        assert_eq!(status, 400, "token values are not filterable: {v}");
+        let (status, revoked) = send(&app, as_user(test::TestRequest::patch().uri(&tok_uri).set_json(json!({"revoked": true, "revoked_at": "2026-01-01T00:00:00Z"})), &w.api, w.alice)).await;
+        assert_eq!(status, 200);
+        assert_eq!(revoked["revoked"], true);
+        let (_, list) = send(&app, as_user(test::TestRequest::get().uri("/api/tokens/"), &w.api, w.bob)).await;
+        assert_eq!(list["pagination"]["total"], 0);
+        let (_, list) = send(&app, as_user(test::TestRequest::get().uri("/api/tokens/"), &w.api, w.admin)).await;
+        assert_eq!(list["pagination"]["total"], 1);
+
+        // Settings: owner only; one value per user and key.
+        let (status, s) = send(&app, as_user(test::TestRequest::post().uri("/api/settings/").set_json(json!({"key": "theme", "value": "dark"})), &w.api, w.alice)).await;
+        assert_eq!(status, 201);
+        let (status, _) = send(&app, as_user(test::TestRequest::post().uri("/api/settings/").set_json(json!({"key": "theme", "value": "light"})), &w.api, w.alice)).await;
+        assert_eq!(status, 409);
+        assert_eq!(send(&app, as_user(test::TestRequest::post().uri("/api/settings/").set_json(json!({"key": "theme", "value": "light"})), &w.api, w.bob)).await.0, 201);
+        let s_uri = format!("/api/settings/{}", s["id"].as_str().unwrap());
+        assert_eq!(send(&app, as_user(test::TestRequest::get().uri(&s_uri), &w.api, w.bob)).await.0, 404);
+        assert_eq!(send(&app, as_user(test::TestRequest::patch().uri(&s_uri).set_json(json!({"value": "x"})), &w.api, w.bob)).await.0, 404);
+
+        // Roles: read own, admins grant.
+        let (status, role) = send(&app, as_user(test::TestRequest::post().uri("/api/roles/").set_json(json!({"user_id": w.alice, "role": "MODERATOR"})), &w.api, w.admin)).await;
+        assert_eq!(status, 201, "{role}");
+        assert_eq!(role["role"], "MODERATOR");
+        assert!(role["domain_id"].is_null());
+        let (_, list) = send(&app, as_user(test::TestRequest::get().uri("/api/roles/"), &w.api, w.alice)).await;
+        assert_eq!(list["pagination"]["total"], 1);
+        let role_uri = format!("/api/roles/{}", role["id"].as_str().unwrap());
+        assert_eq!(send(&app, as_user(test::TestRequest::get().uri(&role_uri), &w.api, w.bob)).await.0, 404);
+        let (status, _) = send(&app, as_user(test::TestRequest::delete().uri(&role_uri), &w.api, w.alice)).await;
+        assert_eq!(status, 403, "alice can read but not remove her role");
+        let loaded = users::load_user(&w.db, w.alice).await.unwrap().unwrap();
+        assert!(loaded.has_role("MODERATOR", None) && !loaded.is_admin() && loaded.has_any_role());
+        let admin = users::load_user(&w.db, w.admin).await.unwrap().unwrap();
+        assert!(admin.is_admin());
+        assert_eq!(serde_json::to_value(Role::SuperAdmin).unwrap(), "SUPERADMIN");
+        assert_eq!(serde_json::to_value([Role::Admin, Role::Moderator, Role::User]).unwrap(), json!(["ADMIN", "MODERATOR", "USER"]));
+
+        // Domains: anyone reads, signed-in users create; names are unique.
+        assert_eq!(send(&app, test::TestRequest::post().uri("/api/domains/").set_json(json!({"name": "acme"}))).await.0, 401);
+        let (status, d) = send(&app, as_user(test::TestRequest::post().uri("/api/domains/").set_json(json!({"name": "acme"})), &w.api, w.alice)).await;
+        assert_eq!(status, 201);
+        assert_eq!(d["active"], true);
+        assert_eq!(send(&app, as_user(test::TestRequest::post().uri("/api/domains/").set_json(json!({"name": "acme"})), &w.api, w.bob)).await.0, 409);
+        let (_, list) = send(&app, test::TestRequest::get().uri("/api/domains/?name=acme")).await;
+        assert_eq!(list["pagination"]["total"], 1);
+    }
+
+    async fn user_methods(t) {
+        let w = world(&t, t.config()).await;
+        let mut conn = w.db.get().await.unwrap();
+        let mut user = User::select(&mut conn, &[crudforge::crud::Cond::eq("id", crudforge::crud::Arg::Uuid(w.alice))], &[], None).await.unwrap().remove(0);
+        drop(conn);
+        assert!(user.check_password("alice-pass", COST).await.unwrap());
+        assert!(!user.check_password("nope", COST).await.unwrap());
+        user.set_password(&w.db, "fresh-pass", COST).await.unwrap();
+        assert!(user.check_password("fresh-pass", COST).await.unwrap());
+        assert!(!user.check_password("alice-pass", COST).await.unwrap());
+    }
+
+    async fn authentication_costs_one_query(t) {
+        let cfg = Config { orm_performance_monitoring: true, orm_slow_query_threshold: 60.0, ..t.config() };
+        let w = world(&t, cfg).await;
+        let app = test::init_service(w.api.app()).await;
+        let (_, note) = send(&app, as_user(test::TestRequest::post().uri("/api/notes/").set_json(json!({"body": "n"})), &w.api, w.alice)).await;
+        let uri = format!("/api/notes/{}", note["id"].as_str().unwrap());
+        let resp = test::call_service(&app, as_user(test::TestRequest::get().uri(&uri), &w.api, w.alice).to_request()).await;
+        assert_eq!(resp.status(), 200);
+        let timing = resp.headers().get("server-timing").unwrap().to_str().unwrap().to_owned();
+        assert!(timing.contains("\"2 queries\""), "one to authenticate (user and roles), one to read: {timing}");
+    }
+}
+
+async fn users_hash(db: &Database, id: Uuid) -> String {
+    let mut conn = db.get().await.unwrap();
+    with_conn!(conn, |c| {
+        diesel_async::RunQueryDsl::get_result::<Option<String>>(
+            crudforge::users::schema::users::table
+                .filter(crudforge::users::schema::users::id.eq(crudforge::sql_types::Portable(id)))
+                .select(crudforge::users::schema::users::password),
+            c,
+        )
+        .await
+    })
+    .unwrap()
+    .unwrap()
+}

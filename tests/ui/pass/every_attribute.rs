@@ -1,0 +1,66 @@
+// Every struct and field attribute, each where it applies.
+
+use chrono::{DateTime, Utc};
+use crudforge::Resource;
+use diesel::prelude::*;
+use uuid::Uuid;
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crudforge::sql_types::*;
+
+    user_accounts (key) {
+        key -> PortableUuid,
+        created_at -> PortableTimestamp,
+        updated_at -> PortableTimestamp,
+        handle -> Text,
+        email -> Text,
+        password -> Text,
+        score -> Integer,
+        internal -> Integer,
+        bio -> Nullable<Text>,
+        level -> Integer,
+    }
+}
+
+/// An account.
+#[derive(Queryable, Selectable, Resource)]
+#[resource(table = user_accounts, name = "Account", crate = "::crudforge")]
+pub struct UserAccount {
+    /// The key, under another name than `id`.
+    #[resource(id)]
+    pub key: Uuid,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    /// A short handle.
+    #[resource(max_len = 30)]
+    pub handle: String,
+    #[resource(email, max_len = 254)]
+    pub email: String,
+    /// Written, never returned.
+    #[resource(write_only, max_len = 128)]
+    pub password: String,
+    /// Set by the database.
+    #[resource(read_only)]
+    pub score: i32,
+    /// Loaded, never exposed.
+    #[resource(skip)]
+    pub internal: i32,
+    /// Not usable in filters.
+    #[resource(filter = false, max_len = 500)]
+    pub bio: Option<String>,
+    #[resource(default = 1, filter = true)]
+    pub level: i32,
+}
+
+fn main() {
+    assert_eq!(UserAccount::NAME, "Account");
+    assert_eq!(UserAccount::ID_FIELD, "key");
+    assert!(UserAccount::field("internal").is_none());
+    assert!(!UserAccount::field("bio").unwrap().filterable);
+    assert!(UserAccount::field("password").unwrap().write_only);
+    assert!(UserAccount::field("score").unwrap().read_only);
+    let _: UserAccountCreate;
+    let _: UserAccountUpdate;
+    let _: UserAccountResponse;
+}
