@@ -8,6 +8,9 @@
 
 #[test]
 fn ui() {
+    // trybuild builds the cases as a separate project that does not read the workspace's
+    // profiles; without debug info its dependencies and binaries take a fraction of the disk.
+    std::env::set_var("CARGO_PROFILE_DEV_DEBUG", "false");
     let t = trybuild::TestCases::new();
     t.compile_fail("ui/fail/*.rs");
     t.pass("ui/pass/*.rs");
