@@ -286,6 +286,13 @@ backend_tests! {
         assert_eq!(names(&v), ["a", "b", "c"]);
         let (_, v) = call!(app, get("/api/critters/?sort=-name"));
         assert_eq!(names(&v), ["c", "b", "a"]);
+        // Nulls sort as if larger than every value, on both backends: last ascending, first
+        // descending.
+        seed(&app, &[json!({"name": "d", "species": "x", "weight": 2.5}), json!({"name": "e", "species": "x", "weight": 0.5})]).await;
+        let (_, v) = call!(app, get("/api/critters/?sort=weight,name"));
+        assert_eq!(names(&v), ["e", "d", "a", "b", "c"]);
+        let (_, v) = call!(app, get("/api/critters/?sort=-weight,name"));
+        assert_eq!(names(&v), ["a", "b", "c", "d", "e"]);
         for bad in ["secret", "nope", "notes"] {
             let (status, v) = call!(app, get(&format!("/api/critters/?sort={bad}")));
             assert_eq!(status, 400, "{bad}");

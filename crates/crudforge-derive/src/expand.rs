@@ -476,9 +476,18 @@ fn backend(m: &Model, filterable: &[&Field], writable: &[&Field], b: BackendKind
     let sort_arms = filterable.iter().map(|f| {
         let fi = &f.ident;
         let fname = f.name();
-        quote! {
-            (#fname, false) => q.then_order_by(#table::#fi.asc()),
-            (#fname, true) => q.then_order_by(#table::#fi.desc()),
+        if f.nullable && b == BackendKind::Sqlite {
+            // SQLite puts NULL first in ascending order; PostgreSQL puts it last. Sorting on
+            // `IS NULL` first gives SQLite PostgreSQL's order, so both backends agree.
+            quote! {
+                (#fname, false) => q.then_order_by(#table::#fi.is_null().asc()).then_order_by(#table::#fi.asc()),
+                (#fname, true) => q.then_order_by(#table::#fi.is_null().desc()).then_order_by(#table::#fi.desc()),
+            }
+        } else {
+            quote! {
+                (#fname, false) => q.then_order_by(#table::#fi.asc()),
+                (#fname, true) => q.then_order_by(#table::#fi.desc()),
+            }
         }
     });
 
