@@ -7,7 +7,7 @@ use actix_web::http::StatusCode;
 use actix_web::{test, web, HttpResponse};
 use crudforge::db::sql_types::Portable;
 use crudforge::openapi::ApiDoc;
-use crudforge::{with_conn, Api, Backend, Config, Database, Mount};
+use crudforge::{with_conn, Api, Backend, Config, Database, Mount, SqliteSynchronous};
 use crudforge_tests::{backend_tests, TestDb};
 use diesel::prelude::*;
 use diesel_async::{RunQueryDsl, SimpleAsyncConnection};
@@ -385,6 +385,13 @@ backend_tests! {
             assert_eq!(bt.v, 5000);
             let sync: I = diesel::sql_query("SELECT synchronous AS v FROM pragma_synchronous").get_result(&mut **c).await.unwrap();
             assert_eq!(sync.v, 1, "synchronous=NORMAL");
+            drop(conn);
+            // SQLITE_SYNCHRONOUS reaches every pooled connection.
+            let full = t.open(&Config { sqlite_synchronous: SqliteSynchronous::Full, ..t.config() }).await;
+            let mut conn = full.get().await.unwrap();
+            let Conn::Sqlite(ref mut c) = conn else { unreachable!() };
+            let sync: I = diesel::sql_query("SELECT synchronous AS v FROM pragma_synchronous").get_result(&mut **c).await.unwrap();
+            assert_eq!(sync.v, 2, "synchronous=FULL");
         }
     }
 

@@ -58,6 +58,49 @@ pub struct Config {
     pub max_body_size: usize,
     /// `BCRYPT_COST`: bcrypt work factor for new password hashes (4 to 31).
     pub bcrypt_cost: u32,
+    /// `SQLITE_SYNCHRONOUS`: how hard SQLite waits for the disk on each commit.
+    pub sqlite_synchronous: SqliteSynchronous,
+}
+
+/// SQLite's `synchronous` setting: how far each commit waits for the disk.
+///
+/// In WAL mode, `Normal` (the default) survives a crash of the process; a power loss or an
+/// operating-system crash can lose the last commits but never corrupts the file. `Full` also
+/// keeps those commits, at a cost in write speed (see `docs/database.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SqliteSynchronous {
+    /// `OFF`: hands writes to the operating system and goes on.
+    Off,
+    /// `NORMAL`: syncs at WAL checkpoints.
+    #[default]
+    Normal,
+    /// `FULL`: syncs the WAL on every commit.
+    Full,
+    /// `EXTRA`: `FULL`, and also syncs the directory after a rollback journal is deleted.
+    Extra,
+}
+
+impl SqliteSynchronous {
+    /// The value as SQLite spells it in `PRAGMA synchronous`.
+    pub fn as_sql(self) -> &'static str {
+        match self {
+            SqliteSynchronous::Off => "OFF",
+            SqliteSynchronous::Normal => "NORMAL",
+            SqliteSynchronous::Full => "FULL",
+            SqliteSynchronous::Extra => "EXTRA",
+        }
+    }
+
+    fn parse(value: &str) -> Option<SqliteSynchronous> {
+        [
+            SqliteSynchronous::Off,
+            SqliteSynchronous::Normal,
+            SqliteSynchronous::Full,
+            SqliteSynchronous::Extra,
+        ]
+        .into_iter()
+        .find(|s| s.as_sql().eq_ignore_ascii_case(value.trim()))
+    }
 }
 
 impl Default for Config {
@@ -81,6 +124,7 @@ impl Default for Config {
             max_page_size: 100,
             max_body_size: 1024 * 1024,
             bcrypt_cost: 12,
+            sqlite_synchronous: SqliteSynchronous::Normal,
         }
     }
 }
@@ -112,6 +156,7 @@ impl fmt::Debug for Config {
             .field("max_page_size", &self.max_page_size)
             .field("max_body_size", &self.max_body_size)
             .field("bcrypt_cost", &self.bcrypt_cost)
+            .field("sqlite_synchronous", &self.sqlite_synchronous)
             .finish()
     }
 }
@@ -285,6 +330,11 @@ impl Config {
                 .ok()
                 .filter(|n| (4..=31).contains(n))
                 .ok_or_else(|| invalid("BCRYPT_COST", "a whole number from 4 to 31", &v))?;
+        }
+        if let Some(v) = get("SQLITE_SYNCHRONOUS") {
+            cfg.sqlite_synchronous = SqliteSynchronous::parse(&v).ok_or_else(|| {
+                invalid("SQLITE_SYNCHRONOUS", "one of OFF, NORMAL, FULL, EXTRA", &v)
+            })?;
         }
         cfg.validate()?;
         Ok(cfg)
@@ -479,6 +529,9 @@ mod tests {
             ("DEBUG", "1"),
             ("DEFAULT_PAGE_SIZE", "10"),
             ("MAX_PAGE_SIZE", "50"),
+            ("MAX_BODY_SIZE", "2048"),
+            ("BCRYPT_COST", "4"),
+            ("SQLITE_SYNCHRONOUS", "full"),
         ])
         .unwrap();
         assert_eq!(c.api_title, "Zoo");
@@ -495,6 +548,13 @@ mod tests {
         assert!(c.debug);
         assert_eq!(c.default_page_size, 10);
         assert_eq!(c.max_page_size, 50);
+        assert_eq!(c.max_body_size, 2048);
+        assert_eq!(c.bcrypt_cost, 4);
+        assert_eq!(c.sqlite_synchronous, SqliteSynchronous::Full);
+        assert_eq!(
+            from(&[]).unwrap().sqlite_synchronous,
+            SqliteSynchronous::Normal
+        );
         let dbg = format!("{c:?}");
         assert!(!dbg.contains("pw@"), "password leaked in {dbg}");
         assert!(!dbg.contains("jjjj"), "secret leaked in {dbg}");
@@ -520,6 +580,11 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("HEALTH_ENDPOINT_PATH"), "{e}");
+        let e = from(&[("SQLITE_SYNCHRONOUS", "sometimes")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("SQLITE_SYNCHRONOUS"), "{e}");
+        assert!(e.contains("OFF, NORMAL, FULL, EXTRA"), "{e}");
     }
 
     #[test]

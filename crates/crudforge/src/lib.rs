@@ -44,11 +44,11 @@ pub mod perms;
 pub mod users;
 
 pub use api::{Api, ApiState, IntoMount, Mount, MountError};
-pub use config::Config;
+pub use config::{Config, SqliteSynchronous};
 pub use crud::{CrudBlueprint, OpOptions, Operation, Resource};
 pub use crudforge_derive::Resource;
 pub use db::sql_types;
-pub use db::{Backend, Conn, Database};
+pub use db::{Backend, Conn, Database, DbOptions};
 pub use error::{Error, Problem, Result};
 
 /// Items the derive macro's expansion names; not part of the public API.

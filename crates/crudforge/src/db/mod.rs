@@ -8,7 +8,7 @@
 pub mod monitor;
 pub mod sql_types;
 
-use crate::config::Config;
+use crate::config::{Config, SqliteSynchronous};
 use diesel::connection::SimpleConnection;
 use diesel::{Connection, RunQueryDsl as _};
 use diesel_async::async_connection_wrapper::AsyncConnectionWrapper;
@@ -37,13 +37,40 @@ pub type PoolError = diesel_async::pooled_connection::deadpool::PoolError;
 
 /// Settings applied to every SQLite connection: a busy timeout (first, so that switching to
 /// WAL waits for another process's lock instead of failing with "database is locked"), WAL
-/// with `synchronous=NORMAL` (durable across process crashes), foreign keys, and
-/// case-sensitive `LIKE` so that `__like` means the same on both backends.
-pub const SQLITE_PRAGMAS: &str = "PRAGMA busy_timeout = 5000; \
-     PRAGMA journal_mode = WAL; \
-     PRAGMA synchronous = NORMAL; \
-     PRAGMA foreign_keys = ON; \
-     PRAGMA case_sensitive_like = ON;";
+/// with the given `synchronous` level, foreign keys, and case-sensitive `LIKE` so that
+/// `__like` means the same on both backends.
+pub fn sqlite_pragmas(synchronous: SqliteSynchronous) -> String {
+    format!(
+        "PRAGMA busy_timeout = 5000; \
+         PRAGMA journal_mode = WAL; \
+         PRAGMA synchronous = {}; \
+         PRAGMA foreign_keys = ON; \
+         PRAGMA case_sensitive_like = ON;",
+        synchronous.as_sql()
+    )
+}
+
+/// How a [`Database`] is opened, beyond where it is.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DbOptions {
+    /// Slow-query threshold; `Some` turns query monitoring on.
+    pub monitor: Option<Duration>,
+    /// SQLite's `synchronous` level (ignored on PostgreSQL).
+    pub sqlite_synchronous: SqliteSynchronous,
+}
+
+impl DbOptions {
+    /// The options a configuration asks for (`ORM_PERFORMANCE_MONITORING`,
+    /// `ORM_SLOW_QUERY_THRESHOLD`, `SQLITE_SYNCHRONOUS`).
+    pub fn from_config(config: &Config) -> DbOptions {
+        DbOptions {
+            monitor: config
+                .orm_performance_monitoring
+                .then(|| Duration::from_secs_f64(config.orm_slow_query_threshold)),
+            sqlite_synchronous: config.sqlite_synchronous,
+        }
+    }
+}
 
 /// Migrations of the library's own tables (users, roles, tokens, settings, domains), SQLite.
 pub const SQLITE_MIGRATIONS: EmbeddedMigrations =
@@ -103,6 +130,8 @@ struct Inner {
     target: String,
     /// Slow-query threshold when monitoring is on.
     monitor: Option<Duration>,
+    /// SQLite's `synchronous` level, also used by the migration connection.
+    sqlite_synchronous: SqliteSynchronous,
 }
 
 /// A pooled handle on the service's database. Cheap to clone.
@@ -200,18 +229,19 @@ impl Database {
     /// A malformed URI, or a SQLite file that cannot be opened.
     pub async fn connect(config: &Config) -> Result<Database, DbError> {
         let target = Target::parse(config.database_uri.as_deref(), &config.data_dir)?;
-        let monitor = config
-            .orm_performance_monitoring
-            .then(|| Duration::from_secs_f64(config.orm_slow_query_threshold));
-        Database::open(target, monitor).await
+        Database::open(target, DbOptions::from_config(config)).await
     }
 
-    /// Opens a database at `target`; `monitor` is the slow-query threshold when monitoring is on.
+    /// Opens a database at `target` with `options`.
     ///
     /// # Errors
     ///
     /// A SQLite file that cannot be created or opened, or a pool that cannot be built.
-    pub async fn open(target: Target, monitor: Option<Duration>) -> Result<Database, DbError> {
+    pub async fn open(target: Target, options: DbOptions) -> Result<Database, DbError> {
+        let DbOptions {
+            monitor,
+            sqlite_synchronous,
+        } = options;
         let (pools, target) = match target {
             Target::Sqlite(path) => {
                 if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -220,11 +250,11 @@ impl Database {
                 let url = path.to_string_lossy().into_owned();
                 let mut cfg = ManagerConfig::<SqliteConn>::default();
                 cfg.recycling_method = RecyclingMethod::Fast;
-                cfg.custom_setup = Box::new(|url| {
+                cfg.custom_setup = Box::new(move |url| {
                     let url = url.to_owned();
                     async move {
                         let mut conn = SqliteConn::establish(&url).await?;
-                        conn.batch_execute(SQLITE_PRAGMAS)
+                        conn.batch_execute(&sqlite_pragmas(sqlite_synchronous))
                             .await
                             .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
                         Ok(conn)
@@ -241,6 +271,7 @@ impl Database {
                         pools: Pools::Sqlite(pool),
                         target: url,
                         monitor,
+                        sqlite_synchronous,
                     }),
                 };
                 // Open (and create) the file now, so a bad path fails at start-up.
@@ -263,6 +294,7 @@ impl Database {
                 pools,
                 target,
                 monitor,
+                sqlite_synchronous,
             }),
         })
     }
@@ -325,11 +357,12 @@ impl Database {
     pub async fn run_migrations(&self, app: Option<AppMigrations>) -> Result<Vec<String>, DbError> {
         let target = self.inner.target.clone();
         let backend = self.backend();
+        let synchronous = self.inner.sqlite_synchronous;
         // Migrations use a sync connection; give them a thread of their own (and, for
         // PostgreSQL, a private runtime inside the connection wrapper).
         let (tx, rx) = tokio::sync::oneshot::channel();
         std::thread::spawn(move || {
-            let _ = tx.send(migrate_blocking(backend, &target, app));
+            let _ = tx.send(migrate_blocking(backend, &target, synchronous, app));
         });
         rx.await
             .map_err(|_| DbError::Migration("the migration thread stopped".into()))?
@@ -341,6 +374,7 @@ const MIGRATION_LOCK_KEY: i64 = 0x6372_7564_666f_7267; // "crudforg"
 fn migrate_blocking(
     backend: Backend,
     target: &str,
+    synchronous: SqliteSynchronous,
     app: Option<AppMigrations>,
 ) -> Result<Vec<String>, DbError> {
     fn apply<C, B>(conn: &mut C, sets: Vec<EmbeddedMigrations>) -> Result<Vec<String>, DbError>
@@ -360,7 +394,7 @@ fn migrate_blocking(
     match backend {
         Backend::Sqlite => {
             let mut conn = SqliteConnection::establish(target)?;
-            conn.batch_execute(SQLITE_PRAGMAS)?;
+            conn.batch_execute(&sqlite_pragmas(synchronous))?;
             let mut sets = vec![SQLITE_MIGRATIONS];
             sets.extend(app.map(|a| a.sqlite));
             apply(&mut conn, sets)
