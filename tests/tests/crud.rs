@@ -300,6 +300,28 @@ backend_tests! {
         }
     }
 
+    async fn ilike_folds_every_letter_like_postgres(t) {
+        let api = critter_api(&t).await;
+        let app = test::init_service(api.app()).await;
+        seed(&app, &[
+            json!({"name": "Émile", "species": "cat", "nickname": "ÆON"}),
+            json!({"name": "emile", "species": "cat"}),
+        ]).await;
+        let cases: [(&str, &[&str]); 6] = [
+            ("name__ilike=%C3%89MILE", &["Émile"]),
+            ("name__ilike=%C3%A9mile", &["Émile"]),
+            ("name__ilike=%25MILE", &["Émile", "emile"]),
+            ("name__like=%C3%A9mile", &[]),
+            ("name__ilike=_mile", &["Émile", "emile"]),
+            ("nickname__ilike=%C3%A6on", &["Émile"]),
+        ];
+        for (q, want) in cases {
+            let (status, v) = call!(app, get(&format!("/api/critters/?{q}")));
+            assert_eq!(status, 200, "{q}: {v}");
+            assert_eq!(names(&v), want, "{q}");
+        }
+    }
+
     async fn every_filter(t) {
         let api = critter_api(&t).await;
         let app = test::init_service(api.app()).await;

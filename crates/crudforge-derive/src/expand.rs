@@ -451,8 +451,8 @@ fn backend(m: &Model, filterable: &[&Field], writable: &[&Field], b: BackendKind
             arms.push(quote!(#k::crud::Op::Like => ::std::boxed::Box::new(#col.like(#k::crud::arg::<::std::string::String>(c)?).escape('\\').nullable()),));
             let ilike = match (b, f.nullable) {
                 (BackendKind::Postgres, _) => quote!(#p::diesel::PgTextExpressionMethods::ilike(#col, #k::crud::arg::<::std::string::String>(c)?).escape('\\').nullable()),
-                (BackendKind::Sqlite, false) => quote!(#k::crud::sql::lower_text(#col).like(#k::crud::sql::lower_text(#k::crud::arg::<::std::string::String>(c)?)).escape('\\').nullable()),
-                (BackendKind::Sqlite, true) => quote!(#k::crud::sql::lower_nullable_text(#col).like(#k::crud::sql::lower_nullable_text(#k::crud::arg::<::std::string::String>(c)?)).escape('\\').nullable()),
+                (BackendKind::Sqlite, false) => quote!(#k::crud::sql::unicode_lower(#col).like(#k::crud::sql::unicode_lower(#k::crud::arg::<::std::string::String>(c)?)).escape('\\').nullable()),
+                (BackendKind::Sqlite, true) => quote!(#k::crud::sql::unicode_lower_nullable(#col).like(#k::crud::sql::unicode_lower_nullable(#k::crud::arg::<::std::string::String>(c)?)).escape('\\').nullable()),
             };
             arms.push(quote!(#k::crud::Op::ILike => ::std::boxed::Box::new(#ilike),));
         }

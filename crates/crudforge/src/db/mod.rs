@@ -254,9 +254,12 @@ impl Database {
                     let url = url.to_owned();
                     async move {
                         let mut conn = SqliteConn::establish(&url).await?;
-                        conn.batch_execute(&sqlite_pragmas(sqlite_synchronous))
-                            .await
-                            .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
+                        conn.spawn_blocking(move |c| {
+                            c.batch_execute(&sqlite_pragmas(sqlite_synchronous))?;
+                            crate::crud::sql::register_sqlite_functions(c)
+                        })
+                        .await
+                        .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
                         Ok(conn)
                     }
                     .boxed()
