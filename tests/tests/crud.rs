@@ -403,6 +403,9 @@ backend_tests! {
             ("id__in=abc", "id__in"),
             ("name__isnull=true", "name__isnull"),
             ("weight__gt=heavy", "weight__gt"),
+            // A pattern ending in a lone escape: PostgreSQL would reject the query.
+            ("name__like=a%5C", "name__like"),
+            ("nickname__ilike=%25%5C%5C%5C", "nickname__ilike"),
         ];
         for (q, param) in bad {
             let (status, v) = call!(app, get(&format!("/api/critters/?{q}")));
