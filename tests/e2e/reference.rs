@@ -1533,6 +1533,33 @@ fn health_description_and_docs_list_every_endpoint() {
                 .any(|p| p["name"] == "user_id" && p["in"] == "path")),
             "{params}"
         );
+        // Responses and access as the endpoints behave.
+        let invite = &paths["/api/user/{user_id}/invite/"]["post"]["responses"];
+        assert!(
+            invite["201"].is_object() && invite.get("200").is_none(),
+            "{invite}"
+        );
+        let recovery =
+            &paths["/api/user/send_recovery_token"]["post"]["responses"]["200"]["content"];
+        assert!(
+            recovery["application/json"].is_object() && recovery["text/plain"].is_object(),
+            "{recovery}"
+        );
+        let domains = &paths["/api/domains/"];
+        assert_eq!(
+            domains["get"]["security"],
+            json!([{}, {"bearerAuth": []}]),
+            "anyone reads domains"
+        );
+        assert_eq!(domains["post"]["security"], json!([{"bearerAuth": []}]));
+        let role_body = &paths["/api/user/{user_id}/role/"]["post"]["requestBody"]["content"]
+            ["application/json"]["schema"];
+        assert!(
+            role_body["properties"].get("user_id").is_none(),
+            "{role_body}"
+        );
+        let email = &spec["components"]["schemas"]["AppUserCreate"]["properties"]["email"];
+        assert_eq!(email["format"], "email", "{email}");
 
         let docs = app.get("/docs", None);
         assert_eq!(docs.status, 308);

@@ -627,7 +627,9 @@ backend_tests! {
 
     async fn openapi_describes_every_operation(t) {
         let api = critter_api(&t).await
-            .mount(Critter::blueprint("/admin/critters/").admin_only([Operation::Delete])).unwrap();
+            .mount(Critter::blueprint("/admin/critters/").admin_only([Operation::Delete])).unwrap()
+            .mount(Critter::blueprint("/api/keepers/<uuid:keeper_id>/critters/")).unwrap()
+            .mount(Critter::blueprint("/owned/critters/").rules(crudforge::perms::OwnerRules::new("keeper_id"))).unwrap();
         let app = test::init_service(api.app()).await;
         let (_, spec) = call!(app, get("/openapi.json"));
         let paths = &spec["paths"];
@@ -674,6 +676,38 @@ backend_tests! {
         let admin = &paths["/admin/critters/{id}"]["delete"];
         assert_eq!(admin["x-admin-only"], true);
         assert!(admin["responses"]["403"].is_object());
+
+        // What the server checks, the description states.
+        let param = |op: &serde_json::Value, name: &str| -> serde_json::Value {
+            op["parameters"].as_array().unwrap().iter().find(|p| p["name"] == name).unwrap_or_else(|| panic!("{name}")).clone()
+        };
+        assert_eq!(param(list, "page")["schema"]["minimum"].as_f64(), Some(1.0));
+        assert_eq!(param(list, "page_size")["schema"]["minimum"].as_f64(), Some(1.0));
+        assert_eq!(param(list, "page_size")["schema"]["maximum"].as_f64(), Some(100.0));
+        let within = param(list, "keeper_id__in");
+        assert_eq!((within["style"].as_str(), within["explode"].as_bool()), (Some("form"), Some(false)));
+        assert_eq!(within["schema"]["type"], "array");
+        assert_eq!(within["schema"]["items"]["format"], "uuid");
+        assert_eq!(within["schema"]["minItems"], 1);
+        let level = param(list, "cuteness_level__gte");
+        assert_eq!((level["schema"]["minimum"].as_f64(), level["schema"]["maximum"].as_f64()), (Some(f64::from(i32::MIN)), Some(f64::from(i32::MAX))));
+        let sort = param(list, "sort")["schema"]["pattern"].as_str().unwrap().to_owned();
+        assert!(sort.contains("cuteness_level") && !sort.contains("secret") && !sort.contains("notes"), "{sort}");
+        for code in ["400", "413", "415", "422"] {
+            assert!(create["responses"][code].is_object(), "POST documents {code}");
+            assert!(item["patch"]["responses"][code].is_object(), "PATCH documents {code}");
+        }
+        assert!(item["delete"]["responses"]["404"].is_object());
+        assert_eq!(create_schema["properties"]["name"]["maxLength"].as_u64(), Some(100));
+        // A nested POST takes the parent from the path, so its body schema does not list it.
+        let nested = &paths["/api/keepers/{keeper_id}/critters/"]["post"]["requestBody"]["content"]["application/json"]["schema"];
+        assert!(nested["properties"]["name"].is_object() && nested["properties"].get("keeper_id").is_none(), "{nested}");
+        assert!(nested["required"].as_array().unwrap().iter().all(|r| r != "keeper_id"));
+        assert!(nested["properties"].get("id").is_none());
+        assert!(nested["properties"]["name"].is_object());
+        // Open rules admit anonymous callers: the token is optional. Owner rules require it.
+        assert_eq!(list["security"], json!([{}, {"bearerAuth": []}]));
+        assert_eq!(paths["/owned/critters/"]["get"]["security"], json!([{"bearerAuth": []}]));
     }
 
     async fn query_counts(t) {

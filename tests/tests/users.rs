@@ -435,6 +435,9 @@ backend_tests! {
         // Mass assignment.
         let (status, v) = send(&app, as_user(test::TestRequest::patch().uri(&alice_uri).set_json(json!({"is_enabled": false})), &w.api, w.alice)).await;
         assert_eq!(status, 403, "{v}");
+        // Without a token the answer is 401, whatever the body asks for.
+        let (status, v) = send(&app, test::TestRequest::patch().uri(&alice_uri).set_json(json!({"is_enabled": false}))).await;
+        assert_eq!(status, 401, "{v}");
         for member in [json!({"id": Uuid::new_v4()}), json!({"created_at": "2000-01-01T00:00:00Z"}), json!({"roles": ["ADMIN"]})] {
             let (status, v) = send(&app, as_user(test::TestRequest::patch().uri(&alice_uri).set_json(member.clone()), &w.api, w.alice)).await;
             assert_eq!(status, 422, "{member}: {v}");

@@ -36,6 +36,22 @@ pub(crate) fn fallback(ident: &Ident, vis: &syn::Visibility) -> TokenStream {
     }
 }
 
+/// Schema keywords for a writable field's checks (`maxLength`, `format: email`, `minLength`
+/// of passwords), so the description says what the server enforces.
+fn schema_rules(f: &Field) -> TokenStream {
+    let mut rules = Vec::new();
+    if let Some((max, _)) = f.attrs.max_len {
+        rules.push(quote!(#[schemars(length(max = #max))]));
+    }
+    if f.attrs.email.is_some() {
+        rules.push(quote!(#[schemars(email)]));
+    }
+    if f.attrs.password.is_some() {
+        rules.push(quote!(#[schemars(length(min = 1))]));
+    }
+    quote!(#(#rules)*)
+}
+
 fn is_writable(f: &Field) -> bool {
     f.attrs.skip.is_none()
         && f.attrs.read_only.is_none()
@@ -87,7 +103,8 @@ pub(crate) fn expand(m: &Model) -> TokenStream {
             (None, true) => quote!(#[serde(default)]),
             (None, false) => quote!(),
         };
-        quote! { #(#docs)* #default pub #fi: #ty, }
+        let rules = schema_rules(f);
+        quote! { #(#docs)* #default #rules pub #fi: #ty, }
     });
     let create_defaults = writable.iter().filter_map(|f| {
         let d = f.attrs.default.as_ref()?;
@@ -104,6 +121,7 @@ pub(crate) fn expand(m: &Model) -> TokenStream {
         let fi = &f.ident;
         let ty = &f.ty;
         let docs = &f.docs;
+        let rules = schema_rules(f);
         if f.nullable {
             let with = quote!(#ty).to_string();
             let de = format!("{}::crud::double_option", quote!(#k));
@@ -111,6 +129,7 @@ pub(crate) fn expand(m: &Model) -> TokenStream {
                 #(#docs)*
                 #[serde(default, deserialize_with = #de)]
                 #[schemars(with = #with)]
+                #rules
                 pub #fi: ::core::option::Option<#ty>,
             }
         } else {
@@ -120,6 +139,7 @@ pub(crate) fn expand(m: &Model) -> TokenStream {
                 #(#docs)*
                 #[serde(default, deserialize_with = #de)]
                 #[schemars(with = #with)]
+                #rules
                 pub #fi: ::core::option::Option<#ty>,
             }
         }
@@ -197,6 +217,13 @@ pub(crate) fn expand(m: &Model) -> TokenStream {
         let mut e = quote!(#k::crud::FieldInfo::new(#fname, #k::crud::Kind::#kind));
         if f.nullable {
             e = quote!(#e.nullable());
+        }
+        if f.kind == Some(Kind::Integer) {
+            let inner = &f.inner;
+            let narrow = matches!(inner, syn::Type::Path(tp) if tp.path.segments.last().is_some_and(|s| s.ident == "i16" || s.ident == "i32"));
+            if narrow {
+                e = quote!(#e.int_range(<#inner>::MIN as i64, <#inner>::MAX as i64));
+            }
         }
         let hidden = f.attrs.write_only.is_some() || f.attrs.password.is_some();
         if !is_filterable(f) && !hidden {

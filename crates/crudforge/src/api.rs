@@ -166,7 +166,8 @@ impl Api {
     /// The OpenAPI description of everything mounted.
     pub fn openapi(&self) -> apistos::OpenApi {
         let cfg = &self.state.config;
-        let mut doc = ApiDoc::new(&cfg.api_title, &cfg.api_version);
+        let mut doc =
+            ApiDoc::new(&cfg.api_title, &cfg.api_version).with_max_page_size(cfg.max_page_size);
         if cfg.health_endpoint_enabled {
             crate::health::document(&mut doc, &cfg.health_endpoint_path);
         }

@@ -27,6 +27,7 @@ pub const BEARER_SCHEME: &str = "bearerAuth";
 pub struct ApiDoc {
     spec: OpenApi,
     gen: SchemaGenerator,
+    max_page_size: u32,
 }
 
 impl std::fmt::Debug for ApiDoc {
@@ -50,12 +51,61 @@ impl ApiDoc {
                 ..Default::default()
             },
             gen: SchemaSettings::openapi3().into_generator(),
+            max_page_size: crate::Config::default().max_page_size,
         }
+    }
+
+    /// Sets the largest `page_size` list operations document (the configured `MAX_PAGE_SIZE`).
+    #[must_use]
+    pub fn with_max_page_size(mut self, max: u32) -> Self {
+        self.max_page_size = max;
+        self
+    }
+
+    /// The largest `page_size` list operations document.
+    pub fn max_page_size(&self) -> u32 {
+        self.max_page_size
     }
 
     /// A reference to `T`'s schema, adding it (and what it uses) to the components.
     pub fn schema<T: JsonSchema>(&mut self) -> ReferenceOr<Schema> {
         ReferenceOr::Object(self.gen.subschema_for::<T>())
+    }
+
+    /// `schema` without the named properties (as an inline schema when it had to change):
+    /// the body of a nested POST, whose parent fields come from the path.
+    pub fn without_properties(
+        &mut self,
+        schema: ReferenceOr<Schema>,
+        names: &[&str],
+    ) -> ReferenceOr<Schema> {
+        let ReferenceOr::Object(Schema::Object(obj)) = &schema else {
+            return schema;
+        };
+        let resolved = match obj.reference.as_deref() {
+            Some(r) => {
+                let name = r.rsplit('/').next().unwrap_or(r);
+                match self.gen.definitions().get(name) {
+                    Some(Schema::Object(o)) => o.clone(),
+                    _ => return schema,
+                }
+            }
+            None => obj.clone(),
+        };
+        let Some(validation) = resolved.object.as_deref() else {
+            return schema;
+        };
+        if !names.iter().any(|n| validation.properties.contains_key(*n)) {
+            return schema;
+        }
+        let mut out = resolved;
+        if let Some(v) = out.object.as_deref_mut() {
+            for n in names {
+                v.properties.remove(*n);
+                v.required.remove(*n);
+            }
+        }
+        ReferenceOr::Object(Schema::Object(out))
     }
 
     /// The schema generator, for callers that build schemas by hand.
@@ -66,7 +116,29 @@ impl ApiDoc {
     /// Adds an operation. `path` uses OpenAPI's `{param}` form. Operation ids must be unique
     /// in a description: when a resource is mounted twice, the second `listCritter` becomes
     /// `listCritter_2`.
+    ///
+    /// An operation that takes a JSON body also gets the problem responses every such body can
+    /// cause (400 malformed JSON, 413 too large, 415 not JSON, 422 wrong shape), and one with
+    /// path parameters gets 404, unless it documents them itself.
     pub fn add_operation(&mut self, path: &str, method: OperationType, mut op: Operation) {
+        // A path value that does not parse, or names nothing, is 404.
+        if path.contains('{') && !op.responses.responses.contains_key("404") {
+            let (k, v) = problem_response(self, StatusCode::NOT_FOUND);
+            op.responses.responses.insert(k, v);
+        }
+        if op.request_body.is_some() {
+            for status in [
+                StatusCode::BAD_REQUEST,
+                StatusCode::PAYLOAD_TOO_LARGE,
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                StatusCode::UNPROCESSABLE_ENTITY,
+            ] {
+                if !op.responses.responses.contains_key(status.as_str()) {
+                    let (k, v) = problem_response(self, status);
+                    op.responses.responses.insert(k, v);
+                }
+            }
+        }
         if let Some(id) = op.operation_id.clone() {
             let mut n = 1;
             let mut candidate = id.clone();

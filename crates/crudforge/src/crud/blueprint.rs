@@ -248,8 +248,12 @@ pub struct RouteDoc {
     pub summary: Option<String>,
     /// Longer description.
     pub description: Option<String>,
-    /// Response schema for 200.
+    /// Response schema of the success response.
     pub response: Option<SchemaFn>,
+    /// Status of the success response (`None`: 200).
+    pub status: Option<u16>,
+    /// The success response may also be plain text.
+    pub text: bool,
     /// Public marker.
     pub public: bool,
     /// Request body schema.
@@ -349,10 +353,26 @@ impl CustomRoute {
         self
     }
 
-    /// Documents the 200 response as `T`.
+    /// Documents the success response as `T`.
     #[must_use]
     pub fn responds<T: schemars::JsonSchema>(mut self) -> Self {
         self.doc.response = Some(schema_of::<T>);
+        self
+    }
+
+    /// Documents a `text/plain` success body, beside the JSON one if [`CustomRoute::responds`]
+    /// names one (for a route that answers in either form).
+    #[must_use]
+    pub fn responds_text(mut self) -> Self {
+        self.doc.text = true;
+        self
+    }
+
+    /// Documents the success status, when it is not 200 (for example 201 for a route that
+    /// creates something).
+    #[must_use]
+    pub fn status(mut self, status: u16) -> Self {
+        self.doc.status = Some(status);
         self
     }
 
@@ -726,14 +746,30 @@ impl<R: Resource> Mount for Mounted<R> {
         }
         for c in &self.custom {
             let mut responses = Responses::default();
-            let ok = match c.doc.response {
-                Some(f) => json_response("OK", f(doc)),
+            let status = c
+                .doc
+                .status
+                .and_then(|s| StatusCode::from_u16(s).ok())
+                .unwrap_or(StatusCode::OK);
+            let reason = status.canonical_reason().unwrap_or("OK");
+            let mut ok = match c.doc.response {
+                Some(f) => json_response(reason, f(doc)),
                 None => ReferenceOr::Object(apistos::paths::Response {
-                    description: "OK".to_owned(),
+                    description: reason.to_owned(),
                     ..Default::default()
                 }),
             };
-            responses.responses.insert("200".to_owned(), ok);
+            if let (true, ReferenceOr::Object(r)) = (c.doc.text, &mut ok) {
+                let text = doc.schema::<String>();
+                r.content.insert(
+                    "text/plain".to_owned(),
+                    apistos::paths::MediaType {
+                        schema: Some(text),
+                        ..Default::default()
+                    },
+                );
+            }
+            responses.responses.insert(status.as_u16().to_string(), ok);
             for status in &c.doc.errors {
                 if let Ok(s) = StatusCode::from_u16(*status) {
                     let (k, v) = problem_response(doc, s);
@@ -769,6 +805,81 @@ impl<R: Resource> Mount for Mounted<R> {
             doc.add_operation(&path, c.method, op);
         }
     }
+}
+
+/// A query parameter holding a non-empty comma-separated list of `item` values.
+fn list_parameter(
+    name: &str,
+    description: String,
+    item: Schema,
+) -> ReferenceOr<apistos::paths::Parameter> {
+    use schemars::schema::{ArrayValidation, InstanceType, SchemaObject, SingleOrVec};
+    let schema = Schema::Object(SchemaObject {
+        instance_type: Some(InstanceType::Array.into()),
+        array: Some(Box::new(ArrayValidation {
+            items: Some(SingleOrVec::Single(Box::new(item))),
+            min_items: Some(1),
+            ..Default::default()
+        })),
+        ..Default::default()
+    });
+    let mut p = parameter(name, ParameterIn::Query, false, Some(description), schema);
+    if let ReferenceOr::Object(p) = &mut p {
+        p.style = Some(apistos::paths::ParameterStyle::Form);
+        p.explode = Some(false);
+    }
+    p
+}
+
+/// `sort`: a string whose pattern lists the sortable fields.
+fn sort_schema<R: Resource>() -> Schema {
+    use schemars::schema::{InstanceType, SchemaObject, StringValidation};
+    let keys = R::FIELDS
+        .iter()
+        .filter(|f| f.filterable && !f.write_only && f.kind != Kind::Json)
+        .map(|f| f.name)
+        .collect::<Vec<_>>()
+        .join("|");
+    Schema::Object(SchemaObject {
+        instance_type: Some(InstanceType::String.into()),
+        string: Some(Box::new(StringValidation {
+            pattern: Some(format!("^([+-]?({keys})(,[+-]?({keys}))*)?$")),
+            ..Default::default()
+        })),
+        ..Default::default()
+    })
+}
+
+/// An integer schema with bounds.
+fn integer_schema(min: u32, max: u32) -> Schema {
+    use schemars::schema::{InstanceType, NumberValidation, SchemaObject};
+    let format = if i32::try_from(max).is_ok() {
+        "int32"
+    } else {
+        "int64"
+    };
+    Schema::Object(SchemaObject {
+        instance_type: Some(InstanceType::Integer.into()),
+        format: Some(format.to_owned()),
+        number: Some(Box::new(NumberValidation {
+            minimum: Some(f64::from(min)),
+            maximum: Some(f64::from(max)),
+            ..Default::default()
+        })),
+        ..Default::default()
+    })
+}
+
+/// The schema of a filter value of field `f`: its kind's, with the range of narrow integers.
+fn field_schema(doc: &mut ApiDoc, f: &FieldInfo) -> Schema {
+    let mut s = kind_schema(doc, f.kind);
+    if let (Some((min, max)), Schema::Object(o)) = (f.int_range, &mut s) {
+        o.format = Some("int32".to_owned());
+        let n = o.number();
+        n.minimum = Some(min as f64);
+        n.maximum = Some(max as f64);
+    }
+    s
 }
 
 fn kind_schema(doc: &mut ApiDoc, kind: Kind) -> Schema {
@@ -826,25 +937,26 @@ fn document_op<R: Resource>(doc: &mut ApiDoc, op: Operation, o: &OpOptions<R>, m
     let (path, method, summary) = match op {
         Operation::Index => {
             params = path_params(doc, &shared.parents, None);
-            let int = doc.generator().subschema_for::<u32>();
+            let max = doc.max_page_size();
             params.push(parameter(
                 "page",
                 ParameterIn::Query,
                 false,
                 Some("Page number, from 1 (default 1).".into()),
-                int.clone(),
+                integer_schema(1, u32::MAX),
             ));
             params.push(parameter(
                 "page_size",
                 ParameterIn::Query,
                 false,
-                Some("Items per page (default and maximum set by configuration).".into()),
-                int,
+                Some(format!(
+                    "Items per page, 1 to {max} (the default is set by configuration)."
+                )),
+                integer_schema(1, max),
             ));
-            let s = doc.generator().subschema_for::<String>();
-            params.push(parameter("sort", ParameterIn::Query, false, Some("Comma-separated fields; `-field` sorts descending. Default: created_at, then id.".into()), s));
+            params.push(parameter("sort", ParameterIn::Query, false, Some("Comma-separated fields; `-field` sorts descending. Default: created_at, then id.".into()), sort_schema::<R>()));
             for f in R::FIELDS.iter().filter(|f| f.filterable && !f.write_only) {
-                let s = kind_schema(doc, f.kind);
+                let s = field_schema(doc, f);
                 params.push(parameter(
                     f.name,
                     ParameterIn::Query,
@@ -853,10 +965,20 @@ fn document_op<R: Resource>(doc: &mut ApiDoc, op: Operation, o: &OpOptions<R>, m
                     s,
                 ));
                 for suffix in suffixes(f.kind, f.nullable) {
+                    if suffix == "in" {
+                        // Comma-separated values: OpenAPI's form style without explode.
+                        let item = field_schema(doc, f);
+                        params.push(list_parameter(
+                            &format!("{}__in", f.name),
+                            format!("`{}` is one of (comma-separated)", f.name),
+                            item,
+                        ));
+                        continue;
+                    }
                     let s = match suffix {
-                        "in" | "like" | "ilike" => doc.generator().subschema_for::<String>(),
+                        "like" | "ilike" => doc.generator().subschema_for::<String>(),
                         "isnull" => doc.generator().subschema_for::<bool>(),
-                        _ => kind_schema(doc, f.kind),
+                        _ => field_schema(doc, f),
                     };
                     let what = match suffix {
                         "ne" => "differs from",
@@ -909,6 +1031,9 @@ fn document_op<R: Resource>(doc: &mut ApiDoc, op: Operation, o: &OpOptions<R>, m
                 Some((schema, _)) => schema(doc),
                 None => doc.schema::<R::Create>(),
             };
+            // Parent fields come from the path; the body may not carry them.
+            let parents: Vec<&str> = shared.parents.iter().map(|(f, _)| f.name).collect();
+            let input = doc.without_properties(input, &parents);
             body = Some(json_body(input));
             responses.insert("201".to_owned(), json_response("Created", response));
             responses.extend([
@@ -983,6 +1108,17 @@ fn document_op<R: Resource>(doc: &mut ApiDoc, op: Operation, o: &OpOptions<R>, m
         extensions.insert("x-admin-only".to_owned(), serde_json::Value::Bool(true));
         description = Some("Administrators only.".to_owned());
     }
+    // Rules that let anonymous callers in (a public-read resource, `Open`) make the token
+    // optional rather than required.
+    let anonymous_ok = !o.admin_only
+        && match op {
+            Operation::Index | Operation::Get => lets_in(shared.rules.read(None)),
+            Operation::Patch | Operation::Delete => lets_in(shared.rules.write(None)),
+            Operation::Post => shared
+                .rules
+                .create(None, &mut serde_json::Map::new())
+                .is_ok(),
+        };
     if o.public {
         extensions.insert("x-public".to_owned(), serde_json::Value::Bool(true));
     } else if !responses.contains_key("401") {
@@ -1000,11 +1136,30 @@ fn document_op<R: Resource>(doc: &mut ApiDoc, op: Operation, o: &OpOptions<R>, m
             responses,
             ..Default::default()
         },
-        security: security(o.public),
+        security: if anonymous_ok && !o.public {
+            optional_security()
+        } else {
+            security(o.public)
+        },
         extensions,
         ..Default::default()
     };
     doc.add_operation(&path, method, op_doc);
+}
+
+fn lets_in(access: crate::perms::Access) -> bool {
+    matches!(
+        access,
+        crate::perms::Access::All | crate::perms::Access::Rows(_)
+    )
+}
+
+/// Either no credentials or the bearer token: for operations whose rules admit anonymous
+/// callers but treat a token, when one is sent, as who is calling.
+fn optional_security() -> Option<Vec<apistos::security::SecurityRequirement>> {
+    let mut both = security(false).unwrap_or_default();
+    both.insert(0, apistos::security::SecurityRequirement::default());
+    Some(both)
 }
 
 /// The security requirement of an operation: none for public ones, the bearer token otherwise.

@@ -108,9 +108,13 @@ fn check_members<R: Resource>(
     }
     for f in shared.rules.admin_fields() {
         if obj.contains_key(*f) {
-            return Err(Error::Forbidden(
-                format!("Only administrators may set `{f}`.").into(),
-            ));
+            let why = format!("Only administrators may set `{f}`.");
+            // Without credentials the answer is "authenticate" (401), as for every other
+            // operation that needs a user; with a non-admin user it is 403.
+            return Err(match caller {
+                Caller::User(None) => Error::Unauthorized(why.into()),
+                _ => Error::Forbidden(why.into()),
+            });
         }
     }
     Ok(())

@@ -58,6 +58,8 @@ pub struct FieldInfo {
     pub read_only: bool,
     /// Accepted in bodies but never returned (and never filterable).
     pub write_only: bool,
+    /// Smallest and largest value of an integer field narrower than `i64`.
+    pub int_range: Option<(i64, i64)>,
 }
 
 impl FieldInfo {
@@ -70,7 +72,15 @@ impl FieldInfo {
             filterable: !matches!(kind, Kind::Json),
             read_only: false,
             write_only: false,
+            int_range: None,
         }
+    }
+
+    /// Records the value range of an `i16` or `i32` field (documented on its filters).
+    #[must_use]
+    pub const fn int_range(mut self, min: i64, max: i64) -> Self {
+        self.int_range = Some((min, max));
+        self
     }
 
     /// Marks the field nullable.

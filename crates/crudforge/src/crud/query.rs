@@ -191,6 +191,10 @@ pub fn parse_list_query(
 
 fn parse_sort(fields: &'static [FieldInfo], value: &str) -> Result<Vec<Sort>, Error> {
     let mut out = Vec::new();
+    // `sort=` (as an empty form field sends it) asks for nothing: the default order.
+    if value.trim().is_empty() {
+        return Ok(out);
+    }
     for part in value.split(',') {
         let part = part.trim();
         let (desc, name) = match part.strip_prefix('-') {
@@ -605,6 +609,11 @@ mod tests {
                 }
             ]
         );
+        assert!(
+            parse("sort=").unwrap().sort.is_empty(),
+            "empty means the default order"
+        );
+        assert_eq!(param_of(parse("sort=name,").unwrap_err()), "sort");
     }
 
     #[test]

@@ -113,6 +113,7 @@ fn may_write(caller: &CurrentUser, target: Uuid) -> Result<(), Error> {
 #[derive(Debug, Deserialize, Serialize, schemars::JsonSchema, PartialEq, Eq)]
 pub struct SettingBody {
     /// Setting name (1 to 255 characters).
+    #[schemars(length(min = 1, max = 255))]
     pub key: String,
     /// Setting value.
     #[serde(default)]
@@ -215,12 +216,14 @@ pub async fn put_setting(
 #[serde(deny_unknown_fields)]
 pub struct InviteBody {
     /// Where to send the invitation (at most 1024 characters).
+    #[schemars(email, length(max = 1024))]
     pub recipient_email: String,
     /// The recipient's account, when known.
     #[serde(default)]
     pub recipient_user_id: Option<Uuid>,
     /// Invitation token (at most 1024 characters).
     #[serde(default)]
+    #[schemars(length(max = 1024))]
     pub token: Option<String>,
 }
 

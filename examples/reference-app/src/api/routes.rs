@@ -49,6 +49,7 @@ pub fn mount(api: Api) -> Result<Api, MountError> {
                     .summary("Issue a password-recovery token (returned only in DEBUG mode)")
                     .body::<handlers::RecoveryRequest>()
                     .responds::<handlers::DebugRecoveryToken>()
+                    .responds_text()
                     .errors(&[401, 422])
                     .tag("user")
                     .public(),
@@ -102,6 +103,7 @@ pub fn mount(api: Api) -> Result<Api, MountError> {
                     })
                     .operation_id("createUserInvite")
                     .summary("Send an invite as that user")
+                    .status(201)
                     .body::<handlers::InviteBody>()
                     .responds::<<super::models::Invite as Resource>::Response>()
                     .errors(&[401, 403, 404, 422])
