@@ -199,6 +199,11 @@ backend_tests! {
         assert_eq!(status, 200, "e-mail compares case-insensitively: {tokens}");
         assert_eq!(tokens["token_type"], "bearer");
         assert_eq!(tokens["expires_in"], 900);
+        // Text PostgreSQL cannot compare is refused before any query, on both backends.
+        let (status, v) = send(&app, login_req("alice\u{0}@example.com", "alice-pass")).await;
+        assert_eq!((status.as_u16(), v["field"].as_str()), (422, Some("email")), "{v}");
+        let (status, v) = send(&app, test::TestRequest::post().uri("/api/users/login/").set_json(json!({"email": "alice@example.com"}))).await;
+        assert_eq!((status.as_u16(), v["field"].as_str()), (422, Some("password")), "{v}");
         let access = tokens["access_token"].as_str().unwrap().to_owned();
         let refresh = tokens["refresh_token"].as_str().unwrap().to_owned();
 

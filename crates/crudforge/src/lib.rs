@@ -23,6 +23,7 @@
 //! | [`db`] | backends, pools, portable SQL types, migrations, query monitoring |
 //! | [`error`] | the problem+json error type |
 //! | [`health`] | the health endpoint |
+//! | [`json`] | JSON request bodies for hand-written handlers |
 //! | [`openapi`] | the OpenAPI description and docs page |
 //! | [`crud`] | generated CRUD: resources, blueprints, filters, pagination |
 //! | [`auth`] | JWTs, passwords, the current user |
@@ -39,6 +40,7 @@ pub mod crud;
 pub mod db;
 pub mod error;
 pub mod health;
+pub mod json;
 pub mod openapi;
 pub mod perms;
 pub mod users;
@@ -50,6 +52,7 @@ pub use crudforge_derive::Resource;
 pub use db::sql_types;
 pub use db::{Backend, Conn, Database, DbOptions};
 pub use error::{Error, Problem, Result};
+pub use json::Json;
 
 /// Items the derive macro's expansion names; not part of the public API.
 #[doc(hidden)]

@@ -778,7 +778,7 @@ impl<U: UserModel> IntoMount for UserBlueprint<U> {
         let tag = self.name.clone();
         let login = CustomRoute::new(OperationType::Post, "login/", move || {
             let hook = hook.clone();
-            web::post().to(move |req: HttpRequest, body: web::Json<LoginRequest>| {
+            web::post().to(move |req: HttpRequest, body: crate::Json<LoginRequest>| {
                 let hook = hook.clone();
                 async move { login(req, body.into_inner(), hook.as_deref()).await }
             })
@@ -792,7 +792,7 @@ impl<U: UserModel> IntoMount for UserBlueprint<U> {
         .public();
         let refresh = CustomRoute::new(OperationType::Post, "refresh/", || {
             web::post().to(
-                |req: HttpRequest, body: web::Json<RefreshRequest>| async move {
+                |req: HttpRequest, body: crate::Json<RefreshRequest>| async move {
                     refresh(req, body.into_inner()).await
                 },
             )

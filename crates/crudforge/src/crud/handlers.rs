@@ -133,62 +133,14 @@ fn not_found<R: Resource>() -> Error {
     Error::NotFound(format!("No {} exists at this path.", R::NAME).into())
 }
 
-/// Deserializes JSON into `T`, naming the member at fault.
-pub(crate) fn from_value<T: DeserializeOwned>(v: serde_json::Value) -> Result<T, Error> {
-    serde_path_to_error::deserialize::<_, T>(v).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        let msg = inner.to_string();
-        let field = if path == "." {
-            // Missing or unknown members are reported on the object itself.
-            ["missing field `", "unknown field `"].iter().find_map(|m| {
-                msg.find(m)
-                    .map(|i| &msg[i + m.len()..])
-                    .and_then(|rest| rest.find('`').map(|end| rest[..end].to_owned()))
-            })
-        } else {
-            Some(path)
-        };
-        match field {
-            Some(f) => {
-                let detail = if msg.starts_with("unknown field") {
-                    format!("`{f}` cannot be set: it is read-only or does not exist")
-                } else {
-                    msg
-                };
-                Error::invalid_field(f, detail)
-            }
-            None => Error::Validation {
-                detail: format!("The request body does not match the expected shape: {msg}"),
-                field: None,
-            },
-        }
-    })
-}
+pub(crate) use crate::json::from_value;
 
 /// Reads a JSON object body.
 fn json_object(
     req: &HttpRequest,
     body: &[u8],
 ) -> Result<serde_json::Map<String, serde_json::Value>, Error> {
-    let ct = req
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    let mime = ct
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    if mime != "application/json" && !mime.ends_with("+json") {
-        return Err(Error::UnsupportedMediaType(
-            "The request body must be JSON (Content-Type: application/json).".into(),
-        ));
-    }
-    let v: serde_json::Value =
-        serde_json::from_slice(body).map_err(|e| crate::error::serde_error(&e))?;
+    let v = crate::json::parse(req, body)?;
     match v {
         serde_json::Value::Object(m) => Ok(m),
         _ => Err(Error::Validation {

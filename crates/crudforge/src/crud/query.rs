@@ -303,7 +303,7 @@ pub fn parse_filter(fields: &'static [FieldInfo], name: &str, value: &str) -> Re
                             "a pattern cannot end with a lone escape character `\\`".to_owned(),
                         ));
                     }
-                    Arg::Text(value.to_owned())
+                    text_arg(value).map_err(bad)?
                 }
                 _ => parse_arg(field.kind, value).map_err(bad)?,
             };
@@ -368,6 +368,15 @@ fn parse_datetime(v: &str) -> Result<DateTime<Utc>, String> {
     ))
 }
 
+/// Text as a condition value. The NUL character is refused: PostgreSQL cannot store or
+/// compare it, and refusing it everywhere keeps the backends alike.
+fn text_arg(v: &str) -> Result<Arg, String> {
+    if v.contains('\0') {
+        return Err("text cannot contain the NUL character (%00)".to_owned());
+    }
+    Ok(Arg::Text(v.to_owned()))
+}
+
 /// Parses a value for a field of `kind`.
 ///
 /// # Errors
@@ -375,7 +384,7 @@ fn parse_datetime(v: &str) -> Result<DateTime<Utc>, String> {
 /// A message saying what form was expected.
 pub fn parse_arg(kind: Kind, v: &str) -> Result<Arg, String> {
     match kind {
-        Kind::Text | Kind::Other => Ok(Arg::Text(v.to_owned())),
+        Kind::Text | Kind::Other => text_arg(v),
         Kind::Integer => v
             .parse::<i64>()
             .map(Arg::Int)
@@ -588,6 +597,9 @@ mod tests {
             ("id=not-a-uuid", "id"),
             ("sort=secret", "sort"),
             ("name__like=ab%5C", "name__like"),
+            ("name=a%00b", "name"),
+            ("name__in=a,%00", "name__in"),
+            ("name__ilike=%25%00", "name__ilike"),
         ] {
             assert_eq!(param_of(parse(q).unwrap_err()), p, "{q}");
         }

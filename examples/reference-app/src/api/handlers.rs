@@ -81,7 +81,7 @@ pub struct AccessToken {
 /// `POST /api/user/token_login`: exchanges a stored token for an access token.
 pub async fn token_login(
     req: HttpRequest,
-    body: web::Json<TokenLogin>,
+    body: crudforge::Json<TokenLogin>,
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
     let owner = crudforge::users::token_owner(&st.db, &body.token)
@@ -163,7 +163,7 @@ pub async fn put_setting(
     Auth(caller): Auth,
     req: HttpRequest,
     path: web::Path<String>,
-    body: web::Json<SettingBody>,
+    body: crudforge::Json<SettingBody>,
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
     let user = path_user(&path)?;
@@ -249,7 +249,7 @@ pub async fn create_invite(
     Auth(caller): Auth,
     req: HttpRequest,
     path: web::Path<String>,
-    body: web::Json<InviteBody>,
+    body: crudforge::Json<InviteBody>,
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
     let user = path_user(&path)?;
@@ -300,7 +300,7 @@ pub struct DebugRecoveryToken {
 /// `POST /api/user/send_recovery_token`.
 pub async fn send_recovery_token(
     req: HttpRequest,
-    body: web::Json<RecoveryRequest>,
+    body: crudforge::Json<RecoveryRequest>,
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
     let refused = || Error::Unauthorized("Unknown e-mail address or name.".into());
@@ -340,7 +340,7 @@ pub struct ResetRequest {
 /// `POST /api/user/reset_password`: sets the password of the token's subject.
 pub async fn reset_password(
     req: HttpRequest,
-    body: web::Json<ResetRequest>,
+    body: crudforge::Json<ResetRequest>,
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
     let claims = st

@@ -1,0 +1,183 @@
+//! JSON request bodies: content type, syntax, text the databases can store, and errors that
+//! name the member at fault.
+
+use crate::error::Error;
+use actix_web::dev::Payload;
+use actix_web::http::header;
+use actix_web::{web, FromRequest, HttpRequest};
+use futures_util::future::LocalBoxFuture;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// A JSON body deserialized into `T`, for hand-written handlers.
+///
+/// Unlike actix-web's `web::Json`, it refuses text that PostgreSQL cannot store (the NUL
+/// character, `\u0000`) with 422 naming the member, before anything reaches the database, and
+/// reports shape errors as 422 naming the member. Other failures are the usual problems: 415
+/// for a body that is not JSON, 400 for malformed JSON, 413 for an oversize body.
+#[derive(Debug)]
+pub struct Json<T>(pub T);
+
+impl<T> Json<T> {
+    /// The deserialized value.
+    pub fn into_inner(self) -> T {
+        self.0
+    }
+}
+
+impl<T> std::ops::Deref for Json<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T: DeserializeOwned + 'static> FromRequest for Json<T> {
+    type Error = actix_web::Error;
+    type Future = LocalBoxFuture<'static, Result<Self, actix_web::Error>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let req = req.clone();
+        let bytes = web::Bytes::from_request(&req, payload);
+        Box::pin(async move {
+            let body = bytes.await?;
+            let value = parse(&req, &body)?;
+            Ok(Json(from_value(value)?))
+        })
+    }
+}
+
+/// Checks the content type and syntax of a JSON body and the text inside it.
+///
+/// # Errors
+///
+/// 415 when the content type is not JSON, 400 for malformed JSON, 422 for a string or member
+/// name containing the NUL character.
+pub fn parse(req: &HttpRequest, body: &[u8]) -> Result<Value, Error> {
+    let ct = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let mime = ct
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    if mime != "application/json" && !mime.ends_with("+json") {
+        return Err(Error::UnsupportedMediaType(
+            "The request body must be JSON (Content-Type: application/json).".into(),
+        ));
+    }
+    let value: Value = serde_json::from_slice(body).map_err(|e| crate::error::serde_error(&e))?;
+    check_text(&value, &mut String::new())?;
+    Ok(value)
+}
+
+/// Refuses the NUL character anywhere in `value`'s strings or member names. PostgreSQL cannot
+/// store it in `text` or `jsonb`; refusing it on every backend keeps them alike. `path` is the
+/// location so far (`notes.tags[2]`), used to name the member.
+fn check_text(value: &Value, path: &mut String) -> Result<(), Error> {
+    let refuse = |at: &str| {
+        Error::invalid_field(
+            if at.is_empty() { "body" } else { at },
+            "text cannot contain the NUL character (\\u0000)",
+        )
+    };
+    match value {
+        Value::String(s) if s.contains('\0') => Err(refuse(path)),
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                let len = path.len();
+                path.push_str(&format!("[{i}]"));
+                check_text(item, path)?;
+                path.truncate(len);
+            }
+            Ok(())
+        }
+        Value::Object(members) => {
+            for (name, item) in members {
+                let len = path.len();
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(name);
+                if name.contains('\0') {
+                    return Err(refuse(path));
+                }
+                check_text(item, path)?;
+                path.truncate(len);
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Deserializes JSON into `T`, naming the member at fault.
+///
+/// # Errors
+///
+/// 422 naming the member (or the object, for a missing or unknown member).
+pub fn from_value<T: DeserializeOwned>(v: Value) -> Result<T, Error> {
+    serde_path_to_error::deserialize::<_, T>(v).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let msg = inner.to_string();
+        let field = if path == "." {
+            // Missing or unknown members are reported on the object itself.
+            ["missing field `", "unknown field `"].iter().find_map(|m| {
+                msg.find(m)
+                    .map(|i| &msg[i + m.len()..])
+                    .and_then(|rest| rest.find('`').map(|end| rest[..end].to_owned()))
+            })
+        } else {
+            Some(path)
+        };
+        match field {
+            Some(f) => {
+                let detail = if msg.starts_with("unknown field") {
+                    format!("`{f}` cannot be set: it is read-only or does not exist")
+                } else {
+                    msg
+                };
+                Error::invalid_field(f, detail)
+            }
+            None => Error::Validation {
+                detail: format!("The request body does not match the expected shape: {msg}"),
+                field: None,
+            },
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn field(e: Error) -> Option<String> {
+        match e {
+            Error::Validation { field, .. } => field,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn nul_is_refused_where_it_is() {
+        let at = |v: Value| check_text(&v, &mut String::new()).map_err(field);
+        assert_eq!(at(json!({"name": "ok", "tags": ["a", "b"]})), Ok(()));
+        assert_eq!(at(json!({"name": "a\u{0}b"})), Err(Some("name".into())));
+        assert_eq!(
+            at(json!({"notes": {"tags": ["x", "\u{0}"]}})),
+            Err(Some("notes.tags[1]".into()))
+        );
+        assert_eq!(
+            at(json!({"notes": {"k\u{0}": 1}})),
+            Err(Some("notes.k\u{0}".into()))
+        );
+        assert_eq!(at(json!("\u{0}")), Err(Some("body".into())));
+    }
+}
