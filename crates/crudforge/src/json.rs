@@ -8,6 +8,7 @@ use actix_web::{web, FromRequest, HttpRequest};
 use futures_util::future::LocalBoxFuture;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use std::fmt::Write as _;
 
 /// A JSON body deserialized into `T`, for hand-written handlers.
 ///
@@ -91,7 +92,7 @@ fn check_text(value: &Value, path: &mut String) -> Result<(), Error> {
         Value::Array(items) => {
             for (i, item) in items.iter().enumerate() {
                 let len = path.len();
-                path.push_str(&format!("[{i}]"));
+                let _ = write!(path, "[{i}]");
                 check_text(item, path)?;
                 path.truncate(len);
             }

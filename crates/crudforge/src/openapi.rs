@@ -122,21 +122,25 @@ impl ApiDoc {
     /// path parameters gets 404, unless it documents them itself.
     pub fn add_operation(&mut self, path: &str, method: OperationType, mut op: Operation) {
         // A path value that does not parse, or names nothing, is 404.
-        if path.contains('{') && !op.responses.responses.contains_key("404") {
-            let (k, v) = problem_response(self, StatusCode::NOT_FOUND);
-            op.responses.responses.insert(k, v);
-        }
-        if op.request_body.is_some() {
-            for status in [
+        let path_errors: &[StatusCode] = if path.contains('{') {
+            &[StatusCode::NOT_FOUND]
+        } else {
+            &[]
+        };
+        let body_errors: &[StatusCode] = if op.request_body.is_some() {
+            &[
                 StatusCode::BAD_REQUEST,
                 StatusCode::PAYLOAD_TOO_LARGE,
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 StatusCode::UNPROCESSABLE_ENTITY,
-            ] {
-                if !op.responses.responses.contains_key(status.as_str()) {
-                    let (k, v) = problem_response(self, status);
-                    op.responses.responses.insert(k, v);
-                }
+            ]
+        } else {
+            &[]
+        };
+        for status in path_errors.iter().chain(body_errors) {
+            if !op.responses.responses.contains_key(status.as_str()) {
+                let (k, v) = problem_response(self, *status);
+                op.responses.responses.insert(k, v);
             }
         }
         if let Some(id) = op.operation_id.clone() {

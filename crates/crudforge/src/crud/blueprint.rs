@@ -475,7 +475,7 @@ impl<R: Resource> CrudBlueprint<R> {
         let mut parents = Vec::new();
         for p in params {
             match R::field(&p) {
-                Some(f) if f.filterable && f.kind != Kind::Json => parents.push((f, p)),
+                Some(f) if f.comparable() => parents.push((f, p)),
                 _ => errors.push(format!(
                     "{}: prefix parameter `{p}` is not a filterable field of {}",
                     prefix,
@@ -596,7 +596,7 @@ impl<R: Resource> CrudBlueprint<R> {
     #[must_use]
     pub fn res_id(mut self, field: &str) -> Self {
         match R::field(field) {
-            Some(f) if f.filterable && f.kind != Kind::Json => self.res_id = f.name,
+            Some(f) if f.comparable() => self.res_id = f.name,
             _ => self.errors.push(format!(
                 "{}: res_id `{field}` is not a filterable field of {}",
                 self.prefix,
@@ -836,7 +836,7 @@ fn sort_schema<R: Resource>() -> Schema {
     use schemars::schema::{InstanceType, SchemaObject, StringValidation};
     let keys = R::FIELDS
         .iter()
-        .filter(|f| f.filterable && !f.write_only && f.kind != Kind::Json)
+        .filter(|f| f.comparable())
         .map(|f| f.name)
         .collect::<Vec<_>>()
         .join("|");
@@ -1036,11 +1036,8 @@ fn document_op<R: Resource>(doc: &mut ApiDoc, op: Operation, o: &OpOptions<R>, m
             let input = doc.without_properties(input, &parents);
             body = Some(json_body(input));
             responses.insert("201".to_owned(), json_response("Created", response));
-            responses.extend([
-                problem_response(doc, StatusCode::BAD_REQUEST),
-                problem_response(doc, StatusCode::CONFLICT),
-                problem_response(doc, StatusCode::UNPROCESSABLE_ENTITY),
-            ]);
+            // 400/413/415/422 (body) are added by `ApiDoc::add_operation`.
+            responses.extend([problem_response(doc, StatusCode::CONFLICT)]);
             (
                 m.prefix.clone(),
                 OperationType::Post,
@@ -1062,12 +1059,8 @@ fn document_op<R: Resource>(doc: &mut ApiDoc, op: Operation, o: &OpOptions<R>, m
                 "200".to_owned(),
                 json_response("The updated item", response),
             );
-            responses.extend([
-                problem_response(doc, StatusCode::BAD_REQUEST),
-                problem_response(doc, StatusCode::NOT_FOUND),
-                problem_response(doc, StatusCode::CONFLICT),
-                problem_response(doc, StatusCode::UNPROCESSABLE_ENTITY),
-            ]);
+            // 400/413/415/422 (body) and 404 (path) are added by `ApiDoc::add_operation`.
+            responses.extend([problem_response(doc, StatusCode::CONFLICT)]);
             (
                 m.item_path.clone(),
                 OperationType::Patch,

@@ -76,6 +76,12 @@ impl FieldInfo {
         }
     }
 
+    /// Whether values of the field can be compared: a sort key, a `res_id` or a parent in a
+    /// nested prefix (filterable and not JSON).
+    pub const fn comparable(&self) -> bool {
+        self.filterable && !matches!(self.kind, Kind::Json)
+    }
+
     /// Records the value range of an `i16` or `i32` field (documented on its filters).
     #[must_use]
     pub const fn int_range(mut self, min: i64, max: i64) -> Self {

@@ -203,17 +203,13 @@ fn parse_sort(fields: &'static [FieldInfo], value: &str) -> Result<Vec<Sort>, Er
         };
         let field = fields
             .iter()
-            .find(|f| f.name == name && f.filterable && f.kind != Kind::Json)
+            .find(|f| f.name == name && f.comparable())
             .ok_or_else(|| {
                 Error::bad_param(
                     "sort",
                     format!(
                         "cannot sort by `{name}`; sortable fields: {}",
-                        names(
-                            fields
-                                .iter()
-                                .filter(|f| f.filterable && f.kind != Kind::Json)
-                        )
+                        names(fields.iter().filter(|f| f.comparable()))
                     ),
                 )
             })?;
