@@ -7,22 +7,15 @@ use syn::{
     Visibility,
 };
 
-/// What kind of value a field holds (mirrors `crudforge::crud::Kind`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Text,
-    Integer,
-    Float,
-    Bool,
-    Uuid,
-    DateTime,
-    Date,
-    Json,
-    Other,
+pub(crate) use crudforge_core::Kind;
+
+/// Classifies a field's type by its last path segment.
+pub(crate) trait Classify {
+    /// The kind of `ty`, or why it cannot be stored.
+    fn of(ty: &Type) -> Result<Kind, String>;
 }
 
-impl Kind {
-    /// Classifies a type by its last path segment.
+impl Classify for Kind {
     fn of(ty: &Type) -> Result<Kind, String> {
         match ty {
             Type::Path(tp) if tp.qself.is_none() => {
@@ -63,29 +56,6 @@ impl Kind {
             }
             _ => Err("this type cannot be stored in a column".into()),
         }
-    }
-
-    /// The path of the runtime's matching `Kind` variant.
-    pub(crate) fn variant(self) -> &'static str {
-        match self {
-            Kind::Text => "Text",
-            Kind::Integer => "Integer",
-            Kind::Float => "Float",
-            Kind::Bool => "Bool",
-            Kind::Uuid => "Uuid",
-            Kind::DateTime => "DateTime",
-            Kind::Date => "Date",
-            Kind::Json => "Json",
-            Kind::Other => "Other",
-        }
-    }
-
-    /// Whether `__gt`, `__lt`, ... apply.
-    pub(crate) fn ordered(self) -> bool {
-        matches!(
-            self,
-            Kind::Integer | Kind::Float | Kind::DateTime | Kind::Date
-        )
     }
 }
 

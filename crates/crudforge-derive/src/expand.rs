@@ -2,6 +2,7 @@
 //! typed queries, instantiated once per backend.
 
 use crate::ast::{Field, Kind, Model};
+use crudforge_core::Op;
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
@@ -124,7 +125,7 @@ pub(crate) fn expand(m: &Model) -> TokenStream {
         let rules = schema_rules(f);
         if f.nullable {
             let with = quote!(#ty).to_string();
-            let de = format!("{}::crud::double_option", quote!(#k));
+            let de = format!("{}::__private::double_option", quote!(#k));
             quote! {
                 #(#docs)*
                 #[serde(default, deserialize_with = #de)]
@@ -134,7 +135,7 @@ pub(crate) fn expand(m: &Model) -> TokenStream {
             }
         } else {
             let with = quote!(#ty).to_string();
-            let de = format!("{}::crud::present", quote!(#k));
+            let de = format!("{}::__private::present", quote!(#k));
             quote! {
                 #(#docs)*
                 #[serde(default, deserialize_with = #de)]
@@ -213,7 +214,7 @@ pub(crate) fn expand(m: &Model) -> TokenStream {
     // ---- field metadata ----
     let field_infos = m.fields.iter().filter(|f| f.attrs.skip.is_none()).map(|f| {
         let fname = f.name();
-        let kind = format_ident!("{}", f.kind.unwrap_or(Kind::Other).variant());
+        let kind = format_ident!("{}", f.kind.unwrap_or(Kind::Other).name());
         let mut e = quote!(#k::crud::FieldInfo::new(#fname, #k::crud::Kind::#kind));
         if f.nullable {
             e = quote!(#e.nullable());
@@ -264,7 +265,7 @@ pub(crate) fn expand(m: &Model) -> TokenStream {
     let filter_checks = filterable.iter().map(|f| {
         let ty = &f.inner;
         // The same path as in the backends' filters, so rustc reports one error, not two.
-        quote_spanned! {f.inner.span()=> let _ = #k::crud::arg::<#ty>; }
+        quote_spanned! {f.inner.span()=> let _ = #p::arg::<#ty>; }
     });
 
     let select_arms = quote! {
@@ -385,14 +386,16 @@ pub(crate) fn expand(m: &Model) -> TokenStream {
 
                 async fn select(
                     conn: &mut #k::db::Conn,
-                    conds: &[#k::crud::Cond],
+                    conds: &(impl #k::crud::Conditions + ?::core::marker::Sized),
                     sort: &[#k::crud::Sort],
                     page: ::core::option::Option<(i64, i64)>,
                 ) -> ::core::result::Result<::std::vec::Vec<Self>, #k::Error> {
+                    let conds = #k::crud::Conditions::node(conds);
                     #select_arms
                 }
 
-                async fn count(conn: &mut #k::db::Conn, conds: &[#k::crud::Cond]) -> ::core::result::Result<i64, #k::Error> {
+                async fn count(conn: &mut #k::db::Conn, conds: &(impl #k::crud::Conditions + ?::core::marker::Sized)) -> ::core::result::Result<i64, #k::Error> {
+                    let conds = #k::crud::Conditions::node(conds);
                     #count_arms
                 }
 
@@ -402,21 +405,23 @@ pub(crate) fn expand(m: &Model) -> TokenStream {
 
                 async fn update(
                     conn: &mut #k::db::Conn,
-                    conds: &[#k::crud::Cond],
+                    conds: &(impl #k::crud::Conditions + ?::core::marker::Sized),
                     input: #update,
                 ) -> ::core::result::Result<::core::option::Option<Self>, #k::Error> {
+                    let conds = #k::crud::Conditions::node(conds);
                     #update_arms
                 }
 
-                async fn delete(conn: &mut #k::db::Conn, conds: &[#k::crud::Cond]) -> ::core::result::Result<bool, #k::Error> {
+                async fn delete(conn: &mut #k::db::Conn, conds: &(impl #k::crud::Conditions + ?::core::marker::Sized)) -> ::core::result::Result<bool, #k::Error> {
+                    let conds = #k::crud::Conditions::node(conds);
                     #delete_arms
                 }
             }
 
             #p::inventory::submit! {
-                #k::crud::registry::Registration {
+                #p::Registration {
                     name: #name,
-                    make: #k::crud::registry::make::<#ident>,
+                    make: #p::make::<#ident>,
                 }
             }
         };
@@ -454,48 +459,47 @@ fn backend(m: &Model, filterable: &[&Field], writable: &[&Field], b: BackendKind
         ::std::boxed::Box<dyn #p::diesel::BoxableExpression<#table::table, #db, SqlType = #p::diesel::sql_types::Nullable<#p::diesel::sql_types::Bool>>>
     };
 
+    // The operators of each field come from the runtime's table (`crudforge_core`); here
+    // only the SQL of each comparison is written.
     let cond_arms = filterable.iter().map(|f| {
         let fi = &f.ident;
         let fname = f.name();
         let ty = &f.inner;
         let kind = f.kind.unwrap_or(Kind::Other);
         let col = quote!(#table::#fi);
-        let mut arms = vec![
-            quote!(#k::crud::Op::Eq => ::std::boxed::Box::new(#col.eq(#k::crud::bind(#k::crud::arg::<#ty>(c)?)).nullable()),),
-            quote!(#k::crud::Op::Ne => ::std::boxed::Box::new(#col.ne(#k::crud::bind(#k::crud::arg::<#ty>(c)?)).nullable()),),
-        ];
-        if kind != Kind::Bool {
-            arms.push(quote!(#k::crud::Op::In => ::std::boxed::Box::new(#col.eq_any(#k::crud::args::<#ty>(c)?).nullable()),));
-        }
-        if kind.ordered() {
-            for (op, method) in [("Gt", "gt"), ("Lt", "lt"), ("Gte", "ge"), ("Lte", "le")] {
-                let op = format_ident!("{}", op);
-                let method = format_ident!("{}", method);
-                arms.push(quote!(#k::crud::Op::#op => ::std::boxed::Box::new(#col.#method(#k::crud::bind(#k::crud::arg::<#ty>(c)?)).nullable()),));
-            }
-        }
-        if kind == Kind::Text {
-            arms.push(quote!(#k::crud::Op::Like => ::std::boxed::Box::new(#col.like(#k::crud::arg::<::std::string::String>(c)?).escape('\\').nullable()),));
-            let ilike = match (b, f.nullable) {
-                (BackendKind::Postgres, _) => quote!(#p::diesel::PgTextExpressionMethods::ilike(#col, #k::crud::arg::<::std::string::String>(c)?).escape('\\').nullable()),
-                (BackendKind::Sqlite, false) => quote!(#k::crud::sql::unicode_lower(#col).like(#k::crud::sql::unicode_lower(#k::crud::arg::<::std::string::String>(c)?)).escape('\\').nullable()),
-                (BackendKind::Sqlite, true) => quote!(#k::crud::sql::unicode_lower_nullable(#col).like(#k::crud::sql::unicode_lower_nullable(#k::crud::arg::<::std::string::String>(c)?)).escape('\\').nullable()),
-            };
-            arms.push(quote!(#k::crud::Op::ILike => ::std::boxed::Box::new(#ilike),));
-        }
-        if f.nullable {
-            arms.push(quote! {
-                #k::crud::Op::IsNull => if #k::crud::arg::<bool>(c)? {
-                    ::std::boxed::Box::new(#col.is_null().nullable())
-                } else {
-                    ::std::boxed::Box::new(#col.is_not_null().nullable())
+        let value = quote!(#p::bind(#p::arg::<#ty>(c)?));
+        let pattern = quote!(#p::arg::<::std::string::String>(c)?);
+        let arms = crudforge_core::ops_for(kind, f.nullable).into_iter().map(|op| {
+            let sql = match op {
+                Op::Eq => quote!(#col.eq(#value).nullable()),
+                Op::Ne => quote!(#col.ne(#value).nullable()),
+                Op::In => quote!(#col.eq_any(#p::args::<#ty>(c)?).nullable()),
+                Op::Gt => quote!(#col.gt(#value).nullable()),
+                Op::Lt => quote!(#col.lt(#value).nullable()),
+                Op::Gte => quote!(#col.ge(#value).nullable()),
+                Op::Lte => quote!(#col.le(#value).nullable()),
+                Op::Like => quote!(#col.like(#pattern).escape('\\').nullable()),
+                Op::ILike => match (b, f.nullable) {
+                    (BackendKind::Postgres, _) => quote!(#p::diesel::PgTextExpressionMethods::ilike(#col, #pattern).escape('\\').nullable()),
+                    (BackendKind::Sqlite, false) => quote!(#p::unicode_lower(#col).like(#p::unicode_lower(#pattern)).escape('\\').nullable()),
+                    (BackendKind::Sqlite, true) => quote!(#p::unicode_lower_nullable(#col).like(#p::unicode_lower_nullable(#pattern)).escape('\\').nullable()),
                 },
-            });
-        }
+                Op::IsNull => quote! {
+                    if #p::arg::<bool>(c)? {
+                        return ::core::result::Result::Ok(::std::boxed::Box::new(#col.is_null().nullable()));
+                    } else {
+                        #col.is_not_null().nullable()
+                    }
+                },
+            };
+            let variant = format_ident!("{}", format!("{op:?}"));
+            quote!(#k::crud::Op::#variant => ::std::boxed::Box::new(#sql),)
+        });
         quote! {
             #fname => match c.op {
                 #(#arms)*
-                _ => return ::core::result::Result::Err(#k::crud::unsupported(c)),
+                #[allow(unreachable_patterns)]
+                _ => return ::core::result::Result::Err(#p::unsupported(c)),
             },
         }
     });
@@ -520,11 +524,11 @@ fn backend(m: &Model, filterable: &[&Field], writable: &[&Field], b: BackendKind
 
     let insert_values = writable.iter().map(|f| {
         let fi = &f.ident;
-        quote!(#table::#fi.eq(#k::crud::bind(input.#fi)),)
+        quote!(#table::#fi.eq(#p::bind(input.#fi)),)
     });
     let update_values = writable.iter().map(|f| {
         let fi = &f.ident;
-        quote!(input.#fi.map(|__v| #table::#fi.eq(#k::crud::bind(__v))),)
+        quote!(input.#fi.map(|__v| #table::#fi.eq(#p::bind(__v))),)
     });
 
     quote! {
@@ -538,20 +542,33 @@ fn backend(m: &Model, filterable: &[&Field], writable: &[&Field], b: BackendKind
             fn cond(c: &#k::crud::Cond) -> ::core::result::Result<Boxed, #k::Error> {
                 ::core::result::Result::Ok(match c.field {
                     #(#cond_arms)*
-                    _ => return ::core::result::Result::Err(#k::crud::unsupported(c)),
+                    _ => return ::core::result::Result::Err(#p::unsupported(c)),
                 })
             }
 
-            fn condition(conds: &[#k::crud::Cond]) -> ::core::result::Result<::core::option::Option<Boxed>, #k::Error> {
-                let mut acc: ::core::option::Option<Boxed> = ::core::option::Option::None;
-                for c in conds {
-                    let e = cond(c)?;
-                    acc = ::core::option::Option::Some(match acc {
-                        ::core::option::Option::None => e,
-                        ::core::option::Option::Some(a) => ::std::boxed::Box::new(a.and(e)),
-                    });
+            struct Sql;
+
+            impl #p::Builder for Sql {
+                type Expr = Boxed;
+                fn leaf(&self, c: &#k::crud::Cond) -> ::core::result::Result<Boxed, #k::Error> {
+                    cond(c)
                 }
-                ::core::result::Result::Ok(acc)
+                fn and(&self, a: Boxed, b: Boxed) -> Boxed {
+                    ::std::boxed::Box::new(a.and(b))
+                }
+                fn or(&self, a: Boxed, b: Boxed) -> Boxed {
+                    ::std::boxed::Box::new(a.or(b))
+                }
+                fn not(&self, a: Boxed) -> Boxed {
+                    ::std::boxed::Box::new(#p::diesel::dsl::not(a))
+                }
+                fn never(&self) -> Boxed {
+                    ::std::boxed::Box::new(#p::diesel::dsl::sql::<#p::diesel::sql_types::Nullable<#p::diesel::sql_types::Bool>>("1 = 0"))
+                }
+            }
+
+            fn condition(conds: #p::Node<'_>) -> ::core::result::Result<::core::option::Option<Boxed>, #k::Error> {
+                #p::Builder::build(&Sql, conds)
             }
 
             fn everything() -> #k::Error {
@@ -560,21 +577,21 @@ fn backend(m: &Model, filterable: &[&Field], writable: &[&Field], b: BackendKind
 
             pub(super) async fn select(
                 c: &mut #conn,
-                conds: &[#k::crud::Cond],
+                conds: #p::Node<'_>,
                 sort: &[#k::crud::Sort],
                 page: ::core::option::Option<(i64, i64)>,
             ) -> ::core::result::Result<::std::vec::Vec<#ident>, #k::Error> {
                 // Lookup by primary key alone: a static query, so the connection's
                 // prepared-statement cache serves it (boxed queries are prepared every time).
-                if let [only] = conds {
+                if let #p::Node::All([only]) = conds {
                     if sort.is_empty()
                         && only.op == #k::crud::Op::Eq
                         && only.field == #id_name
                         && page.is_none_or(|(limit, offset)| limit >= 1 && offset == 0)
                     {
-                        let key = #k::crud::arg::<#p::uuid::Uuid>(only)?;
+                        let key = #p::arg::<#p::uuid::Uuid>(only)?;
                         let q = #table::table
-                            .filter(#table::#id_ident.eq(#k::crud::bind(key)))
+                            .filter(#table::#id_ident.eq(#p::bind(key)))
                             .select(<#ident as #p::diesel::SelectableHelper<#db>>::as_select());
                         let row = #p::diesel::OptionalExtension::optional(
                             #p::diesel_async::RunQueryDsl::get_result(q, c).await,
@@ -604,7 +621,7 @@ fn backend(m: &Model, filterable: &[&Field], writable: &[&Field], b: BackendKind
                 ::core::result::Result::Ok(#p::diesel_async::RunQueryDsl::load(q, c).await?)
             }
 
-            pub(super) async fn count(c: &mut #conn, conds: &[#k::crud::Cond]) -> ::core::result::Result<i64, #k::Error> {
+            pub(super) async fn count(c: &mut #conn, conds: #p::Node<'_>) -> ::core::result::Result<i64, #k::Error> {
                 let mut q = #table::table.select(#p::diesel::dsl::count_star()).into_boxed::<#db>();
                 if let ::core::option::Option::Some(w) = condition(conds)? {
                     q = q.filter(w);
@@ -616,9 +633,9 @@ fn backend(m: &Model, filterable: &[&Field], writable: &[&Field], b: BackendKind
                 let now = #k::crud::now();
                 let q = #p::diesel::insert_into(#table::table)
                     .values((
-                        #table::#id_ident.eq(#k::crud::bind(#p::uuid::Uuid::new_v4())),
-                        #table::created_at.eq(#k::crud::bind(now)),
-                        #table::updated_at.eq(#k::crud::bind(now)),
+                        #table::#id_ident.eq(#p::bind(#p::uuid::Uuid::new_v4())),
+                        #table::created_at.eq(#p::bind(now)),
+                        #table::updated_at.eq(#p::bind(now)),
                         #(#insert_values)*
                     ))
                     .returning(<#ident as #p::diesel::SelectableHelper<#db>>::as_returning());
@@ -627,7 +644,7 @@ fn backend(m: &Model, filterable: &[&Field], writable: &[&Field], b: BackendKind
 
             pub(super) async fn update(
                 c: &mut #conn,
-                conds: &[#k::crud::Cond],
+                conds: #p::Node<'_>,
                 input: #update,
             ) -> ::core::result::Result<::core::option::Option<#ident>, #k::Error> {
                 let ::core::option::Option::Some(w) = condition(conds)? else {
@@ -637,7 +654,7 @@ fn backend(m: &Model, filterable: &[&Field], writable: &[&Field], b: BackendKind
                 let q = #p::diesel::update(#table::table.filter(w))
                     .set((
                         #(#update_values)*
-                        #table::updated_at.eq(#k::crud::bind(now)),
+                        #table::updated_at.eq(#p::bind(now)),
                     ))
                     .returning(<#ident as #p::diesel::SelectableHelper<#db>>::as_returning());
                 ::core::result::Result::Ok(#p::diesel::OptionalExtension::optional(
@@ -645,7 +662,7 @@ fn backend(m: &Model, filterable: &[&Field], writable: &[&Field], b: BackendKind
                 )?)
             }
 
-            pub(super) async fn delete(c: &mut #conn, conds: &[#k::crud::Cond]) -> ::core::result::Result<bool, #k::Error> {
+            pub(super) async fn delete(c: &mut #conn, conds: #p::Node<'_>) -> ::core::result::Result<bool, #k::Error> {
                 let ::core::option::Option::Some(w) = condition(conds)? else {
                     return ::core::result::Result::Err(everything());
                 };

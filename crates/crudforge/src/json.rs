@@ -123,7 +123,25 @@ fn check_text(value: &Value, path: &mut String) -> Result<(), Error> {
 ///
 /// 422 naming the member (or the object, for a missing or unknown member).
 pub fn from_value<T: DeserializeOwned>(v: Value) -> Result<T, Error> {
-    serde_path_to_error::deserialize::<_, T>(v).map_err(|e| {
+    decode(v)
+}
+
+/// Like [`from_value`], reading a borrowed value (to check a body against a second type
+/// without copying it).
+///
+/// # Errors
+///
+/// 422 naming the member.
+pub fn from_value_ref<T: DeserializeOwned>(v: &Value) -> Result<T, Error> {
+    decode(v)
+}
+
+fn decode<'de, T: DeserializeOwned, D>(d: D) -> Result<T, Error>
+where
+    D: serde::Deserializer<'de>,
+    D::Error: std::fmt::Display,
+{
+    serde_path_to_error::deserialize::<_, T>(d).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
         let msg = inner.to_string();

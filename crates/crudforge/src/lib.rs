@@ -20,32 +20,46 @@
 //! | Module | Purpose |
 //! |---|---|
 //! | [`config`] | the configuration keys, from the environment or code |
-//! | [`db`] | backends, pools, portable SQL types, migrations, query monitoring |
 //! | [`error`] | the problem+json error type |
-//! | [`health`] | the health endpoint |
+//! | [`db`] | backends, pools, portable SQL types, SQL functions, migrations, query monitoring |
+//! | [`schema`] | the library's own tables |
+//! | [`field`] | field metadata: kinds and flags of a resource's fields |
+//! | [`condition`] | filter values, operators and condition trees |
 //! | [`json`] | JSON request bodies for hand-written handlers |
-//! | [`openapi`] | the OpenAPI description and docs page |
-//! | [`crud`] | generated CRUD: resources, blueprints, filters, pagination |
 //! | [`auth`] | JWTs, passwords, the current user |
+//! | [`state`] | the shared state of a running API |
+//! | [`openapi`] | the OpenAPI description and docs page |
+//! | [`mount`] | what an API mounts |
 //! | [`perms`] | permission rules |
+//! | [`health`] | the health endpoint |
+//! | [`middleware`] | problem+json rendering, query timing, request tasks |
+//! | [`crud`] | generated CRUD: resources, blueprints, list queries, handlers |
 //! | [`users`] | the user system: users, roles, tokens, settings, domains, login |
 //! | [`api`] | the builder that mounts everything on an actix-web `App` |
+//!
+//! `docs/architecture.md` in the repository draws how they fit together.
 
 extern crate self as crudforge;
 
 pub mod api;
 pub mod auth;
+pub mod condition;
 pub mod config;
 pub mod crud;
 pub mod db;
 pub mod error;
+pub mod field;
 pub mod health;
 pub mod json;
+pub mod middleware;
+pub mod mount;
 pub mod openapi;
 pub mod perms;
+pub mod schema;
+pub mod state;
 pub mod users;
 
-pub use api::{Api, ApiState, IntoMount, Mount, MountError};
+pub use api::Api;
 pub use config::{Config, SqliteSynchronous};
 pub use crud::{CrudBlueprint, OpOptions, Operation, Resource};
 pub use crudforge_derive::Resource;
@@ -53,18 +67,10 @@ pub use db::sql_types;
 pub use db::{Backend, Conn, Database, DbOptions};
 pub use error::{Error, Problem, Result};
 pub use json::Json;
+pub use mount::{IntoMount, Mount, MountError};
+pub use state::ApiState;
 
 /// Items the derive macro's expansion names; not part of the public API.
 #[doc(hidden)]
-pub mod __private {
-    pub use actix_web;
-    pub use apistos;
-    pub use chrono;
-    pub use diesel;
-    pub use diesel_async;
-    pub use inventory;
-    pub use schemars;
-    pub use serde;
-    pub use serde_json;
-    pub use uuid;
-}
+#[path = "private.rs"]
+pub mod __private;

@@ -2,7 +2,7 @@
 //! so lists only ever contain readable rows.
 
 use crate::auth::CurrentUser;
-use crate::crud::{Arg, Cond};
+use crate::condition::{Arg, Cond, Condition};
 use crate::error::Error;
 use serde_json::{Map, Value};
 
@@ -11,8 +11,8 @@ use serde_json::{Map, Value};
 pub enum Access {
     /// Every row.
     All,
-    /// Only rows matching all these conditions.
-    Rows(Vec<Cond>),
+    /// Only rows matching this condition (comparisons combine with AND, OR and NOT).
+    Rows(Condition),
     /// Nothing; the caller must authenticate (401).
     Unauthenticated,
     /// Nothing; the caller is known but not allowed (403).
@@ -32,7 +32,7 @@ impl Access {
     /// Rows whose `field` holds the caller's id (anonymous: 401).
     pub fn owned_by(user: Option<&CurrentUser>, field: &'static str) -> Access {
         match user {
-            Some(u) => Access::Rows(vec![Cond::eq(field, Arg::Uuid(u.id))]),
+            Some(u) => Access::Rows(Cond::eq(field, Arg::Uuid(u.id)).into()),
             None => Access::Unauthenticated,
         }
     }
@@ -51,14 +51,14 @@ impl Access {
         Access::All
     }
 
-    /// The conditions to add to a query, or the error to return.
+    /// The condition to add to a query, or the error to return.
     ///
     /// # Errors
     ///
     /// 401 or 403.
-    pub fn into_conds(self) -> Result<Vec<Cond>, Error> {
+    pub fn into_conds(self) -> Result<Condition, Error> {
         match self {
-            Access::All => Ok(Vec::new()),
+            Access::All => Ok(Condition::always()),
             Access::Rows(c) => Ok(c),
             Access::Unauthenticated => Err(Error::Unauthorized("Authentication required.".into())),
             Access::Forbidden => Err(Error::Forbidden("You are not allowed to do this.".into())),
@@ -68,8 +68,8 @@ impl Access {
 
 /// A resource's permission rules, evaluated with the current user (`None` when anonymous).
 ///
-/// Administrators pass every rule before these are consulted. The defaults are DESIGN's:
-/// authenticated users may read, write and create; anonymous callers get 401.
+/// Administrators pass every rule before these are consulted. By default authenticated users
+/// may read, write and create, and anonymous callers get 401.
 pub trait Rules<R>: Send + Sync + 'static {
     /// Rows the caller may read (INDEX and GET), as a SQL scope.
     fn read(&self, user: Option<&CurrentUser>) -> Access {
@@ -108,7 +108,7 @@ pub trait Rules<R>: Send + Sync + 'static {
     }
 }
 
-/// DESIGN's default: any authenticated user may read, write and create.
+/// The default rules: any authenticated user may read, write and create.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DefaultRules;
 

@@ -1,12 +1,11 @@
 //! The five generic CRUD handlers: parse, check, one or two queries, respond.
 
-use super::blueprint::{Operation, Shared};
-use super::query::{parse_arg, Cond};
+use super::blueprint::Shared;
+use super::options::Operation;
 use super::{Pagination, Resource, Validate};
-use crate::api::ApiState;
+use crate::condition::{parse_arg, Arg, Cond, Condition};
 use crate::error::Error;
-#[allow(unused_imports)]
-use crate::perms::Rules as _;
+use crate::state::ApiState;
 use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::de::DeserializeOwned;
@@ -20,6 +19,13 @@ fn parent_conds<R: Resource>(shared: &Shared<R>, req: &HttpRequest) -> Result<Ve
         let arg = parse_arg(field.kind, raw).map_err(|_| not_found::<R>())?;
         conds.push(Cond::eq(field.name, arg));
     }
+    Ok(conds)
+}
+
+/// The conditions that address one item: its parents and its key.
+fn item_conds<R: Resource>(shared: &Shared<R>, req: &HttpRequest) -> Result<Vec<Cond>, Error> {
+    let mut conds = parent_conds(shared, req)?;
+    conds.push(key_cond(shared, req)?);
     Ok(conds)
 }
 
@@ -70,16 +76,16 @@ enum Caller {
 }
 
 impl Caller {
-    fn read_conds<R: Resource>(&self, shared: &Shared<R>) -> Result<Vec<Cond>, Error> {
+    fn read_scope<R: Resource>(&self, shared: &Shared<R>) -> Result<Condition, Error> {
         match self {
-            Caller::Public | Caller::Admin(_) => Ok(Vec::new()),
+            Caller::Public | Caller::Admin(_) => Ok(Condition::always()),
             Caller::User(u) => shared.rules.read(u.as_ref()).into_conds(),
         }
     }
 
-    fn write_conds<R: Resource>(&self, shared: &Shared<R>) -> Result<Vec<Cond>, Error> {
+    fn write_scope<R: Resource>(&self, shared: &Shared<R>) -> Result<Condition, Error> {
         match self {
-            Caller::Public | Caller::Admin(_) => Ok(Vec::new()),
+            Caller::Public | Caller::Admin(_) => Ok(Condition::always()),
             Caller::User(u) => shared.rules.write(u.as_ref()).into_conds(),
         }
     }
@@ -133,7 +139,7 @@ fn not_found<R: Resource>() -> Error {
     Error::NotFound(format!("No {} exists at this path.", R::NAME).into())
 }
 
-pub(crate) use crate::json::from_value;
+use crate::json::from_value;
 
 /// Reads a JSON object body.
 fn json_object(
@@ -166,16 +172,10 @@ fn decode<R: Resource, T: DeserializeOwned + Validate>(
             ));
         }
     }
-    let mut v;
-    if let Some((_, parse)) = shared.ops.get(&op).and_then(|o| o.input) {
-        let present: Vec<String> = obj.keys().cloned().collect();
-        v = parse(serde_json::Value::Object(obj))?;
-        // Members the client did not send stay absent (not `null`).
-        if let serde_json::Value::Object(m) = &mut v {
-            m.retain(|k, _| present.contains(k));
-        }
-    } else {
-        v = serde_json::Value::Object(obj);
+    let mut v = serde_json::Value::Object(obj);
+    // A substituted input schema checks the body first; the same members then feed `T`.
+    if let Some((_, check)) = shared.ops.get(&op).and_then(|o| o.input) {
+        check(&v)?;
     }
     if let serde_json::Value::Object(m) = &mut v {
         for c in parents {
@@ -187,8 +187,7 @@ fn decode<R: Resource, T: DeserializeOwned + Validate>(
     Ok(t)
 }
 
-fn arg_json(arg: &super::Arg) -> serde_json::Value {
-    use super::Arg;
+fn arg_json(arg: &Arg) -> serde_json::Value {
     match arg {
         Arg::Text(s) => s.clone().into(),
         Arg::Int(i) => (*i).into(),
@@ -269,9 +268,9 @@ pub(crate) async fn index<R: Resource>(
         st.config.max_page_size,
     )?
     .query;
-    let mut conds = parent_conds(shared, &req)?;
-    conds.append(&mut who.read_conds(shared)?);
-    conds.append(&mut q.conds);
+    let conds = Condition::from(parent_conds(shared, &req)?)
+        .and(who.read_scope(shared)?)
+        .and(std::mem::take(&mut q.conds));
     let mut conn = st.db.get().await?;
     let items = R::select(
         &mut conn,
@@ -319,15 +318,22 @@ pub(crate) async fn get<R: Resource>(
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
     let who = caller(shared, &req, Operation::Get).await?;
-    let mut conds = parent_conds(shared, &req)?;
-    conds.push(key_cond(shared, &req)?);
-    conds.append(&mut who.read_conds(shared)?);
+    let addressed = item_conds(shared, &req)?;
+    let scope = who.read_scope(shared)?;
     let mut conn = st.db.get().await?;
-    let item = R::select(&mut conn, &conds, &[], Some((1, 0)))
+    // Lookup by key alone (no rule scope) is a static, statement-cached query.
+    let item = if scope.is_always() {
+        R::select(&mut conn, &addressed, &[], Some((1, 0))).await?
+    } else {
+        R::select(
+            &mut conn,
+            &Condition::from(addressed).and(scope),
+            &[],
+            Some((1, 0)),
+        )
         .await?
-        .into_iter()
-        .next()
-        .ok_or_else(not_found::<R>)?;
+    };
+    let item = item.into_iter().next().ok_or_else(not_found::<R>)?;
     drop(conn);
     let out = render_one(shared, Operation::Get, &st.db, item).await?;
     Ok(json(actix_web::http::StatusCode::OK, out))
@@ -379,17 +385,15 @@ pub(crate) async fn update<R: Resource>(
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
     let who = caller(shared, &req, Operation::Patch).await?;
-    let mut conds = parent_conds(shared, &req)?;
-    conds.push(key_cond(shared, &req)?);
+    let addressed = item_conds(shared, &req)?;
     let obj = json_object(&req, &body)?;
     check_members(shared, &who, &obj)?;
     let mut input: R::Update = decode(shared, Operation::Patch, obj, &[])?;
     hash_passwords(&mut input, st.config.bcrypt_cost).await?;
-    let addressed = conds.len();
-    conds.append(&mut who.write_conds(shared)?);
+    let conds = Condition::from(addressed.clone()).and(who.write_scope(shared)?);
     let mut conn = st.db.get().await?;
     let Some(item) = R::update(&mut conn, &conds, input).await? else {
-        return Err(refused(shared, &who, &mut conn, &conds[..addressed]).await);
+        return Err(refused(shared, &who, &mut conn, addressed).await);
     };
     drop(conn);
     let out = render_one(shared, Operation::Patch, &st.db, item).await?;
@@ -403,15 +407,13 @@ pub(crate) async fn delete<R: Resource>(
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
     let who = caller(shared, &req, Operation::Delete).await?;
-    let mut conds = parent_conds(shared, &req)?;
-    conds.push(key_cond(shared, &req)?);
-    let addressed = conds.len();
-    conds.append(&mut who.write_conds(shared)?);
+    let addressed = item_conds(shared, &req)?;
+    let conds = Condition::from(addressed.clone()).and(who.write_scope(shared)?);
     let mut conn = st.db.get().await?;
     if R::delete(&mut conn, &conds).await? {
         Ok(HttpResponse::NoContent().finish())
     } else {
-        Err(refused(shared, &who, &mut conn, &conds[..addressed]).await)
+        Err(refused(shared, &who, &mut conn, addressed).await)
     }
 }
 
@@ -421,13 +423,12 @@ async fn refused<R: Resource>(
     shared: &Shared<R>,
     who: &Caller,
     conn: &mut crate::db::Conn,
-    addressed: &[Cond],
+    addressed: Vec<Cond>,
 ) -> Error {
-    let Ok(read) = who.read_conds(shared) else {
+    let Ok(read) = who.read_scope(shared) else {
         return not_found::<R>();
     };
-    let conds: Vec<Cond> = addressed.iter().cloned().chain(read).collect();
-    match R::count(conn, &conds).await {
+    match R::count(conn, &Condition::from(addressed).and(read)).await {
         Ok(n) if n > 0 => Error::Forbidden("You may not change this item.".into()),
         Ok(_) => not_found::<R>(),
         Err(e) => e,

@@ -6,118 +6,26 @@
 //! lives here.
 
 pub mod blueprint;
+mod docs;
 mod handlers;
+pub mod options;
 pub mod query;
 pub mod registry;
+pub mod route;
 
-pub use blueprint::{CrudBlueprint, CustomRoute, OpOptions, Operation, Present};
-pub use query::{Arg, Cond, FromArg, ListQuery, Op, Sort};
+pub use crate::condition::{Arg, Cond, Condition, Conditions, FromArg, Op, Sort};
+pub use crate::field::{FieldInfo, Kind};
+pub use blueprint::CrudBlueprint;
+pub use options::{OpOptions, OpSetting, Operation, Present};
+pub use query::ListQuery;
+pub use route::{CustomRoute, OperationType, RouteDoc};
 
 use crate::db::Conn;
 use crate::error::Error;
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use std::future::Future;
-
-/// What kind of value a field holds; decides which filters apply.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// `String`: equality, `__ne`, `__in`, `__like`, `__ilike`.
-    Text,
-    /// `i16`, `i32`, `i64`: equality, `__ne`, `__in`, `__gt`, `__lt`, `__gte`, `__lte`.
-    Integer,
-    /// `f32`, `f64`: as integers.
-    Float,
-    /// `bool`: equality and `__ne`.
-    Bool,
-    /// `uuid::Uuid`: equality, `__ne`, `__in`.
-    Uuid,
-    /// `DateTime<Utc>`: as numbers, plus `__from` / `__to`.
-    DateTime,
-    /// `NaiveDate`: as date-times.
-    Date,
-    /// `serde_json::Value`: not filterable.
-    Json,
-    /// Another type: equality, `__ne`, `__in`, parsed from text by [`FromArg`].
-    Other,
-}
-
-/// Metadata of one stored field of a resource.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FieldInfo {
-    /// Field (and column) name.
-    pub name: &'static str,
-    /// Value kind.
-    pub kind: Kind,
-    /// `Option<_>` field (nullable column).
-    pub nullable: bool,
-    /// Usable in filters and `sort`.
-    pub filterable: bool,
-    /// Not accepted in POST or PATCH bodies.
-    pub read_only: bool,
-    /// Accepted in bodies but never returned (and never filterable).
-    pub write_only: bool,
-    /// Smallest and largest value of an integer field narrower than `i64`.
-    pub int_range: Option<(i64, i64)>,
-}
-
-impl FieldInfo {
-    /// A filterable, writable, non-null field.
-    pub const fn new(name: &'static str, kind: Kind) -> Self {
-        FieldInfo {
-            name,
-            kind,
-            nullable: false,
-            filterable: !matches!(kind, Kind::Json),
-            read_only: false,
-            write_only: false,
-            int_range: None,
-        }
-    }
-
-    /// Whether values of the field can be compared: a sort key, a `res_id` or a parent in a
-    /// nested prefix (filterable and not JSON).
-    pub const fn comparable(&self) -> bool {
-        self.filterable && !matches!(self.kind, Kind::Json)
-    }
-
-    /// Records the value range of an `i16` or `i32` field (documented on its filters).
-    #[must_use]
-    pub const fn int_range(mut self, min: i64, max: i64) -> Self {
-        self.int_range = Some((min, max));
-        self
-    }
-
-    /// Marks the field nullable.
-    #[must_use]
-    pub const fn nullable(mut self) -> Self {
-        self.nullable = true;
-        self
-    }
-
-    /// Excludes the field from filters and sorting.
-    #[must_use]
-    pub const fn not_filterable(mut self) -> Self {
-        self.filterable = false;
-        self
-    }
-
-    /// Marks the field read-only.
-    #[must_use]
-    pub const fn read_only(mut self) -> Self {
-        self.read_only = true;
-        self
-    }
-
-    /// Marks the field write-only (never returned, never filterable).
-    #[must_use]
-    pub const fn write_only(mut self) -> Self {
-        self.write_only = true;
-        self.filterable = false;
-        self
-    }
-}
 
 /// Body validation beyond types: lengths, formats. Generated for create and update schemas.
 pub trait Validate {
@@ -139,7 +47,8 @@ pub trait Validate {
 ///
 /// The database operations take a checked-out [`Conn`] and run typed Diesel code for its
 /// backend. Every operation that addresses rows takes the conditions that select them (the key,
-/// a parent scope, a permission scope), combined with AND.
+/// a parent scope, a permission scope, the caller's filters) as a [`Condition`] tree or as
+/// comparisons combined with AND (`&[Cond]`), through [`Conditions`].
 pub trait Resource: Sized + 'static {
     /// POST body.
     type Create: DeserializeOwned + schemars::JsonSchema + Validate;
@@ -161,13 +70,16 @@ pub trait Resource: Sized + 'static {
     /// Rows matching `conds`, in `sort` order (default: `created_at`, then id), one page.
     fn select(
         conn: &mut Conn,
-        conds: &[Cond],
+        conds: &(impl Conditions + ?Sized),
         sort: &[Sort],
         page: Option<(i64, i64)>,
     ) -> impl Future<Output = Result<Vec<Self>, Error>>;
 
     /// Number of rows matching `conds`.
-    fn count(conn: &mut Conn, conds: &[Cond]) -> impl Future<Output = Result<i64, Error>>;
+    fn count(
+        conn: &mut Conn,
+        conds: &(impl Conditions + ?Sized),
+    ) -> impl Future<Output = Result<i64, Error>>;
 
     /// Inserts a row: a new id, `created_at` and `updated_at` now.
     fn insert(conn: &mut Conn, input: Self::Create) -> impl Future<Output = Result<Self, Error>>;
@@ -175,12 +87,15 @@ pub trait Resource: Sized + 'static {
     /// Updates the row matching `conds` (and `updated_at`); `None` when no row matches.
     fn update(
         conn: &mut Conn,
-        conds: &[Cond],
+        conds: &(impl Conditions + ?Sized),
         input: Self::Update,
     ) -> impl Future<Output = Result<Option<Self>, Error>>;
 
     /// Deletes the row matching `conds`; false when no row matches.
-    fn delete(conn: &mut Conn, conds: &[Cond]) -> impl Future<Output = Result<bool, Error>>;
+    fn delete(
+        conn: &mut Conn,
+        conds: &(impl Conditions + ?Sized),
+    ) -> impl Future<Output = Result<bool, Error>>;
 
     /// The resource's permission rules (set with `#[resource(rules = ...)]`; default
     /// [`DefaultRules`](crate::perms::DefaultRules)).
@@ -240,39 +155,6 @@ macro_rules! bind_portable {
     )*};
 }
 bind_portable!(uuid::Uuid, DateTime<Utc>, serde_json::Value);
-
-/// Binds a value for its column (see [`IntoBind`]).
-pub fn bind<T: IntoBind>(v: T) -> T::Bind {
-    v.into_bind()
-}
-
-/// Deserializes a PATCH member of a nullable field: absent stays `None` (through
-/// `#[serde(default)]`), `null` becomes `Some(None)`.
-///
-/// # Errors
-///
-/// The inner value's errors.
-pub fn double_option<'de, T, D>(d: D) -> Result<Option<Option<T>>, D::Error>
-where
-    T: Deserialize<'de>,
-    D: Deserializer<'de>,
-{
-    Option::<T>::deserialize(d).map(Some)
-}
-
-/// Deserializes a PATCH member of a non-null field: absent stays `None` (through
-/// `#[serde(default)]`); `null` is refused, because the field cannot be cleared.
-///
-/// # Errors
-///
-/// `null`, or the inner value's errors.
-pub fn present<'de, T, D>(d: D) -> Result<Option<T>, D::Error>
-where
-    T: Deserialize<'de>,
-    D: Deserializer<'de>,
-{
-    T::deserialize(d).map(Some)
-}
 
 /// Checks a string's length in characters.
 ///
@@ -392,7 +274,7 @@ impl<R: Resource> actix_web::FromRequest for Filter<R> {
 
     fn from_request(req: &actix_web::HttpRequest, _: &mut actix_web::dev::Payload) -> Self::Future {
         let (default, max) = req
-            .app_data::<actix_web::web::Data<crate::api::ApiState>>()
+            .app_data::<actix_web::web::Data<crate::state::ApiState>>()
             .map_or((25, 100), |s| {
                 (s.config.default_page_size, s.config.max_page_size)
             });
@@ -400,87 +282,15 @@ impl<R: Resource> actix_web::FromRequest for Filter<R> {
     }
 }
 
-/// SQL functions generated code uses.
+/// SQL functions of crudforge's queries (moved to [`crate::db::functions`]).
 pub mod sql {
-    use diesel::sql_types::{Nullable, Text};
-
-    diesel::define_sql_function! {
-        /// `lower(text)`.
-        #[sql_name = "lower"]
-        fn lower_text(x: Text) -> Text;
-    }
-
-    diesel::define_sql_function! {
-        /// Unicode lower case on SQLite, whose own `lower()` folds ASCII letters only; `__ilike`
-        /// uses it so that `É` matches `é` as it does in PostgreSQL. Registered on every pooled
-        /// SQLite connection by [`register_sqlite_functions`].
-        #[sql_name = "crudforge_lower"]
-        fn unicode_lower(x: Text) -> Text;
-    }
-
-    diesel::define_sql_function! {
-        /// [`unicode_lower`] on a nullable column.
-        #[sql_name = "crudforge_lower"]
-        fn unicode_lower_nullable(x: Nullable<Text>) -> Nullable<Text>;
-    }
-
-    /// Registers the SQL functions generated SQLite queries call (`crudforge_lower`). The
-    /// database's pool does it for each connection it opens; call it on a connection opened
-    /// some other way before running generated queries on it.
-    ///
-    /// # Errors
-    ///
-    /// SQLite refuses the registration.
-    pub fn register_sqlite_functions(
-        conn: &mut diesel::sqlite::SqliteConnection,
-    ) -> diesel::QueryResult<()> {
-        // One registration serves both declarations: SQLite functions are untyped, and NULL
-        // stays NULL.
-        unicode_lower_nullable_utils::register_impl(conn, |x: Option<String>| {
-            x.map(|s| s.to_lowercase())
-        })
-    }
-}
-
-/// Converts a condition's value for generated code; a value out of range is a 400 naming the
-/// parameter.
-///
-/// # Errors
-///
-/// The value does not fit the field's type.
-pub fn arg<T: FromArg>(cond: &Cond) -> Result<T, Error> {
-    T::from_arg(&cond.arg).map_err(|e| arg_error(cond, e))
-}
-
-/// Converts the members of an `__in` condition for generated code.
-///
-/// # Errors
-///
-/// A member does not fit the field's type.
-pub fn args<T: FromArg + IntoBind>(cond: &Cond) -> Result<Vec<T::Bind>, Error> {
-    query::list_of::<T>(&cond.arg)
-        .map(|v| v.into_iter().map(IntoBind::into_bind).collect())
-        .map_err(|e| arg_error(cond, e))
-}
-
-/// The error generated code returns for a condition it cannot apply (never reached through
-/// the HTTP layer, which checks conditions first).
-pub fn unsupported(cond: &Cond) -> Error {
-    Error::bad_param(
-        cond.param.clone(),
-        format!("this filter does not apply to `{}`", cond.field),
-    )
+    pub use crate::db::functions::register_sqlite_functions;
 }
 
 /// The current time, at the microsecond precision both backends store.
 pub fn now() -> DateTime<Utc> {
     use chrono::SubsecRound;
     Utc::now().trunc_subsecs(6)
-}
-
-/// Maps a conversion failure inside generated code to a 400 naming the parameter.
-pub fn arg_error(cond: &Cond, why: String) -> Error {
-    Error::bad_param(cond.param.clone(), why)
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! is typed by backend, so code that queries takes a [`Conn`] and runs the same Diesel
 //! expression on whichever connection it holds, usually through [`with_conn!`](crate::with_conn).
 
+pub mod functions;
 pub mod monitor;
 pub mod sql_types;
 
@@ -256,7 +257,7 @@ impl Database {
                         let mut conn = SqliteConn::establish(&url).await?;
                         conn.spawn_blocking(move |c| {
                             c.batch_execute(&sqlite_pragmas(sqlite_synchronous))?;
-                            crate::crud::sql::register_sqlite_functions(c)
+                            functions::register_sqlite_functions(c)
                         })
                         .await
                         .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;

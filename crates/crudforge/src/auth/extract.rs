@@ -1,0 +1,187 @@
+//! The current user of a request, from `Authorization: Bearer`, and the extractors that
+//! require one ([`Auth`], [`MaybeAuth`], [`Admin`]).
+
+use super::tokens::TokenKind;
+use super::user::{CurrentUser, RoleGrant};
+use crate::db::sql_types::Portable;
+use crate::db::Database;
+use crate::error::Error;
+use crate::schema::{user_roles, users};
+use crate::state::ApiState;
+use crate::with_conn;
+use actix_web::dev::Payload;
+use actix_web::{FromRequest, HttpMessage, HttpRequest};
+use diesel::prelude::*;
+use futures_util::future::LocalBoxFuture;
+use uuid::Uuid;
+
+/// Outcome of reading the `Authorization` header, cached per request.
+#[derive(Clone)]
+struct Authenticated(Result<Option<CurrentUser>, (u16, String)>);
+
+/// The caller, from `Authorization: Bearer <access token>`: `None` without the header.
+/// Loads the user with its roles in one query and caches it for the request.
+///
+/// # Errors
+///
+/// 401 for a malformed header, an invalid, expired or non-access token, or a user that no
+/// longer exists or is disabled.
+pub async fn current_user(req: &HttpRequest) -> Result<Option<CurrentUser>, Error> {
+    if let Some(Authenticated(r)) = req.extensions().get::<Authenticated>().cloned() {
+        return r.map_err(|(_, m)| Error::Unauthorized(m.into()));
+    }
+    // The lookup runs as a task of its own. Actix polls a handler's extractors together and
+    // drops the others as soon as one fails (a malformed JSON body next to `Auth`); dropping
+    // an unfinished SQLite query panics on actix's single-threaded workers (diesel-async waits
+    // for the blocking task with `block_in_place`). A detached task is never dropped midway.
+    if req
+        .headers()
+        .get(actix_web::http::header::AUTHORIZATION)
+        .is_none()
+    {
+        return Ok(None);
+    }
+    let r = req.clone();
+    // The task keeps counting its query towards the request's statistics.
+    let stats = crate::db::monitor::QueryStats::current();
+    let result = actix_web::rt::spawn(async move {
+        match stats {
+            Some(s) => crate::db::monitor::QueryStats::scope(s, authenticate(&r)).await,
+            None => authenticate(&r).await,
+        }
+    })
+    .await
+    .unwrap_or_else(|e| Err(Error::Internal(format!("authentication task: {e}"))));
+    let cached = match &result {
+        Ok(u) => Ok(u.clone()),
+        Err(e) => Err((401, e.to_string())),
+    };
+    req.extensions_mut().insert(Authenticated(cached));
+    result
+}
+
+/// Like [`current_user`], but anonymous callers get 401.
+///
+/// # Errors
+///
+/// 401.
+pub async fn require_user(req: &HttpRequest) -> Result<CurrentUser, Error> {
+    current_user(req)
+        .await?
+        .ok_or_else(|| Error::Unauthorized("Authentication required.".into()))
+}
+
+async fn authenticate(req: &HttpRequest) -> Result<Option<CurrentUser>, Error> {
+    let Some(header) = req.headers().get(actix_web::http::header::AUTHORIZATION) else {
+        return Ok(None);
+    };
+    let value = header
+        .to_str()
+        .map_err(|_| Error::Unauthorized("Malformed Authorization header.".into()))?;
+    let token = value
+        .strip_prefix("Bearer ")
+        .or_else(|| value.strip_prefix("bearer "))
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| Error::Unauthorized("Expected `Authorization: Bearer <token>`.".into()))?;
+    let st = ApiState::of(req)?;
+    let claims = st.tokens.verify(token, TokenKind::Access)?;
+    let user = load_user(&st.db, claims.sub)
+        .await?
+        .filter(|u| u.is_enabled)
+        .ok_or_else(|| {
+            Error::Unauthorized("The token's user does not exist or is disabled.".into())
+        })?;
+    Ok(Some(user))
+}
+
+/// Extractor for handlers that need a signed-in user (401 otherwise).
+#[derive(Debug, Clone)]
+pub struct Auth(pub CurrentUser);
+
+impl FromRequest for Auth {
+    type Error = Error;
+    type Future = LocalBoxFuture<'static, Result<Self, Self::Error>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let req = req.clone();
+        Box::pin(async move { require_user(&req).await.map(Auth) })
+    }
+}
+
+/// Extractor for handlers that accept anonymous callers but use the user when there is one
+/// (an invalid token is still a 401).
+#[derive(Debug, Clone)]
+pub struct MaybeAuth(pub Option<CurrentUser>);
+
+impl FromRequest for MaybeAuth {
+    type Error = Error;
+    type Future = LocalBoxFuture<'static, Result<Self, Self::Error>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let req = req.clone();
+        Box::pin(async move { current_user(&req).await.map(MaybeAuth) })
+    }
+}
+
+/// Extractor for administrators (401 anonymous, 403 others).
+#[derive(Debug, Clone)]
+pub struct Admin(pub CurrentUser);
+
+impl FromRequest for Admin {
+    type Error = Error;
+    type Future = LocalBoxFuture<'static, Result<Self, Self::Error>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let req = req.clone();
+        Box::pin(async move {
+            let u = require_user(&req).await?;
+            if u.is_admin() {
+                Ok(Admin(u))
+            } else {
+                Err(Error::Forbidden("Administrators only.".into()))
+            }
+        })
+    }
+}
+
+/// Loads a user and its roles in one query; `None` when no such user exists.
+///
+/// # Errors
+///
+/// Database errors.
+pub async fn load_user(db: &Database, id: Uuid) -> Result<Option<CurrentUser>, Error> {
+    let mut conn = db.get().await?;
+    type Row = (Uuid, String, bool, Option<String>, Option<Uuid>);
+    let rows: Vec<Row> = with_conn!(conn, |c| {
+        diesel_async::RunQueryDsl::load(
+            users::table
+                .left_join(user_roles::table)
+                .filter(users::id.eq(Portable(id)))
+                .select((
+                    users::id,
+                    users::email,
+                    users::is_enabled,
+                    user_roles::role.nullable(),
+                    user_roles::domain_id.nullable(),
+                )),
+            c,
+        )
+        .await
+    })?;
+    let Some(first) = rows.first() else {
+        return Ok(None);
+    };
+    let mut user = CurrentUser {
+        id: first.0,
+        email: first.1.clone(),
+        is_enabled: first.2,
+        roles: Vec::new(),
+    };
+    for (_, _, _, role, domain_id) in rows {
+        if let Some(role) = role {
+            user.roles.push(RoleGrant { role, domain_id });
+        }
+    }
+    Ok(Some(user))
+}

@@ -1,0 +1,15 @@
+//! Authentication: JWTs (access, refresh, recovery), bcrypt passwords hashed off the async
+//! workers, and the current user, loaded with its roles in one query.
+//!
+//! [`tokens`] and [`password`] are pure building blocks; [`extract`] reads a request's
+//! `Authorization` header with them.
+
+pub mod extract;
+pub mod password;
+pub mod tokens;
+pub mod user;
+
+pub use extract::{current_user, load_user, require_user, Admin, Auth, MaybeAuth};
+pub use password::{hash_password, hash_password_for, verify_password, MAX_PASSWORD_BYTES};
+pub use tokens::{Claims, TokenKind, Tokens};
+pub use user::{CurrentUser, RoleGrant};

@@ -1,0 +1,448 @@
+//! What each generated operation and custom route adds to the OpenAPI description.
+
+use super::blueprint::{normalize_prefix, Mounted};
+use super::options::{OpOptions, Operation};
+use super::{FieldInfo, Kind, Page, Resource};
+use crate::condition::{operators_for, Value};
+use crate::openapi::{json_body, json_response, parameter, problem_response, ApiDoc};
+use actix_web::http::StatusCode;
+use apistos::paths::{Operation as OpDoc, OperationType, ParameterIn, Responses};
+use apistos::reference_or::ReferenceOr;
+use schemars::schema::Schema;
+use std::collections::BTreeMap;
+
+/// Adds a mounted blueprint's operations and custom routes to the description.
+pub(super) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
+    for (op, options) in &m.shared.ops {
+        document_op::<R>(doc, *op, options, m);
+    }
+    for c in &m.custom {
+        let mut responses = Responses::default();
+        let status = c
+            .doc
+            .status
+            .and_then(|s| StatusCode::from_u16(s).ok())
+            .unwrap_or(StatusCode::OK);
+        let reason = status.canonical_reason().unwrap_or("OK");
+        let mut ok = match c.doc.response {
+            Some(f) => json_response(reason, f(doc)),
+            None => ReferenceOr::Object(apistos::paths::Response {
+                description: reason.to_owned(),
+                ..Default::default()
+            }),
+        };
+        if let (true, ReferenceOr::Object(r)) = (c.doc.text, &mut ok) {
+            let text = doc.schema::<String>();
+            r.content.insert(
+                "text/plain".to_owned(),
+                apistos::paths::MediaType {
+                    schema: Some(text),
+                    ..Default::default()
+                },
+            );
+        }
+        responses.responses.insert(status.as_u16().to_string(), ok);
+        for status in &c.doc.errors {
+            if let Ok(s) = StatusCode::from_u16(*status) {
+                let (k, v) = problem_response(doc, s);
+                responses.responses.insert(k, v);
+            }
+        }
+        let path = format!("{}{}", m.prefix, c.path);
+        let mut extensions = apistos::IndexMap::new();
+        if c.doc.public {
+            extensions.insert("x-public".to_owned(), serde_json::Value::Bool(true));
+        }
+        let mut parameters = path_params(doc, &m.shared.parents, None);
+        // Parameters of the route's own path (`{user_id}/settings/`) must be declared too.
+        let (_, own) = normalize_prefix(&c.path);
+        for p in own {
+            if !m.shared.parents.iter().any(|(_, q)| *q == p) {
+                let s = doc.generator().subschema_for::<String>();
+                parameters.push(parameter(&p, ParameterIn::Path, true, None, s));
+            }
+        }
+        let op = OpDoc {
+            tags: vec![c.doc.tag.clone().unwrap_or_else(|| R::NAME.to_owned())],
+            summary: c.doc.summary.clone(),
+            description: c.doc.description.clone(),
+            operation_id: c.doc.operation_id.clone(),
+            parameters,
+            request_body: c.doc.body.map(|f| json_body(f(doc))),
+            responses,
+            security: security(c.doc.public),
+            extensions,
+            ..Default::default()
+        };
+        doc.add_operation(&path, c.method, op);
+    }
+}
+
+/// A query parameter holding a non-empty comma-separated list of `item` values.
+fn list_parameter(
+    name: &str,
+    description: String,
+    item: Schema,
+) -> ReferenceOr<apistos::paths::Parameter> {
+    use schemars::schema::{ArrayValidation, InstanceType, SchemaObject, SingleOrVec};
+    let schema = Schema::Object(SchemaObject {
+        instance_type: Some(InstanceType::Array.into()),
+        array: Some(Box::new(ArrayValidation {
+            items: Some(SingleOrVec::Single(Box::new(item))),
+            min_items: Some(1),
+            ..Default::default()
+        })),
+        ..Default::default()
+    });
+    let mut p = parameter(name, ParameterIn::Query, false, Some(description), schema);
+    if let ReferenceOr::Object(p) = &mut p {
+        p.style = Some(apistos::paths::ParameterStyle::Form);
+        p.explode = Some(false);
+    }
+    p
+}
+
+/// `sort`: a string whose pattern lists the sortable fields.
+fn sort_schema<R: Resource>() -> Schema {
+    use schemars::schema::{InstanceType, SchemaObject, StringValidation};
+    let keys = R::FIELDS
+        .iter()
+        .filter(|f| f.comparable())
+        .map(|f| f.name)
+        .collect::<Vec<_>>()
+        .join("|");
+    Schema::Object(SchemaObject {
+        instance_type: Some(InstanceType::String.into()),
+        string: Some(Box::new(StringValidation {
+            pattern: Some(format!("^([+-]?({keys})(,[+-]?({keys}))*)?$")),
+            ..Default::default()
+        })),
+        ..Default::default()
+    })
+}
+
+/// An integer schema with bounds.
+fn integer_schema(min: u32, max: u32) -> Schema {
+    use schemars::schema::{InstanceType, NumberValidation, SchemaObject};
+    let format = if i32::try_from(max).is_ok() {
+        "int32"
+    } else {
+        "int64"
+    };
+    Schema::Object(SchemaObject {
+        instance_type: Some(InstanceType::Integer.into()),
+        format: Some(format.to_owned()),
+        number: Some(Box::new(NumberValidation {
+            minimum: Some(f64::from(min)),
+            maximum: Some(f64::from(max)),
+            ..Default::default()
+        })),
+        ..Default::default()
+    })
+}
+
+/// The schema of a filter value of field `f`: its kind's, with the range of narrow integers.
+fn field_schema(doc: &mut ApiDoc, f: &FieldInfo) -> Schema {
+    let mut s = kind_schema(doc, f.kind);
+    if let (Some((min, max)), Schema::Object(o)) = (f.int_range, &mut s) {
+        o.format = Some("int32".to_owned());
+        let n = o.number();
+        n.minimum = Some(min as f64);
+        n.maximum = Some(max as f64);
+    }
+    s
+}
+
+fn kind_schema(doc: &mut ApiDoc, kind: Kind) -> Schema {
+    let g = doc.generator();
+    match kind {
+        Kind::Text | Kind::Other => g.subschema_for::<String>(),
+        Kind::Integer => g.subschema_for::<i64>(),
+        Kind::Float => g.subschema_for::<f64>(),
+        Kind::Bool => g.subschema_for::<bool>(),
+        Kind::Uuid => g.subschema_for::<uuid::Uuid>(),
+        Kind::DateTime => g.subschema_for::<chrono::DateTime<chrono::Utc>>(),
+        Kind::Date => g.subschema_for::<chrono::NaiveDate>(),
+        Kind::Json => g.subschema_for::<serde_json::Value>(),
+    }
+}
+
+fn path_params(
+    doc: &mut ApiDoc,
+    parents: &[(&'static FieldInfo, String)],
+    item: Option<(&'static FieldInfo, &str)>,
+) -> Vec<ReferenceOr<apistos::paths::Parameter>> {
+    let mut out = Vec::new();
+    for (f, p) in parents {
+        let s = kind_schema(doc, f.kind);
+        out.push(parameter(
+            p,
+            ParameterIn::Path,
+            true,
+            Some(format!("Parent `{}`", f.name)),
+            s,
+        ));
+    }
+    if let Some((f, p)) = item {
+        let s = kind_schema(doc, f.kind);
+        out.push(parameter(
+            p,
+            ParameterIn::Path,
+            true,
+            Some(format!("The item's `{}`", f.name)),
+            s,
+        ));
+    }
+    out
+}
+
+fn document_op<R: Resource>(doc: &mut ApiDoc, op: Operation, o: &OpOptions<R>, m: &Mounted<R>) {
+    let shared = &m.shared;
+    let response = match (o.presenter, o.response) {
+        (Some((schema, _)), _) | (None, Some((schema, _))) => schema(doc),
+        (None, None) => doc.schema::<R::Response>(),
+    };
+    let mut responses = BTreeMap::new();
+    let mut params;
+    let mut body = None;
+    let (path, method, summary) = match op {
+        Operation::Index => {
+            params = path_params(doc, &shared.parents, None);
+            let max = doc.max_page_size();
+            params.push(parameter(
+                "page",
+                ParameterIn::Query,
+                false,
+                Some("Page number, from 1 (default 1).".into()),
+                integer_schema(1, u32::MAX),
+            ));
+            params.push(parameter(
+                "page_size",
+                ParameterIn::Query,
+                false,
+                Some(format!(
+                    "Items per page, 1 to {max} (the default is set by configuration)."
+                )),
+                integer_schema(1, max),
+            ));
+            params.push(parameter("sort", ParameterIn::Query, false, Some("Comma-separated fields; `-field` sorts descending. Default: created_at, then id.".into()), sort_schema::<R>()));
+            for f in R::FIELDS.iter().filter(|f| f.filterable && !f.write_only) {
+                for o in operators_for(f.kind, f.nullable) {
+                    let name = if o.suffix.is_empty() {
+                        f.name.to_owned()
+                    } else {
+                        format!("{}__{}", f.name, o.suffix)
+                    };
+                    let description = format!("`{}` {}", f.name, o.description);
+                    params.push(match o.value {
+                        // Comma-separated values: OpenAPI's form style without explode.
+                        Value::List => list_parameter(&name, description, field_schema(doc, f)),
+                        Value::Pattern => {
+                            let s = doc.generator().subschema_for::<String>();
+                            parameter(&name, ParameterIn::Query, false, Some(description), s)
+                        }
+                        Value::Flag => {
+                            let s = doc.generator().subschema_for::<bool>();
+                            parameter(&name, ParameterIn::Query, false, Some(description), s)
+                        }
+                        Value::Field | Value::DayStart | Value::DayEnd => {
+                            let s = field_schema(doc, f);
+                            parameter(&name, ParameterIn::Query, false, Some(description), s)
+                        }
+                    });
+                }
+            }
+            let page = page_schema(doc, response);
+            responses.insert("200".to_owned(), json_response("One page of items", page));
+            responses.extend([problem_response(doc, StatusCode::BAD_REQUEST)]);
+            (
+                m.prefix.clone(),
+                OperationType::Get,
+                format!("List {}", R::NAME),
+            )
+        }
+        Operation::Get => {
+            params = path_params(
+                doc,
+                &shared.parents,
+                Some((shared.res_id, &shared.res_id_param)),
+            );
+            responses.insert("200".to_owned(), json_response("The item", response));
+            responses.extend([problem_response(doc, StatusCode::NOT_FOUND)]);
+            (
+                m.item_path.clone(),
+                OperationType::Get,
+                format!("Get one {}", R::NAME),
+            )
+        }
+        Operation::Post => {
+            params = path_params(doc, &shared.parents, None);
+            let input = match o.input {
+                Some((schema, _)) => schema(doc),
+                None => doc.schema::<R::Create>(),
+            };
+            // Parent fields come from the path; the body may not carry them.
+            let parents: Vec<&str> = shared.parents.iter().map(|(f, _)| f.name).collect();
+            let input = doc.without_properties(input, &parents);
+            body = Some(json_body(input));
+            responses.insert("201".to_owned(), json_response("Created", response));
+            // 400/413/415/422 (body) are added by `ApiDoc::add_operation`.
+            responses.extend([problem_response(doc, StatusCode::CONFLICT)]);
+            (
+                m.prefix.clone(),
+                OperationType::Post,
+                format!("Create a {}", R::NAME),
+            )
+        }
+        Operation::Patch => {
+            params = path_params(
+                doc,
+                &shared.parents,
+                Some((shared.res_id, &shared.res_id_param)),
+            );
+            let input = match o.input {
+                Some((schema, _)) => schema(doc),
+                None => doc.schema::<R::Update>(),
+            };
+            body = Some(json_body(input));
+            responses.insert(
+                "200".to_owned(),
+                json_response("The updated item", response),
+            );
+            // 400/413/415/422 (body) and 404 (path) are added by `ApiDoc::add_operation`.
+            responses.extend([problem_response(doc, StatusCode::CONFLICT)]);
+            (
+                m.item_path.clone(),
+                OperationType::Patch,
+                format!("Update a {}", R::NAME),
+            )
+        }
+        Operation::Delete => {
+            params = path_params(
+                doc,
+                &shared.parents,
+                Some((shared.res_id, &shared.res_id_param)),
+            );
+            responses.insert(
+                "204".to_owned(),
+                ReferenceOr::Object(apistos::paths::Response {
+                    description: "Deleted".to_owned(),
+                    ..Default::default()
+                }),
+            );
+            responses.extend([
+                problem_response(doc, StatusCode::NOT_FOUND),
+                problem_response(doc, StatusCode::CONFLICT),
+            ]);
+            (
+                m.item_path.clone(),
+                OperationType::Delete,
+                format!("Delete a {}", R::NAME),
+            )
+        }
+    };
+    let mut extensions = apistos::IndexMap::new();
+    let mut description = None;
+    if o.admin_only {
+        responses.extend([
+            problem_response(doc, StatusCode::UNAUTHORIZED),
+            problem_response(doc, StatusCode::FORBIDDEN),
+        ]);
+        extensions.insert("x-admin-only".to_owned(), serde_json::Value::Bool(true));
+        description = Some("Administrators only.".to_owned());
+    }
+    // Rules that let anonymous callers in (a public-read resource, `Open`) make the token
+    // optional rather than required.
+    let anonymous_ok = !o.admin_only
+        && match op {
+            Operation::Index | Operation::Get => lets_in(shared.rules.read(None)),
+            Operation::Patch | Operation::Delete => lets_in(shared.rules.write(None)),
+            Operation::Post => shared
+                .rules
+                .create(None, &mut serde_json::Map::new())
+                .is_ok(),
+        };
+    if o.public {
+        extensions.insert("x-public".to_owned(), serde_json::Value::Bool(true));
+    } else if !responses.contains_key("401") {
+        let (k, v) = problem_response(doc, StatusCode::UNAUTHORIZED);
+        responses.insert(k, v);
+    }
+    let op_doc = OpDoc {
+        tags: vec![R::NAME.to_owned()],
+        summary: Some(summary),
+        description,
+        operation_id: Some(op.operation_id(R::NAME)),
+        parameters: params,
+        request_body: body,
+        responses: Responses {
+            responses,
+            ..Default::default()
+        },
+        security: if anonymous_ok && !o.public {
+            optional_security()
+        } else {
+            security(o.public)
+        },
+        extensions,
+        ..Default::default()
+    };
+    doc.add_operation(&path, method, op_doc);
+}
+
+fn lets_in(access: crate::perms::Access) -> bool {
+    matches!(
+        access,
+        crate::perms::Access::All | crate::perms::Access::Rows(_)
+    )
+}
+
+/// Either no credentials or the bearer token: for operations whose rules admit anonymous
+/// callers but treat a token, when one is sent, as who is calling.
+fn optional_security() -> Option<Vec<apistos::security::SecurityRequirement>> {
+    let mut both = security(false).unwrap_or_default();
+    both.insert(0, apistos::security::SecurityRequirement::default());
+    Some(both)
+}
+
+/// The security requirement of an operation: none for public ones, the bearer token otherwise.
+fn security(public: bool) -> Option<Vec<apistos::security::SecurityRequirement>> {
+    if public {
+        Some(Vec::new())
+    } else {
+        Some(vec![apistos::security::SecurityRequirement {
+            requirements: BTreeMap::from([(crate::openapi::BEARER_SCHEME.to_owned(), Vec::new())]),
+        }])
+    }
+}
+
+/// The envelope schema around an item schema.
+fn page_schema(doc: &mut ApiDoc, item: ReferenceOr<Schema>) -> ReferenceOr<Schema> {
+    use schemars::schema::{
+        ArrayValidation, InstanceType, ObjectValidation, SchemaObject, SingleOrVec,
+    };
+    let ReferenceOr::Object(item) = item else {
+        return doc.schema::<Page<serde_json::Value>>();
+    };
+    let pagination = doc.generator().subschema_for::<super::Pagination>();
+    let data = Schema::Object(SchemaObject {
+        instance_type: Some(SingleOrVec::Single(Box::new(InstanceType::Array))),
+        array: Some(Box::new(ArrayValidation {
+            items: Some(SingleOrVec::Single(Box::new(item))),
+            ..Default::default()
+        })),
+        ..Default::default()
+    });
+    let mut object = ObjectValidation::default();
+    object.properties.insert("data".to_owned(), data);
+    object
+        .properties
+        .insert("pagination".to_owned(), pagination);
+    object.required.insert("data".to_owned());
+    object.required.insert("pagination".to_owned());
+    ReferenceOr::Object(Schema::Object(SchemaObject {
+        instance_type: Some(SingleOrVec::Single(Box::new(InstanceType::Object))),
+        object: Some(Box::new(object)),
+        ..Default::default()
+    }))
+}

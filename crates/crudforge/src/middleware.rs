@@ -1,0 +1,133 @@
+//! The middlewares every [`Api`](crate::Api) wraps its routes in, one concern each.
+//!
+//! From the outside in: [`problems`] turns every error answer into problem+json,
+//! [`query_timing`] measures the request's queries into `Server-Timing` when monitoring is on,
+//! and [`own_task`] runs the rest of the request as a task of its own. Add a new cross-cutting
+//! concern (metrics, request ids) as another function here and wrap it in
+//! [`Api::app`](crate::Api::app).
+
+use crate::db::monitor::QueryStats;
+use crate::error::{Error, Problem, ProblemError, PROBLEM_CONTENT_TYPE};
+use crate::state::ApiState;
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::middleware::Next;
+use actix_web::{web, HttpMessage, HttpResponse};
+use std::sync::Arc;
+
+/// Runs the request as a task of its own, so it finishes even when the connection's future is
+/// dropped (a client that goes away): diesel-async cannot drop an unfinished SQLite query on
+/// actix-web's single-threaded workers.
+///
+/// # Errors
+///
+/// The inner service's error, or a 500 problem when the task itself failed.
+pub async fn own_task(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    // The task keeps counting queries towards the request's statistics, if any.
+    let stats = req.extensions().get::<Arc<QueryStats>>().cloned();
+    let task = match stats {
+        Some(stats) => {
+            actix_web::rt::spawn(async move { QueryStats::scope(stats, next.call(req)).await })
+        }
+        None => actix_web::rt::spawn(next.call(req)),
+    };
+    let res = task
+        .await
+        .map_err(|e| actix_web::Error::from(Error::Internal(format!("request task: {e}"))))??;
+    Ok(res.map_into_boxed_body())
+}
+
+/// With query monitoring on, counts and times the request's queries and reports them in a
+/// `Server-Timing` header (`db;dur=…;desc="N queries"`).
+///
+/// # Errors
+///
+/// The inner service's error.
+pub async fn query_timing(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let monitoring = req
+        .app_data::<web::Data<ApiState>>()
+        .is_some_and(|s| s.db.monitoring());
+    if !monitoring {
+        return Ok(next.call(req).await?.map_into_boxed_body());
+    }
+    let stats = Arc::new(QueryStats::default());
+    req.extensions_mut().insert(stats.clone());
+    let mut res = QueryStats::scope(stats.clone(), next.call(req))
+        .await?
+        .map_into_boxed_body();
+    let value = format!(
+        "db;dur={:.3};desc=\"{} queries\"",
+        stats.total().as_secs_f64() * 1000.0,
+        stats.count()
+    );
+    if let Ok(v) = HeaderValue::from_str(&value) {
+        res.headers_mut()
+            .insert(header::HeaderName::from_static("server-timing"), v);
+    }
+    Ok(res)
+}
+
+/// Turns every error response into problem+json with `instance` (and `debug` in debug mode).
+///
+/// # Errors
+///
+/// The inner service's error, which already renders as problem+json.
+pub async fn problems(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let path = req.path().to_owned();
+    let debug = req
+        .app_data::<web::Data<ApiState>>()
+        .is_some_and(|s| s.config.debug);
+    // Handler and extractor errors arrive as responses; an `Err` here comes from another
+    // middleware and already renders as problem+json through its `ResponseError`.
+    let res = next.call(req).await?.map_into_boxed_body();
+    let status = res.status();
+    if !(status.is_client_error() || status.is_server_error()) {
+        return Ok(res);
+    }
+    let known = res.response().extensions().get::<Problem>().cloned();
+    // A handler's own error body (JSON, such as the health report) stays; bare or plain-text
+    // error responses from the framework become problems.
+    let own_body = res
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| !ct.starts_with("text/plain") && !ct.starts_with(PROBLEM_CONTENT_TYPE));
+    if known.is_none() && own_body {
+        return Ok(res);
+    }
+    let mut problem = known.unwrap_or_else(|| Problem::from_status(status));
+    if problem.instance.is_empty() {
+        problem.instance = path;
+    }
+    let body = problem.to_body(debug);
+    let (req, old) = res.into_parts();
+    let mut new = HttpResponse::build(status);
+    for (name, value) in old.headers() {
+        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+            new.append_header((name.clone(), value.clone()));
+        }
+    }
+    new.insert_header((
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(PROBLEM_CONTENT_TYPE),
+    ));
+    let mut new = new.body(body);
+    new.extensions_mut().insert(problem);
+    Ok(ServiceResponse::new(req, new))
+}
+
+impl From<Problem> for actix_web::Error {
+    fn from(p: Problem) -> Self {
+        ProblemError(p).into()
+    }
+}

@@ -1,0 +1,45 @@
+//! What an [`Api`](crate::Api) mounts: routes that document themselves.
+
+use crate::openapi::ApiDoc;
+use actix_web::web;
+
+/// Something an [`Api`](crate::Api) can mount: it registers routes and documents them.
+pub trait Mount: Send + Sync + 'static {
+    /// Adds the routes to the application.
+    fn register(&self, cfg: &mut web::ServiceConfig);
+    /// Adds the operations to the OpenAPI description.
+    fn document(&self, doc: &mut ApiDoc);
+}
+
+/// Something that becomes a [`Mount`] once checked: a blueprint, or a ready `Mount`.
+pub trait IntoMount {
+    /// Checks the configuration and produces the mount.
+    ///
+    /// # Errors
+    ///
+    /// A message saying what is wrong (unknown field, bad prefix parameter, ...).
+    fn into_mount(self) -> Result<Box<dyn Mount>, String>;
+}
+
+impl<M: Mount> IntoMount for M {
+    fn into_mount(self) -> Result<Box<dyn Mount>, String> {
+        Ok(Box::new(self))
+    }
+}
+
+impl IntoMount for Box<dyn Mount> {
+    fn into_mount(self) -> Result<Box<dyn Mount>, String> {
+        Ok(self)
+    }
+}
+
+impl<M: IntoMount> IntoMount for Result<M, String> {
+    fn into_mount(self) -> Result<Box<dyn Mount>, String> {
+        self.and_then(IntoMount::into_mount)
+    }
+}
+
+/// A blueprint that could not be mounted.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot mount: {0}")]
+pub struct MountError(pub String);

@@ -1,0 +1,116 @@
+//! The library's own tables (users, roles, tokens, settings, domains), shared by the user
+//! system and by authentication, which loads the current user from them.
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crate::db::sql_types::*;
+
+    /// Users.
+    users (id) {
+        /// Id.
+        id -> PortableUuid,
+        /// Created.
+        created_at -> PortableTimestamp,
+        /// Updated.
+        updated_at -> PortableTimestamp,
+        /// E-mail (unique, case-insensitively).
+        email -> Text,
+        /// bcrypt hash.
+        password -> Nullable<Text>,
+        /// Enabled.
+        is_enabled -> Bool,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crate::db::sql_types::*;
+
+    /// Roles held by users.
+    user_roles (id) {
+        /// Id.
+        id -> PortableUuid,
+        /// Created.
+        created_at -> PortableTimestamp,
+        /// Updated.
+        updated_at -> PortableTimestamp,
+        /// Owner.
+        user_id -> PortableUuid,
+        /// Role name.
+        role -> Text,
+        /// Domain scope.
+        domain_id -> Nullable<PortableUuid>,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crate::db::sql_types::*;
+
+    /// Refresh tokens and API keys.
+    tokens (id) {
+        /// Id.
+        id -> PortableUuid,
+        /// Created.
+        created_at -> PortableTimestamp,
+        /// Updated.
+        updated_at -> PortableTimestamp,
+        /// Owner.
+        user_id -> PortableUuid,
+        /// Token value.
+        token -> Text,
+        /// Description.
+        description -> Nullable<Text>,
+        /// Expiry.
+        expires_at -> Nullable<PortableTimestamp>,
+        /// Revoked.
+        revoked -> Bool,
+        /// Revocation time.
+        revoked_at -> Nullable<PortableTimestamp>,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crate::db::sql_types::*;
+
+    /// Per-user settings.
+    user_settings (id) {
+        /// Id.
+        id -> PortableUuid,
+        /// Created.
+        created_at -> PortableTimestamp,
+        /// Updated.
+        updated_at -> PortableTimestamp,
+        /// Owner.
+        user_id -> PortableUuid,
+        /// Key.
+        key -> Text,
+        /// Value.
+        value -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crate::db::sql_types::*;
+
+    /// Domains (tenants).
+    domains (id) {
+        /// Id.
+        id -> PortableUuid,
+        /// Created.
+        created_at -> PortableTimestamp,
+        /// Updated.
+        updated_at -> PortableTimestamp,
+        /// Unique name.
+        name -> Text,
+        /// Active.
+        active -> Bool,
+    }
+}
+
+diesel::joinable!(user_roles -> users (user_id));
+diesel::joinable!(tokens -> users (user_id));
+diesel::joinable!(user_settings -> users (user_id));
+diesel::allow_tables_to_appear_in_same_query!(users, user_roles, tokens, user_settings, domains);

@@ -1,0 +1,289 @@
+//! The user blueprint: the CRUD operations of a user model plus `login/`, `refresh/` and `me/`.
+
+use super::model::{User, UserModel};
+use super::store::{find_by_email, revoke_token, store_token, token_owner};
+use crate::auth::{load_user, require_user, verify_password, CurrentUser, TokenKind};
+use crate::crud::{Arg, Cond, CrudBlueprint, CustomRoute, Operation};
+use crate::db::Database;
+use crate::error::Error;
+use crate::mount::{IntoMount, Mount};
+use crate::state::ApiState;
+use actix_web::{web, HttpRequest, HttpResponse};
+use apistos::paths::OperationType;
+use chrono::DateTime;
+use futures_util::future::LocalBoxFuture;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use uuid::Uuid;
+
+/// What a login-validation hook sees.
+#[derive(Debug)]
+pub struct LoginContext<'a> {
+    /// The user whose password matched (enabled, with roles).
+    pub user: &'a CurrentUser,
+    /// The `domain` member of the login body, if any.
+    pub domain: Option<&'a str>,
+    /// The database.
+    pub db: &'a Database,
+    /// The request.
+    pub request: &'a HttpRequest,
+}
+
+/// Extra checks at login, after the password and `is_enabled`, before tokens are issued
+/// (for example domain access). Return an error (usually 401) to refuse the login.
+pub trait LoginHook: Send + Sync + 'static {
+    /// The check.
+    fn validate<'a>(&'a self, ctx: &'a LoginContext<'a>) -> LocalBoxFuture<'a, Result<(), Error>>;
+}
+
+impl<F> LoginHook for F
+where
+    F: for<'a> Fn(&'a LoginContext<'a>) -> LocalBoxFuture<'a, Result<(), Error>>
+        + Send
+        + Sync
+        + 'static,
+{
+    fn validate<'a>(&'a self, ctx: &'a LoginContext<'a>) -> LocalBoxFuture<'a, Result<(), Error>> {
+        self(ctx)
+    }
+}
+
+/// Login body.
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+pub struct LoginRequest {
+    /// E-mail address.
+    pub email: String,
+    /// Password.
+    pub password: String,
+    /// Domain name (optional; the application's hook decides what it means).
+    #[serde(default)]
+    pub domain: Option<String>,
+}
+
+/// Refresh body.
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+pub struct RefreshRequest {
+    /// A refresh token from login or an earlier refresh.
+    pub refresh_token: String,
+}
+
+/// Tokens issued at login and refresh.
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+pub struct LoginResponse {
+    /// Access token for `Authorization: Bearer`.
+    pub access_token: String,
+    /// Refresh token for `POST <prefix>refresh/`.
+    pub refresh_token: String,
+    /// Always `bearer`.
+    pub token_type: String,
+    /// Access token lifetime in seconds.
+    pub expires_in: i64,
+}
+
+/// The user endpoints: the five CRUD operations on a user model plus `login/`, `refresh/`
+/// and `me/`. Defaults: name `users`, prefix `/api/users/`, [`UserRules`].
+pub struct UserBlueprint<U: UserModel> {
+    crud: CrudBlueprint<U>,
+    hook: Option<Arc<dyn LoginHook>>,
+    name: String,
+}
+
+impl<U: UserModel> std::fmt::Debug for UserBlueprint<U> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UserBlueprint")
+            .field("name", &self.name)
+            .field("crud", &self.crud)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for UserBlueprint<User> {
+    fn default() -> Self {
+        UserBlueprint::new("/api/users/")
+    }
+}
+
+impl<U: UserModel> UserBlueprint<U> {
+    /// The user endpoints of `U` at `prefix`.
+    pub fn new(prefix: &str) -> Self {
+        let mut crud = CrudBlueprint::<U>::new(prefix);
+        if U::PUBLIC_REGISTRATION {
+            crud = crud.public([Operation::Post]);
+        }
+        UserBlueprint {
+            crud,
+            hook: None,
+            name: "users".to_owned(),
+        }
+    }
+
+    /// The blueprint's name (default `users`); used as the OpenAPI tag of its extra routes.
+    #[must_use]
+    pub fn name(mut self, name: &str) -> Self {
+        self.name = name.to_owned();
+        self
+    }
+
+    /// Adjusts the CRUD part with the same options as any blueprint.
+    #[must_use]
+    pub fn crud(mut self, f: impl FnOnce(CrudBlueprint<U>) -> CrudBlueprint<U>) -> Self {
+        self.crud = f(self.crud);
+        self
+    }
+
+    /// Sets the login-validation hook.
+    #[must_use]
+    pub fn login_hook(mut self, hook: impl LoginHook) -> Self {
+        self.hook = Some(Arc::new(hook));
+        self
+    }
+}
+
+impl<U: UserModel> IntoMount for UserBlueprint<U> {
+    fn into_mount(self) -> Result<Box<dyn Mount>, String> {
+        let hook = self.hook.clone();
+        let tag = self.name.clone();
+        let login = CustomRoute::new(OperationType::Post, "login/", move || {
+            let hook = hook.clone();
+            web::post().to(move |req: HttpRequest, body: crate::Json<LoginRequest>| {
+                let hook = hook.clone();
+                async move { login(req, body.into_inner(), hook.as_deref()).await }
+            })
+        })
+        .operation_id(&format!("login{}", U::NAME))
+        .summary("Log in with e-mail and password")
+        .body::<LoginRequest>()
+        .responds::<LoginResponse>()
+        .errors(&[400, 401, 422])
+        .tag(&tag)
+        .public();
+        let refresh = CustomRoute::new(OperationType::Post, "refresh/", || {
+            web::post().to(
+                |req: HttpRequest, body: crate::Json<RefreshRequest>| async move {
+                    refresh(req, body.into_inner()).await
+                },
+            )
+        })
+        .operation_id(&format!("refresh{}", U::NAME))
+        .summary("Exchange a refresh token for new tokens")
+        .body::<RefreshRequest>()
+        .responds::<LoginResponse>()
+        .errors(&[400, 401, 422])
+        .tag(&tag)
+        .public();
+        let me = CustomRoute::new(OperationType::Get, "me/", || web::get().to(me::<U>))
+            .operation_id(&format!("me{}", U::NAME))
+            .summary("The current user")
+            .responds::<U::Response>()
+            .errors(&[401])
+            .tag(&tag);
+        IntoMount::into_mount(self.crud.route(login).route(refresh).route(me))
+    }
+}
+
+fn bad_login() -> Error {
+    Error::Unauthorized("Invalid e-mail or password.".into())
+}
+
+/// Issues an access token and a stored refresh token for a user.
+///
+/// # Errors
+///
+/// Database errors.
+pub async fn issue_tokens(st: &ApiState, user: Uuid) -> Result<LoginResponse, Error> {
+    let access = st.tokens.access(user)?;
+    let (refresh, claims) = st
+        .tokens
+        .issue(user, TokenKind::Refresh, st.tokens.refresh_ttl)?;
+    let expires = DateTime::from_timestamp(claims.exp, 0);
+    store_token(
+        &st.db,
+        user,
+        &claims.jti.to_string(),
+        Some("refresh token"),
+        expires,
+    )
+    .await?;
+    Ok(LoginResponse {
+        access_token: access,
+        refresh_token: refresh,
+        token_type: "bearer".to_owned(),
+        expires_in: st.tokens.access_ttl,
+    })
+}
+
+async fn login(
+    req: HttpRequest,
+    body: LoginRequest,
+    hook: Option<&dyn LoginHook>,
+) -> Result<HttpResponse, Error> {
+    let st = ApiState::of(&req)?;
+    let cost = st.config.bcrypt_cost;
+    let found = find_by_email(&st.db, &body.email).await?;
+    let (id, hash, enabled) = match found {
+        Some((id, hash, enabled)) => (Some(id), hash, enabled),
+        None => (None, None, false),
+    };
+    // Same work whether or not the e-mail exists: verify against a dummy hash.
+    if !verify_password(body.password, hash, cost).await? {
+        return Err(bad_login());
+    }
+    let id = id.ok_or_else(bad_login)?;
+    if !enabled {
+        return Err(bad_login());
+    }
+    let user = load_user(&st.db, id).await?.ok_or_else(bad_login)?;
+    if let Some(h) = hook {
+        let ctx = LoginContext {
+            user: &user,
+            domain: body.domain.as_deref(),
+            db: &st.db,
+            request: &req,
+        };
+        h.validate(&ctx).await?;
+    }
+    Ok(HttpResponse::Ok().json(issue_tokens(st, id).await?))
+}
+
+async fn refresh(req: HttpRequest, body: RefreshRequest) -> Result<HttpResponse, Error> {
+    let st = ApiState::of(&req)?;
+    let claims = st.tokens.verify(&body.refresh_token, TokenKind::Refresh)?;
+    let jti = claims.jti.to_string();
+    let owner = token_owner(&st.db, &jti).await?;
+    if owner != Some(claims.sub) {
+        return Err(Error::Unauthorized(
+            "Invalid, revoked or expired refresh token.".into(),
+        ));
+    }
+    let user = load_user(&st.db, claims.sub).await?;
+    if !user.is_some_and(|u| u.is_enabled) {
+        return Err(Error::Unauthorized(
+            "The token's user does not exist or is disabled.".into(),
+        ));
+    }
+    // Rotation: the presented refresh token is used up.
+    if !revoke_token(&st.db, &jti).await? {
+        return Err(Error::Unauthorized(
+            "Invalid, revoked or expired refresh token.".into(),
+        ));
+    }
+    Ok(HttpResponse::Ok().json(issue_tokens(st, claims.sub).await?))
+}
+
+async fn me<U: UserModel>(req: HttpRequest) -> Result<HttpResponse, Error> {
+    let user = require_user(&req).await?;
+    let st = ApiState::of(&req)?;
+    let mut conn = st.db.get().await?;
+    let found = U::select(
+        &mut conn,
+        &[Cond::eq("id", Arg::Uuid(user.id))],
+        &[],
+        Some((1, 0)),
+    )
+    .await?;
+    let u = found
+        .into_iter()
+        .next()
+        .ok_or_else(|| Error::Unauthorized("The token's user does not exist.".into()))?;
+    Ok(HttpResponse::Ok().json(U::Response::from(u)))
+}

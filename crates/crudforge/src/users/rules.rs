@@ -1,0 +1,50 @@
+//! The permission rules of the built-in user resources.
+
+use crate::auth::CurrentUser;
+use crate::error::Error;
+use crate::perms::{Access, Rules};
+
+/// Rules of users: a user reads and writes itself, administrators everyone; only
+/// administrators create users (unless the model allows public registration) and change
+/// `is_enabled`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UserRules;
+
+impl<U> Rules<U> for UserRules {
+    fn read(&self, user: Option<&CurrentUser>) -> Access {
+        Access::owned_by(user, "id")
+    }
+    fn write(&self, user: Option<&CurrentUser>) -> Access {
+        Access::owned_by(user, "id")
+    }
+    fn create(
+        &self,
+        user: Option<&CurrentUser>,
+        _body: &mut serde_json::Map<String, serde_json::Value>,
+    ) -> Result<(), Error> {
+        Access::admins(user).into_conds().map(|_| ())
+    }
+    fn admin_fields(&self) -> &[&'static str] {
+        &["is_enabled"]
+    }
+}
+
+/// Rules of roles: users read their own roles; only administrators grant or remove roles.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RoleRules;
+
+impl<U> Rules<U> for RoleRules {
+    fn read(&self, user: Option<&CurrentUser>) -> Access {
+        Access::owned_by(user, "user_id")
+    }
+    fn write(&self, user: Option<&CurrentUser>) -> Access {
+        Access::admins(user)
+    }
+    fn create(
+        &self,
+        user: Option<&CurrentUser>,
+        _body: &mut serde_json::Map<String, serde_json::Value>,
+    ) -> Result<(), Error> {
+        Access::admins(user).into_conds().map(|_| ())
+    }
+}
