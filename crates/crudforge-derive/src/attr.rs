@@ -1,22 +1,25 @@
 //! Parsing of `#[resource(...)]` (and the `#[diesel(table_name = ...)]` it reads).
+//!
+//! Every key is a [`Symbol`] constant, used both to recognise the key and to list the valid keys
+//! in errors. While the attributes are read, each key's value collects in an [`Attr`] (a
+//! [`BoolAttr`] for flags), which reports a key given twice; [`StructAttrs`] and [`FieldAttrs`]
+//! are built from those once every attribute has been read.
 
 use crate::ctxt::Ctxt;
+use crate::symbol::{
+    Symbol, CRATE, DEFAULT, DIESEL, EMAIL, FILTER, ID, MAX_LEN, NAME, PASSWORD, READ_ONLY,
+    RESOURCE, RULES, SKIP, TABLE, TABLE_NAME, WRITE_ONLY,
+};
+use proc_macro2::Span;
+use syn::meta::ParseNestedMeta;
 use syn::spanned::Spanned;
-use syn::{Attribute, Expr, LitInt, LitStr, Path};
+use syn::{Attribute, Expr, LitBool, LitInt, LitStr, Path};
 
-/// Keys accepted on the struct.
-pub(crate) const STRUCT_KEYS: &[&str] = &["table", "name", "rules", "crate"];
-/// Keys accepted on a field.
-pub(crate) const FIELD_KEYS: &[&str] = &[
-    "id",
-    "read_only",
-    "write_only",
-    "skip",
-    "filter",
-    "max_len",
-    "email",
-    "default",
-    "password",
+/// Keys accepted on the struct, in the order errors list them.
+pub(crate) const STRUCT_KEYS: &[Symbol] = &[TABLE, NAME, RULES, CRATE];
+/// Keys accepted on a field, in the order errors list them.
+pub(crate) const FIELD_KEYS: &[Symbol] = &[
+    ID, READ_ONLY, WRITE_ONLY, SKIP, FILTER, MAX_LEN, EMAIL, DEFAULT, PASSWORD,
 ];
 
 /// Struct-level options.
@@ -51,29 +54,92 @@ pub(crate) struct FieldAttrs {
     pub(crate) password: Flag,
 }
 
-/// Reports an unknown key, suggesting the closest valid one, and skips its value
-/// (`key = value` or `key(...)`) so the keys after it are still read.
-fn unknown_key(
-    cx: &Ctxt,
-    meta: &syn::meta::ParseNestedMeta<'_>,
-    allowed: &[&str],
-) -> syn::Result<()> {
-    let path = &meta.path;
-    let name = path
-        .get_ident()
-        .map_or_else(|| quote::quote!(#path).to_string(), ToString::to_string);
-    let guess = allowed
-        .iter()
-        .filter(|k| edit_distance(k, &name) <= 2)
-        .min_by_key(|k| edit_distance(k, &name))
-        .map_or_else(String::new, |k| format!("did you mean `{k}`? "));
-    cx.error(
-        path,
-        format!(
-            "unknown resource attribute `{name}`\nhelp: {guess}valid keys here are: {}",
-            allowed.join(", ")
-        ),
-    );
+/// The value of one key while attributes are read, with the span of the key that gave it.
+struct Attr<'c, T> {
+    cx: &'c Ctxt,
+    name: Symbol,
+    value: Option<(T, Span)>,
+}
+
+impl<'c, T> Attr<'c, T> {
+    /// A key not given yet.
+    fn none(cx: &'c Ctxt, name: Symbol) -> Self {
+        Attr {
+            cx,
+            name,
+            value: None,
+        }
+    }
+
+    /// Reports `key` if this key already has a value.
+    fn report_repeat(&self, key: &Path) {
+        if self.value.is_some() {
+            let name = self.name;
+            self.cx.error(
+                key,
+                format!(
+                    "duplicate resource attribute `{name}`\nhelp: give `{name}` once; remove this one"
+                ),
+            );
+        }
+    }
+
+    /// Stores `value`, given by `key`. A repeated key is reported at its second occurrence and
+    /// its value replaces the earlier one, so later rules point at the last occurrence (the
+    /// expansion fails anyway).
+    fn set(&mut self, key: &Path, value: T) {
+        self.report_repeat(key);
+        self.value = Some((value, key.span()));
+    }
+
+    /// Reads the value of the key `meta` is at with `read`, then stores it as [`Attr::set`]
+    /// does. A repeat is reported before its value is read, so a malformed repeat shows both
+    /// mistakes.
+    fn set_with(
+        &mut self,
+        meta: &ParseNestedMeta<'_>,
+        read: impl FnOnce(&ParseNestedMeta<'_>) -> syn::Result<T>,
+    ) -> syn::Result<()> {
+        self.report_repeat(&meta.path);
+        let value = read(meta)?;
+        self.value = Some((value, meta.path.span()));
+        Ok(())
+    }
+
+    /// The value, if the key was given.
+    fn get(self) -> Option<T> {
+        self.value.map(|(value, _)| value)
+    }
+
+    /// The value and the span of its key, if the key was given.
+    fn get_with_span(self) -> Option<(T, Span)> {
+        self.value
+    }
+}
+
+/// A flag key, such as `read_only`: given or not.
+struct BoolAttr<'c>(Attr<'c, ()>);
+
+impl<'c> BoolAttr<'c> {
+    /// A flag not given yet.
+    fn none(cx: &'c Ctxt, name: Symbol) -> Self {
+        BoolAttr(Attr::none(cx, name))
+    }
+
+    /// Records the flag, given by `key`; a repeat is reported.
+    fn set_true(&mut self, key: &Path) {
+        self.0.set(key, ());
+    }
+
+    /// The span of the key that set the flag, if it was given.
+    fn get(self) -> Flag {
+        self.0.get_with_span().map(|((), span)| span)
+    }
+}
+
+/// Skips the value of the key `meta` is at (`key = value` or `key(...)`; nothing for a bare
+/// `key`), so the keys after it are still read.
+fn skip_value(meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
     if meta.input.peek(syn::Token![=]) {
         let _: Expr = meta.value()?.parse()?;
     } else if meta.input.peek(syn::token::Paren) {
@@ -82,6 +148,31 @@ fn unknown_key(
         let _: proc_macro2::TokenStream = content.parse()?;
     }
     Ok(())
+}
+
+/// Reports an unknown key, suggesting the closest valid one, and skips its value so the keys
+/// after it are still read.
+fn unknown_key(cx: &Ctxt, meta: &ParseNestedMeta<'_>, allowed: &[Symbol]) -> syn::Result<()> {
+    let path = &meta.path;
+    let name = path
+        .get_ident()
+        .map_or_else(|| quote::quote!(#path).to_string(), ToString::to_string);
+    let guess = allowed
+        .iter()
+        .map(|k| k.as_str())
+        .filter(|k| edit_distance(k, &name) <= 2)
+        .min_by_key(|k| edit_distance(k, &name))
+        .map_or_else(String::new, |k| format!("did you mean `{k}`? "));
+    let valid = allowed
+        .iter()
+        .map(|k| k.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
+    cx.error(
+        path,
+        format!("unknown resource attribute `{name}`\nhelp: {guess}valid keys here are: {valid}"),
+    );
+    skip_value(meta)
 }
 
 /// Levenshtein distance, for "did you mean" hints.
@@ -99,136 +190,111 @@ fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-fn duplicate(cx: &Ctxt, path: &Path) {
-    let name = path
-        .get_ident()
-        .map_or_else(String::new, ToString::to_string);
-    cx.error(
-        path,
-        format!("duplicate resource attribute `{name}`\nhelp: give `{name}` once; remove this one"),
-    );
-}
-
 /// Reads the struct's attributes.
 pub(crate) fn struct_attrs(cx: &Ctxt, attrs: &[Attribute]) -> StructAttrs {
-    let mut out = StructAttrs::default();
-    // `table` may also come from `#[diesel(table_name)]`, so duplicates of `table` itself are
-    // tracked across all `#[resource]` attributes here.
-    let mut seen_table = false;
+    let mut table: Attr<'_, Path> = Attr::none(cx, TABLE);
+    let mut name: Attr<'_, LitStr> = Attr::none(cx, NAME);
+    let mut rules: Attr<'_, Expr> = Attr::none(cx, RULES);
+    let mut krate: Attr<'_, Path> = Attr::none(cx, CRATE);
+    // The first `#[diesel(table_name = ...)]`, the table when no `table` key is given.
+    let mut diesel_table: Option<Path> = None;
     for attr in attrs {
-        if attr.path().is_ident("diesel") {
+        if attr.path() == DIESEL {
             // Only `table_name` matters here; Diesel checks the rest.
             let _ = attr.parse_nested_meta(|meta| {
-                if meta.path.is_ident("table_name") {
+                if meta.path == TABLE_NAME {
                     let p: Path = meta.value()?.parse()?;
-                    if out.table.is_none() {
-                        out.table = Some(p);
-                    }
-                } else if meta.input.peek(syn::Token![=]) {
-                    let _: Expr = meta.value()?.parse()?;
-                } else if meta.input.peek(syn::token::Paren) {
-                    let content;
-                    syn::parenthesized!(content in meta.input);
-                    let _: proc_macro2::TokenStream = content.parse()?;
+                    diesel_table.get_or_insert(p);
+                    Ok(())
+                } else {
+                    skip_value(&meta)
                 }
-                Ok(())
             });
             continue;
         }
-        if !attr.path().is_ident("resource") {
+        if attr.path() != RESOURCE {
             continue;
         }
         let r = attr.parse_nested_meta(|meta| {
-            if meta.path.is_ident("table") {
-                if seen_table {
-                    duplicate(cx, &meta.path);
-                }
-                seen_table = true;
-                out.table = Some(meta.value()?.parse()?);
-            } else if meta.path.is_ident("name") {
-                if out.name.is_some() {
-                    duplicate(cx, &meta.path);
-                }
-                out.name = Some(meta.value()?.parse()?);
-            } else if meta.path.is_ident("rules") {
-                if out.rules.is_some() {
-                    duplicate(cx, &meta.path);
-                }
-                out.rules = Some(meta.value()?.parse()?);
-            } else if meta.path.is_ident("crate") {
-                if out.krate.is_some() {
-                    duplicate(cx, &meta.path);
-                }
-                let s: LitStr = meta.value()?.parse()?;
-                out.krate = Some(s.parse()?);
+            if meta.path == TABLE {
+                table.set_with(&meta, |meta| meta.value()?.parse())
+            } else if meta.path == NAME {
+                name.set_with(&meta, |meta| meta.value()?.parse())
+            } else if meta.path == RULES {
+                rules.set_with(&meta, |meta| meta.value()?.parse())
+            } else if meta.path == CRATE {
+                krate.set_with(&meta, |meta| {
+                    let s: LitStr = meta.value()?.parse()?;
+                    s.parse()
+                })
             } else {
-                unknown_key(cx, &meta, STRUCT_KEYS)?;
+                unknown_key(cx, &meta, STRUCT_KEYS)
             }
-            Ok(())
         });
         if let Err(e) = r {
             cx.syn_error(e);
         }
     }
-    out
-}
-
-fn set_flag(cx: &Ctxt, slot: &mut Flag, path: &Path) {
-    if slot.is_some() {
-        duplicate(cx, path);
+    StructAttrs {
+        table: table.get().or(diesel_table),
+        name: name.get(),
+        krate: krate.get(),
+        rules: rules.get(),
     }
-    *slot = Some(path.span());
 }
 
 /// Reads a field's attributes.
 pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
-    let mut out = FieldAttrs::default();
-    for attr in attrs.iter().filter(|a| a.path().is_ident("resource")) {
+    let mut id = BoolAttr::none(cx, ID);
+    let mut read_only = BoolAttr::none(cx, READ_ONLY);
+    let mut write_only = BoolAttr::none(cx, WRITE_ONLY);
+    let mut skip = BoolAttr::none(cx, SKIP);
+    let mut filter: Attr<'_, bool> = Attr::none(cx, FILTER);
+    let mut max_len: Attr<'_, usize> = Attr::none(cx, MAX_LEN);
+    let mut email = BoolAttr::none(cx, EMAIL);
+    let mut default: Attr<'_, Expr> = Attr::none(cx, DEFAULT);
+    let mut password = BoolAttr::none(cx, PASSWORD);
+    for attr in attrs.iter().filter(|a| a.path() == RESOURCE) {
         let r = attr.parse_nested_meta(|meta| {
             let p = &meta.path;
-            if p.is_ident("id") {
-                set_flag(cx, &mut out.id, p);
-            } else if p.is_ident("read_only") {
-                set_flag(cx, &mut out.read_only, p);
-            } else if p.is_ident("write_only") {
-                set_flag(cx, &mut out.write_only, p);
-            } else if p.is_ident("skip") {
-                set_flag(cx, &mut out.skip, p);
-            } else if p.is_ident("password") {
-                set_flag(cx, &mut out.password, p);
-            } else if p.is_ident("email") {
-                set_flag(cx, &mut out.email, p);
-            } else if p.is_ident("filter") {
-                if out.filter.is_some() {
-                    duplicate(cx, p);
-                }
-                let b: syn::LitBool = meta
-                    .value()
-                    .and_then(|v| v.parse())
-                    .map_err(|_| meta.error("expected `filter = false` or `filter = true`"))?;
-                out.filter = Some((b.value, p.span()));
-            } else if p.is_ident("max_len") {
-                if out.max_len.is_some() {
-                    duplicate(cx, p);
-                }
-                let n: LitInt = meta
-                    .value()
-                    .and_then(|v| v.parse())
-                    .map_err(|_| meta.error("expected a length: `max_len = 100`"))?;
-                let n: usize = n.base10_parse()?;
-                if n == 0 {
-                    cx.error(p, "`max_len` must be at least 1");
-                }
-                out.max_len = Some((n, p.span()));
-            } else if p.is_ident("default") {
-                if out.default.is_some() {
-                    duplicate(cx, p);
-                }
-                out.default = Some(
+            if p == ID {
+                id.set_true(p);
+            } else if p == READ_ONLY {
+                read_only.set_true(p);
+            } else if p == WRITE_ONLY {
+                write_only.set_true(p);
+            } else if p == SKIP {
+                skip.set_true(p);
+            } else if p == PASSWORD {
+                password.set_true(p);
+            } else if p == EMAIL {
+                email.set_true(p);
+            } else if p == FILTER {
+                filter.set_with(&meta, |meta| {
+                    let b: LitBool = meta
+                        .value()
+                        .and_then(|v| v.parse())
+                        .map_err(|_| meta.error("expected `filter = false` or `filter = true`"))?;
+                    Ok(b.value)
+                })?;
+            } else if p == MAX_LEN {
+                max_len.set_with(&meta, |meta| {
+                    let n: LitInt = meta
+                        .value()
+                        .and_then(|v| v.parse())
+                        .map_err(|_| meta.error("expected a length: `max_len = 100`"))?;
+                    let n: usize = n.base10_parse()?;
+                    if n == 0 {
+                        cx.error(&meta.path, "`max_len` must be at least 1");
+                    }
+                    Ok(n)
+                })?;
+            } else if p == DEFAULT {
+                default.set_with(&meta, |meta| {
                     meta.value()
                         .and_then(|v| v.parse())
-                        .map_err(|_| meta.error("expected a value: `default = 10`"))?,
-                );
+                        .map_err(|_| meta.error("expected a value: `default = 10`"))
+                })?;
             } else {
                 unknown_key(cx, &meta, FIELD_KEYS)?;
             }
@@ -238,13 +304,33 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
             cx.syn_error(e);
         }
     }
-    out
+    FieldAttrs {
+        id: id.get(),
+        read_only: read_only.get(),
+        write_only: write_only.get(),
+        skip: skip.get(),
+        filter: filter.get_with_span(),
+        max_len: max_len.get_with_span(),
+        email: email.get(),
+        default: default.get(),
+        password: password.get(),
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{edit_distance, struct_attrs};
+    use super::{edit_distance, field_attrs, struct_attrs, FIELD_KEYS, STRUCT_KEYS};
     use crate::ctxt::Ctxt;
+    use crate::symbol::{CRATE, DEFAULT, FILTER, MAX_LEN, NAME, RULES, TABLE};
+    use quote::{quote, ToTokens};
+    use syn::{Attribute, Ident};
+
+    /// The errors `cx` collected, as text.
+    fn errors(cx: Ctxt) -> String {
+        cx.check()
+            .err()
+            .map_or_else(String::new, |e| e.to_compile_error().to_string())
+    }
 
     #[test]
     fn typos_are_close() {
@@ -275,5 +361,96 @@ mod tests {
             err.contains("duplicate resource attribute `crate`"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn every_listed_key_is_read() {
+        for key in FIELD_KEYS {
+            let ident = Ident::new(key.as_str(), proc_macro2::Span::call_site());
+            let value = match *key {
+                FILTER => quote!(= false),
+                MAX_LEN => quote!(= 3),
+                DEFAULT => quote!(= 1),
+                _ => quote!(),
+            };
+            let attr: Attribute = syn::parse_quote!(#[resource(#ident #value)]);
+            let cx = Ctxt::default();
+            let _ = field_attrs(&cx, &[attr]);
+            assert_eq!(errors(cx), "", "field key `{key}`");
+        }
+        for key in STRUCT_KEYS {
+            let ident = Ident::new(key.as_str(), proc_macro2::Span::call_site());
+            let value = match *key {
+                TABLE => quote!(= critters),
+                NAME => quote!(= "Critter"),
+                RULES => quote!(= Rules::OWNER),
+                CRATE => quote!(= "::crudforge"),
+                _ => panic!("no sample value for struct key `{key}`"),
+            };
+            let attr: Attribute = syn::parse_quote!(#[resource(#ident #value)]);
+            let cx = Ctxt::default();
+            let _ = struct_attrs(&cx, &[attr]);
+            assert_eq!(errors(cx), "", "struct key `{key}`");
+        }
+    }
+
+    #[test]
+    fn a_repeated_key_is_reported_and_its_last_value_kept() {
+        let attrs: Vec<Attribute> = vec![
+            syn::parse_quote!(#[resource(max_len = 10, skip)]),
+            syn::parse_quote!(#[resource(max_len = 20, skip)]),
+        ];
+        let cx = Ctxt::default();
+        let a = field_attrs(&cx, &attrs);
+        assert_eq!(a.max_len.map(|(n, _)| n), Some(20));
+        assert!(a.skip.is_some());
+        let err = errors(cx);
+        assert!(
+            err.contains("duplicate resource attribute `max_len`"),
+            "{err}"
+        );
+        assert!(err.contains("duplicate resource attribute `skip`"), "{err}");
+    }
+
+    #[test]
+    fn a_malformed_repeat_is_reported_as_a_repeat_too() {
+        let attr: Attribute = syn::parse_quote!(#[resource(max_len = 10, max_len = "ten")]);
+        let cx = Ctxt::default();
+        let a = field_attrs(&cx, &[attr]);
+        assert_eq!(a.max_len.map(|(n, _)| n), Some(10));
+        let err = errors(cx);
+        let duplicate = err.find("duplicate resource attribute `max_len`");
+        let malformed = err.find("expected a length");
+        assert!(
+            duplicate.is_some() && malformed.is_some() && duplicate < malformed,
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_table_key_wins_over_the_diesel_table_name() {
+        let table = |attrs: Vec<Attribute>| {
+            let cx = Ctxt::default();
+            let table = struct_attrs(&cx, &attrs).table;
+            assert_eq!(errors(cx), "");
+            table.map(|p| p.to_token_stream().to_string())
+        };
+        let diesel_a: Attribute = syn::parse_quote!(#[diesel(table_name = a)]);
+        let diesel_c: Attribute =
+            syn::parse_quote!(#[diesel(check_for_backend(Pg), table_name = c)]);
+        let resource_b: Attribute = syn::parse_quote!(#[resource(table = b)]);
+        assert_eq!(
+            table(vec![diesel_a.clone(), resource_b.clone()]).as_deref(),
+            Some("b")
+        );
+        assert_eq!(
+            table(vec![resource_b, diesel_a.clone()]).as_deref(),
+            Some("b")
+        );
+        assert_eq!(
+            table(vec![diesel_a, diesel_c.clone()]).as_deref(),
+            Some("a")
+        );
+        assert_eq!(table(vec![diesel_c]).as_deref(), Some("c"));
     }
 }

@@ -8,6 +8,7 @@ mod ast;
 mod attr;
 mod ctxt;
 mod expand;
+mod symbol;
 mod valid;
 
 use proc_macro::TokenStream;

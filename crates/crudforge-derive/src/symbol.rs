@@ -1,0 +1,116 @@
+//! The names the derive recognises in attributes, each spelt once, and their comparison with
+//! parsed paths and identifiers.
+
+use std::fmt::{self, Display};
+use syn::{Ident, Path};
+
+/// A name the derive reads in an attribute: an attribute's own name (`resource`) or one of its
+/// keys (`max_len`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Symbol(&'static str);
+
+/// `#[resource(...)]`, the derive's own attribute.
+pub(crate) const RESOURCE: Symbol = Symbol("resource");
+/// `#[diesel(...)]`, read for its `table_name` only.
+pub(crate) const DIESEL: Symbol = Symbol("diesel");
+/// `table_name` in `#[diesel(...)]`.
+pub(crate) const TABLE_NAME: Symbol = Symbol("table_name");
+
+/// Struct key `table = critters`.
+pub(crate) const TABLE: Symbol = Symbol("table");
+/// Struct key `name = "Critter"`.
+pub(crate) const NAME: Symbol = Symbol("name");
+/// Struct key `rules = expr`.
+pub(crate) const RULES: Symbol = Symbol("rules");
+/// Struct key `crate = "::crudforge"`.
+pub(crate) const CRATE: Symbol = Symbol("crate");
+
+/// Field flag `id`.
+pub(crate) const ID: Symbol = Symbol("id");
+/// Field flag `read_only`.
+pub(crate) const READ_ONLY: Symbol = Symbol("read_only");
+/// Field flag `write_only`.
+pub(crate) const WRITE_ONLY: Symbol = Symbol("write_only");
+/// Field flag `skip`.
+pub(crate) const SKIP: Symbol = Symbol("skip");
+/// Field key `filter = false` / `filter = true`.
+pub(crate) const FILTER: Symbol = Symbol("filter");
+/// Field key `max_len = 100`.
+pub(crate) const MAX_LEN: Symbol = Symbol("max_len");
+/// Field flag `email`.
+pub(crate) const EMAIL: Symbol = Symbol("email");
+/// Field key `default = expr`.
+pub(crate) const DEFAULT: Symbol = Symbol("default");
+/// Field flag `password`.
+pub(crate) const PASSWORD: Symbol = Symbol("password");
+
+impl Symbol {
+    /// The name as written in source.
+    pub(crate) fn as_str(self) -> &'static str {
+        self.0
+    }
+}
+
+impl Display for Symbol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl PartialEq<Symbol> for Ident {
+    fn eq(&self, word: &Symbol) -> bool {
+        self == word.0
+    }
+}
+
+impl PartialEq<Symbol> for &Ident {
+    fn eq(&self, word: &Symbol) -> bool {
+        *self == word.0
+    }
+}
+
+/// A path equals a symbol when it is that single identifier: no leading `::`, one segment, no
+/// generic arguments (the rule of `Path::is_ident`).
+impl PartialEq<Symbol> for Path {
+    fn eq(&self, word: &Symbol) -> bool {
+        self.get_ident().is_some_and(|ident| ident == word)
+    }
+}
+
+impl PartialEq<Symbol> for &Path {
+    fn eq(&self, word: &Symbol) -> bool {
+        **self == *word
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Symbol, CRATE, MAX_LEN};
+    use syn::{Ident, Path};
+
+    /// Compares through the generic bound, so the by-reference impls are exercised too.
+    fn is<T: PartialEq<Symbol>>(found: T, word: Symbol) -> bool {
+        found == word
+    }
+
+    #[test]
+    fn a_path_matches_only_as_a_single_identifier() {
+        let plain: Path = syn::parse_quote!(max_len);
+        let rooted: Path = syn::parse_quote!(::max_len);
+        let nested: Path = syn::parse_quote!(a::max_len);
+        let other: Path = syn::parse_quote!(max_length);
+        assert!(plain == MAX_LEN);
+        assert!(is(&plain, MAX_LEN));
+        assert!(rooted != MAX_LEN);
+        assert!(nested != MAX_LEN);
+        assert!(other != MAX_LEN);
+    }
+
+    #[test]
+    fn a_keyword_key_matches() {
+        let krate = Ident::new("crate", proc_macro2::Span::call_site());
+        assert!(krate == CRATE);
+        assert!(is(&krate, CRATE));
+        assert_eq!(CRATE.to_string(), "crate");
+    }
+}
