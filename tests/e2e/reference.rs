@@ -1,6 +1,6 @@
 //! The reference application end to end: fixtures made with its CLI, then every endpoint of
 //! the `/api/user/` blueprint, nested roles, settings, invites, password recovery, token
-//! login, domains and critters over HTTP, with the 401, 403 and 404 cases SPEC.md states.
+//! login, domains and critters over HTTP, with the 401, 403 and 404 cases the service contract states.
 //!
 //! Every scenario runs against SQLite, and again against PostgreSQL when
 //! `CRUDFORGE_TEST_POSTGRES_URL` is set (a fresh database per scenario).
@@ -657,7 +657,7 @@ fn login_refresh_and_the_domain_check_of_the_login_hook() {
         );
         app.problem(&login("off@example.com", PASSWORD, Some("nowhere")), 401, l);
 
-        // The hook: SPEC's rule 2 with the domain looked up by name.
+        // The hook: the domain-access rule with the domain looked up by name.
         app.json(&login("scoped@example.com", PASSWORD, Some("north")), 200);
         app.problem(
             &login("scoped@example.com", PASSWORD, Some("south")),
@@ -1199,7 +1199,7 @@ fn password_recovery_in_debug_mode_returns_the_token() {
             None,
             json!({"recovery_token": token, "new_password": ""}),
         );
-        // SPEC does not state the status of request-validation errors; the library names
+        // The contract does not state the status of request-validation errors; the library names
         // the password member in a 400.
         let v = app.problem(&r, 400, reset);
         assert_eq!(v["field"], "password");

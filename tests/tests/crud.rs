@@ -742,4 +742,60 @@ backend_tests! {
         let resp = test::call_service(&app, delete(&uri).to_request()).await;
         assert_eq!(queries(&resp), 1, "DELETE");
     }
+
+    async fn condition_trees_select_count_update_and_delete(t) {
+        use crudforge::crud::{Arg, Cond, Condition, Op};
+        let api = critter_api(&t).await;
+        let app = test::init_service(api.app()).await;
+        seed(&app, &[
+            json!({"name": "Ada", "species": "cat", "cuteness_level": 9}),
+            json!({"name": "Bo", "species": "dog", "cuteness_level": 3}),
+            json!({"name": "Cy", "species": "owl", "cuteness_level": 7}),
+            json!({"name": "Di", "species": "cat", "cuteness_level": 2}),
+        ]).await;
+        let is = |field, op, arg| Condition::Is(Cond { field, op, arg, param: field.to_owned() });
+        let species = |s: &str| is("species", Op::Eq, Arg::Text(s.to_owned()));
+        let level_at_least = |n| is("cuteness_level", Op::Gte, Arg::Int(n));
+        let mut conn = api.db().get().await.unwrap();
+        // (cat OR dog) AND level >= 3
+        let tree = Condition::All(vec![Condition::Any(vec![species("cat"), species("dog")]), level_at_least(3)]);
+        assert_eq!(Critter::count(&mut conn, &tree).await.unwrap(), 2);
+        let rows = Critter::select(&mut conn, &tree, &[], None).await.unwrap();
+        let mut got: Vec<_> = rows.iter().map(|c| c.name.as_str()).collect();
+        got.sort_unstable();
+        assert_eq!(got, ["Ada", "Bo"]);
+        // NOT cat
+        assert_eq!(Critter::count(&mut conn, &Condition::Not(Box::new(species("cat")))).await.unwrap(), 2);
+        // An empty OR matches nothing, an empty AND everything; NOT of everything is nothing.
+        assert_eq!(Critter::count(&mut conn, &Condition::Any(vec![])).await.unwrap(), 0);
+        assert_eq!(Critter::count(&mut conn, &Condition::always()).await.unwrap(), 4);
+        assert_eq!(Critter::count(&mut conn, &Condition::Not(Box::new(Condition::always()))).await.unwrap(), 0);
+        // OR binds inside AND: cat AND (level >= 9 OR level < 3) is Ada and Di, not Bo.
+        let nested = species("cat").and(Condition::Any(vec![level_at_least(9), is("cuteness_level", Op::Lt, Arg::Int(3))]));
+        assert_eq!(Critter::count(&mut conn, &nested).await.unwrap(), 2);
+        // A plain list of comparisons still means AND.
+        let list = [Cond::eq("species", Arg::Text("cat".into())), Cond { field: "cuteness_level", op: Op::Gt, arg: Arg::Int(5), param: "x".into() }];
+        assert_eq!(Critter::count(&mut conn, &list).await.unwrap(), 1);
+        // Writes take trees too: delete dogs or owls.
+        let gone = Condition::Any(vec![species("dog"), species("owl")]);
+        assert!(Critter::delete(&mut conn, &gone).await.unwrap());
+        assert_eq!(Critter::count(&mut conn, &Condition::always()).await.unwrap(), 2);
+        // A condition that matches every row never reaches an UPDATE or DELETE.
+        assert!(Critter::delete(&mut conn, &Condition::always()).await.is_err());
+        assert_eq!(Critter::count(&mut conn, &Condition::always()).await.unwrap(), 2);
+        // An operator the field does not take is an error, not a silent match.
+        let bad = is("vaccinated", Op::Like, Arg::Text("x".into()));
+        assert!(Critter::count(&mut conn, &bad).await.is_err());
+    }
+
+    async fn rule_fields_are_checked_at_mount(t) {
+        let api = api_with(&t, t.config(), vec![]).await;
+        let err = api
+            .clone()
+            .mount(Critter::blueprint("/api/critters/").rules(crudforge::perms::OwnerRules::new("keeper")))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`keeper`") && err.contains("not a field of Critter"), "{err}");
+        assert!(api.mount(Critter::blueprint("/api/critters/").rules(crudforge::perms::OwnerRules::new("keeper_id"))).is_ok());
+    }
 }

@@ -30,19 +30,6 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// Every kind.
-    pub const ALL: [Kind; 9] = [
-        Kind::Text,
-        Kind::Integer,
-        Kind::Float,
-        Kind::Bool,
-        Kind::Uuid,
-        Kind::DateTime,
-        Kind::Date,
-        Kind::Json,
-        Kind::Other,
-    ];
-
     /// The variant's name, as written in Rust (`Text`, `DateTime`).
     pub const fn name(self) -> &'static str {
         match self {

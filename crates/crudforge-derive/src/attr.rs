@@ -23,7 +23,6 @@ pub(crate) const FIELD_KEYS: &[Symbol] = &[
 ];
 
 /// Struct-level options.
-#[derive(Default)]
 pub(crate) struct StructAttrs {
     /// `table = critters` or `#[diesel(table_name = critters)]`.
     pub(crate) table: Option<Path>,
@@ -39,7 +38,6 @@ pub(crate) struct StructAttrs {
 pub(crate) type Flag = Option<proc_macro2::Span>;
 
 /// Field-level options.
-#[derive(Default)]
 pub(crate) struct FieldAttrs {
     pub(crate) id: Flag,
     pub(crate) read_only: Flag,

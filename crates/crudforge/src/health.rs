@@ -1,7 +1,7 @@
 //! The health endpoint: service status, time, version and database reachability.
 
-use crate::api::ApiState;
 use crate::openapi::{json_response, ApiDoc};
+use crate::state::ApiState;
 use actix_web::{web, HttpResponse};
 use apistos::paths::{Operation, OperationType, Responses};
 use serde::{Deserialize, Serialize};

@@ -46,7 +46,7 @@ impl CurrentUser {
             .any(|g| g.role == "ADMIN" || g.role == "SUPERADMIN")
     }
 
-    /// SPEC's domain access: true for no domain, or when a role has that domain or none.
+    /// Domain access: true for no domain, or when a role has that domain or none.
     pub fn has_domain_access(&self, domain: Option<Uuid>) -> bool {
         match domain {
             None => true,

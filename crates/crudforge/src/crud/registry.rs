@@ -1,8 +1,8 @@
 //! The registry of derived resources: mount a blueprint by resource name, for example from
 //! configuration.
 
-use crate::api::{IntoMount, Mount};
 use crate::crud::{CrudBlueprint, Resource};
+use crate::mount::{IntoMount, Mount};
 
 /// One derived resource, submitted by `#[derive(Resource)]`.
 #[derive(Debug)]
