@@ -1,6 +1,8 @@
 //! The reference application's API: models, handlers and routes.
 
+#[path = "settings.rs"]
 pub mod handlers;
+#[path = "users.rs"]
 pub mod models;
 pub mod routes;
 
