@@ -1,6 +1,8 @@
 //! The command line: serve, migrate, and fixtures (users, tokens, domains, critters).
 
-use crate::api::models::{schema::critters, AppUser, RefDomain, RefDomainCreate};
+use crate::api::domains::{RefDomain, RefDomainCreate};
+use crate::api::schema::critters;
+use crate::api::users::AppUser;
 use clap::{Parser, Subcommand};
 use crudforge::sql_types::Portable;
 use crudforge::{Api, Config, Database, Resource};
