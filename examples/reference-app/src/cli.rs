@@ -264,7 +264,7 @@ const NAMES: &[&str] = &[
 ///
 /// Database errors.
 pub async fn seed_critters(db: &Database, count: usize) -> Result<Vec<Uuid>, crudforge::Error> {
-    let base = crudforge::crud::now();
+    let base = crate::api::now();
     type Row = (
         diesel::dsl::Eq<critters::id, Portable<Uuid>>,
         diesel::dsl::Eq<critters::created_at, Portable<chrono::DateTime<chrono::Utc>>>,

@@ -13,6 +13,8 @@
 //! | [`domains`] | the domain model |
 //! | [`critters`] | the Critter demo resource |
 //! | [`routes`] | what is mounted where |
+//!
+//! The module itself holds what they share: the migrations and the current time ([`now`]).
 
 pub mod critters;
 pub mod domains;
@@ -26,6 +28,7 @@ pub mod settings;
 mod user_path;
 pub mod users;
 
+use chrono::{DateTime, SubsecRound, Utc};
 use diesel_migrations::EmbeddedMigrations;
 
 const SQLITE: EmbeddedMigrations = diesel_migrations::embed_migrations!("migrations/sqlite");
@@ -37,4 +40,10 @@ pub fn migrations() -> crudforge::db::AppMigrations {
         sqlite: SQLITE,
         postgres: POSTGRES,
     }
+}
+
+/// The current time, cut to the microseconds both databases store, so that a time the
+/// application keeps in memory equals the same time read back.
+pub fn now() -> DateTime<Utc> {
+    Utc::now().trunc_subsecs(6)
 }

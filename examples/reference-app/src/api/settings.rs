@@ -69,7 +69,7 @@ pub async fn put_setting(
     }
     crudforge::crud::check_max_len("key", &key, 255)?;
     user_exists(&st.db, user).await?;
-    let now = crudforge::crud::now();
+    let now = super::now();
     let mut conn = st.db.get().await?;
     let changed = with_conn!(conn, |c| {
         diesel_async::RunQueryDsl::execute(

@@ -101,7 +101,7 @@ impl AppUser {
     ///
     /// Database errors.
     pub async fn soft_delete(&mut self, db: &Database) -> Result<(), Error> {
-        let now = crudforge::crud::now();
+        let now = super::now();
         let id = self.id;
         let mut conn = db.get().await?;
         with_conn!(conn, |c| {
@@ -130,7 +130,7 @@ impl AppUser {
     ///
     /// Database errors.
     pub async fn restore(&mut self, db: &Database) -> Result<(), Error> {
-        let now = crudforge::crud::now();
+        let now = super::now();
         let id = self.id;
         let mut conn = db.get().await?;
         with_conn!(conn, |c| {
