@@ -1,5 +1,10 @@
 //! Invites: the invite model and `GET` and `POST /api/user/{user_id}/invite/`, where the
 //! sender is always the user in the path.
+//!
+//! The rules of `recipient_email` and `token` are declared on the [`Invite`] model, and
+//! [`create_invite`] checks them through the generated [`InviteCreate`], as a generated POST
+//! would. [`InviteBody`]'s schema attributes state them again for the OpenAPI description
+//! (the body's doc comments are part of that description too); a test keeps the two equal.
 
 use super::schema::invites;
 use super::user_path::{may_write, path_user, user_exists};
@@ -7,7 +12,7 @@ use super::users::AppUser;
 use actix_web::{web, HttpRequest, HttpResponse};
 use chrono::{DateTime, Utc};
 use crudforge::auth::Auth;
-use crudforge::crud::{Arg, Cond};
+use crudforge::crud::{Arg, Cond, Validate};
 use crudforge::perms::{Access, Rules};
 use crudforge::{ApiState, Error, Resource};
 use diesel::prelude::*;
@@ -41,7 +46,7 @@ pub struct Invite {
     /// The recipient's account, when known.
     pub recipient_user_id: Option<Uuid>,
     /// Where the invitation goes.
-    #[resource(max_len = 1024)]
+    #[resource(email, max_len = 1024)]
     pub recipient_email: String,
     /// Who sent it (always the user in the URL).
     pub sender_user_id: Uuid,
@@ -97,28 +102,44 @@ pub async fn create_invite(
     let user = path_user(&path)?;
     may_write(&caller, user)?;
     let body = body.into_inner();
-    crudforge::crud::check_email("recipient_email", &body.recipient_email)?;
-    crudforge::crud::check_max_len("recipient_email", &body.recipient_email, 1024)?;
-    if let Some(t) = &body.token {
-        crudforge::crud::check_max_len("token", t, 1024)?;
-    }
+    let new = InviteCreate {
+        recipient_user_id: body.recipient_user_id,
+        recipient_email: body.recipient_email,
+        sender_user_id: user,
+        token: body.token,
+        token_used: false,
+    };
+    // The model's `#[resource(...)]` rules, as a generated POST checks them.
+    new.validate()?;
     user_exists(&st.db, user).await?;
-    if let Some(r) = body.recipient_user_id {
+    if let Some(r) = new.recipient_user_id {
         if AppUser::find(&st.db, r).await?.is_none() {
             return Err(Error::invalid_field("recipient_user_id", "no such user"));
         }
     }
     let mut conn = st.db.get().await?;
-    let invite = Invite::insert(
-        &mut conn,
-        InviteCreate {
-            recipient_user_id: body.recipient_user_id,
-            recipient_email: body.recipient_email,
-            sender_user_id: user,
-            token: body.token,
-            token_used: false,
-        },
-    )
-    .await?;
+    let invite = Invite::insert(&mut conn, new).await?;
     Ok(HttpResponse::Created().json(<Invite as Resource>::Response::from(invite)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{InviteBody, InviteCreate};
+
+    /// The body's schema states the rules that `InviteCreate::validate` checks.
+    #[test]
+    fn the_body_documents_the_model_rules() {
+        let body = serde_json::to_value(schemars::schema_for!(InviteBody)).unwrap();
+        let model = serde_json::to_value(schemars::schema_for!(InviteCreate)).unwrap();
+        assert_eq!(body["properties"]["recipient_email"]["format"], "email");
+        for member in ["recipient_email", "token"] {
+            assert!(body["properties"][member]["maxLength"].is_u64(), "{body}");
+            for keyword in ["format", "maxLength"] {
+                assert_eq!(
+                    body["properties"][member][keyword], model["properties"][member][keyword],
+                    "{member}: {keyword}"
+                );
+            }
+        }
+    }
 }

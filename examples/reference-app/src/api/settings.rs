@@ -4,6 +4,7 @@
 use super::user_path::{may_write, path_user, user_exists};
 use actix_web::{web, HttpRequest, HttpResponse};
 use crudforge::auth::Auth;
+use crudforge::crud::Validate;
 use crudforge::sql_types::Portable;
 use crudforge::users::schema::user_settings;
 use crudforge::{with_conn, ApiState, Database, Error};
@@ -11,17 +12,39 @@ use diesel::prelude::*;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+/// The longest setting key, in characters: [`SettingBody`]'s schema states it and its
+/// [`Validate`] implementation checks it.
+pub const KEY_MAX_LEN: usize = 255;
+
 /// One setting on the wire.
 #[derive(Debug, Deserialize, Serialize, schemars::JsonSchema, PartialEq, Eq)]
 pub struct SettingBody {
     /// Setting name (1 to 255 characters).
-    #[schemars(length(min = 1, max = 255))]
+    #[schemars(length(min = 1, max = "KEY_MAX_LEN"))]
     pub key: String,
     /// Setting value.
     #[serde(default)]
     pub value: Option<String>,
 }
 
+/// The rules the schema states: `key` is 1 to [`KEY_MAX_LEN`] characters long.
+impl Validate for SettingBody {
+    fn validate(&self) -> Result<(), Error> {
+        let len = self.key.chars().count();
+        if len == 0 {
+            Err(Error::invalid_field("key", "must not be empty"))
+        } else if len > KEY_MAX_LEN {
+            Err(Error::invalid_field(
+                "key",
+                format!("at most {KEY_MAX_LEN} characters allowed"),
+            ))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// A user's settings, ordered by key.
 async fn settings_of(db: &Database, user: Uuid) -> Result<Vec<SettingBody>, Error> {
     let mut conn = db.get().await?;
     let rows: Vec<(String, Option<String>)> = with_conn!(conn, |c| {
@@ -63,11 +86,9 @@ pub async fn put_setting(
     let st = ApiState::of(&req)?;
     let user = path_user(&path)?;
     may_write(&caller, user)?;
-    let SettingBody { key, value } = body.into_inner();
-    if key.is_empty() {
-        return Err(Error::invalid_field("key", "must not be empty"));
-    }
-    crudforge::crud::check_max_len("key", &key, 255)?;
+    let body = body.into_inner();
+    body.validate()?;
+    let SettingBody { key, value } = body;
     user_exists(&st.db, user).await?;
     let now = super::now();
     let mut conn = st.db.get().await?;
@@ -104,4 +125,21 @@ pub async fn put_setting(
     }
     drop(conn);
     Ok(HttpResponse::Ok().json(settings_of(&st.db, user).await?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{SettingBody, KEY_MAX_LEN};
+    use crudforge::crud::Validate;
+
+    fn key(key: String) -> SettingBody {
+        SettingBody { key, value: None }
+    }
+
+    #[test]
+    fn keys_are_1_to_255_characters() {
+        assert!(key(String::new()).validate().is_err());
+        assert!(key("é".repeat(KEY_MAX_LEN)).validate().is_ok());
+        assert!(key("é".repeat(KEY_MAX_LEN + 1)).validate().is_err());
+    }
 }
