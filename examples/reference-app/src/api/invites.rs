@@ -78,10 +78,10 @@ pub struct InviteBody {
 pub async fn list_invites(
     Auth(caller): Auth,
     req: HttpRequest,
-    path: web::Path<String>,
+    user_id: Result<web::Path<Uuid>, actix_web::Error>,
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
-    let user = path_user(&path)?;
+    let user = path_user(user_id)?;
     may_write(&caller, user)?;
     user_exists(&st.db, user).await?;
     let mut conn = st.db.get().await?;
@@ -95,11 +95,11 @@ pub async fn list_invites(
 pub async fn create_invite(
     Auth(caller): Auth,
     req: HttpRequest,
-    path: web::Path<String>,
+    user_id: Result<web::Path<Uuid>, actix_web::Error>,
     body: crudforge::Json<InviteBody>,
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
-    let user = path_user(&path)?;
+    let user = path_user(user_id)?;
     may_write(&caller, user)?;
     let body = body.into_inner();
     let new = InviteCreate {

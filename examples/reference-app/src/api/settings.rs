@@ -67,10 +67,10 @@ async fn settings_of(db: &Database, user: Uuid) -> Result<Vec<SettingBody>, Erro
 pub async fn list_settings(
     Auth(caller): Auth,
     req: HttpRequest,
-    path: web::Path<String>,
+    user_id: Result<web::Path<Uuid>, actix_web::Error>,
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
-    let user = path_user(&path)?;
+    let user = path_user(user_id)?;
     may_write(&caller, user)?;
     user_exists(&st.db, user).await?;
     Ok(HttpResponse::Ok().json(settings_of(&st.db, user).await?))
@@ -80,11 +80,11 @@ pub async fn list_settings(
 pub async fn put_setting(
     Auth(caller): Auth,
     req: HttpRequest,
-    path: web::Path<String>,
+    user_id: Result<web::Path<Uuid>, actix_web::Error>,
     body: crudforge::Json<SettingBody>,
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
-    let user = path_user(&path)?;
+    let user = path_user(user_id)?;
     may_write(&caller, user)?;
     let body = body.into_inner();
     body.validate()?;

@@ -2,13 +2,20 @@
 //! act on that user, and whether it exists.
 
 use super::users::AppUser;
+use actix_web::web;
 use crudforge::auth::CurrentUser;
 use crudforge::{Database, Error};
 use uuid::Uuid;
 
 /// The user named in the path; a malformed id names nobody (404).
-pub(crate) fn path_user(raw: &str) -> Result<Uuid, Error> {
-    Uuid::parse_str(raw).map_err(|_| Error::NotFound("No such user.".into()))
+///
+/// actix-web's `Path` extractor parses the id. Handlers take it as a `Result` and call this
+/// after authentication: a `web::Path<Uuid>` argument would answer a malformed id before the
+/// `Auth` extractor has run, so an anonymous caller would get 404 instead of 401 (the order
+/// the library's generated endpoints follow too).
+pub(crate) fn path_user(path: Result<web::Path<Uuid>, actix_web::Error>) -> Result<Uuid, Error> {
+    path.map(web::Path::into_inner)
+        .map_err(|_| Error::NotFound("No such user.".into()))
 }
 
 /// Whether the caller may write the user `target` (the user itself or an admin).
