@@ -1,6 +1,8 @@
 //! The command line: serve, migrate, and fixtures (users, tokens, domains, critters).
 
-use crate::api::models::{schema::critters, AppUser, RefDomain, RefDomainCreate};
+use crate::api::domains::{RefDomain, RefDomainCreate};
+use crate::api::schema::critters;
+use crate::api::users::AppUser;
 use clap::{Parser, Subcommand};
 use crudforge::sql_types::Portable;
 use crudforge::{Api, Config, Database, Resource};
@@ -262,7 +264,7 @@ const NAMES: &[&str] = &[
 ///
 /// Database errors.
 pub async fn seed_critters(db: &Database, count: usize) -> Result<Vec<Uuid>, crudforge::Error> {
-    let base = crudforge::crud::now();
+    let base = crate::api::now();
     type Row = (
         diesel::dsl::Eq<critters::id, Portable<Uuid>>,
         diesel::dsl::Eq<critters::created_at, Portable<chrono::DateTime<chrono::Utc>>>,

@@ -1,9 +1,34 @@
-//! The reference application's API: models, handlers and routes.
+//! The reference application's API: models, handlers and routes, one feature a file.
+//!
+//! | Module | What it holds |
+//! |---|---|
+//! | [`schema`] | the Diesel tables |
+//! | [`users`] | the user model (profile fields, soft delete, display name) |
+//! | [`profile`] | the public user schema and `GET /api/user/me` |
+//! | [`login`] | the login hook (domain access) and token login |
+//! | `user_path` | the user named in a `/api/user/{user_id}/...` path |
+//! | [`settings`] | per-user settings |
+//! | [`invites`] | the invite model and its endpoints |
+//! | [`recovery`] | password recovery |
+//! | [`domains`] | the domain model |
+//! | [`critters`] | the Critter demo resource |
+//! | [`routes`] | what is mounted where |
+//!
+//! The module itself holds what they share: the migrations and the current time ([`now`]).
 
-pub mod handlers;
-pub mod models;
+pub mod critters;
+pub mod domains;
+pub mod invites;
+pub mod login;
+pub mod profile;
+pub mod recovery;
 pub mod routes;
+pub mod schema;
+pub mod settings;
+mod user_path;
+pub mod users;
 
+use chrono::{DateTime, SubsecRound, Utc};
 use diesel_migrations::EmbeddedMigrations;
 
 const SQLITE: EmbeddedMigrations = diesel_migrations::embed_migrations!("migrations/sqlite");
@@ -15,4 +40,10 @@ pub fn migrations() -> crudforge::db::AppMigrations {
         sqlite: SQLITE,
         postgres: POSTGRES,
     }
+}
+
+/// The current time, cut to the microseconds both databases store, so that a time the
+/// application keeps in memory equals the same time read back.
+pub fn now() -> DateTime<Utc> {
+    Utc::now().trunc_subsecs(6)
 }

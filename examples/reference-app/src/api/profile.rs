@@ -1,0 +1,79 @@
+//! The public user schema (SPEC's `PublicUser`): how users are shown in the user list and
+//! at `GET /api/user/me`.
+
+use super::users::AppUser;
+use actix_web::{HttpRequest, HttpResponse};
+use crudforge::auth::Auth;
+use crudforge::crud::Present;
+use crudforge::sql_types::Portable;
+use crudforge::{with_conn, ApiState, Database, Error};
+use diesel::prelude::*;
+use serde::Serialize;
+use std::collections::HashMap;
+use uuid::Uuid;
+
+/// SPEC's public user schema.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "PublicUser")]
+pub struct PublicUser {
+    /// E-mail address.
+    pub email: String,
+    /// Whether the account is soft-deleted.
+    pub is_deleted: bool,
+    /// Display name.
+    pub display_name: String,
+    /// Names of the roles held.
+    pub roles: Vec<String>,
+}
+
+/// Builds public user bodies for a page of users with one query for all their roles.
+#[derive(Debug)]
+pub struct PublicUsers;
+
+impl Present<AppUser> for PublicUsers {
+    type Output = PublicUser;
+
+    async fn present(db: &Database, items: Vec<AppUser>) -> Result<Vec<PublicUser>, Error> {
+        let ids: Vec<Portable<Uuid>> = items.iter().map(|u| Portable(u.id)).collect();
+        let mut roles: HashMap<Uuid, Vec<String>> = HashMap::new();
+        if !ids.is_empty() {
+            use crudforge::users::schema::user_roles;
+            let mut conn = db.get().await?;
+            let rows: Vec<(Uuid, String)> = with_conn!(conn, |c| {
+                diesel_async::RunQueryDsl::load(
+                    user_roles::table
+                        .filter(user_roles::user_id.eq_any(ids.clone()))
+                        .order((user_roles::user_id, user_roles::role))
+                        .select((user_roles::user_id, user_roles::role)),
+                    c,
+                )
+                .await
+            })?;
+            for (user, role) in rows {
+                roles.entry(user).or_default().push(role);
+            }
+        }
+        Ok(items
+            .into_iter()
+            .map(|u| PublicUser {
+                display_name: u.display_name(),
+                roles: roles.remove(&u.id).unwrap_or_default(),
+                email: u.email,
+                is_deleted: u.is_deleted,
+            })
+            .collect())
+    }
+}
+
+/// `GET /api/user/me`: the public user schema of the caller.
+pub async fn me(Auth(user): Auth, req: HttpRequest) -> Result<HttpResponse, Error> {
+    let st = ApiState::of(&req)?;
+    let found = AppUser::find(&st.db, user.id)
+        .await?
+        .ok_or_else(|| Error::Unauthorized("No current user.".into()))?;
+    let mut out = PublicUsers::present(&st.db, vec![found]).await?;
+    let body: PublicUser = out
+        .pop()
+        .ok_or_else(|| Error::Internal("no profile".into()))?;
+    Ok(HttpResponse::Ok().json(body))
+}
