@@ -9,7 +9,7 @@ use crudforge::{ApiState, Database, Error};
 use futures_util::future::LocalBoxFuture;
 use serde::{Deserialize, Serialize};
 
-/// SPEC's domain access rule, with the domain looked up by name: an unknown domain is 404,
+/// The contract's domain access rule, with the domain looked up by name: an unknown domain is 404,
 /// a user without access 401.
 async fn check_domain(
     db: &Database,

@@ -1,4 +1,4 @@
-//! The public user schema (SPEC's `PublicUser`): how users are shown in the user list and
+//! The public user schema (the contract's `PublicUser`): how users are shown in the user list and
 //! at `GET /api/user/me`.
 
 use super::users::AppUser;
@@ -12,7 +12,7 @@ use serde::Serialize;
 use std::collections::HashMap;
 use uuid::Uuid;
 
-/// SPEC's public user schema.
+/// The contract's public user schema.
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 #[schemars(rename = "PublicUser")]
 pub struct PublicUser {
