@@ -310,8 +310,10 @@ impl<R: Resource> CrudBlueprint<R> {
                 }
             }
         }
+        named.sort_unstable();
+        named.dedup();
         for name in named {
-            if R::field(name).is_none() && !self.errors.iter().any(|e| e.contains(name)) {
+            if R::field(name).is_none() {
                 self.errors.push(format!(
                     "{}: the rules name `{name}`, which is not a field of {}",
                     self.prefix,
