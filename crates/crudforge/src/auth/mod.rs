@@ -10,6 +10,8 @@ pub mod tokens;
 pub mod user;
 
 pub use extract::{current_user, load_user, require_user, Admin, Auth, MaybeAuth};
-pub use password::{hash_password, hash_password_for, verify_password, MAX_PASSWORD_BYTES};
+pub use password::{
+    hash_password, hash_password_for, verify_password, MAX_PASSWORD_BYTES, MAX_PASSWORD_LEN,
+};
 pub use tokens::{Claims, TokenKind, Tokens};
 pub use user::{CurrentUser, RoleGrant};

@@ -1,17 +1,33 @@
-//! Passwords: bcrypt hashing and verification on blocking threads, never truncated.
+//! Passwords: bcrypt hashing and verification on blocking threads, never truncated, with a
+//! bound on how many run at once.
+//!
+//! bcrypt reads at most 72 bytes. A password that fits is hashed as it is (so hashes made
+//! before longer passwords were accepted still verify); a longer one (64 characters of most
+//! non-Latin scripts take 128 to 256 bytes) is first reduced to the hex SHA-256 of all its
+//! bytes, and the stored hash carries [`PREHASH_TAG`] so verification knows. No byte of any
+//! password is ever ignored.
 
 use crate::error::Error;
+use sha2::{Digest, Sha256};
 use std::sync::OnceLock;
+use tokio::sync::Semaphore;
 
-/// bcrypt's limit; longer passwords are refused rather than silently cut.
+/// How many bytes bcrypt itself reads.
 pub const MAX_PASSWORD_BYTES: usize = 72;
+
+/// The longest password accepted, in bytes (a bound on the work one request can ask for).
+pub const MAX_PASSWORD_LEN: usize = 1024;
+
+/// Prefix of stored hashes whose password was longer than [`MAX_PASSWORD_BYTES`] and went
+/// through SHA-256 before bcrypt.
+pub const PREHASH_TAG: &str = "$sha256";
 
 /// Hashes a password with bcrypt at `cost`, on a blocking thread.
 ///
 /// # Errors
 ///
-/// 400 naming the `password` member for an empty password or one over 72 bytes (bcrypt
-/// would silently ignore the rest); see [`hash_password_for`] to name another member.
+/// 400 naming the `password` member for an empty password or one over
+/// [`MAX_PASSWORD_LEN`] bytes; see [`hash_password_for`] to name another member.
 pub async fn hash_password(password: String, cost: u32) -> Result<String, Error> {
     hash_password_for("password", password, cost).await
 }
@@ -20,23 +36,58 @@ pub async fn hash_password(password: String, cost: u32) -> Result<String, Error>
 ///
 /// # Errors
 ///
-/// 400 for an empty password or one over 72 bytes.
+/// 400 for an empty password or one over [`MAX_PASSWORD_LEN`] bytes.
 pub async fn hash_password_for(field: &str, password: String, cost: u32) -> Result<String, Error> {
     if password.is_empty() {
         return Err(Error::bad_param(field, "must not be empty"));
     }
-    if password.len() > MAX_PASSWORD_BYTES {
+    if password.len() > MAX_PASSWORD_LEN {
         return Err(Error::bad_param(
             field,
-            format!("at most {MAX_PASSWORD_BYTES} bytes; longer passwords are refused, not cut"),
+            format!("at most {MAX_PASSWORD_LEN} bytes; longer passwords are refused, not cut"),
         ));
     }
-    // bcrypt reads 72 bytes; the length check above guarantees none of the password's own
-    // bytes are dropped (only the terminator `non_truncating_hash` would count).
-    tokio::task::spawn_blocking(move || bcrypt::hash(password, cost))
+    bounded(move || {
+        if password.len() <= MAX_PASSWORD_BYTES {
+            bcrypt::hash(password, cost)
+        } else {
+            bcrypt::hash(prehash(&password), cost).map(|h| format!("{PREHASH_TAG}{h}"))
+        }
+    })
+    .await?
+    .map_err(|e| Error::Internal(e.to_string()))
+}
+
+/// The hex SHA-256 of a password: 64 bytes, which bcrypt reads whole.
+fn prehash(password: &str) -> String {
+    let digest = Sha256::digest(password.as_bytes());
+    let mut out = String::with_capacity(64);
+    for b in digest {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
+}
+
+/// Runs bcrypt work on a blocking thread, at most [`bcrypt_slots`] at once, so that a burst
+/// of logins queues instead of taking every core from the request workers.
+async fn bounded<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, Error> {
+    let _permit = bcrypt_slots()
+        .acquire()
         .await
-        .map_err(|e| Error::Internal(e.to_string()))?
+        .map_err(|e| Error::Internal(e.to_string()))?;
+    tokio::task::spawn_blocking(f)
+        .await
         .map_err(|e| Error::Internal(e.to_string()))
+}
+
+/// The bound on concurrent bcrypt work: one less than the machine's cores (at least one), so
+/// one core always stays for everything else.
+fn bcrypt_slots() -> &'static Semaphore {
+    static SLOTS: OnceLock<Semaphore> = OnceLock::new();
+    SLOTS.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        Semaphore::new(cores.saturating_sub(1).max(1))
+    })
 }
 
 /// A hash to verify against when there is none, made once (on a blocking thread: callers
@@ -58,17 +109,24 @@ pub async fn verify_password(
     cost: u32,
 ) -> Result<bool, Error> {
     let known = hash.is_some();
-    let ok = tokio::task::spawn_blocking(move || {
+    let ok = bounded(move || {
         let hash = hash.as_deref().unwrap_or_else(|| dummy_hash(cost));
-        if password.len() > MAX_PASSWORD_BYTES {
+        if password.len() > MAX_PASSWORD_LEN {
             // Still spend the time, then refuse.
-            let _ = bcrypt::verify(&password.as_bytes()[..MAX_PASSWORD_BYTES], hash);
+            let _ = bcrypt::verify(prehash(&password), dummy_hash(cost));
             return false;
         }
-        bcrypt::verify(password, hash).unwrap_or(false)
+        match hash.strip_prefix(PREHASH_TAG) {
+            Some(inner) => bcrypt::verify(prehash(&password), inner).unwrap_or(false),
+            None if password.len() > MAX_PASSWORD_BYTES => {
+                // A plain bcrypt hash can only come from a password bcrypt read whole.
+                let _ = bcrypt::verify(prehash(&password), hash);
+                false
+            }
+            None => bcrypt::verify(password, hash).unwrap_or(false),
+        }
     })
-    .await
-    .map_err(|e| Error::Internal(e.to_string()))?;
+    .await?;
     Ok(ok && known)
 }
 
@@ -85,7 +143,7 @@ mod tests {
             .unwrap());
         assert!(!verify_password("wrong".into(), Some(h), 4).await.unwrap());
         assert!(!verify_password("x".into(), None, 4).await.unwrap());
-        let long = "a".repeat(73);
+        let long = "a".repeat(MAX_PASSWORD_LEN + 1);
         assert!(matches!(
             hash_password(long, 4).await,
             Err(Error::BadRequest { .. })
@@ -96,5 +154,25 @@ mod tests {
             .await
             .is_ok_and(|ok| !ok));
         assert!(verify_password(exactly, Some(h), 4).await.unwrap());
+    }
+
+    #[actix_web::test]
+    async fn long_passwords_in_any_script_are_whole() {
+        // 64 characters of CJK (192 bytes), Devanagari and emoji (256 bytes): accepted, and
+        // a change in the last character is noticed.
+        for c in ['漢', 'क', '😀'] {
+            let pw: String = std::iter::repeat_n(c, 64).collect();
+            assert!(pw.len() > MAX_PASSWORD_BYTES);
+            let h = hash_password(pw.clone(), 4).await.unwrap();
+            assert!(h.starts_with(PREHASH_TAG));
+            assert!(verify_password(pw.clone(), Some(h.clone()), 4).await.unwrap());
+            let mut other = pw.clone();
+            other.pop();
+            other.push('x');
+            assert!(!verify_password(other, Some(h), 4).await.unwrap());
+        }
+        // A hash made by plain bcrypt (as before long passwords were accepted) still verifies.
+        let old = bcrypt::hash("legacy password", 4).unwrap();
+        assert!(verify_password("legacy password".into(), Some(old), 4).await.unwrap());
     }
 }

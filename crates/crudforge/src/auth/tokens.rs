@@ -32,7 +32,19 @@ pub struct Claims {
     /// The token kind.
     #[serde(rename = "type")]
     pub kind: TokenKind,
+    /// Not valid before, seconds since the epoch (optional; checked when present).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nbf: Option<i64>,
+    /// The user's credential version when the token was issued: a token whose version is not
+    /// the user's current one (the password changed, the account was disabled, the user
+    /// logged out everywhere) no longer authenticates. Absent means version 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ver: Option<i64>,
 }
+
+/// How far in the future an `iat` may lie, in seconds, to allow for clocks of several
+/// instances that differ slightly.
+pub const IAT_LEEWAY: i64 = 5;
 
 /// Signs and verifies tokens with the service's key (HS256, algorithm pinned on verify).
 #[derive(Clone)]
@@ -75,6 +87,21 @@ impl Tokens {
     ///
     /// Signing failed (never expected with an HMAC key).
     pub fn issue(&self, user: Uuid, kind: TokenKind, ttl: i64) -> Result<(String, Claims), Error> {
+        self.issue_versioned(user, kind, ttl, 0)
+    }
+
+    /// Like [`Tokens::issue`], for the user's credential version `ver` (see [`Claims::ver`]).
+    ///
+    /// # Errors
+    ///
+    /// Signing failed.
+    pub fn issue_versioned(
+        &self,
+        user: Uuid,
+        kind: TokenKind,
+        ttl: i64,
+        ver: i64,
+    ) -> Result<(String, Claims), Error> {
         let now = chrono::Utc::now().timestamp();
         let claims = Claims {
             sub: user,
@@ -82,6 +109,8 @@ impl Tokens {
             iat: now,
             jti: Uuid::new_v4(),
             kind,
+            nbf: None,
+            ver: (ver != 0).then_some(ver),
         };
         let token = jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
             .map_err(|e| Error::Internal(format!("signing a token: {e}")))?;
@@ -98,21 +127,33 @@ impl Tokens {
             .map(|t| t.0)
     }
 
-    /// Verifies signature (HS256 only), expiry and kind.
+    /// Verifies the signature (HS256 only) and every registered claim the token carries:
+    /// `exp` (required, a number, in the future), `iat` (required, a number, not in the future
+    /// beyond [`IAT_LEEWAY`], not after `exp`), `nbf` (a number, not in the future, when
+    /// present), `sub` (required, a UUID), `jti` (required, a UUID) and `type` (required, the
+    /// expected kind). A claim of the wrong JSON type fails like a missing one.
     ///
     /// # Errors
     ///
-    /// 401 for a malformed, wrongly signed, expired or wrong-kind token.
+    /// 401 for a malformed, wrongly signed, expired, not-yet-valid or wrong-kind token.
     pub fn verify(&self, token: &str, kind: TokenKind) -> Result<Claims, Error> {
         let mut v = Validation::new(Algorithm::HS256);
         v.leeway = 0;
+        v.validate_nbf = true;
         v.set_required_spec_claims(&["exp", "sub", "iat"]);
         let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &v)
             .map_err(|_| invalid_token())?;
-        if data.claims.kind != kind {
+        let c = data.claims;
+        let now = chrono::Utc::now().timestamp();
+        let in_window = c.exp > now
+            && c.iat <= now.saturating_add(IAT_LEEWAY)
+            && c.iat <= c.exp
+            && c.nbf.is_none_or(|nbf| nbf <= now)
+            && c.ver.is_none_or(|v| v >= 0);
+        if !in_window || c.kind != kind {
             return Err(invalid_token());
         }
-        Ok(data.claims)
+        Ok(c)
     }
 }
 
@@ -147,6 +188,8 @@ mod tests {
             iat: 0,
             jti: Uuid::new_v4(),
             kind: TokenKind::Access,
+            nbf: None,
+            ver: None,
         };
         let tok = jsonwebtoken::encode(
             &Header::new(Algorithm::HS512),
@@ -155,5 +198,125 @@ mod tests {
         )
         .unwrap();
         assert!(t.verify(&tok, TokenKind::Access).is_err());
+    }
+
+    /// Signs arbitrary claims with the test key, as an attacker holding a leaked key could not
+    /// but a buggy issuer might.
+    fn signed(claims: &serde_json::Value) -> String {
+        jsonwebtoken::encode(
+            &Header::new(Algorithm::HS256),
+            claims,
+            &EncodingKey::from_secret(&[7u8; 32]),
+        )
+        .unwrap()
+    }
+
+    fn good() -> serde_json::Value {
+        let now = chrono::Utc::now().timestamp();
+        serde_json::json!({
+            "sub": Uuid::new_v4().to_string(),
+            "exp": now + 60,
+            "iat": now,
+            "jti": Uuid::new_v4().to_string(),
+            "type": "access",
+        })
+    }
+
+    fn with(key: &str, value: serde_json::Value) -> serde_json::Value {
+        let mut c = good();
+        c[key] = value;
+        c
+    }
+
+    fn without(key: &str) -> serde_json::Value {
+        let mut c = good();
+        c.as_object_mut().unwrap().remove(key);
+        c
+    }
+
+    #[test]
+    fn a_well_formed_token_passes() {
+        assert!(tokens().verify(&signed(&good()), TokenKind::Access).is_ok());
+        let now = chrono::Utc::now().timestamp();
+        assert!(tokens()
+            .verify(&signed(&with("nbf", now.into())), TokenKind::Access)
+            .is_ok());
+    }
+
+    #[test]
+    fn exp_is_required_numeric_and_in_the_future() {
+        let t = tokens();
+        let now = chrono::Utc::now().timestamp();
+        for bad in [
+            without("exp"),
+            with("exp", "soon".into()),
+            with("exp", (now - 1).into()),
+            with("exp", serde_json::Value::Null),
+        ] {
+            assert!(t.verify(&signed(&bad), TokenKind::Access).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn nbf_is_numeric_and_not_in_the_future() {
+        let t = tokens();
+        let now = chrono::Utc::now().timestamp();
+        for bad in [
+            with("nbf", (now + 30).into()),
+            with("nbf", "0".into()),
+            with("nbf", serde_json::json!({})),
+        ] {
+            assert!(t.verify(&signed(&bad), TokenKind::Access).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn iat_is_required_numeric_and_not_in_the_future() {
+        let t = tokens();
+        let now = chrono::Utc::now().timestamp();
+        for bad in [
+            without("iat"),
+            with("iat", "yesterday".into()),
+            with("iat", (now + IAT_LEEWAY + 30).into()),
+            with("iat", (now + 120).into()),
+        ] {
+            assert!(t.verify(&signed(&bad), TokenKind::Access).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn sub_and_jti_are_required_uuids() {
+        let t = tokens();
+        for bad in [
+            without("sub"),
+            with("sub", "admin".into()),
+            with("sub", 1.into()),
+            without("jti"),
+            with("jti", "x".into()),
+        ] {
+            assert!(t.verify(&signed(&bad), TokenKind::Access).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn type_is_required_and_must_match() {
+        let t = tokens();
+        for bad in [
+            without("type"),
+            with("type", "refresh".into()),
+            with("type", "ACCESS".into()),
+            with("type", 0.into()),
+        ] {
+            assert!(t.verify(&signed(&bad), TokenKind::Access).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn ver_is_a_number_when_present() {
+        let t = tokens();
+        assert!(t.verify(&signed(&with("ver", 3.into())), TokenKind::Access).is_ok());
+        for bad in [with("ver", "3".into()), with("ver", (-1).into())] {
+            assert!(t.verify(&signed(&bad), TokenKind::Access).is_err(), "{bad}");
+        }
     }
 }
