@@ -433,10 +433,11 @@ backend_tests! {
         assert_eq!(send(&app, as_user(test::TestRequest::patch().uri(&bob_uri).set_json(json!({"email": "x@y.zz"})), &w.api, w.alice)).await.0, 404);
         assert_eq!(send(&app, as_user(test::TestRequest::delete().uri(&bob_uri), &w.api, w.alice)).await.0, 404);
         let alice_uri = format!("/api/users/{}", w.alice);
-        // Changing one's own password through PATCH hashes it.
-        assert_eq!(send(&app, as_user(test::TestRequest::patch().uri(&alice_uri).set_json(json!({"password": "new-pass"})), &w.api, w.alice)).await.0, 200);
-        assert_eq!(send(&app, login_req("alice@example.com", "new-pass")).await.0, 200);
-        assert_eq!(send(&app, login_req("alice@example.com", "alice-pass")).await.0, 401);
+        // Changing one's own password needs the current one: not through PATCH (a stolen
+        // access token must not become a stolen account), but through me/password/.
+        let (status, v) = send(&app, as_user(test::TestRequest::patch().uri(&alice_uri).set_json(json!({"password": "new-pass"})), &w.api, w.alice)).await;
+        assert_eq!(status, 403, "{v}");
+        assert_eq!(send(&app, login_req("alice@example.com", "alice-pass")).await.0, 200, "unchanged");
         // Mass assignment.
         let (status, v) = send(&app, as_user(test::TestRequest::patch().uri(&alice_uri).set_json(json!({"is_enabled": false})), &w.api, w.alice)).await;
         assert_eq!(status, 403, "{v}");
@@ -455,6 +456,14 @@ backend_tests! {
         assert_eq!(send(&app, as_user(test::TestRequest::patch().uri(&bob_uri).set_json(json!({"is_enabled": false})), &w.api, w.admin)).await.0, 200);
         assert_eq!(send(&app, login_req("bob@example.com", "bob-pass")).await.0, 401);
         assert_eq!(send(&app, as_user(test::TestRequest::get().uri("/api/users/me/"), &w.api, w.bob)).await.0, 401);
+        // me/password/ changes one's own password, given the current one.
+        let change = |current: &str| as_user(test::TestRequest::post().uri("/api/users/me/password/").set_json(json!({"current_password": current, "new_password": "new-pass"})), &w.api, w.alice);
+        assert_eq!(send(&app, change("wrong")).await.0, 401);
+        let (status, v) = send(&app, change("alice-pass")).await;
+        assert_eq!(status, 200, "{v}");
+        assert!(v["access_token"].is_string());
+        assert_eq!(send(&app, login_req("alice@example.com", "new-pass")).await.0, 200);
+        assert_eq!(send(&app, login_req("alice@example.com", "alice-pass")).await.0, 401);
     }
 
     async fn custom_user_model_with_public_registration(t) {
@@ -562,6 +571,105 @@ backend_tests! {
         assert_eq!(resp.status(), 200);
         let timing = resp.headers().get("server-timing").unwrap().to_str().unwrap().to_owned();
         assert!(timing.contains("\"2 queries\""), "one to authenticate (user and roles), one to read: {timing}");
+    }
+
+    async fn sessions_end_when_credentials_change(t) {
+        let w = world(&t, t.config()).await;
+        let app = test::init_service(w.api.app()).await;
+        let me = |token: &str| test::TestRequest::get().uri("/api/users/me/").insert_header(("authorization", format!("Bearer {token}")));
+        let refresh = |token: &str| test::TestRequest::post().uri("/api/users/refresh/").set_json(json!({"refresh_token": token}));
+        let (status, t1) = send(&app, login_req("alice@example.com", "alice-pass")).await;
+        assert_eq!(status, 200);
+        let (a1, r1) = (t1["access_token"].as_str().unwrap().to_owned(), t1["refresh_token"].as_str().unwrap().to_owned());
+        assert_eq!(send(&app, me(&a1)).await.0, 200);
+        // An administrator sets a new password: every older session ends, on every instance
+        // (the version lives in the user row), while a new login works.
+        let alice_uri = format!("/api/users/{}", w.alice);
+        assert_eq!(send(&app, as_user(test::TestRequest::patch().uri(&alice_uri).set_json(json!({"password": "second-pass"})), &w.api, w.admin)).await.0, 200);
+        assert_eq!(send(&app, me(&a1)).await.0, 401, "access token from before the change");
+        assert_eq!(send(&app, refresh(&r1)).await.0, 401, "refresh token from before the change");
+        let (status, t2) = send(&app, login_req("alice@example.com", "second-pass")).await;
+        assert_eq!(status, 200);
+        let (a2, r2) = (t2["access_token"].as_str().unwrap().to_owned(), t2["refresh_token"].as_str().unwrap().to_owned());
+        assert_eq!(send(&app, me(&a2)).await.0, 200, "a token issued after the change works");
+        // A password reset through the library (as a recovery endpoint does) ends them too.
+        users::set_password(&w.db, w.alice, "third-pass", COST).await.unwrap();
+        assert_eq!(send(&app, me(&a2)).await.0, 401);
+        assert_eq!(send(&app, refresh(&r2)).await.0, 401);
+        let (_, t3) = send(&app, login_req("alice@example.com", "third-pass")).await;
+        let (a3, r3) = (t3["access_token"].as_str().unwrap().to_owned(), t3["refresh_token"].as_str().unwrap().to_owned());
+        // Logout revokes this session's refresh token; the access token lives until it expires.
+        let logout = |access: &str, body: Value| test::TestRequest::post().uri("/api/users/logout/").insert_header(("authorization", format!("Bearer {access}"))).set_json(body);
+        assert_eq!(send(&app, logout(&a3, json!({"refresh_token": r3}))).await.0, 204);
+        assert_eq!(send(&app, refresh(&r3)).await.0, 401);
+        assert_eq!(send(&app, me(&a3)).await.0, 200);
+        // Another user's refresh token cannot be revoked by alice.
+        let (_, bt) = send(&app, login_req("bob@example.com", "bob-pass")).await;
+        let rb = bt["refresh_token"].as_str().unwrap();
+        assert_eq!(send(&app, logout(&a3, json!({"refresh_token": rb}))).await.0, 401);
+        assert_eq!(send(&app, refresh(rb)).await.0, 200, "bob's session is untouched");
+        // Logging out everywhere ends the access token too.
+        let (_, t4) = send(&app, login_req("alice@example.com", "third-pass")).await;
+        let r4 = t4["refresh_token"].as_str().unwrap().to_owned();
+        assert_eq!(send(&app, logout(&a3, json!({"all": true}))).await.0, 204);
+        assert_eq!(send(&app, me(&a3)).await.0, 401);
+        assert_eq!(send(&app, refresh(&r4)).await.0, 401);
+        // Disabling ends sessions; enabling again does not bring them back.
+        let (_, t5) = send(&app, login_req("alice@example.com", "third-pass")).await;
+        let (a5, r5) = (t5["access_token"].as_str().unwrap().to_owned(), t5["refresh_token"].as_str().unwrap().to_owned());
+        assert_eq!(send(&app, as_user(test::TestRequest::patch().uri(&alice_uri).set_json(json!({"is_enabled": false})), &w.api, w.admin)).await.0, 200);
+        assert_eq!(send(&app, as_user(test::TestRequest::patch().uri(&alice_uri).set_json(json!({"is_enabled": true})), &w.api, w.admin)).await.0, 200);
+        assert_eq!(send(&app, me(&a5)).await.0, 401);
+        assert_eq!(send(&app, refresh(&r5)).await.0, 401);
+    }
+
+    async fn token_records_are_digests_of_one_kind(t) {
+        let w = world(&t, t.config()).await;
+        let app = test::init_service(w.api.app()).await;
+        let key = "alice-api-key-0123456789-abcdefghijkl";
+        let (status, tok) = send(&app, as_user(test::TestRequest::post().uri("/api/tokens/").set_json(json!({"token": key, "description": "ci"})), &w.api, w.alice)).await;
+        assert_eq!(status, 201, "{tok}");
+        assert_eq!(tok["kind"], "api_key");
+        // Stored as the SHA-256 of the value, never as given.
+        let mut conn = w.db.get().await.unwrap();
+        let id = Uuid::parse_str(tok["id"].as_str().unwrap()).unwrap();
+        let stored: String = with_conn!(conn, |c| {
+            diesel_async::RunQueryDsl::get_result(
+                users::schema::tokens::table
+                    .filter(users::schema::tokens::id.eq(crudforge::sql_types::Portable(id)))
+                    .select(users::schema::tokens::token),
+                c,
+            )
+            .await
+        })
+        .unwrap();
+        drop(conn);
+        assert_ne!(stored, key);
+        assert_eq!(stored, crudforge::db::functions::digest_hex(key));
+        assert_eq!(users::token_owner(&w.db, key).await.unwrap(), Some(w.alice));
+        assert_eq!(users::token_owner(&w.db, &stored).await.unwrap(), None, "the digest is no key");
+        // A refresh token's id is a refresh record: refresh accepts it, API-key login does not.
+        let (_, t1) = send(&app, login_req("alice@example.com", "alice-pass")).await;
+        let claims = w.api.state().tokens.verify(t1["refresh_token"].as_str().unwrap(), TokenKind::Refresh).unwrap();
+        let jti = claims.jti.to_string();
+        assert_eq!(users::token_owner(&w.db, &jti).await.unwrap(), None);
+        assert_eq!(users::token_owner_of(&w.db, users::TokenRecord::Refresh, &jti).await.unwrap(), Some(w.alice));
+        // An owner can revoke, never restore, and bring an expiry forward, never push it out.
+        let uri = format!("/api/tokens/{id}");
+        let patch = |body: Value| as_user(test::TestRequest::patch().uri(&uri).set_json(body), &w.api, w.alice);
+        assert_eq!(send(&app, patch(json!({"expires_at": "2099-01-01T00:00:00Z"}))).await.0, 200);
+        let (status, v) = send(&app, patch(json!({"expires_at": "2100-01-01T00:00:00Z"}))).await;
+        assert_eq!((status.as_u16(), v["field"].as_str()), (422, Some("expires_at")), "{v}");
+        let (status, v) = send(&app, patch(json!({"expires_at": null}))).await;
+        assert_eq!(status, 422, "{v}");
+        assert_eq!(send(&app, patch(json!({"expires_at": "2098-01-01T00:00:00Z"}))).await.0, 200);
+        assert_eq!(send(&app, patch(json!({"revoked": true, "revoked_at": "2026-01-01T00:00:00Z"}))).await.0, 200);
+        let (status, v) = send(&app, patch(json!({"revoked": false}))).await;
+        assert_eq!((status.as_u16(), v["field"].as_str()), (422, Some("revoked")), "{v}");
+        assert_eq!(users::token_owner(&w.db, key).await.unwrap(), None, "still revoked");
+        // Clients cannot choose the kind.
+        let (status, v) = send(&app, as_user(test::TestRequest::post().uri("/api/tokens/").set_json(json!({"token": "x-0123456789-0123456789-0123456789", "kind": "refresh"})), &w.api, w.alice)).await;
+        assert_eq!(status, 422, "{v}");
     }
 }
 

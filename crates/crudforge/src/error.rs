@@ -232,6 +232,21 @@ impl Error {
                 "not_found_error",
                 "The requested resource does not exist.",
             ),
+            // A library trigger refused a change (`crudforge_refused:<field>:<why>`).
+            Error::Database(D::DatabaseError(_, info))
+                if info.message().contains("crudforge_refused:") =>
+            {
+                let msg = info.message();
+                let rest = msg.split_once("crudforge_refused:").map_or("", |(_, r)| r);
+                let (field, why) = rest.split_once(':').unwrap_or(("", rest));
+                let mut p = Problem::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "validation_error",
+                    why.trim().to_owned(),
+                );
+                p.field = (!field.is_empty()).then(|| field.to_owned());
+                p
+            }
             Error::Database(D::DatabaseError(K::UniqueViolation, info)) => {
                 let mut p = Problem::new(
                     StatusCode::CONFLICT,

@@ -106,6 +106,12 @@ pub trait Rules<R>: Send + Sync + 'static {
     fn admin_fields(&self) -> &[&'static str] {
         &[]
     }
+
+    /// Members only administrators may send in PATCH bodies (others get 403), such as a
+    /// password that its owner changes through an endpoint that asks for the current one.
+    fn admin_update_fields(&self) -> &[&'static str] {
+        &[]
+    }
 }
 
 /// The default rules: any authenticated user may read, write and create.

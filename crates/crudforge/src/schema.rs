@@ -19,6 +19,9 @@ diesel::table! {
         password -> Nullable<Text>,
         /// Enabled.
         is_enabled -> Bool,
+        /// Credential version: raised when the password changes, the account is disabled or
+        /// the user logs out everywhere; access tokens of another version are refused.
+        token_version -> BigInt,
     }
 }
 
@@ -67,6 +70,8 @@ diesel::table! {
         revoked -> Bool,
         /// Revocation time.
         revoked_at -> Nullable<PortableTimestamp>,
+        /// `api_key`, `refresh` or `recovery`.
+        kind -> Text,
     }
 }
 

@@ -86,12 +86,19 @@ async fn authenticate(req: &HttpRequest) -> Result<Option<CurrentUser>, Error> {
         .ok_or_else(|| Error::Unauthorized("Expected `Authorization: Bearer <token>`.".into()))?;
     let st = ApiState::of(req)?;
     let claims = st.tokens.verify(token, TokenKind::Access)?;
-    let user = load_user(&st.db, claims.sub)
+    let (user, version) = load_session(&st.db, claims.sub)
         .await?
-        .filter(|u| u.is_enabled)
+        .filter(|(u, _)| u.is_enabled)
         .ok_or_else(|| {
             Error::Unauthorized("The token's user does not exist or is disabled.".into())
         })?;
+    // A token issued before the password changed, the account was disabled or the user
+    // logged out everywhere carries an older credential version.
+    if claims.ver.unwrap_or(0) != version {
+        return Err(Error::Unauthorized(
+            "This session has ended; log in again.".into(),
+        ));
+    }
     Ok(Some(user))
 }
 
@@ -151,8 +158,17 @@ impl FromRequest for Admin {
 ///
 /// Database errors.
 pub async fn load_user(db: &Database, id: Uuid) -> Result<Option<CurrentUser>, Error> {
+    Ok(load_session(db, id).await?.map(|(u, _)| u))
+}
+
+/// Loads a user, its roles and its credential version (`users.token_version`) in one query.
+///
+/// # Errors
+///
+/// Database errors.
+pub async fn load_session(db: &Database, id: Uuid) -> Result<Option<(CurrentUser, i64)>, Error> {
     let mut conn = db.get().await?;
-    type Row = (Uuid, String, bool, Option<String>, Option<Uuid>);
+    type Row = (Uuid, String, bool, i64, Option<String>, Option<Uuid>);
     let rows: Vec<Row> = with_conn!(conn, |c| {
         diesel_async::RunQueryDsl::load(
             users::table
@@ -162,6 +178,7 @@ pub async fn load_user(db: &Database, id: Uuid) -> Result<Option<CurrentUser>, E
                     users::id,
                     users::email,
                     users::is_enabled,
+                    users::token_version,
                     user_roles::role.nullable(),
                     user_roles::domain_id.nullable(),
                 )),
@@ -172,16 +189,17 @@ pub async fn load_user(db: &Database, id: Uuid) -> Result<Option<CurrentUser>, E
     let Some(first) = rows.first() else {
         return Ok(None);
     };
+    let version = first.3;
     let mut user = CurrentUser {
         id: first.0,
         email: first.1.clone(),
         is_enabled: first.2,
         roles: Vec::new(),
     };
-    for (_, _, _, role, domain_id) in rows {
+    for (_, _, _, _, role, domain_id) in rows {
         if let Some(role) = role {
             user.roles.push(RoleGrant { role, domain_id });
         }
     }
-    Ok(Some(user))
+    Ok(Some((user, version)))
 }

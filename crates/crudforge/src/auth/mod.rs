@@ -9,7 +9,7 @@ pub mod password;
 pub mod tokens;
 pub mod user;
 
-pub use extract::{current_user, load_user, require_user, Admin, Auth, MaybeAuth};
+pub use extract::{current_user, load_session, load_user, require_user, Admin, Auth, MaybeAuth};
 pub use password::{
     hash_password, hash_password_for, verify_password, MAX_PASSWORD_BYTES, MAX_PASSWORD_LEN,
 };

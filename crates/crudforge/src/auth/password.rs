@@ -8,7 +8,6 @@
 //! password is ever ignored.
 
 use crate::error::Error;
-use sha2::{Digest, Sha256};
 use std::sync::OnceLock;
 use tokio::sync::Semaphore;
 
@@ -60,12 +59,7 @@ pub async fn hash_password_for(field: &str, password: String, cost: u32) -> Resu
 
 /// The hex SHA-256 of a password: 64 bytes, which bcrypt reads whole.
 fn prehash(password: &str) -> String {
-    let digest = Sha256::digest(password.as_bytes());
-    let mut out = String::with_capacity(64);
-    for b in digest {
-        out.push_str(&format!("{b:02x}"));
-    }
-    out
+    crate::db::functions::digest_hex(password)
 }
 
 /// Runs bcrypt work on a blocking thread, at most [`bcrypt_slots`] at once, so that a burst
@@ -165,7 +159,9 @@ mod tests {
             assert!(pw.len() > MAX_PASSWORD_BYTES);
             let h = hash_password(pw.clone(), 4).await.unwrap();
             assert!(h.starts_with(PREHASH_TAG));
-            assert!(verify_password(pw.clone(), Some(h.clone()), 4).await.unwrap());
+            assert!(verify_password(pw.clone(), Some(h.clone()), 4)
+                .await
+                .unwrap());
             let mut other = pw.clone();
             other.pop();
             other.push('x');
@@ -173,6 +169,8 @@ mod tests {
         }
         // A hash made by plain bcrypt (as before long passwords were accepted) still verifies.
         let old = bcrypt::hash("legacy password", 4).unwrap();
-        assert!(verify_password("legacy password".into(), Some(old), 4).await.unwrap());
+        assert!(verify_password("legacy password".into(), Some(old), 4)
+            .await
+            .unwrap());
     }
 }

@@ -117,7 +117,9 @@ impl Tokens {
         Ok((token, claims))
     }
 
-    /// An access token for `user` with the configured lifetime.
+    /// An access token for `user` with the configured lifetime, at credential version 0 (a
+    /// user that never changed its password nor logged out everywhere). Handlers should use
+    /// [`crate::users::access_token`], which reads the user's current version.
     ///
     /// # Errors
     ///
@@ -314,7 +316,9 @@ mod tests {
     #[test]
     fn ver_is_a_number_when_present() {
         let t = tokens();
-        assert!(t.verify(&signed(&with("ver", 3.into())), TokenKind::Access).is_ok());
+        assert!(t
+            .verify(&signed(&with("ver", 3.into())), TokenKind::Access)
+            .is_ok());
         for bad in [with("ver", "3".into()), with("ver", (-1).into())] {
             assert!(t.verify(&signed(&bad), TokenKind::Access).is_err(), "{bad}");
         }

@@ -100,6 +100,7 @@ fn check_members<R: Resource>(
     shared: &Shared<R>,
     caller: &Caller,
     obj: &serde_json::Map<String, serde_json::Value>,
+    op: Operation,
 ) -> Result<(), Error> {
     if caller.is_admin() {
         return Ok(());
@@ -112,7 +113,11 @@ fn check_members<R: Resource>(
             ));
         }
     }
-    for f in shared.rules.admin_fields() {
+    let on_update = match op {
+        Operation::Patch => shared.rules.admin_update_fields(),
+        _ => &[],
+    };
+    for f in shared.rules.admin_fields().iter().chain(on_update) {
         if obj.contains_key(*f) {
             let why = format!("Only administrators may set `{f}`.");
             // Without credentials the answer is "authenticate" (401), as for every other
@@ -348,7 +353,7 @@ pub(crate) async fn create<R: Resource>(
     let who = caller(shared, &req, Operation::Post).await?;
     let parents = parent_conds(shared, &req)?;
     let mut obj = json_object(&req, &body)?;
-    check_members(shared, &who, &obj)?;
+    check_members(shared, &who, &obj, Operation::Post)?;
     match &who {
         Caller::Public => {}
         Caller::Admin(u) => {
@@ -387,7 +392,7 @@ pub(crate) async fn update<R: Resource>(
     let who = caller(shared, &req, Operation::Patch).await?;
     let addressed = item_conds(shared, &req)?;
     let obj = json_object(&req, &body)?;
-    check_members(shared, &who, &obj)?;
+    check_members(shared, &who, &obj, Operation::Patch)?;
     let mut input: R::Update = decode(shared, Operation::Patch, obj, &[])?;
     hash_passwords(&mut input, st.config.bcrypt_cost).await?;
     let conds = Condition::from(addressed.clone()).and(who.write_scope(shared)?);

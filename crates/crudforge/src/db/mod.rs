@@ -399,6 +399,8 @@ fn migrate_blocking(
         Backend::Sqlite => {
             let mut conn = SqliteConnection::establish(target)?;
             conn.batch_execute(&sqlite_pragmas(synchronous))?;
+            // Migrations may call the library's SQL functions (and create triggers that do).
+            functions::register_sqlite_functions(&mut conn)?;
             let mut sets = vec![SQLITE_MIGRATIONS];
             sets.extend(app.map(|a| a.sqlite));
             apply(&mut conn, sets)

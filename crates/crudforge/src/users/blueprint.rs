@@ -1,7 +1,10 @@
 //! The user blueprint: the CRUD operations of a user model plus `login/`, `refresh/` and `me/`.
 
 use super::model::{User, UserModel};
-use super::store::{find_by_email, revoke_token, store_token, token_owner};
+use super::store::{
+    end_sessions, find_by_email, hash_and_set_password, revoke_token, store_token_of,
+    token_owner_of, token_version, TokenRecord,
+};
 use crate::auth::{load_user, require_user, verify_password, CurrentUser, TokenKind};
 use crate::crud::{Arg, Cond, CrudBlueprint, CustomRoute, Operation};
 use crate::db::Database;
@@ -65,6 +68,27 @@ pub struct LoginRequest {
 pub struct RefreshRequest {
     /// A refresh token from login or an earlier refresh.
     pub refresh_token: String,
+}
+
+/// Logout body.
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+pub struct LogoutRequest {
+    /// The refresh token of this session, to revoke.
+    #[serde(default)]
+    pub refresh_token: Option<String>,
+    /// End every session of the caller: every refresh token is revoked and every access
+    /// token issued so far (this one included) stops working.
+    #[serde(default)]
+    pub all: bool,
+}
+
+/// Password change body.
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+pub struct PasswordChange {
+    /// The password the account has now.
+    pub current_password: String,
+    /// The new password.
+    pub new_password: String,
 }
 
 /// Tokens issued at login and refresh.
@@ -171,18 +195,64 @@ impl<U: UserModel> IntoMount for UserBlueprint<U> {
         .errors(&[400, 401, 422])
         .tag(&tag)
         .public();
+        let logout = CustomRoute::new(OperationType::Post, "logout/", || {
+            web::post().to(
+                |req: HttpRequest, body: crate::Json<LogoutRequest>| async move {
+                    logout(req, body.into_inner()).await
+                },
+            )
+        })
+        .operation_id(&format!("logout{}", U::NAME))
+        .summary("Log out: revoke a refresh token, or end every session")
+        .body::<LogoutRequest>()
+        .status(204)
+        .errors(&[400, 401, 422])
+        .tag(&tag);
+        let password = CustomRoute::new(OperationType::Post, "me/password/", || {
+            web::post().to(
+                |req: HttpRequest, body: crate::Json<PasswordChange>| async move {
+                    change_password(req, body.into_inner()).await
+                },
+            )
+        })
+        .operation_id(&format!("changePassword{}", U::NAME))
+        .summary("Change one's own password (the current one is required)")
+        .body::<PasswordChange>()
+        .responds::<LoginResponse>()
+        .errors(&[400, 401, 422])
+        .tag(&tag);
         let me = CustomRoute::new(OperationType::Get, "me/", || web::get().to(me::<U>))
             .operation_id(&format!("me{}", U::NAME))
             .summary("The current user")
             .responds::<U::Response>()
             .errors(&[401])
             .tag(&tag);
-        IntoMount::into_mount(self.crud.route(login).route(refresh).route(me))
+        IntoMount::into_mount(
+            self.crud
+                .route(login)
+                .route(refresh)
+                .route(logout)
+                .route(password)
+                .route(me),
+        )
     }
 }
 
 fn bad_login() -> Error {
     Error::Unauthorized("Invalid e-mail or password.".into())
+}
+
+/// An access token for a user at its current credential version (for handlers that log a
+/// user in some other way, such as an API key or a password reset).
+///
+/// # Errors
+///
+/// Database errors.
+pub async fn access_token(st: &ApiState, user: Uuid) -> Result<String, Error> {
+    let version = token_version(&st.db, user).await?;
+    st.tokens
+        .issue_versioned(user, TokenKind::Access, st.tokens.access_ttl, version)
+        .map(|(t, _)| t)
 }
 
 /// Issues an access token and a stored refresh token for a user.
@@ -191,13 +261,17 @@ fn bad_login() -> Error {
 ///
 /// Database errors.
 pub async fn issue_tokens(st: &ApiState, user: Uuid) -> Result<LoginResponse, Error> {
-    let access = st.tokens.access(user)?;
-    let (refresh, claims) = st
-        .tokens
-        .issue(user, TokenKind::Refresh, st.tokens.refresh_ttl)?;
+    let version = token_version(&st.db, user).await?;
+    let (access, _) =
+        st.tokens
+            .issue_versioned(user, TokenKind::Access, st.tokens.access_ttl, version)?;
+    let (refresh, claims) =
+        st.tokens
+            .issue_versioned(user, TokenKind::Refresh, st.tokens.refresh_ttl, version)?;
     let expires = DateTime::from_timestamp(claims.exp, 0);
-    store_token(
+    store_token_of(
         &st.db,
+        TokenRecord::Refresh,
         user,
         &claims.jti.to_string(),
         Some("refresh token"),
@@ -249,7 +323,7 @@ async fn refresh(req: HttpRequest, body: RefreshRequest) -> Result<HttpResponse,
     let st = ApiState::of(&req)?;
     let claims = st.tokens.verify(&body.refresh_token, TokenKind::Refresh)?;
     let jti = claims.jti.to_string();
-    let owner = token_owner(&st.db, &jti).await?;
+    let owner = token_owner_of(&st.db, TokenRecord::Refresh, &jti).await?;
     if owner != Some(claims.sub) {
         return Err(Error::Unauthorized(
             "Invalid, revoked or expired refresh token.".into(),
@@ -286,4 +360,40 @@ async fn me<U: UserModel>(req: HttpRequest) -> Result<HttpResponse, Error> {
         .next()
         .ok_or_else(|| Error::Unauthorized("The token's user does not exist.".into()))?;
     Ok(HttpResponse::Ok().json(U::Response::from(u)))
+}
+
+async fn logout(req: HttpRequest, body: LogoutRequest) -> Result<HttpResponse, Error> {
+    let user = require_user(&req).await?;
+    let st = ApiState::of(&req)?;
+    if let Some(token) = &body.refresh_token {
+        let claims = st.tokens.verify(token, TokenKind::Refresh)?;
+        if claims.sub != user.id {
+            return Err(Error::Unauthorized(
+                "This refresh token belongs to another user.".into(),
+            ));
+        }
+        revoke_token(&st.db, &claims.jti.to_string()).await?;
+    }
+    if body.all {
+        end_sessions(&st.db, user.id).await?;
+    }
+    Ok(HttpResponse::NoContent().finish())
+}
+
+async fn change_password(req: HttpRequest, body: PasswordChange) -> Result<HttpResponse, Error> {
+    let user = require_user(&req).await?;
+    let st = ApiState::of(&req)?;
+    let cost = st.config.bcrypt_cost;
+    let hash = find_by_email(&st.db, &user.email)
+        .await?
+        .and_then(|(_, h, _)| h);
+    if !verify_password(body.current_password, hash, cost).await? {
+        return Err(Error::Unauthorized(
+            "The current password is not correct.".into(),
+        ));
+    }
+    // The new password ends every older session (a database trigger raises the credential
+    // version and revokes the refresh tokens); this one continues with new tokens.
+    hash_and_set_password(&st.db, user.id, "new_password", body.new_password, cost).await?;
+    Ok(HttpResponse::Ok().json(issue_tokens(st, user.id).await?))
 }

@@ -16,12 +16,13 @@ pub mod store;
 pub use crate::auth::load_user;
 pub use crate::schema;
 pub use blueprint::{
-    issue_tokens, LoginContext, LoginHook, LoginRequest, LoginResponse, RefreshRequest,
-    UserBlueprint,
+    access_token, issue_tokens, LoginContext, LoginHook, LoginRequest, LoginResponse,
+    LogoutRequest, PasswordChange, RefreshRequest, UserBlueprint,
 };
 pub use model::{Domain, Role, Token, User, UserModel, UserRole, UserSetting};
 pub use rules::{RoleRules, UserRules};
 pub use store::{
-    create_user, find_by_email, grant_role, revoke_token, set_enabled, set_password, store_token,
-    token_owner,
+    create_user, end_sessions, find_by_email, grant_role, hash_and_set_password, revoke_token,
+    set_enabled, set_password, store_token, store_token_of, token_owner, token_owner_of,
+    token_version, TokenRecord, MIN_API_KEY_LEN,
 };

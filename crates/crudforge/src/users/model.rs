@@ -113,6 +113,10 @@ pub struct Token {
     pub revoked: bool,
     /// When it was revoked.
     pub revoked_at: Option<DateTime<Utc>>,
+    /// What the token is: `api_key` (the only kind clients create), `refresh` or `recovery`.
+    /// Each endpoint accepts only its own kind.
+    #[resource(read_only)]
+    pub kind: String,
 }
 
 /// A per-user setting; one value per user and key.

@@ -5,8 +5,9 @@ use crate::error::Error;
 use crate::perms::{Access, Rules};
 
 /// Rules of users: a user reads and writes itself, administrators everyone; only
-/// administrators create users (unless the model allows public registration) and change
-/// `is_enabled`.
+/// administrators create users (unless the model allows public registration), change
+/// `is_enabled`, and set a password through PATCH (a user changes its own through
+/// `me/password/`, proving the current one).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct UserRules;
 
@@ -26,6 +27,9 @@ impl<U> Rules<U> for UserRules {
     }
     fn admin_fields(&self) -> &[&'static str] {
         &["is_enabled"]
+    }
+    fn admin_update_fields(&self) -> &[&'static str] {
+        &["password"]
     }
 }
 

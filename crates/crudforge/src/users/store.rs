@@ -1,6 +1,7 @@
 //! The user store: queries on the library's tables for passwords, accounts, roles and tokens.
 
-use crate::auth::hash_password;
+use crate::auth::{hash_password, hash_password_for};
+use crate::db::functions::digest_hex;
 use crate::db::sql_types::Portable;
 use crate::db::Database;
 use crate::error::Error;
@@ -8,6 +9,7 @@ use crate::schema::{tokens, user_roles, users};
 use crate::with_conn;
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
+use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
 pub(super) async fn users_password(db: &Database, id: Uuid) -> Result<Option<String>, Error> {
@@ -23,18 +25,33 @@ pub(super) async fn users_password(db: &Database, id: Uuid) -> Result<Option<Str
     })?)
 }
 
-/// Hashes and stores a new password for a user.
+/// Hashes and stores a new password for a user. Every older session of the user ends.
 ///
 /// # Errors
 ///
-/// 422 for an empty or over-long password; 404 for an unknown user.
+/// 400 for an empty or over-long password; 404 for an unknown user.
 pub async fn set_password(
     db: &Database,
     user_id: Uuid,
     password: &str,
     cost: u32,
 ) -> Result<(), Error> {
-    let hash = hash_password(password.to_owned(), cost).await?;
+    hash_and_set_password(db, user_id, "password", password.to_owned(), cost).await
+}
+
+/// Like [`set_password`], naming `field` in errors.
+///
+/// # Errors
+///
+/// 400 naming `field` for an empty or over-long password; 404 for an unknown user.
+pub async fn hash_and_set_password(
+    db: &Database,
+    user_id: Uuid,
+    field: &str,
+    password: String,
+    cost: u32,
+) -> Result<(), Error> {
+    let hash = hash_password_for(field, password, cost).await?;
     let mut conn = db.get().await?;
     let n = with_conn!(conn, |c| {
         diesel_async::RunQueryDsl::execute(
@@ -163,13 +180,63 @@ pub async fn grant_role(
     Ok(())
 }
 
-/// Stores a Token record (a refresh token id or an API key) for a user.
+/// What a Token record is; each endpoint accepts only its own kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenRecord {
+    /// An API key, accepted by token login.
+    ApiKey,
+    /// The id of a refresh token, accepted by refresh.
+    Refresh,
+    /// The id of a used single-use recovery token.
+    Recovery,
+}
+
+impl TokenRecord {
+    /// The stored `kind`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenRecord::ApiKey => "api_key",
+            TokenRecord::Refresh => "refresh",
+            TokenRecord::Recovery => "recovery",
+        }
+    }
+}
+
+/// The shortest API key accepted: 32 characters (for example 24 random bytes in base64).
+pub const MIN_API_KEY_LEN: usize = 32;
+
+/// Stores an API key for a user (see [`store_token_of`]).
 ///
 /// # Errors
 ///
 /// Database errors (409 for a duplicate value or an unknown user).
 pub async fn store_token(
     db: &Database,
+    user_id: Uuid,
+    value: &str,
+    description: Option<&str>,
+    expires_at: Option<DateTime<Utc>>,
+) -> Result<Uuid, Error> {
+    store_token_of(
+        db,
+        TokenRecord::ApiKey,
+        user_id,
+        value,
+        description,
+        expires_at,
+    )
+    .await
+}
+
+/// Stores a Token record of `kind`. The database keeps only the SHA-256 of `value` (a trigger
+/// replaces it, whatever path writes it), so a copy of the table holds no usable secret.
+///
+/// # Errors
+///
+/// Database errors (409 for a duplicate value or an unknown user).
+pub async fn store_token_of(
+    db: &Database,
+    kind: TokenRecord,
     user_id: Uuid,
     value: &str,
     description: Option<&str>,
@@ -189,6 +256,7 @@ pub async fn store_token(
                 tokens::description.eq(description.map(str::to_owned)),
                 tokens::expires_at.eq(Portable(expires_at)),
                 tokens::revoked.eq(false),
+                tokens::kind.eq(kind.as_str()),
             )),
             c,
         )
@@ -197,27 +265,88 @@ pub async fn store_token(
     Ok(id)
 }
 
-/// The owner of a usable (not revoked, not expired) Token record with this value.
+/// The owner of a usable (not revoked, not expired) API key with this value.
 ///
 /// # Errors
 ///
 /// Database errors.
 pub async fn token_owner(db: &Database, value: &str) -> Result<Option<Uuid>, Error> {
+    token_owner_of(db, TokenRecord::ApiKey, value).await
+}
+
+/// The owner of a usable Token record of `kind` with this value.
+///
+/// # Errors
+///
+/// Database errors.
+pub async fn token_owner_of(
+    db: &Database,
+    kind: TokenRecord,
+    value: &str,
+) -> Result<Option<Uuid>, Error> {
     let mut conn = db.get().await?;
     let now = Portable(crate::crud::now());
-    let row: Option<Uuid> = with_conn!(conn, |c| {
+    let digest = digest_hex(value);
+    let row: Option<(Uuid, String)> = with_conn!(conn, |c| {
         diesel_async::RunQueryDsl::get_result(
             tokens::table
-                .filter(tokens::token.eq(value.to_owned()))
+                .filter(tokens::token.eq(digest.clone()))
+                .filter(tokens::kind.eq(kind.as_str()))
                 .filter(tokens::revoked.eq(false))
                 .filter(tokens::expires_at.is_null().or(tokens::expires_at.gt(now)))
-                .select(tokens::user_id),
+                .select((tokens::user_id, tokens::token)),
             c,
         )
         .await
         .optional()
     })?;
-    Ok(row)
+    // The index found the row; compare the digests once more in constant time.
+    Ok(row
+        .filter(|(_, stored)| bool::from(stored.as_bytes().ct_eq(digest.as_bytes())))
+        .map(|(owner, _)| owner))
+}
+
+/// The credential version of a user (0 for an unknown user); access tokens carry it.
+///
+/// # Errors
+///
+/// Database errors.
+pub async fn token_version(db: &Database, user_id: Uuid) -> Result<i64, Error> {
+    let mut conn = db.get().await?;
+    let v: Option<i64> = with_conn!(conn, |c| {
+        diesel_async::RunQueryDsl::get_result(
+            users::table
+                .filter(users::id.eq(Portable(user_id)))
+                .select(users::token_version),
+            c,
+        )
+        .await
+        .optional()
+    })?;
+    Ok(v.unwrap_or(0))
+}
+
+/// Ends every session of a user: raises the credential version (older access tokens stop
+/// working) and revokes every refresh token.
+///
+/// # Errors
+///
+/// Database errors.
+pub async fn end_sessions(db: &Database, user_id: Uuid) -> Result<(), Error> {
+    let mut conn = db.get().await?;
+    let now = crate::crud::now();
+    // One statement: a database trigger revokes the refresh tokens when the version rises.
+    with_conn!(conn, |c| {
+        diesel_async::RunQueryDsl::execute(
+            diesel::update(users::table.filter(users::id.eq(Portable(user_id)))).set((
+                users::token_version.eq(users::token_version + 1),
+                users::updated_at.eq(Portable(now)),
+            )),
+            c,
+        )
+        .await
+    })?;
+    Ok(())
 }
 
 /// Revokes the Token record with this value; false when none was usable.
@@ -232,7 +361,7 @@ pub async fn revoke_token(db: &Database, value: &str) -> Result<bool, Error> {
         diesel_async::RunQueryDsl::execute(
             diesel::update(
                 tokens::table
-                    .filter(tokens::token.eq(value.to_owned()))
+                    .filter(tokens::token.eq(digest_hex(value)))
                     .filter(tokens::revoked.eq(false)),
             )
             .set((

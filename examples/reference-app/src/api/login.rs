@@ -68,7 +68,7 @@ pub async fn token_login(
         .ok_or_else(|| Error::Unauthorized("The token's owner cannot log in.".into()))?;
     check_domain(&st.db, &user, body.domain.as_deref()).await?;
     Ok(HttpResponse::Ok().json(AccessToken {
-        access_token: st.tokens.access(user.id)?,
+        access_token: crudforge::users::access_token(st, user.id).await?,
         token_type: "bearer".to_owned(),
     }))
 }

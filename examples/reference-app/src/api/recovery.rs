@@ -89,7 +89,7 @@ pub async fn reset_password(
         other => other,
     })?;
     Ok(HttpResponse::Ok().json(AccessToken {
-        access_token: st.tokens.access(claims.sub)?,
+        access_token: crudforge::users::access_token(st, claims.sub).await?,
         token_type: "bearer".to_owned(),
     }))
 }
