@@ -303,7 +303,7 @@ fn cli_creates_fixtures_and_reports_failures_on_one_line() {
             "--email",
             "plain@example.com",
             "--token",
-            "plain-key",
+            "plain-key-0123456789abcdefghijklmnopq",
             "--description",
             "CI key",
         ]);
@@ -324,9 +324,82 @@ fn cli_creates_fixtures_and_reports_failures_on_one_line() {
                 "--email",
                 "off@example.com",
                 "--token",
-                "plain-key",
+                "plain-key-0123456789abcdefghijklmnopq",
             ],
             "already stored",
+        );
+        // Keys too short to resist guessing are refused; secrets can come from standard
+        // input or the environment instead of the command line, where `ps` shows them.
+        b.fails(
+            &[
+                "create-token",
+                "--email",
+                "plain@example.com",
+                "--token",
+                "short-key",
+            ],
+            "at least 32 characters",
+        );
+        let piped = |args: &[&str], input: &str| {
+            use std::io::Write as _;
+            let mut child = crate::harness::command(b.dir.path(), &b.env)
+                .args(args)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(input.as_bytes())
+                .unwrap();
+            child.wait_with_output().unwrap()
+        };
+        let key = "stdin-key-0123456789abcdefghijklmnop";
+        let out = piped(
+            &[
+                "create-token",
+                "--email",
+                "plain@example.com",
+                "--token-stdin",
+            ],
+            &format!("{key}\n"),
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut env = b.env.clone();
+        env.push(("CRUDFORGE_TOKEN", key.to_owned()));
+        let out = cli(
+            b.dir.path(),
+            &env,
+            &["create-token", "--email", "plain@example.com"],
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("already stored"),
+            "the same value came from the environment"
+        );
+        let out = piped(
+            &[
+                "create-user",
+                "--email",
+                "stdin@example.com",
+                "--password-stdin",
+            ],
+            "a password from stdin\n",
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        b.fails(
+            &["create-user", "--email", "nopass@example.com"],
+            "--password-stdin",
         );
 
         let acme = b.domain("acme");
@@ -370,7 +443,11 @@ fn cli_creates_fixtures_and_reports_failures_on_one_line() {
         app.problem(&r, 401, "/api/user/login/");
 
         // The stored token works for token_login.
-        let r = app.post("/api/user/token_login", None, json!({"token": "plain-key"}));
+        let r = app.post(
+            "/api/user/token_login",
+            None,
+            json!({"token": "plain-key-0123456789abcdefghijklmnopq"}),
+        );
         app.json(&r, 200);
 
         // The domain exists under the printed id.
@@ -706,10 +783,10 @@ fn token_login_follows_spec_rules_1_and_2() {
         let ann = b.user("ann@example.com", &["--first-name", "Ann"]);
         b.user("plain@example.com", &[]);
         b.user("off@example.com", &["--disabled"]);
-        b.token("admin@example.com", "admin-key");
-        b.token("ann@example.com", "ann-key");
-        b.token("plain@example.com", "plain-key");
-        b.token("off@example.com", "off-key");
+        b.token("admin@example.com", "admin-key-0123456789abcdefghijklmnopq");
+        b.token("ann@example.com", "ann-key-0123456789abcdefghijklmnopq");
+        b.token("plain@example.com", "plain-key-0123456789abcdefghijklmnopq");
+        b.token("off@example.com", "off-key-0123456789abcdefghijklmnopq");
         let north = b.domain("north");
         b.domain("south");
         let app = App::start(b);
@@ -733,7 +810,7 @@ fn token_login_follows_spec_rules_1_and_2() {
         let p = "/api/user/token_login";
 
         // Success: an access token for the token's owner.
-        let ok = app.json(&tl("ann-key", None), 200);
+        let ok = app.json(&tl("ann-key-0123456789abcdefghijklmnopq", None), 200);
         assert_eq!(keys(&ok), ["access_token", "token_type"]);
         assert_eq!(ok["token_type"], "bearer");
         let access = ok["access_token"].as_str().unwrap();
@@ -744,21 +821,47 @@ fn token_login_follows_spec_rules_1_and_2() {
         // Rule 1: unknown token, disabled owner, unknown domain, no access.
         let v = app.problem(&tl("no-such-key", None), 401, p);
         assert_eq!(v["detail"], "invalid token");
-        app.problem(&tl("off-key", None), 401, p);
-        app.problem(&tl("off-key", Some("north")), 401, p);
-        app.problem(&tl("ann-key", Some("nowhere")), 404, p);
-        app.problem(&tl("ann-key", Some("south")), 401, p);
-        app.json(&tl("ann-key", Some("north")), 200);
+        app.problem(&tl("off-key-0123456789abcdefghijklmnopq", None), 401, p);
+        app.problem(
+            &tl("off-key-0123456789abcdefghijklmnopq", Some("north")),
+            401,
+            p,
+        );
+        app.problem(
+            &tl("ann-key-0123456789abcdefghijklmnopq", Some("nowhere")),
+            404,
+            p,
+        );
+        app.problem(
+            &tl("ann-key-0123456789abcdefghijklmnopq", Some("south")),
+            401,
+            p,
+        );
+        app.json(
+            &tl("ann-key-0123456789abcdefghijklmnopq", Some("north")),
+            200,
+        );
         // Rule 2: no roles, no access; an unscoped role reaches every domain.
-        app.problem(&tl("plain-key", Some("north")), 401, p);
-        app.json(&tl("plain-key", None), 200);
-        app.json(&tl("admin-key", Some("south")), 200);
+        app.problem(
+            &tl("plain-key-0123456789abcdefghijklmnopq", Some("north")),
+            401,
+            p,
+        );
+        app.json(&tl("plain-key-0123456789abcdefghijklmnopq", None), 200);
+        app.json(
+            &tl("admin-key-0123456789abcdefghijklmnopq", Some("south")),
+            200,
+        );
         app.problem(&app.post(p, None, json!({"domain": "north"})), 422, p);
 
         // Without its domain role Ann loses access to north.
         let path = format!("/api/user/{ann}/role/{}", role["id"].as_str().unwrap());
         assert_eq!(app.delete(&path, Some(&at)).status, 204);
-        app.problem(&tl("ann-key", Some("north")), 401, p);
+        app.problem(
+            &tl("ann-key-0123456789abcdefghijklmnopq", Some("north")),
+            401,
+            p,
+        );
     }
 }
 

@@ -491,7 +491,7 @@ backend_tests! {
         let w = world(&t, t.config()).await;
         let app = test::init_service(w.api.app()).await;
         // Tokens mirror their owner's rules; the value is never returned.
-        let (status, tok) = send(&app, as_user(test::TestRequest::post().uri("/api/tokens/").set_json(json!({"token": "alice-api-key", "description": "ci"})), &w.api, w.alice)).await;
+        let (status, tok) = send(&app, as_user(test::TestRequest::post().uri("/api/tokens/").set_json(json!({"token": "alice-api-key-0123456789abcdefghijk", "description": "ci"})), &w.api, w.alice)).await;
         assert_eq!(status, 201, "{tok}");
         assert_eq!(tok["user_id"], w.alice.to_string());
         assert!(tok.get("token").is_none());
@@ -667,6 +667,10 @@ backend_tests! {
         let (status, v) = send(&app, patch(json!({"revoked": false}))).await;
         assert_eq!((status.as_u16(), v["field"].as_str()), (422, Some("revoked")), "{v}");
         assert_eq!(users::token_owner(&w.db, key).await.unwrap(), None, "still revoked");
+        // API keys too short to resist guessing are refused, whatever path stores them.
+        let (status, v) = send(&app, as_user(test::TestRequest::post().uri("/api/tokens/").set_json(json!({"token": "short-key"})), &w.api, w.alice)).await;
+        assert_eq!((status.as_u16(), v["field"].as_str()), (422, Some("token")), "{v}");
+        assert_eq!(users::store_token(&w.db, w.alice, "short-key", None, None).await.unwrap_err().problem().status, 422);
         // Clients cannot choose the kind.
         let (status, v) = send(&app, as_user(test::TestRequest::post().uri("/api/tokens/").set_json(json!({"token": "x-0123456789-0123456789-0123456789", "kind": "refresh"})), &w.api, w.alice)).await;
         assert_eq!(status, 422, "{v}");

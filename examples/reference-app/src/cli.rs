@@ -39,9 +39,13 @@ pub enum Command {
         /// E-mail address.
         #[arg(long)]
         email: String,
-        /// Password.
-        #[arg(long)]
-        password: String,
+        /// Password (visible to other local users in the process list: prefer
+        /// `--password-stdin` or the CRUDFORGE_PASSWORD environment variable).
+        #[arg(long, env = "CRUDFORGE_PASSWORD", hide_env_values = true)]
+        password: Option<String>,
+        /// Read the password from the first line of standard input.
+        #[arg(long, conflicts_with = "password")]
+        password_stdin: bool,
         /// Grant the ADMIN role (in every domain).
         #[arg(long)]
         admin: bool,
@@ -60,9 +64,13 @@ pub enum Command {
         /// The user's e-mail address.
         #[arg(long)]
         email: String,
-        /// The token value.
-        #[arg(long)]
-        token: String,
+        /// The token value, at least 32 characters (visible in the process list: prefer
+        /// `--token-stdin` or the CRUDFORGE_TOKEN environment variable).
+        #[arg(long, env = "CRUDFORGE_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+        /// Read the token value from the first line of standard input.
+        #[arg(long, conflicts_with = "token")]
+        token_stdin: bool,
         /// What the token is for.
         #[arg(long)]
         description: Option<String>,
@@ -178,11 +186,13 @@ pub async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         Command::CreateUser {
             email,
             password,
+            password_stdin,
             admin,
             first_name,
             last_name,
             disabled,
         } => {
+            let password = secret("password", password, password_stdin)?;
             let id = crudforge::users::create_user(&db, &email, &password, !disabled, cost)
                 .await
                 .map_err(|e| -> Box<dyn std::error::Error> {
@@ -204,8 +214,10 @@ pub async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         Command::CreateToken {
             email,
             token,
+            token_stdin,
             description,
         } => {
+            let token = secret("token", token, token_stdin)?;
             let (user, _, _) = crudforge::users::find_by_email(&db, &email)
                 .await?
                 .ok_or_else(|| format!("no user with e-mail {email}"))?;
@@ -331,4 +343,26 @@ pub async fn seed_critters(db: &Database, count: usize) -> Result<Vec<Uuid>, cru
         }
     }
     Ok(ids)
+}
+
+/// A secret from its option (or environment variable), or from the first line of standard
+/// input, so that it need not appear on the command line.
+fn secret(
+    name: &str,
+    given: Option<String>,
+    from_stdin: bool,
+) -> Result<String, Box<dyn std::error::Error>> {
+    if let Some(v) = given {
+        return Ok(v);
+    }
+    if !from_stdin {
+        return Err(format!(
+            "give the {name} with --{name}-stdin, CRUDFORGE_{} or --{name}",
+            name.to_uppercase()
+        )
+        .into());
+    }
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line)?;
+    Ok(line.trim_end_matches(['\r', '\n']).to_owned())
 }

@@ -17,6 +17,11 @@ UPDATE tokens SET token = encode(sha256(convert_to(token, 'UTF8')), 'hex');
 CREATE FUNCTION crudforge_tokens_guard() RETURNS trigger AS $$
 BEGIN
     IF TG_OP = 'INSERT' OR NEW.token IS DISTINCT FROM OLD.token THEN
+        -- API keys shorter than 32 characters are too easy to guess.
+        IF NEW.kind = 'api_key' AND length(NEW.token) < 32 THEN
+            RAISE EXCEPTION 'crudforge_refused:token:an API key needs at least 32 characters'
+                USING ERRCODE = 'check_violation';
+        END IF;
         NEW.token := encode(sha256(convert_to(NEW.token, 'UTF8')), 'hex');
     END IF;
     IF TG_OP = 'UPDATE' THEN

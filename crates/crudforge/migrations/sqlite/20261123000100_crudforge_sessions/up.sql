@@ -26,6 +26,19 @@ BEGIN
     UPDATE tokens SET token = crudforge_sha256(NEW.token) WHERE id = NEW.id;
 END;
 
+-- API keys shorter than 32 characters are too easy to guess.
+CREATE TRIGGER tokens_key_length BEFORE INSERT ON tokens
+WHEN COALESCE(NEW.kind, 'api_key') = 'api_key' AND length(NEW.token) < 32
+BEGIN
+    SELECT RAISE(ABORT, 'crudforge_refused:token:an API key needs at least 32 characters');
+END;
+
+CREATE TRIGGER tokens_key_length_update BEFORE UPDATE OF token ON tokens
+WHEN NEW.kind = 'api_key' AND NEW.token IS NOT OLD.token AND length(NEW.token) < 32
+BEGIN
+    SELECT RAISE(ABORT, 'crudforge_refused:token:an API key needs at least 32 characters');
+END;
+
 -- A revoked token stays revoked, and an expiry is never pushed later or removed.
 CREATE TRIGGER tokens_stay_revoked BEFORE UPDATE OF revoked ON tokens
 WHEN OLD.revoked AND NOT NEW.revoked
