@@ -26,6 +26,11 @@ const CONFIG_KEYS: &[&str] = &[
     "MAX_PAGE_SIZE",
     "MAX_BODY_SIZE",
     "BIND",
+    "RECOVERY_ALLOW_NO_FIRST_NAME",
+    "RECOVERY_SINGLE_USE",
+    "RECOVERY_UNIFORM_ANSWER",
+    "CRUDFORGE_PASSWORD",
+    "CRUDFORGE_TOKEN",
 ];
 
 pub fn binary() -> PathBuf {

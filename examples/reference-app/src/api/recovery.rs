@@ -5,11 +5,52 @@ use super::login::AccessToken;
 use super::users::AppUser;
 use actix_web::{HttpRequest, HttpResponse};
 use crudforge::auth::TokenKind;
+use crudforge::users::TokenRecord;
 use crudforge::{ApiState, Error};
 use serde::{Deserialize, Serialize};
 
 /// How long a recovery token lives: two hours.
 pub const RECOVERY_TTL_SECONDS: i64 = 7200;
+
+/// Stricter recovery than the contract's, each turned on by a setting (see
+/// `docs/configuration.md`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RecoverySettings {
+    /// `RECOVERY_ALLOW_NO_FIRST_NAME`: an account without a first name may be recovered with
+    /// an empty `first_name` (the contract's comparison). Off by default: with it on, anyone
+    /// who knows such an account's e-mail address can recover it.
+    pub allow_no_first_name: bool,
+    /// `RECOVERY_SINGLE_USE`: a recovery token works once (the contract: any number of times
+    /// until it expires).
+    pub single_use: bool,
+    /// `RECOVERY_UNIFORM_ANSWER`: without `DEBUG`, an unknown e-mail address or a wrong name
+    /// gets the same 200 answer as a match, so the endpoint tells nobody which addresses
+    /// have accounts (the contract: 401).
+    pub uniform_answer: bool,
+}
+
+impl RecoverySettings {
+    /// Reads the settings from the environment.
+    ///
+    /// # Errors
+    ///
+    /// A value other than `true`/`false` (or `1`/`0`), naming the key.
+    pub fn from_env() -> Result<Self, String> {
+        let flag = |key: &str| -> Result<bool, String> {
+            match std::env::var(key).ok().as_deref().map(str::trim) {
+                None | Some("") => Ok(false),
+                Some(v) if v.eq_ignore_ascii_case("true") || v == "1" => Ok(true),
+                Some(v) if v.eq_ignore_ascii_case("false") || v == "0" => Ok(false),
+                Some(v) => Err(format!("{key} must be true or false, not {v:?}")),
+            }
+        };
+        Ok(RecoverySettings {
+            allow_no_first_name: flag("RECOVERY_ALLOW_NO_FIRST_NAME")?,
+            single_use: flag("RECOVERY_SINGLE_USE")?,
+            uniform_answer: flag("RECOVERY_UNIFORM_ANSWER")?,
+        })
+    }
+}
 
 /// `POST /api/user/send_recovery_token` body.
 #[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
@@ -31,17 +72,34 @@ pub struct DebugRecoveryToken {
 pub async fn send_recovery_token(
     req: HttpRequest,
     body: crudforge::Json<RecoveryRequest>,
+    settings: RecoverySettings,
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
-    let refused = || Error::Unauthorized("Unknown e-mail address or name.".into());
-    let user = AppUser::find_by_email(&st.db, &body.email)
-        .await?
-        .ok_or_else(refused)?;
-    // As the reference does: a missing first name compares as "".
-    let matches =
-        user.first_name.as_deref().unwrap_or("").to_lowercase() == body.first_name.to_lowercase();
-    if !matches {
-        return Err(refused());
+    let issued = || {
+        HttpResponse::Ok()
+            .content_type("text/plain; charset=utf-8")
+            .body("A recovery token has been issued.")
+    };
+    let refused = || {
+        if settings.uniform_answer && !st.config.debug {
+            Ok(issued())
+        } else {
+            Err(Error::Unauthorized(
+                "Unknown e-mail address or name.".into(),
+            ))
+        }
+    };
+    let Some(user) = AppUser::find_by_email(&st.db, &body.email).await? else {
+        return refused();
+    };
+    // The contract compares a missing first name as ""; that hands a nameless account to
+    // whoever knows its address, so it takes a setting.
+    let first_name = user.first_name.as_deref().unwrap_or("");
+    if first_name.is_empty() && !settings.allow_no_first_name {
+        return refused();
+    }
+    if first_name.to_lowercase() != body.first_name.to_lowercase() {
+        return refused();
     }
     let (token, _) = st
         .tokens
@@ -52,9 +110,7 @@ pub async fn send_recovery_token(
         }))
     } else {
         // Sending the e-mail is outside the contract; the token is not shown.
-        Ok(HttpResponse::Ok()
-            .content_type("text/plain; charset=utf-8")
-            .body("A recovery token has been issued."))
+        Ok(issued())
     }
 }
 
@@ -71,12 +127,30 @@ pub struct ResetRequest {
 pub async fn reset_password(
     req: HttpRequest,
     body: crudforge::Json<ResetRequest>,
+    settings: RecoverySettings,
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
+    let invalid = || Error::Unauthorized("Invalid recovery token.".into());
     let claims = st
         .tokens
         .verify(&body.recovery_token, TokenKind::Recovery)
-        .map_err(|_| Error::Unauthorized("Invalid recovery token.".into()))?;
+        .map_err(|_| invalid())?;
+    if settings.single_use {
+        // The token's id is recorded before the password changes; a second use finds it.
+        crudforge::users::store_token_of(
+            &st.db,
+            TokenRecord::Recovery,
+            claims.sub,
+            &claims.jti.to_string(),
+            Some("used recovery token"),
+            chrono::DateTime::from_timestamp(claims.exp, 0),
+        )
+        .await
+        .map_err(|e| match e.problem().status {
+            409 => invalid(),
+            _ => e,
+        })?;
+    }
     crudforge::users::set_password(
         &st.db,
         claims.sub,

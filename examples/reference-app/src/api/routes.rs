@@ -17,8 +17,9 @@ use crudforge::{Api, MountError, Operation, Resource};
 ///
 /// # Errors
 ///
-/// A blueprint is misconfigured (a bug).
+/// A blueprint is misconfigured (a bug), or a recovery setting is malformed.
 pub fn mount(api: Api) -> Result<Api, MountError> {
+    let recovery_settings = recovery::RecoverySettings::from_env().map_err(MountError)?;
     let users = UserBlueprint::<AppUser>::new("/api/user/")
         .name("user")
         .login_hook(login::login_hook)
@@ -46,8 +47,10 @@ pub fn mount(api: Api) -> Result<Api, MountError> {
                     .public(),
                 )
                 .route(
-                    CustomRoute::new(OperationType::Post, "send_recovery_token", || {
-                        web::post().to(recovery::send_recovery_token)
+                    CustomRoute::new(OperationType::Post, "send_recovery_token", move || {
+                        web::post().to(move |req, body| {
+                            recovery::send_recovery_token(req, body, recovery_settings)
+                        })
                     })
                     .operation_id("sendRecoveryToken")
                     .summary("Issue a password-recovery token (returned only in DEBUG mode)")
@@ -59,8 +62,10 @@ pub fn mount(api: Api) -> Result<Api, MountError> {
                     .public(),
                 )
                 .route(
-                    CustomRoute::new(OperationType::Post, "reset_password", || {
-                        web::post().to(recovery::reset_password)
+                    CustomRoute::new(OperationType::Post, "reset_password", move || {
+                        web::post().to(move |req, body| {
+                            recovery::reset_password(req, body, recovery_settings)
+                        })
                     })
                     .operation_id("resetPassword")
                     .summary("Set a new password with a recovery token")
