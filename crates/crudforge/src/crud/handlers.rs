@@ -466,11 +466,17 @@ struct Written<R> {
 /// first) replays that request's answer; a lost race of two conditional writes is 412.
 async fn end_write<R: Resource>(
     conn: &mut crate::db::Conn,
+    in_tx: bool,
     key: Option<&IdemKey>,
     outcome: Result<Written<R>, Error>,
     lost_claim: bool,
 ) -> Result<Result<Written<R>, HttpResponse>, Error> {
-    match tx::finish(conn, outcome).await {
+    let outcome = if in_tx {
+        tx::finish(conn, outcome).await
+    } else {
+        outcome
+    };
+    match outcome {
         Ok(w) => Ok(Ok(w)),
         Err(_) if lost_claim => match key {
             Some(k) => idempotency::after_lost_claim(conn, k).await.map(Err),
@@ -523,8 +529,12 @@ pub(crate) async fn create<R: Resource>(
     let input = shared.hooks.before_create(&ctx, input).await?;
     let key = key.as_ref().map(|(k, _)| k);
     let mut lost_claim = false;
+    // A plain insert is one statement; keys and hooks need a transaction around it.
+    let in_tx = key.is_some() || shared.hooks.wrap(Operation::Post);
     let mut conn = st.db.get().await?;
-    tx::begin(&mut conn, TxMode::Write).await?;
+    if in_tx {
+        tx::begin(&mut conn, TxMode::Write).await?;
+    }
     let outcome = async {
         if let Some(k) = key {
             if !idempotency::claim(&mut conn, k, st.config.idempotency_key_ttl).await? {
@@ -555,7 +565,7 @@ pub(crate) async fn create<R: Resource>(
         Ok(Written { answer, committed })
     }
     .await;
-    let written = match end_write(&mut conn, key, outcome, lost_claim).await? {
+    let written = match end_write(&mut conn, in_tx, key, outcome, lost_claim).await? {
         Ok(w) => w,
         Err(replay) => return Ok(replay),
     };
@@ -603,9 +613,12 @@ pub(crate) async fn update<R: Resource>(
     } else {
         TxMode::Write
     };
+    let in_tx = key.is_some() || if_match.is_some() || shared.hooks.wrap(Operation::Patch);
     let mut lost_claim = false;
     let mut conn = st.db.get().await?;
-    tx::begin(&mut conn, mode).await?;
+    if in_tx {
+        tx::begin(&mut conn, mode).await?;
+    }
     let outcome = async {
         if let Some(k) = key {
             if !idempotency::claim(&mut conn, k, st.config.idempotency_key_ttl).await? {
@@ -658,7 +671,7 @@ pub(crate) async fn update<R: Resource>(
         Ok(Written { answer, committed })
     }
     .await;
-    let written = match end_write(&mut conn, key, outcome, lost_claim).await? {
+    let written = match end_write(&mut conn, in_tx, key, outcome, lost_claim).await? {
         Ok(w) => w,
         Err(replay) => return Ok(replay),
     };
@@ -687,8 +700,11 @@ pub(crate) async fn delete<R: Resource>(
     } else {
         TxMode::Write
     };
+    let in_tx = if_match.is_some() || hooks.wrap(Operation::Delete);
     let mut conn = st.db.get().await?;
-    tx::begin(&mut conn, mode).await?;
+    if in_tx {
+        tx::begin(&mut conn, mode).await?;
+    }
     let outcome = async {
         let mut row = None;
         let mut committed = None;
@@ -726,7 +742,7 @@ pub(crate) async fn delete<R: Resource>(
         })
     }
     .await;
-    let written = match end_write(&mut conn, None, outcome, false).await? {
+    let written = match end_write(&mut conn, in_tx, None, outcome, false).await? {
         Ok(w) => w,
         Err(replay) => return Ok(replay),
     };

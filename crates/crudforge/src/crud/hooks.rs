@@ -132,6 +132,14 @@ impl<R: Resource> Hooks<R> {
         Ok(())
     }
 
+    /// Whether a write of `op` runs hooks inside or after its transaction (the write then runs
+    /// in an explicit transaction; otherwise it is a single statement).
+    pub(crate) fn wrap(&self, op: Operation) -> bool {
+        !self.after(op).is_empty()
+            || self.has_after_commit()
+            || (op == Operation::Patch && self.reads_before_update())
+    }
+
     /// Whether after-commit hooks exist (the handler then keeps a copy of the row).
     pub(crate) fn has_after_commit(&self) -> bool {
         !self.after_commit.is_empty()
