@@ -521,3 +521,108 @@ where
         .await
         .etag()
 }
+
+/// One blocking HTTP/1.1 request (`Connection: close`): status, headers (lower-case names),
+/// body.
+fn http(
+    addr: std::net::SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&Value>,
+) -> (u16, Vec<(String, String)>, Vec<u8>) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    let bytes = body.map(|b| serde_json::to_vec(b).unwrap());
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    if let Some(b) = &bytes {
+        head.push_str(&format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            b.len()
+        ));
+    }
+    head.push_str("\r\n");
+    s.write_all(head.as_bytes()).unwrap();
+    if let Some(b) = &bytes {
+        s.write_all(b).unwrap();
+    }
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|s| s.parse().ok())
+        .unwrap();
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    (status, headers, raw[split + 4..].to_vec())
+}
+
+fn etag_of(headers: &[(String, String)]) -> String {
+    headers
+        .iter()
+        .find(|(k, _)| k == "etag")
+        .map(|(_, v)| v.clone())
+        .expect("ETag header")
+}
+
+backend_tests! {
+    async fn a_real_server_lets_one_of_many_concurrent_patches_win(t) {
+        let api = api(&t, Critter::blueprint("/api/critters/")).await;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = actix_web::HttpServer::new(move || api.app())
+            .workers(4)
+            .disable_signals()
+            .listen(listener)
+            .unwrap()
+            .run();
+        let handle = server.handle();
+        actix_web::rt::spawn(server);
+        let (status, _, body) = tokio::task::spawn_blocking(move || {
+            http(addr, "POST", "/api/critters/", &[], Some(&critter("Tom")))
+        })
+        .await
+        .unwrap();
+        assert_eq!(status, 201);
+        let made: Value = serde_json::from_slice(&body).unwrap();
+        let uri = format!("/api/critters/{}", made["id"].as_str().unwrap());
+        let results = tokio::task::spawn_blocking(move || {
+            let mut rounds = Vec::new();
+            for round in 0..20 {
+                let (_, headers, _) = http(addr, "GET", &uri, &[], None);
+                let tag = etag_of(&headers);
+                let start = Arc::new(std::sync::Barrier::new(8));
+                let threads: Vec<_> = (0..8)
+                    .map(|i| {
+                        let (start, uri, tag) = (start.clone(), uri.clone(), tag.clone());
+                        std::thread::spawn(move || {
+                            let body = json!({"name": format!("r{round}-t{i}")});
+                            start.wait();
+                            http(addr, "PATCH", &uri, &[("If-Match", &tag)], Some(&body)).0
+                        })
+                    })
+                    .collect();
+                let statuses: Vec<u16> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+                rounds.push(statuses);
+            }
+            rounds
+        })
+        .await
+        .unwrap();
+        handle.stop(true).await;
+        for (round, statuses) in results.iter().enumerate() {
+            let ok = statuses.iter().filter(|s| **s == 200).count();
+            let failed = statuses.iter().filter(|s| **s == 412).count();
+            assert_eq!((ok, failed), (1, 7), "round {round}: {statuses:?}");
+        }
+    }
+}
