@@ -1724,3 +1724,129 @@ fn health_description_and_docs_list_every_endpoint() {
         assert!(page.text().contains("swagger-ui"));
     }
 }
+
+// ---- writes users can trust: hooks, ETags and If-Match, Idempotency-Key ----
+
+impl App {
+    /// A request with extra headers (and a JSON body when given).
+    fn send(
+        &self,
+        method: &str,
+        path: &str,
+        token: &str,
+        extra: &[(&str, &str)],
+        body: Option<Value>,
+    ) -> Reply {
+        let auth = format!("Bearer {token}");
+        let mut headers: Vec<(&str, &str)> = vec![("Authorization", &auth)];
+        headers.extend_from_slice(extra);
+        let bytes = body.map(|b| serde_json::to_vec(&b).unwrap());
+        if bytes.is_some() {
+            headers.push(("Content-Type", "application/json"));
+        }
+        request(&self.server.addr, method, path, &headers, bytes.as_deref())
+    }
+}
+
+#[test]
+fn critters_answer_with_etags_and_honour_if_match_and_idempotency_keys() {
+    for b in backends() {
+        b.user("admin@example.com", &["--admin"]);
+        b.user("bob@example.com", &[]);
+        let app = App::start(b);
+        let bt = app.login("bob@example.com");
+        let at = app.login("admin@example.com");
+        let list = "/api/critters/";
+
+        // The before-create hook tidies the input and refuses a blank name.
+        let created = app.send(
+            "POST",
+            list,
+            &bt,
+            &[("Idempotency-Key", "adopt-fluffy")],
+            Some(json!({"name": "  Fluffy ", "species": " cat"})),
+        );
+        let fluffy = app.json(&created, 201);
+        assert_eq!(fluffy["name"], "Fluffy");
+        assert_eq!(fluffy["species"], "cat");
+        let blank = app.post(list, Some(&bt), json!({"name": "   ", "species": "cat"}));
+        assert_eq!(app.problem(&blank, 422, list)["field"], "name");
+
+        // A retried POST is answered from the store: same id, Location and ETag, one row.
+        let retry = app.send(
+            "POST",
+            list,
+            &bt,
+            &[("Idempotency-Key", "adopt-fluffy")],
+            Some(json!({"name": "  Fluffy ", "species": " cat"})),
+        );
+        assert_eq!(app.json(&retry, 201)["id"], fluffy["id"]);
+        assert_eq!(retry.header("idempotent-replayed"), Some("true"));
+        assert_eq!(retry.header("location"), created.header("location"));
+        assert_eq!(retry.header("etag"), created.header("etag"));
+        let all = app.json(&app.get(&format!("{list}?name=Fluffy"), Some(&bt)), 200);
+        assert_eq!(all["pagination"]["total"], 1);
+        let other = app.send(
+            "POST",
+            list,
+            &bt,
+            &[("Idempotency-Key", "adopt-fluffy")],
+            Some(json!({"name": "Rex", "species": "dog"})),
+        );
+        assert_eq!(app.problem(&other, 422, list)["field"], "Idempotency-Key");
+        // Keys belong to their caller: the admin's "adopt-fluffy" is a new request.
+        let admins = app.send(
+            "POST",
+            list,
+            &at,
+            &[("Idempotency-Key", "adopt-fluffy")],
+            Some(json!({"name": "Rex", "species": "dog"})),
+        );
+        assert_ne!(app.json(&admins, 201)["id"], fluffy["id"]);
+
+        // ETag and If-None-Match.
+        let item = format!("{list}{}", fluffy["id"].as_str().unwrap());
+        let got = app.get(&item, Some(&bt));
+        let tag = got.header("etag").expect("ETag").to_owned();
+        assert_eq!(Some(tag.as_str()), created.header("etag"));
+        let same = app.send("GET", &item, &bt, &[("If-None-Match", &tag)], None);
+        assert_eq!(same.status, 304);
+        assert!(same.body.is_empty());
+
+        // If-Match: the current tag wins once; the stale one then gets 412.
+        let first = app.send(
+            "PATCH",
+            &item,
+            &bt,
+            &[("If-Match", &tag)],
+            Some(json!({"cuteness_level": 11})),
+        );
+        assert_eq!(app.json(&first, 200)["cuteness_level"], 11);
+        let new_tag = first.header("etag").expect("ETag").to_owned();
+        assert_ne!(new_tag, tag);
+        let second = app.send(
+            "PATCH",
+            &item,
+            &bt,
+            &[("If-Match", &tag)],
+            Some(json!({"cuteness_level": 1})),
+        );
+        assert_eq!(second.status, 412, "{}", second.text());
+        assert_eq!(second.json()["type"], "/errors/precondition_failed_error");
+        let stale_delete = app.send("DELETE", &item, &at, &[("If-Match", &tag)], None);
+        assert_eq!(stale_delete.status, 412);
+        let deleted = app.send("DELETE", &item, &at, &[("If-Match", &new_tag)], None);
+        assert_eq!(deleted.status, 204);
+
+        // The description names the headers and the answers.
+        let spec = app.json(&app.get("/openapi.json", None), 200);
+        let ops = &spec["paths"]["/api/critters/{id}"];
+        assert!(ops["get"]["responses"]["304"].is_object());
+        assert!(ops["patch"]["responses"]["412"].is_object());
+        assert!(spec["paths"]["/api/critters/"]["post"]["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["name"] == "Idempotency-Key" && p["in"] == "header"));
+    }
+}

@@ -40,6 +40,8 @@ pub struct Config {
     pub jwt_access_token_expires: u64,
     /// `JWT_REFRESH_TOKEN_EXPIRES`: refresh token lifetime in seconds.
     pub jwt_refresh_token_expires: u64,
+    /// `IDEMPOTENCY_KEY_TTL`: seconds an `Idempotency-Key` and its stored answer are kept.
+    pub idempotency_key_ttl: u64,
     /// `HEALTH_ENDPOINT_ENABLED`: whether the health route exists.
     pub health_endpoint_enabled: bool,
     /// `HEALTH_ENDPOINT_PATH`: path of the health route.
@@ -115,6 +117,7 @@ impl Default for Config {
             jwt_secret_key: None,
             jwt_access_token_expires: 900,
             jwt_refresh_token_expires: 2_592_000,
+            idempotency_key_ttl: 86_400,
             health_endpoint_enabled: true,
             health_endpoint_path: "/health".to_owned(),
             orm_performance_monitoring: false,
@@ -144,6 +147,7 @@ impl fmt::Debug for Config {
             .field("jwt_secret_key", &self.jwt_secret_key)
             .field("jwt_access_token_expires", &self.jwt_access_token_expires)
             .field("jwt_refresh_token_expires", &self.jwt_refresh_token_expires)
+            .field("idempotency_key_ttl", &self.idempotency_key_ttl)
             .field("health_endpoint_enabled", &self.health_endpoint_enabled)
             .field("health_endpoint_path", &self.health_endpoint_path)
             .field(
@@ -282,6 +286,9 @@ impl Config {
         }
         if let Some(v) = get("JWT_REFRESH_TOKEN_EXPIRES") {
             cfg.jwt_refresh_token_expires = parse_seconds("JWT_REFRESH_TOKEN_EXPIRES", &v)?;
+        }
+        if let Some(v) = get("IDEMPOTENCY_KEY_TTL") {
+            cfg.idempotency_key_ttl = parse_seconds("IDEMPOTENCY_KEY_TTL", &v)?;
         }
         if let Some(v) = get("HEALTH_ENDPOINT_ENABLED") {
             cfg.health_endpoint_enabled = parse_bool("HEALTH_ENDPOINT_ENABLED", &v)?;
@@ -532,8 +539,10 @@ mod tests {
             ("MAX_BODY_SIZE", "2048"),
             ("BCRYPT_COST", "4"),
             ("SQLITE_SYNCHRONOUS", "full"),
+            ("IDEMPOTENCY_KEY_TTL", "600"),
         ])
         .unwrap();
+        assert_eq!(c.idempotency_key_ttl, 600);
         assert_eq!(c.api_title, "Zoo");
         assert_eq!(c.api_version, "2.1");
         assert_eq!(c.database_uri.as_deref(), Some("postgres://u:pw@h/db"));

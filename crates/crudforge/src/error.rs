@@ -147,6 +147,12 @@ pub enum Error {
     /// 409: conflicts with existing data (unique value taken, row still referenced).
     #[error("{0}")]
     Conflict(Cow<'static, str>),
+    /// 412: an `If-Match` precondition does not hold (the item changed since it was read).
+    #[error("{0}")]
+    PreconditionFailed(Cow<'static, str>),
+    /// 428: the operation requires a conditional request (`If-Match`) and none was sent.
+    #[error("{0}")]
+    PreconditionRequired(Cow<'static, str>),
     /// 413: body over the limit.
     #[error("{0}")]
     PayloadTooLarge(Cow<'static, str>),
@@ -208,6 +214,16 @@ impl Error {
                 Problem::new(StatusCode::NOT_FOUND, "not_found_error", d.as_ref())
             }
             Error::Conflict(d) => Problem::new(StatusCode::CONFLICT, "conflict_error", d.as_ref()),
+            Error::PreconditionFailed(d) => Problem::new(
+                StatusCode::PRECONDITION_FAILED,
+                "precondition_failed_error",
+                d.as_ref(),
+            ),
+            Error::PreconditionRequired(d) => Problem::new(
+                StatusCode::PRECONDITION_REQUIRED,
+                "precondition_required_error",
+                d.as_ref(),
+            ),
             Error::PayloadTooLarge(d) => Problem::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "payload_too_large_error",

@@ -33,7 +33,7 @@
 //! | [`perms`] | permission rules |
 //! | [`health`] | the health endpoint |
 //! | [`middleware`] | problem+json rendering, query timing, request tasks |
-//! | [`crud`] | generated CRUD: resources, blueprints, list queries, handlers |
+//! | [`crud`] | generated CRUD: resources, blueprints, list queries, handlers, lifecycle hooks, ETags and conditional requests, idempotency keys |
 //! | [`users`] | the user system: users, roles, tokens, settings, domains, login |
 //! | [`api`] | the builder that mounts everything on an actix-web `App` |
 //!

@@ -119,3 +119,29 @@ diesel::joinable!(user_roles -> users (user_id));
 diesel::joinable!(tokens -> users (user_id));
 diesel::joinable!(user_settings -> users (user_id));
 diesel::allow_tables_to_appear_in_same_query!(users, user_roles, tokens, user_settings, domains);
+
+diesel::table! {
+    /// Idempotency keys and the answers stored for them (see `crud::idempotency`).
+    crudforge_idempotency_keys (caller, idem_key) {
+        /// The caller's user id, or empty for anonymous callers.
+        caller -> Text,
+        /// The client's key.
+        idem_key -> Text,
+        /// SHA-256 of the request (method, path, body), hex.
+        fingerprint -> Text,
+        /// `in_progress` while the write runs, `done` with the answer.
+        state -> Text,
+        /// Stored status code.
+        status -> Integer,
+        /// Stored body.
+        body -> Text,
+        /// Stored `Location`.
+        location -> Nullable<Text>,
+        /// Stored `ETag`.
+        etag -> Nullable<Text>,
+        /// Microseconds since 1970.
+        created_at -> BigInt,
+        /// Microseconds since 1970 after which the key is forgotten.
+        expires_at -> BigInt,
+    }
+}

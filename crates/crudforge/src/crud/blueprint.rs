@@ -27,6 +27,8 @@ pub struct CrudBlueprint<R: Resource> {
     pub(crate) custom: Vec<CustomRoute>,
     pub(crate) errors: Vec<String>,
     pub(crate) rules: Arc<dyn Rules<R>>,
+    pub(crate) hooks: super::hooks::Hooks<R>,
+    pub(crate) require_if_match: bool,
 }
 
 impl<R: Resource> fmt::Debug for CrudBlueprint<R> {
@@ -111,7 +113,18 @@ impl<R: Resource> CrudBlueprint<R> {
             custom: Vec::new(),
             errors,
             rules: R::default_rules(),
+            hooks: super::hooks::Hooks::default(),
+            require_if_match: false,
         }
+    }
+
+    /// Requires `If-Match` on PATCH and DELETE: a request without it gets 428, so no client can
+    /// overwrite a change it has not seen. Off by default (`If-Match` is then honoured when
+    /// sent).
+    #[must_use]
+    pub fn require_if_match(mut self, yes: bool) -> Self {
+        self.require_if_match = yes;
+        self
     }
 
     /// Replaces the resource's permission rules for this blueprint.
@@ -255,6 +268,9 @@ pub(crate) struct Shared<R: Resource> {
     pub(crate) parents: Vec<(&'static FieldInfo, String)>,
     pub(crate) res_id: &'static FieldInfo,
     pub(crate) res_id_param: String,
+    pub(crate) hooks: super::hooks::Hooks<R>,
+    pub(crate) require_if_match: bool,
+    pub(crate) in_flight: super::idempotency::InFlight,
 }
 
 /// A mounted blueprint.
@@ -281,6 +297,9 @@ impl<R: Resource> CrudBlueprint<R> {
                 parents: self.parents,
                 res_id,
                 res_id_param: self.res_id_param,
+                hooks: self.hooks,
+                require_if_match: self.require_if_match,
+                in_flight: super::idempotency::InFlight::default(),
             }),
             prefix: self.prefix,
             item_path,

@@ -341,6 +341,13 @@ fn document_op<R: Resource>(doc: &mut ApiDoc, op: Operation, o: &OpOptions<R>, m
             )
         }
     };
+    document_writes(
+        doc,
+        op,
+        shared.require_if_match,
+        &mut params,
+        &mut responses,
+    );
     let mut extensions = apistos::IndexMap::new();
     let mut description = None;
     if o.admin_only {
@@ -445,4 +452,96 @@ fn page_schema(doc: &mut ApiDoc, item: ReferenceOr<Schema>) -> ReferenceOr<Schem
         object: Some(Box::new(object)),
         ..Default::default()
     }))
+}
+
+/// A string header parameter.
+fn header_param(
+    doc: &mut ApiDoc,
+    name: &str,
+    required: bool,
+    description: &str,
+) -> ReferenceOr<apistos::paths::Parameter> {
+    let s = doc.generator().subschema_for::<String>();
+    parameter(
+        name,
+        ParameterIn::Header,
+        required,
+        Some(description.to_owned()),
+        s,
+    )
+}
+
+/// Conditional requests and idempotency keys: the `If-Match`, `If-None-Match` and
+/// `Idempotency-Key` request headers, the `ETag` response header and the answers they add
+/// (304, 409, 412, 422, 428).
+fn document_writes(
+    doc: &mut ApiDoc,
+    op: Operation,
+    require_if_match: bool,
+    params: &mut Vec<ReferenceOr<apistos::paths::Parameter>>,
+    responses: &mut BTreeMap<String, ReferenceOr<apistos::paths::Response>>,
+) {
+    let etag = {
+        let s = doc.generator().subschema_for::<String>();
+        ReferenceOr::Object(apistos::paths::Header {
+            description: Some(
+                "Strong entity tag of the item; changes whenever the item changes.".to_owned(),
+            ),
+            definition: Some(apistos::paths::ParameterDefinition::Schema(Box::new(
+                ReferenceOr::Object(s),
+            ))),
+            ..Default::default()
+        })
+    };
+    let success = match op {
+        Operation::Get | Operation::Patch => "200",
+        Operation::Post => "201",
+        Operation::Index | Operation::Delete => "",
+    };
+    if let Some(ReferenceOr::Object(r)) = responses.get_mut(success) {
+        r.headers.insert("ETag".to_owned(), etag);
+    }
+    match op {
+        Operation::Get => {
+            params.push(header_param(
+                doc,
+                "If-None-Match",
+                false,
+                "`*` or entity tags (weak comparison): 304 when one is the item's current tag.",
+            ));
+            responses.insert(
+                "304".to_owned(),
+                ReferenceOr::Object(apistos::paths::Response {
+                    description: "Not Modified: the item still has the given tag; no body."
+                        .to_owned(),
+                    ..Default::default()
+                }),
+            );
+        }
+        Operation::Patch | Operation::Delete => {
+            params.push(header_param(
+                doc,
+                "If-Match",
+                require_if_match,
+                "`*` or entity tags (strong comparison; weak tags never match): the write happens only if one is the item's current tag, otherwise 412.",
+            ));
+            responses.extend([problem_response(doc, StatusCode::PRECONDITION_FAILED)]);
+            if require_if_match {
+                responses.extend([problem_response(doc, StatusCode::PRECONDITION_REQUIRED)]);
+            }
+        }
+        Operation::Index | Operation::Post => {}
+    }
+    if matches!(op, Operation::Post | Operation::Patch) {
+        params.push(header_param(
+            doc,
+            "Idempotency-Key",
+            false,
+            "Up to 255 characters chosen by the client. The request is processed once per caller and key: a retry with the same body receives the stored answer (header `Idempotent-Replayed: true`); another body with the same key is 422; a retry while the first is in progress is 409. Keys expire after IDEMPOTENCY_KEY_TTL seconds.",
+        ));
+        responses.extend([
+            problem_response(doc, StatusCode::CONFLICT),
+            problem_response(doc, StatusCode::UNPROCESSABLE_ENTITY),
+        ]);
+    }
 }

@@ -1,14 +1,19 @@
 //! The five generic CRUD handlers: parse, check, one or two queries, respond.
 
 use super::blueprint::Shared;
+use super::conditional;
+use super::hooks::HookCtx;
+use super::idempotency::{self, Answer, IdemKey};
 use super::options::Operation;
 use super::{Pagination, Resource, Validate};
 use crate::condition::{parse_arg, Arg, Cond, Condition};
+use crate::db::tx::{self, TxMode};
 use crate::error::Error;
 use crate::state::ApiState;
 use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::de::DeserializeOwned;
+use std::sync::Arc;
 
 /// Conditions from the parent parameters of a nested prefix. A value that does not parse
 /// names no parent: 404.
@@ -324,24 +329,176 @@ pub(crate) async fn get<R: Resource>(
     let st = ApiState::of(&req)?;
     let who = caller(shared, &req, Operation::Get).await?;
     let addressed = item_conds(shared, &req)?;
+    let if_none_match = conditional::if_none_match(req.headers())?;
     let scope = who.read_scope(shared)?;
-    let mut conn = st.db.get().await?;
-    // Lookup by key alone (no rule scope) is a static, statement-cached query.
-    let item = if scope.is_always() {
-        R::select(&mut conn, &addressed, &[], Some((1, 0))).await?
+    let conds = if scope.is_always() {
+        // Lookup by key alone (no rule scope) is a static, statement-cached query.
+        Condition::from(addressed)
     } else {
-        R::select(
-            &mut conn,
-            &Condition::from(addressed).and(scope),
-            &[],
-            Some((1, 0)),
-        )
-        .await?
+        Condition::from(addressed).and(scope)
     };
-    let item = item.into_iter().next().ok_or_else(not_found::<R>)?;
+    let mut conn = st.db.get().await?;
+    let item = select_one::<R>(&mut conn, &conds)
+        .await?
+        .ok_or_else(not_found::<R>)?;
+    let (etag, out) = represent(shared, Operation::Get, &mut conn, &st.db, item).await?;
     drop(conn);
-    let out = render_one(shared, Operation::Get, &st.db, item).await?;
-    Ok(json(actix_web::http::StatusCode::OK, out))
+    if if_none_match.is_some_and(|p| p.matches_weak(&etag)) {
+        return Ok(HttpResponse::NotModified()
+            .insert_header((header::ETAG, etag))
+            .finish());
+    }
+    let mut res = json(actix_web::http::StatusCode::OK, out);
+    set_etag(&mut res, &etag);
+    Ok(res)
+}
+
+/// The one row matching `conds`, if any.
+async fn select_one<R: Resource>(
+    conn: &mut crate::db::Conn,
+    conds: &Condition,
+) -> Result<Option<R>, Error> {
+    let rows = match conds {
+        Condition::All(v) if v.iter().all(|c| matches!(c, Condition::Is(_))) => {
+            let flat: Vec<Cond> = v
+                .iter()
+                .filter_map(|c| match c {
+                    Condition::Is(c) => Some(c.clone()),
+                    _ => None,
+                })
+                .collect();
+            R::select(conn, &flat, &[], Some((1, 0))).await?
+        }
+        _ => R::select(conn, conds, &[], Some((1, 0))).await?,
+    };
+    Ok(rows.into_iter().next())
+}
+
+/// A second copy of a row just read or written (models need not be `Clone`), read by its id
+/// on the same connection (inside the same transaction).
+async fn reload<R: Resource>(conn: &mut crate::db::Conn, item: &R) -> Result<R, Error> {
+    let missing = || Error::Internal(format!("a {} row vanished while being written", R::NAME));
+    let field = R::field(R::ID_FIELD).ok_or_else(missing)?;
+    let key = item.key_of(R::ID_FIELD).ok_or_else(missing)?;
+    let arg = parse_arg(field.kind, &key).map_err(|_| missing())?;
+    let conds = vec![Cond::eq(field.name, arg)];
+    R::select(conn, &conds, &[], Some((1, 0)))
+        .await?
+        .into_iter()
+        .next()
+        .ok_or_else(missing)
+}
+
+/// The item's `ETag` and its body as operation `op` renders it. The tag is computed from the
+/// generated representation (see [`conditional`]), so it is the same for every operation.
+async fn represent<R: Resource>(
+    shared: &Shared<R>,
+    op: Operation,
+    conn: &mut crate::db::Conn,
+    db: &crate::db::Database,
+    item: R,
+) -> Result<(String, Vec<u8>), Error> {
+    let custom = shared
+        .ops
+        .get(&op)
+        .is_some_and(|o| o.response.is_some() || o.presenter.is_some());
+    if !custom {
+        return conditional::tag_and_body(item);
+    }
+    let (etag, _) = conditional::tag_and_body(reload(conn, &item).await?)?;
+    let out = render_one(shared, op, db, item).await?;
+    Ok((etag, out))
+}
+
+fn set_etag(res: &mut HttpResponse, etag: &str) {
+    if let Ok(v) = header::HeaderValue::from_str(etag) {
+        res.headers_mut().insert(header::ETAG, v);
+    }
+}
+
+impl Caller {
+    /// What hooks are told about the caller.
+    fn hook_ctx(&self, op: Operation, db: &crate::db::Database) -> HookCtx {
+        let user = match self {
+            Caller::Public => None,
+            Caller::Admin(u) => Some(u.clone()),
+            Caller::User(u) => u.clone(),
+        };
+        HookCtx {
+            user,
+            operation: op,
+            db: db.clone(),
+        }
+    }
+
+    /// The id idempotency keys are scoped to (`None`: anonymous).
+    fn user_id(&self) -> Option<uuid::Uuid> {
+        match self {
+            Caller::Public | Caller::User(None) => None,
+            Caller::Admin(u) | Caller::User(Some(u)) => Some(u.id),
+        }
+    }
+}
+
+/// The idempotency key of a request: `Err(response)` carries the stored answer of a retry;
+/// `Ok(Some(..))` holds the key (and this process's claim on it) while the request runs.
+async fn idempotency_key<R: Resource>(
+    shared: &Shared<R>,
+    st: &ApiState,
+    req: &HttpRequest,
+    body: &[u8],
+    who: &Caller,
+) -> Result<Result<Option<(IdemKey, idempotency::Claim)>, HttpResponse>, Error> {
+    let Some(key) = IdemKey::from_request(req, body, who.user_id())? else {
+        return Ok(Ok(None));
+    };
+    let claim = shared.in_flight.claim(&key)?;
+    let mut conn = st.db.get().await?;
+    if let Some(stored) = idempotency::lookup(&mut conn, &key).await? {
+        return stored.replay(&key).map(Err);
+    }
+    Ok(Ok(Some((key, claim))))
+}
+
+/// What a write transaction produced.
+struct Written<R> {
+    answer: Answer,
+    /// A copy of the row for the after-commit hooks.
+    committed: Option<Arc<R>>,
+}
+
+/// Ends a write's transaction. A lost idempotency claim (another request stored the key
+/// first) replays that request's answer; a lost race of two conditional writes is 412.
+async fn end_write<R: Resource>(
+    conn: &mut crate::db::Conn,
+    in_tx: bool,
+    key: Option<&IdemKey>,
+    outcome: Result<Written<R>, Error>,
+    lost_claim: bool,
+) -> Result<Result<Written<R>, HttpResponse>, Error> {
+    let outcome = if in_tx {
+        tx::finish(conn, outcome).await
+    } else {
+        outcome
+    };
+    match outcome {
+        Ok(w) => Ok(Ok(w)),
+        Err(_) if lost_claim => match key {
+            Some(k) => idempotency::after_lost_claim(conn, k).await.map(Err),
+            None => Err(Error::Internal(
+                "lost an idempotency claim without a key".into(),
+            )),
+        },
+        Err(e) if conditional::is_write_race(&e) => Err(Error::PreconditionFailed(
+            "The item was changed by a concurrent request (If-Match); nothing was written.".into(),
+        )),
+        Err(e) => Err(e),
+    }
+}
+
+/// The error that abandons a transaction whose idempotency claim was lost.
+fn claim_lost() -> Error {
+    Error::Conflict("idempotency key taken".into())
 }
 
 pub(crate) async fn create<R: Resource>(
@@ -352,6 +509,10 @@ pub(crate) async fn create<R: Resource>(
     let st = ApiState::of(&req)?;
     let who = caller(shared, &req, Operation::Post).await?;
     let parents = parent_conds(shared, &req)?;
+    let key = match idempotency_key(shared, st, &req, &body, &who).await? {
+        Ok(k) => k,
+        Err(replay) => return Ok(replay),
+    };
     let mut obj = json_object(&req, &body)?;
     check_members(shared, &who, &obj, Operation::Post)?;
     match &who {
@@ -369,18 +530,67 @@ pub(crate) async fn create<R: Resource>(
     }
     let mut input: R::Create = decode(shared, Operation::Post, obj, &parents)?;
     hash_passwords(&mut input, st.config.bcrypt_cost).await?;
+    let ctx = who.hook_ctx(Operation::Post, &st.db);
+    let input = shared.hooks.before_create(&ctx, input).await?;
+    let key = key.as_ref().map(|(k, _)| k);
+    let mut lost_claim = false;
+    // A plain insert is one statement; keys and hooks need a transaction around it.
+    let in_tx = key.is_some() || shared.hooks.wrap(Operation::Post);
     let mut conn = st.db.get().await?;
-    let item = R::insert(&mut conn, input).await?;
-    drop(conn);
-    let location = item
-        .key_of(shared.res_id.name)
-        .map(|k| format!("{}{}", req.path(), k));
-    let out = render_one(shared, Operation::Post, &st.db, item).await?;
-    let mut res = json(actix_web::http::StatusCode::CREATED, out);
-    if let Some(loc) = location.and_then(|l| header::HeaderValue::from_str(&l).ok()) {
-        res.headers_mut().insert(header::LOCATION, loc);
+    if in_tx {
+        tx::begin(&mut conn, TxMode::Write).await?;
     }
-    Ok(res)
+    let outcome = async {
+        if let Some(k) = key {
+            if !idempotency::claim(&mut conn, k, st.config.idempotency_key_ttl).await? {
+                lost_claim = true;
+                return Err(claim_lost());
+            }
+        }
+        let item = R::insert(&mut conn, input).await?;
+        shared.hooks.after_write(&mut conn, &ctx, &item).await?;
+        let location = item
+            .key_of(shared.res_id.name)
+            .map(|k| format!("{}{}", req.path(), k));
+        let committed = if shared.hooks.has_after_commit() {
+            Some(Arc::new(reload(&mut conn, &item).await?))
+        } else {
+            None
+        };
+        let (etag, out) = represent(shared, Operation::Post, &mut conn, &st.db, item).await?;
+        let answer = Answer {
+            status: 201,
+            body: out,
+            location,
+            etag: Some(etag),
+        };
+        if let Some(k) = key {
+            idempotency::complete(&mut conn, k, &answer).await?;
+        }
+        Ok(Written { answer, committed })
+    }
+    .await;
+    let written = match end_write(&mut conn, in_tx, key, outcome, lost_claim).await? {
+        Ok(w) => w,
+        Err(replay) => return Ok(replay),
+    };
+    drop(conn);
+    if let Some(row) = written.committed {
+        shared.hooks.after_commit(&ctx, row).await;
+    }
+    Ok(written.answer.to_response(false))
+}
+
+/// The `If-Match` of a PATCH or DELETE; 428 when the blueprint requires one and none was sent.
+fn write_precondition<R: Resource>(
+    shared: &Shared<R>,
+    req: &HttpRequest,
+) -> Result<Option<conditional::Precondition>, Error> {
+    let pre = conditional::if_match(req.headers())?;
+    if pre.is_none() && shared.require_if_match {
+        return Err(conditional::required());
+    }
+    Ok(pre)
 }
 
 pub(crate) async fn update<R: Resource>(
@@ -391,18 +601,90 @@ pub(crate) async fn update<R: Resource>(
     let st = ApiState::of(&req)?;
     let who = caller(shared, &req, Operation::Patch).await?;
     let addressed = item_conds(shared, &req)?;
+    let if_match = write_precondition(shared, &req)?;
+    let key = match idempotency_key(shared, st, &req, &body, &who).await? {
+        Ok(k) => k,
+        Err(replay) => return Ok(replay),
+    };
     let obj = json_object(&req, &body)?;
     check_members(shared, &who, &obj, Operation::Patch)?;
     let mut input: R::Update = decode(shared, Operation::Patch, obj, &[])?;
     hash_passwords(&mut input, st.config.bcrypt_cost).await?;
     let conds = Condition::from(addressed.clone()).and(who.write_scope(shared)?);
+    let ctx = who.hook_ctx(Operation::Patch, &st.db);
+    let key = key.as_ref().map(|(k, _)| k);
+    let mode = if if_match.is_some() {
+        TxMode::Serialized
+    } else {
+        TxMode::Write
+    };
+    let in_tx = key.is_some() || if_match.is_some() || shared.hooks.wrap(Operation::Patch);
+    let mut lost_claim = false;
     let mut conn = st.db.get().await?;
-    let Some(item) = R::update(&mut conn, &conds, input).await? else {
-        return Err(refused(shared, &who, &mut conn, addressed).await);
+    if in_tx {
+        tx::begin(&mut conn, mode).await?;
+    }
+    let outcome = async {
+        if let Some(k) = key {
+            if !idempotency::claim(&mut conn, k, st.config.idempotency_key_ttl).await? {
+                lost_claim = true;
+                return Err(claim_lost());
+            }
+        }
+        if if_match.is_some() || shared.hooks.reads_before_update() {
+            let Some(current) = select_one::<R>(&mut conn, &conds).await? else {
+                return Err(refused(shared, &who, &mut conn, addressed.clone()).await);
+            };
+            let current = if let Some(pre) = &if_match {
+                let copy = if shared.hooks.reads_before_update() {
+                    Some(reload(&mut conn, &current).await?)
+                } else {
+                    None
+                };
+                let (etag, _) = conditional::tag_and_body(current)?;
+                conditional::check_if_match(Some(pre), &etag)?;
+                copy
+            } else {
+                Some(current)
+            };
+            if let Some(current) = current {
+                input = shared
+                    .hooks
+                    .before_update(&ctx, input, Arc::new(current))
+                    .await?;
+            }
+        }
+        let Some(item) = R::update(&mut conn, &conds, input).await? else {
+            return Err(refused(shared, &who, &mut conn, addressed.clone()).await);
+        };
+        shared.hooks.after_write(&mut conn, &ctx, &item).await?;
+        let committed = if shared.hooks.has_after_commit() {
+            Some(Arc::new(reload(&mut conn, &item).await?))
+        } else {
+            None
+        };
+        let (etag, out) = represent(shared, Operation::Patch, &mut conn, &st.db, item).await?;
+        let answer = Answer {
+            status: 200,
+            body: out,
+            location: None,
+            etag: Some(etag),
+        };
+        if let Some(k) = key {
+            idempotency::complete(&mut conn, k, &answer).await?;
+        }
+        Ok(Written { answer, committed })
+    }
+    .await;
+    let written = match end_write(&mut conn, in_tx, key, outcome, lost_claim).await? {
+        Ok(w) => w,
+        Err(replay) => return Ok(replay),
     };
     drop(conn);
-    let out = render_one(shared, Operation::Patch, &st.db, item).await?;
-    Ok(json(actix_web::http::StatusCode::OK, out))
+    if let Some(row) = written.committed {
+        shared.hooks.after_commit(&ctx, row).await;
+    }
+    Ok(written.answer.to_response(false))
 }
 
 pub(crate) async fn delete<R: Resource>(
@@ -413,13 +695,67 @@ pub(crate) async fn delete<R: Resource>(
     let st = ApiState::of(&req)?;
     let who = caller(shared, &req, Operation::Delete).await?;
     let addressed = item_conds(shared, &req)?;
+    let if_match = write_precondition(shared, &req)?;
     let conds = Condition::from(addressed.clone()).and(who.write_scope(shared)?);
-    let mut conn = st.db.get().await?;
-    if R::delete(&mut conn, &conds).await? {
-        Ok(HttpResponse::NoContent().finish())
+    let ctx = who.hook_ctx(Operation::Delete, &st.db);
+    let hooks = &shared.hooks;
+    let wants_row = !hooks.after_delete.is_empty() || hooks.has_after_commit();
+    let mode = if if_match.is_some() {
+        TxMode::Serialized
     } else {
-        Err(refused(shared, &who, &mut conn, addressed).await)
+        TxMode::Write
+    };
+    let in_tx = if_match.is_some() || hooks.wrap(Operation::Delete);
+    let mut conn = st.db.get().await?;
+    if in_tx {
+        tx::begin(&mut conn, mode).await?;
     }
+    let outcome = async {
+        let mut row = None;
+        let mut committed = None;
+        if if_match.is_some() || wants_row {
+            let Some(current) = select_one::<R>(&mut conn, &conds).await? else {
+                return Err(refused(shared, &who, &mut conn, addressed.clone()).await);
+            };
+            if hooks.has_after_commit() {
+                committed = Some(Arc::new(reload(&mut conn, &current).await?));
+            }
+            if let Some(pre) = &if_match {
+                if wants_row {
+                    row = Some(reload(&mut conn, &current).await?);
+                }
+                let (etag, _) = conditional::tag_and_body(current)?;
+                conditional::check_if_match(Some(pre), &etag)?;
+            } else {
+                row = Some(current);
+            }
+        }
+        if !R::delete(&mut conn, &conds).await? {
+            return Err(refused(shared, &who, &mut conn, addressed.clone()).await);
+        }
+        if let Some(row) = &row {
+            hooks.after_write(&mut conn, &ctx, row).await?;
+        }
+        Ok(Written {
+            answer: Answer {
+                status: 204,
+                body: Vec::new(),
+                location: None,
+                etag: None,
+            },
+            committed,
+        })
+    }
+    .await;
+    let written = match end_write(&mut conn, in_tx, None, outcome, false).await? {
+        Ok(w) => w,
+        Err(replay) => return Ok(replay),
+    };
+    drop(conn);
+    if let Some(row) = written.committed {
+        hooks.after_commit(&ctx, row).await;
+    }
+    Ok(HttpResponse::NoContent().finish())
 }
 
 /// Why a write matched no row: 403 when the caller can read the row (it exists but is not

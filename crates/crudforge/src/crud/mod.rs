@@ -6,8 +6,11 @@
 //! lives here.
 
 pub mod blueprint;
+pub mod conditional;
 mod docs;
 mod handlers;
+pub mod hooks;
+pub mod idempotency;
 pub mod options;
 pub mod query;
 pub mod registry;
@@ -16,6 +19,7 @@ pub mod route;
 pub use crate::condition::{Arg, Cond, Condition, Conditions, FromArg, Op, Sort};
 pub use crate::field::{FieldInfo, Kind};
 pub use blueprint::CrudBlueprint;
+pub use hooks::HookCtx;
 pub use options::{OpOptions, OpSetting, Operation, Present};
 pub use query::ListQuery;
 pub use route::{CustomRoute, OperationType, RouteDoc};

@@ -8,6 +8,7 @@
 pub mod functions;
 pub mod monitor;
 pub mod sql_types;
+pub mod tx;
 
 use crate::config::{Config, SqliteSynchronous};
 use diesel::connection::SimpleConnection;

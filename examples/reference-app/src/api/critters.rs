@@ -1,9 +1,11 @@
-//! The Critter demo resource.
+//! The Critter demo resource, with lifecycle hooks that tidy its input and log its changes.
 
 use super::schema::critters;
 use chrono::{DateTime, Utc};
+use crudforge::crud::HookCtx;
 use crudforge::Resource;
 use diesel::prelude::*;
+use std::sync::Arc;
 use uuid::Uuid;
 
 /// The Critter demo resource: every generic CRUD feature on a small model.
@@ -25,4 +27,59 @@ pub struct Critter {
     /// How cute (default 10).
     #[resource(default = 10)]
     pub cuteness_level: i32,
+}
+
+/// Before create: trims surrounding whitespace from `name` and `species`, and refuses a name
+/// that is blank once trimmed (422 naming `name`).
+///
+/// # Errors
+///
+/// 422 for a blank name.
+pub async fn tidy_new(_ctx: HookCtx, mut input: CritterCreate) -> crudforge::Result<CritterCreate> {
+    input.name = tidy_name(&input.name)?;
+    input.species = input.species.trim().to_owned();
+    Ok(input)
+}
+
+/// Before update: the same tidying for the members a PATCH sends.
+///
+/// # Errors
+///
+/// 422 for a blank name.
+pub async fn tidy_change(
+    _ctx: HookCtx,
+    mut input: CritterUpdate,
+    _current: Arc<Critter>,
+) -> crudforge::Result<CritterUpdate> {
+    if let Some(name) = &input.name {
+        input.name = Some(tidy_name(name)?);
+    }
+    if let Some(species) = &input.species {
+        input.species = Some(species.trim().to_owned());
+    }
+    Ok(input)
+}
+
+fn tidy_name(name: &str) -> crudforge::Result<String> {
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(crudforge::Error::invalid_field("name", "must not be blank"));
+    }
+    Ok(name.to_owned())
+}
+
+/// After commit: logs each committed change (where a real application would send mail).
+///
+/// # Errors
+///
+/// Never.
+pub async fn announce(ctx: HookCtx, critter: Arc<Critter>) -> crudforge::Result<()> {
+    tracing::info!(
+        operation = ?ctx.operation,
+        id = %critter.id,
+        name = %critter.name,
+        by = ?ctx.user.as_ref().map(|u| u.id),
+        "critter changed"
+    );
+    Ok(())
 }

@@ -1,7 +1,7 @@
 //! The reference application's routes: the `/api/user/` blueprint with its extra endpoints,
 //! nested roles, domains and critters.
 
-use super::critters::Critter;
+use super::critters::{self, Critter};
 use super::domains::RefDomain;
 use super::invites::{self, Invite};
 use super::profile::{self, PublicUser, PublicUsers};
@@ -128,5 +128,13 @@ pub fn mount(api: Api) -> Result<Api, MountError> {
             ]),
         )?
         .mount(RefDomain::blueprint("/api/domains/"))?
-        .mount(Critter::blueprint("/api/critters/").admin_only([Operation::Delete]))
+        .mount(
+            // Every item answer carries an ETag; PATCH and DELETE honour If-Match, POST and
+            // PATCH honour Idempotency-Key (all built into generated blueprints).
+            Critter::blueprint("/api/critters/")
+                .admin_only([Operation::Delete])
+                .before_create(critters::tidy_new)
+                .before_update(critters::tidy_change)
+                .after_commit(critters::announce),
+        )
 }

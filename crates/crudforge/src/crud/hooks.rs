@@ -1,0 +1,263 @@
+//! Lifecycle hooks of generated writes: typed async functions a blueprint runs before and after
+//! create, update and delete, and after the transaction commits.
+//!
+//! | Hook | Runs | Sees | May |
+//! |---|---|---|---|
+//! | `before_create` | before the insert, outside the transaction | caller, parsed input | change the input, refuse with an [`Error`] |
+//! | `before_update` | in the transaction, after the current row is read | caller, parsed input, current row | change the input, refuse |
+//! | `after_create`, `after_update`, `after_delete` | in the transaction, after the write | caller, the connection, the written (or deleted) row | write more rows; an error rolls everything back |
+//! | `after_commit` | after a successful commit | caller, the written row | side effects; an error is logged, the answer stays a success |
+//!
+//! A refusal is any [`Error`]; the client receives its problem+json (for example
+//! [`Error::invalid_field`] gives a 422 naming the member).
+
+use super::{Operation, Resource};
+use crate::auth::CurrentUser;
+use crate::db::{Conn, Database};
+use crate::error::Error;
+use futures_util::future::LocalBoxFuture;
+use std::future::Future;
+use std::sync::Arc;
+
+/// What a hook knows about the request it runs for.
+#[derive(Debug, Clone)]
+pub struct HookCtx {
+    /// The authenticated caller, if any (`None` for anonymous callers and public operations).
+    pub user: Option<CurrentUser>,
+    /// The operation being performed.
+    pub operation: Operation,
+    /// The database, for queries outside the write's transaction.
+    pub db: Database,
+}
+
+type BeforeCreate<R> = Arc<
+    dyn Fn(
+            HookCtx,
+            <R as Resource>::Create,
+        ) -> LocalBoxFuture<'static, Result<<R as Resource>::Create, Error>>
+        + Send
+        + Sync,
+>;
+type BeforeUpdate<R> = Arc<
+    dyn Fn(
+            HookCtx,
+            <R as Resource>::Update,
+            Arc<R>,
+        ) -> LocalBoxFuture<'static, Result<<R as Resource>::Update, Error>>
+        + Send
+        + Sync,
+>;
+type AfterWrite<R> = Arc<
+    dyn for<'a> Fn(&'a mut Conn, &'a HookCtx, &'a R) -> LocalBoxFuture<'a, Result<(), Error>>
+        + Send
+        + Sync,
+>;
+type AfterCommit<R> =
+    Arc<dyn Fn(HookCtx, Arc<R>) -> LocalBoxFuture<'static, Result<(), Error>> + Send + Sync>;
+
+/// The hooks registered on a blueprint, run in registration order.
+pub(crate) struct Hooks<R: Resource> {
+    pub(crate) before_create: Vec<BeforeCreate<R>>,
+    pub(crate) before_update: Vec<BeforeUpdate<R>>,
+    pub(crate) after_create: Vec<AfterWrite<R>>,
+    pub(crate) after_update: Vec<AfterWrite<R>>,
+    pub(crate) after_delete: Vec<AfterWrite<R>>,
+    pub(crate) after_commit: Vec<AfterCommit<R>>,
+}
+
+impl<R: Resource> Default for Hooks<R> {
+    fn default() -> Self {
+        Hooks {
+            before_create: Vec::new(),
+            before_update: Vec::new(),
+            after_create: Vec::new(),
+            after_update: Vec::new(),
+            after_delete: Vec::new(),
+            after_commit: Vec::new(),
+        }
+    }
+}
+
+impl<R: Resource> Hooks<R> {
+    /// Whether any hook needs the row before an update (which then reads it).
+    pub(crate) fn reads_before_update(&self) -> bool {
+        !self.before_update.is_empty()
+    }
+
+    /// The after-write hooks of `op`.
+    fn after(&self, op: Operation) -> &[AfterWrite<R>] {
+        match op {
+            Operation::Post => &self.after_create,
+            Operation::Patch => &self.after_update,
+            Operation::Delete => &self.after_delete,
+            Operation::Index | Operation::Get => &[],
+        }
+    }
+
+    /// Runs the before-create hooks over `input`.
+    pub(crate) async fn before_create(
+        &self,
+        ctx: &HookCtx,
+        mut input: R::Create,
+    ) -> Result<R::Create, Error> {
+        for h in &self.before_create {
+            input = h(ctx.clone(), input).await?;
+        }
+        Ok(input)
+    }
+
+    /// Runs the before-update hooks over `input`, with the current row.
+    pub(crate) async fn before_update(
+        &self,
+        ctx: &HookCtx,
+        mut input: R::Update,
+        current: Arc<R>,
+    ) -> Result<R::Update, Error> {
+        for h in &self.before_update {
+            input = h(ctx.clone(), input, current.clone()).await?;
+        }
+        Ok(input)
+    }
+
+    /// Runs the after-write hooks of `ctx.operation`, inside the transaction.
+    pub(crate) async fn after_write(
+        &self,
+        conn: &mut Conn,
+        ctx: &HookCtx,
+        row: &R,
+    ) -> Result<(), Error> {
+        for h in self.after(ctx.operation) {
+            h(conn, ctx, row).await?;
+        }
+        Ok(())
+    }
+
+    /// Whether a write of `op` runs hooks inside or after its transaction (the write then runs
+    /// in an explicit transaction; otherwise it is a single statement).
+    pub(crate) fn wrap(&self, op: Operation) -> bool {
+        !self.after(op).is_empty()
+            || self.has_after_commit()
+            || (op == Operation::Patch && self.reads_before_update())
+    }
+
+    /// Whether after-commit hooks exist (the handler then keeps a copy of the row).
+    pub(crate) fn has_after_commit(&self) -> bool {
+        !self.after_commit.is_empty()
+    }
+
+    /// Runs the after-commit hooks; failures are logged, never returned.
+    pub(crate) async fn after_commit(&self, ctx: &HookCtx, row: Arc<R>) {
+        for h in &self.after_commit {
+            if let Err(e) = h(ctx.clone(), row.clone()).await {
+                tracing::error!(
+                    resource = R::NAME,
+                    operation = ?ctx.operation,
+                    error = %e,
+                    "an after-commit hook failed; the write stays committed"
+                );
+            }
+        }
+    }
+}
+
+impl<R: Resource> super::CrudBlueprint<R> {
+    /// Runs `hook` on the parsed body of every POST before it is inserted. It may change the
+    /// input (normalize, fill in) and returns it, or refuses with an [`Error`], which the client
+    /// receives as problem+json.
+    ///
+    /// ```ignore
+    /// .before_create(|_ctx, mut input: CritterCreate| async move {
+    ///     input.name = input.name.trim().to_owned();
+    ///     Ok(input)
+    /// })
+    /// ```
+    #[must_use]
+    pub fn before_create<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(HookCtx, R::Create) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R::Create, Error>> + 'static,
+    {
+        self.hooks
+            .before_create
+            .push(Arc::new(move |ctx, input| Box::pin(hook(ctx, input))));
+        self
+    }
+
+    /// Runs `hook` on the parsed body of every PATCH, inside the write's transaction, with the
+    /// item as it is now. It returns the (possibly changed) input or refuses with an [`Error`].
+    #[must_use]
+    pub fn before_update<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(HookCtx, R::Update, Arc<R>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R::Update, Error>> + 'static,
+    {
+        self.hooks
+            .before_update
+            .push(Arc::new(move |ctx, input, current| {
+                Box::pin(hook(ctx, input, current))
+            }));
+        self
+    }
+
+    /// Runs `hook` after each insert, inside the same transaction, with the connection and the
+    /// inserted row. An error rolls the insert back and reaches the client.
+    ///
+    /// ```ignore
+    /// .after_create(|conn, ctx, row| Box::pin(async move { audit(conn, ctx, row).await }))
+    /// ```
+    #[must_use]
+    pub fn after_create<F>(mut self, hook: F) -> Self
+    where
+        F: for<'a> Fn(&'a mut Conn, &'a HookCtx, &'a R) -> LocalBoxFuture<'a, Result<(), Error>>
+            + Send
+            + Sync
+            + 'static,
+    {
+        self.hooks.after_create.push(Arc::new(hook));
+        self
+    }
+
+    /// Runs `hook` after each update, inside the same transaction, with the updated row. An
+    /// error rolls the update back.
+    #[must_use]
+    pub fn after_update<F>(mut self, hook: F) -> Self
+    where
+        F: for<'a> Fn(&'a mut Conn, &'a HookCtx, &'a R) -> LocalBoxFuture<'a, Result<(), Error>>
+            + Send
+            + Sync
+            + 'static,
+    {
+        self.hooks.after_update.push(Arc::new(hook));
+        self
+    }
+
+    /// Runs `hook` after each delete, inside the same transaction, with the deleted row. An
+    /// error rolls the delete back.
+    #[must_use]
+    pub fn after_delete<F>(mut self, hook: F) -> Self
+    where
+        F: for<'a> Fn(&'a mut Conn, &'a HookCtx, &'a R) -> LocalBoxFuture<'a, Result<(), Error>>
+            + Send
+            + Sync
+            + 'static,
+    {
+        self.hooks.after_delete.push(Arc::new(hook));
+        self
+    }
+
+    /// Runs `hook` once after each committed create, update or delete (`ctx.operation` says
+    /// which), with the written (or deleted) row: for side effects such as sending mail. It
+    /// never runs for a write that failed or was rolled back, nor for an idempotent replay. Its
+    /// error is logged; the client still receives the successful answer.
+    #[must_use]
+    pub fn after_commit<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(HookCtx, Arc<R>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), Error>> + 'static,
+    {
+        self.hooks
+            .after_commit
+            .push(Arc::new(move |ctx, row| Box::pin(hook(ctx, row))));
+        self
+    }
+}

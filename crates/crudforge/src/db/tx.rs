@@ -1,0 +1,108 @@
+//! Transactions on a checked-out [`Conn`], begun and ended explicitly so that the generated
+//! `Resource` operations (which take `&mut Conn`) can run inside them.
+//!
+//! Diesel's own transaction manager tracks every transaction begun here, so a connection that
+//! goes back to the pool with one still open is discarded rather than reused.
+
+use super::{Conn, PgConn, SqliteConn};
+use crate::error::Error;
+use diesel_async::{AnsiTransactionManager, AsyncConnection, TransactionManager};
+
+/// How a write transaction isolates itself from concurrent ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxMode {
+    /// Reads see committed data (PostgreSQL's default); on SQLite the transaction still takes
+    /// the write lock at once.
+    Write,
+    /// Concurrent writers of the same rows cannot both commit: on PostgreSQL the transaction
+    /// runs at `REPEATABLE READ` (the loser of a race gets a serialization failure); on SQLite
+    /// it takes the write lock at once (`BEGIN IMMEDIATE`), so writers run one after another.
+    Serialized,
+}
+
+/// Begins a transaction. On SQLite it always starts with `BEGIN IMMEDIATE`: the write lock is
+/// taken first (waiting up to the busy timeout), so a transaction never has to upgrade a read
+/// lock, which SQLite cannot do without failing.
+///
+/// # Errors
+///
+/// The database refuses (lock timeout, connection lost, already in a transaction).
+pub async fn begin(conn: &mut Conn, mode: TxMode) -> Result<(), Error> {
+    match conn {
+        Conn::Sqlite(c) => {
+            let c: &mut SqliteConn = c;
+            c.spawn_blocking(|inner| {
+                diesel::connection::AnsiTransactionManager::begin_transaction_sql(
+                    inner,
+                    "BEGIN IMMEDIATE",
+                )
+            })
+            .await?;
+        }
+        Conn::Postgres(c) => {
+            let c: &mut PgConn = c;
+            let sql = match mode {
+                TxMode::Write => "BEGIN",
+                TxMode::Serialized => "BEGIN ISOLATION LEVEL REPEATABLE READ",
+            };
+            AnsiTransactionManager::begin_transaction_sql(c, sql).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Commits the open transaction.
+///
+/// # Errors
+///
+/// The commit fails (the transaction is then rolled back by the database).
+pub async fn commit(conn: &mut Conn) -> Result<(), Error> {
+    match conn {
+        Conn::Sqlite(c) => {
+            let c: &mut SqliteConn = c;
+            <SqliteConn as AsyncConnection>::TransactionManager::commit_transaction(c).await?;
+        }
+        Conn::Postgres(c) => {
+            let c: &mut PgConn = c;
+            AnsiTransactionManager::commit_transaction(c).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Rolls the open transaction back. A failure is logged: the connection is then marked broken
+/// by Diesel and the pool discards it.
+pub async fn rollback(conn: &mut Conn) {
+    let r = match conn {
+        Conn::Sqlite(c) => {
+            let c: &mut SqliteConn = c;
+            <SqliteConn as AsyncConnection>::TransactionManager::rollback_transaction(c).await
+        }
+        Conn::Postgres(c) => {
+            let c: &mut PgConn = c;
+            AnsiTransactionManager::rollback_transaction(c).await
+        }
+    };
+    if let Err(e) = r {
+        tracing::warn!(error = %e, "rollback failed");
+    }
+}
+
+/// Ends the open transaction by the outcome of the work done in it: commits on `Ok` (a failed
+/// commit becomes the error), rolls back on `Err`.
+///
+/// # Errors
+///
+/// The work's error, or the commit's.
+pub async fn finish<T>(conn: &mut Conn, outcome: Result<T, Error>) -> Result<T, Error> {
+    match outcome {
+        Ok(v) => {
+            commit(conn).await?;
+            Ok(v)
+        }
+        Err(e) => {
+            rollback(conn).await;
+            Err(e)
+        }
+    }
+}
