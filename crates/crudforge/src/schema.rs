@@ -114,3 +114,17 @@ diesel::joinable!(user_roles -> users (user_id));
 diesel::joinable!(tokens -> users (user_id));
 diesel::joinable!(user_settings -> users (user_id));
 diesel::allow_tables_to_appear_in_same_query!(users, user_roles, tokens, user_settings, domains);
+
+diesel::table! {
+    /// Failed credential checks per account or client address (see `auth::throttle`).
+    auth_failures (key) {
+        /// `user:<id>`, `email:<digest>` or `addr:<network>`.
+        key -> Text,
+        /// Unix time (seconds) the current window began.
+        window_start -> BigInt,
+        /// Failures counted in the current window.
+        failures -> Integer,
+        /// Unix time (seconds) of the last change.
+        updated_at -> BigInt,
+    }
+}

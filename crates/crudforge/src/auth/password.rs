@@ -165,7 +165,9 @@ mod tests {
             assert!(pw.len() > MAX_PASSWORD_BYTES);
             let h = hash_password(pw.clone(), 4).await.unwrap();
             assert!(h.starts_with(PREHASH_TAG));
-            assert!(verify_password(pw.clone(), Some(h.clone()), 4).await.unwrap());
+            assert!(verify_password(pw.clone(), Some(h.clone()), 4)
+                .await
+                .unwrap());
             let mut other = pw.clone();
             other.pop();
             other.push('x');
@@ -173,6 +175,8 @@ mod tests {
         }
         // A hash made by plain bcrypt (as before long passwords were accepted) still verifies.
         let old = bcrypt::hash("legacy password", 4).unwrap();
-        assert!(verify_password("legacy password".into(), Some(old), 4).await.unwrap());
+        assert!(verify_password("legacy password".into(), Some(old), 4)
+            .await
+            .unwrap());
     }
 }

@@ -314,7 +314,9 @@ mod tests {
     #[test]
     fn ver_is_a_number_when_present() {
         let t = tokens();
-        assert!(t.verify(&signed(&with("ver", 3.into())), TokenKind::Access).is_ok());
+        assert!(t
+            .verify(&signed(&with("ver", 3.into())), TokenKind::Access)
+            .is_ok());
         for bad in [with("ver", "3".into()), with("ver", (-1).into())] {
             assert!(t.verify(&signed(&bad), TokenKind::Access).is_err(), "{bad}");
         }

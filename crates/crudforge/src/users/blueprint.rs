@@ -2,6 +2,7 @@
 
 use super::model::{User, UserModel};
 use super::store::{find_by_email, revoke_token, store_token, token_owner};
+use crate::auth::throttle::{Account, Attempt};
 use crate::auth::{load_user, require_user, verify_password, CurrentUser, TokenKind};
 use crate::crud::{Arg, Cond, CrudBlueprint, CustomRoute, Operation};
 use crate::db::Database;
@@ -154,7 +155,7 @@ impl<U: UserModel> IntoMount for UserBlueprint<U> {
         .summary("Log in with e-mail and password")
         .body::<LoginRequest>()
         .responds::<LoginResponse>()
-        .errors(&[400, 401, 422])
+        .errors(&[400, 401, 422, 429])
         .tag(&tag)
         .public();
         let refresh = CustomRoute::new(OperationType::Post, "refresh/", || {
@@ -168,7 +169,7 @@ impl<U: UserModel> IntoMount for UserBlueprint<U> {
         .summary("Exchange a refresh token for new tokens")
         .body::<RefreshRequest>()
         .responds::<LoginResponse>()
-        .errors(&[400, 401, 422])
+        .errors(&[400, 401, 422, 429])
         .tag(&tag)
         .public();
         let me = CustomRoute::new(OperationType::Get, "me/", || web::get().to(me::<U>))
@@ -224,11 +225,15 @@ async fn login(
         Some((id, hash, enabled)) => (Some(id), hash, enabled),
         None => (None, None, false),
     };
+    // Throttled before bcrypt; a failure below stays counted (see auth::throttle).
+    let account = id.map_or(Account::Email(&body.email), Account::User);
+    let attempt = Attempt::begin(&req, account).await?;
     // Same work whether or not the e-mail exists: verify against a dummy hash.
     if !verify_password(body.password, hash, cost).await? {
         return Err(bad_login());
     }
     let id = id.ok_or_else(bad_login)?;
+    attempt.succeeded().await?;
     if !enabled {
         return Err(bad_login());
     }
@@ -247,10 +252,14 @@ async fn login(
 
 async fn refresh(req: HttpRequest, body: RefreshRequest) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
+    // Throttled by client address first; a refused token whose subject is known also counts
+    // against that account (see auth::throttle).
+    let attempt = Attempt::begin(&req, Account::Unknown).await?;
     let claims = st.tokens.verify(&body.refresh_token, TokenKind::Refresh)?;
     let jti = claims.jti.to_string();
     let owner = token_owner(&st.db, &jti).await?;
     if owner != Some(claims.sub) {
+        attempt.failed_for(Account::User(claims.sub)).await?;
         return Err(Error::Unauthorized(
             "Invalid, revoked or expired refresh token.".into(),
         ));
@@ -267,6 +276,7 @@ async fn refresh(req: HttpRequest, body: RefreshRequest) -> Result<HttpResponse,
             "Invalid, revoked or expired refresh token.".into(),
         ));
     }
+    attempt.succeeded().await?;
     Ok(HttpResponse::Ok().json(issue_tokens(st, claims.sub).await?))
 }
 

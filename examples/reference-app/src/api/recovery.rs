@@ -4,6 +4,7 @@
 use super::login::AccessToken;
 use super::users::AppUser;
 use actix_web::{HttpRequest, HttpResponse};
+use crudforge::auth::throttle::{Account, Attempt};
 use crudforge::auth::TokenKind;
 use crudforge::{ApiState, Error};
 use serde::{Deserialize, Serialize};
@@ -34,15 +35,20 @@ pub async fn send_recovery_token(
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
     let refused = || Error::Unauthorized("Unknown e-mail address or name.".into());
-    let user = AppUser::find_by_email(&st.db, &body.email)
-        .await?
-        .ok_or_else(refused)?;
+    let user = AppUser::find_by_email(&st.db, &body.email).await?;
+    // Throttled per account and client address: guessing names is guessing credentials.
+    let account = user
+        .as_ref()
+        .map_or(Account::Email(&body.email), |u| Account::User(u.id));
+    let attempt = Attempt::begin(&req, account).await?;
+    let user = user.ok_or_else(refused)?;
     // As the reference does: a missing first name compares as "".
     let matches =
         user.first_name.as_deref().unwrap_or("").to_lowercase() == body.first_name.to_lowercase();
     if !matches {
         return Err(refused());
     }
+    attempt.succeeded().await?;
     let (token, _) = st
         .tokens
         .issue(user.id, TokenKind::Recovery, RECOVERY_TTL_SECONDS)?;
@@ -73,10 +79,13 @@ pub async fn reset_password(
     body: crudforge::Json<ResetRequest>,
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
+    // Throttled by client address; a token that does not decode counts as a failure.
+    let attempt = Attempt::begin(&req, Account::Unknown).await?;
     let claims = st
         .tokens
         .verify(&body.recovery_token, TokenKind::Recovery)
         .map_err(|_| Error::Unauthorized("Invalid recovery token.".into()))?;
+    attempt.succeeded().await?;
     crudforge::users::set_password(
         &st.db,
         claims.sub,
