@@ -276,6 +276,22 @@ backend_tests! {
         throttled(&send(&app, login("192.0.2.84", "alice@example.com", "alice-pass")).await);
     }
 
+    async fn instances_on_one_database_share_the_counters(t) {
+        let first = api(&t, |c| c).await;
+        // A second instance: its own pool on the same database.
+        let cfg = first.state().config.as_ref().clone();
+        let db = crudforge::Database::connect(&cfg).await.unwrap();
+        let second = Api::new(cfg, db).unwrap().mount(UserBlueprint::default()).unwrap();
+        let one = test::init_service(first.app()).await;
+        let two = test::init_service(second.app()).await;
+        for (i, app) in [&one, &two, &one].into_iter().enumerate() {
+            let a = send(app, login(&format!("192.0.2.{}", 60 + i), "alice@example.com", "x")).await;
+            assert_eq!(a.status, 401, "{}", a.body);
+        }
+        throttled(&send(&two, login("192.0.2.70", "alice@example.com", "alice-pass")).await);
+        throttled(&send(&one, login("192.0.2.71", "alice@example.com", "alice-pass")).await);
+    }
+
     async fn limits_of_zero_turn_throttling_off(t) {
         let api = api(&t, |c| Config {
             login_max_failures_per_account: 0,
