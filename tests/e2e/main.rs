@@ -5,3 +5,4 @@ mod harness;
 
 mod foundation;
 mod reference;
+mod throttle;

@@ -1,5 +1,6 @@
 //! Service configuration: the contract's keys, read from the environment or built in code.
 
+use crate::net::IpNet;
 use std::fmt;
 use std::fs;
 use std::io::Write;
@@ -62,6 +63,17 @@ pub struct Config {
     pub bcrypt_cost: u32,
     /// `SQLITE_SYNCHRONOUS`: how hard SQLite waits for the disk on each commit.
     pub sqlite_synchronous: SqliteSynchronous,
+    /// `LOGIN_MAX_FAILURES_PER_ACCOUNT`: failed credential checks one account may see per
+    /// window before further attempts get 429 (0 turns the account counter off).
+    pub login_max_failures_per_account: u32,
+    /// `LOGIN_MAX_FAILURES_PER_ADDRESS`: failed credential checks one client address may make
+    /// per window before further attempts get 429 (0 turns the address counter off).
+    pub login_max_failures_per_address: u32,
+    /// `LOGIN_FAILURE_WINDOW`: length in seconds of the window the failures are counted in.
+    pub login_failure_window: u64,
+    /// `TRUSTED_PROXIES`: proxies (addresses or CIDR blocks) whose `X-Forwarded-For` is
+    /// believed when finding a client's address; empty means the socket's peer is the client.
+    pub trusted_proxies: Vec<IpNet>,
 }
 
 /// SQLite's `synchronous` setting: how far each commit waits for the disk.
@@ -128,6 +140,10 @@ impl Default for Config {
             max_body_size: 1024 * 1024,
             bcrypt_cost: 12,
             sqlite_synchronous: SqliteSynchronous::Normal,
+            login_max_failures_per_account: 10,
+            login_max_failures_per_address: 50,
+            login_failure_window: 900,
+            trusted_proxies: Vec::new(),
         }
     }
 }
@@ -161,6 +177,16 @@ impl fmt::Debug for Config {
             .field("max_body_size", &self.max_body_size)
             .field("bcrypt_cost", &self.bcrypt_cost)
             .field("sqlite_synchronous", &self.sqlite_synchronous)
+            .field(
+                "login_max_failures_per_account",
+                &self.login_max_failures_per_account,
+            )
+            .field(
+                "login_max_failures_per_address",
+                &self.login_max_failures_per_address,
+            )
+            .field("login_failure_window", &self.login_failure_window)
+            .field("trusted_proxies", &self.trusted_proxies)
             .finish()
     }
 }
@@ -343,6 +369,24 @@ impl Config {
                 invalid("SQLITE_SYNCHRONOUS", "one of OFF, NORMAL, FULL, EXTRA", &v)
             })?;
         }
+        if let Some(v) = get("LOGIN_MAX_FAILURES_PER_ACCOUNT") {
+            cfg.login_max_failures_per_account = parse_count("LOGIN_MAX_FAILURES_PER_ACCOUNT", &v)?;
+        }
+        if let Some(v) = get("LOGIN_MAX_FAILURES_PER_ADDRESS") {
+            cfg.login_max_failures_per_address = parse_count("LOGIN_MAX_FAILURES_PER_ADDRESS", &v)?;
+        }
+        if let Some(v) = get("LOGIN_FAILURE_WINDOW") {
+            cfg.login_failure_window = parse_seconds("LOGIN_FAILURE_WINDOW", &v)?;
+        }
+        if let Some(v) = get("TRUSTED_PROXIES") {
+            cfg.trusted_proxies = crate::net::parse_list(&v).map_err(|_| {
+                invalid(
+                    "TRUSTED_PROXIES",
+                    "a comma-separated list of IP addresses or CIDR blocks such as 10.0.0.0/8, ::1",
+                    &v,
+                )
+            })?;
+        }
         cfg.validate()?;
         Ok(cfg)
     }
@@ -485,6 +529,13 @@ fn parse_positive(key: &'static str, v: &str) -> Result<u32, ConfigError> {
         .ok_or_else(|| invalid(key, "a positive whole number", v))
 }
 
+fn parse_count(key: &'static str, v: &str) -> Result<u32, ConfigError> {
+    v.trim()
+        .parse::<u32>()
+        .ok()
+        .ok_or_else(|| invalid(key, "a whole number (0 turns the limit off)", v))
+}
+
 fn parse_path(key: &'static str, v: &str) -> Result<String, ConfigError> {
     let v = v.trim();
     if v.starts_with('/') && !v.contains(char::is_whitespace) {
@@ -516,6 +567,10 @@ mod tests {
         assert!(c.health_endpoint_enabled);
         assert!(!c.debug);
         assert!(c.jwt_secret_key.is_none());
+        assert_eq!(c.login_max_failures_per_account, 10);
+        assert_eq!(c.login_max_failures_per_address, 50);
+        assert_eq!(c.login_failure_window, 900);
+        assert!(c.trusted_proxies.is_empty());
     }
 
     #[test]
@@ -540,6 +595,10 @@ mod tests {
             ("BCRYPT_COST", "4"),
             ("SQLITE_SYNCHRONOUS", "full"),
             ("IDEMPOTENCY_KEY_TTL", "600"),
+            ("LOGIN_MAX_FAILURES_PER_ACCOUNT", "5"),
+            ("LOGIN_MAX_FAILURES_PER_ADDRESS", "0"),
+            ("LOGIN_FAILURE_WINDOW", "60"),
+            ("TRUSTED_PROXIES", "10.0.0.0/8, ::1"),
         ])
         .unwrap();
         assert_eq!(c.idempotency_key_ttl, 600);
@@ -560,6 +619,10 @@ mod tests {
         assert_eq!(c.max_body_size, 2048);
         assert_eq!(c.bcrypt_cost, 4);
         assert_eq!(c.sqlite_synchronous, SqliteSynchronous::Full);
+        assert_eq!(c.login_max_failures_per_account, 5);
+        assert_eq!(c.login_max_failures_per_address, 0);
+        assert_eq!(c.login_failure_window, 60);
+        assert_eq!(c.trusted_proxies.len(), 2);
         assert_eq!(
             from(&[]).unwrap().sqlite_synchronous,
             SqliteSynchronous::Normal
@@ -594,6 +657,15 @@ mod tests {
             .to_string();
         assert!(e.contains("SQLITE_SYNCHRONOUS"), "{e}");
         assert!(e.contains("OFF, NORMAL, FULL, EXTRA"), "{e}");
+        for (key, value) in [
+            ("LOGIN_MAX_FAILURES_PER_ACCOUNT", "-1"),
+            ("LOGIN_MAX_FAILURES_PER_ADDRESS", "many"),
+            ("LOGIN_FAILURE_WINDOW", "0"),
+            ("TRUSTED_PROXIES", "10.0.0.0/8, proxy.local"),
+        ] {
+            let e = from(&[(key, value)]).unwrap_err().to_string();
+            assert!(e.contains(key) && e.contains(value), "{e}");
+        }
     }
 
     #[test]

@@ -159,6 +159,14 @@ pub enum Error {
     /// 415: unsupported content type.
     #[error("{0}")]
     UnsupportedMediaType(Cow<'static, str>),
+    /// 429: too many failed credential checks; answered with a `Retry-After` header.
+    #[error("{detail}")]
+    TooManyRequests {
+        /// Explanation.
+        detail: Cow<'static, str>,
+        /// Seconds until the client may try again.
+        retry_after: u64,
+    },
     /// 503: the database cannot be reached.
     #[error("database unavailable: {0}")]
     Unavailable(String),
@@ -234,6 +242,11 @@ impl Error {
                 "unsupported_media_type_error",
                 d.as_ref(),
             ),
+            Error::TooManyRequests { detail, .. } => Problem::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too_many_requests_error",
+                detail.as_ref(),
+            ),
             Error::Unavailable(msg) => {
                 let mut p = Problem::new(
                     StatusCode::SERVICE_UNAVAILABLE,
@@ -306,7 +319,14 @@ impl ResponseError for Error {
         if problem.status_code().is_server_error() {
             tracing::error!(error = %self, "request failed");
         }
-        problem.into_response()
+        let mut res = problem.into_response();
+        if let Error::TooManyRequests { retry_after, .. } = self {
+            res.headers_mut().insert(
+                header::RETRY_AFTER,
+                HeaderValue::from((*retry_after).max(1)),
+            );
+        }
+        res
     }
 }
 
@@ -449,6 +469,21 @@ mod tests {
         assert_eq!(p.type_, "/errors/not_found_error");
         assert_eq!(p.title, "Not Found");
         assert_eq!(p.status, 404);
+    }
+
+    #[test]
+    fn too_many_requests_carries_retry_after() {
+        let e = Error::TooManyRequests {
+            detail: "slow down".into(),
+            retry_after: 42,
+        };
+        let p = e.problem();
+        assert_eq!(p.type_, "/errors/too_many_requests_error");
+        assert_eq!(p.title, "Too Many Requests");
+        assert_eq!(p.status, 429);
+        let res = e.error_response();
+        assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(res.headers().get(header::RETRY_AFTER).unwrap(), "42");
     }
 
     #[test]

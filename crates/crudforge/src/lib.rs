@@ -21,6 +21,7 @@
 //! |---|---|
 //! | [`config`] | the configuration keys, from the environment or code |
 //! | [`error`] | the problem+json error type |
+//! | [`net`] | IP networks (CIDR) and the client address behind trusted proxies |
 //! | [`db`] | backends, pools, portable SQL types, SQL functions, migrations, query monitoring |
 //! | [`schema`] | the library's own tables |
 //! | [`field`] | field metadata: kinds and flags of a resource's fields |
@@ -53,6 +54,7 @@ pub mod health;
 pub mod json;
 pub mod middleware;
 pub mod mount;
+pub mod net;
 pub mod openapi;
 pub mod perms;
 pub mod schema;

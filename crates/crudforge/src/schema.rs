@@ -145,3 +145,17 @@ diesel::table! {
         expires_at -> BigInt,
     }
 }
+
+diesel::table! {
+    /// Failed credential checks per account or client address (see `auth::throttle`).
+    auth_failures (key) {
+        /// `user:<id>`, `email:<digest>` or `addr:<network>`.
+        key -> Text,
+        /// Unix time (seconds) the current window began.
+        window_start -> BigInt,
+        /// Failures counted in the current window.
+        failures -> Integer,
+        /// Unix time (seconds) of the last change.
+        updated_at -> BigInt,
+    }
+}

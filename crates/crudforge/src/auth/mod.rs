@@ -2,10 +2,12 @@
 //! workers, and the current user, loaded with its roles in one query.
 //!
 //! [`tokens`] and [`password`] are pure building blocks; [`extract`] reads a request's
-//! `Authorization` header with them.
+//! `Authorization` header with them; [`throttle`] counts failed credential checks per account
+//! and client address and answers 429 past the limits.
 
 pub mod extract;
 pub mod password;
+pub mod throttle;
 pub mod tokens;
 pub mod user;
 
@@ -13,5 +15,6 @@ pub use extract::{current_user, load_session, load_user, require_user, Admin, Au
 pub use password::{
     hash_password, hash_password_for, verify_password, MAX_PASSWORD_BYTES, MAX_PASSWORD_LEN,
 };
+pub use throttle::{Account, Attempt};
 pub use tokens::{Claims, TokenKind, Tokens};
 pub use user::{CurrentUser, RoleGrant};

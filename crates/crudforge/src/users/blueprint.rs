@@ -5,6 +5,7 @@ use super::store::{
     end_sessions, find_by_email, hash_and_set_password, revoke_token, store_token_of,
     token_owner_of, token_version, TokenRecord,
 };
+use crate::auth::throttle::{Account, Attempt};
 use crate::auth::{load_user, require_user, verify_password, CurrentUser, TokenKind};
 use crate::crud::{Arg, Cond, CrudBlueprint, CustomRoute, Operation};
 use crate::db::Database;
@@ -178,7 +179,7 @@ impl<U: UserModel> IntoMount for UserBlueprint<U> {
         .summary("Log in with e-mail and password")
         .body::<LoginRequest>()
         .responds::<LoginResponse>()
-        .errors(&[400, 401, 422])
+        .errors(&[400, 401, 422, 429])
         .tag(&tag)
         .public();
         let refresh = CustomRoute::new(OperationType::Post, "refresh/", || {
@@ -192,7 +193,7 @@ impl<U: UserModel> IntoMount for UserBlueprint<U> {
         .summary("Exchange a refresh token for new tokens")
         .body::<RefreshRequest>()
         .responds::<LoginResponse>()
-        .errors(&[400, 401, 422])
+        .errors(&[400, 401, 422, 429])
         .tag(&tag)
         .public();
         let logout = CustomRoute::new(OperationType::Post, "logout/", || {
@@ -219,7 +220,7 @@ impl<U: UserModel> IntoMount for UserBlueprint<U> {
         .summary("Change one's own password (the current one is required)")
         .body::<PasswordChange>()
         .responds::<LoginResponse>()
-        .errors(&[400, 401, 422])
+        .errors(&[400, 401, 422, 429])
         .tag(&tag);
         let me = CustomRoute::new(OperationType::Get, "me/", || web::get().to(me::<U>))
             .operation_id(&format!("me{}", U::NAME))
@@ -298,11 +299,15 @@ async fn login(
         Some((id, hash, enabled)) => (Some(id), hash, enabled),
         None => (None, None, false),
     };
+    // Throttled before bcrypt; a failure below stays counted (see auth::throttle).
+    let account = id.map_or(Account::Email(&body.email), Account::User);
+    let attempt = Attempt::begin(&req, account).await?;
     // Same work whether or not the e-mail exists: verify against a dummy hash.
     if !verify_password(body.password, hash, cost).await? {
         return Err(bad_login());
     }
     let id = id.ok_or_else(bad_login)?;
+    attempt.succeeded().await?;
     if !enabled {
         return Err(bad_login());
     }
@@ -321,10 +326,14 @@ async fn login(
 
 async fn refresh(req: HttpRequest, body: RefreshRequest) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
+    // Throttled by client address first; a refused token whose subject is known also counts
+    // against that account (see auth::throttle).
+    let attempt = Attempt::begin(&req, Account::Unknown).await?;
     let claims = st.tokens.verify(&body.refresh_token, TokenKind::Refresh)?;
     let jti = claims.jti.to_string();
     let owner = token_owner_of(&st.db, TokenRecord::Refresh, &jti).await?;
     if owner != Some(claims.sub) {
+        attempt.failed_for(Account::User(claims.sub)).await?;
         return Err(Error::Unauthorized(
             "Invalid, revoked or expired refresh token.".into(),
         ));
@@ -341,6 +350,7 @@ async fn refresh(req: HttpRequest, body: RefreshRequest) -> Result<HttpResponse,
             "Invalid, revoked or expired refresh token.".into(),
         ));
     }
+    attempt.succeeded().await?;
     Ok(HttpResponse::Ok().json(issue_tokens(st, claims.sub).await?))
 }
 
@@ -387,11 +397,14 @@ async fn change_password(req: HttpRequest, body: PasswordChange) -> Result<HttpR
     let hash = find_by_email(&st.db, &user.email)
         .await?
         .and_then(|(_, h, _)| h);
+    // Guessing the current password with a stolen access token is throttled like a login.
+    let attempt = Attempt::begin(&req, Account::User(user.id)).await?;
     if !verify_password(body.current_password, hash, cost).await? {
         return Err(Error::Unauthorized(
             "The current password is not correct.".into(),
         ));
     }
+    attempt.succeeded().await?;
     // The new password ends every older session (a database trigger raises the credential
     // version and revokes the refresh tokens); this one continues with new tokens.
     hash_and_set_password(&st.db, user.id, "new_password", body.new_password, cost).await?;

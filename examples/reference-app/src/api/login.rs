@@ -3,6 +3,7 @@
 
 use super::domains::RefDomain;
 use actix_web::{HttpRequest, HttpResponse};
+use crudforge::auth::throttle::{Account, Attempt};
 use crudforge::auth::CurrentUser;
 use crudforge::users::LoginContext;
 use crudforge::{ApiState, Database, Error};
@@ -59,13 +60,22 @@ pub async fn token_login(
     body: crudforge::Json<TokenLogin>,
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
+    // Throttled by client address; an unknown token counts as a failure of the address, a
+    // disabled owner also as one of the owner's account.
+    let attempt = Attempt::begin(&req, Account::Unknown).await?;
     let owner = crudforge::users::token_owner(&st.db, &body.token)
         .await?
         .ok_or_else(|| Error::Unauthorized("invalid token".into()))?;
-    let user = crudforge::users::load_user(&st.db, owner)
+    let Some(user) = crudforge::users::load_user(&st.db, owner)
         .await?
         .filter(|u| u.is_enabled)
-        .ok_or_else(|| Error::Unauthorized("The token's owner cannot log in.".into()))?;
+    else {
+        attempt.failed_for(Account::User(owner)).await?;
+        return Err(Error::Unauthorized(
+            "The token's owner cannot log in.".into(),
+        ));
+    };
+    attempt.succeeded().await?;
     check_domain(&st.db, &user, body.domain.as_deref()).await?;
     Ok(HttpResponse::Ok().json(AccessToken {
         access_token: crudforge::users::access_token(st, user.id).await?,

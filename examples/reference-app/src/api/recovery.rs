@@ -4,6 +4,7 @@
 use super::login::AccessToken;
 use super::users::AppUser;
 use actix_web::{HttpRequest, HttpResponse};
+use crudforge::auth::throttle::{Account, Attempt};
 use crudforge::auth::TokenKind;
 use crudforge::users::TokenRecord;
 use crudforge::{ApiState, Error};
@@ -80,6 +81,8 @@ pub async fn send_recovery_token(
             .content_type("text/plain; charset=utf-8")
             .body("A recovery token has been issued.")
     };
+    // An unknown address or a wrong name is a failed guess: counted, and refused (or, with
+    // RECOVERY_UNIFORM_ANSWER and DEBUG off, answered like a match).
     let refused = || {
         if settings.uniform_answer && !st.config.debug {
             Ok(issued())
@@ -89,7 +92,13 @@ pub async fn send_recovery_token(
             ))
         }
     };
-    let Some(user) = AppUser::find_by_email(&st.db, &body.email).await? else {
+    let user = AppUser::find_by_email(&st.db, &body.email).await?;
+    // Throttled per account and client address: guessing names is guessing credentials.
+    let account = user
+        .as_ref()
+        .map_or(Account::Email(&body.email), |u| Account::User(u.id));
+    let attempt = Attempt::begin(&req, account).await?;
+    let Some(user) = user else {
         return refused();
     };
     // The contract compares a missing first name as ""; that hands a nameless account to
@@ -101,6 +110,7 @@ pub async fn send_recovery_token(
     if first_name.to_lowercase() != body.first_name.to_lowercase() {
         return refused();
     }
+    attempt.succeeded().await?;
     let (token, _) = st
         .tokens
         .issue(user.id, TokenKind::Recovery, RECOVERY_TTL_SECONDS)?;
@@ -131,13 +141,16 @@ pub async fn reset_password(
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
     let invalid = || Error::Unauthorized("Invalid recovery token.".into());
+    // Throttled by client address; a token that does not decode counts as a failure.
+    let attempt = Attempt::begin(&req, Account::Unknown).await?;
     let claims = st
         .tokens
         .verify(&body.recovery_token, TokenKind::Recovery)
         .map_err(|_| invalid())?;
     if settings.single_use {
-        // The token's id is recorded before the password changes; a second use finds it.
-        crudforge::users::store_token_of(
+        // The token's id is recorded before the password changes; a second use finds it
+        // (and counts as a failed attempt against its user).
+        let used = crudforge::users::store_token_of(
             &st.db,
             TokenRecord::Recovery,
             claims.sub,
@@ -145,12 +158,17 @@ pub async fn reset_password(
             Some("used recovery token"),
             chrono::DateTime::from_timestamp(claims.exp, 0),
         )
-        .await
-        .map_err(|e| match e.problem().status {
-            409 => invalid(),
-            _ => e,
-        })?;
+        .await;
+        match used {
+            Ok(_) => {}
+            Err(e) if e.problem().status == 409 => {
+                attempt.failed_for(Account::User(claims.sub)).await?;
+                return Err(invalid());
+            }
+            Err(e) => return Err(e),
+        }
     }
+    attempt.succeeded().await?;
     crudforge::users::set_password(
         &st.db,
         claims.sub,

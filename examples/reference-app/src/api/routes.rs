@@ -42,7 +42,7 @@ pub fn mount(api: Api) -> Result<Api, MountError> {
                     .summary("Exchange a stored token for an access token")
                     .body::<login::TokenLogin>()
                     .responds::<login::AccessToken>()
-                    .errors(&[401, 404, 422])
+                    .errors(&[401, 404, 422, 429])
                     .tag("user")
                     .public(),
                 )
@@ -57,7 +57,7 @@ pub fn mount(api: Api) -> Result<Api, MountError> {
                     .body::<recovery::RecoveryRequest>()
                     .responds::<recovery::DebugRecoveryToken>()
                     .responds_text()
-                    .errors(&[401, 422])
+                    .errors(&[401, 422, 429])
                     .tag("user")
                     .public(),
                 )
@@ -71,7 +71,7 @@ pub fn mount(api: Api) -> Result<Api, MountError> {
                     .summary("Set a new password with a recovery token")
                     .body::<recovery::ResetRequest>()
                     .responds::<login::AccessToken>()
-                    .errors(&[401, 422])
+                    .errors(&[401, 422, 429])
                     .tag("user")
                     .public(),
                 )

@@ -1,0 +1,309 @@
+//! Throttling of failed credential checks on both backends: per account, per client address,
+//! `X-Forwarded-For` behind trusted proxies, the 429 problem with `Retry-After`, and the end of
+//! the window.
+#![allow(missing_docs, clippy::unwrap_used)]
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{Service, ServiceResponse};
+use actix_web::http::StatusCode;
+use actix_web::test;
+use crudforge::net::IpNet;
+use crudforge::users::{self, UserBlueprint};
+use crudforge::{Api, Config};
+use crudforge_tests::{backend_tests, TestDb};
+use serde_json::{json, Value};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+const COST: u32 = 4;
+
+/// An API with the user blueprint, alice and bob, and small limits: 3 failures per account and
+/// 5 per address in a 2-second window.
+async fn api(t: &TestDb, tune: impl FnOnce(Config) -> Config) -> Api {
+    let cfg = tune(Config {
+        bcrypt_cost: COST,
+        login_max_failures_per_account: 3,
+        login_max_failures_per_address: 5,
+        login_failure_window: 2,
+        ..t.config()
+    });
+    let db = t.open(&cfg).await;
+    users::create_user(&db, "alice@example.com", "alice-pass", true, COST)
+        .await
+        .unwrap();
+    users::create_user(&db, "bob@example.com", "bob-pass", true, COST)
+        .await
+        .unwrap();
+    Api::new(cfg, db)
+        .unwrap()
+        .mount(UserBlueprint::default())
+        .unwrap()
+}
+
+/// Status, `Retry-After`, content type and JSON body of a response.
+struct Answer {
+    status: StatusCode,
+    retry_after: Option<u64>,
+    content_type: String,
+    body: Value,
+}
+
+async fn answer<B: MessageBody>(resp: ServiceResponse<B>) -> Answer {
+    let status = resp.status();
+    let header = |name: &str| {
+        resp.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let retry_after = header("retry-after").map(|v| v.parse().unwrap());
+    let content_type = header("content-type").unwrap_or_default();
+    let bytes = test::read_body(resp).await;
+    Answer {
+        status,
+        retry_after,
+        content_type,
+        body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    }
+}
+
+async fn send<S, B>(app: &S, req: test::TestRequest) -> Answer
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
+    B: MessageBody,
+{
+    answer(test::call_service(app, req.to_request()).await).await
+}
+
+fn peer(ip: &str) -> SocketAddr {
+    format!("{ip}:40000").parse().unwrap()
+}
+
+fn login(from: &str, email: &str, password: &str) -> test::TestRequest {
+    test::TestRequest::post()
+        .uri("/api/users/login/")
+        .peer_addr(peer(from))
+        .set_json(json!({"email": email, "password": password}))
+}
+
+/// Checks a throttled answer and returns it.
+fn throttled(a: &Answer) -> &Answer {
+    assert_eq!(a.status, 429, "{}", a.body);
+    assert_eq!(a.content_type, "application/problem+json");
+    assert_eq!(a.body["type"], "/errors/too_many_requests_error");
+    assert_eq!(a.body["title"], "Too Many Requests");
+    assert_eq!(a.body["status"], 429);
+    assert_eq!(a.body["instance"], "/api/users/login/");
+    let wait = a.retry_after.expect("Retry-After");
+    assert!(
+        (1..=2).contains(&wait),
+        "Retry-After {wait} within the window"
+    );
+    a
+}
+
+/// Waits until the window of a throttled answer has ended.
+async fn wait_out(a: &Answer) {
+    let secs = a.retry_after.expect("Retry-After");
+    tokio::time::sleep(Duration::from_secs(secs) + Duration::from_millis(200)).await;
+}
+
+backend_tests! {
+    async fn an_account_is_throttled_before_bcrypt_and_recovers_after_the_window(t) {
+        let api = api(&t, |c| c).await;
+        let app = test::init_service(api.app()).await;
+        // Three failures are evaluated (401), from three addresses: the account counts.
+        for from in ["192.0.2.1", "192.0.2.2", "192.0.2.3"] {
+            let a = send(&app, login(from, "alice@example.com", "guess")).await;
+            assert_eq!(a.status, 401, "{}", a.body);
+        }
+        // The fourth is refused without evaluation, even with the right password.
+        let wrong = send(&app, login("192.0.2.4", "ALICE@example.com", "guess")).await;
+        throttled(&wrong);
+        let right = send(&app, login("192.0.2.5", "alice@example.com", "alice-pass")).await;
+        throttled(&right);
+        // Other accounts are not affected.
+        let bob = send(&app, login("192.0.2.6", "bob@example.com", "bob-pass")).await;
+        assert_eq!(bob.status, 200, "{}", bob.body);
+        // Once the window has passed, the owner logs in.
+        wait_out(&right).await;
+        let ok = send(&app, login("192.0.2.7", "alice@example.com", "alice-pass")).await;
+        assert_eq!(ok.status, 200, "{}", ok.body);
+    }
+
+    async fn unknown_accounts_get_the_identical_answer(t) {
+        let api = api(&t, |c| c).await;
+        let app = test::init_service(api.app()).await;
+        let mut last = Vec::new();
+        for email in ["alice@example.com", "nobody@example.com"] {
+            for i in 0..3 {
+                let a = send(&app, login(&format!("198.51.100.{i}"), email, "guess")).await;
+                assert_eq!(a.status, 401, "{email}: {}", a.body);
+            }
+            let a = send(&app, login("198.51.100.9", email, "guess")).await;
+            throttled(&a);
+            last.push(a);
+        }
+        assert_eq!(last[0].body, last[1].body, "same problem for existing and unknown e-mail");
+        assert_eq!(last[0].content_type, last[1].content_type);
+        // An unknown e-mail compares case-insensitively too.
+        let a = send(&app, login("198.51.100.10", "NOBODY@example.com", "guess")).await;
+        throttled(&a);
+    }
+
+    async fn an_address_is_throttled_across_accounts(t) {
+        let api = api(&t, |c| Config { login_max_failures_per_account: 100, ..c }).await;
+        let app = test::init_service(api.app()).await;
+        for i in 0..5 {
+            let a = send(&app, login("203.0.113.7", &format!("user{i}@example.com"), "x")).await;
+            assert_eq!(a.status, 401, "{}", a.body);
+        }
+        let a = send(&app, login("203.0.113.7", "alice@example.com", "alice-pass")).await;
+        throttled(&a);
+        // Another address is not affected.
+        let a = send(&app, login("203.0.113.8", "alice@example.com", "alice-pass")).await;
+        assert_eq!(a.status, 200, "{}", a.body);
+        // IPv6 addresses count by their /64.
+        for i in 1..=5 {
+            let from = format!("[2001:db8:1:2::{i}]");
+            let a = send(&app, login(&from, "bob@example.com", "x")).await;
+            assert_eq!(a.status, 401, "{}", a.body);
+        }
+        let a = send(&app, login("[2001:db8:1:2:ffff::1]", "bob@example.com", "bob-pass")).await;
+        throttled(&a);
+        let a = send(&app, login("[2001:db8:1:3::1]", "bob@example.com", "bob-pass")).await;
+        assert_eq!(a.status, 200, "{}", a.body);
+    }
+
+    async fn successful_logins_are_not_counted(t) {
+        let api = api(&t, |c| c).await;
+        let app = test::init_service(api.app()).await;
+        for _ in 0..8 {
+            let a = send(&app, login("192.0.2.50", "alice@example.com", "alice-pass")).await;
+            assert_eq!(a.status, 200, "{}", a.body);
+        }
+        for _ in 0..3 {
+            let a = send(&app, login("192.0.2.50", "alice@example.com", "guess")).await;
+            assert_eq!(a.status, 401, "{}", a.body);
+        }
+        throttled(&send(&app, login("192.0.2.50", "alice@example.com", "guess")).await);
+    }
+
+    async fn a_burst_gets_no_more_evaluations_than_the_limit(t) {
+        let api = api(&t, |c| c).await;
+        let app = test::init_service(api.app()).await;
+        let burst = (0..12).map(|i| {
+            let req = login(&format!("192.0.2.{}", 100 + i), "alice@example.com", "guess");
+            let app = &app;
+            async move { send(app, req).await }
+        });
+        let answers = futures_util::future::join_all(burst).await;
+        let evaluated = answers.iter().filter(|a| a.status == 401).count();
+        let refused = answers.iter().filter(|a| a.status == 429).count();
+        assert_eq!((evaluated, refused), (3, 9), "exactly the limit is evaluated");
+    }
+
+    async fn forwarded_for_is_ignored_without_trusted_proxies(t) {
+        let api = api(&t, |c| Config { login_max_failures_per_account: 100, ..c }).await;
+        let app = test::init_service(api.app()).await;
+        for i in 0..5 {
+            let req = login("10.0.0.1", "bob@example.com", "x")
+                .insert_header(("x-forwarded-for", format!("203.0.113.{i}")));
+            assert_eq!(send(&app, req).await.status, 401);
+        }
+        let req = login("10.0.0.1", "bob@example.com", "bob-pass")
+            .insert_header(("x-forwarded-for", "203.0.113.99"));
+        throttled(&send(&app, req).await);
+    }
+
+    async fn forwarded_for_is_honoured_behind_trusted_proxies(t) {
+        let trusted: Vec<IpNet> = crudforge::net::parse_list("10.0.0.0/8").unwrap();
+        let api = api(&t, |c| Config {
+            login_max_failures_per_account: 100,
+            trusted_proxies: trusted,
+            ..c
+        })
+        .await;
+        let app = test::init_service(api.app()).await;
+        for i in 0..5 {
+            // A spoofed left-most entry does not matter: the right-most untrusted hop counts.
+            let req = login("10.0.0.1", "bob@example.com", "x").insert_header((
+                "x-forwarded-for",
+                format!("192.0.2.{i}, 203.0.113.1, 10.0.0.2"),
+            ));
+            assert_eq!(send(&app, req).await.status, 401);
+        }
+        let req = login("10.0.0.3", "bob@example.com", "bob-pass")
+            .insert_header(("x-forwarded-for", "203.0.113.1"));
+        throttled(&send(&app, req).await);
+        // Another client behind the same proxy is not affected.
+        let req = login("10.0.0.1", "bob@example.com", "bob-pass")
+            .insert_header(("x-forwarded-for", "203.0.113.2"));
+        assert_eq!(send(&app, req).await.status, 200);
+    }
+
+    async fn refresh_failures_count_per_address(t) {
+        let api = api(&t, |c| c).await;
+        let app = test::init_service(api.app()).await;
+        let refresh = |token: &str| {
+            test::TestRequest::post()
+                .uri("/api/users/refresh/")
+                .peer_addr(peer("192.0.2.77"))
+                .set_json(json!({"refresh_token": token}))
+        };
+        for _ in 0..5 {
+            assert_eq!(send(&app, refresh("not-a-token")).await.status, 401);
+        }
+        let a = send(&app, refresh("not-a-token")).await;
+        assert_eq!(a.status, 429, "{}", a.body);
+        assert_eq!(a.body["type"], "/errors/too_many_requests_error");
+        assert!(a.retry_after.is_some());
+        // A replayed (rotated) refresh token also counts against its account.
+        let ok = send(&app, login("192.0.2.78", "alice@example.com", "alice-pass")).await;
+        let token = ok.body["refresh_token"].as_str().unwrap().to_owned();
+        let from = |ip: &str| {
+            test::TestRequest::post()
+                .uri("/api/users/refresh/")
+                .peer_addr(peer(ip))
+                .set_json(json!({"refresh_token": token}))
+        };
+        assert_eq!(send(&app, from("192.0.2.79")).await.status, 200);
+        for ip in ["192.0.2.80", "192.0.2.81", "192.0.2.82"] {
+            assert_eq!(send(&app, from(ip)).await.status, 401);
+        }
+        let a = send(&app, from("192.0.2.83")).await;
+        assert_eq!(a.status, 429, "{}", a.body);
+        throttled(&send(&app, login("192.0.2.84", "alice@example.com", "alice-pass")).await);
+    }
+
+    async fn instances_on_one_database_share_the_counters(t) {
+        let first = api(&t, |c| c).await;
+        // A second instance: its own pool on the same database.
+        let cfg = first.state().config.as_ref().clone();
+        let db = crudforge::Database::connect(&cfg).await.unwrap();
+        let second = Api::new(cfg, db).unwrap().mount(UserBlueprint::default()).unwrap();
+        let one = test::init_service(first.app()).await;
+        let two = test::init_service(second.app()).await;
+        for (i, app) in [&one, &two, &one].into_iter().enumerate() {
+            let a = send(app, login(&format!("192.0.2.{}", 60 + i), "alice@example.com", "x")).await;
+            assert_eq!(a.status, 401, "{}", a.body);
+        }
+        throttled(&send(&two, login("192.0.2.70", "alice@example.com", "alice-pass")).await);
+        throttled(&send(&one, login("192.0.2.71", "alice@example.com", "alice-pass")).await);
+    }
+
+    async fn limits_of_zero_turn_throttling_off(t) {
+        let api = api(&t, |c| Config {
+            login_max_failures_per_account: 0,
+            login_max_failures_per_address: 0,
+            ..c
+        })
+        .await;
+        let app = test::init_service(api.app()).await;
+        for _ in 0..8 {
+            assert_eq!(send(&app, login("192.0.2.9", "alice@example.com", "x")).await.status, 401);
+        }
+        let a = send(&app, login("192.0.2.9", "alice@example.com", "alice-pass")).await;
+        assert_eq!(a.status, 200, "{}", a.body);
+    }
+}
