@@ -76,7 +76,7 @@ fn servers() -> Vec<Throttled> {
                     "--email",
                     "ann@example.com",
                     "--token",
-                    "ann-key",
+                    "ann-key-0123456789abcdefghijklmnopq",
                 ],
             );
             assert!(out.status.success(), "[{name}] create-token");
@@ -138,10 +138,21 @@ fn token_login_is_throttled_per_address() {
             app.status(&r, 401);
         }
         // Even the right token is refused from that address now.
-        app.throttled(&app.post(p, "203.0.113.1", &json!({"token": "ann-key"})), p);
+        app.throttled(
+            &app.post(
+                p,
+                "203.0.113.1",
+                &json!({"token": "ann-key-0123456789abcdefghijklmnopq"}),
+            ),
+            p,
+        );
         // Other clients are not affected.
         app.status(
-            &app.post(p, "203.0.113.2", &json!({"token": "ann-key"})),
+            &app.post(
+                p,
+                "203.0.113.2",
+                &json!({"token": "ann-key-0123456789abcdefghijklmnopq"}),
+            ),
             200,
         );
     }
