@@ -1279,6 +1279,12 @@ fn password_recovery_in_debug_mode_returns_the_token() {
             200,
         );
         assert_eq!(me["email"], "ada@example.com");
+        // The reset ended every older session: the access token from before it is refused.
+        app.problem(
+            &app.get("/api/user/me", Some(&old_access)),
+            401,
+            "/api/user/me",
+        );
 
         // The new password is set; the old one no longer works.
         let login = |password: &str| {
