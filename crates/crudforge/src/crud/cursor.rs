@@ -68,8 +68,8 @@ fn spec(sort: &[Sort]) -> String {
 
 fn mac(key: &[u8], resource: &str, payload: &str) -> Hmac<Sha256> {
     // HMAC takes keys of any length; `new_from_slice` cannot fail for it.
-    let mut m = <Hmac<Sha256> as Mac>::new_from_slice(key)
-        .expect("HMAC accepts keys of any length");
+    let mut m =
+        <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC accepts keys of any length");
     m.update(b"crudforge-cursor\0");
     m.update(resource.as_bytes());
     m.update(b"\0");
@@ -96,7 +96,11 @@ pub fn encode(key: &[u8], resource: &str, sort: &[Sort], position: &Position) ->
     let payload = Payload {
         s: spec(sort),
         p: position.page,
-        k: position.values.iter().map(|v| v.as_ref().map(text)).collect(),
+        k: position
+            .values
+            .iter()
+            .map(|v| v.as_ref().map(text))
+            .collect(),
         i: text(&position.id),
     };
     let json = serde_json::to_string(&payload).unwrap_or_default();

@@ -119,7 +119,12 @@ fn lex(src: &str) -> Result<Vec<Spanned>, Error> {
                 i += 1;
                 loop {
                     match chars.get(i) {
-                        None => return Err(error(pos, "expected a closing quote `'` for the string that starts here")),
+                        None => {
+                            return Err(error(
+                                pos,
+                                "expected a closing quote `'` for the string that starts here",
+                            ))
+                        }
                         Some('\'') if chars.get(i + 1) == Some(&'\'') => {
                             s.push('\'');
                             i += 2;
@@ -143,8 +148,8 @@ fn lex(src: &str) -> Result<Vec<Spanned>, Error> {
                 let start = i;
                 i += 1;
                 while let Some(&d) = chars.get(i) {
-                    let exp_sign = (d == '+' || d == '-')
-                        && matches!(chars.get(i - 1), Some('e' | 'E'));
+                    let exp_sign =
+                        (d == '+' || d == '-') && matches!(chars.get(i - 1), Some('e' | 'E'));
                     if d.is_ascii_alphanumeric() || d == '.' || exp_sign {
                         i += 1;
                     } else {
@@ -163,12 +168,12 @@ fn lex(src: &str) -> Result<Vec<Spanned>, Error> {
                 }
                 Tok::Ident(chars[start..i].iter().collect())
             }
-            other => {
-                return Err(error(
-                    pos,
-                    format!("expected a field name, a value, an operator or a parenthesis, found {other:?}"),
-                ))
-            }
+            other => return Err(error(
+                pos,
+                format!(
+                    "expected a field name, a value, an operator or a parenthesis, found {other:?}"
+                ),
+            )),
         };
         out.push((tok, pos));
     }
@@ -213,7 +218,10 @@ pub fn parse_filter_expr(
     if t != Tok::End {
         return Err(error(
             pos,
-            format!("expected `and`, `or` or the end of the expression, found {}", t.describe()),
+            format!(
+                "expected `and`, `or` or the end of the expression, found {}",
+                t.describe()
+            ),
         ));
     }
     Ok(c)
@@ -309,7 +317,10 @@ impl Parser {
             other => {
                 return Err(error(
                     pos,
-                    format!("expected a field name, `not` or `(`, found {}", other.describe()),
+                    format!(
+                        "expected a field name, `not` or `(`, found {}",
+                        other.describe()
+                    ),
                 ))
             }
         };
@@ -379,7 +390,10 @@ impl Parser {
                 if !t.is_word("null") {
                     return Err(error(
                         p,
-                        format!("expected `null` or `not null` after `is`, found {}", t.describe()),
+                        format!(
+                            "expected `null` or `not null` after `is`, found {}",
+                            t.describe()
+                        ),
                     ));
                 }
                 (Op::IsNull, Arg::Bool(!negated))
@@ -387,7 +401,10 @@ impl Parser {
             Op::In => {
                 let (t, p) = self.next();
                 if t != Tok::LParen {
-                    return Err(error(p, format!("expected `(` after `in`, found {}", t.describe())));
+                    return Err(error(
+                        p,
+                        format!("expected `(` after `in`, found {}", t.describe()),
+                    ));
                 }
                 let mut items = vec![self.value(field)?];
                 loop {
@@ -398,7 +415,10 @@ impl Parser {
                         other => {
                             return Err(error(
                                 p,
-                                format!("expected `,` or `)` in the list, found {}", other.describe()),
+                                format!(
+                                    "expected `,` or `)` in the list, found {}",
+                                    other.describe()
+                                ),
                             ))
                         }
                     }
@@ -410,7 +430,10 @@ impl Parser {
                 let Tok::Str(pat) = t else {
                     return Err(error(
                         p,
-                        format!("expected a quoted pattern after `{spelled}`, found {}", t.describe()),
+                        format!(
+                            "expected a quoted pattern after `{spelled}`, found {}",
+                            t.describe()
+                        ),
                     ));
                 };
                 let trailing = pat.chars().rev().take_while(|c| *c == '\\').count();
@@ -585,7 +608,10 @@ mod tests {
             ("name = 'a' name", "at character 12: expected `and`, `or`"),
             ("name = 'a", "at character 8: expected a closing quote"),
             ("level = 'x'", "at character 9: expected a number"),
-            ("level = 1.5", "at character 9: `level`: expected a whole number"),
+            (
+                "level = 1.5",
+                "at character 9: `level`: expected a whole number",
+            ),
             ("name > 'a'", "at character 6: `>` does not apply to `name`"),
             ("level like '1'", "`like` does not apply"),
             ("name is null", "`name` cannot be null"),
@@ -596,7 +622,10 @@ mod tests {
             ("ok = 1", "expected true or false"),
             ("name like 'a\\'", "lone escape"),
             ("name = 'a\0'", "NUL"),
-            ("name ; drop", "at character 6: expected a field name, a value"),
+            (
+                "name ; drop",
+                "at character 6: expected a field name, a value",
+            ),
             ("and", "expected a field name, `not` or `(`"),
             ("level in 1", "expected `(` after `in`"),
         ] {
@@ -673,14 +702,22 @@ mod tests {
         ];
         leaf.prop_recursive(4, 24, 3, |inner| {
             prop_oneof![
-                inner.clone().prop_map(|(s, c)| (format!("not ({s})"), Condition::Not(Box::new(c)))),
+                inner
+                    .clone()
+                    .prop_map(|(s, c)| (format!("not ({s})"), Condition::Not(Box::new(c)))),
                 prop::collection::vec(inner.clone(), 2..4).prop_map(|v| {
                     let s = v.iter().map(|(s, _)| format!("({s})")).collect::<Vec<_>>();
-                    (s.join(" and "), Condition::All(v.into_iter().map(|(_, c)| c).collect()))
+                    (
+                        s.join(" and "),
+                        Condition::All(v.into_iter().map(|(_, c)| c).collect()),
+                    )
                 }),
                 prop::collection::vec(inner, 2..4).prop_map(|v| {
                     let s = v.iter().map(|(s, _)| format!("({s})")).collect::<Vec<_>>();
-                    (s.join(" or "), Condition::Any(v.into_iter().map(|(_, c)| c).collect()))
+                    (
+                        s.join(" or "),
+                        Condition::Any(v.into_iter().map(|(_, c)| c).collect()),
+                    )
                 }),
             ]
         })

@@ -1,14 +1,14 @@
 //! List query parameters: filters, sorting and pagination, parsed and checked against a
 //! resource's fields before anything reaches SQL.
 
+use super::filter_expr::{parse_filter_expr, ExprLimits};
+use crate::condition::Condition;
 use crate::condition::{
     operator, operators_for, parse_arg, parse_bool, parse_bound, text_arg, Arg, Cond, Operator,
     Sort, Value, OPERATORS,
 };
-use crate::condition::Condition;
 use crate::error::Error;
 use crate::field::{FieldInfo, Kind};
-use super::filter_expr::{parse_filter_expr, ExprLimits};
 
 pub use crate::condition::{list_of, FromArg, Op};
 
@@ -217,10 +217,7 @@ pub fn parse_list_query_with(
 ///
 /// A 400 naming `fields` and listing every name that is unknown or never returned
 /// (`write_only`, passwords).
-pub fn parse_fields(
-    fields: &'static [FieldInfo],
-    value: &str,
-) -> Result<Vec<&'static str>, Error> {
+pub fn parse_fields(fields: &'static [FieldInfo], value: &str) -> Result<Vec<&'static str>, Error> {
     let mut out = Vec::new();
     let mut bad = Vec::new();
     for name in value.split(',').map(str::trim) {
