@@ -498,11 +498,11 @@ fn backend(m: &Model, filterable: &[&Field], writable: &[&Field], b: BackendKind
         let value = quote!(#p::bind(#p::arg::<#ty>(c)?));
         let pattern = quote!(#p::arg::<::std::string::String>(c)?);
         let mut ops = crudforge_core::ops_for(kind, f.nullable);
-        // Cursors compare sort keys with `>` and `<` (the keyset condition), also on kinds
+        // Cursors compare sort keys with `>`, `<`, `>=`, `<=` (the keyset condition), also on kinds
         // whose filters do not offer them (text, booleans, UUIDs); the parsers never produce
         // these comparisons from client input where the operator table refuses them.
         if matches!(kind, Kind::Text | Kind::Bool | Kind::Uuid) {
-            for op in [Op::Gt, Op::Lt] {
+            for op in [Op::Gt, Op::Lt, Op::Gte, Op::Lte] {
                 if !ops.contains(&op) {
                     ops.push(op);
                 }

@@ -219,7 +219,20 @@ pub fn keyset(
     }
     prefix.push(cmp(id_field, Op::Gt, position.id.clone()));
     any.push(Condition::All(prefix));
-    Condition::Any(any)
+    // A redundant range on the first key (`k1 >= v1`, or `<=` descending) lets an index on the
+    // sort columns start at the position instead of filtering every row before it.
+    let bound = match (keys.first(), position.values.first()) {
+        (Some(k), Some(Some(v))) if !nullable(k.field) => Some(cmp(
+            k.field,
+            if k.desc { Op::Lte } else { Op::Gte },
+            v.clone(),
+        )),
+        _ => None,
+    };
+    match bound {
+        Some(b) => Condition::All(vec![b, Condition::Any(any)]),
+        None => Condition::Any(any),
+    }
 }
 
 #[cfg(test)]
@@ -282,9 +295,11 @@ mod tests {
     #[test]
     fn keyset_follows_the_order() {
         let k = keyset(FIELDS, &sort(), "id", &position());
-        // level < 7, or level = 7 and nick (null, ascending: nothing after) ..., or ties on
-        // both and a larger id.
-        let Condition::Any(branches) = k else {
+        // level <= 7 and: level < 7, or level = 7 and nick (null, ascending: nothing after)
+        // ..., or ties on both and a larger id.
+        let Condition::All(parts) = k else { panic!() };
+        assert_eq!(parts[0], cmp("level", Op::Lte, Arg::Int(7)));
+        let Condition::Any(branches) = &parts[1] else {
             panic!()
         };
         assert_eq!(branches.len(), 2);

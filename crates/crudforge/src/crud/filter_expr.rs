@@ -168,12 +168,14 @@ fn lex(src: &str) -> Result<Vec<Spanned>, Error> {
                 }
                 Tok::Ident(chars[start..i].iter().collect())
             }
-            other => return Err(error(
-                pos,
-                format!(
+            other => {
+                return Err(error(
+                    pos,
+                    format!(
                     "expected a field name, a value, an operator or a parenthesis, found {other:?}"
                 ),
-            )),
+                ))
+            }
         };
         out.push((tok, pos));
     }
