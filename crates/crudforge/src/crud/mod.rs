@@ -268,7 +268,7 @@ impl Pagination {
 /// ```ignore
 /// async fn count(filter: CritterFilter, db: web::Data<Database>) -> crudforge::Result<HttpResponse> {
 ///     let mut conn = db.get().await?;
-///     let n = Critter::count(&mut conn, &filter.query.conds).await?;
+///     let n = Critter::count(&mut conn, &filter.query.condition()).await?;
 ///     Ok(HttpResponse::Ok().json(n))
 /// }
 /// ```
