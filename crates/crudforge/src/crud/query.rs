@@ -160,7 +160,14 @@ pub fn parse_list_query_with(
     let mut page_given = false;
     for (name, value) in pairs {
         match name.as_str() {
-            "filter" => q.filter = Some(parse_filter_expr(fields, &value, limits.expr)?),
+            "filter" => {
+                // Several expressions combine with AND, like the other filters.
+                let e = parse_filter_expr(fields, &value, limits.expr)?;
+                q.filter = Some(match q.filter.take() {
+                    Some(prev) => Condition::All(vec![prev, e]),
+                    None => e,
+                });
+            }
             "cursor" => q.cursor = Some(value),
             "count" => {
                 q.count = CountMode::parse(&value).ok_or_else(|| {
@@ -472,6 +479,28 @@ mod tests {
             "empty means the default order"
         );
         assert_eq!(param_of(parse("sort=name,").unwrap_err()), "sort");
+    }
+
+    #[test]
+    fn list_parameters() {
+        let q =
+            parse("filter=level%20%3E%201&filter=ok%20%3D%20true&count=none&fields=id,%20name,id")
+                .unwrap();
+        assert!(matches!(&q.filter, Some(Condition::All(v)) if v.len() == 2));
+        assert_eq!(q.count, CountMode::None);
+        assert_eq!(q.fields, Some(vec!["id", "name"]));
+        assert_eq!(Some(q.condition()), q.filter);
+        assert_eq!(parse("cursor=abc").unwrap().cursor.as_deref(), Some("abc"));
+        for (bad, p) in [
+            ("cursor=abc&page=2", "cursor"),
+            ("page=1&cursor=abc", "cursor"),
+            ("count=all", "count"),
+            ("fields=id,nope", "fields"),
+            ("fields=", "fields"),
+            ("filter=level%20%3E", "filter"),
+        ] {
+            assert_eq!(param_of(parse(bad).unwrap_err()), p, "{bad}");
+        }
     }
 
     #[test]
