@@ -135,7 +135,7 @@ backend_tests! {
 
         let (status, list) = call!(app, get("/api/critters/"));
         assert_eq!(status, 200);
-        assert_eq!(list["pagination"], json!({"page": 1, "page_size": 25, "total": 1, "total_pages": 1}));
+        assert_eq!(list["pagination"], json!({"page": 1, "page_size": 25, "total": 1, "total_pages": 1, "next_cursor": null}));
         assert_eq!(list["data"][0]["id"], id);
 
         let resp = test::call_service(&app, delete(&location).to_request()).await;
@@ -246,7 +246,8 @@ backend_tests! {
         let items: Vec<Value> = (0..7).map(|i| json!({"name": format!("c{i}"), "species": "cat"})).collect();
         seed(&app, &items).await;
         let (_, v) = call!(app, get("/api/critters/?page_size=3&page=2"));
-        assert_eq!(v["pagination"], json!({"page": 2, "page_size": 3, "total": 7, "total_pages": 3}));
+        assert!(v["pagination"]["next_cursor"].is_string(), "a page before the last has a next cursor");
+        assert_eq!(v["pagination"], json!({"page": 2, "page_size": 3, "total": 7, "total_pages": 3, "next_cursor": v["pagination"]["next_cursor"]}));
         assert_eq!(names(&v), ["c3", "c4", "c5"], "default order is creation order");
         let (_, v) = call!(app, get("/api/critters/?page_size=3&page=3"));
         assert_eq!(names(&v), ["c6"]);
@@ -270,7 +271,8 @@ backend_tests! {
         let app = test::init_service(api.app()).await;
         seed(&app, &(0..5).map(|i| json!({"name": format!("c{i}"), "species": "cat"})).collect::<Vec<_>>()).await;
         let (_, v) = call!(app, get("/api/critters/"));
-        assert_eq!(v["pagination"], json!({"page": 1, "page_size": 2, "total": 5, "total_pages": 3}));
+        assert!(v["pagination"]["next_cursor"].is_string());
+        assert_eq!(v["pagination"], json!({"page": 1, "page_size": 2, "total": 5, "total_pages": 3, "next_cursor": v["pagination"]["next_cursor"]}));
         let (status, _) = call!(app, get("/api/critters/?page_size=5"));
         assert_eq!(status, 400);
     }

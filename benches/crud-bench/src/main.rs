@@ -17,6 +17,7 @@
 
 mod client;
 mod hand;
+mod paging;
 mod setup;
 
 use clap::{Parser, ValueEnum};
@@ -70,6 +71,19 @@ struct Args {
     /// `get_result()`: shows what a bound LIMIT costs (on SQLite it forces a re-prepare).
     #[arg(long)]
     hand_get_limit: bool,
+    /// Instead of the endpoint pairs: time page 2 and page `--far-page` of the unfiltered list
+    /// with OFFSET and with `cursor`, without and with an index on `(created_at, id)`.
+    #[arg(long)]
+    paging: bool,
+    /// Items per page of `--paging`.
+    #[arg(long, default_value_t = 50)]
+    paging_page_size: u32,
+    /// The deep page of `--paging`.
+    #[arg(long, default_value_t = 1000)]
+    far_page: u32,
+    /// Timed requests per variant of `--paging`.
+    #[arg(long, default_value_t = 50)]
+    paging_repeats: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -164,9 +178,18 @@ async fn serve_and_measure(args: &Args, scratch: &setup::Scratch) -> Result<(), 
     );
 
     let bench_args = args.clone();
-    let report = tokio::task::spawn_blocking(move || measure(addr, &bench_args, &ids))
-        .await
-        .map_err(|e| format!("the load driver failed: {e}"))?;
+    let report = if args.paging {
+        let p = paging::Paging {
+            page_size: args.paging_page_size,
+            far_page: args.far_page,
+            repeats: args.paging_repeats.max(1),
+        };
+        paging::measure(addr, &db, p, args.backend.label()).await
+    } else {
+        tokio::task::spawn_blocking(move || measure(addr, &bench_args, &ids))
+            .await
+            .map_err(|e| format!("the load driver failed: {e}"))?
+    };
 
     handle.stop(true).await;
     let _ = server_task.await;

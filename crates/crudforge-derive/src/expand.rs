@@ -254,6 +254,21 @@ pub(crate) fn expand(m: &Model) -> TokenStream {
         })
     });
 
+    // ---- Sort values, for cursors ----
+    let sort_value_arms = filterable.iter().filter_map(|f| {
+        let kind = f.kind?;
+        if matches!(kind, Kind::Json | Kind::Other) {
+            return None;
+        }
+        let fi = &f.ident;
+        let fname = f.name();
+        Some(if f.nullable {
+            quote!(#fname => ::core::option::Option::Some(self.#fi.as_ref().map(#p::to_arg)),)
+        } else {
+            quote!(#fname => ::core::option::Option::Some(::core::option::Option::Some(#p::to_arg(&self.#fi))),)
+        })
+    });
+
     let sqlite = backend(m, &filterable, &writable, BackendKind::Sqlite);
     let pg = backend(m, &filterable, &writable, BackendKind::Postgres);
 
@@ -283,6 +298,7 @@ pub(crate) fn expand(m: &Model) -> TokenStream {
         }
     };
     let count_arms = dispatch(quote!(count), quote!(conds));
+    let estimate_arms = dispatch(quote!(estimate_count), quote!(conds));
     let insert_arms = dispatch(quote!(insert), quote!(input));
     let update_arms = dispatch(quote!(update), quote!(conds, input));
     let delete_arms = dispatch(quote!(delete), quote!(conds));
@@ -399,6 +415,18 @@ pub(crate) fn expand(m: &Model) -> TokenStream {
                     #count_arms
                 }
 
+                async fn estimate_count(conn: &mut #k::db::Conn, conds: &(impl #k::crud::Conditions + ?::core::marker::Sized)) -> ::core::result::Result<i64, #k::Error> {
+                    let conds = #k::crud::Conditions::node(conds);
+                    #estimate_arms
+                }
+
+                fn sort_value(&self, field: &str) -> ::core::option::Option<::core::option::Option<#k::crud::Arg>> {
+                    match field {
+                        #(#sort_value_arms)*
+                        _ => ::core::option::Option::None,
+                    }
+                }
+
                 async fn insert(conn: &mut #k::db::Conn, input: #create) -> ::core::result::Result<Self, #k::Error> {
                     #insert_arms
                 }
@@ -469,7 +497,18 @@ fn backend(m: &Model, filterable: &[&Field], writable: &[&Field], b: BackendKind
         let col = quote!(#table::#fi);
         let value = quote!(#p::bind(#p::arg::<#ty>(c)?));
         let pattern = quote!(#p::arg::<::std::string::String>(c)?);
-        let arms = crudforge_core::ops_for(kind, f.nullable).into_iter().map(|op| {
+        let mut ops = crudforge_core::ops_for(kind, f.nullable);
+        // Cursors compare sort keys with `>`, `<`, `>=`, `<=` (the keyset condition), also on kinds
+        // whose filters do not offer them (text, booleans, UUIDs); the parsers never produce
+        // these comparisons from client input where the operator table refuses them.
+        if matches!(kind, Kind::Text | Kind::Bool | Kind::Uuid) {
+            for op in [Op::Gt, Op::Lt, Op::Gte, Op::Lte] {
+                if !ops.contains(&op) {
+                    ops.push(op);
+                }
+            }
+        }
+        let arms = ops.into_iter().map(|op| {
             let sql = match op {
                 Op::Eq => quote!(#col.eq(#value).nullable()),
                 Op::Ne => quote!(#col.ne(#value).nullable()),
@@ -521,6 +560,26 @@ fn backend(m: &Model, filterable: &[&Field], writable: &[&Field], b: BackendKind
             }
         }
     });
+
+    let estimate = match b {
+        BackendKind::Sqlite => quote! {
+            pub(super) async fn estimate_count(c: &mut #conn, conds: #p::Node<'_>) -> ::core::result::Result<i64, #k::Error> {
+                count(c, conds).await
+            }
+        },
+        // The planner's row estimate of the filtered select, through `EXPLAIN` of the same
+        // boxed query: values stay bound parameters.
+        BackendKind::Postgres => quote! {
+            pub(super) async fn estimate_count(c: &mut #conn, conds: #p::Node<'_>) -> ::core::result::Result<i64, #k::Error> {
+                let mut q = #table::table.select(#table::#id_ident).into_boxed::<#db>();
+                if let ::core::option::Option::Some(w) = condition(conds)? {
+                    q = q.filter(w);
+                }
+                let plan: ::std::string::String = #p::diesel_async::RunQueryDsl::get_result(#p::Explain(q), c).await?;
+                #p::plan_rows(&plan)
+            }
+        },
+    };
 
     let insert_values = writable.iter().map(|f| {
         let fi = &f.ident;
@@ -628,6 +687,8 @@ fn backend(m: &Model, filterable: &[&Field], writable: &[&Field], b: BackendKind
                 }
                 ::core::result::Result::Ok(#p::diesel_async::RunQueryDsl::get_result::<i64>(q, c).await?)
             }
+
+            #estimate
 
             pub(super) async fn insert(c: &mut #conn, input: #create) -> ::core::result::Result<#ident, #k::Error> {
                 let now = #k::crud::now();

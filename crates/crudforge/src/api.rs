@@ -101,8 +101,9 @@ impl Api {
     /// The OpenAPI description of everything mounted.
     pub fn openapi(&self) -> apistos::OpenApi {
         let cfg = &self.state.config;
-        let mut doc =
-            ApiDoc::new(&cfg.api_title, &cfg.api_version).with_max_page_size(cfg.max_page_size);
+        let mut doc = ApiDoc::new(&cfg.api_title, &cfg.api_version)
+            .with_max_page_size(cfg.max_page_size)
+            .with_filter_max_length(cfg.filter_max_length);
         if cfg.health_endpoint_enabled {
             crate::health::document(&mut doc, &cfg.health_endpoint_path);
         }

@@ -59,6 +59,11 @@ pub struct Config {
     pub max_page_size: u32,
     /// `MAX_BODY_SIZE`: largest accepted request body, in bytes.
     pub max_body_size: usize,
+    /// `FILTER_MAX_LENGTH`: longest accepted `filter` expression of a list request, in
+    /// characters.
+    pub filter_max_length: u32,
+    /// `FILTER_MAX_DEPTH`: deepest nesting (parentheses and `not`) of a `filter` expression.
+    pub filter_max_depth: u32,
     /// `BCRYPT_COST`: bcrypt work factor for new password hashes (4 to 31).
     pub bcrypt_cost: u32,
     /// `SQLITE_SYNCHRONOUS`: how hard SQLite waits for the disk on each commit.
@@ -138,6 +143,8 @@ impl Default for Config {
             default_page_size: 25,
             max_page_size: 100,
             max_body_size: 1024 * 1024,
+            filter_max_length: 2000,
+            filter_max_depth: 16,
             bcrypt_cost: 12,
             sqlite_synchronous: SqliteSynchronous::Normal,
             login_max_failures_per_account: 10,
@@ -175,6 +182,8 @@ impl fmt::Debug for Config {
             .field("default_page_size", &self.default_page_size)
             .field("max_page_size", &self.max_page_size)
             .field("max_body_size", &self.max_body_size)
+            .field("filter_max_length", &self.filter_max_length)
+            .field("filter_max_depth", &self.filter_max_depth)
             .field("bcrypt_cost", &self.bcrypt_cost)
             .field("sqlite_synchronous", &self.sqlite_synchronous)
             .field(
@@ -347,6 +356,12 @@ impl Config {
         }
         if let Some(v) = get("MAX_PAGE_SIZE") {
             cfg.max_page_size = parse_positive("MAX_PAGE_SIZE", &v)?;
+        }
+        if let Some(v) = get("FILTER_MAX_LENGTH") {
+            cfg.filter_max_length = parse_positive("FILTER_MAX_LENGTH", &v)?;
+        }
+        if let Some(v) = get("FILTER_MAX_DEPTH") {
+            cfg.filter_max_depth = parse_positive("FILTER_MAX_DEPTH", &v)?;
         }
         if let Some(v) = get("MAX_BODY_SIZE") {
             cfg.max_body_size = v

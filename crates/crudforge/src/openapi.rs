@@ -28,6 +28,7 @@ pub struct ApiDoc {
     spec: OpenApi,
     gen: SchemaGenerator,
     max_page_size: u32,
+    filter_max_length: u32,
 }
 
 impl std::fmt::Debug for ApiDoc {
@@ -52,6 +53,7 @@ impl ApiDoc {
             },
             gen: SchemaSettings::openapi3().into_generator(),
             max_page_size: crate::Config::default().max_page_size,
+            filter_max_length: crate::Config::default().filter_max_length,
         }
     }
 
@@ -60,6 +62,18 @@ impl ApiDoc {
     pub fn with_max_page_size(mut self, max: u32) -> Self {
         self.max_page_size = max;
         self
+    }
+
+    /// Sets the longest `filter` expression list operations document (`FILTER_MAX_LENGTH`).
+    #[must_use]
+    pub fn with_filter_max_length(mut self, max: u32) -> Self {
+        self.filter_max_length = max;
+        self
+    }
+
+    /// The longest `filter` expression list operations document.
+    pub fn filter_max_length(&self) -> u32 {
+        self.filter_max_length
     }
 
     /// The largest `page_size` list operations document.

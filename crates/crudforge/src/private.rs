@@ -1,7 +1,7 @@
 //! Items only the derive's expansion calls; reachable as `crudforge::__private`, not part of
 //! the public API.
 
-use crate::condition::{list_of, Cond, FromArg};
+use crate::condition::{list_of, Arg, Cond, FromArg};
 use crate::crud::IntoBind;
 use crate::error::Error;
 use serde::{Deserialize, Deserializer};
@@ -86,4 +86,84 @@ pub fn unsupported(cond: &Cond) -> Error {
 /// Maps a conversion failure inside generated code to a 400 naming the parameter.
 pub fn arg_error(cond: &Cond, why: String) -> Error {
     Error::bad_param(cond.param.clone(), why)
+}
+
+/// A field value as a condition value, for cursors (see [`to_arg`]).
+pub trait ToArg {
+    /// The conversion.
+    fn to_arg(&self) -> Arg;
+}
+
+macro_rules! to_arg {
+    ($($t:ty => |$v:ident| $e:expr),* $(,)?) => {$(
+        impl ToArg for $t {
+            fn to_arg(&self) -> Arg {
+                let $v = self;
+                $e
+            }
+        }
+    )*};
+}
+to_arg!(
+    String => |v| Arg::Text(v.clone()),
+    i16 => |v| Arg::Int(i64::from(*v)),
+    i32 => |v| Arg::Int(i64::from(*v)),
+    i64 => |v| Arg::Int(*v),
+    f32 => |v| Arg::Float(f64::from(*v)),
+    f64 => |v| Arg::Float(*v),
+    bool => |v| Arg::Bool(*v),
+    uuid::Uuid => |v| Arg::Uuid(*v),
+    chrono::DateTime<chrono::Utc> => |v| Arg::DateTime(*v),
+    chrono::NaiveDate => |v| Arg::Date(*v),
+);
+
+/// The value of a field as a condition value (a sort key in a cursor).
+pub fn to_arg<T: ToArg>(v: &T) -> Arg {
+    v.to_arg()
+}
+
+/// `EXPLAIN (FORMAT JSON)` of a PostgreSQL query, which keeps the query's bound parameters:
+/// the plan of exactly the query that would run, without running it.
+#[derive(Debug)]
+pub struct Explain<Q>(pub Q);
+
+impl<Q: diesel::query_builder::QueryFragment<diesel::pg::Pg>>
+    diesel::query_builder::QueryFragment<diesel::pg::Pg> for Explain<Q>
+{
+    fn walk_ast<'b>(
+        &'b self,
+        mut out: diesel::query_builder::AstPass<'_, 'b, diesel::pg::Pg>,
+    ) -> diesel::QueryResult<()> {
+        out.unsafe_to_cache_prepared();
+        out.push_sql("EXPLAIN (FORMAT JSON) ");
+        self.0.walk_ast(out.reborrow())
+    }
+}
+
+impl<Q> diesel::query_builder::QueryId for Explain<Q> {
+    type QueryId = ();
+    const HAS_STATIC_QUERY_ID: bool = false;
+}
+
+impl<Q> diesel::query_builder::Query for Explain<Q> {
+    type SqlType = diesel::sql_types::Text;
+}
+
+/// The planner's estimate of the rows of the top node of an `EXPLAIN (FORMAT JSON)` plan.
+///
+/// # Errors
+///
+/// 500 when the plan has no row estimate.
+pub fn plan_rows(plan: &str) -> Result<i64, Error> {
+    let v: serde_json::Value = serde_json::from_str(plan)
+        .map_err(|e| Error::Internal(format!("reading a query plan: {e}")))?;
+    let rows = v
+        .get(0)
+        .and_then(|p| p.get("Plan"))
+        .and_then(|p| p.get("Plan Rows"))
+        .and_then(serde_json::Value::as_f64)
+        .ok_or_else(|| Error::Internal("the query plan has no row estimate".into()))?;
+    // Estimates are whole, non-negative and far below i64::MAX.
+    #[allow(clippy::cast_possible_truncation)]
+    Ok(rows.max(0.0).round() as i64)
 }

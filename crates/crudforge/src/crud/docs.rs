@@ -102,6 +102,93 @@ fn list_parameter(
     p
 }
 
+/// `filter`, `cursor`, `count` and `fields` of an INDEX.
+fn list_params<R: Resource>(
+    doc: &mut ApiDoc,
+    params: &mut Vec<ReferenceOr<apistos::paths::Parameter>>,
+) {
+    use schemars::schema::{InstanceType, SchemaObject, StringValidation};
+    let string = |max: Option<u32>| {
+        Schema::Object(SchemaObject {
+            instance_type: Some(InstanceType::String.into()),
+            string: max.map(|m| {
+                Box::new(StringValidation {
+                    max_length: Some(m),
+                    ..Default::default()
+                })
+            }),
+            ..Default::default()
+        })
+    };
+    let filterable = R::FIELDS
+        .iter()
+        .filter(|f| f.filterable)
+        .map(|f| f.name)
+        .collect::<Vec<_>>()
+        .join(", ");
+    params.push(parameter(
+        "filter",
+        ParameterIn::Query,
+        false,
+        Some(format!(
+            "A SQL-like condition, ANDed with the other filters: `field = value` (also `!=`,              `>`, `>=`, `<`, `<=`), `field like 'pat%'`, `field ilike 'pat%'`,              `field in ('a', 'b')`, `field is null`, `field is not null`, combined with `and`,              `or`, `not` and parentheses. Strings, dates and date-times in single quotes (a              quote doubled inside), numbers, `true`, `false`. Example:              `(species = 'cat' or species = 'dog') and cuteness_level >= 5`. Filterable              fields: {filterable}."
+        )),
+        string(Some(doc.filter_max_length())),
+    ));
+    params.push(parameter(
+        "cursor",
+        ParameterIn::Query,
+        false,
+        Some(
+            "The `pagination.next_cursor` of the previous page: returns the page after it,              with the same `sort`. Cannot be combined with `page`."
+                .into(),
+        ),
+        string(None),
+    ));
+    let count = Schema::Object(SchemaObject {
+        instance_type: Some(InstanceType::String.into()),
+        enum_values: Some(
+            super::CountMode::NAMES
+                .iter()
+                .map(|n| serde_json::Value::from(*n))
+                .collect(),
+        ),
+        ..Default::default()
+    });
+    params.push(parameter(
+        "count",
+        ParameterIn::Query,
+        false,
+        Some(
+            "How `total` is counted: `exact` (default), `none` (no count; `total` and              `total_pages` are null) or `estimated` (the query planner's estimate on              PostgreSQL, exact on SQLite)."
+                .into(),
+        ),
+        count,
+    ));
+    params.push(fields_parameter::<R>());
+}
+
+/// `fields`: the members each returned item keeps.
+fn fields_parameter<R: Resource>() -> ReferenceOr<apistos::paths::Parameter> {
+    use schemars::schema::{InstanceType, SchemaObject};
+    let item = Schema::Object(SchemaObject {
+        instance_type: Some(InstanceType::String.into()),
+        enum_values: Some(
+            R::FIELDS
+                .iter()
+                .filter(|f| !f.write_only)
+                .map(|f| serde_json::Value::from(f.name))
+                .collect(),
+        ),
+        ..Default::default()
+    });
+    list_parameter(
+        "fields",
+        "Comma-separated members each item keeps (default: all).".to_owned(),
+        item,
+    )
+}
+
 /// `sort`: a string whose pattern lists the sortable fields.
 fn sort_schema<R: Resource>() -> Schema {
     use schemars::schema::{InstanceType, SchemaObject, StringValidation};
@@ -226,6 +313,7 @@ fn document_op<R: Resource>(doc: &mut ApiDoc, op: Operation, o: &OpOptions<R>, m
                 integer_schema(1, max),
             ));
             params.push(parameter("sort", ParameterIn::Query, false, Some("Comma-separated fields; `-field` sorts descending. Default: created_at, then id.".into()), sort_schema::<R>()));
+            list_params::<R>(doc, &mut params);
             for f in R::FIELDS.iter().filter(|f| f.filterable && !f.write_only) {
                 for o in operators_for(f.kind, f.nullable) {
                     let name = if o.suffix.is_empty() {
@@ -267,6 +355,8 @@ fn document_op<R: Resource>(doc: &mut ApiDoc, op: Operation, o: &OpOptions<R>, m
                 &shared.parents,
                 Some((shared.res_id, &shared.res_id_param)),
             );
+            params.push(fields_parameter::<R>());
+            responses.extend([problem_response(doc, StatusCode::BAD_REQUEST)]);
             responses.insert("200".to_owned(), json_response("The item", response));
             responses.extend([problem_response(doc, StatusCode::NOT_FOUND)]);
             (

@@ -270,29 +270,59 @@ pub(crate) async fn index<R: Resource>(
     req: HttpRequest,
     _body: web::Bytes,
 ) -> Result<HttpResponse, Error> {
+    use super::cursor;
+    use super::query::CountMode;
     let st = ApiState::of(&req)?;
     let who = caller(shared, &req, Operation::Index).await?;
-    let mut q = super::Filter::<R>::parse(
-        req.query_string(),
-        st.config.default_page_size,
-        st.config.max_page_size,
-    )?
-    .query;
-    let conds = Condition::from(parent_conds(shared, &req)?)
+    let limits = super::ListLimits::of(&st.config);
+    let mut q = super::Filter::<R>::parse_with(req.query_string(), &limits)?.query;
+    // The read scope is one member of the top-level AND: no `or` of the caller's can widen it.
+    let mut conds = Condition::from(parent_conds(shared, &req)?)
         .and(who.read_scope(shared)?)
         .and(std::mem::take(&mut q.conds));
+    if let Some(f) = q.filter.take() {
+        conds = conds.and(Condition::All(vec![f]));
+    }
+    let key = st.signing_key.expose();
+    let (page, offset, after) = match &q.cursor {
+        Some(token) => {
+            let at = cursor::decode(key, R::NAME, R::FIELDS, R::ID_FIELD, &q.sort, token)?;
+            let after = cursor::keyset(R::FIELDS, &q.sort, R::ID_FIELD, &at);
+            (at.page, 0, Some(after))
+        }
+        None => (q.page, q.offset(), None),
+    };
+    // Rows before the cursor are excluded from the page, not from the total.
+    let total_conds = conds.clone();
+    let page_conds = match after {
+        Some(a) => conds.and(Condition::All(vec![a])),
+        None => conds,
+    };
     let mut conn = st.db.get().await?;
-    let items = R::select(
+    // One row more than the page tells whether a next page exists, without a count.
+    let mut items = R::select(
         &mut conn,
-        &conds,
+        &page_conds,
         &q.sort,
-        Some((i64::from(q.page_size), q.offset())),
+        Some((i64::from(q.page_size) + 1, offset)),
     )
     .await?;
-    let total = R::count(&mut conn, &conds).await?;
+    let total = match q.count {
+        CountMode::Exact => Some(R::count(&mut conn, &total_conds).await?),
+        CountMode::Estimated => Some(R::estimate_count(&mut conn, &total_conds).await?),
+        CountMode::None => None,
+    };
     drop(conn);
+    let more = items.len() > q.page_size as usize;
+    items.truncate(q.page_size as usize);
+    let next_cursor = match items.last() {
+        Some(last) if more => position_of(last, &q.sort, page.saturating_add(1))
+            .map(|p| cursor::encode(key, R::NAME, &q.sort, &p)),
+        _ => None,
+    };
     let mut out = Vec::with_capacity(64 + items.len() * 256);
     out.extend_from_slice(b"{\"data\":[");
+    let sparse = q.fields.as_deref();
     if shared
         .ops
         .get(&Operation::Index)
@@ -304,21 +334,46 @@ pub(crate) async fn index<R: Resource>(
             if i > 0 {
                 out.push(b',');
             }
-            out.extend_from_slice(&item);
+            match sparse {
+                Some(f) => out.extend_from_slice(&super::sparse::project(&item, f)?),
+                None => out.extend_from_slice(&item),
+            }
         }
     } else {
+        let mut one = Vec::new();
         for (i, item) in items.into_iter().enumerate() {
             if i > 0 {
                 out.push(b',');
             }
-            render(shared, Operation::Index, &mut out, item)?;
+            match sparse {
+                Some(f) => {
+                    one.clear();
+                    render(shared, Operation::Index, &mut one, item)?;
+                    out.extend_from_slice(&super::sparse::project(&one, f)?);
+                }
+                None => render(shared, Operation::Index, &mut out, item)?,
+            }
         }
     }
     out.extend_from_slice(b"],\"pagination\":");
-    serde_json::to_writer(&mut out, &Pagination::new(q.page, q.page_size, total))
-        .map_err(|e| Error::Internal(e.to_string()))?;
+    let pagination = Pagination::counted(page, q.page_size, total, next_cursor);
+    serde_json::to_writer(&mut out, &pagination).map_err(|e| Error::Internal(e.to_string()))?;
     out.push(b'}');
     Ok(json(actix_web::http::StatusCode::OK, out))
+}
+
+/// The cursor position after `row`; `None` when a sort key holds a value no cursor can carry.
+fn position_of<R: Resource>(
+    row: &R,
+    sort: &[super::Sort],
+    page: u32,
+) -> Option<super::cursor::Position> {
+    let values = super::cursor::keys(sort)
+        .iter()
+        .map(|k| row.sort_value(k.field))
+        .collect::<Option<Vec<_>>>()?;
+    let id = row.sort_value(R::ID_FIELD)??;
+    Some(super::cursor::Position { page, values, id })
 }
 
 pub(crate) async fn get<R: Resource>(
@@ -328,6 +383,7 @@ pub(crate) async fn get<R: Resource>(
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
     let who = caller(shared, &req, Operation::Get).await?;
+    let sparse = super::sparse::requested(R::FIELDS, req.query_string())?;
     let addressed = item_conds(shared, &req)?;
     let if_none_match = conditional::if_none_match(req.headers())?;
     let scope = who.read_scope(shared)?;
@@ -348,6 +404,10 @@ pub(crate) async fn get<R: Resource>(
             .insert_header((header::ETAG, etag))
             .finish());
     }
+    let out = match sparse {
+        Some(f) => super::sparse::project(&out, &f)?,
+        None => out,
+    };
     let mut res = json(actix_web::http::StatusCode::OK, out);
     set_etag(&mut res, &etag);
     Ok(res)

@@ -7,7 +7,9 @@
 
 pub mod blueprint;
 pub mod conditional;
+pub mod cursor;
 mod docs;
+pub mod filter_expr;
 mod handlers;
 pub mod hooks;
 pub mod idempotency;
@@ -15,13 +17,14 @@ pub mod options;
 pub mod query;
 pub mod registry;
 pub mod route;
+pub mod sparse;
 
 pub use crate::condition::{Arg, Cond, Condition, Conditions, FromArg, Op, Sort};
 pub use crate::field::{FieldInfo, Kind};
 pub use blueprint::CrudBlueprint;
 pub use hooks::HookCtx;
 pub use options::{OpOptions, OpSetting, Operation, Present};
-pub use query::ListQuery;
+pub use query::{CountMode, ListLimits, ListQuery};
 pub use route::{CustomRoute, OperationType, RouteDoc};
 
 use crate::db::Conn;
@@ -84,6 +87,23 @@ pub trait Resource: Sized + 'static {
         conn: &mut Conn,
         conds: &(impl Conditions + ?Sized),
     ) -> impl Future<Output = Result<i64, Error>>;
+
+    /// An estimate of the number of rows matching `conds` (`count=estimated`): the query
+    /// planner's on PostgreSQL; by default (and on SQLite) the exact [`count`](Self::count).
+    fn estimate_count(
+        conn: &mut Conn,
+        conds: &(impl Conditions + ?Sized),
+    ) -> impl Future<Output = Result<i64, Error>> {
+        Self::count(conn, conds)
+    }
+
+    /// The value of the sortable `field` of this row, for cursors: `Some(None)` when it is
+    /// null, `None` when the field has no value a cursor can hold (then a page sorted by it
+    /// has no `next_cursor`).
+    fn sort_value(&self, field: &str) -> Option<Option<Arg>> {
+        let _ = field;
+        None
+    }
 
     /// Inserts a row: a new id, `created_at` and `updated_at` now.
     fn insert(conn: &mut Conn, input: Self::Create) -> impl Future<Output = Result<Self, Error>>;
@@ -206,27 +226,41 @@ pub struct Page<T> {
 }
 
 /// Position of a page in a list.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Pagination {
     /// 1-based page number.
     pub page: u32,
     /// Items per page.
     pub page_size: u32,
-    /// Matching items in all pages.
-    pub total: i64,
-    /// Number of pages.
-    pub total_pages: i64,
+    /// Matching items in all pages; null with `count=none`.
+    pub total: Option<i64>,
+    /// Number of pages; null with `count=none`.
+    pub total_pages: Option<i64>,
+    /// Pass as `cursor` to get the next page; null on the last page.
+    pub next_cursor: Option<String>,
 }
 
 impl Pagination {
     /// The position of `page` of `page_size` items among `total`.
     pub fn new(page: u32, page_size: u32, total: i64) -> Self {
+        Pagination::counted(page, page_size, Some(total), None)
+    }
+
+    /// The position of `page` of `page_size` items among `total` (when counted), with the
+    /// cursor of the next page.
+    pub fn counted(
+        page: u32,
+        page_size: u32,
+        total: Option<i64>,
+        next_cursor: Option<String>,
+    ) -> Self {
         let size = i64::from(page_size.max(1));
         Pagination {
             page,
             page_size,
             total,
-            total_pages: (total + size - 1) / size,
+            total_pages: total.map(|t| (t + size - 1) / size),
+            next_cursor,
         }
     }
 }
@@ -238,7 +272,7 @@ impl Pagination {
 /// ```ignore
 /// async fn count(filter: CritterFilter, db: web::Data<Database>) -> crudforge::Result<HttpResponse> {
 ///     let mut conn = db.get().await?;
-///     let n = Critter::count(&mut conn, &filter.query.conds).await?;
+///     let n = Critter::count(&mut conn, &filter.query.condition()).await?;
 ///     Ok(HttpResponse::Ok().json(n))
 /// }
 /// ```
@@ -270,6 +304,18 @@ impl<R: Resource> Filter<R> {
             marker: std::marker::PhantomData,
         })
     }
+
+    /// Parses a query string against `R`'s fields with `limits`.
+    ///
+    /// # Errors
+    ///
+    /// A 400 naming the parameter.
+    pub fn parse_with(query: &str, limits: &ListLimits) -> Result<Self, Error> {
+        Ok(Filter {
+            query: query::parse_list_query_with(R::FIELDS, query, limits)?,
+            marker: std::marker::PhantomData,
+        })
+    }
 }
 
 impl<R: Resource> actix_web::FromRequest for Filter<R> {
@@ -277,12 +323,13 @@ impl<R: Resource> actix_web::FromRequest for Filter<R> {
     type Future = std::future::Ready<Result<Self, Error>>;
 
     fn from_request(req: &actix_web::HttpRequest, _: &mut actix_web::dev::Payload) -> Self::Future {
-        let (default, max) = req
+        let limits = req
             .app_data::<actix_web::web::Data<crate::state::ApiState>>()
-            .map_or((25, 100), |s| {
-                (s.config.default_page_size, s.config.max_page_size)
-            });
-        std::future::ready(Filter::parse(req.query_string(), default, max))
+            .map_or_else(
+                || ListLimits::of(&crate::config::Config::default()),
+                |s| ListLimits::of(&s.config),
+            );
+        std::future::ready(Filter::parse_with(req.query_string(), &limits))
     }
 }
 
@@ -303,9 +350,14 @@ mod tests {
 
     #[test]
     fn total_pages_rounds_up() {
-        assert_eq!(Pagination::new(1, 25, 0).total_pages, 0);
-        assert_eq!(Pagination::new(1, 25, 25).total_pages, 1);
-        assert_eq!(Pagination::new(1, 25, 26).total_pages, 2);
+        assert_eq!(Pagination::new(1, 25, 0).total_pages, Some(0));
+        assert_eq!(Pagination::new(1, 25, 25).total_pages, Some(1));
+        assert_eq!(Pagination::new(1, 25, 26).total_pages, Some(2));
+        assert_eq!(
+            Pagination::counted(1, 25, None, None).total_pages,
+            None,
+            "count=none"
+        );
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! List query parameters: filters, sorting and pagination, parsed and checked against a
 //! resource's fields before anything reaches SQL.
 
+use super::filter_expr::{parse_filter_expr, ExprLimits};
+use crate::condition::Condition;
 use crate::condition::{
     operator, operators_for, parse_arg, parse_bool, parse_bound, text_arg, Arg, Cond, Operator,
     Sort, Value, OPERATORS,
@@ -21,9 +23,79 @@ pub struct ListQuery {
     pub sort: Vec<Sort>,
     /// Filters, combined with AND.
     pub conds: Vec<Cond>,
+    /// The `filter` expression, ANDed with `conds`.
+    pub filter: Option<Condition>,
+    /// The `cursor` to continue from, as sent (checked against the API's key by the handler).
+    pub cursor: Option<String>,
+    /// How `total` is counted (`count`).
+    pub count: CountMode,
+    /// The members each item keeps (`fields`); `None`: all of them.
+    pub fields: Option<Vec<&'static str>>,
+}
+
+/// How an INDEX counts the matching rows: the `count` parameter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CountMode {
+    /// `exact` (the default): a `COUNT(*)` with the list's conditions.
+    #[default]
+    Exact,
+    /// `none`: no count; `total` and `total_pages` are null.
+    None,
+    /// `estimated`: the query planner's estimate on PostgreSQL; exact on SQLite.
+    Estimated,
+}
+
+impl CountMode {
+    /// Every mode, as the `count` parameter spells it.
+    pub const NAMES: [&'static str; 3] = ["exact", "none", "estimated"];
+
+    fn parse(v: &str) -> Option<CountMode> {
+        match v {
+            "exact" => Some(CountMode::Exact),
+            "none" => Some(CountMode::None),
+            "estimated" => Some(CountMode::Estimated),
+            _ => None,
+        }
+    }
+}
+
+/// The limits a list request is parsed with; from the configuration in the handlers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListLimits {
+    /// Items per page when `page_size` is absent.
+    pub default_page_size: u32,
+    /// Largest `page_size`.
+    pub max_page_size: u32,
+    /// Limits of the `filter` expression.
+    pub expr: ExprLimits,
+}
+
+impl ListLimits {
+    /// The limits of a configuration.
+    pub fn of(config: &crate::config::Config) -> Self {
+        ListLimits {
+            default_page_size: config.default_page_size,
+            max_page_size: config.max_page_size,
+            expr: ExprLimits {
+                max_length: usize::try_from(config.filter_max_length).unwrap_or(usize::MAX),
+                max_depth: usize::try_from(config.filter_max_depth).unwrap_or(usize::MAX),
+            },
+        }
+    }
 }
 
 impl ListQuery {
+    /// The filters of the request as one tree: `conds` and the `filter` expression, combined
+    /// with AND. Custom routes that take a `<Name>Filter` pass this to the resource's queries
+    /// so that `filter` applies too.
+    pub fn condition(&self) -> Condition {
+        let c = Condition::from(self.conds.clone());
+        match &self.filter {
+            Some(f) => c.and(f.clone()),
+            None => c,
+        }
+    }
+
     /// Rows to skip.
     pub fn offset(&self) -> i64 {
         i64::from(self.page.saturating_sub(1)) * i64::from(self.page_size)
@@ -50,17 +122,64 @@ pub fn parse_list_query(
     default_page_size: u32,
     max_page_size: u32,
 ) -> Result<ListQuery, Error> {
+    parse_list_query_with(
+        fields,
+        query,
+        &ListLimits {
+            default_page_size,
+            max_page_size,
+            expr: ExprLimits::default(),
+        },
+    )
+}
+
+/// Parses an INDEX query string against `fields`, with `limits`.
+///
+/// # Errors
+///
+/// A 400 naming the parameter, as [`parse_list_query`], and for a malformed `filter`
+/// expression, a `cursor` sent with `page`, an unknown `count` mode or a bad `fields` list.
+pub fn parse_list_query_with(
+    fields: &'static [FieldInfo],
+    query: &str,
+    limits: &ListLimits,
+) -> Result<ListQuery, Error> {
+    let max_page_size = limits.max_page_size;
     let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query)
         .map_err(|e| Error::bad_param("query", format!("malformed query string: {e}")))?;
     let mut q = ListQuery {
         page: 1,
-        page_size: default_page_size,
+        page_size: limits.default_page_size,
         sort: Vec::new(),
         conds: Vec::new(),
+        filter: None,
+        cursor: None,
+        count: CountMode::Exact,
+        fields: None,
     };
+    let mut page_given = false;
     for (name, value) in pairs {
         match name.as_str() {
+            "filter" => {
+                // Several expressions combine with AND, like the other filters.
+                let e = parse_filter_expr(fields, &value, limits.expr)?;
+                q.filter = Some(match q.filter.take() {
+                    Some(prev) => Condition::All(vec![prev, e]),
+                    None => e,
+                });
+            }
+            "cursor" => q.cursor = Some(value),
+            "count" => {
+                q.count = CountMode::parse(&value).ok_or_else(|| {
+                    Error::bad_param(
+                        "count",
+                        format!("expected one of {}", CountMode::NAMES.join(", ")),
+                    )
+                })?;
+            }
+            "fields" => q.fields = Some(parse_fields(fields, &value)?),
             "page" => {
+                page_given = true;
                 q.page = value
                     .parse::<u32>()
                     .ok()
@@ -90,7 +209,45 @@ pub fn parse_list_query(
             _ => q.conds.push(parse_filter(fields, &name, &value)?),
         }
     }
+    if page_given && q.cursor.is_some() {
+        return Err(Error::bad_param(
+            "cursor",
+            "`cursor` and `page` cannot be combined: a cursor already says where the page starts",
+        ));
+    }
     Ok(q)
+}
+
+/// Parses `fields`: a comma-separated list of members each item keeps.
+///
+/// # Errors
+///
+/// A 400 naming `fields` and listing every name that is unknown or never returned
+/// (`write_only`, passwords).
+pub fn parse_fields(fields: &'static [FieldInfo], value: &str) -> Result<Vec<&'static str>, Error> {
+    let mut out = Vec::new();
+    let mut bad = Vec::new();
+    for name in value.split(',').map(str::trim) {
+        match fields.iter().find(|f| f.name == name && !f.write_only) {
+            Some(f) => {
+                if !out.contains(&f.name) {
+                    out.push(f.name);
+                }
+            }
+            None => bad.push(format!("`{name}`")),
+        }
+    }
+    if !bad.is_empty() {
+        return Err(Error::bad_param(
+            "fields",
+            format!(
+                "unknown or unreadable fields: {}; readable fields: {}",
+                bad.join(", "),
+                names(fields.iter().filter(|f| !f.write_only))
+            ),
+        ));
+    }
+    Ok(out)
 }
 
 fn parse_sort(fields: &'static [FieldInfo], value: &str) -> Result<Vec<Sort>, Error> {
@@ -322,6 +479,28 @@ mod tests {
             "empty means the default order"
         );
         assert_eq!(param_of(parse("sort=name,").unwrap_err()), "sort");
+    }
+
+    #[test]
+    fn list_parameters() {
+        let q =
+            parse("filter=level%20%3E%201&filter=ok%20%3D%20true&count=none&fields=id,%20name,id")
+                .unwrap();
+        assert!(matches!(&q.filter, Some(Condition::All(v)) if v.len() == 2));
+        assert_eq!(q.count, CountMode::None);
+        assert_eq!(q.fields, Some(vec!["id", "name"]));
+        assert_eq!(Some(q.condition()), q.filter);
+        assert_eq!(parse("cursor=abc").unwrap().cursor.as_deref(), Some("abc"));
+        for (bad, p) in [
+            ("cursor=abc&page=2", "cursor"),
+            ("page=1&cursor=abc", "cursor"),
+            ("count=all", "count"),
+            ("fields=id,nope", "fields"),
+            ("fields=", "fields"),
+            ("filter=level%20%3E", "filter"),
+        ] {
+            assert_eq!(param_of(parse(bad).unwrap_err()), p, "{bad}");
+        }
     }
 
     #[test]

@@ -1,0 +1,747 @@
+//! The `filter` list parameter: a SQL-like expression (`(species = 'cat' or species = 'dog')
+//! and cuteness_level >= 5`) parsed by hand into a [`Condition`] tree of typed [`Cond`]s.
+//!
+//! The operators come from the one table ([`OPERATORS`](crate::condition::OPERATORS)), looked
+//! up by the suffix the equivalent `field__suffix=value` parameter uses, and values are parsed
+//! by [`parse_arg`], so an expression accepts exactly what the plain parameters accept. The
+//! parser never recurses deeper than the configured depth and refuses input over the
+//! configured length before reading it, so no input overflows the stack.
+
+use crate::condition::{operator, parse_arg, text_arg, Arg, Cond, Condition, Op};
+use crate::error::Error;
+use crate::field::{FieldInfo, Kind};
+
+/// The name of the parameter, as errors name it.
+pub const PARAM: &str = "filter";
+
+/// How long and how deep an expression may be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExprLimits {
+    /// Longest expression, in characters.
+    pub max_length: usize,
+    /// Deepest nesting of parentheses and `not`.
+    pub max_depth: usize,
+}
+
+impl Default for ExprLimits {
+    fn default() -> Self {
+        ExprLimits {
+            max_length: 2000,
+            max_depth: 16,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Ident(String),
+    Str(String),
+    Num(String),
+    LParen,
+    RParen,
+    Comma,
+    Cmp(&'static str),
+    End,
+}
+
+impl Tok {
+    fn describe(&self) -> String {
+        match self {
+            Tok::Ident(s) => format!("`{s}`"),
+            Tok::Str(_) => "a quoted string".to_owned(),
+            Tok::Num(n) => format!("the number {n}"),
+            Tok::LParen => "`(`".to_owned(),
+            Tok::RParen => "`)`".to_owned(),
+            Tok::Comma => "`,`".to_owned(),
+            Tok::Cmp(c) => format!("`{c}`"),
+            Tok::End => "the end of the expression".to_owned(),
+        }
+    }
+
+    fn is_word(&self, w: &str) -> bool {
+        matches!(self, Tok::Ident(s) if s.eq_ignore_ascii_case(w))
+    }
+}
+
+/// A token and the 1-based character position where it starts.
+type Spanned = (Tok, usize);
+
+fn error(pos: usize, msg: impl std::fmt::Display) -> Error {
+    Error::bad_param(PARAM, format!("at character {pos}: {msg}"))
+}
+
+fn lex(src: &str) -> Result<Vec<Spanned>, Error> {
+    let chars: Vec<char> = src.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let pos = i + 1;
+        if c.is_whitespace() {
+            i += 1;
+            continue;
+        }
+        let tok = match c {
+            '(' => {
+                i += 1;
+                Tok::LParen
+            }
+            ')' => {
+                i += 1;
+                Tok::RParen
+            }
+            ',' => {
+                i += 1;
+                Tok::Comma
+            }
+            '=' => {
+                i += 1;
+                Tok::Cmp("=")
+            }
+            '!' if chars.get(i + 1) == Some(&'=') => {
+                i += 2;
+                Tok::Cmp("!=")
+            }
+            '<' | '>' => {
+                let next = chars.get(i + 1).copied();
+                let (t, n) = match (c, next) {
+                    ('<', Some('=')) => ("<=", 2),
+                    ('<', Some('>')) => ("!=", 2),
+                    ('>', Some('=')) => (">=", 2),
+                    ('<', _) => ("<", 1),
+                    _ => (">", 1),
+                };
+                i += n;
+                Tok::Cmp(t)
+            }
+            '\'' => {
+                let mut s = String::new();
+                i += 1;
+                loop {
+                    match chars.get(i) {
+                        None => {
+                            return Err(error(
+                                pos,
+                                "expected a closing quote `'` for the string that starts here",
+                            ))
+                        }
+                        Some('\'') if chars.get(i + 1) == Some(&'\'') => {
+                            s.push('\'');
+                            i += 2;
+                        }
+                        Some('\'') => {
+                            i += 1;
+                            break;
+                        }
+                        Some(ch) => {
+                            s.push(*ch);
+                            i += 1;
+                        }
+                    }
+                }
+                Tok::Str(s)
+            }
+            c if c.is_ascii_digit()
+                || ((c == '-' || c == '.')
+                    && chars.get(i + 1).is_some_and(char::is_ascii_digit)) =>
+            {
+                let start = i;
+                i += 1;
+                while let Some(&d) = chars.get(i) {
+                    let exp_sign =
+                        (d == '+' || d == '-') && matches!(chars.get(i - 1), Some('e' | 'E'));
+                    if d.is_ascii_alphanumeric() || d == '.' || exp_sign {
+                        i += 1;
+                    } else {
+                        break;
+                    }
+                }
+                Tok::Num(chars[start..i].iter().collect())
+            }
+            c if c.is_alphabetic() || c == '_' => {
+                let start = i;
+                while chars
+                    .get(i)
+                    .is_some_and(|d| d.is_alphanumeric() || *d == '_')
+                {
+                    i += 1;
+                }
+                Tok::Ident(chars[start..i].iter().collect())
+            }
+            other => {
+                return Err(error(
+                    pos,
+                    format!(
+                    "expected a field name, a value, an operator or a parenthesis, found {other:?}"
+                ),
+                ))
+            }
+        };
+        out.push((tok, pos));
+    }
+    out.push((Tok::End, chars.len() + 1));
+    Ok(out)
+}
+
+/// Parses a `filter` expression against `fields`.
+///
+/// # Errors
+///
+/// A 400 naming `filter`: the expression is too long or too deep, malformed (the detail says
+/// what was expected at which character), names a field that cannot be filtered, applies an
+/// operator the field's type does not support, or holds a value of the wrong type.
+pub fn parse_filter_expr(
+    fields: &'static [FieldInfo],
+    src: &str,
+    limits: ExprLimits,
+) -> Result<Condition, Error> {
+    let len = src.chars().count();
+    if len > limits.max_length {
+        return Err(Error::bad_param(
+            PARAM,
+            format!(
+                "the expression is {len} characters long; at most {} are allowed",
+                limits.max_length
+            ),
+        ));
+    }
+    let toks = lex(src)?;
+    let mut p = Parser {
+        toks,
+        at: 0,
+        fields,
+        max_depth: limits.max_depth,
+    };
+    if p.peek().0 == Tok::End {
+        return Err(error(1, "expected a condition, found an empty expression"));
+    }
+    let c = p.or(0)?;
+    let (t, pos) = p.peek().clone();
+    if t != Tok::End {
+        return Err(error(
+            pos,
+            format!(
+                "expected `and`, `or` or the end of the expression, found {}",
+                t.describe()
+            ),
+        ));
+    }
+    Ok(c)
+}
+
+struct Parser {
+    toks: Vec<Spanned>,
+    at: usize,
+    fields: &'static [FieldInfo],
+    max_depth: usize,
+}
+
+impl Parser {
+    fn peek(&self) -> &Spanned {
+        // The lexer always ends the list with `End`, and `next` never moves past it.
+        &self.toks[self.at.min(self.toks.len() - 1)]
+    }
+
+    fn next(&mut self) -> Spanned {
+        let t = self.peek().clone();
+        if self.at < self.toks.len() - 1 {
+            self.at += 1;
+        }
+        t
+    }
+
+    fn deeper(&self, depth: usize, pos: usize) -> Result<usize, Error> {
+        if depth >= self.max_depth {
+            return Err(error(
+                pos,
+                format!(
+                    "the expression nests deeper than {} levels of parentheses and `not`",
+                    self.max_depth
+                ),
+            ));
+        }
+        Ok(depth + 1)
+    }
+
+    fn or(&mut self, depth: usize) -> Result<Condition, Error> {
+        let mut items = vec![self.and(depth)?];
+        while self.peek().0.is_word("or") {
+            self.next();
+            items.push(self.and(depth)?);
+        }
+        Ok(if items.len() == 1 {
+            items.remove(0)
+        } else {
+            Condition::Any(items)
+        })
+    }
+
+    fn and(&mut self, depth: usize) -> Result<Condition, Error> {
+        let mut items = vec![self.not(depth)?];
+        while self.peek().0.is_word("and") {
+            self.next();
+            items.push(self.not(depth)?);
+        }
+        Ok(if items.len() == 1 {
+            items.remove(0)
+        } else {
+            Condition::All(items)
+        })
+    }
+
+    fn not(&mut self, depth: usize) -> Result<Condition, Error> {
+        let (t, pos) = self.peek().clone();
+        if t.is_word("not") {
+            self.next();
+            let d = self.deeper(depth, pos)?;
+            return Ok(Condition::Not(Box::new(self.not(d)?)));
+        }
+        if t == Tok::LParen {
+            self.next();
+            let d = self.deeper(depth, pos)?;
+            let inner = self.or(d)?;
+            let (t, pos) = self.next();
+            if t != Tok::RParen {
+                return Err(error(
+                    pos,
+                    format!("expected `)`, `and` or `or`, found {}", t.describe()),
+                ));
+            }
+            return Ok(inner);
+        }
+        self.comparison()
+    }
+
+    fn comparison(&mut self) -> Result<Condition, Error> {
+        let (t, pos) = self.next();
+        let name = match t {
+            Tok::Ident(n) if !is_keyword(&n) => n,
+            other => {
+                return Err(error(
+                    pos,
+                    format!(
+                        "expected a field name, `not` or `(`, found {}",
+                        other.describe()
+                    ),
+                ))
+            }
+        };
+        let field = self
+            .fields
+            .iter()
+            .find(|f| f.name == name && f.filterable)
+            .ok_or_else(|| {
+                error(
+                    pos,
+                    format!(
+                        "`{name}` is not a filterable field; filterable fields: {}",
+                        self.fields
+                            .iter()
+                            .filter(|f| f.filterable)
+                            .map(|f| f.name)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
+            })?;
+        let (t, op_pos) = self.next();
+        let (suffix, spelled) = match &t {
+            Tok::Cmp(c) => (
+                match *c {
+                    "=" => "",
+                    "!=" => "ne",
+                    ">" => "gt",
+                    ">=" => "gte",
+                    "<" => "lt",
+                    _ => "lte",
+                },
+                (*c).to_owned(),
+            ),
+            t if t.is_word("like") => ("like", "like".to_owned()),
+            t if t.is_word("ilike") => ("ilike", "ilike".to_owned()),
+            t if t.is_word("in") => ("in", "in".to_owned()),
+            t if t.is_word("is") => ("isnull", "is null".to_owned()),
+            other => {
+                return Err(error(
+                    op_pos,
+                    format!(
+                        "expected an operator (=, !=, >, >=, <, <=, like, ilike, in, is) after `{name}`, found {}",
+                        other.describe()
+                    ),
+                ))
+            }
+        };
+        let o = operator(suffix).filter(|o| o.applies(field.kind, field.nullable));
+        let Some(o) = o else {
+            let why = if field.kind == Kind::Json {
+                "JSON fields cannot be filtered".to_owned()
+            } else if suffix == "isnull" {
+                format!("`{name}` cannot be null")
+            } else {
+                format!("`{spelled}` does not apply to `{name}`")
+            };
+            return Err(error(op_pos, why));
+        };
+        let (op, arg) = match o.op {
+            Op::IsNull => {
+                let negated = self.peek().0.is_word("not");
+                if negated {
+                    self.next();
+                }
+                let (t, p) = self.next();
+                if !t.is_word("null") {
+                    return Err(error(
+                        p,
+                        format!(
+                            "expected `null` or `not null` after `is`, found {}",
+                            t.describe()
+                        ),
+                    ));
+                }
+                (Op::IsNull, Arg::Bool(!negated))
+            }
+            Op::In => {
+                let (t, p) = self.next();
+                if t != Tok::LParen {
+                    return Err(error(
+                        p,
+                        format!("expected `(` after `in`, found {}", t.describe()),
+                    ));
+                }
+                let mut items = vec![self.value(field)?];
+                loop {
+                    let (t, p) = self.next();
+                    match t {
+                        Tok::Comma => items.push(self.value(field)?),
+                        Tok::RParen => break,
+                        other => {
+                            return Err(error(
+                                p,
+                                format!(
+                                    "expected `,` or `)` in the list, found {}",
+                                    other.describe()
+                                ),
+                            ))
+                        }
+                    }
+                }
+                (Op::In, Arg::List(items))
+            }
+            Op::Like | Op::ILike => {
+                let (t, p) = self.next();
+                let Tok::Str(pat) = t else {
+                    return Err(error(
+                        p,
+                        format!(
+                            "expected a quoted pattern after `{spelled}`, found {}",
+                            t.describe()
+                        ),
+                    ));
+                };
+                let trailing = pat.chars().rev().take_while(|c| *c == '\\').count();
+                if trailing % 2 == 1 {
+                    return Err(error(
+                        p,
+                        "a pattern cannot end with a lone escape character `\\`",
+                    ));
+                }
+                (o.op, text_arg(&pat).map_err(|e| error(p, e))?)
+            }
+            op => (op, self.value(field)?),
+        };
+        Ok(Condition::Is(Cond {
+            field: field.name,
+            op,
+            arg,
+            param: PARAM.to_owned(),
+        }))
+    }
+
+    /// One literal, typed by `field`.
+    fn value(&mut self, field: &FieldInfo) -> Result<Arg, Error> {
+        let (t, pos) = self.next();
+        let name = field.name;
+        let text = match (&t, field.kind) {
+            (Tok::Str(s), Kind::Text | Kind::Other | Kind::Uuid | Kind::Date | Kind::DateTime) => {
+                s.clone()
+            }
+            (Tok::Num(n), Kind::Integer | Kind::Float) => n.clone(),
+            (Tok::Ident(w), Kind::Bool)
+                if w.eq_ignore_ascii_case("true") || w.eq_ignore_ascii_case("false") =>
+            {
+                w.to_ascii_lowercase()
+            }
+            (t, _) if t.is_word("null") => {
+                return Err(error(
+                    pos,
+                    format!("expected a value, found `null`: write `{name} is null` or `{name} is not null`"),
+                ))
+            }
+            (t, kind) => {
+                let want = match kind {
+                    Kind::Integer | Kind::Float => "a number",
+                    Kind::Bool => "true or false",
+                    Kind::Date => "a quoted date ('YYYY-MM-DD')",
+                    Kind::DateTime => "a quoted date or RFC 3339 date-time",
+                    Kind::Uuid => "a quoted UUID",
+                    _ => "a quoted string",
+                };
+                return Err(error(
+                    pos,
+                    format!("expected {want} for `{name}`, found {}", t.describe()),
+                ));
+            }
+        };
+        parse_arg(field.kind, &text).map_err(|e| error(pos, format!("`{name}`: {e}")))
+    }
+}
+
+fn is_keyword(w: &str) -> bool {
+    [
+        "and", "or", "not", "like", "ilike", "in", "is", "null", "true", "false",
+    ]
+    .iter()
+    .any(|k| k.eq_ignore_ascii_case(w))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    static FIELDS: &[FieldInfo] = &[
+        FieldInfo::new("id", Kind::Uuid),
+        FieldInfo::new("name", Kind::Text),
+        FieldInfo::new("level", Kind::Integer),
+        FieldInfo::new("weight", Kind::Float).nullable(),
+        FieldInfo::new("born", Kind::DateTime),
+        FieldInfo::new("day", Kind::Date),
+        FieldInfo::new("nick", Kind::Text).nullable(),
+        FieldInfo::new("secret", Kind::Text).write_only(),
+        FieldInfo::new("ok", Kind::Bool),
+        FieldInfo::new("extra", Kind::Json),
+    ];
+
+    fn parse(s: &str) -> Result<Condition, Error> {
+        parse_filter_expr(FIELDS, s, ExprLimits::default())
+    }
+
+    fn is(field: &'static str, op: Op, arg: Arg) -> Condition {
+        Condition::Is(Cond {
+            field,
+            op,
+            arg,
+            param: PARAM.to_owned(),
+        })
+    }
+
+    fn detail(e: Error) -> String {
+        match e {
+            Error::BadRequest { detail, field } => {
+                assert_eq!(field.as_deref(), Some(PARAM));
+                detail.to_string()
+            }
+            other => panic!("expected 400, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn precedence_is_not_and_or() {
+        let c = parse("name = 'a' or not level > 3 and ok = true").unwrap();
+        assert_eq!(
+            c,
+            Condition::Any(vec![
+                is("name", Op::Eq, Arg::Text("a".into())),
+                Condition::All(vec![
+                    Condition::Not(Box::new(is("level", Op::Gt, Arg::Int(3)))),
+                    is("ok", Op::Eq, Arg::Bool(true)),
+                ]),
+            ])
+        );
+        let c = parse("(name = 'a' OR name = 'b') AND level >= 5").unwrap();
+        assert!(matches!(&c, Condition::All(v) if matches!(v[0], Condition::Any(_))));
+    }
+
+    #[test]
+    fn operators_and_values() {
+        assert_eq!(
+            parse("name = 'it''s'").unwrap(),
+            is("name", Op::Eq, Arg::Text("it's".into()))
+        );
+        assert_eq!(
+            parse("level in (1, -2,3)").unwrap(),
+            is(
+                "level",
+                Op::In,
+                Arg::List(vec![Arg::Int(1), Arg::Int(-2), Arg::Int(3)])
+            )
+        );
+        assert_eq!(
+            parse("nick is not null").unwrap(),
+            is("nick", Op::IsNull, Arg::Bool(false))
+        );
+        assert_eq!(
+            parse("weight is null").unwrap(),
+            is("weight", Op::IsNull, Arg::Bool(true))
+        );
+        assert_eq!(
+            parse("weight<=1.5e0").unwrap(),
+            is("weight", Op::Lte, Arg::Float(1.5))
+        );
+        assert_eq!(
+            parse("name ilike 'R%'").unwrap(),
+            is("name", Op::ILike, Arg::Text("R%".into()))
+        );
+        assert_eq!(
+            parse("level <> 2").unwrap(),
+            is("level", Op::Ne, Arg::Int(2))
+        );
+        assert!(parse("born >= '2024-01-02' and day < '2024-01-03'").is_ok());
+        assert!(parse("born > '2024-01-02T10:00:00Z'").is_ok());
+        assert!(parse("id = '67e55044-10b1-426f-9247-bb680e5fe0c8'").is_ok());
+    }
+
+    #[test]
+    fn errors_say_what_and_where() {
+        for (src, want) in [
+            ("", "at character 1: expected a condition"),
+            ("name =", "at character 7: expected a quoted string"),
+            ("(name = 'a'", "at character 12: expected `)`"),
+            ("name = 'a' name", "at character 12: expected `and`, `or`"),
+            ("name = 'a", "at character 8: expected a closing quote"),
+            ("level = 'x'", "at character 9: expected a number"),
+            (
+                "level = 1.5",
+                "at character 9: `level`: expected a whole number",
+            ),
+            ("name > 'a'", "at character 6: `>` does not apply to `name`"),
+            ("level like '1'", "`like` does not apply"),
+            ("name is null", "`name` cannot be null"),
+            ("secret = 'x'", "`secret` is not a filterable field"),
+            ("extra = 'x'", "`extra` is not a filterable field"),
+            ("nope = 1", "`nope` is not a filterable field"),
+            ("name = null", "write `name is null`"),
+            ("ok = 1", "expected true or false"),
+            ("name like 'a\\'", "lone escape"),
+            ("name = 'a\0'", "NUL"),
+            (
+                "name ; drop",
+                "at character 6: expected a field name, a value",
+            ),
+            ("and", "expected a field name, `not` or `(`"),
+            ("level in 1", "expected `(` after `in`"),
+        ] {
+            let d = detail(parse(src).unwrap_err());
+            assert!(d.contains(want), "{src:?}: {d}");
+        }
+    }
+
+    #[test]
+    fn limits() {
+        let deep = format!("{}name = 'a'{}", "(".repeat(16), ")".repeat(16));
+        assert!(parse(&deep).is_ok());
+        let deeper = format!("{}name = 'a'{}", "(".repeat(17), ")".repeat(17));
+        assert!(detail(parse(&deeper).unwrap_err()).contains("deeper than 16"));
+        let nots = format!("{}name = 'a'", "not ".repeat(100_000));
+        let long = parse_filter_expr(
+            FIELDS,
+            &nots,
+            ExprLimits {
+                max_length: 1_000_000,
+                max_depth: 16,
+            },
+        );
+        assert!(detail(long.unwrap_err()).contains("deeper than 16"));
+        let long = format!("name = '{}'", "x".repeat(2000));
+        assert!(detail(parse(&long).unwrap_err()).contains("at most 2000"));
+    }
+
+    /// A valid expression over [`FIELDS`] and the condition it must parse to.
+    fn expr() -> impl Strategy<Value = (String, Condition)> {
+        let text = "[a-zA-Z0-9 '%_é]{0,8}";
+        let leaf = prop_oneof![
+            (text, prop::sample::select(vec!["=", "!="])).prop_map(|(s, op)| (
+                format!("name {op} '{}'", s.replace('\'', "''")),
+                is(
+                    "name",
+                    if op == "=" { Op::Eq } else { Op::Ne },
+                    Arg::Text(s)
+                )
+            )),
+            (
+                any::<i64>(),
+                prop::sample::select(vec![">", ">=", "<", "<="])
+            )
+                .prop_map(|(n, op)| (
+                    format!("level {op} {n}"),
+                    is(
+                        "level",
+                        match op {
+                            ">" => Op::Gt,
+                            ">=" => Op::Gte,
+                            "<" => Op::Lt,
+                            _ => Op::Lte,
+                        },
+                        Arg::Int(n)
+                    )
+                )),
+            prop::collection::vec(any::<i64>(), 1..4).prop_map(|v| (
+                format!(
+                    "level in ({})",
+                    v.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")
+                ),
+                is(
+                    "level",
+                    Op::In,
+                    Arg::List(v.into_iter().map(Arg::Int).collect())
+                )
+            )),
+            any::<bool>().prop_map(|b| (
+                format!("nick is {}null", if b { "" } else { "not " }),
+                is("nick", Op::IsNull, Arg::Bool(b))
+            )),
+            any::<bool>().prop_map(|b| (format!("ok = {b}"), is("ok", Op::Eq, Arg::Bool(b)))),
+        ];
+        leaf.prop_recursive(4, 24, 3, |inner| {
+            prop_oneof![
+                inner
+                    .clone()
+                    .prop_map(|(s, c)| (format!("not ({s})"), Condition::Not(Box::new(c)))),
+                prop::collection::vec(inner.clone(), 2..4).prop_map(|v| {
+                    let s = v.iter().map(|(s, _)| format!("({s})")).collect::<Vec<_>>();
+                    (
+                        s.join(" and "),
+                        Condition::All(v.into_iter().map(|(_, c)| c).collect()),
+                    )
+                }),
+                prop::collection::vec(inner, 2..4).prop_map(|v| {
+                    let s = v.iter().map(|(s, _)| format!("({s})")).collect::<Vec<_>>();
+                    (
+                        s.join(" or "),
+                        Condition::Any(v.into_iter().map(|(_, c)| c).collect()),
+                    )
+                }),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_input_never_panics(s in "\\PC{0,64}") {
+            let _ = parse(&s);
+        }
+
+        #[test]
+        fn arbitrary_tokens_never_panic(parts in prop::collection::vec(prop::sample::select(vec![
+            "(", ")", "not", "and", "or", "name", "level", "nick", "=", ">=", "<>", "!", "in",
+            "is", "null", "like", "'a''b'", "'", "1", "-2.5e3", ",", "ok", "true", "é", "\\",
+        ]), 0..40)) {
+            let _ = parse(&parts.join(" "));
+        }
+
+        #[test]
+        fn valid_expressions_round_trip((src, want) in expr()) {
+            prop_assert_eq!(parse(&src).map_err(detail), Ok(want));
+        }
+    }
+}
