@@ -665,6 +665,59 @@ mod tests {
         assert_eq!(c.login_max_failures_per_address, 50);
         assert_eq!(c.login_failure_window, 900);
         assert!(c.trusted_proxies.is_empty());
+        assert!(!c.metrics_enabled);
+        assert_eq!(c.metrics_path, "/metrics");
+        assert!(c.metrics_token.is_none());
+        assert!(c.cors_allowed_origins.is_empty());
+        assert_eq!(c.log_format, LogFormat::Text);
+        assert_eq!(c.readiness_path, "/ready");
+        assert_eq!(c.shutdown_timeout, 30);
+    }
+
+    #[test]
+    fn operations_settings_are_read_and_checked() {
+        let c = from(&[
+            ("METRICS_ENABLED", "true"),
+            ("METRICS_PATH", "/internal/metrics"),
+            ("METRICS_TOKEN", "scrape-me"),
+            (
+                "CORS_ALLOWED_ORIGINS",
+                "https://app.example.com, http://localhost:3000/",
+            ),
+            ("LOG_FORMAT", "JSON"),
+            ("READINESS_PATH", "/readyz"),
+            ("SHUTDOWN_TIMEOUT", "5"),
+        ])
+        .unwrap();
+        assert!(c.metrics_enabled);
+        assert_eq!(c.metrics_path, "/internal/metrics");
+        assert_eq!(c.metrics_token.unwrap().expose(), b"scrape-me");
+        assert_eq!(
+            c.cors_allowed_origins,
+            ["https://app.example.com", "http://localhost:3000"]
+        );
+        assert_eq!(c.log_format, LogFormat::Json);
+        assert_eq!(c.readiness_path, "/readyz");
+        assert_eq!(c.shutdown_timeout, 5);
+        assert_eq!(
+            from(&[("CORS_ALLOWED_ORIGINS", "*")])
+                .unwrap()
+                .cors_allowed_origins,
+            ["*"]
+        );
+        for (key, value) in [
+            ("METRICS_ENABLED", "maybe"),
+            ("METRICS_PATH", "metrics"),
+            ("CORS_ALLOWED_ORIGINS", "app.example.com"),
+            ("CORS_ALLOWED_ORIGINS", "*, https://app.example.com"),
+            ("CORS_ALLOWED_ORIGINS", "https://app.example.com/path"),
+            ("LOG_FORMAT", "xml"),
+            ("READINESS_PATH", "ready"),
+            ("SHUTDOWN_TIMEOUT", "-1"),
+        ] {
+            let err = from(&[(key, value)]).unwrap_err().to_string();
+            assert!(err.contains(key), "{key}={value}: {err}");
+        }
     }
 
     #[test]
