@@ -76,7 +76,7 @@ fn servers() -> Vec<Throttled> {
                     "--email",
                     "ann@example.com",
                     "--token",
-                    "ann-key",
+                    "ann-key-0123456789abcdef0123456789",
                 ],
             );
             assert!(out.status.success(), "[{name}] create-token");
@@ -111,7 +111,7 @@ impl Throttled {
         assert_eq!(r.status, status, "[{}] {}", self.name, r.text());
     }
 
-    /// Checks a 429 problem with `Retry-After`; returns the body.
+    /// Checks a 429 problem with `Retry-After`; returns the body without the request's id.
     fn throttled(&self, r: &Reply, path: &str) -> Value {
         self.status(r, 429);
         assert_eq!(r.header("content-type"), Some("application/problem+json"));
@@ -125,6 +125,13 @@ impl Throttled {
         assert_eq!(v["title"], "Too Many Requests", "{v}");
         assert_eq!(v["status"], 429, "{v}");
         assert_eq!(v["instance"], path, "{v}");
+        let mut v = v;
+        let id = v.as_object_mut().unwrap().remove("request_id");
+        assert_eq!(
+            id.as_ref().and_then(Value::as_str),
+            r.header("x-request-id"),
+            "request_id"
+        );
         v
     }
 }
@@ -138,10 +145,21 @@ fn token_login_is_throttled_per_address() {
             app.status(&r, 401);
         }
         // Even the right token is refused from that address now.
-        app.throttled(&app.post(p, "203.0.113.1", &json!({"token": "ann-key"})), p);
+        app.throttled(
+            &app.post(
+                p,
+                "203.0.113.1",
+                &json!({"token": "ann-key-0123456789abcdef0123456789"}),
+            ),
+            p,
+        );
         // Other clients are not affected.
         app.status(
-            &app.post(p, "203.0.113.2", &json!({"token": "ann-key"})),
+            &app.post(
+                p,
+                "203.0.113.2",
+                &json!({"token": "ann-key-0123456789abcdef0123456789"}),
+            ),
             200,
         );
     }

@@ -499,6 +499,23 @@ impl Config {
                 &self.health_endpoint_path,
             ));
         }
+        for (key, path) in [
+            ("METRICS_PATH", &self.metrics_path),
+            ("READINESS_PATH", &self.readiness_path),
+        ] {
+            if !path.starts_with('/') {
+                return Err(invalid(key, "a path starting with /", path));
+            }
+        }
+        if self.readiness_path == self.health_endpoint_path
+            || (self.metrics_enabled && self.metrics_path == self.readiness_path)
+        {
+            return Err(invalid(
+                "READINESS_PATH",
+                "a path other than HEALTH_ENDPOINT_PATH and METRICS_PATH",
+                &self.readiness_path,
+            ));
+        }
         Ok(())
     }
 
@@ -714,6 +731,7 @@ mod tests {
             ("LOG_FORMAT", "xml"),
             ("READINESS_PATH", "ready"),
             ("SHUTDOWN_TIMEOUT", "-1"),
+            ("READINESS_PATH", "/health"),
         ] {
             let err = from(&[(key, value)]).unwrap_err().to_string();
             assert!(err.contains(key), "{key}={value}: {err}");
