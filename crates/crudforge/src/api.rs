@@ -1,5 +1,6 @@
 //! The `Api` builder: mounts blueprints and built-in routes on an actix-web `App`, with
-//! problem+json errors everywhere, query statistics, the OpenAPI description and docs page.
+//! problem+json errors everywhere, request ids, metrics, CORS, query statistics, readiness,
+//! the OpenAPI description and docs page; serves it with a graceful shutdown.
 
 use crate::config::{Config, ConfigError};
 use crate::db::Database;
