@@ -9,6 +9,7 @@ use crate::harness::{cli, request, Reply, Server};
 use serde_json::{json, Value};
 use std::process::Stdio;
 use std::sync::Barrier;
+use std::time::{Duration, Instant};
 
 const PASSWORD: &str = "correct horse";
 
@@ -64,6 +65,54 @@ fn at_once(a: impl FnOnce() -> Reply + Send, b: impl FnOnce() -> Reply + Send) -
         });
         (ha.join().unwrap(), hb.join().unwrap())
     })
+}
+
+#[test]
+fn readiness_is_503_while_migrations_wait_and_200_after() {
+    use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
+    if crudforge_tests::postgres_url().is_none() {
+        eprintln!("skipped: CRUDFORGE_TEST_POSTGRES_URL is not set");
+        return;
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let db = rt
+        .block_on(crudforge_tests::TestDb::postgres())
+        .expect("CRUDFORGE_TEST_POSTGRES_URL is set");
+    // Hold the migration lock, as another instance migrating would.
+    let key = crudforge::db::MIGRATION_LOCK_KEY;
+    let mut holder = rt.block_on(AsyncPgConnection::establish(&db.uri)).unwrap();
+    rt.block_on(holder.batch_execute(&format!("SELECT pg_advisory_lock({key})")))
+        .unwrap();
+    let env = vec![
+        ("ORM_DATABASE_URI", db.uri.clone()),
+        ("JWT_SECRET_KEY", crudforge_tests::TEST_SECRET.to_owned()),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::spawn(dir.path(), &env, Stdio::inherit());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(&server.addr).is_err() {
+        assert!(server.try_wait().is_none(), "exited early");
+        assert!(Instant::now() < deadline, "did not listen");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for _ in 0..3 {
+        let ready = server.get("/ready");
+        assert_eq!(ready.status, 503, "{}", ready.text());
+        assert_eq!(ready.json()["status"], "starting");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // /health keeps its contract: the database is reachable.
+    assert_eq!(server.get("/health").status, 200);
+    rt.block_on(holder.batch_execute(&format!("SELECT pg_advisory_unlock({key})")))
+        .unwrap();
+    server.wait_ready();
+    assert_eq!(server.get("/ready").json()["status"], "ready");
+    drop(server);
+    drop(holder);
+    drop(db);
 }
 
 #[test]

@@ -383,7 +383,9 @@ impl Database {
     }
 }
 
-const MIGRATION_LOCK_KEY: i64 = 0x6372_7564_666f_7267; // "crudforg"
+/// The PostgreSQL advisory lock (`pg_advisory_lock`) held while migrations run, so that
+/// instances starting together migrate one after the other.
+pub const MIGRATION_LOCK_KEY: i64 = 0x6372_7564_666f_7267; // "crudforg"
 
 fn migrate_blocking(
     backend: Backend,
