@@ -333,3 +333,30 @@ backend_tests! {
         assert_eq!(spec.json()["paths"]["/readyz"]["get"]["operationId"], "readiness");
     }
 }
+
+/// A PostgreSQL server nobody listens on: the pool connects lazily, so the API starts and
+/// readiness reports the outage.
+#[actix_web::test]
+async fn readiness_is_503_while_the_database_is_unreachable() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let cfg = Config {
+        database_uri: Some(format!("postgres://nobody@127.0.0.1:{port}/none")),
+        jwt_secret_key: Some(Secret::new(crudforge_tests::TEST_SECRET)),
+        ..Config::default()
+    };
+    let db = crudforge::Database::connect(&cfg).await.unwrap();
+    let api = Api::new(cfg, db).unwrap();
+    let app = test::init_service(api.app()).await;
+    let ready = send(&app, test::TestRequest::get().uri("/ready")).await;
+    assert_eq!(ready.status, 503);
+    assert_eq!(
+        ready.json(),
+        json!({"status": "unavailable", "database": "disconnected"})
+    );
+    assert_eq!(ready.header("retry-after"), Some("5"));
+    let health = send(&app, test::TestRequest::get().uri("/health")).await;
+    assert_eq!(health.status, 503);
+}
