@@ -35,6 +35,13 @@ const CONFIG_KEYS: &[&str] = &[
     "RECOVERY_UNIFORM_ANSWER",
     "CRUDFORGE_PASSWORD",
     "CRUDFORGE_TOKEN",
+    "METRICS_ENABLED",
+    "METRICS_PATH",
+    "METRICS_TOKEN",
+    "CORS_ALLOWED_ORIGINS",
+    "LOG_FORMAT",
+    "READINESS_PATH",
+    "SHUTDOWN_TIMEOUT",
 ];
 
 pub fn binary() -> PathBuf {
@@ -86,34 +93,61 @@ fn free_port() -> u16 {
 }
 
 impl Server {
-    /// Starts `reference-app serve` in `cwd` and waits until `/health` answers.
+    /// Starts `reference-app serve` in `cwd` and waits until it is ready (it listens at once
+    /// and answers `/ready` with 200 once its migrations have run).
     pub fn start(cwd: &Path, env: &[(&str, String)]) -> Server {
+        let mut server = Server::spawn(cwd, env, Stdio::inherit());
+        server.wait_ready();
+        server
+    }
+
+    /// Starts `reference-app serve` in `cwd` with its stderr going to `stderr`, without
+    /// waiting.
+    pub fn spawn(cwd: &Path, env: &[(&str, String)], stderr: Stdio) -> Server {
         let port = free_port();
         let addr = format!("127.0.0.1:{port}");
         let child = command(cwd, env)
             .args(["serve", "--bind", &addr])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .expect("spawn reference-app");
-        let mut server = Server {
+        Server {
             child,
             base: format!("http://{addr}"),
             addr,
-        };
+        }
+    }
+
+    /// Waits until the server answers `/ready` with 200.
+    pub fn wait_ready(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            if let Ok(Some(status)) = server.child.try_wait() {
+            if let Some(status) = self.try_wait() {
                 panic!("reference-app exited early: {status}");
             }
-            if TcpStream::connect(&server.addr).is_ok() {
-                break;
+            if TcpStream::connect(&self.addr).is_ok() && self.get("/ready").status == 200 {
+                return;
             }
-            assert!(Instant::now() < deadline, "reference-app did not start");
+            assert!(Instant::now() < deadline, "reference-app did not get ready");
             std::thread::sleep(Duration::from_millis(50));
         }
-        server
+    }
+
+    /// Whether the process has exited, and how.
+    pub fn try_wait(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().expect("try_wait")
+    }
+
+    /// Sends SIGTERM, as an orchestrator stopping the instance does.
+    pub fn terminate(&self) {
+        let pid = self.child.id().to_string();
+        let ok = Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill");
+        assert!(ok.success(), "kill -TERM {pid}");
     }
 
     pub fn get(&self, path: &str) -> Reply {

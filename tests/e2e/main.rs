@@ -4,5 +4,7 @@
 mod harness;
 
 mod foundation;
+mod instances;
+mod operations;
 mod reference;
 mod throttle;

@@ -111,7 +111,7 @@ impl Throttled {
         assert_eq!(r.status, status, "[{}] {}", self.name, r.text());
     }
 
-    /// Checks a 429 problem with `Retry-After`; returns the body.
+    /// Checks a 429 problem with `Retry-After`; returns the body without the request's id.
     fn throttled(&self, r: &Reply, path: &str) -> Value {
         self.status(r, 429);
         assert_eq!(r.header("content-type"), Some("application/problem+json"));
@@ -125,6 +125,13 @@ impl Throttled {
         assert_eq!(v["title"], "Too Many Requests", "{v}");
         assert_eq!(v["status"], 429, "{v}");
         assert_eq!(v["instance"], path, "{v}");
+        let mut v = v;
+        let id = v.as_object_mut().unwrap().remove("request_id");
+        assert_eq!(
+            id.as_ref().and_then(Value::as_str),
+            r.header("x-request-id"),
+            "request_id"
+        );
         v
     }
 }

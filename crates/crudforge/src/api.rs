@@ -1,14 +1,18 @@
 //! The `Api` builder: mounts blueprints and built-in routes on an actix-web `App`, with
-//! problem+json errors everywhere, query statistics, the OpenAPI description and docs page.
+//! problem+json errors everywhere, request ids, metrics, CORS, query statistics, readiness,
+//! the OpenAPI description and docs page; serves it with a graceful shutdown.
 
 use crate::config::{Config, ConfigError};
 use crate::db::Database;
 use crate::error::{self, Error};
 use crate::middleware;
 use crate::openapi::{self, ApiDoc};
+use crate::operation::OperationIds;
+use crate::readiness::{Phase, Readiness};
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
-use actix_web::middleware::from_fn;
+use actix_web::http::Method;
+use actix_web::middleware::{from_fn, Condition};
 use actix_web::{web, App, HttpRequest, HttpResponse};
 use std::sync::{Arc, OnceLock};
 
@@ -32,6 +36,8 @@ pub struct Api {
     state: Arc<ApiState>,
     mounts: Vec<Arc<dyn Mount>>,
     spec: Arc<OnceLock<Arc<str>>>,
+    operation_ids: Arc<OnceLock<Arc<OperationIds>>>,
+    readiness: Readiness,
 }
 
 impl std::fmt::Debug for Api {
@@ -67,6 +73,8 @@ impl Api {
             }),
             mounts: Vec::new(),
             spec: Arc::new(OnceLock::new()),
+            operation_ids: Arc::new(OnceLock::new()),
+            readiness: Readiness::new(Phase::Ready),
         })
     }
 
@@ -80,6 +88,7 @@ impl Api {
         let m = m.into_mount().map_err(MountError)?;
         self.mounts.push(Arc::from(m));
         self.spec = Arc::new(OnceLock::new());
+        self.operation_ids = Arc::new(OnceLock::new());
         Ok(self)
     }
 
@@ -98,6 +107,30 @@ impl Api {
         &self.state.db
     }
 
+    /// The readiness of this API (ready from [`Api::new`] on). An application that migrates
+    /// after it starts listening marks it [`Readiness::set_starting`] first and
+    /// [`Readiness::set_ready`] after; [`Api::server`] marks it draining on SIGTERM or Ctrl-C.
+    pub fn readiness(&self) -> &Readiness {
+        &self.readiness
+    }
+
+    /// The operation id of every documented route, plus the built-in undocumented ones
+    /// (metrics, the description and docs page), for metrics labels and log lines.
+    pub fn operation_ids(&self) -> Arc<OperationIds> {
+        self.operation_ids
+            .get_or_init(|| {
+                let cfg = &self.state.config;
+                let mut ids = OperationIds::from_openapi(&self.openapi());
+                if cfg.metrics_enabled {
+                    ids.add(Method::GET, &cfg.metrics_path, "metrics");
+                }
+                ids.add(Method::GET, openapi::OPENAPI_PATH, "openapi");
+                ids.add(Method::GET, openapi::DOCS_PATH, "docs");
+                Arc::new(ids)
+            })
+            .clone()
+    }
+
     /// The OpenAPI description of everything mounted.
     pub fn openapi(&self) -> apistos::OpenApi {
         let cfg = &self.state.config;
@@ -107,6 +140,7 @@ impl Api {
         if cfg.health_endpoint_enabled {
             crate::health::document(&mut doc, &cfg.health_endpoint_path);
         }
+        crate::readiness::document(&mut doc, &cfg.readiness_path);
         for m in &self.mounts {
             m.document(&mut doc);
         }
@@ -131,6 +165,7 @@ impl Api {
         let limit = state.config.max_body_size;
         cfg.app_data(web::Data::from(state.clone()))
             .app_data(web::Data::new(state.db.clone()))
+            .app_data(web::Data::new(self.readiness.clone()))
             .app_data(
                 web::JsonConfig::default()
                     .limit(limit)
@@ -148,6 +183,16 @@ impl Api {
             cfg.service(
                 web::resource(state.config.health_endpoint_path.as_str())
                     .route(web::get().to(crate::health::health)),
+            );
+        }
+        cfg.service(
+            web::resource(state.config.readiness_path.as_str())
+                .route(web::get().to(crate::readiness::ready)),
+        );
+        if state.config.metrics_enabled {
+            cfg.service(
+                web::resource(state.config.metrics_path.as_str())
+                    .route(web::get().to(crate::metrics::serve)),
             );
         }
         openapi::register(cfg, &state.config.api_title, self.openapi_json());
@@ -169,26 +214,78 @@ impl Api {
         >,
     > {
         let this = self.clone();
+        let cors = crate::cors::middleware(&self.state.config);
+        // Wrapped from the inside out: the last is the first to see a request.
         App::new()
             .app_data(web::Data::from(self.state.clone()))
+            .app_data(web::Data::from(self.operation_ids()))
             .wrap(from_fn(middleware::own_task))
             .wrap(from_fn(middleware::query_timing))
+            .wrap(Condition::new(cors.is_some(), cors.unwrap_or_default()))
             .wrap(from_fn(middleware::problems))
+            .wrap(from_fn(crate::metrics::track))
+            .wrap(from_fn(crate::logging::access_log))
+            .wrap(from_fn(crate::request_id::request_id))
             .configure(move |cfg| this.configure(cfg))
             .default_service(web::to(not_found))
     }
 
-    /// Serves the application on `addr` until the process is stopped.
+    /// Serves the application on `addr` until the process is stopped (see [`Api::server`]).
     ///
     /// # Errors
     ///
     /// The address cannot be bound.
     pub async fn serve(self, addr: &str) -> std::io::Result<()> {
+        self.server(addr)?.await
+    }
+
+    /// Binds `addr` and starts serving; await the returned server to wait until it stops.
+    ///
+    /// On SIGTERM or Ctrl-C the readiness turns 503 at once, the listener closes, and
+    /// requests in flight get up to `SHUTDOWN_TIMEOUT` seconds to finish.
+    ///
+    /// # Errors
+    ///
+    /// The address cannot be bound.
+    pub fn server(&self, addr: &str) -> std::io::Result<actix_web::dev::Server> {
         let api = self.clone();
-        actix_web::HttpServer::new(move || api.app())
+        let server = actix_web::HttpServer::new(move || api.app())
+            .disable_signals()
+            .shutdown_timeout(self.state.config.shutdown_timeout)
             .bind(addr)?
-            .run()
-            .await
+            .run();
+        let handle = server.handle();
+        let readiness = self.readiness.clone();
+        actix_web::rt::spawn(async move {
+            stop_signal().await;
+            readiness.begin_shutdown();
+            tracing::info!("shutting down: readiness is 503, finishing requests in flight");
+            handle.stop(true).await;
+        });
+        Ok(server)
+    }
+}
+
+/// Waits for Ctrl-C, or on Unix also SIGTERM (what orchestrators send).
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use actix_web::rt::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = actix_web::rt::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = actix_web::rt::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = actix_web::rt::signal::ctrl_c().await;
     }
 }
 

@@ -79,6 +79,31 @@ pub struct Config {
     /// `TRUSTED_PROXIES`: proxies (addresses or CIDR blocks) whose `X-Forwarded-For` is
     /// believed when finding a client's address; empty means the socket's peer is the client.
     pub trusted_proxies: Vec<IpNet>,
+    /// `METRICS_ENABLED`: whether the Prometheus metrics route exists.
+    pub metrics_enabled: bool,
+    /// `METRICS_PATH`: path of the Prometheus metrics route.
+    pub metrics_path: String,
+    /// `METRICS_TOKEN`: when set, the metrics route wants `Authorization: Bearer <token>`.
+    pub metrics_token: Option<Secret>,
+    /// `CORS_ALLOWED_ORIGINS`: origins (`https://app.example.com`) a browser may call the API
+    /// from; empty means no CORS headers at all, `*` means any origin (without credentials).
+    pub cors_allowed_origins: Vec<String>,
+    /// `LOG_FORMAT`: `text` (human-readable) or `json` (one object per line).
+    pub log_format: LogFormat,
+    /// `READINESS_PATH`: path of the readiness route (503 until ready and from shutdown on).
+    pub readiness_path: String,
+    /// `SHUTDOWN_TIMEOUT`: seconds a graceful shutdown waits for requests in flight.
+    pub shutdown_timeout: u64,
+}
+
+/// How log lines are written (`LOG_FORMAT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LogFormat {
+    /// Human-readable lines (the default).
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
 }
 
 /// SQLite's `synchronous` setting: how far each commit waits for the disk.
@@ -151,6 +176,13 @@ impl Default for Config {
             login_max_failures_per_address: 50,
             login_failure_window: 900,
             trusted_proxies: Vec::new(),
+            metrics_enabled: false,
+            metrics_path: "/metrics".to_owned(),
+            metrics_token: None,
+            cors_allowed_origins: Vec::new(),
+            log_format: LogFormat::Text,
+            readiness_path: "/ready".to_owned(),
+            shutdown_timeout: 30,
         }
     }
 }
@@ -196,6 +228,13 @@ impl fmt::Debug for Config {
             )
             .field("login_failure_window", &self.login_failure_window)
             .field("trusted_proxies", &self.trusted_proxies)
+            .field("metrics_enabled", &self.metrics_enabled)
+            .field("metrics_path", &self.metrics_path)
+            .field("metrics_token", &self.metrics_token)
+            .field("cors_allowed_origins", &self.cors_allowed_origins)
+            .field("log_format", &self.log_format)
+            .field("readiness_path", &self.readiness_path)
+            .field("shutdown_timeout", &self.shutdown_timeout)
             .finish()
     }
 }
@@ -402,6 +441,35 @@ impl Config {
                 )
             })?;
         }
+        if let Some(v) = get("METRICS_ENABLED") {
+            cfg.metrics_enabled = parse_bool("METRICS_ENABLED", &v)?;
+        }
+        if let Some(v) = get("METRICS_PATH") {
+            cfg.metrics_path = parse_path("METRICS_PATH", &v)?;
+        }
+        cfg.metrics_token = get("METRICS_TOKEN").map(|v| Secret::new(v.trim().to_owned()));
+        if let Some(v) = get("CORS_ALLOWED_ORIGINS") {
+            cfg.cors_allowed_origins = parse_origins(&v)?;
+        }
+        if let Some(v) = get("LOG_FORMAT") {
+            cfg.log_format = match v.trim().to_ascii_lowercase().as_str() {
+                "text" => LogFormat::Text,
+                "json" => LogFormat::Json,
+                _ => return Err(invalid("LOG_FORMAT", "text or json", &v)),
+            };
+        }
+        if let Some(v) = get("READINESS_PATH") {
+            cfg.readiness_path = parse_path("READINESS_PATH", &v)?;
+        }
+        if let Some(v) = get("SHUTDOWN_TIMEOUT") {
+            cfg.shutdown_timeout = v.trim().parse::<u64>().ok().ok_or_else(|| {
+                invalid(
+                    "SHUTDOWN_TIMEOUT",
+                    "a whole number of seconds such as 30",
+                    &v,
+                )
+            })?;
+        }
         cfg.validate()?;
         Ok(cfg)
     }
@@ -444,6 +512,23 @@ impl Config {
                 "HEALTH_ENDPOINT_PATH",
                 "a path starting with /",
                 &self.health_endpoint_path,
+            ));
+        }
+        for (key, path) in [
+            ("METRICS_PATH", &self.metrics_path),
+            ("READINESS_PATH", &self.readiness_path),
+        ] {
+            if !path.starts_with('/') {
+                return Err(invalid(key, "a path starting with /", path));
+            }
+        }
+        if self.readiness_path == self.health_endpoint_path
+            || (self.metrics_enabled && self.metrics_path == self.readiness_path)
+        {
+            return Err(invalid(
+                "READINESS_PATH",
+                "a path other than HEALTH_ENDPOINT_PATH and METRICS_PATH",
+                &self.readiness_path,
             ));
         }
         Ok(())
@@ -551,6 +636,32 @@ fn parse_count(key: &'static str, v: &str) -> Result<u32, ConfigError> {
         .ok_or_else(|| invalid(key, "a whole number (0 turns the limit off)", v))
 }
 
+/// `*`, or a comma-separated list of origins (`scheme://host[:port]`, no path).
+fn parse_origins(v: &str) -> Result<Vec<String>, ConfigError> {
+    let origins: Vec<String> = v
+        .split(',')
+        .map(|o| o.trim().trim_end_matches('/').to_owned())
+        .filter(|o| !o.is_empty())
+        .collect();
+    let well_formed = |o: &String| {
+        o == "*"
+            || o.split_once("://").is_some_and(|(scheme, host)| {
+                matches!(scheme, "http" | "https")
+                    && !host.is_empty()
+                    && !host.contains(['/', ' ', '*', '?', '#'])
+            })
+    };
+    if origins.iter().all(well_formed) && !(origins.len() > 1 && origins.iter().any(|o| o == "*")) {
+        Ok(origins)
+    } else {
+        Err(invalid(
+            "CORS_ALLOWED_ORIGINS",
+            "* or a comma-separated list of origins such as https://app.example.com",
+            v,
+        ))
+    }
+}
+
 fn parse_path(key: &'static str, v: &str) -> Result<String, ConfigError> {
     let v = v.trim();
     if v.starts_with('/') && !v.contains(char::is_whitespace) {
@@ -586,6 +697,60 @@ mod tests {
         assert_eq!(c.login_max_failures_per_address, 50);
         assert_eq!(c.login_failure_window, 900);
         assert!(c.trusted_proxies.is_empty());
+        assert!(!c.metrics_enabled);
+        assert_eq!(c.metrics_path, "/metrics");
+        assert!(c.metrics_token.is_none());
+        assert!(c.cors_allowed_origins.is_empty());
+        assert_eq!(c.log_format, LogFormat::Text);
+        assert_eq!(c.readiness_path, "/ready");
+        assert_eq!(c.shutdown_timeout, 30);
+    }
+
+    #[test]
+    fn operations_settings_are_read_and_checked() {
+        let c = from(&[
+            ("METRICS_ENABLED", "true"),
+            ("METRICS_PATH", "/internal/metrics"),
+            ("METRICS_TOKEN", "scrape-me"),
+            (
+                "CORS_ALLOWED_ORIGINS",
+                "https://app.example.com, http://localhost:3000/",
+            ),
+            ("LOG_FORMAT", "JSON"),
+            ("READINESS_PATH", "/readyz"),
+            ("SHUTDOWN_TIMEOUT", "5"),
+        ])
+        .unwrap();
+        assert!(c.metrics_enabled);
+        assert_eq!(c.metrics_path, "/internal/metrics");
+        assert_eq!(c.metrics_token.unwrap().expose(), b"scrape-me");
+        assert_eq!(
+            c.cors_allowed_origins,
+            ["https://app.example.com", "http://localhost:3000"]
+        );
+        assert_eq!(c.log_format, LogFormat::Json);
+        assert_eq!(c.readiness_path, "/readyz");
+        assert_eq!(c.shutdown_timeout, 5);
+        assert_eq!(
+            from(&[("CORS_ALLOWED_ORIGINS", "*")])
+                .unwrap()
+                .cors_allowed_origins,
+            ["*"]
+        );
+        for (key, value) in [
+            ("METRICS_ENABLED", "maybe"),
+            ("METRICS_PATH", "metrics"),
+            ("CORS_ALLOWED_ORIGINS", "app.example.com"),
+            ("CORS_ALLOWED_ORIGINS", "*, https://app.example.com"),
+            ("CORS_ALLOWED_ORIGINS", "https://app.example.com/path"),
+            ("LOG_FORMAT", "xml"),
+            ("READINESS_PATH", "ready"),
+            ("SHUTDOWN_TIMEOUT", "-1"),
+            ("READINESS_PATH", "/health"),
+        ] {
+            let err = from(&[(key, value)]).unwrap_err().to_string();
+            assert!(err.contains(key), "{key}={value}: {err}");
+        }
     }
 
     #[test]

@@ -37,6 +37,9 @@ pub struct Problem {
     /// Internal detail, sent only in debug mode.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub debug: Option<String>,
+    /// The id of the request (its `X-Request-Id`), set by the error middleware.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
 }
 
 impl Problem {
@@ -50,6 +53,7 @@ impl Problem {
             instance: String::new(),
             field: None,
             debug: None,
+            request_id: None,
         }
     }
 

@@ -34,6 +34,12 @@
 //! | [`perms`] | permission rules |
 //! | [`health`] | the health endpoint |
 //! | [`middleware`] | problem+json rendering, query timing, request tasks |
+//! | [`request_id`] | request ids: `X-Request-Id`, the request span, `request_id` in problems |
+//! | [`operation`] | the operation id of a request, for metrics labels and log lines |
+//! | [`metrics`] | Prometheus metrics and their endpoint |
+//! | [`cors`] | CORS for the configured origins |
+//! | [`logging`] | the log subscriber (text or JSON) and one line per request |
+//! | [`readiness`] | the readiness endpoint and graceful shutdown |
 //! | [`crud`] | generated CRUD: resources, blueprints, list queries, handlers, lifecycle hooks, ETags and conditional requests, idempotency keys |
 //! | [`users`] | the user system: users, roles, tokens, settings, domains, login |
 //! | [`api`] | the builder that mounts everything on an actix-web `App` |
@@ -46,23 +52,29 @@ pub mod api;
 pub mod auth;
 pub mod condition;
 pub mod config;
+pub mod cors;
 pub mod crud;
 pub mod db;
 pub mod error;
 pub mod field;
 pub mod health;
 pub mod json;
+pub mod logging;
+pub mod metrics;
 pub mod middleware;
 pub mod mount;
 pub mod net;
 pub mod openapi;
+pub mod operation;
 pub mod perms;
+pub mod readiness;
+pub mod request_id;
 pub mod schema;
 pub mod state;
 pub mod users;
 
 pub use api::Api;
-pub use config::{Config, SqliteSynchronous};
+pub use config::{Config, LogFormat, SqliteSynchronous};
 pub use crud::{CrudBlueprint, OpOptions, Operation, Resource};
 pub use crudforge_derive::Resource;
 pub use db::sql_types;

@@ -1,5 +1,8 @@
 //! The middlewares every [`Api`](crate::Api) wraps its routes in, one concern each.
 //!
+//! Outside these, [`request_id`](crate::request_id::request_id) gives each request its id and
+//! span, [`cors`](crate::cors) answers browsers, and [`metrics`](crate::metrics::track) and
+//! [`access_log`](crate::logging::access_log) observe every answer.
 //! From the outside in: [`problems`] turns every error answer into problem+json,
 //! [`query_timing`] measures the request's queries into `Server-Timing` when monitoring is on,
 //! and [`own_task`] runs the rest of the request as a task of its own. Add a new cross-cutting
@@ -8,6 +11,7 @@
 
 use crate::db::monitor::QueryStats;
 use crate::error::{Error, Problem, ProblemError, PROBLEM_CONTENT_TYPE};
+use crate::request_id::RequestId;
 use crate::state::ApiState;
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
@@ -15,6 +19,7 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::middleware::Next;
 use actix_web::{web, HttpMessage, HttpResponse};
 use std::sync::Arc;
+use tracing::Instrument;
 
 /// Runs the request as a task of its own, so it finishes even when the connection's future is
 /// dropped (a client that goes away): diesel-async cannot drop an unfinished SQLite query on
@@ -29,11 +34,13 @@ pub async fn own_task(
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     // The task keeps counting queries towards the request's statistics, if any.
     let stats = req.extensions().get::<Arc<QueryStats>>().cloned();
+    // The task keeps the request's span (and so its request id) on its log lines.
+    let span = tracing::Span::current();
     let task = match stats {
-        Some(stats) => {
-            actix_web::rt::spawn(async move { QueryStats::scope(stats, next.call(req)).await })
-        }
-        None => actix_web::rt::spawn(next.call(req)),
+        Some(stats) => actix_web::rt::spawn(
+            async move { QueryStats::scope(stats, next.call(req)).await }.instrument(span),
+        ),
+        None => actix_web::rt::spawn(next.call(req).instrument(span)),
     };
     let res = task
         .await
@@ -84,6 +91,7 @@ pub async fn problems(
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     let path = req.path().to_owned();
+    let request_id = req.extensions().get::<RequestId>().map(|id| id.0.clone());
     let debug = req
         .app_data::<web::Data<ApiState>>()
         .is_some_and(|s| s.config.debug);
@@ -108,6 +116,9 @@ pub async fn problems(
     let mut problem = known.unwrap_or_else(|| Problem::from_status(status));
     if problem.instance.is_empty() {
         problem.instance = path;
+    }
+    if problem.request_id.is_none() {
+        problem.request_id = request_id;
     }
     let body = problem.to_body(debug);
     let (req, old) = res.into_parts();

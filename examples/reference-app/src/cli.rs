@@ -92,12 +92,9 @@ pub enum Command {
 /// Runs the command line; errors become one line on stderr and a non-zero exit.
 pub fn main() -> ExitCode {
     let _ = dotenvy::dotenv();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    // A bad configuration is reported by `run`; the log format falls back to text meanwhile.
+    let format = Config::from_env().map(|c| c.log_format).unwrap_or_default();
+    let _ = crudforge::logging::init(format);
     let cli = Cli::parse();
     match actix_web::rt::System::new().block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
@@ -134,15 +131,18 @@ pub async fn open_and_migrate(
             .map(|applied| (db, applied)),
         Err(e) => Err(e),
     };
-    opened.map_err(|e| {
-        // The driver's message ("error connecting to server") does not say which server.
-        match (&e, config.database_uri.as_deref().and_then(server_of)) {
-            (crudforge::db::DbError::Connect(_), Some(server)) => {
-                format!("{e} (server {server})").into()
-            }
-            _ => Box::<dyn std::error::Error>::from(e),
+    opened.map_err(|e| describe(config, e))
+}
+
+/// A database error for one line on stderr: the driver's message ("error connecting to
+/// server") does not say which server.
+fn describe(config: &Config, e: crudforge::db::DbError) -> Box<dyn std::error::Error> {
+    match (&e, config.database_uri.as_deref().and_then(server_of)) {
+        (crudforge::db::DbError::Connect(_), Some(server)) => {
+            format!("{e} (server {server})").into()
         }
-    })
+        _ => Box::<dyn std::error::Error>::from(e),
+    }
 }
 
 /// The `host:port` part of a PostgreSQL URL, without user or password.
@@ -163,6 +163,40 @@ pub fn build_api(config: Config, db: Database) -> Result<Api, Box<dyn std::error
     Ok(crate::api::routes::mount(api)?)
 }
 
+/// Listens on `bind` at once with readiness 503, runs pending migrations, then turns ready;
+/// stops gracefully on SIGTERM or Ctrl-C.
+///
+/// # Errors
+///
+/// Bad configuration, an unreachable database, a failed migration, or an address that
+/// cannot be bound.
+pub async fn serve(config: Config, bind: &str) -> Result<(), Box<dyn std::error::Error>> {
+    let db = Database::connect(&config)
+        .await
+        .map_err(|e| describe(&config, e))?;
+    let api = build_api(config, db.clone())?;
+    api.readiness().set_starting();
+    let server = api.server(bind)?;
+    let handle = server.handle();
+    let running = actix_web::rt::spawn(server);
+    tracing::info!("listening on http://{bind} (docs at http://{bind}/docs); migrating");
+    match db.run_migrations(Some(crate::api::migrations())).await {
+        Ok(applied) => {
+            if !applied.is_empty() {
+                tracing::info!(count = applied.len(), "applied migrations");
+            }
+            api.readiness().set_ready();
+            tracing::info!("ready");
+        }
+        Err(e) => {
+            handle.stop(false).await;
+            return Err(describe(api.config(), e));
+        }
+    }
+    running.await??;
+    Ok(())
+}
+
 /// Runs one command.
 ///
 /// # Errors
@@ -173,14 +207,13 @@ pub async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     let command = cli.command.unwrap_or(Command::Serve {
         bind: std::env::var("BIND").unwrap_or_else(|_| "127.0.0.1:8080".to_owned()),
     });
+    if let Command::Serve { bind } = &command {
+        return serve(config, bind).await;
+    }
     let (db, applied) = open_and_migrate(&config).await?;
     let cost = config.bcrypt_cost;
     match command {
-        Command::Serve { bind } => {
-            let api = build_api(config, db)?;
-            tracing::info!("listening on http://{bind} (docs at http://{bind}/docs)");
-            api.serve(&bind).await?;
-        }
+        Command::Serve { .. } => unreachable!("served above"),
         Command::Migrate if applied.is_empty() => eprintln!("migrations are up to date"),
         Command::Migrate => eprintln!("applied {} migration(s)", applied.len()),
         Command::CreateUser {

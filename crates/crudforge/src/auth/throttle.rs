@@ -109,6 +109,31 @@ pub struct Attempt {
     address: Option<(String, u32)>,
     account_limit: u32,
     held: Vec<Held>,
+    outcome: Outcome,
+}
+
+/// How an attempt ended, for the metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    /// Not settled: dropped so, it failed.
+    Failed,
+    /// The credentials were right.
+    Succeeded,
+    /// Refused with 429.
+    Throttled,
+    /// The database failed: counted neither way.
+    Error,
+}
+
+impl Drop for Attempt {
+    fn drop(&mut self) {
+        let metrics = crate::metrics::global();
+        match self.outcome {
+            Outcome::Failed => metrics.login_failed(),
+            Outcome::Throttled => metrics.throttled(),
+            Outcome::Succeeded | Outcome::Error => {}
+        }
+    }
 }
 
 impl Attempt {
@@ -132,6 +157,7 @@ impl Attempt {
             address,
             account_limit: cfg.login_max_failures_per_account,
             held: Vec::new(),
+            outcome: Outcome::Failed,
         };
         attempt.count(account).await?;
         if let Some((key, limit)) = attempt.address.clone() {
@@ -157,6 +183,7 @@ impl Attempt {
     ///
     /// A database error.
     pub async fn succeeded(mut self) -> Result<(), Error> {
+        self.outcome = Outcome::Succeeded;
         let held = std::mem::take(&mut self.held);
         release(&self.db, &held).await
     }
@@ -177,6 +204,7 @@ impl Attempt {
         let (failures, window_start) = match counted {
             Ok(c) => c,
             Err(e) => {
+                self.outcome = Outcome::Error;
                 let held = std::mem::take(&mut self.held);
                 let _ = release(&self.db, &held).await;
                 return Err(e);
@@ -184,6 +212,7 @@ impl Attempt {
         };
         self.held.push(Held { key, window_start });
         if i64::from(failures) > i64::from(limit) {
+            self.outcome = Outcome::Throttled;
             let held = std::mem::take(&mut self.held);
             release(&self.db, &held).await?;
             return Err(throttled(window_start + self.window - at));

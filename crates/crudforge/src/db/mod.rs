@@ -312,6 +312,15 @@ impl Database {
         }
     }
 
+    /// The pool's connections: `(open, in use, requests waiting for one)`.
+    pub fn pool_status(&self) -> (usize, usize, usize) {
+        let st = match &self.inner.pools {
+            Pools::Sqlite(p) => p.status(),
+            Pools::Postgres(p) => p.status(),
+        };
+        (st.size, st.size.saturating_sub(st.available), st.waiting)
+    }
+
     /// Whether query monitoring is on.
     pub fn monitoring(&self) -> bool {
         self.inner.monitor.is_some()
@@ -328,12 +337,12 @@ impl Database {
             Pools::Sqlite(p) => Conn::Sqlite(p.get().await?),
             Pools::Postgres(p) => Conn::Postgres(p.get().await?),
         };
-        if let Some(threshold) = self.inner.monitor {
-            let monitor = QueryMonitor::new(threshold, QueryStats::current());
-            match &mut conn {
-                Conn::Sqlite(c) => c.set_instrumentation(monitor),
-                Conn::Postgres(c) => c.set_instrumentation(monitor),
-            }
+        // Every query is counted and timed for the metrics; with monitoring on, slow ones
+        // are logged and the request's statistics kept too.
+        let monitor = QueryMonitor::new(self.inner.monitor, QueryStats::current());
+        match &mut conn {
+            Conn::Sqlite(c) => c.set_instrumentation(monitor),
+            Conn::Postgres(c) => c.set_instrumentation(monitor),
         }
         Ok(conn)
     }
@@ -374,7 +383,9 @@ impl Database {
     }
 }
 
-const MIGRATION_LOCK_KEY: i64 = 0x6372_7564_666f_7267; // "crudforg"
+/// The PostgreSQL advisory lock (`pg_advisory_lock`) held while migrations run, so that
+/// instances starting together migrate one after the other.
+pub const MIGRATION_LOCK_KEY: i64 = 0x6372_7564_666f_7267; // "crudforg"
 
 fn migrate_blocking(
     backend: Backend,

@@ -47,15 +47,16 @@ impl QueryStats {
     }
 }
 
-/// The instrumentation set on a connection when monitoring is on.
+/// The instrumentation set on every checked-out connection: feeds the query metrics, and with
+/// monitoring on (a threshold) logs slow queries.
 pub(crate) struct QueryMonitor {
-    threshold: Duration,
+    threshold: Option<Duration>,
     stats: Option<Arc<QueryStats>>,
     started: Option<Instant>,
 }
 
 impl QueryMonitor {
-    pub(crate) fn new(threshold: Duration, stats: Option<Arc<QueryStats>>) -> Self {
+    pub(crate) fn new(threshold: Option<Duration>, stats: Option<Arc<QueryStats>>) -> Self {
         QueryMonitor {
             threshold,
             stats,
@@ -82,10 +83,11 @@ impl Instrumentation for QueryMonitor {
                     return;
                 };
                 let elapsed = start.elapsed();
+                crate::metrics::global().observe_query(elapsed);
                 if let Some(stats) = &self.stats {
                     stats.record(elapsed);
                 }
-                if elapsed > self.threshold {
+                if self.threshold.is_some_and(|t| elapsed > t) {
                     tracing::warn!(
                         target: "crudforge::slow_query",
                         sql = %sql_only(query),

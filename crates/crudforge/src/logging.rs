@@ -1,0 +1,74 @@
+//! Logs: the subscriber (`LOG_FORMAT` text or JSON lines) and one line per request with its
+//! id, operation id, status and duration.
+//!
+//! No line carries a header, a body or a query string, so passwords and tokens never reach
+//! the logs.
+
+use crate::config::LogFormat;
+use crate::operation::OperationIds;
+use crate::request_id::RequestId;
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::middleware::Next;
+use actix_web::HttpMessage;
+use std::time::Instant;
+use tracing_subscriber::EnvFilter;
+
+/// Installs the process's log subscriber on stderr: human-readable lines, or with
+/// [`LogFormat::Json`] one JSON object per line (the event's fields at the top level, the
+/// request span's fields, `request_id` among them, under `span`). `RUST_LOG` filters, as
+/// `info` by default.
+///
+/// # Errors
+///
+/// A subscriber is already installed.
+pub fn init(format: LogFormat) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(false)
+            .try_init(),
+    }
+}
+
+/// Writes one `request` line (target `crudforge::access`) per answered request: request id,
+/// operation id, method, status and duration in milliseconds.
+///
+/// # Errors
+///
+/// The inner service's error (logged with its status).
+pub async fn access_log(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let started = Instant::now();
+    let operation_id = OperationIds::of(req.request());
+    let request_id = req
+        .extensions()
+        .get::<RequestId>()
+        .map(|id| id.0.clone())
+        .unwrap_or_default();
+    let method = req.method().clone();
+    let res = next.call(req).await;
+    let status = match &res {
+        Ok(r) => r.status(),
+        Err(e) => e.as_response_error().status_code(),
+    };
+    tracing::info!(
+        target: "crudforge::access",
+        request_id = %request_id,
+        operation_id = %operation_id,
+        method = %method,
+        status = status.as_u16(),
+        duration_ms = started.elapsed().as_secs_f64() * 1000.0,
+        "request"
+    );
+    res.map(ServiceResponse::map_into_boxed_body)
+}

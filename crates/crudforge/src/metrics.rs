@@ -1,0 +1,262 @@
+//! Prometheus metrics: requests by operation id, the database pool and queries, login
+//! failures and throttled answers, build info; served in the text format at `METRICS_PATH`.
+//!
+//! The metrics live in one registry per process ([`global`]), so the database and
+//! authentication layers record into it without reaching up to the [`Api`](crate::Api).
+
+use crate::error::Error;
+use crate::operation::OperationIds;
+use crate::state::ApiState;
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header;
+use actix_web::http::{Method, StatusCode};
+use actix_web::middleware::Next;
+use actix_web::{web, HttpRequest, HttpResponse};
+use prometheus::{
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry, TextEncoder,
+};
+use std::sync::LazyLock;
+use std::time::{Duration, Instant};
+use subtle::ConstantTimeEq;
+
+/// The metrics of this process.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    requests: IntCounterVec,
+    request_duration: HistogramVec,
+    pool_size: IntGauge,
+    pool_in_use: IntGauge,
+    pool_waiting: IntGauge,
+    queries: IntCounter,
+    query_duration: Histogram,
+    login_failures: IntCounter,
+    throttled: IntCounter,
+    build_info: IntGaugeVec,
+}
+
+static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
+
+/// The metrics of this process.
+pub fn global() -> &'static Metrics {
+    &METRICS
+}
+
+const REQUEST_LABELS: &[&str] = &["operation", "method", "status"];
+
+impl Metrics {
+    fn new() -> Metrics {
+        let registry = Registry::new();
+        let requests = IntCounterVec::new(
+            Opts::new(
+                "crudforge_http_requests_total",
+                "HTTP requests answered, by operation id, method and status class.",
+            ),
+            REQUEST_LABELS,
+        )
+        .expect("valid metric");
+        let request_duration = HistogramVec::new(
+            HistogramOpts::new(
+                "crudforge_http_request_duration_seconds",
+                "Time to answer HTTP requests, by operation id, method and status class.",
+            ),
+            REQUEST_LABELS,
+        )
+        .expect("valid metric");
+        let pool_size = IntGauge::new(
+            "crudforge_db_pool_connections",
+            "Open connections in the database pool.",
+        )
+        .expect("valid metric");
+        let pool_in_use = IntGauge::new(
+            "crudforge_db_pool_in_use",
+            "Connections of the pool checked out now.",
+        )
+        .expect("valid metric");
+        let pool_waiting = IntGauge::new(
+            "crudforge_db_pool_waiting",
+            "Requests waiting for a connection of the pool.",
+        )
+        .expect("valid metric");
+        let queries = IntCounter::new("crudforge_db_queries_total", "Database queries run.")
+            .expect("valid metric");
+        let query_duration = Histogram::with_opts(HistogramOpts::new(
+            "crudforge_db_query_duration_seconds",
+            "Time database queries took.",
+        ))
+        .expect("valid metric");
+        let login_failures = IntCounter::new(
+            "crudforge_login_failures_total",
+            "Failed credential checks (wrong password, unknown account, bad token).",
+        )
+        .expect("valid metric");
+        let throttled = IntCounter::new(
+            "crudforge_throttled_total",
+            "Credential checks refused with 429 because of too many failures.",
+        )
+        .expect("valid metric");
+        let build_info = IntGaugeVec::new(
+            Opts::new(
+                "crudforge_build_info",
+                "Always 1; the labels name the crudforge version and the API version.",
+            ),
+            &["version", "api_version"],
+        )
+        .expect("valid metric");
+        for c in [
+            Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(request_duration.clone()),
+            Box::new(pool_size.clone()),
+            Box::new(pool_in_use.clone()),
+            Box::new(pool_waiting.clone()),
+            Box::new(queries.clone()),
+            Box::new(query_duration.clone()),
+            Box::new(login_failures.clone()),
+            Box::new(throttled.clone()),
+            Box::new(build_info.clone()),
+        ] {
+            registry.register(c).expect("unique metric");
+        }
+        Metrics {
+            registry,
+            requests,
+            request_duration,
+            pool_size,
+            pool_in_use,
+            pool_waiting,
+            queries,
+            query_duration,
+            login_failures,
+            throttled,
+            build_info,
+        }
+    }
+
+    /// Counts an answered request.
+    pub fn observe_request(
+        &self,
+        operation: &str,
+        method: &Method,
+        status: StatusCode,
+        took: Duration,
+    ) {
+        let labels = [operation, method_label(method), status_class(status)];
+        self.requests.with_label_values(&labels).inc();
+        self.request_duration
+            .with_label_values(&labels)
+            .observe(took.as_secs_f64());
+    }
+
+    /// Counts a finished query.
+    pub fn observe_query(&self, took: Duration) {
+        self.queries.inc();
+        self.query_duration.observe(took.as_secs_f64());
+    }
+
+    /// Counts a failed credential check.
+    pub fn login_failed(&self) {
+        self.login_failures.inc();
+    }
+
+    /// Counts a credential check refused with 429.
+    pub fn throttled(&self) {
+        self.throttled.inc();
+    }
+
+    /// The registry, for applications that add metrics of their own.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// Everything in the Prometheus text format, with the pool gauges and build info of
+    /// `state` read now.
+    pub fn render(&self, state: &ApiState) -> String {
+        let (size, in_use, waiting) = state.db.pool_status();
+        let gauge = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+        self.pool_size.set(gauge(size));
+        self.pool_in_use.set(gauge(in_use));
+        self.pool_waiting.set(gauge(waiting));
+        self.build_info.reset();
+        self.build_info
+            .with_label_values(&[env!("CARGO_PKG_VERSION"), state.config.api_version.as_str()])
+            .set(1);
+        let mut out = Vec::new();
+        if let Err(e) = TextEncoder::new().encode(&self.registry.gather(), &mut out) {
+            tracing::error!(error = %e, "encoding metrics");
+        }
+        String::from_utf8(out).unwrap_or_default()
+    }
+}
+
+/// The method as a label: one of the standard methods, or `OTHER`.
+fn method_label(m: &Method) -> &'static str {
+    match *m {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        _ => "OTHER",
+    }
+}
+
+/// `2xx`, `4xx`, ...
+fn status_class(s: StatusCode) -> &'static str {
+    match s.as_u16() / 100 {
+        1 => "1xx",
+        2 => "2xx",
+        3 => "3xx",
+        4 => "4xx",
+        _ => "5xx",
+    }
+}
+
+/// Counts and times every request by operation id, method and status class.
+///
+/// # Errors
+///
+/// The inner service's error (counted with its status).
+pub async fn track(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let started = Instant::now();
+    let operation = OperationIds::of(req.request());
+    let method = req.method().clone();
+    let res = next.call(req).await;
+    let status = match &res {
+        Ok(r) => r.status(),
+        Err(e) => e.as_response_error().status_code(),
+    };
+    global().observe_request(&operation, &method, status, started.elapsed());
+    res.map(ServiceResponse::map_into_boxed_body)
+}
+
+/// `GET METRICS_PATH`: the text format; 401 without the configured bearer token.
+pub(crate) async fn serve(req: HttpRequest, state: web::Data<ApiState>) -> HttpResponse {
+    if let Some(token) = &state.config.metrics_token {
+        let given = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or("");
+        if !bool::from(given.as_bytes().ct_eq(token.expose())) {
+            let mut res = Error::Unauthorized("A valid metrics token is required.".into())
+                .problem()
+                .into_response();
+            res.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                header::HeaderValue::from_static("Bearer"),
+            );
+            return res;
+        }
+    }
+    HttpResponse::Ok()
+        .content_type("text/plain; version=0.0.4; charset=utf-8")
+        .body(global().render(&state))
+}
