@@ -418,7 +418,7 @@ fn set_etag(res: &mut HttpResponse, etag: &str) {
 
 impl Caller {
     /// What hooks are told about the caller.
-    fn hook_ctx(&self, op: Operation, db: &crate::db::Database) -> HookCtx {
+    fn hook_ctx(&self, op: Operation, db: &crate::db::Database, req: &HttpRequest) -> HookCtx {
         let user = match self {
             Caller::Public => None,
             Caller::Admin(u) => Some(u.clone()),
@@ -428,6 +428,7 @@ impl Caller {
             user,
             operation: op,
             db: db.clone(),
+            query: req.query_string().to_owned(),
         }
     }
 
@@ -519,18 +520,23 @@ pub(crate) async fn create<R: Resource>(
         Caller::Public => {}
         Caller::Admin(u) => {
             // Administrators may set server-owned members; otherwise the rule fills them.
+            // A rule's 403 still binds them (privilege rules such as who grants SUPERADMIN).
             let mut filled = obj.clone();
-            if shared.rules.create(Some(u), &mut filled).is_ok() {
-                for (k, v) in filled {
-                    obj.entry(k).or_insert(v);
+            match shared.rules.create(Some(u), &mut filled) {
+                Ok(()) => {
+                    for (k, v) in filled {
+                        obj.entry(k).or_insert(v);
+                    }
                 }
+                Err(e @ Error::Forbidden(_)) => return Err(e),
+                Err(_) => {}
             }
         }
         Caller::User(u) => shared.rules.create(u.as_ref(), &mut obj)?,
     }
     let mut input: R::Create = decode(shared, Operation::Post, obj, &parents)?;
     hash_passwords(&mut input, st.config.bcrypt_cost).await?;
-    let ctx = who.hook_ctx(Operation::Post, &st.db);
+    let ctx = who.hook_ctx(Operation::Post, &st.db, &req);
     let input = shared.hooks.before_create(&ctx, input).await?;
     let key = key.as_ref().map(|(k, _)| k);
     let mut lost_claim = false;
@@ -611,7 +617,7 @@ pub(crate) async fn update<R: Resource>(
     let mut input: R::Update = decode(shared, Operation::Patch, obj, &[])?;
     hash_passwords(&mut input, st.config.bcrypt_cost).await?;
     let conds = Condition::from(addressed.clone()).and(who.write_scope(shared)?);
-    let ctx = who.hook_ctx(Operation::Patch, &st.db);
+    let ctx = who.hook_ctx(Operation::Patch, &st.db, &req);
     let key = key.as_ref().map(|(k, _)| k);
     let mode = if if_match.is_some() {
         TxMode::Serialized
@@ -697,9 +703,11 @@ pub(crate) async fn delete<R: Resource>(
     let addressed = item_conds(shared, &req)?;
     let if_match = write_precondition(shared, &req)?;
     let conds = Condition::from(addressed.clone()).and(who.write_scope(shared)?);
-    let ctx = who.hook_ctx(Operation::Delete, &st.db);
+    let ctx = who.hook_ctx(Operation::Delete, &st.db, &req);
     let hooks = &shared.hooks;
-    let wants_row = !hooks.after_delete.is_empty() || hooks.has_after_commit();
+    let wants_row = !hooks.after_delete.is_empty()
+        || !hooks.before_delete.is_empty()
+        || hooks.has_after_commit();
     let mode = if if_match.is_some() {
         TxMode::Serialized
     } else {
@@ -729,6 +737,9 @@ pub(crate) async fn delete<R: Resource>(
             } else {
                 row = Some(current);
             }
+        }
+        if let Some(row) = &row {
+            hooks.before_delete(&mut conn, &ctx, row).await?;
         }
         if !R::delete(&mut conn, &conds).await? {
             return Err(refused(shared, &who, &mut conn, addressed.clone()).await);

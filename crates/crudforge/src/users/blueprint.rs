@@ -131,7 +131,8 @@ impl Default for UserBlueprint<User> {
 impl<U: UserModel> UserBlueprint<U> {
     /// The user endpoints of `U` at `prefix`.
     pub fn new(prefix: &str) -> Self {
-        let mut crud = CrudBlueprint::<U>::new(prefix);
+        // Nobody changes a user who outranks them (see `privilege`).
+        let mut crud = super::privilege::guard_users(CrudBlueprint::<U>::new(prefix));
         if U::PUBLIC_REGISTRATION {
             crud = crud.public([Operation::Post]);
         }

@@ -6,10 +6,14 @@
 //! | [`model`] | the models and the role names |
 //! | [`rules`] | their permission rules |
 //! | [`store`] | queries: passwords, accounts, roles, tokens |
+//! | [`privilege`] | who may grant which role; nobody changes a user who outranks them |
+//! | [`domains`] | domain deletion refused while roles reference the domain |
 //! | [`blueprint`] | the user endpoints: CRUD plus login, refresh and me |
 
 pub mod blueprint;
+pub mod domains;
 pub mod model;
+pub mod privilege;
 pub mod rules;
 pub mod store;
 
@@ -20,6 +24,8 @@ pub use blueprint::{
     LogoutRequest, PasswordChange, RefreshRequest, UserBlueprint,
 };
 pub use model::{Domain, Role, Token, User, UserModel, UserRole, UserSetting};
+pub use domains::guard_domain_delete;
+pub use privilege::{guard_roles, guard_users, may_grant, DEFAULT_ROLES};
 pub use rules::{RoleRules, UserRules};
 pub use store::{
     create_user, end_sessions, find_by_email, grant_role, hash_and_set_password, revoke_token,

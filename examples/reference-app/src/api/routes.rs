@@ -10,7 +10,7 @@ use super::{login, recovery, settings};
 use actix_web::web;
 use apistos::paths::OperationType;
 use crudforge::crud::CustomRoute;
-use crudforge::users::{UserBlueprint, UserRole};
+use crudforge::users::{guard_domain_delete, guard_roles, UserBlueprint, UserRole, DEFAULT_ROLES};
 use crudforge::{Api, MountError, Operation, Resource};
 
 /// Mounts every reference endpoint on `api`.
@@ -121,13 +121,20 @@ pub fn mount(api: Api) -> Result<Api, MountError> {
         });
     api.mount(users)?
         .mount(
-            UserRole::blueprint("/api/user/<uuid:user_id>/role/").methods([
-                Operation::Index,
-                Operation::Post,
-                Operation::Delete,
-            ]),
+            // Role names are checked against the application's set; nobody grants a role
+            // above their own or changes the roles of a user who outranks them.
+            guard_roles(
+                UserRole::blueprint("/api/user/<uuid:user_id>/role/").methods([
+                    Operation::Index,
+                    Operation::Post,
+                    Operation::Delete,
+                ]),
+                DEFAULT_ROLES,
+            ),
         )?
-        .mount(RefDomain::blueprint("/api/domains/"))?
+        // Writes are admin-only; a domain that roles reference is deleted only with
+        // `?cascade=true`.
+        .mount(guard_domain_delete(RefDomain::blueprint("/api/domains/")))?
         .mount(
             // Every item answer carries an ETag; PATCH and DELETE honour If-Match, POST and
             // PATCH honour Idempotency-Key (all built into generated blueprints).
