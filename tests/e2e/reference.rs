@@ -974,6 +974,37 @@ fn nested_roles_index_post_and_delete() {
 // ---- settings ----
 
 #[test]
+fn first_writes_of_one_setting_at_once_all_succeed() {
+    for b in backends() {
+        let bob = b.user("bob@example.com", &[]);
+        let app = App::start(b);
+        let bt = app.login("bob@example.com");
+        let path = format!("/api/user/{bob}/settings/");
+        // Eight first writes of the same key at once: one upsert statement each, so none
+        // meets the unique index as a conflict.
+        let statuses: Vec<u16> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|i| {
+                    let (app, bt, path) = (&app, &bt, &path);
+                    s.spawn(move || {
+                        app.post(
+                            path,
+                            Some(bt),
+                            json!({"key": "race", "value": format!("v{i}")}),
+                        )
+                        .status
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(statuses.iter().all(|s| *s == 200), "{statuses:?}");
+        let v = app.json(&app.get(&path, Some(&bt)), 200);
+        assert_eq!(v.as_array().unwrap().len(), 1, "{v}");
+    }
+}
+
+#[test]
 fn settings_are_upserted_by_key_for_writers_of_the_user() {
     for b in backends() {
         b.user("admin@example.com", &["--admin"]);
@@ -1499,7 +1530,11 @@ fn domains_crud_with_the_reference_fields() {
 
         // Administrators write.
         app.problem(&app.patch(&item, None, json!({"lat": 1.5})), 401, &item);
-        app.problem(&app.patch(&item, Some(&bt), json!({"lat": 1.5})), 403, &item);
+        app.problem(
+            &app.patch(&item, Some(&bt), json!({"lat": 1.5})),
+            403,
+            &item,
+        );
         app.problem(&app.delete(&item, Some(&bt)), 403, &item);
         let changed = app.json(
             &app.patch(

@@ -52,18 +52,22 @@ async fn world(t: &TestDb) -> World {
     let d = domain(&db, "d").await;
     let e = domain(&db, "e").await;
     let sup = user(&db, "sup@example.com").await;
-    users::grant_role(&db, sup, "SUPERADMIN", None).await.unwrap();
+    users::grant_role(&db, sup, "SUPERADMIN", None)
+        .await
+        .unwrap();
     let admin = user(&db, "admin@example.com").await;
     users::grant_role(&db, admin, "ADMIN", None).await.unwrap();
     let dadmin = user(&db, "dadmin@example.com").await;
-    users::grant_role(&db, dadmin, "ADMIN", Some(d)).await.unwrap();
+    users::grant_role(&db, dadmin, "ADMIN", Some(d))
+        .await
+        .unwrap();
     let alice = user(&db, "alice@example.com").await;
     let bob = user(&db, "bob@example.com").await;
     let api = Api::new(cfg, db.clone())
         .unwrap()
-        .mount(UserBlueprint::default().crud(|bp| {
-            bp.admin_only([Operation::Index, Operation::Post])
-        }))
+        .mount(
+            UserBlueprint::default().crud(|bp| bp.admin_only([Operation::Index, Operation::Post])),
+        )
         .unwrap()
         .mount(guard_roles(
             UserRole::blueprint("/api/user/<uuid:user_id>/role/").methods([

@@ -53,9 +53,9 @@ impl CurrentUser {
     /// A global administrator: an unscoped ADMIN, or a SUPERADMIN. An ADMIN scoped to a
     /// domain is not one (see [`CurrentUser::administers_domain`]).
     pub fn is_admin(&self) -> bool {
-        self.roles.iter().any(|g| {
-            g.role == "SUPERADMIN" || (g.role == "ADMIN" && g.domain_id.is_none())
-        })
+        self.roles
+            .iter()
+            .any(|g| g.role == "SUPERADMIN" || (g.role == "ADMIN" && g.domain_id.is_none()))
     }
 
     /// A super administrator: holds SUPERADMIN (scoped or not).

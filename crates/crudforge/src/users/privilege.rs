@@ -115,19 +115,21 @@ pub fn guard_roles(
     bp: CrudBlueprint<UserRole>,
     roles: &'static [&'static str],
 ) -> CrudBlueprint<UserRole> {
-    bp.before_create(move |ctx: HookCtx, input: <UserRole as Resource>::Create| async move {
-        if !roles.contains(&input.role.as_str()) {
-            return Err(Error::invalid_field(
-                "role",
-                format!("must be one of {}", roles.join(", ")),
-            ));
-        }
-        if let Some(caller) = ctx.user.as_ref() {
-            may_grant(caller, &input.role, input.domain_id)?;
-        }
-        not_outranked(&ctx.db, ctx.user.as_ref(), input.user_id).await?;
-        Ok(input)
-    })
+    bp.before_create(
+        move |ctx: HookCtx, input: <UserRole as Resource>::Create| async move {
+            if !roles.contains(&input.role.as_str()) {
+                return Err(Error::invalid_field(
+                    "role",
+                    format!("must be one of {}", roles.join(", ")),
+                ));
+            }
+            if let Some(caller) = ctx.user.as_ref() {
+                may_grant(caller, &input.role, input.domain_id)?;
+            }
+            not_outranked(&ctx.db, ctx.user.as_ref(), input.user_id).await?;
+            Ok(input)
+        },
+    )
     .after_delete(|_conn, ctx, row| {
         Box::pin(async move {
             if let Some(caller) = ctx.user.as_ref() {

@@ -1,8 +1,8 @@
 //! The permission rules of the built-in user resources.
 
 use crate::auth::CurrentUser;
-use crate::error::Error;
 use crate::condition::{Arg, Cond, Condition};
+use crate::error::Error;
 use crate::perms::{Access, Rules};
 
 /// Rules of users: a user reads and writes itself, administrators everyone; only

@@ -4,9 +4,9 @@
 use super::login::AccessToken;
 use super::users::AppUser;
 use actix_web::{HttpRequest, HttpResponse};
-use crudforge::db::tx::{self, TxMode};
 use crudforge::auth::throttle::{Account, Attempt};
 use crudforge::auth::TokenKind;
+use crudforge::db::tx::{self, TxMode};
 use crudforge::users::TokenRecord;
 use crudforge::{ApiState, Error};
 use serde::{Deserialize, Serialize};
