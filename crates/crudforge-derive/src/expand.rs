@@ -236,6 +236,9 @@ pub(crate) fn expand(m: &Model) -> TokenStream {
         if hidden {
             e = quote!(#e.write_only());
         }
+        if f.attrs.unique.is_some() || f.name() == id_name {
+            e = quote!(#e.unique());
+        }
         e
     });
 

@@ -114,3 +114,5 @@ mod tests {
         assert_eq!(CRATE.to_string(), "crate");
     }
 }
+/// Field flag `unique`: the column has a unique index (it may then serve as `res_id`).
+pub(crate) const UNIQUE: Symbol = Symbol("unique");

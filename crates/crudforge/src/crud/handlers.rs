@@ -624,7 +624,8 @@ pub(crate) async fn update<R: Resource>(
     } else {
         TxMode::Write
     };
-    let in_tx = key.is_some() || if_match.is_some() || shared.hooks.wrap(Operation::Patch);
+    let guard = by_other_key(shared);
+    let in_tx = key.is_some() || if_match.is_some() || guard || shared.hooks.wrap(Operation::Patch);
     let mut lost_claim = false;
     let mut conn = st.db.get().await?;
     if in_tx {
@@ -636,6 +637,9 @@ pub(crate) async fn update<R: Resource>(
                 lost_claim = true;
                 return Err(claim_lost());
             }
+        }
+        if guard {
+            at_most_one::<R>(&mut conn, &conds).await?;
         }
         if if_match.is_some() || shared.hooks.reads_before_update() {
             let Some(current) = select_one::<R>(&mut conn, &conds).await? else {
@@ -713,7 +717,8 @@ pub(crate) async fn delete<R: Resource>(
     } else {
         TxMode::Write
     };
-    let in_tx = if_match.is_some() || hooks.wrap(Operation::Delete);
+    let guard = by_other_key(shared);
+    let in_tx = if_match.is_some() || guard || hooks.wrap(Operation::Delete);
     let mut conn = st.db.get().await?;
     if in_tx {
         tx::begin(&mut conn, mode).await?;
@@ -721,6 +726,9 @@ pub(crate) async fn delete<R: Resource>(
     let outcome = async {
         let mut row = None;
         let mut committed = None;
+        if guard {
+            at_most_one::<R>(&mut conn, &conds).await?;
+        }
         if if_match.is_some() || wants_row {
             let Some(current) = select_one::<R>(&mut conn, &conds).await? else {
                 return Err(refused(shared, &who, &mut conn, addressed.clone()).await);
@@ -767,6 +775,30 @@ pub(crate) async fn delete<R: Resource>(
         hooks.after_commit(&ctx, row).await;
     }
     Ok(HttpResponse::NoContent().finish())
+}
+
+/// Whether a write addresses its item by a key other than the id field. The blueprint accepts
+/// only unique keys; the write still counts the rows first and refuses (409) to change more
+/// than one, so a key whose unique index is missing can never change several rows.
+fn by_other_key<R: Resource>(shared: &Shared<R>) -> bool {
+    shared.res_id.name != R::ID_FIELD
+}
+
+/// 409 when `conds` match more than one row (see [`by_other_key`]).
+async fn at_most_one<R: Resource>(
+    conn: &mut crate::db::Conn,
+    conds: &Condition,
+) -> Result<(), Error> {
+    if R::count(conn, conds).await? > 1 {
+        return Err(Error::Conflict(
+            format!(
+                "The key matches several {} items; nothing was changed.",
+                R::NAME
+            )
+            .into(),
+        ));
+    }
+    Ok(())
 }
 
 /// Why a write matched no row: 403 when the caller can read the row (it exists but is not

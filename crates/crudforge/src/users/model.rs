@@ -57,7 +57,7 @@ pub struct User {
     /// Last change.
     pub updated_at: DateTime<Utc>,
     /// E-mail address: unique, compared case-insensitively.
-    #[resource(email, max_len = 320)]
+    #[resource(email, unique, max_len = 320)]
     pub email: String,
     /// bcrypt hash; written as plaintext `password`, never returned.
     #[resource(password)]
@@ -152,7 +152,7 @@ pub struct Domain {
     /// Last change.
     pub updated_at: DateTime<Utc>,
     /// Unique name, used at login.
-    #[resource(max_len = 255)]
+    #[resource(unique, max_len = 255)]
     pub name: String,
     /// Whether the domain is in use.
     #[resource(default = true)]
