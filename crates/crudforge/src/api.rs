@@ -170,6 +170,7 @@ impl Api {
         let this = self.clone();
         App::new()
             .app_data(web::Data::from(self.state.clone()))
+            .wrap(from_fn(middleware::request_timeout))
             .wrap(from_fn(middleware::own_task))
             .wrap(from_fn(middleware::query_timing))
             .wrap(from_fn(middleware::problems))
@@ -184,7 +185,10 @@ impl Api {
     /// The address cannot be bound.
     pub async fn serve(self, addr: &str) -> std::io::Result<()> {
         let api = self.clone();
+        // A request's head must arrive within 5 seconds (actix-web's default, kept), the whole
+        // request within REQUEST_TIMEOUT (middleware::request_timeout).
         actix_web::HttpServer::new(move || api.app())
+            .client_request_timeout(std::time::Duration::from_secs(5))
             .bind(addr)?
             .run()
             .await

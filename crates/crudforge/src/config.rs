@@ -74,6 +74,19 @@ pub struct Config {
     /// `TRUSTED_PROXIES`: proxies (addresses or CIDR blocks) whose `X-Forwarded-For` is
     /// believed when finding a client's address; empty means the socket's peer is the client.
     pub trusted_proxies: Vec<IpNet>,
+    /// `DB_CHECKOUT_TIMEOUT`: seconds a request waits for a pooled connection (or for a new
+    /// one to connect) before it gets 503.
+    pub db_checkout_timeout: u64,
+    /// `DB_STATEMENT_TIMEOUT`: seconds one PostgreSQL statement may run before the server
+    /// cancels it (`statement_timeout`).
+    pub db_statement_timeout: u64,
+    /// `REQUEST_TIMEOUT`: seconds one request may take, its body included; past it the
+    /// handler is abandoned (its transaction rolled back) and the client gets 408.
+    pub request_timeout: u64,
+    /// `MAX_FILTERS`: most filters one list request may carry (400 above).
+    pub max_filters: u32,
+    /// `MAX_IN_VALUES`: most values one `__in` filter may carry (400 above).
+    pub max_in_values: u32,
 }
 
 /// SQLite's `synchronous` setting: how far each commit waits for the disk.
@@ -144,6 +157,21 @@ impl Default for Config {
             login_max_failures_per_address: 50,
             login_failure_window: 900,
             trusted_proxies: Vec::new(),
+            db_checkout_timeout: 5,
+            db_statement_timeout: 30,
+            request_timeout: 30,
+            max_filters: 20,
+            max_in_values: 100,
+        }
+    }
+}
+
+impl Config {
+    /// The caps of list requests (`MAX_FILTERS`, `MAX_IN_VALUES`).
+    pub fn list_caps(&self) -> crate::crud::ListCaps {
+        crate::crud::ListCaps {
+            max_filters: self.max_filters as usize,
+            max_in_values: self.max_in_values as usize,
         }
     }
 }
@@ -187,6 +215,11 @@ impl fmt::Debug for Config {
             )
             .field("login_failure_window", &self.login_failure_window)
             .field("trusted_proxies", &self.trusted_proxies)
+            .field("db_checkout_timeout", &self.db_checkout_timeout)
+            .field("db_statement_timeout", &self.db_statement_timeout)
+            .field("request_timeout", &self.request_timeout)
+            .field("max_filters", &self.max_filters)
+            .field("max_in_values", &self.max_in_values)
             .finish()
     }
 }
@@ -386,6 +419,21 @@ impl Config {
                     &v,
                 )
             })?;
+        }
+        if let Some(v) = get("DB_CHECKOUT_TIMEOUT") {
+            cfg.db_checkout_timeout = parse_seconds("DB_CHECKOUT_TIMEOUT", &v)?;
+        }
+        if let Some(v) = get("DB_STATEMENT_TIMEOUT") {
+            cfg.db_statement_timeout = parse_seconds("DB_STATEMENT_TIMEOUT", &v)?;
+        }
+        if let Some(v) = get("REQUEST_TIMEOUT") {
+            cfg.request_timeout = parse_seconds("REQUEST_TIMEOUT", &v)?;
+        }
+        if let Some(v) = get("MAX_FILTERS") {
+            cfg.max_filters = parse_positive("MAX_FILTERS", &v)?;
+        }
+        if let Some(v) = get("MAX_IN_VALUES") {
+            cfg.max_in_values = parse_positive("MAX_IN_VALUES", &v)?;
         }
         cfg.validate()?;
         Ok(cfg)

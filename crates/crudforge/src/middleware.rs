@@ -41,6 +41,32 @@ pub async fn own_task(
     Ok(res.map_into_boxed_body())
 }
 
+/// Bounds the time a request may take, its body included (`REQUEST_TIMEOUT`): past it the
+/// handler is dropped (an open transaction is rolled back with its connection) and the client
+/// receives 408 problem+json.
+///
+/// # Errors
+///
+/// The inner service's error.
+pub async fn request_timeout(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let limit = req
+        .app_data::<web::Data<ApiState>>()
+        .map(|s| std::time::Duration::from_secs(s.config.request_timeout));
+    let Some(limit) = limit else {
+        return Ok(next.call(req).await?.map_into_boxed_body());
+    };
+    match actix_web::rt::time::timeout(limit, next.call(req)).await {
+        Ok(res) => Ok(res?.map_into_boxed_body()),
+        Err(_) => Err(crate::error::Error::RequestTimeout(
+            "The request took longer than the service allows (REQUEST_TIMEOUT).".into(),
+        )
+        .into()),
+    }
+}
+
 /// With query monitoring on, counts and times the request's queries and reports them in a
 /// `Server-Timing` header (`db;dur=…;desc="N queries"`).
 ///

@@ -278,6 +278,7 @@ pub(crate) async fn index<R: Resource>(
         st.config.max_page_size,
     )?
     .query;
+    st.config.list_caps().check(&q)?;
     let conds = Condition::from(parent_conds(shared, &req)?)
         .and(who.read_scope(shared)?)
         .and(std::mem::take(&mut q.conds));

@@ -11,6 +11,7 @@ mod docs;
 mod handlers;
 pub mod hooks;
 pub mod idempotency;
+pub mod limits;
 pub mod options;
 pub mod query;
 pub mod registry;
@@ -20,6 +21,7 @@ pub use crate::condition::{Arg, Cond, Condition, Conditions, FromArg, Op, Sort};
 pub use crate::field::{FieldInfo, Kind};
 pub use blueprint::CrudBlueprint;
 pub use hooks::HookCtx;
+pub use limits::ListCaps;
 pub use options::{OpOptions, OpSetting, Operation, Present};
 pub use query::ListQuery;
 pub use route::{CustomRoute, OperationType, RouteDoc};
@@ -282,7 +284,17 @@ impl<R: Resource> actix_web::FromRequest for Filter<R> {
             .map_or((25, 100), |s| {
                 (s.config.default_page_size, s.config.max_page_size)
             });
-        std::future::ready(Filter::parse(req.query_string(), default, max))
+        let caps = req
+            .app_data::<actix_web::web::Data<crate::state::ApiState>>()
+            .map(|s| s.config.list_caps());
+        std::future::ready(
+            Filter::parse(req.query_string(), default, max).and_then(|f| {
+                if let Some(caps) = caps {
+                    caps.check(&f.query)?;
+                }
+                Ok(f)
+            }),
+        )
     }
 }
 
