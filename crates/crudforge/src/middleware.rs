@@ -67,6 +67,26 @@ pub async fn request_timeout(
     }
 }
 
+/// The last segments of endpoints that check credentials (login, refresh, logout, password
+/// change, token login, recovery): answers there never carry `Server-Timing`.
+const CREDENTIAL_ENDPOINTS: &[&str] = &[
+    "login",
+    "refresh",
+    "logout",
+    "password",
+    "token_login",
+    "send_recovery_token",
+    "reset_password",
+];
+
+/// Whether `path` names a credential-checking endpoint (see [`CREDENTIAL_ENDPOINTS`]).
+pub fn is_credential_path(path: &str) -> bool {
+    path.trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .is_some_and(|last| CREDENTIAL_ENDPOINTS.contains(&last))
+}
+
 /// With query monitoring on, counts and times the request's queries and reports them in a
 /// `Server-Timing` header (`db;dur=…;desc="N queries"`).
 ///
@@ -80,7 +100,9 @@ pub async fn query_timing(
     let monitoring = req
         .app_data::<web::Data<ApiState>>()
         .is_some_and(|s| s.db.monitoring());
-    if !monitoring {
+    // Authentication endpoints never carry it: a query count would tell a known e-mail (or a
+    // stored token) from an unknown one.
+    if !monitoring || is_credential_path(req.path()) {
         return Ok(next.call(req).await?.map_into_boxed_body());
     }
     let stats = Arc::new(QueryStats::default());
@@ -134,6 +156,22 @@ pub async fn problems(
     let mut problem = known.unwrap_or_else(|| Problem::from_status(status));
     if problem.instance.is_empty() {
         problem.instance = path;
+    }
+    if debug && problem.debug.is_none() {
+        // DEBUG mode: every problem says what went wrong and where (never SQL or secrets:
+        // only the problem's own kind and message, the route and the method).
+        let route = res
+            .request()
+            .match_pattern()
+            .unwrap_or_else(|| "(no route)".to_owned());
+        problem.debug = Some(format!(
+            "kind: {}; message: {}; route: {}; operation: {} {}",
+            problem.type_.trim_start_matches("/errors/"),
+            problem.detail,
+            route,
+            res.request().method(),
+            route
+        ));
     }
     let body = problem.to_body(debug);
     let (req, old) = res.into_parts();
