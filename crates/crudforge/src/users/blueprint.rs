@@ -109,7 +109,7 @@ pub struct LoginResponse {
 }
 
 /// The user endpoints: the five CRUD operations on a user model plus `login/`, `refresh/`
-/// and `me/`. Defaults: name `users`, prefix `/api/users/`, [`UserRules`].
+/// and `me/`. Defaults: name the model's (`User`), prefix `/api/users/`, [`UserRules`].
 pub struct UserBlueprint<U: UserModel> {
     crud: CrudBlueprint<U>,
     hook: Option<Arc<dyn LoginHook>>,
@@ -142,11 +142,12 @@ impl<U: UserModel> UserBlueprint<U> {
         UserBlueprint {
             crud,
             hook: None,
-            name: "users".to_owned(),
+            name: U::NAME.to_owned(),
         }
     }
 
-    /// The blueprint's name (default `users`); used as the OpenAPI tag of its extra routes.
+    /// The blueprint's name (default: the model's name, as its CRUD operations are tagged);
+    /// used as the OpenAPI tag of its extra routes.
     #[must_use]
     pub fn name(mut self, name: &str) -> Self {
         self.name = name.to_owned();
