@@ -371,8 +371,19 @@ fn document_op<R: Resource>(doc: &mut ApiDoc, op: Operation, o: &OpOptions<R>, m
         };
     if o.public {
         extensions.insert("x-public".to_owned(), serde_json::Value::Bool(true));
-    } else if !responses.contains_key("401") {
-        let (k, v) = problem_response(doc, StatusCode::UNAUTHORIZED);
+    } else {
+        // Rules, privilege checks and hooks may refuse any signed-in caller (403).
+        for status in [StatusCode::UNAUTHORIZED, StatusCode::FORBIDDEN] {
+            if !responses.contains_key(status.as_str()) {
+                let (k, v) = problem_response(doc, status);
+                responses.insert(k, v);
+            }
+        }
+    }
+    // A write by key refuses a key that matches several rows, and hooks may refuse a write
+    // that conflicts with other rows (409).
+    if matches!(op, Operation::Patch | Operation::Delete) && !responses.contains_key("409") {
+        let (k, v) = problem_response(doc, StatusCode::CONFLICT);
         responses.insert(k, v);
     }
     let op_doc = OpDoc {
