@@ -573,7 +573,11 @@ fn words(name: &str) -> String {
 
 /// A noun phrase with its indefinite article: `a user`, `an invite`.
 fn article(noun: &str) -> String {
-    if noun.starts_with(['a', 'e', 'i', 'o', 'u']) {
+    // "a user", "a unit" (a consonant sound) but "an umbrella".
+    let you_sound = ["use", "usu", "uni", "uti", "ura", "ure"]
+        .iter()
+        .any(|p| noun.starts_with(p));
+    if noun.starts_with(['a', 'e', 'i', 'o']) || (noun.starts_with('u') && !you_sound) {
         format!("an {noun}")
     } else {
         format!("a {noun}")
