@@ -871,6 +871,7 @@ fn token_login_follows_spec_rules_1_and_2() {
 fn nested_roles_index_post_and_delete() {
     for b in backends() {
         b.user("admin@example.com", &["--admin"]);
+        b.user("root@example.com", &["--superadmin"]);
         let bob = b.user("bob@example.com", &[]);
         let carol = b.user("carol@example.com", &[]);
         let north = b.domain("north");
@@ -958,13 +959,50 @@ fn nested_roles_index_post_and_delete() {
             "/api/user/not-a-uuid/role/",
         );
 
-        // A granted ADMIN role takes effect on the next request.
-        app.json(&app.post(&roles, Some(&at), json!({"role": "ADMIN"})), 201);
+        // Only a SUPERADMIN grants an unscoped ADMIN, which takes effect on the next request.
+        app.problem(
+            &app.post(&roles, Some(&at), json!({"role": "ADMIN"})),
+            403,
+            &roles,
+        );
+        let rt = app.login("root@example.com");
+        app.json(&app.post(&roles, Some(&rt), json!({"role": "ADMIN"})), 201);
         app.json(&app.get("/api/user/", Some(&bt)), 200);
     }
 }
 
 // ---- settings ----
+
+#[test]
+fn first_writes_of_one_setting_at_once_all_succeed() {
+    for b in backends() {
+        let bob = b.user("bob@example.com", &[]);
+        let app = App::start(b);
+        let bt = app.login("bob@example.com");
+        let path = format!("/api/user/{bob}/settings/");
+        // Eight first writes of the same key at once: one upsert statement each, so none
+        // meets the unique index as a conflict.
+        let statuses: Vec<u16> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|i| {
+                    let (app, bt, path) = (&app, &bt, &path);
+                    s.spawn(move || {
+                        app.post(
+                            path,
+                            Some(bt),
+                            json!({"key": "race", "value": format!("v{i}")}),
+                        )
+                        .status
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(statuses.iter().all(|s| *s == 200), "{statuses:?}");
+        let v = app.json(&app.get(&path, Some(&bt)), 200);
+        assert_eq!(v.as_array().unwrap().len(), 1, "{v}");
+    }
+}
 
 #[test]
 fn settings_are_upserted_by_key_for_writers_of_the_user() {
@@ -1446,7 +1484,7 @@ fn domains_crud_with_the_reference_fields() {
             ]
         );
 
-        // Signed-in users create, with the optional fields.
+        // Administrators create, with the optional fields; other users may not write.
         let body = json!({
             "name": "north",
             "domain_type": "region",
@@ -1455,7 +1493,8 @@ fn domains_crud_with_the_reference_fields() {
             "area_geojson": {"type": "Point", "coordinates": [10.75, 59.91]}
         });
         app.problem(&app.post(list, None, body.clone()), 401, list);
-        let north = app.json(&app.post(list, Some(&bt), body), 201);
+        app.problem(&app.post(list, Some(&bt), body.clone()), 403, list);
+        let north = app.json(&app.post(list, Some(&at), body), 201);
         assert_eq!(north["domain_type"], "region");
         assert_eq!(north["lat"], 59.91);
         assert_eq!(north["lon"], 10.75);
@@ -1472,7 +1511,7 @@ fn domains_crud_with_the_reference_fields() {
         app.json(
             &app.post(
                 list,
-                Some(&bt),
+                Some(&at),
                 json!({"name": "sixteen", "domain_type": "x".repeat(16)}),
             ),
             201,
@@ -1480,27 +1519,33 @@ fn domains_crud_with_the_reference_fields() {
         app.problem(
             &app.post(
                 list,
-                Some(&bt),
+                Some(&at),
                 json!({"name": "seventeen", "domain_type": "x".repeat(17)}),
             ),
             422,
             list,
         );
         app.problem(
-            &app.post(list, Some(&bt), json!({"name": "acme"})),
+            &app.post(list, Some(&at), json!({"name": "acme"})),
             409,
             list,
         );
-        app.problem(&app.post(list, Some(&bt), json!({"lat": 1.0})), 422, list);
+        app.problem(&app.post(list, Some(&at), json!({"lat": 1.0})), 422, list);
         let named = app.json(&app.get(&format!("{list}?name=north"), None), 200);
         assert_eq!(data(&named).len(), 1);
 
-        // Signed-in users write.
+        // Administrators write.
         app.problem(&app.patch(&item, None, json!({"lat": 1.5})), 401, &item);
+        app.problem(
+            &app.patch(&item, Some(&bt), json!({"lat": 1.5})),
+            403,
+            &item,
+        );
+        app.problem(&app.delete(&item, Some(&bt)), 403, &item);
         let changed = app.json(
             &app.patch(
                 &item,
-                Some(&bt),
+                Some(&at),
                 json!({"lat": 1.5, "area_geojson": null, "active": false}),
             ),
             200,
@@ -1509,18 +1554,18 @@ fn domains_crud_with_the_reference_fields() {
         assert_eq!(changed["area_geojson"], Value::Null);
         assert_eq!(changed["active"], false);
         app.problem(
-            &app.patch(&item, Some(&bt), json!({"domain_type": "y".repeat(17)})),
+            &app.patch(&item, Some(&at), json!({"domain_type": "y".repeat(17)})),
             422,
             &item,
         );
         app.problem(&app.delete(&item, None), 401, &item);
-        assert_eq!(app.delete(&item, Some(&bt)).status, 204);
+        assert_eq!(app.delete(&item, Some(&at)).status, 204);
         app.problem(&app.get(&item, None), 404, &item);
         app.problem(&app.delete(&item, Some(&at)), 404, &item);
         let missing = format!("{list}{}", Uuid::new_v4());
         app.problem(&app.get(&missing, None), 404, &missing);
         app.problem(
-            &app.patch(&missing, Some(&bt), json!({"lat": 1.0})),
+            &app.patch(&missing, Some(&at), json!({"lat": 1.0})),
             404,
             &missing,
         );

@@ -82,7 +82,8 @@ pub struct Critter {
     pub seen_at: Option<DateTime<Utc>>,
     /// Keeper (a parent for nesting).
     pub keeper_id: Option<Uuid>,
-    /// A unique tag (for `res_id`).
+    /// A unique tag (for `res_id`; the table has a unique index on it).
+    #[resource(unique)]
     pub tag: Option<String>,
     /// Never returned.
     #[resource(write_only)]

@@ -541,12 +541,13 @@ backend_tests! {
         assert_eq!(serde_json::to_value(Role::SuperAdmin).unwrap(), "SUPERADMIN");
         assert_eq!(serde_json::to_value([Role::Admin, Role::Moderator, Role::User]).unwrap(), json!(["ADMIN", "MODERATOR", "USER"]));
 
-        // Domains: anyone reads, signed-in users create; names are unique.
+        // Domains: anyone reads, admins create (issue #10); names are unique.
         assert_eq!(send(&app, test::TestRequest::post().uri("/api/domains/").set_json(json!({"name": "acme"}))).await.0, 401);
-        let (status, d) = send(&app, as_user(test::TestRequest::post().uri("/api/domains/").set_json(json!({"name": "acme"})), &w.api, w.alice)).await;
+        assert_eq!(send(&app, as_user(test::TestRequest::post().uri("/api/domains/").set_json(json!({"name": "acme"})), &w.api, w.alice)).await.0, 403);
+        let (status, d) = send(&app, as_user(test::TestRequest::post().uri("/api/domains/").set_json(json!({"name": "acme"})), &w.api, w.admin)).await;
         assert_eq!(status, 201);
         assert_eq!(d["active"], true);
-        assert_eq!(send(&app, as_user(test::TestRequest::post().uri("/api/domains/").set_json(json!({"name": "acme"})), &w.api, w.bob)).await.0, 409);
+        assert_eq!(send(&app, as_user(test::TestRequest::post().uri("/api/domains/").set_json(json!({"name": "acme"})), &w.api, w.admin)).await.0, 409);
         let (_, list) = send(&app, test::TestRequest::get().uri("/api/domains/?name=acme")).await;
         assert_eq!(list["pagination"]["total"], 1);
     }

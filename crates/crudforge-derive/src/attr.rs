@@ -8,7 +8,7 @@
 use crate::ctxt::Ctxt;
 use crate::symbol::{
     Symbol, CRATE, DEFAULT, DIESEL, EMAIL, FILTER, ID, MAX_LEN, NAME, PASSWORD, READ_ONLY,
-    RESOURCE, RULES, SKIP, TABLE, TABLE_NAME, WRITE_ONLY,
+    RESOURCE, RULES, SKIP, TABLE, TABLE_NAME, UNIQUE, WRITE_ONLY,
 };
 use proc_macro2::Span;
 use syn::meta::ParseNestedMeta;
@@ -19,7 +19,7 @@ use syn::{Attribute, Expr, LitBool, LitInt, LitStr, Path};
 pub(crate) const STRUCT_KEYS: &[Symbol] = &[TABLE, NAME, RULES, CRATE];
 /// Keys accepted on a field, in the order errors list them.
 pub(crate) const FIELD_KEYS: &[Symbol] = &[
-    ID, READ_ONLY, WRITE_ONLY, SKIP, FILTER, MAX_LEN, EMAIL, DEFAULT, PASSWORD,
+    ID, READ_ONLY, WRITE_ONLY, SKIP, FILTER, MAX_LEN, EMAIL, DEFAULT, PASSWORD, UNIQUE,
 ];
 
 /// Struct-level options.
@@ -50,6 +50,8 @@ pub(crate) struct FieldAttrs {
     pub(crate) default: Option<Expr>,
     /// `password`: plaintext in bodies, stored as a bcrypt hash, never returned.
     pub(crate) password: Flag,
+    /// `unique`: a unique index backs the column (it may serve as `res_id`).
+    pub(crate) unique: Flag,
 }
 
 /// The value of one key while attributes are read, with the span of the key that gave it.
@@ -252,6 +254,7 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
     let mut email = BoolAttr::none(cx, EMAIL);
     let mut default: Attr<'_, Expr> = Attr::none(cx, DEFAULT);
     let mut password = BoolAttr::none(cx, PASSWORD);
+    let mut unique = BoolAttr::none(cx, UNIQUE);
     for attr in attrs.iter().filter(|a| a.path() == RESOURCE) {
         let r = attr.parse_nested_meta(|meta| {
             let p = &meta.path;
@@ -265,6 +268,8 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
                 skip.set_true(p);
             } else if p == PASSWORD {
                 password.set_true(p);
+            } else if p == UNIQUE {
+                unique.set_true(p);
             } else if p == EMAIL {
                 email.set_true(p);
             } else if p == FILTER {
@@ -310,6 +315,7 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
         filter: filter.get_with_span(),
         max_len: max_len.get_with_span(),
         email: email.get(),
+        unique: unique.get(),
         default: default.get(),
         password: password.get(),
     }

@@ -136,9 +136,10 @@ pub(crate) fn expand(m: &Model) -> TokenStream {
         } else {
             let with = quote!(#ty).to_string();
             let de = format!("{}::__private::present", quote!(#k));
+            // No `default: null` in the schema: the member may be omitted, never null.
             quote! {
                 #(#docs)*
-                #[serde(default, deserialize_with = #de)]
+                #[serde(default, deserialize_with = #de, skip_serializing_if = "Option::is_none")]
                 #[schemars(with = #with)]
                 #rules
                 pub #fi: ::core::option::Option<#ty>,
@@ -235,6 +236,9 @@ pub(crate) fn expand(m: &Model) -> TokenStream {
         }
         if hidden {
             e = quote!(#e.write_only());
+        }
+        if f.attrs.unique.is_some() || f.name() == id_name {
+            e = quote!(#e.unique());
         }
         e
     });

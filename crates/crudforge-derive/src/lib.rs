@@ -48,6 +48,7 @@ use proc_macro::TokenStream;
 /// | `email` | must look like an e-mail address |
 /// | `default = expr` | value when a POST body omits the member |
 /// | `password` | plaintext in POST/PATCH bodies, stored as a bcrypt hash, never returned nor filterable |
+/// | `unique` | a unique index backs the column: the field may serve as a blueprint's `res_id` |
 #[proc_macro_derive(Resource, attributes(resource))]
 pub fn derive_resource(input: TokenStream) -> TokenStream {
     derive_resource_inner(input.into()).into()

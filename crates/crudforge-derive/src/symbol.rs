@@ -29,6 +29,8 @@ pub(crate) const CRATE: Symbol = Symbol("crate");
 pub(crate) const ID: Symbol = Symbol("id");
 /// Field flag `read_only`.
 pub(crate) const READ_ONLY: Symbol = Symbol("read_only");
+/// Field flag `unique`: the column has a unique index (it may then serve as `res_id`).
+pub(crate) const UNIQUE: Symbol = Symbol("unique");
 /// Field flag `write_only`.
 pub(crate) const WRITE_ONLY: Symbol = Symbol("write_only");
 /// Field flag `skip`.

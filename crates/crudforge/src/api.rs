@@ -219,6 +219,7 @@ impl Api {
         App::new()
             .app_data(web::Data::from(self.state.clone()))
             .app_data(web::Data::from(self.operation_ids()))
+            .wrap(from_fn(middleware::request_timeout))
             .wrap(from_fn(middleware::own_task))
             .wrap(from_fn(middleware::query_timing))
             .wrap(Condition::new(cors.is_some(), cors.unwrap_or_default()))
@@ -249,9 +250,12 @@ impl Api {
     /// The address cannot be bound.
     pub fn server(&self, addr: &str) -> std::io::Result<actix_web::dev::Server> {
         let api = self.clone();
+        // A request's head must arrive within 5 seconds (actix-web's default, kept), the whole
+        // request within REQUEST_TIMEOUT (middleware::request_timeout).
         let server = actix_web::HttpServer::new(move || api.app())
             .disable_signals()
             .shutdown_timeout(self.state.config.shutdown_timeout)
+            .client_request_timeout(std::time::Duration::from_secs(5))
             .bind(addr)?
             .run();
         let handle = server.handle();

@@ -94,6 +94,19 @@ pub struct Config {
     pub readiness_path: String,
     /// `SHUTDOWN_TIMEOUT`: seconds a graceful shutdown waits for requests in flight.
     pub shutdown_timeout: u64,
+    /// `DB_CHECKOUT_TIMEOUT`: seconds a request waits for a pooled connection (or for a new
+    /// one to connect) before it gets 503.
+    pub db_checkout_timeout: u64,
+    /// `DB_STATEMENT_TIMEOUT`: seconds one PostgreSQL statement may run before the server
+    /// cancels it (`statement_timeout`).
+    pub db_statement_timeout: u64,
+    /// `REQUEST_TIMEOUT`: seconds one request may take, its body included; past it the
+    /// handler is abandoned (its transaction rolled back) and the client gets 408.
+    pub request_timeout: u64,
+    /// `MAX_FILTERS`: most filters one list request may carry (400 above).
+    pub max_filters: u32,
+    /// `MAX_IN_VALUES`: most values one `__in` filter may carry (400 above).
+    pub max_in_values: u32,
 }
 
 /// How log lines are written (`LOG_FORMAT`).
@@ -183,6 +196,21 @@ impl Default for Config {
             log_format: LogFormat::Text,
             readiness_path: "/ready".to_owned(),
             shutdown_timeout: 30,
+            db_checkout_timeout: 5,
+            db_statement_timeout: 30,
+            request_timeout: 30,
+            max_filters: 20,
+            max_in_values: 100,
+        }
+    }
+}
+
+impl Config {
+    /// The caps of list requests (`MAX_FILTERS`, `MAX_IN_VALUES`).
+    pub fn list_caps(&self) -> crate::crud::ListCaps {
+        crate::crud::ListCaps {
+            max_filters: self.max_filters as usize,
+            max_in_values: self.max_in_values as usize,
         }
     }
 }
@@ -235,6 +263,11 @@ impl fmt::Debug for Config {
             .field("log_format", &self.log_format)
             .field("readiness_path", &self.readiness_path)
             .field("shutdown_timeout", &self.shutdown_timeout)
+            .field("db_checkout_timeout", &self.db_checkout_timeout)
+            .field("db_statement_timeout", &self.db_statement_timeout)
+            .field("request_timeout", &self.request_timeout)
+            .field("max_filters", &self.max_filters)
+            .field("max_in_values", &self.max_in_values)
             .finish()
     }
 }
@@ -469,6 +502,21 @@ impl Config {
                     &v,
                 )
             })?;
+        }
+        if let Some(v) = get("DB_CHECKOUT_TIMEOUT") {
+            cfg.db_checkout_timeout = parse_seconds("DB_CHECKOUT_TIMEOUT", &v)?;
+        }
+        if let Some(v) = get("DB_STATEMENT_TIMEOUT") {
+            cfg.db_statement_timeout = parse_seconds("DB_STATEMENT_TIMEOUT", &v)?;
+        }
+        if let Some(v) = get("REQUEST_TIMEOUT") {
+            cfg.request_timeout = parse_seconds("REQUEST_TIMEOUT", &v)?;
+        }
+        if let Some(v) = get("MAX_FILTERS") {
+            cfg.max_filters = parse_positive("MAX_FILTERS", &v)?;
+        }
+        if let Some(v) = get("MAX_IN_VALUES") {
+            cfg.max_in_values = parse_positive("MAX_IN_VALUES", &v)?;
         }
         cfg.validate()?;
         Ok(cfg)

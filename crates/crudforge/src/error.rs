@@ -157,6 +157,9 @@ pub enum Error {
     /// 428: the operation requires a conditional request (`If-Match`) and none was sent.
     #[error("{0}")]
     PreconditionRequired(Cow<'static, str>),
+    /// 408: the request (its body included) took longer than `REQUEST_TIMEOUT`.
+    #[error("{0}")]
+    RequestTimeout(Cow<'static, str>),
     /// 413: body over the limit.
     #[error("{0}")]
     PayloadTooLarge(Cow<'static, str>),
@@ -234,6 +237,11 @@ impl Error {
             Error::PreconditionRequired(d) => Problem::new(
                 StatusCode::PRECONDITION_REQUIRED,
                 "precondition_required_error",
+                d.as_ref(),
+            ),
+            Error::RequestTimeout(d) => Problem::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "request_timeout_error",
                 d.as_ref(),
             ),
             Error::PayloadTooLarge(d) => Problem::new(

@@ -20,6 +20,9 @@ pub struct FieldInfo {
     pub write_only: bool,
     /// Smallest and largest value of an integer field narrower than `i64`.
     pub int_range: Option<(i64, i64)>,
+    /// A unique index backs the column (the key field, or `#[resource(unique)]`): only such a
+    /// field may address items as a blueprint's `res_id`.
+    pub unique: bool,
 }
 
 impl FieldInfo {
@@ -33,7 +36,15 @@ impl FieldInfo {
             read_only: false,
             write_only: false,
             int_range: None,
+            unique: false,
         }
+    }
+
+    /// Marks the field unique (a unique index backs it).
+    #[must_use]
+    pub const fn unique(mut self) -> Self {
+        self.unique = true;
+        self
     }
 
     /// Whether values of the field can be compared: a sort key, a `res_id` or a parent in a

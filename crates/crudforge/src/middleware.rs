@@ -48,6 +48,52 @@ pub async fn own_task(
     Ok(res.map_into_boxed_body())
 }
 
+/// Bounds the time a request may take, its body included (`REQUEST_TIMEOUT`): past it the
+/// handler is dropped (an open transaction is rolled back with its connection) and the client
+/// receives 408 problem+json.
+///
+/// # Errors
+///
+/// The inner service's error.
+pub async fn request_timeout(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let limit = req
+        .app_data::<web::Data<ApiState>>()
+        .map(|s| std::time::Duration::from_secs(s.config.request_timeout));
+    let Some(limit) = limit else {
+        return Ok(next.call(req).await?.map_into_boxed_body());
+    };
+    match actix_web::rt::time::timeout(limit, next.call(req)).await {
+        Ok(res) => Ok(res?.map_into_boxed_body()),
+        Err(_) => Err(crate::error::Error::RequestTimeout(
+            "The request took longer than the service allows (REQUEST_TIMEOUT).".into(),
+        )
+        .into()),
+    }
+}
+
+/// The last segments of endpoints that check credentials (login, refresh, logout, password
+/// change, token login, recovery): answers there never carry `Server-Timing`.
+const CREDENTIAL_ENDPOINTS: &[&str] = &[
+    "login",
+    "refresh",
+    "logout",
+    "password",
+    "token_login",
+    "send_recovery_token",
+    "reset_password",
+];
+
+/// Whether `path` names a credential-checking endpoint (see [`CREDENTIAL_ENDPOINTS`]).
+pub fn is_credential_path(path: &str) -> bool {
+    path.trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .is_some_and(|last| CREDENTIAL_ENDPOINTS.contains(&last))
+}
+
 /// With query monitoring on, counts and times the request's queries and reports them in a
 /// `Server-Timing` header (`db;dur=…;desc="N queries"`).
 ///
@@ -61,7 +107,9 @@ pub async fn query_timing(
     let monitoring = req
         .app_data::<web::Data<ApiState>>()
         .is_some_and(|s| s.db.monitoring());
-    if !monitoring {
+    // Authentication endpoints never carry it: a query count would tell a known e-mail (or a
+    // stored token) from an unknown one.
+    if !monitoring || is_credential_path(req.path()) {
         return Ok(next.call(req).await?.map_into_boxed_body());
     }
     let stats = Arc::new(QueryStats::default());
@@ -119,6 +167,22 @@ pub async fn problems(
     }
     if problem.request_id.is_none() {
         problem.request_id = request_id;
+    }
+    if debug && problem.debug.is_none() {
+        // DEBUG mode: every problem says what went wrong and where (never SQL or secrets:
+        // only the problem's own kind and message, the route and the method).
+        let route = res
+            .request()
+            .match_pattern()
+            .unwrap_or_else(|| "(no route)".to_owned());
+        problem.debug = Some(format!(
+            "kind: {}; message: {}; route: {}; operation: {} {}",
+            problem.type_.trim_start_matches("/errors/"),
+            problem.detail,
+            route,
+            res.request().method(),
+            route
+        ));
     }
     let body = problem.to_body(debug);
     let (req, old) = res.into_parts();

@@ -37,7 +37,8 @@ impl Access {
         }
     }
 
-    /// Administrators only (anonymous: 401, others: 403).
+    /// Global administrators only (anonymous: 401, others: 403): an unscoped ADMIN or a
+    /// SUPERADMIN; an ADMIN scoped to a domain is not one.
     pub fn admins(user: Option<&CurrentUser>) -> Access {
         match user {
             Some(u) if u.is_admin() => Access::All,
@@ -148,6 +149,27 @@ pub struct PublicRead;
 impl<R> Rules<R> for PublicRead {
     fn read(&self, user: Option<&CurrentUser>) -> Access {
         Access::anyone(user)
+    }
+}
+
+/// Anyone may read; only (global) administrators create, change and delete. For shared
+/// reference data such as domains (tenants).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PublicReadAdminWrite;
+
+impl<R> Rules<R> for PublicReadAdminWrite {
+    fn read(&self, user: Option<&CurrentUser>) -> Access {
+        Access::anyone(user)
+    }
+    fn write(&self, user: Option<&CurrentUser>) -> Access {
+        Access::admins(user)
+    }
+    fn create(
+        &self,
+        user: Option<&CurrentUser>,
+        _body: &mut Map<String, Value>,
+    ) -> Result<(), Error> {
+        Access::admins(user).into_conds().map(|_| ())
     }
 }
 

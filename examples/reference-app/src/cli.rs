@@ -49,6 +49,9 @@ pub enum Command {
         /// Grant the ADMIN role (in every domain).
         #[arg(long)]
         admin: bool,
+        /// Grant the SUPERADMIN role (the only one that grants SUPERADMIN or unscoped ADMIN).
+        #[arg(long)]
+        superadmin: bool,
         /// First name.
         #[arg(long)]
         first_name: Option<String>,
@@ -221,6 +224,7 @@ pub async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             password,
             password_stdin,
             admin,
+            superadmin,
             first_name,
             last_name,
             disabled,
@@ -241,6 +245,15 @@ pub async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             if admin {
                 crudforge::users::grant_role(&db, id, crudforge::users::Role::Admin.as_str(), None)
                     .await?;
+            }
+            if superadmin {
+                crudforge::users::grant_role(
+                    &db,
+                    id,
+                    crudforge::users::Role::SuperAdmin.as_str(),
+                    None,
+                )
+                .await?;
             }
             println!("{id}");
         }

@@ -17,4 +17,4 @@ pub use password::{
 };
 pub use throttle::{Account, Attempt};
 pub use tokens::{Claims, TokenKind, Tokens};
-pub use user::{CurrentUser, RoleGrant};
+pub use user::{CurrentUser, Rank, RoleGrant};

@@ -216,11 +216,19 @@ impl<R: Resource> CrudBlueprint<R> {
         self
     }
 
-    /// Looks items up by another unique field instead of the id.
+    /// Looks items up by another unique field instead of the id. The field must be declared
+    /// `#[resource(unique)]` (backed by a unique index in the migrations): a key that several
+    /// rows share would let one PATCH or DELETE change all of them, so mounting fails.
     #[must_use]
     pub fn res_id(mut self, field: &str) -> Self {
         match R::field(field) {
-            Some(f) if f.comparable() => self.res_id = f.name,
+            Some(f) if f.comparable() && f.unique => self.res_id = f.name,
+            Some(f) if f.comparable() => self.errors.push(format!(
+                "{}: res_id `{field}` of {} is not unique: declare it `#[resource(unique)]` \
+                 and back it with a unique index, or one PATCH or DELETE could change several rows",
+                self.prefix,
+                R::NAME
+            )),
             _ => self.errors.push(format!(
                 "{}: res_id `{field}` is not a filterable field of {}",
                 self.prefix,

@@ -346,7 +346,7 @@ fn document_op<R: Resource>(doc: &mut ApiDoc, op: Operation, o: &OpOptions<R>, m
             (
                 m.prefix.clone(),
                 OperationType::Get,
-                format!("List {}", R::NAME),
+                format!("List {}", plural(&words(R::NAME))),
             )
         }
         Operation::Get => {
@@ -362,7 +362,7 @@ fn document_op<R: Resource>(doc: &mut ApiDoc, op: Operation, o: &OpOptions<R>, m
             (
                 m.item_path.clone(),
                 OperationType::Get,
-                format!("Get one {}", R::NAME),
+                format!("Get one {}", words(R::NAME)),
             )
         }
         Operation::Post => {
@@ -381,7 +381,7 @@ fn document_op<R: Resource>(doc: &mut ApiDoc, op: Operation, o: &OpOptions<R>, m
             (
                 m.prefix.clone(),
                 OperationType::Post,
-                format!("Create a {}", R::NAME),
+                format!("Create {}", article(&words(R::NAME))),
             )
         }
         Operation::Patch => {
@@ -404,7 +404,7 @@ fn document_op<R: Resource>(doc: &mut ApiDoc, op: Operation, o: &OpOptions<R>, m
             (
                 m.item_path.clone(),
                 OperationType::Patch,
-                format!("Update a {}", R::NAME),
+                format!("Update {}", article(&words(R::NAME))),
             )
         }
         Operation::Delete => {
@@ -427,7 +427,7 @@ fn document_op<R: Resource>(doc: &mut ApiDoc, op: Operation, o: &OpOptions<R>, m
             (
                 m.item_path.clone(),
                 OperationType::Delete,
-                format!("Delete a {}", R::NAME),
+                format!("Delete {}", article(&words(R::NAME))),
             )
         }
     };
@@ -461,8 +461,19 @@ fn document_op<R: Resource>(doc: &mut ApiDoc, op: Operation, o: &OpOptions<R>, m
         };
     if o.public {
         extensions.insert("x-public".to_owned(), serde_json::Value::Bool(true));
-    } else if !responses.contains_key("401") {
-        let (k, v) = problem_response(doc, StatusCode::UNAUTHORIZED);
+    } else {
+        // Rules, privilege checks and hooks may refuse any signed-in caller (403).
+        for status in [StatusCode::UNAUTHORIZED, StatusCode::FORBIDDEN] {
+            if !responses.contains_key(status.as_str()) {
+                let (k, v) = problem_response(doc, status);
+                responses.insert(k, v);
+            }
+        }
+    }
+    // A write by key refuses a key that matches several rows, and hooks may refuse a write
+    // that conflicts with other rows (409).
+    if matches!(op, Operation::Patch | Operation::Delete) && !responses.contains_key("409") {
+        let (k, v) = problem_response(doc, StatusCode::CONFLICT);
         responses.insert(k, v);
     }
     let op_doc = OpDoc {
@@ -633,5 +644,63 @@ fn document_writes(
             problem_response(doc, StatusCode::CONFLICT),
             problem_response(doc, StatusCode::UNPROCESSABLE_ENTITY),
         ]);
+    }
+}
+
+/// A resource name as words a person writes in a summary: `UserRole` → `user role`.
+fn words(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    let mut prev_lower = false;
+    for c in name.chars() {
+        if c.is_uppercase() && prev_lower {
+            out.push(' ');
+        }
+        prev_lower = c.is_lowercase() || c.is_ascii_digit();
+        out.extend(c.to_lowercase());
+    }
+    out
+}
+
+/// A noun phrase with its indefinite article: `a user`, `an invite`.
+fn article(noun: &str) -> String {
+    // "a user", "a unit" (a consonant sound) but "an umbrella".
+    let you_sound = ["use", "usu", "uni", "uti", "ura", "ure"]
+        .iter()
+        .any(|p| noun.starts_with(p));
+    if noun.starts_with(['a', 'e', 'i', 'o']) || (noun.starts_with('u') && !you_sound) {
+        format!("an {noun}")
+    } else {
+        format!("a {noun}")
+    }
+}
+
+/// The plural of a noun phrase (its last word): `user role` → `user roles`, `entry` →
+/// `entries`, `box` → `boxes`.
+fn plural(noun: &str) -> String {
+    let consonant_y =
+        noun.ends_with('y') && !noun[..noun.len() - 1].ends_with(['a', 'e', 'i', 'o', 'u']);
+    if consonant_y {
+        format!("{}ies", &noun[..noun.len() - 1])
+    } else if noun.ends_with(['s', 'x', 'z']) || noun.ends_with("ch") || noun.ends_with("sh") {
+        format!("{noun}es")
+    } else {
+        format!("{noun}s")
+    }
+}
+
+#[cfg(test)]
+mod summary_tests {
+    use super::{plural, words};
+
+    #[test]
+    fn summaries_read_as_written_by_a_person() {
+        assert_eq!(plural(&words("User")), "users");
+        assert_eq!(plural(&words("UserRole")), "user roles");
+        assert_eq!(plural(&words("Entry")), "entries");
+        assert_eq!(plural(&words("Key")), "keys");
+        assert_eq!(plural(&words("Box")), "boxes");
+        assert_eq!(words("Critter"), "critter");
+        assert_eq!(super::article("invite"), "an invite");
+        assert_eq!(super::article("user role"), "a user role");
     }
 }

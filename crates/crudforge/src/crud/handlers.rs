@@ -276,6 +276,7 @@ pub(crate) async fn index<R: Resource>(
     let who = caller(shared, &req, Operation::Index).await?;
     let limits = super::ListLimits::of(&st.config);
     let mut q = super::Filter::<R>::parse_with(req.query_string(), &limits)?.query;
+    st.config.list_caps().check(&q)?;
     // The read scope is one member of the top-level AND: no `or` of the caller's can widen it.
     let mut conds = Condition::from(parent_conds(shared, &req)?)
         .and(who.read_scope(shared)?)
@@ -478,7 +479,7 @@ fn set_etag(res: &mut HttpResponse, etag: &str) {
 
 impl Caller {
     /// What hooks are told about the caller.
-    fn hook_ctx(&self, op: Operation, db: &crate::db::Database) -> HookCtx {
+    fn hook_ctx(&self, op: Operation, db: &crate::db::Database, req: &HttpRequest) -> HookCtx {
         let user = match self {
             Caller::Public => None,
             Caller::Admin(u) => Some(u.clone()),
@@ -488,6 +489,7 @@ impl Caller {
             user,
             operation: op,
             db: db.clone(),
+            query: req.query_string().to_owned(),
         }
     }
 
@@ -579,18 +581,23 @@ pub(crate) async fn create<R: Resource>(
         Caller::Public => {}
         Caller::Admin(u) => {
             // Administrators may set server-owned members; otherwise the rule fills them.
+            // A rule's 403 still binds them (privilege rules such as who grants SUPERADMIN).
             let mut filled = obj.clone();
-            if shared.rules.create(Some(u), &mut filled).is_ok() {
-                for (k, v) in filled {
-                    obj.entry(k).or_insert(v);
+            match shared.rules.create(Some(u), &mut filled) {
+                Ok(()) => {
+                    for (k, v) in filled {
+                        obj.entry(k).or_insert(v);
+                    }
                 }
+                Err(e @ Error::Forbidden(_)) => return Err(e),
+                Err(_) => {}
             }
         }
         Caller::User(u) => shared.rules.create(u.as_ref(), &mut obj)?,
     }
     let mut input: R::Create = decode(shared, Operation::Post, obj, &parents)?;
     hash_passwords(&mut input, st.config.bcrypt_cost).await?;
-    let ctx = who.hook_ctx(Operation::Post, &st.db);
+    let ctx = who.hook_ctx(Operation::Post, &st.db, &req);
     let input = shared.hooks.before_create(&ctx, input).await?;
     let key = key.as_ref().map(|(k, _)| k);
     let mut lost_claim = false;
@@ -671,14 +678,15 @@ pub(crate) async fn update<R: Resource>(
     let mut input: R::Update = decode(shared, Operation::Patch, obj, &[])?;
     hash_passwords(&mut input, st.config.bcrypt_cost).await?;
     let conds = Condition::from(addressed.clone()).and(who.write_scope(shared)?);
-    let ctx = who.hook_ctx(Operation::Patch, &st.db);
+    let ctx = who.hook_ctx(Operation::Patch, &st.db, &req);
     let key = key.as_ref().map(|(k, _)| k);
     let mode = if if_match.is_some() {
         TxMode::Serialized
     } else {
         TxMode::Write
     };
-    let in_tx = key.is_some() || if_match.is_some() || shared.hooks.wrap(Operation::Patch);
+    let guard = by_other_key(shared);
+    let in_tx = key.is_some() || if_match.is_some() || guard || shared.hooks.wrap(Operation::Patch);
     let mut lost_claim = false;
     let mut conn = st.db.get().await?;
     if in_tx {
@@ -690,6 +698,9 @@ pub(crate) async fn update<R: Resource>(
                 lost_claim = true;
                 return Err(claim_lost());
             }
+        }
+        if guard {
+            at_most_one::<R>(&mut conn, &conds).await?;
         }
         if if_match.is_some() || shared.hooks.reads_before_update() {
             let Some(current) = select_one::<R>(&mut conn, &conds).await? else {
@@ -757,15 +768,18 @@ pub(crate) async fn delete<R: Resource>(
     let addressed = item_conds(shared, &req)?;
     let if_match = write_precondition(shared, &req)?;
     let conds = Condition::from(addressed.clone()).and(who.write_scope(shared)?);
-    let ctx = who.hook_ctx(Operation::Delete, &st.db);
+    let ctx = who.hook_ctx(Operation::Delete, &st.db, &req);
     let hooks = &shared.hooks;
-    let wants_row = !hooks.after_delete.is_empty() || hooks.has_after_commit();
+    let wants_row = !hooks.after_delete.is_empty()
+        || !hooks.before_delete.is_empty()
+        || hooks.has_after_commit();
     let mode = if if_match.is_some() {
         TxMode::Serialized
     } else {
         TxMode::Write
     };
-    let in_tx = if_match.is_some() || hooks.wrap(Operation::Delete);
+    let guard = by_other_key(shared);
+    let in_tx = if_match.is_some() || guard || hooks.wrap(Operation::Delete);
     let mut conn = st.db.get().await?;
     if in_tx {
         tx::begin(&mut conn, mode).await?;
@@ -773,6 +787,9 @@ pub(crate) async fn delete<R: Resource>(
     let outcome = async {
         let mut row = None;
         let mut committed = None;
+        if guard {
+            at_most_one::<R>(&mut conn, &conds).await?;
+        }
         if if_match.is_some() || wants_row {
             let Some(current) = select_one::<R>(&mut conn, &conds).await? else {
                 return Err(refused(shared, &who, &mut conn, addressed.clone()).await);
@@ -789,6 +806,9 @@ pub(crate) async fn delete<R: Resource>(
             } else {
                 row = Some(current);
             }
+        }
+        if let Some(row) = &row {
+            hooks.before_delete(&mut conn, &ctx, row).await?;
         }
         if !R::delete(&mut conn, &conds).await? {
             return Err(refused(shared, &who, &mut conn, addressed.clone()).await);
@@ -816,6 +836,30 @@ pub(crate) async fn delete<R: Resource>(
         hooks.after_commit(&ctx, row).await;
     }
     Ok(HttpResponse::NoContent().finish())
+}
+
+/// Whether a write addresses its item by a key other than the id field. The blueprint accepts
+/// only unique keys; the write still counts the rows first and refuses (409) to change more
+/// than one, so a key whose unique index is missing can never change several rows.
+fn by_other_key<R: Resource>(shared: &Shared<R>) -> bool {
+    shared.res_id.name != R::ID_FIELD
+}
+
+/// 409 when `conds` match more than one row (see [`by_other_key`]).
+async fn at_most_one<R: Resource>(
+    conn: &mut crate::db::Conn,
+    conds: &Condition,
+) -> Result<(), Error> {
+    if R::count(conn, conds).await? > 1 {
+        return Err(Error::Conflict(
+            format!(
+                "The key matches several {} items; nothing was changed.",
+                R::NAME
+            )
+            .into(),
+        ));
+    }
+    Ok(())
 }
 
 /// Why a write matched no row: 403 when the caller can read the row (it exists but is not

@@ -5,6 +5,7 @@
 //! |---|---|---|---|
 //! | `before_create` | before the insert, outside the transaction | caller, parsed input | change the input, refuse with an [`Error`] |
 //! | `before_update` | in the transaction, after the current row is read | caller, parsed input, current row | change the input, refuse |
+//! | `before_delete` | in the transaction, after the current row is read, before the delete | caller, the connection, the row | refuse (nothing is deleted) |
 //! | `after_create`, `after_update`, `after_delete` | in the transaction, after the write | caller, the connection, the written (or deleted) row | write more rows; an error rolls everything back |
 //! | `after_commit` | after a successful commit | caller, the written row | side effects; an error is logged, the answer stays a success |
 //!
@@ -28,6 +29,18 @@ pub struct HookCtx {
     pub operation: Operation,
     /// The database, for queries outside the write's transaction.
     pub db: Database,
+    /// The request's raw query string (empty when none), for options such as `cascade=true`.
+    pub query: String,
+}
+
+impl HookCtx {
+    /// Whether the query string sets `name` to `true` (`?cascade=true`).
+    pub fn flag(&self, name: &str) -> bool {
+        self.query
+            .split('&')
+            .filter_map(|p| p.split_once('='))
+            .any(|(k, v)| k == name && v == "true")
+    }
 }
 
 type BeforeCreate<R> = Arc<
@@ -62,6 +75,7 @@ pub(crate) struct Hooks<R: Resource> {
     pub(crate) after_create: Vec<AfterWrite<R>>,
     pub(crate) after_update: Vec<AfterWrite<R>>,
     pub(crate) after_delete: Vec<AfterWrite<R>>,
+    pub(crate) before_delete: Vec<AfterWrite<R>>,
     pub(crate) after_commit: Vec<AfterCommit<R>>,
 }
 
@@ -73,6 +87,7 @@ impl<R: Resource> Default for Hooks<R> {
             after_create: Vec::new(),
             after_update: Vec::new(),
             after_delete: Vec::new(),
+            before_delete: Vec::new(),
             after_commit: Vec::new(),
         }
     }
@@ -132,10 +147,24 @@ impl<R: Resource> Hooks<R> {
         Ok(())
     }
 
+    /// Runs the before-delete hooks, inside the transaction, before the row is deleted.
+    pub(crate) async fn before_delete(
+        &self,
+        conn: &mut Conn,
+        ctx: &HookCtx,
+        row: &R,
+    ) -> Result<(), Error> {
+        for h in &self.before_delete {
+            h(conn, ctx, row).await?;
+        }
+        Ok(())
+    }
+
     /// Whether a write of `op` runs hooks inside or after its transaction (the write then runs
     /// in an explicit transaction; otherwise it is a single statement).
     pub(crate) fn wrap(&self, op: Operation) -> bool {
         !self.after(op).is_empty()
+            || (op == Operation::Delete && !self.before_delete.is_empty())
             || self.has_after_commit()
             || (op == Operation::Patch && self.reads_before_update())
     }
@@ -228,6 +257,21 @@ impl<R: Resource> super::CrudBlueprint<R> {
             + 'static,
     {
         self.hooks.after_update.push(Arc::new(hook));
+        self
+    }
+
+    /// Runs `hook` before each delete, inside the delete's transaction, with the connection and
+    /// the row about to be deleted. An error refuses the delete (nothing is deleted) and
+    /// reaches the client: for example a 409 while other rows still reference this one.
+    #[must_use]
+    pub fn before_delete<F>(mut self, hook: F) -> Self
+    where
+        F: for<'a> Fn(&'a mut Conn, &'a HookCtx, &'a R) -> LocalBoxFuture<'a, Result<(), Error>>
+            + Send
+            + Sync
+            + 'static,
+    {
+        self.hooks.before_delete.push(Arc::new(hook));
         self
     }
 

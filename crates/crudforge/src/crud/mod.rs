@@ -13,6 +13,7 @@ pub mod filter_expr;
 mod handlers;
 pub mod hooks;
 pub mod idempotency;
+pub mod limits;
 pub mod options;
 pub mod query;
 pub mod registry;
@@ -23,6 +24,7 @@ pub use crate::condition::{Arg, Cond, Condition, Conditions, FromArg, Op, Sort};
 pub use crate::field::{FieldInfo, Kind};
 pub use blueprint::CrudBlueprint;
 pub use hooks::HookCtx;
+pub use limits::ListCaps;
 pub use options::{OpOptions, OpSetting, Operation, Present};
 pub use query::{CountMode, ListLimits, ListQuery};
 pub use route::{CustomRoute, OperationType, RouteDoc};
@@ -329,7 +331,17 @@ impl<R: Resource> actix_web::FromRequest for Filter<R> {
                 || ListLimits::of(&crate::config::Config::default()),
                 |s| ListLimits::of(&s.config),
             );
-        std::future::ready(Filter::parse_with(req.query_string(), &limits))
+        let caps = req
+            .app_data::<actix_web::web::Data<crate::state::ApiState>>()
+            .map(|s| s.config.list_caps());
+        std::future::ready(
+            Filter::parse_with(req.query_string(), &limits).and_then(|f| {
+                if let Some(caps) = caps {
+                    caps.check(&f.query)?;
+                }
+                Ok(f)
+            }),
+        )
     }
 }
 

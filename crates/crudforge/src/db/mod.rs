@@ -59,6 +59,10 @@ pub struct DbOptions {
     pub monitor: Option<Duration>,
     /// SQLite's `synchronous` level (ignored on PostgreSQL).
     pub sqlite_synchronous: SqliteSynchronous,
+    /// Longest wait for a pooled connection; `None` waits for ever.
+    pub checkout_timeout: Option<Duration>,
+    /// PostgreSQL's `statement_timeout` on every connection; `None` leaves the server's.
+    pub statement_timeout: Option<Duration>,
 }
 
 impl DbOptions {
@@ -70,6 +74,8 @@ impl DbOptions {
                 .orm_performance_monitoring
                 .then(|| Duration::from_secs_f64(config.orm_slow_query_threshold)),
             sqlite_synchronous: config.sqlite_synchronous,
+            checkout_timeout: Some(Duration::from_secs(config.db_checkout_timeout)),
+            statement_timeout: Some(Duration::from_secs(config.db_statement_timeout)),
         }
     }
 }
@@ -134,6 +140,8 @@ struct Inner {
     monitor: Option<Duration>,
     /// SQLite's `synchronous` level, also used by the migration connection.
     sqlite_synchronous: SqliteSynchronous,
+    /// Longest wait for a pooled connection.
+    checkout_timeout: Option<Duration>,
 }
 
 /// A pooled handle on the service's database. Cheap to clone.
@@ -243,6 +251,8 @@ impl Database {
         let DbOptions {
             monitor,
             sqlite_synchronous,
+            checkout_timeout,
+            statement_timeout,
         } = options;
         let (pools, target) = match target {
             Target::Sqlite(path) => {
@@ -277,6 +287,7 @@ impl Database {
                         target: url,
                         monitor,
                         sqlite_synchronous,
+                        checkout_timeout,
                     }),
                 };
                 // Open (and create) the file now, so a bad path fails at start-up.
@@ -286,6 +297,21 @@ impl Database {
             Target::Postgres(url) => {
                 let mut cfg = ManagerConfig::<PgConn>::default();
                 cfg.recycling_method = RecyclingMethod::Fast;
+                if let Some(limit) = statement_timeout {
+                    let set = format!("SET statement_timeout = {}", limit.as_millis());
+                    cfg.custom_setup = Box::new(move |url| {
+                        let url = url.to_owned();
+                        let set = set.clone();
+                        async move {
+                            let mut conn = PgConn::establish(&url).await?;
+                            diesel_async::SimpleAsyncConnection::batch_execute(&mut conn, &set)
+                                .await
+                                .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
+                            Ok(conn)
+                        }
+                        .boxed()
+                    });
+                }
                 let mgr = AsyncDieselConnectionManager::new_with_config(url.clone(), cfg);
                 let pool = Pool::builder(mgr)
                     .max_size(16)
@@ -300,6 +326,7 @@ impl Database {
                 target,
                 monitor,
                 sqlite_synchronous,
+                checkout_timeout,
             }),
         })
     }
@@ -333,9 +360,18 @@ impl Database {
     ///
     /// The database cannot be reached.
     pub async fn get(&self) -> Result<Conn, PoolError> {
-        let mut conn = match &self.inner.pools {
-            Pools::Sqlite(p) => Conn::Sqlite(p.get().await?),
-            Pools::Postgres(p) => Conn::Postgres(p.get().await?),
+        let checkout = async {
+            Ok::<_, PoolError>(match &self.inner.pools {
+                Pools::Sqlite(p) => Conn::Sqlite(p.get().await?),
+                Pools::Postgres(p) => Conn::Postgres(p.get().await?),
+            })
+        };
+        // A full pool or a silent server answers 503 after the checkout timeout, never hangs.
+        let mut conn = match self.inner.checkout_timeout {
+            Some(limit) => tokio::time::timeout(limit, checkout)
+                .await
+                .map_err(|_| PoolError::Timeout(deadpool::managed::TimeoutType::Wait))??,
+            None => checkout.await?,
         };
         // Every query is counted and timed for the metrics; with monitoring on, slow ones
         // are logged and the request's statistics kept too.

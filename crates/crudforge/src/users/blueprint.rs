@@ -2,13 +2,16 @@
 
 use super::model::{User, UserModel};
 use super::store::{
-    end_sessions, find_by_email, hash_and_set_password, revoke_token, store_token_of,
-    token_owner_of, token_version, TokenRecord,
+    end_sessions, find_by_email, revoke_token, revoke_token_in, set_password_hash_in,
+    store_token_in, token_owner_of, token_version, token_version_in, TokenRecord,
 };
 use crate::auth::throttle::{Account, Attempt};
-use crate::auth::{load_user, require_user, verify_password, CurrentUser, TokenKind};
+use crate::auth::{
+    hash_password_for, load_user, require_user, verify_password, CurrentUser, TokenKind,
+};
 use crate::crud::{Arg, Cond, CrudBlueprint, CustomRoute, Operation};
-use crate::db::Database;
+use crate::db::tx::{self, TxMode};
+use crate::db::{Conn, Database};
 use crate::error::Error;
 use crate::mount::{IntoMount, Mount};
 use crate::state::ApiState;
@@ -106,7 +109,7 @@ pub struct LoginResponse {
 }
 
 /// The user endpoints: the five CRUD operations on a user model plus `login/`, `refresh/`
-/// and `me/`. Defaults: name `users`, prefix `/api/users/`, [`UserRules`].
+/// and `me/`. Defaults: name the model's (`User`), prefix `/api/users/`, [`UserRules`].
 pub struct UserBlueprint<U: UserModel> {
     crud: CrudBlueprint<U>,
     hook: Option<Arc<dyn LoginHook>>,
@@ -131,18 +134,20 @@ impl Default for UserBlueprint<User> {
 impl<U: UserModel> UserBlueprint<U> {
     /// The user endpoints of `U` at `prefix`.
     pub fn new(prefix: &str) -> Self {
-        let mut crud = CrudBlueprint::<U>::new(prefix);
+        // Nobody changes a user who outranks them (see `privilege`).
+        let mut crud = super::privilege::guard_users(CrudBlueprint::<U>::new(prefix));
         if U::PUBLIC_REGISTRATION {
             crud = crud.public([Operation::Post]);
         }
         UserBlueprint {
             crud,
             hook: None,
-            name: "users".to_owned(),
+            name: U::NAME.to_owned(),
         }
     }
 
-    /// The blueprint's name (default `users`); used as the OpenAPI tag of its extra routes.
+    /// The blueprint's name (default: the model's name, as its CRUD operations are tagged);
+    /// used as the OpenAPI tag of its extra routes.
     #[must_use]
     pub fn name(mut self, name: &str) -> Self {
         self.name = name.to_owned();
@@ -262,7 +267,22 @@ pub async fn access_token(st: &ApiState, user: Uuid) -> Result<String, Error> {
 ///
 /// Database errors.
 pub async fn issue_tokens(st: &ApiState, user: Uuid) -> Result<LoginResponse, Error> {
-    let version = token_version(&st.db, user).await?;
+    let mut conn = st.db.get().await?;
+    issue_tokens_in(st, &mut conn, user).await
+}
+
+/// [`issue_tokens`] on `conn`, so that it can share a transaction with the write that goes
+/// with it (a refresh token's rotation, a password change).
+///
+/// # Errors
+///
+/// Database errors.
+pub async fn issue_tokens_in(
+    st: &ApiState,
+    conn: &mut Conn,
+    user: Uuid,
+) -> Result<LoginResponse, Error> {
+    let version = token_version_in(conn, user).await?;
     let (access, _) =
         st.tokens
             .issue_versioned(user, TokenKind::Access, st.tokens.access_ttl, version)?;
@@ -270,8 +290,8 @@ pub async fn issue_tokens(st: &ApiState, user: Uuid) -> Result<LoginResponse, Er
         st.tokens
             .issue_versioned(user, TokenKind::Refresh, st.tokens.refresh_ttl, version)?;
     let expires = DateTime::from_timestamp(claims.exp, 0);
-    store_token_of(
-        &st.db,
+    store_token_in(
+        conn,
         TokenRecord::Refresh,
         user,
         &claims.jti.to_string(),
@@ -344,14 +364,23 @@ async fn refresh(req: HttpRequest, body: RefreshRequest) -> Result<HttpResponse,
             "The token's user does not exist or is disabled.".into(),
         ));
     }
-    // Rotation: the presented refresh token is used up.
-    if !revoke_token(&st.db, &jti).await? {
-        return Err(Error::Unauthorized(
-            "Invalid, revoked or expired refresh token.".into(),
-        ));
+    // Rotation: the presented refresh token is used up and the new one stored in one
+    // transaction, so a failure in between leaves the old token usable.
+    let mut conn = st.db.get().await?;
+    tx::begin(&mut conn, TxMode::Write).await?;
+    let outcome = async {
+        if !revoke_token_in(&mut conn, &jti).await? {
+            return Err(Error::Unauthorized(
+                "Invalid, revoked or expired refresh token.".into(),
+            ));
+        }
+        issue_tokens_in(st, &mut conn, claims.sub).await
     }
+    .await;
+    let tokens = tx::finish(&mut conn, outcome).await?;
+    drop(conn);
     attempt.succeeded().await?;
-    Ok(HttpResponse::Ok().json(issue_tokens(st, claims.sub).await?))
+    Ok(HttpResponse::Ok().json(tokens))
 }
 
 async fn me<U: UserModel>(req: HttpRequest) -> Result<HttpResponse, Error> {
@@ -407,6 +436,15 @@ async fn change_password(req: HttpRequest, body: PasswordChange) -> Result<HttpR
     attempt.succeeded().await?;
     // The new password ends every older session (a database trigger raises the credential
     // version and revokes the refresh tokens); this one continues with new tokens.
-    hash_and_set_password(&st.db, user.id, "new_password", body.new_password, cost).await?;
-    Ok(HttpResponse::Ok().json(issue_tokens(st, user.id).await?))
+    // The new password and this session's tokens are written in one transaction.
+    let hash = hash_password_for("new_password", body.new_password, cost).await?;
+    let mut conn = st.db.get().await?;
+    tx::begin(&mut conn, TxMode::Write).await?;
+    let outcome = async {
+        set_password_hash_in(&mut conn, user.id, &hash).await?;
+        issue_tokens_in(st, &mut conn, user.id).await
+    }
+    .await;
+    let tokens = tx::finish(&mut conn, outcome).await?;
+    Ok(HttpResponse::Ok().json(tokens))
 }

@@ -6,23 +6,30 @@
 //! | [`model`] | the models and the role names |
 //! | [`rules`] | their permission rules |
 //! | [`store`] | queries: passwords, accounts, roles, tokens |
+//! | [`privilege`] | who may grant which role; nobody changes a user who outranks them |
+//! | [`domains`] | domain deletion refused while roles reference the domain |
 //! | [`blueprint`] | the user endpoints: CRUD plus login, refresh and me |
 
 pub mod blueprint;
+pub mod domains;
 pub mod model;
+pub mod privilege;
 pub mod rules;
 pub mod store;
 
 pub use crate::auth::load_user;
 pub use crate::schema;
 pub use blueprint::{
-    access_token, issue_tokens, LoginContext, LoginHook, LoginRequest, LoginResponse,
-    LogoutRequest, PasswordChange, RefreshRequest, UserBlueprint,
+    access_token, issue_tokens, issue_tokens_in, LoginContext, LoginHook, LoginRequest,
+    LoginResponse, LogoutRequest, PasswordChange, RefreshRequest, UserBlueprint,
 };
+pub use domains::guard_domain_delete;
 pub use model::{Domain, Role, Token, User, UserModel, UserRole, UserSetting};
+pub use privilege::{guard_roles, guard_users, may_grant, DEFAULT_ROLES};
 pub use rules::{RoleRules, UserRules};
 pub use store::{
     create_user, end_sessions, find_by_email, grant_role, hash_and_set_password, revoke_token,
-    set_enabled, set_password, store_token, store_token_of, token_owner, token_owner_of,
-    token_version, TokenRecord, MIN_API_KEY_LEN,
+    revoke_token_in, set_enabled, set_password, set_password_hash_in, store_token, store_token_in,
+    store_token_of, token_owner, token_owner_of, token_version, token_version_in, TokenRecord,
+    MIN_API_KEY_LEN,
 };

@@ -6,7 +6,7 @@ use crate::auth::verify_password;
 use crate::crud::Resource;
 use crate::db::Database;
 use crate::error::Error;
-use crate::perms::{OwnerRules, PublicRead};
+use crate::perms::{OwnerRules, PublicReadAdminWrite};
 use crate::schema;
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
@@ -57,7 +57,7 @@ pub struct User {
     /// Last change.
     pub updated_at: DateTime<Utc>,
     /// E-mail address: unique, compared case-insensitively.
-    #[resource(email, max_len = 320)]
+    #[resource(email, unique, max_len = 320)]
     pub email: String,
     /// bcrypt hash; written as plaintext `password`, never returned.
     #[resource(password)]
@@ -139,10 +139,11 @@ pub struct UserSetting {
     pub value: Option<String>,
 }
 
-/// A domain (tenant). Anyone may read domains; signed-in users may create and change them.
+/// A domain (tenant). Anyone may read domains; only global administrators create, change and
+/// delete them (mount it with [`super::guard_domain_delete`] to keep referenced domains).
 #[derive(Debug, Clone, Queryable, Selectable, crudforge_derive::Resource)]
 #[diesel(table_name = schema::domains)]
-#[resource(rules = PublicRead)]
+#[resource(rules = PublicReadAdminWrite)]
 pub struct Domain {
     /// Identifier.
     pub id: Uuid,
@@ -151,7 +152,7 @@ pub struct Domain {
     /// Last change.
     pub updated_at: DateTime<Utc>,
     /// Unique name, used at login.
-    #[resource(max_len = 255)]
+    #[resource(unique, max_len = 255)]
     pub name: String,
     /// Whether the domain is in use.
     #[resource(default = true)]

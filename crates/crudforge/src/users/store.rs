@@ -3,7 +3,7 @@
 use crate::auth::{hash_password, hash_password_for};
 use crate::db::functions::digest_hex;
 use crate::db::sql_types::Portable;
-use crate::db::Database;
+use crate::db::{Conn, Database};
 use crate::error::Error;
 use crate::schema::{tokens, user_roles, users};
 use crate::with_conn;
@@ -53,10 +53,20 @@ pub async fn hash_and_set_password(
 ) -> Result<(), Error> {
     let hash = hash_password_for(field, password, cost).await?;
     let mut conn = db.get().await?;
+    set_password_hash_in(&mut conn, user_id, &hash).await
+}
+
+/// Stores an already hashed password on `conn` (inside the caller's transaction, if any).
+/// Every older session of the user ends (a database trigger).
+///
+/// # Errors
+///
+/// 404 for an unknown user; database errors.
+pub async fn set_password_hash_in(conn: &mut Conn, user_id: Uuid, hash: &str) -> Result<(), Error> {
     let n = with_conn!(conn, |c| {
         diesel_async::RunQueryDsl::execute(
             diesel::update(users::table.filter(users::id.eq(Portable(user_id)))).set((
-                users::password.eq(Some(hash.clone())),
+                users::password.eq(Some(hash.to_owned())),
                 users::updated_at.eq(Portable(crate::crud::now())),
             )),
             c,
@@ -243,6 +253,22 @@ pub async fn store_token_of(
     expires_at: Option<DateTime<Utc>>,
 ) -> Result<Uuid, Error> {
     let mut conn = db.get().await?;
+    store_token_in(&mut conn, kind, user_id, value, description, expires_at).await
+}
+
+/// [`store_token_of`] on `conn` (inside the caller's transaction, if any).
+///
+/// # Errors
+///
+/// Database errors (409 for a duplicate value or an unknown user).
+pub async fn store_token_in(
+    conn: &mut Conn,
+    kind: TokenRecord,
+    user_id: Uuid,
+    value: &str,
+    description: Option<&str>,
+    expires_at: Option<DateTime<Utc>>,
+) -> Result<Uuid, Error> {
     let now = crate::crud::now();
     let id = Uuid::new_v4();
     with_conn!(conn, |c| {
@@ -313,6 +339,15 @@ pub async fn token_owner_of(
 /// Database errors.
 pub async fn token_version(db: &Database, user_id: Uuid) -> Result<i64, Error> {
     let mut conn = db.get().await?;
+    token_version_in(&mut conn, user_id).await
+}
+
+/// [`token_version`] on `conn`.
+///
+/// # Errors
+///
+/// Database errors.
+pub async fn token_version_in(conn: &mut Conn, user_id: Uuid) -> Result<i64, Error> {
     let v: Option<i64> = with_conn!(conn, |c| {
         diesel_async::RunQueryDsl::get_result(
             users::table
@@ -356,6 +391,15 @@ pub async fn end_sessions(db: &Database, user_id: Uuid) -> Result<(), Error> {
 /// Database errors.
 pub async fn revoke_token(db: &Database, value: &str) -> Result<bool, Error> {
     let mut conn = db.get().await?;
+    revoke_token_in(&mut conn, value).await
+}
+
+/// [`revoke_token`] on `conn` (inside the caller's transaction, if any).
+///
+/// # Errors
+///
+/// Database errors.
+pub async fn revoke_token_in(conn: &mut Conn, value: &str) -> Result<bool, Error> {
     let now = crate::crud::now();
     let n = with_conn!(conn, |c| {
         diesel_async::RunQueryDsl::execute(

@@ -3,16 +3,16 @@
 
 use super::schema::app_domains;
 use chrono::{DateTime, Utc};
-use crudforge::perms::PublicRead;
+use crudforge::perms::PublicReadAdminWrite;
 use crudforge::{Database, Error, Resource};
 use diesel::prelude::*;
 use uuid::Uuid;
 
 /// A domain (tenant) with the reference application's optional fields. Anyone may read
-/// domains; signed-in users create and change them.
+/// domains; only global administrators create, change and delete them.
 #[derive(Debug, Clone, Queryable, Selectable, Resource)]
 #[diesel(table_name = app_domains)]
-#[resource(name = "Domain", rules = PublicRead)]
+#[resource(name = "Domain", rules = PublicReadAdminWrite)]
 pub struct RefDomain {
     /// Identifier.
     pub id: Uuid,

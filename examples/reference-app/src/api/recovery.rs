@@ -6,6 +6,7 @@ use super::users::AppUser;
 use actix_web::{HttpRequest, HttpResponse};
 use crudforge::auth::throttle::{Account, Attempt};
 use crudforge::auth::TokenKind;
+use crudforge::db::tx::{self, TxMode};
 use crudforge::users::TokenRecord;
 use crudforge::{ApiState, Error};
 use serde::{Deserialize, Serialize};
@@ -147,39 +148,45 @@ pub async fn reset_password(
         .tokens
         .verify(&body.recovery_token, TokenKind::Recovery)
         .map_err(|_| invalid())?;
-    if settings.single_use {
-        // The token's id is recorded before the password changes; a second use finds it
-        // (and counts as a failed attempt against its user).
-        let used = crudforge::users::store_token_of(
-            &st.db,
-            TokenRecord::Recovery,
-            claims.sub,
-            &claims.jti.to_string(),
-            Some("used recovery token"),
-            chrono::DateTime::from_timestamp(claims.exp, 0),
-        )
-        .await;
-        match used {
-            Ok(_) => {}
-            Err(e) if e.problem().status == 409 => {
-                attempt.failed_for(Account::User(claims.sub)).await?;
-                return Err(invalid());
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    attempt.succeeded().await?;
-    crudforge::users::set_password(
-        &st.db,
-        claims.sub,
-        &body.new_password,
+    // Hashed first (a password the rules refuse consumes nothing); then the token's use and
+    // the new password are written in one transaction.
+    let hash = crudforge::auth::hash_password_for(
+        "password",
+        body.new_password.clone(),
         st.config.bcrypt_cost,
     )
-    .await
-    .map_err(|e| match e {
-        Error::NotFound(_) => Error::Unauthorized("Invalid recovery token.".into()),
-        other => other,
-    })?;
+    .await?;
+    let mut conn = st.db.get().await?;
+    tx::begin(&mut conn, TxMode::Write).await?;
+    let outcome = async {
+        if settings.single_use {
+            // The token's id is recorded with the password change; a second use finds it (and
+            // counts as a failed attempt against its user).
+            crudforge::users::store_token_in(
+                &mut conn,
+                TokenRecord::Recovery,
+                claims.sub,
+                &claims.jti.to_string(),
+                Some("used recovery token"),
+                chrono::DateTime::from_timestamp(claims.exp, 0),
+            )
+            .await?;
+        }
+        crudforge::users::set_password_hash_in(&mut conn, claims.sub, &hash).await
+    }
+    .await;
+    match tx::finish(&mut conn, outcome).await {
+        Ok(()) => {}
+        Err(e) if e.problem().status == 409 => {
+            drop(conn);
+            attempt.failed_for(Account::User(claims.sub)).await?;
+            return Err(invalid());
+        }
+        Err(Error::NotFound(_)) => return Err(invalid()),
+        Err(e) => return Err(e),
+    }
+    drop(conn);
+    attempt.succeeded().await?;
     Ok(HttpResponse::Ok().json(AccessToken {
         access_token: crudforge::users::access_token(st, claims.sub).await?,
         token_type: "bearer".to_owned(),

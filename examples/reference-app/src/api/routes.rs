@@ -10,7 +10,7 @@ use super::{login, recovery, settings};
 use actix_web::web;
 use apistos::paths::OperationType;
 use crudforge::crud::CustomRoute;
-use crudforge::users::{UserBlueprint, UserRole};
+use crudforge::users::{guard_domain_delete, guard_roles, UserBlueprint, UserRole, DEFAULT_ROLES};
 use crudforge::{Api, MountError, Operation, Resource};
 
 /// Mounts every reference endpoint on `api`.
@@ -21,18 +21,20 @@ use crudforge::{Api, MountError, Operation, Resource};
 pub fn mount(api: Api) -> Result<Api, MountError> {
     let recovery_settings = recovery::RecoverySettings::from_env().map_err(MountError)?;
     let users = UserBlueprint::<AppUser>::new("/api/user/")
-        .name("user")
+        .name("User")
         .login_hook(login::login_hook)
         .crud(|bp| {
             bp.admin_only([Operation::Index, Operation::Post])
                 .with(Operation::Index, |o| o.present::<PublicUsers>())
+                // POST answers with the public user schema too, as the contract's table says.
+                .with(Operation::Post, |o| o.present::<PublicUsers>())
                 .route(
                     CustomRoute::new(OperationType::Get, "me", || web::get().to(profile::me))
                         .operation_id("getCurrentUser")
                         .summary("The current user's public profile")
                         .responds::<PublicUser>()
                         .errors(&[401])
-                        .tag("user"),
+                        .tag("User"),
                 )
                 .route(
                     CustomRoute::new(OperationType::Post, "token_login", || {
@@ -43,7 +45,7 @@ pub fn mount(api: Api) -> Result<Api, MountError> {
                     .body::<login::TokenLogin>()
                     .responds::<login::AccessToken>()
                     .errors(&[401, 404, 422, 429])
-                    .tag("user")
+                    .tag("User")
                     .public(),
                 )
                 .route(
@@ -58,7 +60,7 @@ pub fn mount(api: Api) -> Result<Api, MountError> {
                     .responds::<recovery::DebugRecoveryToken>()
                     .responds_text()
                     .errors(&[401, 422, 429])
-                    .tag("user")
+                    .tag("User")
                     .public(),
                 )
                 .route(
@@ -72,7 +74,7 @@ pub fn mount(api: Api) -> Result<Api, MountError> {
                     .body::<recovery::ResetRequest>()
                     .responds::<login::AccessToken>()
                     .errors(&[401, 422, 429])
-                    .tag("user")
+                    .tag("User")
                     .public(),
                 )
                 .route(
@@ -83,7 +85,7 @@ pub fn mount(api: Api) -> Result<Api, MountError> {
                     .summary("A user's settings (the user itself or an admin)")
                     .responds::<Vec<settings::SettingBody>>()
                     .errors(&[401, 403, 404])
-                    .tag("user"),
+                    .tag("User"),
                 )
                 .route(
                     CustomRoute::new(OperationType::Post, "{user_id}/settings/", || {
@@ -94,7 +96,7 @@ pub fn mount(api: Api) -> Result<Api, MountError> {
                     .body::<settings::SettingBody>()
                     .responds::<Vec<settings::SettingBody>>()
                     .errors(&[401, 403, 404, 422])
-                    .tag("user"),
+                    .tag("User"),
                 )
                 .route(
                     CustomRoute::new(OperationType::Get, "{user_id}/invite/", || {
@@ -104,7 +106,7 @@ pub fn mount(api: Api) -> Result<Api, MountError> {
                     .summary("Invites sent by a user (the user itself or an admin)")
                     .responds::<Vec<<Invite as Resource>::Response>>()
                     .errors(&[401, 403, 404])
-                    .tag("user"),
+                    .tag("User"),
                 )
                 .route(
                     CustomRoute::new(OperationType::Post, "{user_id}/invite/", || {
@@ -116,18 +118,25 @@ pub fn mount(api: Api) -> Result<Api, MountError> {
                     .body::<invites::InviteBody>()
                     .responds::<<Invite as Resource>::Response>()
                     .errors(&[401, 403, 404, 422])
-                    .tag("user"),
+                    .tag("User"),
                 )
         });
     api.mount(users)?
         .mount(
-            UserRole::blueprint("/api/user/<uuid:user_id>/role/").methods([
-                Operation::Index,
-                Operation::Post,
-                Operation::Delete,
-            ]),
+            // Role names are checked against the application's set; nobody grants a role
+            // above their own or changes the roles of a user who outranks them.
+            guard_roles(
+                UserRole::blueprint("/api/user/<uuid:user_id>/role/").methods([
+                    Operation::Index,
+                    Operation::Post,
+                    Operation::Delete,
+                ]),
+                DEFAULT_ROLES,
+            ),
         )?
-        .mount(RefDomain::blueprint("/api/domains/"))?
+        // Writes are admin-only; a domain that roles reference is deleted only with
+        // `?cascade=true`.
+        .mount(guard_domain_delete(RefDomain::blueprint("/api/domains/")))?
         .mount(
             // Every item answer carries an ETag; PATCH and DELETE honour If-Match, POST and
             // PATCH honour Idempotency-Key (all built into generated blueprints).

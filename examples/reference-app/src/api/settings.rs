@@ -92,37 +92,29 @@ pub async fn put_setting(
     user_exists(&st.db, user).await?;
     let now = super::now();
     let mut conn = st.db.get().await?;
-    let changed = with_conn!(conn, |c| {
+    // One statement: two first writes of the same key at once cannot both insert (the unique
+    // index on (user_id, key) turns the second into an update instead of a 409).
+    with_conn!(conn, |c| {
         diesel_async::RunQueryDsl::execute(
-            diesel::update(
-                user_settings::table
-                    .filter(user_settings::user_id.eq(Portable(user)))
-                    .filter(user_settings::key.eq(key.clone())),
-            )
-            .set((
-                user_settings::value.eq(value.clone()),
-                user_settings::updated_at.eq(Portable(now)),
-            )),
-            c,
-        )
-        .await
-    })?;
-    if changed == 0 {
-        with_conn!(conn, |c| {
-            diesel_async::RunQueryDsl::execute(
-                diesel::insert_into(user_settings::table).values((
+            diesel::insert_into(user_settings::table)
+                .values((
                     user_settings::id.eq(Portable(Uuid::new_v4())),
                     user_settings::created_at.eq(Portable(now)),
                     user_settings::updated_at.eq(Portable(now)),
                     user_settings::user_id.eq(Portable(user)),
                     user_settings::key.eq(key.clone()),
                     user_settings::value.eq(value.clone()),
+                ))
+                .on_conflict((user_settings::user_id, user_settings::key))
+                .do_update()
+                .set((
+                    user_settings::value.eq(value.clone()),
+                    user_settings::updated_at.eq(Portable(now)),
                 )),
-                c,
-            )
-            .await
-        })?;
-    }
+            c,
+        )
+        .await
+    })?;
     drop(conn);
     Ok(HttpResponse::Ok().json(settings_of(&st.db, user).await?))
 }

@@ -1,0 +1,1 @@
+DROP INDEX user_roles_grant_key;

@@ -1,0 +1,265 @@
+//! Privilege on both backends: a domain-scoped ADMIN is no global admin, only a SUPERADMIN
+//! grants SUPERADMIN or unscoped ADMIN, nobody changes a user who outranks them, role names
+//! come from the application's set, a (role, domain) is held once, and domains are written by
+//! admins only (a referenced domain is deleted only with `?cascade=true`).
+#![allow(missing_docs, clippy::unwrap_used)]
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{Service, ServiceResponse};
+use actix_web::http::StatusCode;
+use actix_web::test;
+use crudforge::users::{
+    self, guard_domain_delete, guard_roles, Domain, UserBlueprint, UserRole, DEFAULT_ROLES,
+};
+use crudforge::{Api, Config, Database, Operation, Resource};
+use crudforge_tests::{backend_tests, TestDb};
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+const COST: u32 = 4;
+
+struct World {
+    api: Api,
+    db: Database,
+    sup: Uuid,
+    admin: Uuid,
+    dadmin: Uuid,
+    alice: Uuid,
+    bob: Uuid,
+    d: Uuid,
+    e: Uuid,
+}
+
+async fn user(db: &Database, email: &str) -> Uuid {
+    users::create_user(db, email, "some-pass", true, COST)
+        .await
+        .unwrap()
+}
+
+async fn domain(db: &Database, name: &str) -> Uuid {
+    let mut conn = db.get().await.unwrap();
+    let input: <Domain as Resource>::Create =
+        serde_json::from_value(json!({ "name": name })).unwrap();
+    Domain::insert(&mut conn, input).await.unwrap().id
+}
+
+async fn world(t: &TestDb) -> World {
+    let cfg = Config {
+        bcrypt_cost: COST,
+        ..t.config()
+    };
+    let db = t.open(&cfg).await;
+    let d = domain(&db, "d").await;
+    let e = domain(&db, "e").await;
+    let sup = user(&db, "sup@example.com").await;
+    users::grant_role(&db, sup, "SUPERADMIN", None)
+        .await
+        .unwrap();
+    let admin = user(&db, "admin@example.com").await;
+    users::grant_role(&db, admin, "ADMIN", None).await.unwrap();
+    let dadmin = user(&db, "dadmin@example.com").await;
+    users::grant_role(&db, dadmin, "ADMIN", Some(d))
+        .await
+        .unwrap();
+    let alice = user(&db, "alice@example.com").await;
+    let bob = user(&db, "bob@example.com").await;
+    let api = Api::new(cfg, db.clone())
+        .unwrap()
+        .mount(
+            UserBlueprint::default().crud(|bp| bp.admin_only([Operation::Index, Operation::Post])),
+        )
+        .unwrap()
+        .mount(guard_roles(
+            UserRole::blueprint("/api/user/<uuid:user_id>/role/").methods([
+                Operation::Index,
+                Operation::Post,
+                Operation::Delete,
+            ]),
+            DEFAULT_ROLES,
+        ))
+        .unwrap()
+        .mount(guard_domain_delete(Domain::blueprint("/api/domains/")))
+        .unwrap();
+    World {
+        api,
+        db,
+        sup,
+        admin,
+        dadmin,
+        alice,
+        bob,
+        d,
+        e,
+    }
+}
+
+async fn send<S, B>(app: &S, req: test::TestRequest) -> (StatusCode, Value)
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
+    B: MessageBody,
+{
+    let resp = test::call_service(app, req.to_request()).await;
+    let status = resp.status();
+    let bytes = test::read_body(resp).await;
+    if bytes.is_empty() {
+        return (status, Value::Null);
+    }
+    (status, serde_json::from_slice(&bytes).unwrap())
+}
+
+fn as_user(req: test::TestRequest, api: &Api, id: Uuid) -> test::TestRequest {
+    req.insert_header((
+        "authorization",
+        format!("Bearer {}", api.state().tokens.access(id).unwrap()),
+    ))
+}
+
+fn grant(api: &Api, by: Uuid, to: Uuid, role: &str, domain: Option<Uuid>) -> test::TestRequest {
+    as_user(
+        test::TestRequest::post()
+            .uri(&format!("/api/user/{to}/role/"))
+            .set_json(json!({ "role": role, "domain_id": domain })),
+        api,
+        by,
+    )
+}
+
+backend_tests! {
+    async fn a_domain_admin_is_no_global_admin(t) {
+        let w = world(&t).await;
+        let app = test::init_service(w.api.app()).await;
+        // Admin-only operations of the contract.
+        let (s, _) = send(&app, as_user(test::TestRequest::get().uri("/api/users/"), &w.api, w.dadmin)).await;
+        assert_eq!(s, 403, "INDEX of users is for global admins");
+        let (s, _) = send(&app, as_user(test::TestRequest::post().uri("/api/users/")
+            .set_json(json!({"email": "x@example.com", "password": "x-pass-123"})), &w.api, w.dadmin)).await;
+        assert_eq!(s, 403, "POST of users is for global admins");
+        // No row check skipped: another user is out of reach.
+        let (s, _) = send(&app, as_user(test::TestRequest::patch().uri(&format!("/api/users/{}", w.bob))
+            .set_json(json!({"is_enabled": false})), &w.api, w.dadmin)).await;
+        assert_eq!(s, 403);
+        let (s, _) = send(&app, as_user(test::TestRequest::delete().uri(&format!("/api/users/{}", w.bob)), &w.api, w.dadmin)).await;
+        assert_eq!(s, 404, "bob is not even readable for a domain admin");
+        // The escalation paths of a domain admin.
+        for (role, domain) in [("SUPERADMIN", None), ("ADMIN", None), ("SUPERADMIN", Some(w.d)),
+                               ("MODERATOR", None), ("MODERATOR", Some(w.e)), ("ADMIN", Some(w.e))] {
+            let (s, b) = send(&app, grant(&w.api, w.dadmin, w.dadmin, role, domain)).await;
+            assert_eq!(s, 403, "{role} {domain:?}: {b}");
+        }
+        // What it may do: the roles of its own domain.
+        let (s, b) = send(&app, grant(&w.api, w.dadmin, w.bob, "MODERATOR", Some(w.d))).await;
+        assert_eq!(s, 201, "{b}");
+        let role_id = b["id"].as_str().unwrap().to_owned();
+        let (s, b) = send(&app, as_user(test::TestRequest::get().uri(&format!("/api/user/{}/role/", w.bob)), &w.api, w.dadmin)).await;
+        assert_eq!(s, 200);
+        assert_eq!(b["data"].as_array().unwrap().len(), 1, "the domain's roles are readable to its admin: {b}");
+        let (s, _) = send(&app, as_user(test::TestRequest::delete().uri(&format!("/api/user/{}/role/{role_id}", w.bob)), &w.api, w.dadmin)).await;
+        assert_eq!(s, 204);
+        // A role outside its domain cannot be removed by it.
+        let (_, b) = send(&app, grant(&w.api, w.admin, w.bob, "MODERATOR", Some(w.e))).await;
+        let other = b["id"].as_str().unwrap().to_owned();
+        let (s, _) = send(&app, as_user(test::TestRequest::delete().uri(&format!("/api/user/{}/role/{other}", w.bob)), &w.api, w.dadmin)).await;
+        assert!(s == 403 || s == 404, "{s}");
+    }
+
+    async fn only_a_superadmin_grants_the_top_roles(t) {
+        let w = world(&t).await;
+        let app = test::init_service(w.api.app()).await;
+        for (role, domain) in [("SUPERADMIN", None), ("ADMIN", None), ("SUPERADMIN", Some(w.d))] {
+            let (s, b) = send(&app, grant(&w.api, w.admin, w.alice, role, domain)).await;
+            assert_eq!(s, 403, "an ADMIN grants no {role}: {b}");
+            let (s, _) = send(&app, grant(&w.api, w.admin, w.admin, role, domain)).await;
+            assert_eq!(s, 403, "nor to itself");
+        }
+        let (s, b) = send(&app, grant(&w.api, w.admin, w.alice, "ADMIN", Some(w.d))).await;
+        assert_eq!(s, 201, "a global admin grants a domain ADMIN: {b}");
+        let (s, _) = send(&app, grant(&w.api, w.alice, w.alice, "ADMIN", None)).await;
+        assert_eq!(s, 403, "a plain user grants nothing");
+        let (s, b) = send(&app, grant(&w.api, w.sup, w.alice, "ADMIN", None)).await;
+        assert_eq!(s, 201, "{b}");
+        let (s, b) = send(&app, grant(&w.api, w.sup, w.bob, "SUPERADMIN", None)).await;
+        assert_eq!(s, 201, "{b}");
+        // Removing a top role is a superadmin's matter too.
+        let roles = users::load_user(&w.db, w.alice).await.unwrap().unwrap();
+        assert!(roles.is_admin());
+        let (_, list) = send(&app, as_user(test::TestRequest::get().uri(&format!("/api/user/{}/role/", w.alice)), &w.api, w.sup)).await;
+        let unscoped = list["data"].as_array().unwrap().iter()
+            .find(|r| r["role"] == "ADMIN" && r["domain_id"].is_null()).unwrap()["id"].as_str().unwrap().to_owned();
+        let (s, _) = send(&app, as_user(test::TestRequest::delete().uri(&format!("/api/user/{}/role/{unscoped}", w.alice)), &w.api, w.admin)).await;
+        assert_eq!(s, 403, "an ADMIN removes no unscoped ADMIN");
+        let (s, _) = send(&app, as_user(test::TestRequest::delete().uri(&format!("/api/user/{}/role/{unscoped}", w.alice)), &w.api, w.sup)).await;
+        assert_eq!(s, 204);
+    }
+
+    async fn nobody_changes_a_user_who_outranks_them(t) {
+        let w = world(&t).await;
+        let app = test::init_service(w.api.app()).await;
+        let sup = format!("/api/users/{}", w.sup);
+        for body in [json!({"password": "taken-over-1"}), json!({"is_enabled": false}), json!({"email": "mine@example.com"})] {
+            let (s, b) = send(&app, as_user(test::TestRequest::patch().uri(&sup).set_json(body.clone()), &w.api, w.admin)).await;
+            assert_eq!(s, 403, "{body}: {b}");
+        }
+        let (s, _) = send(&app, as_user(test::TestRequest::delete().uri(&sup), &w.api, w.admin)).await;
+        assert_eq!(s, 403);
+        assert!(users::load_user(&w.db, w.sup).await.unwrap().unwrap().is_enabled, "nothing was changed");
+        let (s, _) = send(&app, grant(&w.api, w.admin, w.sup, "MODERATOR", None)).await;
+        assert_eq!(s, 403, "nor its roles");
+        let (s, _) = send(&app, grant(&w.api, w.dadmin, w.admin, "MODERATOR", Some(w.d))).await;
+        assert_eq!(s, 403, "a domain admin changes no global admin's roles");
+        // Downwards and sideways it works.
+        let (s, b) = send(&app, as_user(test::TestRequest::patch().uri(&format!("/api/users/{}", w.admin))
+            .set_json(json!({"is_enabled": false})), &w.api, w.sup)).await;
+        assert_eq!(s, 200, "{b}");
+        let (s, b) = send(&app, as_user(test::TestRequest::patch().uri(&format!("/api/users/{}", w.bob))
+            .set_json(json!({"password": "new-pass-123"})), &w.api, w.sup)).await;
+        assert_eq!(s, 200, "{b}");
+    }
+
+    async fn role_names_and_duplicates(t) {
+        let w = world(&t).await;
+        let app = test::init_service(w.api.app()).await;
+        let (s, b) = send(&app, grant(&w.api, w.admin, w.bob, "EMPEROR", None)).await;
+        assert_eq!(s, 422, "{b}");
+        assert!(b.to_string().contains("role"), "{b}");
+        let (s, _) = send(&app, grant(&w.api, w.admin, w.bob, "MODERATOR", None)).await;
+        assert_eq!(s, 201);
+        let (s, b) = send(&app, grant(&w.api, w.admin, w.bob, "MODERATOR", None)).await;
+        assert_eq!(s, 409, "the same unscoped grant twice: {b}");
+        let (s, _) = send(&app, grant(&w.api, w.admin, w.bob, "MODERATOR", Some(w.d))).await;
+        assert_eq!(s, 201, "another domain is another grant");
+        let (s, _) = send(&app, grant(&w.api, w.admin, w.bob, "MODERATOR", Some(w.d))).await;
+        assert_eq!(s, 409);
+        assert!(users::grant_role(&w.db, w.bob, "MODERATOR", Some(w.d)).await.is_err());
+    }
+
+    async fn domains_are_written_by_admins_only(t) {
+        let w = world(&t).await;
+        let app = test::init_service(w.api.app()).await;
+        let (s, _) = send(&app, test::TestRequest::get().uri("/api/domains/")).await;
+        assert_eq!(s, 200, "reads stay public");
+        let (s, _) = send(&app, test::TestRequest::get().uri(&format!("/api/domains/{}", w.d))).await;
+        assert_eq!(s, 200);
+        for who in [w.alice, w.dadmin] {
+            let (s, _) = send(&app, as_user(test::TestRequest::post().uri("/api/domains/").set_json(json!({"name": "x"})), &w.api, who)).await;
+            assert_eq!(s, 403);
+            let (s, _) = send(&app, as_user(test::TestRequest::patch().uri(&format!("/api/domains/{}", w.d)).set_json(json!({"name": "mine"})), &w.api, who)).await;
+            assert_eq!(s, 403);
+            let (s, _) = send(&app, as_user(test::TestRequest::delete().uri(&format!("/api/domains/{}", w.d)), &w.api, who)).await;
+            assert_eq!(s, 403);
+        }
+        let (s, _) = send(&app, test::TestRequest::post().uri("/api/domains/").set_json(json!({"name": "x"}))).await;
+        assert_eq!(s, 401);
+        let (s, b) = send(&app, as_user(test::TestRequest::post().uri("/api/domains/").set_json(json!({"name": "new"})), &w.api, w.admin)).await;
+        assert_eq!(s, 201, "{b}");
+        let (s, _) = send(&app, as_user(test::TestRequest::delete().uri(&format!("/api/domains/{}", b["id"].as_str().unwrap())), &w.api, w.admin)).await;
+        assert_eq!(s, 204, "an unreferenced domain goes at once");
+        // d is referenced by the domain admin's role.
+        let (s, b) = send(&app, as_user(test::TestRequest::delete().uri(&format!("/api/domains/{}", w.d)), &w.api, w.admin)).await;
+        assert_eq!(s, 409, "{b}");
+        assert!(b["detail"].as_str().unwrap().contains("cascade"), "{b}");
+        assert!(users::load_user(&w.db, w.dadmin).await.unwrap().unwrap().administers_domain(w.d), "the role is kept");
+        let (s, _) = send(&app, as_user(test::TestRequest::delete().uri(&format!("/api/domains/{}?cascade=true", w.d)), &w.api, w.admin)).await;
+        assert_eq!(s, 204);
+        assert!(users::load_user(&w.db, w.dadmin).await.unwrap().unwrap().roles.is_empty(), "the cascade removed the role");
+    }
+}
