@@ -205,16 +205,6 @@ impl Default for Config {
     }
 }
 
-impl Config {
-    /// The caps of list requests (`MAX_FILTERS`, `MAX_IN_VALUES`).
-    pub fn list_caps(&self) -> crate::crud::ListCaps {
-        crate::crud::ListCaps {
-            max_filters: self.max_filters as usize,
-            max_in_values: self.max_in_values as usize,
-        }
-    }
-}
-
 impl fmt::Debug for Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Config")

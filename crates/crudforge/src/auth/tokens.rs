@@ -119,7 +119,7 @@ impl Tokens {
 
     /// An access token for `user` with the configured lifetime, at credential version 0 (a
     /// user that never changed its password nor logged out everywhere). Handlers should use
-    /// [`crate::users::access_token`], which reads the user's current version.
+    /// `users::access_token`, which reads the user's current version.
     ///
     /// # Errors
     ///

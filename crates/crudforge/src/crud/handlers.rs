@@ -276,7 +276,7 @@ pub(crate) async fn index<R: Resource>(
     let who = caller(shared, &req, Operation::Index).await?;
     let limits = super::ListLimits::of(&st.config);
     let mut q = super::Filter::<R>::parse_with(req.query_string(), &limits)?.query;
-    st.config.list_caps().check(&q)?;
+    super::ListCaps::of(&st.config).check(&q)?;
     // The read scope is one member of the top-level AND: no `or` of the caller's can widen it.
     let mut conds = Condition::from(parent_conds(shared, &req)?)
         .and(who.read_scope(shared)?)

@@ -4,6 +4,7 @@
 
 use super::query::ListQuery;
 use crate::condition::{Arg, Cond, Condition};
+use crate::config::Config;
 use crate::error::Error;
 
 /// The caps of list requests (`MAX_FILTERS`, `MAX_IN_VALUES`).
@@ -16,6 +17,14 @@ pub struct ListCaps {
 }
 
 impl ListCaps {
+    /// The caps a configuration sets (`MAX_FILTERS`, `MAX_IN_VALUES`).
+    pub fn of(config: &Config) -> Self {
+        ListCaps {
+            max_filters: config.max_filters as usize,
+            max_in_values: config.max_in_values as usize,
+        }
+    }
+
     /// Checks a parsed list query against the caps.
     ///
     /// # Errors

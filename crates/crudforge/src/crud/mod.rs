@@ -333,7 +333,7 @@ impl<R: Resource> actix_web::FromRequest for Filter<R> {
             );
         let caps = req
             .app_data::<actix_web::web::Data<crate::state::ApiState>>()
-            .map(|s| s.config.list_caps());
+            .map(|s| ListCaps::of(&s.config));
         std::future::ready(
             Filter::parse_with(req.query_string(), &limits).and_then(|f| {
                 if let Some(caps) = caps {
