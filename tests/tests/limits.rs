@@ -71,4 +71,61 @@ backend_tests! {
         assert!(r.is_err(), "cancelled by statement_timeout");
         assert!(started.elapsed() < Duration::from_secs(4));
     }
+
+    async fn a_body_slower_than_the_request_timeout_gets_408_and_changes_nothing(t) {
+        let cfg = Config { request_timeout: 1, ..t.config() };
+        let db = t.open(&cfg).await;
+        create_table(&db).await;
+        let api = Api::new(cfg, db.clone()).unwrap()
+            .mount(Critter::blueprint("/api/critters/").public([crudforge::Operation::Post])).unwrap();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = actix_web::HttpServer::new(move || api.app())
+            .workers(1)
+            .disable_signals()
+            .listen(listener)
+            .unwrap()
+            .run();
+        let handle = server.handle();
+        actix_web::rt::spawn(server);
+        let answer = tokio::task::spawn_blocking(move || {
+            use std::io::{Read, Write};
+            let mut s = std::net::TcpStream::connect(addr).unwrap();
+            let body = r#"{"name":"Slow","species":"cat"}"#;
+            let head = format!(
+                "POST /api/critters/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                body.len()
+            );
+            s.write_all(head.as_bytes()).unwrap();
+            // Half the body now, the rest long after REQUEST_TIMEOUT (if the server still reads).
+            s.write_all(&body.as_bytes()[..10]).unwrap();
+            std::thread::sleep(Duration::from_millis(2500));
+            let _ = s.write_all(&body.as_bytes()[10..]);
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut out = Vec::new();
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = s.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                out.extend_from_slice(&buf[..n]);
+                if out.windows(4).any(|w| w == b"\r\n\r\n") && out.ends_with(b"}") {
+                    break;
+                }
+            }
+            String::from_utf8_lossy(&out).into_owned()
+        })
+        .await
+        .unwrap();
+        handle.stop(false).await;
+        assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+        assert!(answer.to_ascii_lowercase().contains("content-type: application/problem+json"), "{answer}");
+        assert!(answer.contains("request_timeout_error"), "{answer}");
+        let mut conn = db.get().await.unwrap();
+        let n: i64 = with_conn!(conn, |c| {
+            use diesel::prelude::*;
+            diesel_async::RunQueryDsl::get_result(crudforge_tests::critters::critters::table.count(), c).await
+        }).unwrap();
+        assert_eq!(n, 0, "nothing was written");
+    }
 }

@@ -5,6 +5,7 @@ use crate::api::schema::critters;
 use crate::api::users::AppUser;
 use clap::{Parser, Subcommand};
 use crudforge::sql_types::Portable;
+use crudforge::users::Role;
 use crudforge::{Api, Config, Database, Resource};
 use diesel::prelude::*;
 use std::process::ExitCode;
@@ -230,31 +231,11 @@ pub async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             disabled,
         } => {
             let password = secret("password", password, password_stdin)?;
-            let id = crudforge::users::create_user(&db, &email, &password, !disabled, cost)
-                .await
-                .map_err(|e| -> Box<dyn std::error::Error> {
-                    if e.problem().status == 409 {
-                        format!("a user with e-mail {email} already exists").into()
-                    } else {
-                        e.problem().detail.into()
-                    }
-                })?;
-            if first_name.is_some() || last_name.is_some() {
-                AppUser::set_names(&db, id, first_name, last_name).await?;
-            }
-            if admin {
-                crudforge::users::grant_role(&db, id, crudforge::users::Role::Admin.as_str(), None)
-                    .await?;
-            }
-            if superadmin {
-                crudforge::users::grant_role(
-                    &db,
-                    id,
-                    crudforge::users::Role::SuperAdmin.as_str(),
-                    None,
-                )
-                .await?;
-            }
+            let mut roles = Vec::new();
+            roles.extend(admin.then_some(Role::Admin));
+            roles.extend(superadmin.then_some(Role::SuperAdmin));
+            let names = (first_name, last_name);
+            let id = create_user(&db, &email, &password, cost, !disabled, names, &roles).await?;
             println!("{id}");
         }
         Command::CreateToken {
@@ -389,6 +370,45 @@ pub async fn seed_critters(db: &Database, count: usize) -> Result<Vec<Uuid>, cru
         }
     }
     Ok(ids)
+}
+
+/// Creates a user with its profile names and unscoped roles in one transaction: the password
+/// is hashed first, then either everything is written or nothing is (a failed grant leaves no
+/// half-made account behind).
+async fn create_user(
+    db: &Database,
+    email: &str,
+    password: &str,
+    cost: u32,
+    enabled: bool,
+    (first_name, last_name): (Option<String>, Option<String>),
+    roles: &[Role],
+) -> Result<Uuid, Box<dyn std::error::Error>> {
+    let hash = crudforge::users::new_user_hash(email, password, cost)
+        .await
+        .map_err(|e| e.problem().detail)?;
+    let mut conn = db.get().await?;
+    crudforge::db::tx::begin(&mut conn, crudforge::db::tx::TxMode::Write).await?;
+    let work = async {
+        let id = crudforge::users::create_user_in(&mut conn, email, &hash, enabled).await?;
+        if first_name.is_some() || last_name.is_some() {
+            AppUser::set_names(&mut conn, id, first_name, last_name).await?;
+        }
+        for role in roles {
+            crudforge::users::grant_role_in(&mut conn, id, role.as_str(), None).await?;
+        }
+        Ok(id)
+    }
+    .await;
+    crudforge::db::tx::finish(&mut conn, work)
+        .await
+        .map_err(|e| -> Box<dyn std::error::Error> {
+            if e.problem().status == 409 {
+                format!("a user with e-mail {email} already exists").into()
+            } else {
+                e.problem().detail.into()
+            }
+        })
 }
 
 /// A secret from its option (or environment variable), or from the first line of standard

@@ -115,9 +115,34 @@ pub async fn create_user(
     enabled: bool,
     cost: u32,
 ) -> Result<Uuid, Error> {
-    crate::crud::check_email("email", email)?;
-    let hash = hash_password(password.to_owned(), cost).await?;
+    let hash = new_user_hash(email, password, cost).await?;
     let mut conn = db.get().await?;
+    create_user_in(&mut conn, email, &hash, enabled).await
+}
+
+/// Checks a new user's e-mail and hashes its password (off the request threads), ready for
+/// [`create_user_in`]; done before a transaction opens, so that no lock is held while hashing.
+///
+/// # Errors
+///
+/// 422 for a malformed e-mail or a bad password.
+pub async fn new_user_hash(email: &str, password: &str, cost: u32) -> Result<String, Error> {
+    crate::crud::check_email("email", email)?;
+    hash_password(password.to_owned(), cost).await
+}
+
+/// Inserts a user with an already hashed password (see [`new_user_hash`]) on `conn`, which
+/// may be inside a transaction; returns its id.
+///
+/// # Errors
+///
+/// 409 when the e-mail is taken; database errors.
+pub async fn create_user_in(
+    conn: &mut Conn,
+    email: &str,
+    hash: &str,
+    enabled: bool,
+) -> Result<Uuid, Error> {
     let now = crate::crud::now();
     let id = Uuid::new_v4();
     with_conn!(conn, |c| {
@@ -127,7 +152,7 @@ pub async fn create_user(
                 users::created_at.eq(Portable(now)),
                 users::updated_at.eq(Portable(now)),
                 users::email.eq(email.to_owned()),
-                users::password.eq(Some(hash.clone())),
+                users::password.eq(Some(hash.to_owned())),
                 users::is_enabled.eq(enabled),
             )),
             c,
@@ -164,7 +189,7 @@ pub async fn set_enabled(db: &Database, user_id: Uuid, enabled: bool) -> Result<
 ///
 /// # Errors
 ///
-/// Database errors (409 when the user does not exist).
+/// Database errors (409 when the user does not exist or already holds the role).
 pub async fn grant_role(
     db: &Database,
     user_id: Uuid,
@@ -172,6 +197,20 @@ pub async fn grant_role(
     domain_id: Option<Uuid>,
 ) -> Result<(), Error> {
     let mut conn = db.get().await?;
+    grant_role_in(&mut conn, user_id, role, domain_id).await
+}
+
+/// Grants a role to a user on `conn`, which may be inside a transaction.
+///
+/// # Errors
+///
+/// Database errors (409 when the user does not exist or already holds the role).
+pub async fn grant_role_in(
+    conn: &mut Conn,
+    user_id: Uuid,
+    role: &str,
+    domain_id: Option<Uuid>,
+) -> Result<(), Error> {
     let now = crate::crud::now();
     with_conn!(conn, |c| {
         diesel_async::RunQueryDsl::execute(

@@ -184,12 +184,11 @@ impl AppUser {
     ///
     /// Database errors.
     pub async fn set_names(
-        db: &Database,
+        conn: &mut crudforge::Conn,
         id: Uuid,
         first: Option<String>,
         last: Option<String>,
     ) -> Result<(), Error> {
-        let mut conn = db.get().await?;
         with_conn!(conn, |c| {
             diesel_async::RunQueryDsl::execute(
                 diesel::update(app_users::table.filter(app_users::id.eq(Portable(id)))).set((
