@@ -6,6 +6,7 @@
 //! no server is configured.
 
 pub mod critters;
+pub mod tools;
 
 use crudforge::db::Target;
 pub use crudforge::{Backend, Config, Database};

@@ -8,8 +8,6 @@ use crudforge::users::{guard_roles, UserBlueprint, UserRole, DEFAULT_ROLES};
 use crudforge::{Api, Operation, Resource};
 use crudforge_tests::backend_tests;
 use serde_json::Value;
-use std::io::Write;
-use std::process::{Command, Stdio};
 
 fn no_null_default_on_non_nullable(path: &str, v: &Value, bad: &mut Vec<String>) {
     match v {
@@ -51,24 +49,8 @@ backend_tests! {
         assert!(spec["paths"]["/api/users/{user_id}/role/"]["post"]["responses"]["403"].is_object());
         assert_eq!(spec["paths"]["/api/users/"]["get"]["summary"], "List users");
 
-        let require = std::env::var("CRUDFORGE_REQUIRE_TOOLS").is_ok_and(|v| v == "1");
-        let child = Command::new("python3")
-            .args(["-c", "import sys, json\nfrom openapi_spec_validator import validate\nvalidate(json.load(sys.stdin))\nprint('valid')"])
-            .stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped())
-            .spawn();
-        let Ok(mut child) = child else {
-            assert!(!require, "python3 is required (CRUDFORGE_REQUIRE_TOOLS=1)");
-            eprintln!("skipped: python3 is not installed");
-            return;
-        };
-        child.stdin.take().unwrap().write_all(&body).unwrap();
-        let out = child.wait_with_output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        if stderr.contains("ModuleNotFoundError") {
-            assert!(!require, "openapi-spec-validator is required (CRUDFORGE_REQUIRE_TOOLS=1): pip install openapi-spec-validator");
-            eprintln!("skipped: openapi-spec-validator is not installed (pip install openapi-spec-validator)");
-            return;
+        if let Err(e) = crudforge_tests::tools::openapi_spec_validator(&body) {
+            panic!("openapi-spec-validator rejects the description: {e}");
         }
-        assert!(out.status.success(), "openapi-spec-validator rejects the description: {stderr}");
     }
 }
