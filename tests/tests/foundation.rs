@@ -593,19 +593,19 @@ async fn bad_database_uri_names_the_key() {
     assert!(err.to_string().contains("ORM_DATABASE_URI"), "{err}");
 }
 
-#[actix_web::test]
-async fn a_dropped_request_neither_panics_nor_breaks_the_pool() {
-    // actix-web runs handlers on single-threaded runtimes, like this test. A request whose
-    // future is dropped while its SQLite query runs (a client gone away) must not panic the
-    // worker, and the database must stay usable.
+/// A request dropped before it finishes (a client gone away), on a database of `options`.
+async fn drop_a_slow_request(options: crudforge::DbOptions) -> bool {
     let t = TestDb::sqlite().await;
-    let app = test::init_service(gadget_api(&t, t.config()).await.app()).await;
+    let cfg = t.config();
+    let db = crudforge::Database::open(t.target(), options)
+        .await
+        .unwrap();
+    db.run_migrations(None).await.unwrap();
+    create_gadgets(&db).await;
+    let api = Api::new(cfg, db).unwrap().mount(Gadgets).unwrap();
+    let app = test::init_service(api.app()).await;
     let req = test::TestRequest::get().uri("/slow").to_request();
     let dropped = tokio::time::timeout(std::time::Duration::from_millis(20), app.call(req)).await;
-    assert!(
-        dropped.is_err(),
-        "the request should still be running when dropped"
-    );
     let resp = test::call_service(&app, test::TestRequest::get().uri("/health").to_request()).await;
     assert_eq!(resp.status(), 200);
     let resp = test::call_service(
@@ -614,4 +614,32 @@ async fn a_dropped_request_neither_panics_nor_breaks_the_pool() {
     )
     .await;
     assert_eq!(resp.status(), 200);
+    dropped.is_err()
+}
+
+#[actix_web::test]
+async fn a_request_dropped_mid_query_neither_panics_nor_breaks_the_pool() {
+    // actix-web runs handlers on single-threaded runtimes, like this test. With statements on
+    // Tokio's blocking pool, a request whose future is dropped while its SQLite query runs must
+    // not panic the worker, and the database must stay usable.
+    let options = crudforge::DbOptions {
+        sqlite_inline: false,
+        ..Default::default()
+    };
+    assert!(
+        drop_a_slow_request(options).await,
+        "the request should still be running when dropped"
+    );
+}
+
+#[actix_web::test]
+async fn inline_statements_finish_before_a_request_can_be_dropped() {
+    // With statements run inline (the default), a statement is never abandoned midway: the
+    // slow query completes before the request's future can be dropped, and nothing breaks.
+    let options = crudforge::DbOptions::default();
+    assert!(options.sqlite_inline);
+    assert!(
+        !drop_a_slow_request(options).await,
+        "an inline statement runs to its end within one poll"
+    );
 }

@@ -307,6 +307,22 @@ impl Error {
                 p.debug = Some(info.message().to_owned());
                 p
             }
+            // A statement stopped at DB_STATEMENT_TIMEOUT: PostgreSQL cancels it (SQLSTATE
+            // 57014), SQLite's progress handler interrupts it.
+            Error::Database(D::DatabaseError(_, info))
+                if info
+                    .message()
+                    .contains("canceling statement due to statement timeout")
+                    || crate::db::deadline::is_interrupt(info.message()) =>
+            {
+                let mut p = Problem::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "service_unavailable_error",
+                    "The query took longer than the service allows (DB_STATEMENT_TIMEOUT).",
+                );
+                p.debug = Some(info.message().to_owned());
+                p
+            }
             Error::Database(e) => {
                 let mut p = Problem::from_status(StatusCode::INTERNAL_SERVER_ERROR);
                 p.debug = Some(e.to_string());

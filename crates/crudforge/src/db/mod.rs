@@ -5,8 +5,10 @@
 //! is typed by backend, so code that queries takes a [`Conn`] and runs the same Diesel
 //! expression on whichever connection it holds, usually through [`with_conn!`](crate::with_conn).
 
+pub mod deadline;
 pub mod functions;
 pub mod monitor;
+pub mod runner;
 pub mod sql_types;
 pub mod tx;
 
@@ -23,6 +25,7 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness};
 use futures_util::FutureExt;
 use monitor::{QueryMonitor, QueryStats};
+pub use runner::Runner;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,8 +33,9 @@ use std::time::Duration;
 pub use diesel::pg::Pg;
 pub use diesel::sqlite::{Sqlite, SqliteConnection};
 
-/// The async SQLite connection type (a sync connection run on blocking threads).
-pub type SqliteConn = SyncConnectionWrapper<SqliteConnection>;
+/// The async SQLite connection type: a sync connection whose statements a [`Runner`] runs
+/// (on the calling thread, each bounded by the statement timeout).
+pub type SqliteConn = SyncConnectionWrapper<SqliteConnection, Runner>;
 /// The async PostgreSQL connection type.
 pub type PgConn = AsyncPgConnection;
 /// Error returned when no pooled connection can be had.
@@ -52,8 +56,9 @@ pub fn sqlite_pragmas(synchronous: SqliteSynchronous) -> String {
     )
 }
 
-/// How a [`Database`] is opened, beyond where it is.
-#[derive(Debug, Clone, Copy, Default)]
+/// How a [`Database`] is opened, beyond where it is. The default has no monitoring, no
+/// timeouts, and SQLite statements run inline.
+#[derive(Debug, Clone, Copy)]
 pub struct DbOptions {
     /// Slow-query threshold; `Some` turns query monitoring on.
     pub monitor: Option<Duration>,
@@ -61,8 +66,25 @@ pub struct DbOptions {
     pub sqlite_synchronous: SqliteSynchronous,
     /// Longest wait for a pooled connection; `None` waits for ever.
     pub checkout_timeout: Option<Duration>,
-    /// PostgreSQL's `statement_timeout` on every connection; `None` leaves the server's.
+    /// Longest run of one statement: PostgreSQL's `statement_timeout` on every connection, and
+    /// on SQLite an interrupt from a progress handler ([`deadline`]); `None` leaves them
+    /// unbounded.
     pub statement_timeout: Option<Duration>,
+    /// Run SQLite statements on the calling thread ([`Runner::inline`], the default) rather
+    /// than on Tokio's blocking pool ([`Runner::pooled`]).
+    pub sqlite_inline: bool,
+}
+
+impl Default for DbOptions {
+    fn default() -> DbOptions {
+        DbOptions {
+            monitor: None,
+            sqlite_synchronous: SqliteSynchronous::default(),
+            checkout_timeout: None,
+            statement_timeout: None,
+            sqlite_inline: true,
+        }
+    }
 }
 
 impl DbOptions {
@@ -76,6 +98,7 @@ impl DbOptions {
             sqlite_synchronous: config.sqlite_synchronous,
             checkout_timeout: Some(Duration::from_secs(config.db_checkout_timeout)),
             statement_timeout: Some(Duration::from_secs(config.db_statement_timeout)),
+            sqlite_inline: true,
         }
     }
 }
@@ -253,6 +276,7 @@ impl Database {
             sqlite_synchronous,
             checkout_timeout,
             statement_timeout,
+            sqlite_inline,
         } = options;
         let (pools, target) = match target {
             Target::Sqlite(path) => {
@@ -260,19 +284,35 @@ impl Database {
                     std::fs::create_dir_all(dir)?;
                 }
                 let url = path.to_string_lossy().into_owned();
+                if statement_timeout.is_some() && !deadline::install() {
+                    tracing::warn!("SQLite statements are not bounded (DB_STATEMENT_TIMEOUT)");
+                }
+                let runner = if sqlite_inline {
+                    Runner::inline(statement_timeout)
+                } else {
+                    Runner::pooled(statement_timeout)
+                };
                 let mut cfg = ManagerConfig::<SqliteConn>::default();
                 cfg.recycling_method = RecyclingMethod::Fast;
                 cfg.custom_setup = Box::new(move |url| {
                     let url = url.to_owned();
                     async move {
-                        let mut conn = SqliteConn::establish(&url).await?;
-                        conn.spawn_blocking(move |c| {
-                            c.batch_execute(&sqlite_pragmas(sqlite_synchronous))?;
-                            functions::register_sqlite_functions(c)
+                        // Opening the file, the pragmas (WAL set-up) and the functions are
+                        // file I/O: done on the blocking pool, once per connection.
+                        let conn = tokio::task::spawn_blocking(move || {
+                            let mut c = SqliteConnection::establish(&url)?;
+                            c.batch_execute(&sqlite_pragmas(sqlite_synchronous))
+                                .and_then(|()| functions::register_sqlite_functions(&mut c))
+                                .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
+                            Ok::<_, diesel::ConnectionError>(c)
                         })
                         .await
-                        .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
-                        Ok(conn)
+                        .map_err(|e| {
+                            diesel::ConnectionError::BadConnection(format!(
+                                "opening the SQLite file: {e}"
+                            ))
+                        })??;
+                        Ok(SqliteConn::with_runtime(conn, runner))
                     }
                     .boxed()
                 });
