@@ -151,7 +151,9 @@ impl Api {
     pub fn openapi_json(&self) -> Arc<str> {
         self.spec
             .get_or_init(|| {
-                serde_json::to_string_pretty(&self.openapi())
+                let mut spec = serde_json::to_value(self.openapi()).unwrap_or_default();
+                openapi::forbid_nul_in_text(&mut spec);
+                serde_json::to_string_pretty(&spec)
                     .unwrap_or_else(|_| "{}".to_owned())
                     .into()
             })

@@ -30,10 +30,6 @@ pub async fn current_user(req: &HttpRequest) -> Result<Option<CurrentUser>, Erro
     if let Some(Authenticated(r)) = req.extensions().get::<Authenticated>().cloned() {
         return r.map_err(|(_, m)| Error::Unauthorized(m.into()));
     }
-    // The lookup runs as a task of its own. Actix polls a handler's extractors together and
-    // drops the others as soon as one fails (a malformed JSON body next to `Auth`); dropping
-    // an unfinished SQLite query panics on actix's single-threaded workers (diesel-async waits
-    // for the blocking task with `block_in_place`). A detached task is never dropped midway.
     if req
         .headers()
         .get(actix_web::http::header::AUTHORIZATION)
@@ -41,17 +37,10 @@ pub async fn current_user(req: &HttpRequest) -> Result<Option<CurrentUser>, Erro
     {
         return Ok(None);
     }
-    let r = req.clone();
-    // The task keeps counting its query towards the request's statistics.
-    let stats = crate::db::monitor::QueryStats::current();
-    let result = actix_web::rt::spawn(async move {
-        match stats {
-            Some(s) => crate::db::monitor::QueryStats::scope(s, authenticate(&r)).await,
-            None => authenticate(&r).await,
-        }
-    })
-    .await
-    .unwrap_or_else(|e| Err(Error::Internal(format!("authentication task: {e}"))));
+    // Awaited in place: dropping it midway (actix drops the other extractors when one fails)
+    // is safe, since SQLite statements run to their end within one poll (db::runner) and
+    // PostgreSQL queries are cancel-safe.
+    let result = authenticate(req).await;
     let cached = match &result {
         Ok(u) => Ok(u.clone()),
         Err(e) => Err((401, e.to_string())),

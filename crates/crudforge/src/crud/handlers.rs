@@ -274,12 +274,15 @@ pub(crate) async fn index<R: Resource>(
     use super::query::CountMode;
     let st = ApiState::of(&req)?;
     let who = caller(shared, &req, Operation::Index).await?;
+    // The caller's scope first: an anonymous caller the rules refuse gets 401 before any
+    // parameter is judged.
+    let scope = who.read_scope(shared)?;
     let limits = super::ListLimits::of(&st.config);
     let mut q = super::Filter::<R>::parse_with(req.query_string(), &limits)?.query;
     super::ListCaps::of(&st.config).check(&q)?;
     // The read scope is one member of the top-level AND: no `or` of the caller's can widen it.
     let mut conds = Condition::from(parent_conds(shared, &req)?)
-        .and(who.read_scope(shared)?)
+        .and(scope)
         .and(std::mem::take(&mut q.conds));
     if let Some(f) = q.filter.take() {
         conds = conds.and(Condition::All(vec![f]));
@@ -384,10 +387,10 @@ pub(crate) async fn get<R: Resource>(
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
     let who = caller(shared, &req, Operation::Get).await?;
+    let scope = who.read_scope(shared)?;
     let sparse = super::sparse::requested(R::FIELDS, req.query_string())?;
     let addressed = item_conds(shared, &req)?;
     let if_none_match = conditional::if_none_match(req.headers())?;
-    let scope = who.read_scope(shared)?;
     let conds = if scope.is_always() {
         // Lookup by key alone (no rule scope) is a static, statement-cached query.
         Condition::from(addressed)
@@ -570,6 +573,14 @@ pub(crate) async fn create<R: Resource>(
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
     let who = caller(shared, &req, Operation::Post).await?;
+    // An anonymous caller the rules refuse gets 401 before the body or headers are judged.
+    if let Caller::User(None) = &who {
+        if let Err(e @ Error::Unauthorized(_)) =
+            shared.rules.create(None, &mut serde_json::Map::new())
+        {
+            return Err(e);
+        }
+    }
     let parents = parent_conds(shared, &req)?;
     let key = match idempotency_key(shared, st, &req, &body, &who).await? {
         Ok(k) => k,
@@ -667,6 +678,7 @@ pub(crate) async fn update<R: Resource>(
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
     let who = caller(shared, &req, Operation::Patch).await?;
+    let scope = who.write_scope(shared)?;
     let addressed = item_conds(shared, &req)?;
     let if_match = write_precondition(shared, &req)?;
     let key = match idempotency_key(shared, st, &req, &body, &who).await? {
@@ -677,7 +689,7 @@ pub(crate) async fn update<R: Resource>(
     check_members(shared, &who, &obj, Operation::Patch)?;
     let mut input: R::Update = decode(shared, Operation::Patch, obj, &[])?;
     hash_passwords(&mut input, st.config.bcrypt_cost).await?;
-    let conds = Condition::from(addressed.clone()).and(who.write_scope(shared)?);
+    let conds = Condition::from(addressed.clone()).and(scope);
     let ctx = who.hook_ctx(Operation::Patch, &st.db, &req);
     let key = key.as_ref().map(|(k, _)| k);
     let mode = if if_match.is_some() {
@@ -765,9 +777,10 @@ pub(crate) async fn delete<R: Resource>(
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
     let who = caller(shared, &req, Operation::Delete).await?;
+    let scope = who.write_scope(shared)?;
     let addressed = item_conds(shared, &req)?;
     let if_match = write_precondition(shared, &req)?;
-    let conds = Condition::from(addressed.clone()).and(who.write_scope(shared)?);
+    let conds = Condition::from(addressed.clone()).and(scope);
     let ctx = who.hook_ctx(Operation::Delete, &st.db, &req);
     let hooks = &shared.hooks;
     let wants_row = !hooks.after_delete.is_empty()
