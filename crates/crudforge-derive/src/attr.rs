@@ -7,16 +7,16 @@
 
 use crate::ctxt::Ctxt;
 use crate::symbol::{
-    Symbol, CRATE, DEFAULT, DIESEL, EMAIL, FILTER, ID, MAX_LEN, NAME, PASSWORD, READ_ONLY,
+    Symbol, CRATE, DEFAULT, DIESEL, EMAIL, FILTER, ID, INDEX, MAX_LEN, NAME, PASSWORD, READ_ONLY,
     RESOURCE, RULES, SKIP, TABLE, TABLE_NAME, UNIQUE, WRITE_ONLY,
 };
 use proc_macro2::Span;
 use syn::meta::ParseNestedMeta;
 use syn::spanned::Spanned;
-use syn::{Attribute, Expr, LitBool, LitInt, LitStr, Path};
+use syn::{Attribute, Expr, Ident, LitBool, LitInt, LitStr, Path};
 
 /// Keys accepted on the struct, in the order errors list them.
-pub(crate) const STRUCT_KEYS: &[Symbol] = &[TABLE, NAME, RULES, CRATE];
+pub(crate) const STRUCT_KEYS: &[Symbol] = &[TABLE, NAME, RULES, CRATE, INDEX];
 /// Keys accepted on a field, in the order errors list them.
 pub(crate) const FIELD_KEYS: &[Symbol] = &[
     ID, READ_ONLY, WRITE_ONLY, SKIP, FILTER, MAX_LEN, EMAIL, DEFAULT, PASSWORD, UNIQUE,
@@ -32,6 +32,13 @@ pub(crate) struct StructAttrs {
     pub(crate) krate: Option<Path>,
     /// `rules = OwnerRules::USER_ID`: the resource's default permission rules.
     pub(crate) rules: Option<Expr>,
+    /// Every `index(col_a, col_b)`, in declaration order (the key may be repeated).
+    pub(crate) indexes: Vec<IndexAttr>,
+}
+
+/// One `index(...)`: the columns in order.
+pub(crate) struct IndexAttr {
+    pub(crate) columns: Vec<Ident>,
 }
 
 /// A flag and the token that set it (for error spans).
@@ -190,12 +197,58 @@ fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
+/// Reads the columns of `index(col_a, col_b)`, the key `meta` is at. A column that is not a
+/// plain name, or a list without columns, is reported; the keys after it are still read.
+fn index_columns(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Vec<Ident>> {
+    if !meta.input.peek(syn::token::Paren) {
+        skip_value(meta)?;
+        cx.error(
+            &meta.path,
+            "expected the indexed columns in parentheses\nhelp: write `index(species, cuteness_level)`",
+        );
+        return Ok(Vec::new());
+    }
+    let mut columns: Vec<Ident> = Vec::new();
+    meta.parse_nested_meta(|col| {
+        match col.path.get_ident() {
+            Some(ident) if col.input.is_empty() || col.input.peek(syn::Token![,]) => {
+                if columns.iter().any(|c| c == ident) {
+                    cx.error(
+                        ident,
+                        format!("`{ident}` appears twice in this index\nhelp: name each column once"),
+                    );
+                }
+                columns.push(ident.clone());
+            }
+            _ => {
+                cx.error(
+                    &col.path,
+                    "expected a column name: an index lists fields of the struct, without `desc` or expressions\nhelp: write `index(species, cuteness_level)`",
+                );
+                // Skip the rest of this entry, so the columns after it are still read.
+                while !col.input.is_empty() && !col.input.peek(syn::Token![,]) {
+                    let _: proc_macro2::TokenTree = col.input.parse()?;
+                }
+            }
+        }
+        Ok(())
+    })?;
+    if columns.is_empty() {
+        cx.error(
+            &meta.path,
+            "an index needs at least one column\nhelp: write `index(species, cuteness_level)`",
+        );
+    }
+    Ok(columns)
+}
+
 /// Reads the struct's attributes.
 pub(crate) fn struct_attrs(cx: &Ctxt, attrs: &[Attribute]) -> StructAttrs {
     let mut table: Attr<'_, Path> = Attr::none(cx, TABLE);
     let mut name: Attr<'_, LitStr> = Attr::none(cx, NAME);
     let mut rules: Attr<'_, Expr> = Attr::none(cx, RULES);
     let mut krate: Attr<'_, Path> = Attr::none(cx, CRATE);
+    let mut indexes: Vec<IndexAttr> = Vec::new();
     // The first `#[diesel(table_name = ...)]`, the table when no `table` key is given.
     let mut diesel_table: Option<Path> = None;
     for attr in attrs {
@@ -227,6 +280,18 @@ pub(crate) fn struct_attrs(cx: &Ctxt, attrs: &[Attribute]) -> StructAttrs {
                     let s: LitStr = meta.value()?.parse()?;
                     s.parse()
                 })
+            } else if meta.path == INDEX {
+                let columns = index_columns(cx, &meta)?;
+                if !columns.is_empty() {
+                    if indexes.iter().any(|i| i.columns == columns) {
+                        cx.error(
+                            &meta.path,
+                            "this index is declared twice\nhelp: remove this `index(...)`",
+                        );
+                    }
+                    indexes.push(IndexAttr { columns });
+                }
+                Ok(())
             } else {
                 unknown_key(cx, &meta, STRUCT_KEYS)
             }
@@ -240,6 +305,7 @@ pub(crate) fn struct_attrs(cx: &Ctxt, attrs: &[Attribute]) -> StructAttrs {
         name: name.get(),
         krate: krate.get(),
         rules: rules.get(),
+        indexes,
     }
 }
 
@@ -325,7 +391,7 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
 mod tests {
     use super::{edit_distance, field_attrs, struct_attrs, FIELD_KEYS, STRUCT_KEYS};
     use crate::ctxt::Ctxt;
-    use crate::symbol::{CRATE, DEFAULT, FILTER, MAX_LEN, NAME, RULES, TABLE};
+    use crate::symbol::{CRATE, DEFAULT, FILTER, INDEX, MAX_LEN, NAME, RULES, TABLE};
     use quote::{quote, ToTokens};
     use syn::{Attribute, Ident};
 
@@ -389,6 +455,7 @@ mod tests {
                 NAME => quote!(= "Critter"),
                 RULES => quote!(= Rules::OWNER),
                 CRATE => quote!(= "::crudforge"),
+                INDEX => quote!((species, cuteness_level)),
                 _ => panic!("no sample value for struct key `{key}`"),
             };
             let attr: Attribute = syn::parse_quote!(#[resource(#ident #value)]);
@@ -429,6 +496,45 @@ mod tests {
             duplicate.is_some() && malformed.is_some() && duplicate < malformed,
             "{err}"
         );
+    }
+
+    #[test]
+    fn indexes_are_read_in_order_and_mistakes_reported() {
+        let attrs: Vec<Attribute> = vec![
+            syn::parse_quote!(#[resource(index(species, cuteness_level), table = critters)]),
+            syn::parse_quote!(#[resource(index(created_at, id))]),
+        ];
+        let cx = Ctxt::default();
+        let a = struct_attrs(&cx, &attrs);
+        assert_eq!(errors(cx), "");
+        let cols: Vec<Vec<String>> = a
+            .indexes
+            .iter()
+            .map(|i| i.columns.iter().map(ToString::to_string).collect())
+            .collect();
+        assert_eq!(
+            cols,
+            vec![vec!["species", "cuteness_level"], vec!["created_at", "id"]]
+        );
+        assert!(a.table.is_some(), "keys after an index are read");
+
+        let bad: Vec<Attribute> = vec![
+            syn::parse_quote!(#[resource(index(species, species), index(), index = 3)]),
+            syn::parse_quote!(#[resource(index(a::b, c desc), index(x), index(x), name = "C")]),
+        ];
+        let cx = Ctxt::default();
+        let a = struct_attrs(&cx, &bad);
+        let err = errors(cx);
+        for expected in [
+            "`species` appears twice in this index",
+            "an index needs at least one column",
+            "expected the indexed columns in parentheses",
+            "expected a column name",
+            "this index is declared twice",
+        ] {
+            assert!(err.contains(expected), "{expected}: {err}");
+        }
+        assert!(a.name.is_some(), "keys after malformed indexes are read");
     }
 
     #[test]

@@ -6,6 +6,8 @@
 //! expression on whichever connection it holds, usually through [`with_conn!`](crate::with_conn).
 
 pub mod functions;
+pub mod indexes;
+pub mod maintenance;
 pub mod monitor;
 pub mod sql_types;
 pub mod tx;
@@ -37,20 +39,31 @@ pub type PgConn = AsyncPgConnection;
 /// Error returned when no pooled connection can be had.
 pub type PoolError = diesel_async::pooled_connection::deadpool::PoolError;
 
+/// How long a SQLite connection waits for a lock before failing with "database is locked".
+pub const BUSY_TIMEOUT_MS: u32 = 5000;
+
 /// Settings applied to every SQLite connection: a busy timeout (first, so that switching to
 /// WAL waits for another process's lock instead of failing with "database is locked"), WAL
-/// with the given `synchronous` level, foreign keys, and case-sensitive `LIKE` so that
-/// `__like` means the same on both backends.
+/// with the given `synchronous` level, a bound on the size the `-wal` file keeps after a
+/// checkpoint ([`maintenance::JOURNAL_SIZE_LIMIT`]), foreign keys, and case-sensitive `LIKE`
+/// so that `__like` means the same on both backends.
 pub fn sqlite_pragmas(synchronous: SqliteSynchronous) -> String {
     format!(
-        "PRAGMA busy_timeout = 5000; \
+        "PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}; \
          PRAGMA journal_mode = WAL; \
          PRAGMA synchronous = {}; \
+         PRAGMA journal_size_limit = {}; \
          PRAGMA foreign_keys = ON; \
          PRAGMA case_sensitive_like = ON;",
-        synchronous.as_sql()
+        synchronous.as_sql(),
+        maintenance::JOURNAL_SIZE_LIMIT
     )
 }
+
+/// Run once by each pooled SQLite connection after [`sqlite_pragmas`]: what SQLite recommends
+/// when a long-lived connection opens (analyze the tables whose statistics are missing or
+/// stale, with a bounded cost; see [`maintenance`]).
+pub const SQLITE_OPTIMIZE_ON_OPEN: &str = "PRAGMA optimize = 0x10002;";
 
 /// How a [`Database`] is opened, beyond where it is.
 #[derive(Debug, Clone, Copy, Default)]
@@ -268,7 +281,8 @@ impl Database {
                         let mut conn = SqliteConn::establish(&url).await?;
                         conn.spawn_blocking(move |c| {
                             c.batch_execute(&sqlite_pragmas(sqlite_synchronous))?;
-                            functions::register_sqlite_functions(c)
+                            functions::register_sqlite_functions(c)?;
+                            c.batch_execute(SQLITE_OPTIMIZE_ON_OPEN)
                         })
                         .await
                         .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
@@ -451,7 +465,10 @@ fn migrate_blocking(
             functions::register_sqlite_functions(&mut conn)?;
             let mut sets = vec![SQLITE_MIGRATIONS];
             sets.extend(app.map(|a| a.sqlite));
-            apply(&mut conn, sets)
+            let applied = apply(&mut conn, sets)?;
+            // After a schema change (new indexes above all), as SQLite recommends.
+            conn.batch_execute("PRAGMA optimize;")?;
+            Ok(applied)
         }
         Backend::Postgres => {
             let mut conn =
