@@ -40,11 +40,13 @@ async fn check(t: &TestDb) {
     assert_eq!(api.check_indexes().await.unwrap(), [], "{:?}", t.backend);
     // Dropping one (as a forgotten migration would) is reported.
     let mut conn = db.get().await.unwrap();
-    crudforge::with_conn!(conn, |c| diesel_async::SimpleAsyncConnection::batch_execute(
-        c,
-        "DROP INDEX critters_species_cuteness_level_idx"
-    )
-    .await)
+    crudforge::with_conn!(conn, |c| {
+        diesel_async::SimpleAsyncConnection::batch_execute(
+            c,
+            "DROP INDEX critters_species_cuteness_level_idx",
+        )
+        .await
+    })
     .unwrap();
     drop(conn);
     assert_eq!(api.check_indexes().await.unwrap(), [declared[1]]);

@@ -33,7 +33,7 @@ diesel::table! {
 /// A resource whose list is filtered by `kind` and a `weight` range, in the default order.
 #[derive(Debug, Clone, Queryable, Selectable, Resource)]
 #[diesel(table_name = shelf_items)]
-#[resource(rules = crudforge::perms::Open, index(kind, weight), index(created_at, id))]
+#[resource(rules = crudforge::perms::Open, index("kind", "weight"), index("created_at", "id"))]
 pub struct ShelfItem {
     pub id: Uuid,
     pub created_at: DateTime<Utc>,
@@ -179,7 +179,11 @@ async fn a_checkpoint_brings_a_wal_that_a_reader_kept_growing_back_under_the_lim
     let crudforge::db::Target::Sqlite(path) = t.target() else {
         unreachable!("a SQLite test database")
     };
-    execute(&db, "CREATE TABLE blobs (id INTEGER PRIMARY KEY, body BLOB NOT NULL)").await;
+    execute(
+        &db,
+        "CREATE TABLE blobs (id INTEGER PRIMARY KEY, body BLOB NOT NULL)",
+    )
+    .await;
     execute(&db, "INSERT INTO blobs (body) VALUES (zeroblob(16))").await;
 
     // Every pooled connection bounds the WAL it leaves behind.
@@ -190,10 +194,14 @@ async fn a_checkpoint_brings_a_wal_that_a_reader_kept_growing_back_under_the_lim
     }
     let mut conn = db.get().await.unwrap();
     let limit: Limit = with_conn!(conn, |c| {
-        diesel_async::RunQueryDsl::get_result(diesel::sql_query("PRAGMA journal_size_limit"), c).await
+        diesel_async::RunQueryDsl::get_result(diesel::sql_query("PRAGMA journal_size_limit"), c)
+            .await
     })
     .unwrap();
-    assert_eq!(u64::try_from(limit.journal_size_limit).unwrap(), JOURNAL_SIZE_LIMIT);
+    assert_eq!(
+        u64::try_from(limit.journal_size_limit).unwrap(),
+        JOURNAL_SIZE_LIMIT
+    );
     drop(conn);
 
     // A reader that keeps its snapshot open: no checkpoint can restart the log meanwhile.
@@ -216,7 +224,11 @@ async fn a_checkpoint_brings_a_wal_that_a_reader_kept_growing_back_under_the_lim
     let started = Instant::now();
     let busy = db.checkpoint().await.unwrap().unwrap();
     assert!(busy.busy, "{busy:?}");
-    assert!(started.elapsed() < Duration::from_secs(4), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
     assert!(wal_size(&path) > JOURNAL_SIZE_LIMIT);
 
     // Once the reader is done, one round of upkeep truncates the log.
@@ -224,7 +236,10 @@ async fn a_checkpoint_brings_a_wal_that_a_reader_kept_growing_back_under_the_lim
     let done = db.maintain(true).await.unwrap().unwrap();
     assert!(!done.busy, "{done:?}");
     let after = wal_size(&path);
-    assert!(after <= JOURNAL_SIZE_LIMIT, "the WAL is still {after} bytes");
+    assert!(
+        after <= JOURNAL_SIZE_LIMIT,
+        "the WAL is still {after} bytes"
+    );
     assert_eq!(after, 0, "TRUNCATE leaves an empty log");
 
     // The pooled connections still wait the usual 5 s for locks afterwards.
@@ -254,7 +269,11 @@ async fn optimize_gathers_statistics_for_new_indexes() {
             i % 7
         ));
     }
-    execute(&db, &format!("INSERT INTO shelf_items VALUES {}", values.join(", "))).await;
+    execute(
+        &db,
+        &format!("INSERT INTO shelf_items VALUES {}", values.join(", ")),
+    )
+    .await;
     for sql in indexes::index_sql(&ShelfItem::indexes()) {
         execute(&db, &sql).await;
     }

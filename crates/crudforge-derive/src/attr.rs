@@ -11,6 +11,7 @@ use crate::symbol::{
     RESOURCE, RULES, SKIP, TABLE, TABLE_NAME, UNIQUE, WRITE_ONLY,
 };
 use proc_macro2::Span;
+use quote::ToTokens as _;
 use syn::meta::ParseNestedMeta;
 use syn::spanned::Spanned;
 use syn::{Attribute, Expr, Ident, LitBool, LitInt, LitStr, Path};
@@ -32,13 +33,13 @@ pub(crate) struct StructAttrs {
     pub(crate) krate: Option<Path>,
     /// `rules = OwnerRules::USER_ID`: the resource's default permission rules.
     pub(crate) rules: Option<Expr>,
-    /// Every `index(col_a, col_b)`, in declaration order (the key may be repeated).
+    /// Every `index("col_a", "col_b")`, in declaration order (the key may be repeated).
     pub(crate) indexes: Vec<IndexAttr>,
 }
 
-/// One `index(...)`: the columns in order.
+/// One `index("col_a", "col_b")`: the columns in order, each with its span.
 pub(crate) struct IndexAttr {
-    pub(crate) columns: Vec<Ident>,
+    pub(crate) columns: Vec<LitStr>,
 }
 
 /// A flag and the token that set it (for error spans).
@@ -197,46 +198,90 @@ fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-/// Reads the columns of `index(col_a, col_b)`, the key `meta` is at. A column that is not a
-/// plain name, or a list without columns, is reported; the keys after it are still read.
-fn index_columns(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Vec<Ident>> {
+/// How an index is written, for the help of every error about one.
+const INDEX_HELP: &str = "help: write `index(\"species\", \"cuteness_level\")`";
+
+/// Reads the columns of `index("col_a", "col_b")`, the key `meta` is at. A column that is
+/// not a string literal holding a plain name, or a list without columns, is reported; the keys
+/// after it are still read.
+///
+/// The columns are strings, not bare names: Clippy's `duplicated_attributes` reads bare words
+/// inside an attribute as attributes, and would flag every column two indexes share.
+fn index_columns(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Vec<LitStr>> {
     if !meta.input.peek(syn::token::Paren) {
         skip_value(meta)?;
         cx.error(
             &meta.path,
-            "expected the indexed columns in parentheses\nhelp: write `index(species, cuteness_level)`",
+            format!("expected the indexed columns in parentheses\n{INDEX_HELP}"),
         );
         return Ok(Vec::new());
     }
-    let mut columns: Vec<Ident> = Vec::new();
-    meta.parse_nested_meta(|col| {
-        match col.path.get_ident() {
-            Some(ident) if col.input.is_empty() || col.input.peek(syn::Token![,]) => {
-                if columns.iter().any(|c| c == ident) {
+    let content;
+    syn::parenthesized!(content in meta.input);
+    let mut columns: Vec<LitStr> = Vec::new();
+    let mut malformed = false;
+    while !content.is_empty() {
+        // One entry: the tokens up to the next comma.
+        let mut entry = proc_macro2::TokenStream::new();
+        while !content.is_empty() && !content.peek(syn::Token![,]) {
+            let tt: proc_macro2::TokenTree = content.parse()?;
+            entry.extend([tt]);
+        }
+        if !content.is_empty() {
+            let _: syn::Token![,] = content.parse()?;
+        }
+        let at = if entry.is_empty() {
+            meta.path.to_token_stream()
+        } else {
+            entry.clone()
+        };
+        match syn::parse2::<LitStr>(entry.clone()) {
+            Ok(col) if syn::parse_str::<Ident>(&col.value()).is_ok() => {
+                if columns.iter().any(|c| c.value() == col.value()) {
                     cx.error(
-                        ident,
-                        format!("`{ident}` appears twice in this index\nhelp: name each column once"),
+                        &col,
+                        format!(
+                            "`{}` appears twice in this index\nhelp: name each column once",
+                            col.value()
+                        ),
                     );
                 }
-                columns.push(ident.clone());
+                columns.push(col);
             }
-            _ => {
+            Ok(col) => {
+                malformed = true;
                 cx.error(
-                    &col.path,
-                    "expected a column name: an index lists fields of the struct, without `desc` or expressions\nhelp: write `index(species, cuteness_level)`",
+                    &col,
+                    format!(
+                        "expected a column name, not {:?}: an index lists fields of the struct, without `DESC` or expressions\n{INDEX_HELP}",
+                        col.value()
+                    ),
                 );
-                // Skip the rest of this entry, so the columns after it are still read.
-                while !col.input.is_empty() && !col.input.peek(syn::Token![,]) {
-                    let _: proc_macro2::TokenTree = col.input.parse()?;
-                }
+            }
+            Err(_) => {
+                malformed = true;
+                let bare = syn::parse2::<Ident>(entry).ok();
+                cx.error(
+                    at,
+                    match bare {
+                        Some(ident) => format!(
+                            "write the column as a string: `\"{ident}\"` (bare names inside an attribute trip Clippy's `duplicated_attributes` when two indexes share a column)\n{INDEX_HELP}"
+                        ),
+                        None => format!(
+                            "expected a column name in quotes: an index lists fields of the struct, without `DESC` or expressions\n{INDEX_HELP}"
+                        ),
+                    },
+                );
             }
         }
-        Ok(())
-    })?;
+    }
+    if malformed {
+        return Ok(Vec::new());
+    }
     if columns.is_empty() {
         cx.error(
             &meta.path,
-            "an index needs at least one column\nhelp: write `index(species, cuteness_level)`",
+            format!("an index needs at least one column\n{INDEX_HELP}"),
         );
     }
     Ok(columns)
@@ -283,7 +328,13 @@ pub(crate) fn struct_attrs(cx: &Ctxt, attrs: &[Attribute]) -> StructAttrs {
             } else if meta.path == INDEX {
                 let columns = index_columns(cx, &meta)?;
                 if !columns.is_empty() {
-                    if indexes.iter().any(|i| i.columns == columns) {
+                    let same = |i: &IndexAttr| {
+                        i.columns
+                            .iter()
+                            .map(LitStr::value)
+                            .eq(columns.iter().map(LitStr::value))
+                    };
+                    if indexes.iter().any(same) {
                         cx.error(
                             &meta.path,
                             "this index is declared twice\nhelp: remove this `index(...)`",
@@ -455,7 +506,7 @@ mod tests {
                 NAME => quote!(= "Critter"),
                 RULES => quote!(= Rules::OWNER),
                 CRATE => quote!(= "::crudforge"),
-                INDEX => quote!((species, cuteness_level)),
+                INDEX => quote!(("species", "cuteness_level")),
                 _ => panic!("no sample value for struct key `{key}`"),
             };
             let attr: Attribute = syn::parse_quote!(#[resource(#ident #value)]);
@@ -501,8 +552,8 @@ mod tests {
     #[test]
     fn indexes_are_read_in_order_and_mistakes_reported() {
         let attrs: Vec<Attribute> = vec![
-            syn::parse_quote!(#[resource(index(species, cuteness_level), table = critters)]),
-            syn::parse_quote!(#[resource(index(created_at, id))]),
+            syn::parse_quote!(#[resource(index("species", "cuteness_level"), table = critters)]),
+            syn::parse_quote!(#[resource(index("created_at", "id"))]),
         ];
         let cx = Ctxt::default();
         let a = struct_attrs(&cx, &attrs);
@@ -510,7 +561,7 @@ mod tests {
         let cols: Vec<Vec<String>> = a
             .indexes
             .iter()
-            .map(|i| i.columns.iter().map(ToString::to_string).collect())
+            .map(|i| i.columns.iter().map(syn::LitStr::value).collect())
             .collect();
         assert_eq!(
             cols,
@@ -519,8 +570,8 @@ mod tests {
         assert!(a.table.is_some(), "keys after an index are read");
 
         let bad: Vec<Attribute> = vec![
-            syn::parse_quote!(#[resource(index(species, species), index(), index = 3)]),
-            syn::parse_quote!(#[resource(index(a::b, c desc), index(x), index(x), name = "C")]),
+            syn::parse_quote!(#[resource(index("species", "species"), index(), index = 3)]),
+            syn::parse_quote!(#[resource(index(species), index("id DESC", a::b), index("x"), index("x"), name = "C")]),
         ];
         let cx = Ctxt::default();
         let a = struct_attrs(&cx, &bad);
@@ -529,7 +580,9 @@ mod tests {
             "`species` appears twice in this index",
             "an index needs at least one column",
             "expected the indexed columns in parentheses",
-            "expected a column name",
+            "write the column as a string: `\\\"species\\\"`",
+            "expected a column name, not \\\"id DESC\\\"",
+            "expected a column name in quotes",
             "this index is declared twice",
         ] {
             assert!(err.contains(expected), "{expected}: {err}");

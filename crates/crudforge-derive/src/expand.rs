@@ -282,7 +282,7 @@ pub(crate) fn expand(m: &Model) -> TokenStream {
         .map(|s| s.ident.to_string())
         .unwrap_or_default();
     let indexes = m.attrs.indexes.iter().map(|i| {
-        let cols = i.columns.iter().map(ToString::to_string);
+        let cols = i.columns.iter().map(syn::LitStr::value);
         quote!(&[#(#cols),*])
     });
 

@@ -84,7 +84,7 @@ pub(crate) fn check(cx: &Ctxt, m: &Model) {
     }
     for index in &m.attrs.indexes {
         for col in &index.columns {
-            if !m.fields.iter().any(|f| f.ident == *col) {
+            if !m.fields.iter().any(|f| f.name() == col.value()) {
                 let fields = m
                     .fields
                     .iter()
@@ -94,7 +94,8 @@ pub(crate) fn check(cx: &Ctxt, m: &Model) {
                 cx.error(
                     col,
                     format!(
-                        "`{col}` is not a field of `{}`: an index names the struct's fields (its table's columns)\nhelp: the fields are {fields}",
+                        "`{}` is not a field of `{}`: an index names the struct's fields (its table's columns)\nhelp: the fields are {fields}",
+                        col.value(),
                         m.ident
                     ),
                 );

@@ -268,8 +268,8 @@ impl Api {
     /// Binds `addr` and starts serving; await the returned server to wait until it stops.
     ///
     /// On SIGTERM or Ctrl-C the readiness turns 503 at once, the listener closes, and
-    /// requests in flight get up to `SHUTDOWN_TIMEOUT` seconds to finish; then, on SQLite,
-    /// `PRAGMA optimize` runs once more.
+    /// requests in flight get up to `SHUTDOWN_TIMEOUT` seconds to finish; on SQLite,
+    /// `PRAGMA optimize` runs once more as the shutdown begins.
     ///
     /// In the background, once the API is [ready](Api::readiness) (an application that
     /// migrates after binding marks it so), it [checks the declared
@@ -296,11 +296,12 @@ impl Api {
             stop_signal().await;
             readiness.begin_shutdown();
             tracing::info!("shutting down: readiness is 503, finishing requests in flight");
-            handle.stop(true).await;
-            // SQLite's advice for connections about to close.
+            // SQLite's advice for connections about to close. Before the stop: once the server
+            // has stopped, the application may exit before this task runs again.
             if let Err(e) = db.optimize().await {
                 tracing::warn!(target: "crudforge::db", error = %e, "PRAGMA optimize failed");
             }
+            handle.stop(true).await;
         });
         actix_web::rt::spawn(self.clone().background());
         Ok(server)

@@ -236,7 +236,13 @@ pub async fn index_statements(
     Ok(api
         .declared_indexes()
         .iter()
-        .map(|spec| if down { spec.drop_sql() } else { spec.create_sql() })
+        .map(|spec| {
+            if down {
+                spec.drop_sql()
+            } else {
+                spec.create_sql()
+            }
+        })
         .collect())
 }
 

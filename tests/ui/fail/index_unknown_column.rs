@@ -3,10 +3,10 @@ use crudforge::Resource;
 use uuid::Uuid;
 
 #[derive(Resource)]
-#[diesel(table_name = critters)]
-#[resource(index(species, cuteness), index(created_at, id desc))]
-//~^ ERROR `cuteness` is not a field of `Critter`; the help lists the fields
-//~| ERROR `id desc`: an index lists plain column names
+#[resource(table = critters)]
+#[resource(index("species", "cuteness"), index(created_at, "id"))]
+//~^ ERROR `cuteness` is not a field of `Critter`, on the string; the help lists the fields
+//~| ERROR `created_at` must be written as a string; the help says why
 pub struct Critter {
     pub id: Uuid,
     pub created_at: DateTime<Utc>,

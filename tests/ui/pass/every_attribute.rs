@@ -26,7 +26,7 @@ diesel::table! {
 /// An account.
 #[derive(Queryable, Selectable, Resource)]
 #[resource(table = user_accounts, name = "Account", crate = "::crudforge")]
-#[resource(index(handle, level), index(created_at, key))]
+#[resource(index("handle", "level"), index("created_at", "key"))]
 pub struct UserAccount {
     /// The key, under another name than `id`.
     #[resource(id)]

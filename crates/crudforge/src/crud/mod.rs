@@ -75,7 +75,7 @@ pub trait Resource: Sized + 'static {
     const ID_FIELD: &'static str;
     /// The table's name in SQL (the last segment of the model's Diesel table path).
     const TABLE: &'static str;
-    /// The indexes the resource's queries need, declared with `#[resource(index(a, b))]`:
+    /// The indexes the resource's queries need, declared with `#[resource(index("a", "b"))]`:
     /// one column list each, in index order. [`Resource::indexes`] gives them with the table.
     const INDEXES: &'static [&'static [&'static str]] = &[];
 

@@ -94,7 +94,10 @@ impl Database {
                 let row = diesel::sql_query("PRAGMA wal_checkpoint(TRUNCATE)")
                     .get_result::<CheckpointRow>(c);
                 // The connection goes back to the pool: restore the usual wait either way.
-                c.batch_execute(&format!("PRAGMA busy_timeout = {};", super::BUSY_TIMEOUT_MS))?;
+                c.batch_execute(&format!(
+                    "PRAGMA busy_timeout = {};",
+                    super::BUSY_TIMEOUT_MS
+                ))?;
                 row
             })
             .await?;
@@ -135,7 +138,7 @@ pub async fn run(db: Database, stop: impl Fn() -> bool) {
             return;
         }
         round += 1;
-        let optimize = round % rounds_per_optimize == 0;
+        let optimize = round.is_multiple_of(rounds_per_optimize);
         match db.maintain(optimize).await {
             Ok(Some(c)) if c.busy => tracing::debug!(
                 target: "crudforge::db",

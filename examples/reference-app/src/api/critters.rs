@@ -16,9 +16,9 @@ use uuid::Uuid;
 #[derive(Debug, Clone, Queryable, Selectable, Resource)]
 #[diesel(table_name = critters)]
 #[resource(
-    index(created_at, id),
-    index(species, cuteness_level),
-    index(species, created_at, id, cuteness_level)
+    index("created_at", "id"),
+    index("species", "cuteness_level"),
+    index("species", "created_at", "id", "cuteness_level")
 )]
 pub struct Critter {
     /// Identifier.
