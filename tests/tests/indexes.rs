@@ -308,3 +308,50 @@ async fn upkeep_does_nothing_on_postgres() {
     assert_eq!(db.checkpoint().await.unwrap(), None);
     assert_eq!(db.maintain(true).await.unwrap(), None);
 }
+
+#[actix_web::test]
+async fn a_connection_opened_while_another_writes_does_not_wait_to_optimize() {
+    let t = TestDb::sqlite().await;
+    let db = t.open(&t.config()).await;
+    let crudforge::db::Target::Sqlite(path) = t.target() else {
+        unreachable!("a SQLite test database")
+    };
+    create_table(&db).await;
+    execute(
+        &db,
+        "INSERT INTO shelf_items VALUES ('a', '2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:00.000000Z', 'k', 1, 'n')",
+    )
+    .await;
+    // An index without statistics: a new connection's `PRAGMA optimize=0x10002` would analyze.
+    execute(&db, &ShelfItem::indexes()[0].create_sql()).await;
+
+    // Another connection holds the write lock.
+    let mut writer = SqliteConnection::establish(path.to_str().unwrap()).unwrap();
+    diesel::connection::SimpleConnection::batch_execute(&mut writer, "BEGIN IMMEDIATE").unwrap();
+
+    // Every pooled connection at once, so new ones are opened now.
+    let started = Instant::now();
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        held.push(db.get().await.unwrap());
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "opening connections waited {:?} for the writer",
+        started.elapsed()
+    );
+    // They still wait for locks as usual (the optimization's own wait was the exception).
+    #[derive(QueryableByName)]
+    struct Timeout {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        timeout: i64,
+    }
+    for conn in &mut held {
+        let timeout: Timeout = with_conn!(conn, |c| {
+            diesel_async::RunQueryDsl::get_result(diesel::sql_query("PRAGMA busy_timeout"), c).await
+        })
+        .unwrap();
+        assert_eq!(timeout.timeout, 5000);
+    }
+    diesel::connection::SimpleConnection::batch_execute(&mut writer, "COMMIT").unwrap();
+}

@@ -65,6 +65,18 @@ pub fn sqlite_pragmas(synchronous: SqliteSynchronous) -> String {
 /// stale, with a bounded cost; see [`maintenance`]).
 pub const SQLITE_OPTIMIZE_ON_OPEN: &str = "PRAGMA optimize = 0x10002;";
 
+/// Runs [`SQLITE_OPTIMIZE_ON_OPEN`] without waiting for a lock: storing statistics needs the
+/// write lock, and a connection opened while another one writes must not wait for it (nor
+/// outlive the pool's checkout timeout). When the lock is taken the step is skipped; the next
+/// connection, or the server's periodic upkeep, runs it.
+fn optimize_on_open(c: &mut SqliteConnection) -> diesel::QueryResult<()> {
+    c.batch_execute("PRAGMA busy_timeout = 0;")?;
+    if let Err(e) = c.batch_execute(SQLITE_OPTIMIZE_ON_OPEN) {
+        tracing::debug!(target: "crudforge::db", error = %e, "PRAGMA optimize skipped on a new connection");
+    }
+    c.batch_execute(&format!("PRAGMA busy_timeout = {BUSY_TIMEOUT_MS};"))
+}
+
 /// How a [`Database`] is opened, beyond where it is.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DbOptions {
@@ -282,7 +294,7 @@ impl Database {
                         conn.spawn_blocking(move |c| {
                             c.batch_execute(&sqlite_pragmas(sqlite_synchronous))?;
                             functions::register_sqlite_functions(c)?;
-                            c.batch_execute(SQLITE_OPTIMIZE_ON_OPEN)
+                            optimize_on_open(c)
                         })
                         .await
                         .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
