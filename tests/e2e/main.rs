@@ -4,6 +4,7 @@
 mod harness;
 
 mod foundation;
+mod indexes;
 mod instances;
 mod operations;
 mod reference;

@@ -7,16 +7,17 @@
 
 use crate::ctxt::Ctxt;
 use crate::symbol::{
-    Symbol, CRATE, DEFAULT, DIESEL, EMAIL, FILTER, ID, MAX_LEN, NAME, PASSWORD, READ_ONLY,
+    Symbol, CRATE, DEFAULT, DIESEL, EMAIL, FILTER, ID, INDEX, MAX_LEN, NAME, PASSWORD, READ_ONLY,
     RESOURCE, RULES, SKIP, TABLE, TABLE_NAME, UNIQUE, WRITE_ONLY,
 };
 use proc_macro2::Span;
+use quote::ToTokens as _;
 use syn::meta::ParseNestedMeta;
 use syn::spanned::Spanned;
-use syn::{Attribute, Expr, LitBool, LitInt, LitStr, Path};
+use syn::{Attribute, Expr, Ident, LitBool, LitInt, LitStr, Path};
 
 /// Keys accepted on the struct, in the order errors list them.
-pub(crate) const STRUCT_KEYS: &[Symbol] = &[TABLE, NAME, RULES, CRATE];
+pub(crate) const STRUCT_KEYS: &[Symbol] = &[TABLE, NAME, RULES, CRATE, INDEX];
 /// Keys accepted on a field, in the order errors list them.
 pub(crate) const FIELD_KEYS: &[Symbol] = &[
     ID, READ_ONLY, WRITE_ONLY, SKIP, FILTER, MAX_LEN, EMAIL, DEFAULT, PASSWORD, UNIQUE,
@@ -32,6 +33,13 @@ pub(crate) struct StructAttrs {
     pub(crate) krate: Option<Path>,
     /// `rules = OwnerRules::USER_ID`: the resource's default permission rules.
     pub(crate) rules: Option<Expr>,
+    /// Every `index("col_a", "col_b")`, in declaration order (the key may be repeated).
+    pub(crate) indexes: Vec<IndexAttr>,
+}
+
+/// One `index("col_a", "col_b")`: the columns in order, each with its span.
+pub(crate) struct IndexAttr {
+    pub(crate) columns: Vec<LitStr>,
 }
 
 /// A flag and the token that set it (for error spans).
@@ -190,12 +198,102 @@ fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
+/// How an index is written, for the help of every error about one.
+const INDEX_HELP: &str = "help: write `index(\"species\", \"cuteness_level\")`";
+
+/// Reads the columns of `index("col_a", "col_b")`, the key `meta` is at. A column that is
+/// not a string literal holding a plain name, or a list without columns, is reported; the keys
+/// after it are still read.
+///
+/// The columns are strings, not bare names: Clippy's `duplicated_attributes` reads bare words
+/// inside an attribute as attributes, and would flag every column two indexes share.
+fn index_columns(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Vec<LitStr>> {
+    if !meta.input.peek(syn::token::Paren) {
+        skip_value(meta)?;
+        cx.error(
+            &meta.path,
+            format!("expected the indexed columns in parentheses\n{INDEX_HELP}"),
+        );
+        return Ok(Vec::new());
+    }
+    let content;
+    syn::parenthesized!(content in meta.input);
+    let mut columns: Vec<LitStr> = Vec::new();
+    let mut malformed = false;
+    while !content.is_empty() {
+        // One entry: the tokens up to the next comma.
+        let mut entry = proc_macro2::TokenStream::new();
+        while !content.is_empty() && !content.peek(syn::Token![,]) {
+            let tt: proc_macro2::TokenTree = content.parse()?;
+            entry.extend([tt]);
+        }
+        if !content.is_empty() {
+            let _: syn::Token![,] = content.parse()?;
+        }
+        let at = if entry.is_empty() {
+            meta.path.to_token_stream()
+        } else {
+            entry.clone()
+        };
+        match syn::parse2::<LitStr>(entry.clone()) {
+            Ok(col) if syn::parse_str::<Ident>(&col.value()).is_ok() => {
+                if columns.iter().any(|c| c.value() == col.value()) {
+                    cx.error(
+                        &col,
+                        format!(
+                            "`{}` appears twice in this index\nhelp: name each column once",
+                            col.value()
+                        ),
+                    );
+                }
+                columns.push(col);
+            }
+            Ok(col) => {
+                malformed = true;
+                cx.error(
+                    &col,
+                    format!(
+                        "expected a column name, not {:?}: an index lists fields of the struct, without `DESC` or expressions\n{INDEX_HELP}",
+                        col.value()
+                    ),
+                );
+            }
+            Err(_) => {
+                malformed = true;
+                let bare = syn::parse2::<Ident>(entry).ok();
+                cx.error(
+                    at,
+                    match bare {
+                        Some(ident) => format!(
+                            "write the column as a string: `\"{ident}\"` (bare names inside an attribute trip Clippy's `duplicated_attributes` when two indexes share a column)\n{INDEX_HELP}"
+                        ),
+                        None => format!(
+                            "expected a column name in quotes: an index lists fields of the struct, without `DESC` or expressions\n{INDEX_HELP}"
+                        ),
+                    },
+                );
+            }
+        }
+    }
+    if malformed {
+        return Ok(Vec::new());
+    }
+    if columns.is_empty() {
+        cx.error(
+            &meta.path,
+            format!("an index needs at least one column\n{INDEX_HELP}"),
+        );
+    }
+    Ok(columns)
+}
+
 /// Reads the struct's attributes.
 pub(crate) fn struct_attrs(cx: &Ctxt, attrs: &[Attribute]) -> StructAttrs {
     let mut table: Attr<'_, Path> = Attr::none(cx, TABLE);
     let mut name: Attr<'_, LitStr> = Attr::none(cx, NAME);
     let mut rules: Attr<'_, Expr> = Attr::none(cx, RULES);
     let mut krate: Attr<'_, Path> = Attr::none(cx, CRATE);
+    let mut indexes: Vec<IndexAttr> = Vec::new();
     // The first `#[diesel(table_name = ...)]`, the table when no `table` key is given.
     let mut diesel_table: Option<Path> = None;
     for attr in attrs {
@@ -227,6 +325,24 @@ pub(crate) fn struct_attrs(cx: &Ctxt, attrs: &[Attribute]) -> StructAttrs {
                     let s: LitStr = meta.value()?.parse()?;
                     s.parse()
                 })
+            } else if meta.path == INDEX {
+                let columns = index_columns(cx, &meta)?;
+                if !columns.is_empty() {
+                    let same = |i: &IndexAttr| {
+                        i.columns
+                            .iter()
+                            .map(LitStr::value)
+                            .eq(columns.iter().map(LitStr::value))
+                    };
+                    if indexes.iter().any(same) {
+                        cx.error(
+                            &meta.path,
+                            "this index is declared twice\nhelp: remove this `index(...)`",
+                        );
+                    }
+                    indexes.push(IndexAttr { columns });
+                }
+                Ok(())
             } else {
                 unknown_key(cx, &meta, STRUCT_KEYS)
             }
@@ -240,6 +356,7 @@ pub(crate) fn struct_attrs(cx: &Ctxt, attrs: &[Attribute]) -> StructAttrs {
         name: name.get(),
         krate: krate.get(),
         rules: rules.get(),
+        indexes,
     }
 }
 
@@ -325,7 +442,7 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
 mod tests {
     use super::{edit_distance, field_attrs, struct_attrs, FIELD_KEYS, STRUCT_KEYS};
     use crate::ctxt::Ctxt;
-    use crate::symbol::{CRATE, DEFAULT, FILTER, MAX_LEN, NAME, RULES, TABLE};
+    use crate::symbol::{CRATE, DEFAULT, FILTER, INDEX, MAX_LEN, NAME, RULES, TABLE};
     use quote::{quote, ToTokens};
     use syn::{Attribute, Ident};
 
@@ -389,6 +506,7 @@ mod tests {
                 NAME => quote!(= "Critter"),
                 RULES => quote!(= Rules::OWNER),
                 CRATE => quote!(= "::crudforge"),
+                INDEX => quote!(("species", "cuteness_level")),
                 _ => panic!("no sample value for struct key `{key}`"),
             };
             let attr: Attribute = syn::parse_quote!(#[resource(#ident #value)]);
@@ -429,6 +547,47 @@ mod tests {
             duplicate.is_some() && malformed.is_some() && duplicate < malformed,
             "{err}"
         );
+    }
+
+    #[test]
+    fn indexes_are_read_in_order_and_mistakes_reported() {
+        let attrs: Vec<Attribute> = vec![
+            syn::parse_quote!(#[resource(index("species", "cuteness_level"), table = critters)]),
+            syn::parse_quote!(#[resource(index("created_at", "id"))]),
+        ];
+        let cx = Ctxt::default();
+        let a = struct_attrs(&cx, &attrs);
+        assert_eq!(errors(cx), "");
+        let cols: Vec<Vec<String>> = a
+            .indexes
+            .iter()
+            .map(|i| i.columns.iter().map(syn::LitStr::value).collect())
+            .collect();
+        assert_eq!(
+            cols,
+            vec![vec!["species", "cuteness_level"], vec!["created_at", "id"]]
+        );
+        assert!(a.table.is_some(), "keys after an index are read");
+
+        let bad: Vec<Attribute> = vec![
+            syn::parse_quote!(#[resource(index("species", "species"), index(), index = 3)]),
+            syn::parse_quote!(#[resource(index(species), index("id DESC", a::b), index("x"), index("x"), name = "C")]),
+        ];
+        let cx = Ctxt::default();
+        let a = struct_attrs(&cx, &bad);
+        let err = errors(cx);
+        for expected in [
+            "`species` appears twice in this index",
+            "an index needs at least one column",
+            "expected the indexed columns in parentheses",
+            "write the column as a string: `\\\"species\\\"`",
+            "expected a column name, not \\\"id DESC\\\"",
+            "expected a column name in quotes",
+            "this index is declared twice",
+        ] {
+            assert!(err.contains(expected), "{expected}: {err}");
+        }
+        assert!(a.name.is_some(), "keys after malformed indexes are read");
     }
 
     #[test]

@@ -273,6 +273,19 @@ pub(crate) fn expand(m: &Model) -> TokenStream {
         })
     });
 
+    // ---- table and declared indexes ----
+    let table_name = m
+        .attrs
+        .table
+        .as_ref()
+        .and_then(|t| t.segments.last())
+        .map(|s| s.ident.to_string())
+        .unwrap_or_default();
+    let indexes = m.attrs.indexes.iter().map(|i| {
+        let cols = i.columns.iter().map(syn::LitStr::value);
+        quote!(&[#(#cols),*])
+    });
+
     let sqlite = backend(m, &filterable, &writable, BackendKind::Sqlite);
     let pg = backend(m, &filterable, &writable, BackendKind::Postgres);
 
@@ -394,6 +407,8 @@ pub(crate) fn expand(m: &Model) -> TokenStream {
                 const NAME: &'static str = #name;
                 const FIELDS: &'static [#k::crud::FieldInfo] = &[#(#field_infos),*];
                 const ID_FIELD: &'static str = #id_name;
+                const TABLE: &'static str = #table_name;
+                const INDEXES: &'static [&'static [&'static str]] = &[#(#indexes),*];
 
                 #rules_fn
 

@@ -34,6 +34,7 @@ use proc_macro::TokenStream;
 /// | `name = "Name"` | the resource name in operation ids (default: the struct's name) |
 /// | `rules = expr` | the resource's permission rules, a `crudforge::perms::Rules` value (default: signed-in users may do everything, admins always) |
 /// | `crate = "path"` | where the runtime crate is (default: `::crudforge`) |
+/// | `index("col", ...)` | an index the resource's queries need, columns in order, each a field, as strings (repeatable; `Resource::INDEXES`, checked when the API starts) |
 ///
 /// Field attributes, in `#[resource(...)]`:
 ///

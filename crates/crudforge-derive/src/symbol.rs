@@ -24,6 +24,8 @@ pub(crate) const NAME: Symbol = Symbol("name");
 pub(crate) const RULES: Symbol = Symbol("rules");
 /// Struct key `crate = "::crudforge"`.
 pub(crate) const CRATE: Symbol = Symbol("crate");
+/// Struct key `index("col_a", "col_b")`, repeatable: an index the resource's queries need.
+pub(crate) const INDEX: Symbol = Symbol("index");
 
 /// Field flag `id`.
 pub(crate) const ID: Symbol = Symbol("id");

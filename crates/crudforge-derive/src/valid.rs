@@ -82,6 +82,26 @@ pub(crate) fn check(cx: &Ctxt, m: &Model) {
             }
         }
     }
+    for index in &m.attrs.indexes {
+        for col in &index.columns {
+            if !m.fields.iter().any(|f| f.name() == col.value()) {
+                let fields = m
+                    .fields
+                    .iter()
+                    .map(|f| format!("`{}`", f.ident))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                cx.error(
+                    col,
+                    format!(
+                        "`{}` is not a field of `{}`: an index names the struct's fields (its table's columns)\nhelp: the fields are {fields}",
+                        col.value(),
+                        m.ident
+                    ),
+                );
+            }
+        }
+    }
     for f in &m.fields {
         let a = &f.attrs;
         if let (Some(_), Some(w)) = (a.read_only, a.write_only) {

@@ -3,7 +3,8 @@
 //! the OpenAPI description and docs page; serves it with a graceful shutdown.
 
 use crate::config::{Config, ConfigError};
-use crate::db::Database;
+use crate::db::indexes::IndexSpec;
+use crate::db::{Database, DbError};
 use crate::error::{self, Error};
 use crate::middleware;
 use crate::openapi::{self, ApiDoc};
@@ -112,6 +113,30 @@ impl Api {
     /// [`Readiness::set_ready`] after; [`Api::server`] marks it draining on SIGTERM or Ctrl-C.
     pub fn readiness(&self) -> &Readiness {
         &self.readiness
+    }
+
+    /// Every index the mounted resources declare (`#[resource(index(...))]`), in mount order,
+    /// each once. [`IndexSpec::create_sql`] gives the statement for a migration.
+    pub fn declared_indexes(&self) -> Vec<IndexSpec> {
+        let mut out: Vec<IndexSpec> = Vec::new();
+        for spec in self.mounts.iter().flat_map(|m| m.indexes()) {
+            if !out.contains(&spec) {
+                out.push(spec);
+            }
+        }
+        out
+    }
+
+    /// Checks that the database has every [declared index](Api::declared_indexes) and logs a
+    /// warning (target `crudforge::indexes`) naming each missing one with the statement that
+    /// creates it; returns the missing ones. It never creates them: the schema belongs to
+    /// migrations. [`Api::server`] runs it once the API is ready (after migrations).
+    ///
+    /// # Errors
+    ///
+    /// The database cannot be reached or a catalog query fails.
+    pub async fn check_indexes(&self) -> Result<Vec<IndexSpec>, DbError> {
+        crate::db::indexes::warn_missing(&self.state.db, &self.declared_indexes()).await
     }
 
     /// The operation id of every documented route, plus the built-in undocumented ones
@@ -245,7 +270,13 @@ impl Api {
     /// Binds `addr` and starts serving; await the returned server to wait until it stops.
     ///
     /// On SIGTERM or Ctrl-C the readiness turns 503 at once, the listener closes, and
-    /// requests in flight get up to `SHUTDOWN_TIMEOUT` seconds to finish.
+    /// requests in flight get up to `SHUTDOWN_TIMEOUT` seconds to finish; on SQLite,
+    /// `PRAGMA optimize` runs once more as the shutdown begins.
+    ///
+    /// In the background, once the API is [ready](Api::readiness) (an application that
+    /// migrates after binding marks it so), it [checks the declared
+    /// indexes](Api::check_indexes), and on SQLite runs the database's upkeep
+    /// ([`crate::db::maintenance::run`]: WAL checkpoints, `PRAGMA optimize`) until it drains.
     ///
     /// # Errors
     ///
@@ -262,13 +293,42 @@ impl Api {
             .run();
         let handle = server.handle();
         let readiness = self.readiness.clone();
+        let db = self.state.db.clone();
         actix_web::rt::spawn(async move {
             stop_signal().await;
             readiness.begin_shutdown();
             tracing::info!("shutting down: readiness is 503, finishing requests in flight");
+            // SQLite's advice for connections about to close. Before the stop: once the server
+            // has stopped, the application may exit before this task runs again.
+            if let Err(e) = db.optimize().await {
+                tracing::warn!(target: "crudforge::db", error = %e, "PRAGMA optimize failed");
+            }
             handle.stop(true).await;
         });
+        actix_web::rt::spawn(self.clone().background());
         Ok(server)
+    }
+
+    /// What a serving API does besides answering: once ready, the index check, then the
+    /// database's upkeep until it drains.
+    async fn background(self) {
+        loop {
+            match self.readiness.phase() {
+                Phase::Starting => {
+                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                }
+                Phase::Ready => break,
+                Phase::Draining => return,
+            }
+        }
+        if let Err(e) = self.check_indexes().await {
+            tracing::warn!(target: "crudforge::indexes", error = %e, "cannot check the declared indexes");
+        }
+        let readiness = self.readiness.clone();
+        crate::db::maintenance::run(self.state.db.clone(), move || {
+            readiness.phase() == Phase::Draining
+        })
+        .await;
     }
 }
 

@@ -1,5 +1,6 @@
 //! What an [`Api`](crate::Api) mounts: routes that document themselves.
 
+use crate::db::indexes::IndexSpec;
 use crate::openapi::ApiDoc;
 use actix_web::web;
 
@@ -9,6 +10,11 @@ pub trait Mount: Send + Sync + 'static {
     fn register(&self, cfg: &mut web::ServiceConfig);
     /// Adds the operations to the OpenAPI description.
     fn document(&self, doc: &mut ApiDoc);
+    /// The indexes the mounted resource declares (`#[resource(index(...))]`), which the
+    /// [`Api`](crate::Api) checks for when it starts serving. None by default.
+    fn indexes(&self) -> Vec<IndexSpec> {
+        Vec::new()
+    }
 }
 
 /// Something that becomes a [`Mount`] once checked: a blueprint, or a ready `Mount`.

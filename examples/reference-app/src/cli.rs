@@ -85,6 +85,14 @@ pub enum Command {
         #[arg(long)]
         name: String,
     },
+    /// Print the `CREATE INDEX` statement of every index the mounted resources declare
+    /// (`#[resource(index(...))]`), one a line, for a migration's `up.sql`. Touches no
+    /// database.
+    PrintIndexes {
+        /// Print the `DROP INDEX` statements instead, for `down.sql`.
+        #[arg(long)]
+        down: bool,
+    },
     /// Insert demo critters; prints their ids, one a line.
     SeedCritters {
         /// How many.
@@ -201,6 +209,44 @@ pub async fn serve(config: Config, bind: &str) -> Result<(), Box<dyn std::error:
     Ok(())
 }
 
+/// The `CREATE INDEX` (or, with `down`, `DROP INDEX`) statement of every index the mounted
+/// resources declare. The API is built over a private in-memory database and a placeholder
+/// signing key, so no file is opened, created or migrated.
+///
+/// # Errors
+///
+/// Bad configuration, or a blueprint that cannot be mounted.
+pub async fn index_statements(
+    config: Config,
+    down: bool,
+) -> Result<Vec<String>, Box<dyn std::error::Error>> {
+    let scratch = Database::open(
+        crudforge::db::Target::Sqlite(":memory:".into()),
+        crudforge::db::DbOptions::default(),
+    )
+    .await?;
+    // No token is ever signed here: a fixed key keeps `Api::new` from generating a key file.
+    let config = Config {
+        database_uri: None,
+        jwt_secret_key: Some(crudforge::config::Secret::new(
+            "print-indexes signs nothing with this placeholder key",
+        )),
+        ..config
+    };
+    let api = build_api(config, scratch)?;
+    Ok(api
+        .declared_indexes()
+        .iter()
+        .map(|spec| {
+            if down {
+                spec.drop_sql()
+            } else {
+                spec.create_sql()
+            }
+        })
+        .collect())
+}
+
 /// Runs one command.
 ///
 /// # Errors
@@ -214,10 +260,16 @@ pub async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     if let Command::Serve { bind } = &command {
         return serve(config, bind).await;
     }
+    if let Command::PrintIndexes { down } = command {
+        for line in index_statements(config, down).await? {
+            println!("{line}");
+        }
+        return Ok(());
+    }
     let (db, applied) = open_and_migrate(&config).await?;
     let cost = config.bcrypt_cost;
     match command {
-        Command::Serve { .. } => unreachable!("served above"),
+        Command::Serve { .. } | Command::PrintIndexes { .. } => unreachable!("handled above"),
         Command::Migrate if applied.is_empty() => eprintln!("migrations are up to date"),
         Command::Migrate => eprintln!("applied {} migration(s)", applied.len()),
         Command::CreateUser {

@@ -26,6 +26,7 @@ diesel::table! {
 /// An account.
 #[derive(Queryable, Selectable, Resource)]
 #[resource(table = user_accounts, name = "Account", crate = "::crudforge")]
+#[resource(index("handle", "level"), index("created_at", "key"))]
 pub struct UserAccount {
     /// The key, under another name than `id`.
     #[resource(id)]
@@ -56,6 +57,12 @@ pub struct UserAccount {
 fn main() {
     assert_eq!(UserAccount::NAME, "Account");
     assert_eq!(UserAccount::ID_FIELD, "key");
+    assert_eq!(UserAccount::TABLE, "user_accounts");
+    assert_eq!(UserAccount::INDEXES, &[&["handle", "level"][..], &["created_at", "key"][..]]);
+    assert_eq!(
+        UserAccount::indexes()[0].create_sql(),
+        "CREATE INDEX IF NOT EXISTS user_accounts_handle_level_idx ON user_accounts (handle, level);"
+    );
     assert!(UserAccount::field("internal").is_none());
     assert!(!UserAccount::field("bio").unwrap().filterable);
     assert!(UserAccount::field("password").unwrap().write_only);

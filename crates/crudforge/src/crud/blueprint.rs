@@ -426,6 +426,10 @@ impl<R: Resource> Mount for Mounted<R> {
     fn document(&self, doc: &mut ApiDoc) {
         docs::document(doc, self);
     }
+
+    fn indexes(&self) -> Vec<crate::db::indexes::IndexSpec> {
+        R::indexes()
+    }
 }
 
 #[cfg(test)]

@@ -29,6 +29,7 @@ pub use options::{OpOptions, OpSetting, Operation, Present};
 pub use query::{CountMode, ListLimits, ListQuery};
 pub use route::{CustomRoute, OperationType, RouteDoc};
 
+use crate::db::indexes::IndexSpec;
 use crate::db::Conn;
 use crate::error::Error;
 use chrono::{DateTime, NaiveDate, Utc};
@@ -72,6 +73,11 @@ pub trait Resource: Sized + 'static {
     const FIELDS: &'static [FieldInfo];
     /// Name of the primary-key field.
     const ID_FIELD: &'static str;
+    /// The table's name in SQL (the last segment of the model's Diesel table path).
+    const TABLE: &'static str;
+    /// The indexes the resource's queries need, declared with `#[resource(index("a", "b"))]`:
+    /// one column list each, in index order. [`Resource::indexes`] gives them with the table.
+    const INDEXES: &'static [&'static [&'static str]] = &[];
 
     /// The value of `field` as it appears in a URL (for `Location` headers).
     fn key_of(&self, field: &str) -> Option<String>;
@@ -137,6 +143,16 @@ pub trait Resource: Sized + 'static {
     /// The metadata of `name`.
     fn field(name: &str) -> Option<&'static FieldInfo> {
         Self::FIELDS.iter().find(|f| f.name == name)
+    }
+
+    /// The declared [`INDEXES`](Self::INDEXES) on [`TABLE`](Self::TABLE): each one's name and
+    /// `CREATE INDEX` statement come from [`IndexSpec`]; an [`Api`](crate::Api) checks at
+    /// start that the database has them.
+    fn indexes() -> Vec<IndexSpec> {
+        Self::INDEXES
+            .iter()
+            .map(|columns| IndexSpec::new(Self::TABLE, columns))
+            .collect()
     }
 }
 

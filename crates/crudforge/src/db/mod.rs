@@ -7,6 +7,8 @@
 
 pub mod deadline;
 pub mod functions;
+pub mod indexes;
+pub mod maintenance;
 pub mod monitor;
 pub mod runner;
 pub mod sql_types;
@@ -41,19 +43,42 @@ pub type PgConn = AsyncPgConnection;
 /// Error returned when no pooled connection can be had.
 pub type PoolError = diesel_async::pooled_connection::deadpool::PoolError;
 
+/// How long a SQLite connection waits for a lock before failing with "database is locked".
+pub const BUSY_TIMEOUT_MS: u32 = 5000;
+
 /// Settings applied to every SQLite connection: a busy timeout (first, so that switching to
 /// WAL waits for another process's lock instead of failing with "database is locked"), WAL
-/// with the given `synchronous` level, foreign keys, and case-sensitive `LIKE` so that
-/// `__like` means the same on both backends.
+/// with the given `synchronous` level, a bound on the size the `-wal` file keeps after a
+/// checkpoint ([`maintenance::JOURNAL_SIZE_LIMIT`]), foreign keys, and case-sensitive `LIKE`
+/// so that `__like` means the same on both backends.
 pub fn sqlite_pragmas(synchronous: SqliteSynchronous) -> String {
     format!(
-        "PRAGMA busy_timeout = 5000; \
+        "PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}; \
          PRAGMA journal_mode = WAL; \
          PRAGMA synchronous = {}; \
+         PRAGMA journal_size_limit = {}; \
          PRAGMA foreign_keys = ON; \
          PRAGMA case_sensitive_like = ON;",
-        synchronous.as_sql()
+        synchronous.as_sql(),
+        maintenance::JOURNAL_SIZE_LIMIT
     )
+}
+
+/// Run once by each pooled SQLite connection after [`sqlite_pragmas`]: what SQLite recommends
+/// when a long-lived connection opens (analyze the tables whose statistics are missing or
+/// stale, with a bounded cost; see [`maintenance`]).
+pub const SQLITE_OPTIMIZE_ON_OPEN: &str = "PRAGMA optimize = 0x10002;";
+
+/// Runs [`SQLITE_OPTIMIZE_ON_OPEN`] without waiting for a lock: storing statistics needs the
+/// write lock, and a connection opened while another one writes must not wait for it (nor
+/// outlive the pool's checkout timeout). When the lock is taken the step is skipped; the next
+/// connection, or the server's periodic upkeep, runs it.
+fn optimize_on_open(c: &mut SqliteConnection) -> diesel::QueryResult<()> {
+    c.batch_execute("PRAGMA busy_timeout = 0;")?;
+    if let Err(e) = c.batch_execute(SQLITE_OPTIMIZE_ON_OPEN) {
+        tracing::debug!(target: "crudforge::db", error = %e, "PRAGMA optimize skipped on a new connection");
+    }
+    c.batch_execute(&format!("PRAGMA busy_timeout = {BUSY_TIMEOUT_MS};"))
 }
 
 /// How a [`Database`] is opened, beyond where it is. The default has no monitoring, no
@@ -297,12 +322,14 @@ impl Database {
                 cfg.custom_setup = Box::new(move |url| {
                     let url = url.to_owned();
                     async move {
-                        // Opening the file, the pragmas (WAL set-up) and the functions are
-                        // file I/O: done on the blocking pool, once per connection.
+                        // Opening the file, the pragmas (WAL set-up), the functions and the
+                        // optimize step are file I/O: done on the blocking pool, once per
+                        // connection.
                         let conn = tokio::task::spawn_blocking(move || {
                             let mut c = SqliteConnection::establish(&url)?;
                             c.batch_execute(&sqlite_pragmas(sqlite_synchronous))
                                 .and_then(|()| functions::register_sqlite_functions(&mut c))
+                                .and_then(|()| optimize_on_open(&mut c))
                                 .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
                             Ok::<_, diesel::ConnectionError>(c)
                         })
@@ -491,7 +518,10 @@ fn migrate_blocking(
             functions::register_sqlite_functions(&mut conn)?;
             let mut sets = vec![SQLITE_MIGRATIONS];
             sets.extend(app.map(|a| a.sqlite));
-            apply(&mut conn, sets)
+            let applied = apply(&mut conn, sets)?;
+            // After a schema change (new indexes above all), as SQLite recommends.
+            conn.batch_execute("PRAGMA optimize;")?;
+            Ok(applied)
         }
         Backend::Postgres => {
             let mut conn =

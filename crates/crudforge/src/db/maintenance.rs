@@ -1,0 +1,156 @@
+//! SQLite upkeep: `PRAGMA optimize` as SQLite recommends for long-lived connections, and WAL
+//! checkpoints that keep the `-wal` file bounded under constant load.
+//!
+//! SQLite's own advice (<https://sqlite.org/pragma.html#pragma_optimize>): a long-lived
+//! connection runs `PRAGMA optimize=0x10002` when it opens (the pool's connection setup does),
+//! then plain `PRAGMA optimize` from time to time and after schema changes (migrations do). In
+//! WAL mode the automatic checkpoint copies pages back but can only restart the log when no
+//! reader is using it; with readers always active the `-wal` file grows without end, so a
+//! server also runs `PRAGMA wal_checkpoint(TRUNCATE)` regularly ([`run`]), and every connection
+//! sets `journal_size_limit` ([`JOURNAL_SIZE_LIMIT`]). On PostgreSQL all of this does nothing.
+
+use super::{Backend, Database, DbError};
+use diesel::connection::SimpleConnection as _;
+use diesel::sql_types::Integer;
+use diesel::{Connection as _, RunQueryDsl as _, SqliteConnection};
+use std::time::Duration;
+
+/// `PRAGMA journal_size_limit` of every SQLite connection, in bytes (64 MiB): after a
+/// checkpoint restarts the log, a `-wal` file larger than this is truncated to it.
+pub const JOURNAL_SIZE_LIMIT: u64 = 64 * 1024 * 1024;
+
+/// How often a server checkpoints the WAL with `TRUNCATE`.
+pub const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(30);
+
+/// How often a server runs `PRAGMA optimize` (SQLite suggests hourly to daily).
+pub const OPTIMIZE_INTERVAL: Duration = Duration::from_secs(60 * 60);
+
+/// Longest wait of a maintenance checkpoint for the write lock and for readers of older
+/// snapshots; past it the checkpoint gives up (`busy`) and the next one tries again.
+const CHECKPOINT_BUSY_TIMEOUT_MS: u32 = 1000;
+
+/// What `PRAGMA wal_checkpoint` reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Checkpoint {
+    /// The checkpoint could not finish (a writer or a reader of an older snapshot was busy).
+    pub busy: bool,
+    /// Frames in the WAL before the checkpoint (-1 when the database is not in WAL mode).
+    pub log_frames: i32,
+    /// Frames copied back into the database.
+    pub checkpointed: i32,
+}
+
+#[derive(diesel::QueryableByName)]
+struct CheckpointRow {
+    #[diesel(sql_type = Integer)]
+    busy: i32,
+    #[diesel(sql_type = Integer)]
+    log: i32,
+    #[diesel(sql_type = Integer)]
+    checkpointed: i32,
+}
+
+impl Database {
+    /// Runs `PRAGMA optimize` (SQLite; nothing on PostgreSQL): it runs `ANALYZE` on the tables
+    /// whose statistics are missing or out of date, with a bounded cost, so the planner
+    /// chooses between indexes on real figures.
+    ///
+    /// # Errors
+    ///
+    /// The database cannot be reached or the pragma fails.
+    pub async fn optimize(&self) -> Result<(), DbError> {
+        if self.backend() != Backend::Sqlite {
+            return Ok(());
+        }
+        self.on_own_connection(|c| c.batch_execute("PRAGMA optimize;"))
+            .await
+    }
+
+    /// Runs `f` on a SQLite connection of its own, on Tokio's blocking pool: upkeep may wait for
+    /// locks, and pooled connections run their statements on the request threads
+    /// ([`Runner::inline`](super::Runner::inline)), which must not wait.
+    async fn on_own_connection<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut SqliteConnection) -> diesel::QueryResult<R> + Send + 'static,
+    ) -> Result<R, DbError> {
+        let target = self.inner.target.clone();
+        let synchronous = self.inner.sqlite_synchronous;
+        tokio::task::spawn_blocking(move || {
+            let mut c = SqliteConnection::establish(&target)?;
+            c.batch_execute(&super::sqlite_pragmas(synchronous))?;
+            Ok(f(&mut c)?)
+        })
+        .await
+        .map_err(|e| DbError::Pool(format!("upkeep task: {e}")))?
+    }
+
+    /// Runs `PRAGMA wal_checkpoint(TRUNCATE)` (SQLite; `None` on PostgreSQL): copies every
+    /// frame of the WAL into the database and truncates the `-wal` file to nothing. It waits
+    /// up to a second for the write lock and for readers of older snapshots, then gives up
+    /// with [`Checkpoint::busy`] set.
+    ///
+    /// # Errors
+    ///
+    /// The database cannot be reached or the pragma fails.
+    pub async fn checkpoint(&self) -> Result<Option<Checkpoint>, DbError> {
+        if self.backend() != Backend::Sqlite {
+            return Ok(None);
+        }
+        let row = self
+            .on_own_connection(|c| {
+                c.batch_execute(&format!(
+                    "PRAGMA busy_timeout = {CHECKPOINT_BUSY_TIMEOUT_MS};"
+                ))?;
+                diesel::sql_query("PRAGMA wal_checkpoint(TRUNCATE)").get_result::<CheckpointRow>(c)
+            })
+            .await?;
+        Ok(Some(Checkpoint {
+            busy: row.busy != 0,
+            log_frames: row.log,
+            checkpointed: row.checkpointed,
+        }))
+    }
+
+    /// One round of upkeep: a WAL checkpoint, and `PRAGMA optimize` when `optimize` is set
+    /// (see [`run`]). Nothing on PostgreSQL.
+    ///
+    /// # Errors
+    ///
+    /// The database cannot be reached or a pragma fails.
+    pub async fn maintain(&self, optimize: bool) -> Result<Option<Checkpoint>, DbError> {
+        if optimize {
+            self.optimize().await?;
+        }
+        self.checkpoint().await
+    }
+}
+
+/// Runs upkeep on a SQLite database until `stop` says so (checked before each round): a
+/// checkpoint every [`CHECKPOINT_INTERVAL`], `PRAGMA optimize` every [`OPTIMIZE_INTERVAL`].
+/// Failures are logged (target `crudforge::db`) and retried at the next round. Returns at
+/// once on PostgreSQL. [`Api::server`](crate::Api::server) spawns it.
+pub async fn run(db: Database, stop: impl Fn() -> bool) {
+    if db.backend() != Backend::Sqlite {
+        return;
+    }
+    let rounds_per_optimize = (OPTIMIZE_INTERVAL.as_secs() / CHECKPOINT_INTERVAL.as_secs()).max(1);
+    let mut round: u64 = 0;
+    loop {
+        tokio::time::sleep(CHECKPOINT_INTERVAL).await;
+        if stop() {
+            return;
+        }
+        round += 1;
+        let optimize = round.is_multiple_of(rounds_per_optimize);
+        match db.maintain(optimize).await {
+            Ok(Some(c)) if c.busy => tracing::debug!(
+                target: "crudforge::db",
+                log_frames = c.log_frames,
+                checkpointed = c.checkpointed,
+                "WAL checkpoint could not finish; retrying at the next round"
+            ),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(target: "crudforge::db", error = %e, "database upkeep failed"),
+        }
+    }
+}

@@ -1,0 +1,2 @@
+DROP INDEX IF EXISTS critters_species_created_at_id_cuteness_level_idx;
+DROP INDEX IF EXISTS critters_species_cuteness_level_idx;

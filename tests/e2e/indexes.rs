@@ -1,0 +1,63 @@
+//! The reference application's declared indexes: `print-indexes` prints their SQL without
+//! touching a database, and the shipped migrations create every one of them, so the start-up
+//! check finds nothing missing (on SQLite, and on PostgreSQL when configured).
+
+use crate::harness::cli;
+use crudforge_tests::TestDb;
+
+/// The statements of the indexes `Critter` declares, in declaration order.
+const CREATE: [&str; 3] = [
+    "CREATE INDEX IF NOT EXISTS critters_created_at_id_idx ON critters (created_at, id);",
+    "CREATE INDEX IF NOT EXISTS critters_species_cuteness_level_idx ON critters (species, cuteness_level);",
+    "CREATE INDEX IF NOT EXISTS critters_species_created_at_id_cuteness_level_idx ON critters (species, created_at, id, cuteness_level);",
+];
+
+#[test]
+fn print_indexes_prints_the_sql_and_touches_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = cli(dir.path(), &[], &["print-indexes"]);
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(stdout.lines().collect::<Vec<_>>(), CREATE);
+    let out = cli(dir.path(), &[], &["print-indexes", "--down"]);
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        stdout.lines().next(),
+        Some("DROP INDEX IF EXISTS critters_created_at_id_idx;")
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "no database, no key file: {left:?}");
+}
+
+async fn check(t: &TestDb) {
+    let config = t.config();
+    let (db, _) = reference_app::cli::open_and_migrate(&config).await.unwrap();
+    let api = reference_app::cli::build_api(config, db.clone()).unwrap();
+    let declared = api.declared_indexes();
+    let sql: Vec<String> = declared.iter().map(|s| s.create_sql()).collect();
+    assert_eq!(sql, CREATE);
+    assert_eq!(api.check_indexes().await.unwrap(), [], "{:?}", t.backend);
+    // Dropping one (as a forgotten migration would) is reported.
+    let mut conn = db.get().await.unwrap();
+    crudforge::with_conn!(conn, |c| {
+        diesel_async::SimpleAsyncConnection::batch_execute(
+            c,
+            "DROP INDEX critters_species_cuteness_level_idx",
+        )
+        .await
+    })
+    .unwrap();
+    drop(conn);
+    assert_eq!(api.check_indexes().await.unwrap(), [declared[1]]);
+}
+
+#[test]
+fn the_shipped_migrations_create_every_declared_index() {
+    actix_web::rt::System::new().block_on(async {
+        check(&TestDb::sqlite().await).await;
+        if let Some(t) = TestDb::postgres().await {
+            check(&t).await;
+        }
+    });
+}
