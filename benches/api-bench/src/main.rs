@@ -42,8 +42,8 @@ pub(crate) struct Args {
     /// afterwards).
     #[arg(long, env = "CRUDFORGE_TEST_POSTGRES_URL")]
     pub(crate) postgres_url: Option<String>,
-    /// The reference application's release binary (default: `release/reference-app` in
-    /// CARGO_TARGET_DIR, or in the workspace's `target`).
+    /// The reference application's release binary (default: `reference-app` next to this
+    /// binary, else `release/reference-app` in CARGO_TARGET_DIR or the workspace's `target`).
     #[arg(long)]
     pub(crate) server_bin: Option<PathBuf>,
     /// Critters to seed (W2's filter matches 717 of them from 5,736 rows on, whatever the

@@ -24,8 +24,9 @@ pub(crate) const W2_PATH: &str =
 /// The login route.
 pub(crate) const LOGIN_PATH: &str = "/api/user/login/";
 
-/// The default server binary: `release/reference-app` in CARGO_TARGET_DIR or the workspace's
-/// `target` directory.
+/// The server binary: `--server-bin`, or `reference-app` next to this binary (both built into
+/// the same target directory), or `release/reference-app` in CARGO_TARGET_DIR or in the
+/// workspace's `target` directory.
 fn server_bin(args: &Args) -> Result<PathBuf, String> {
     let bin = match &args.server_bin {
         Some(b) => b.clone(),
@@ -34,7 +35,11 @@ fn server_bin(args: &Args) -> Result<PathBuf, String> {
                 || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"),
                 PathBuf::from,
             );
-            target.join("release").join("reference-app")
+            let beside = std::env::current_exe()
+                .ok()
+                .and_then(|e| Some(e.parent()?.join("reference-app")));
+            let default = target.join("release").join("reference-app");
+            beside.filter(|b| b.is_file()).unwrap_or(default)
         }
     };
     if !bin.is_file() {
@@ -572,8 +577,20 @@ fn measure(
     } else {
         None
     };
-    let peak = procfs::status_bytes(app.pid, "VmHWM").unwrap_or(0);
-    let ref_peak = procfs::status_bytes(reference.pid, "VmHWM").unwrap_or(0);
+    // Each window reset the peak: the run's peak is the largest of the windows' peaks.
+    let peak = workloads
+        .iter()
+        .flat_map(|w| w.app.iter().map(|s| s.hwm))
+        .chain(w5.as_ref().map(|w| w.logins.hwm))
+        .chain(procfs::status_bytes(app.pid, "VmHWM"))
+        .max()
+        .unwrap_or(0);
+    let ref_peak = workloads
+        .iter()
+        .flat_map(|w| w.reference.iter().map(|s| s.hwm))
+        .chain(procfs::status_bytes(reference.pid, "VmHWM"))
+        .max()
+        .unwrap_or(0);
     drop(reference);
     drop(app);
 

@@ -27,6 +27,7 @@ struct Minute {
     wal: Option<u64>,
     fds: usize,
     pg_connections: Option<i64>,
+    critters: Option<i64>,
 }
 
 fn mib(bytes: u64) -> f64 {
@@ -62,8 +63,11 @@ pub(crate) fn run(
          for {minutes} min against pid {}\n",
         args.connections, server.pid
     );
-    println!("| minute | req/s | server RSS MiB | WAL MiB | open fds | DB connections |");
-    println!("|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "| minute | req/s | server RSS MiB | WAL MiB | open fds (incl. {} client sockets) | DB connections | critters |",
+        args.connections
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|");
 
     let paths: Vec<String> = ids.iter().map(|id| format!("/api/critters/{id}")).collect();
     let stride = (ids.len() / args.connections).max(1);
@@ -81,7 +85,9 @@ pub(crate) fn run(
     let load = Load {
         addr: server.addr,
         connections: args.connections,
-        duration: Duration::from_secs(minutes * 60),
+        // Longer than the sampling: the sampler stops the load after its last figures, so the
+        // last minute is measured with every connection still busy.
+        duration: Duration::from_secs(minutes * 60 + 30),
         token: Some(&token),
         stop: &stop,
         done: &done,
@@ -113,17 +119,20 @@ pub(crate) fn run(
                     .map(|w| std::fs::metadata(w).map_or(0, |m| m.len())),
                 fds: procfs::fd_count(server.pid).unwrap_or(0),
                 pg_connections: storage.pg_connections(),
+                critters: storage.count_rows(),
             };
             println!(
-                "| {m} | {:.0} | {:.1} | {} | {} | {} |",
+                "| {m} | {:.0} | {:.1} | {} | {} | {} | {} |",
                 row.rps,
                 mib(row.rss),
                 row.wal.map_or("-".to_owned(), |w| format!("{:.1}", mib(w))),
                 row.fds,
-                row.pg_connections.map_or("-".to_owned(), |c| c.to_string())
+                row.pg_connections.map_or("-".to_owned(), |c| c.to_string()),
+                row.critters.map_or("?".to_owned(), |c| c.to_string())
             );
             rows.push(row);
         }
+        stop.store(true, Ordering::Relaxed);
         driver.join().unwrap_or_default()
     });
     outcome.check("soak")?;

@@ -274,6 +274,12 @@ impl Storage {
         .map_err(|e| format!("deleting inserted rows: {e}"))
     }
 
+    /// The number of critters now.
+    pub(crate) fn count_rows(&mut self) -> Option<i64> {
+        use critters::dsl as c;
+        run!(&mut self.conn, get_result, c::critters.count()).ok()
+    }
+
     /// PostgreSQL: the connections to the benchmark's database other than this one.
     pub(crate) fn pg_connections(&mut self) -> Option<i64> {
         let Conn::Pg(..) = &self.conn else {
