@@ -59,10 +59,11 @@ fn server_bin(args: &Args) -> Result<PathBuf, String> {
 ///
 /// Anything that stops the run: a bad option, a server that does not start, a non-2xx answer.
 pub(crate) fn run(args: &Args, pin: Option<usize>) -> Result<bool, String> {
-    if args.connections == 0 || args.rows == 0 || args.rounds == 0 || args.login_connections == 0 {
-        return Err(
-            "--connections, --login-connections, --rows and --rounds must be at least 1".into(),
-        );
+    if args.connections == 0 || args.rounds == 0 || args.login_connections == 0 {
+        return Err("--connections, --login-connections and --rounds must be at least 1".into());
+    }
+    if args.rows < 2 {
+        return Err("--rows must be at least 2 (W1 and W4 use different rows)".into());
     }
     if !(args.seconds > 0.0 && args.seconds <= 600.0 && args.warmup >= 0.0 && args.warmup <= 60.0) {
         return Err("--seconds must be in (0, 600] and --warmup in [0, 60]".into());
