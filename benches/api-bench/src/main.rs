@@ -1,0 +1,197 @@
+//! api-bench: an end-to-end benchmark of the reference application's release binary over
+//! loopback HTTP (workloads W1–W6 of issue 11), with two references measured in the same run
+//! on the same machine: a minimal actix-web server that checks the same HS256 token and
+//! answers the same JSON with no I/O (framework limit), and the same SQL statements executed
+//! directly with Diesel on the same database (storage limit). `--soak MINUTES` instead runs a
+//! mixed W1–W4 load and checks that the service does not degrade.
+//!
+//! It builds nothing: build the binaries first, then run it.
+//!
+//! ```text
+//! CARGO_TARGET_DIR=/work/target-bench cargo build --release -p reference-app -p api-bench
+//! /work/target-bench/release/api-bench --backend sqlite
+//! /work/target-bench/release/api-bench --backend postgres \
+//!     --postgres-url postgres://postgres@127.0.0.1:5432/test
+//! ```
+//!
+//! It is never part of `cargo test`: it is a binary, run on demand. See `docs/performance.md`.
+
+mod client;
+mod measure;
+mod procfs;
+mod reference;
+mod setup;
+mod soak;
+mod storage;
+
+use clap::{Parser, ValueEnum};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Command-line options.
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "api-bench",
+    about = "End-to-end benchmark of the reference application with framework and storage references"
+)]
+pub(crate) struct Args {
+    /// Database backend.
+    #[arg(long, value_enum, default_value_t = BackendArg::Sqlite)]
+    pub(crate) backend: BackendArg,
+    /// PostgreSQL server URL (a database `api_bench_<uuid>` is created there and dropped
+    /// afterwards).
+    #[arg(long, env = "CRUDFORGE_TEST_POSTGRES_URL")]
+    pub(crate) postgres_url: Option<String>,
+    /// The reference application's release binary (default: `reference-app` next to this
+    /// binary, else `release/reference-app` in CARGO_TARGET_DIR or the workspace's `target`).
+    #[arg(long)]
+    pub(crate) server_bin: Option<PathBuf>,
+    /// Critters to seed (W2's filter matches 717 of them from 5,736 rows on, whatever the
+    /// total).
+    #[arg(long, default_value_t = 10_000)]
+    pub(crate) rows: usize,
+    /// Concurrent keep-alive connections of W1–W4 and W6 (one client thread each).
+    #[arg(long, default_value_t = 32)]
+    pub(crate) connections: usize,
+    /// Concurrent connections logging in during W5 (each login costs a bcrypt verification).
+    #[arg(long, default_value_t = 2)]
+    pub(crate) login_connections: usize,
+    /// Interval of the `/health` probe during W5, in milliseconds.
+    #[arg(long, default_value_t = 20)]
+    pub(crate) probe_interval_ms: u64,
+    /// Measurement rounds; workloads and servers are interleaved, medians are reported.
+    #[arg(long, default_value_t = 3)]
+    pub(crate) rounds: u32,
+    /// Seconds per measurement window.
+    #[arg(long, default_value_t = 3.0)]
+    pub(crate) seconds: f64,
+    /// Warm-up seconds per workload and server before the rounds.
+    #[arg(long, default_value_t = 1.0)]
+    pub(crate) warmup: f64,
+    /// Workloads to run, comma-separated (w1,w2,w3,w4,w5,w6).
+    #[arg(long, value_delimiter = ',', default_value = "w1,w2,w3,w4,w5,w6")]
+    pub(crate) workloads: Vec<String>,
+    /// Do not pin the servers to CPU 0 and the client to CPU 1.
+    #[arg(long)]
+    pub(crate) no_pin: bool,
+    /// Soak mode: mixed W1–W4 load for this many minutes (10 when given without a value),
+    /// with figures every minute and pass/fail checks at the end.
+    #[arg(long, num_args = 0..=1, default_missing_value = "10", value_name = "MINUTES")]
+    pub(crate) soak: Option<u64>,
+    /// Soak: the largest acceptable SQLite WAL file, in MiB.
+    #[arg(long, default_value_t = 64)]
+    pub(crate) wal_limit_mib: u64,
+    /// Internal: serve the framework reference on this port (a child process of the benchmark).
+    #[arg(long, hide = true)]
+    pub(crate) serve_reference: Option<u16>,
+    /// Internal: the canned answers of the framework reference.
+    #[arg(long, hide = true)]
+    pub(crate) canned: Option<PathBuf>,
+}
+
+/// The database backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum BackendArg {
+    /// A SQLite file.
+    Sqlite,
+    /// A PostgreSQL database.
+    Postgres,
+}
+
+impl BackendArg {
+    /// Its name in reports.
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            BackendArg::Sqlite => "SQLite",
+            BackendArg::Postgres => "PostgreSQL",
+        }
+    }
+}
+
+/// Set in the re-executed benchmark that runs pinned to CPU 1: the servers go to CPU 0.
+const PINNED_ENV: &str = "API_BENCH_PINNED";
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    if let Some(port) = args.serve_reference {
+        let Some(canned) = &args.canned else {
+            eprintln!("api-bench: --serve-reference needs --canned");
+            return ExitCode::FAILURE;
+        };
+        return match reference::serve(port, canned, setup::JWT_SECRET) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("api-bench reference server: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let pin = match pinning(&args) {
+        Pinning::Reexec => return reexec_pinned(),
+        Pinning::Servers => Some(0),
+        Pinning::None => None,
+    };
+    match measure::run(&args, pin) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("api-bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+enum Pinning {
+    /// Run this benchmark again under `taskset -c 1`.
+    Reexec,
+    /// Already on CPU 1: pin the servers to CPU 0.
+    Servers,
+    /// No pinning.
+    None,
+}
+
+fn pinning(args: &Args) -> Pinning {
+    if args.no_pin {
+        return Pinning::None;
+    }
+    if std::env::var_os(PINNED_ENV).is_some() {
+        return Pinning::Servers;
+    }
+    let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    if cpus < 2 {
+        eprintln!("warning: {cpus} CPU available: server and client are not pinned");
+        return Pinning::None;
+    }
+    if !setup::have_taskset() {
+        eprintln!("warning: taskset not found: server and client are not pinned");
+        return Pinning::None;
+    }
+    Pinning::Reexec
+}
+
+/// Runs this program again with the same arguments under `taskset -c 1` (the load client's
+/// core); the servers it starts are pinned to CPU 0.
+fn reexec_pinned() -> ExitCode {
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("api-bench: cannot find its own binary to pin it: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let status = std::process::Command::new("taskset")
+        .arg("-c")
+        .arg("1")
+        .arg(exe)
+        .args(std::env::args_os().skip(1))
+        .env(PINNED_ENV, "1")
+        .status();
+    match status {
+        Ok(s) if s.success() => ExitCode::SUCCESS,
+        Ok(_) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("api-bench: taskset: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,295 @@
+//! The storage reference: the SQL statements the reference application runs for W1–W4 (point
+//! read by id; count and page of W2's filter and order; INSERT; UPDATE), executed directly with
+//! Diesel on the same database, without HTTP, in a loop, with their CPU time per operation.
+//!
+//! SQLite runs on a synchronous `SqliteConnection` in this thread with the pragmas crudforge
+//! sets (so the figure is SQLite's and Diesel's own work); PostgreSQL on an `AsyncPgConnection`
+//! driven by a current-thread runtime in this thread, with the server backends' CPU time read
+//! from `/proc` alongside.
+
+use crate::procfs;
+use crate::setup::Scratch;
+use chrono::Utc;
+use crudforge::sql_types::Portable;
+use crudforge::SqliteSynchronous;
+use diesel::prelude::*;
+use diesel::sql_types::BigInt;
+use diesel_async::AsyncPgConnection;
+use reference_app::api::critters::Critter;
+use reference_app::api::schema::critters;
+use std::time::{Duration, Instant};
+use uuid::Uuid;
+
+/// Species of the rows W3 and the INSERT reference create (deleted after each measurement).
+pub(crate) const INSERTED_SPECIES: &str = "bench";
+
+/// One storage operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Op {
+    /// W1: `SELECT … WHERE id = ?`.
+    Point,
+    /// W2: `SELECT COUNT(*) … WHERE species = ? AND cuteness_level >= ?` and the page query with
+    /// `ORDER BY created_at, id LIMIT 25 OFFSET 25`.
+    CountAndPage,
+    /// W3: `INSERT … RETURNING`.
+    Insert,
+    /// W4: `UPDATE … WHERE id = ? RETURNING`.
+    Update,
+}
+
+/// CPU time spent on `ops` operations.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Cost {
+    /// Operations done.
+    pub(crate) ops: u64,
+    /// CPU time of this thread (for SQLite: the whole engine).
+    pub(crate) client: Duration,
+    /// CPU time of PostgreSQL's server processes (zero on SQLite).
+    pub(crate) postgres: Duration,
+}
+
+impl Cost {
+    /// Total CPU µs per operation.
+    pub(crate) fn us_per_op(&self) -> f64 {
+        per_op(self.client + self.postgres, self.ops)
+    }
+
+    /// PostgreSQL server CPU µs per operation.
+    pub(crate) fn pg_us_per_op(&self) -> f64 {
+        per_op(self.postgres, self.ops)
+    }
+}
+
+fn per_op(d: Duration, ops: u64) -> f64 {
+    // Operation counts stay far below 2^52.
+    #[allow(clippy::cast_precision_loss)]
+    let n = ops.max(1) as f64;
+    d.as_secs_f64() * 1e6 / n
+}
+
+enum Conn {
+    Sqlite(diesel::SqliteConnection),
+    Pg(Box<AsyncPgConnection>, tokio::runtime::Runtime),
+}
+
+/// Runs one Diesel query on either connection: `$m` is the `RunQueryDsl` method, `$q` the
+/// query (written out in each arm, so that it is typed for that arm's backend).
+macro_rules! run {
+    ($conn:expr, $m:ident, $q:expr) => {
+        match $conn {
+            Conn::Sqlite(c) => diesel::RunQueryDsl::$m($q, c),
+            Conn::Pg(c, rt) => rt.block_on(diesel_async::RunQueryDsl::$m($q, &mut **c)),
+        }
+    };
+}
+
+#[derive(QueryableByName)]
+struct Count {
+    #[diesel(sql_type = BigInt)]
+    n: i64,
+}
+
+/// A direct connection to the benchmark's database.
+pub(crate) struct Storage {
+    conn: Conn,
+    ids: Vec<Uuid>,
+    pg_uid: Option<u32>,
+    pg_db: String,
+}
+
+impl Storage {
+    /// Connects to the database of `scratch`; `ids` are the rows point reads and updates cycle
+    /// over.
+    pub(crate) fn open(scratch: &Scratch, ids: Vec<Uuid>) -> Result<Storage, String> {
+        let conn = match scratch.sqlite_file() {
+            Some(file) => {
+                let mut c = diesel::SqliteConnection::establish(&file.display().to_string())
+                    .map_err(|e| format!("open {}: {e}", file.display()))?;
+                diesel::connection::SimpleConnection::batch_execute(
+                    &mut c,
+                    &crudforge::db::sqlite_pragmas(SqliteSynchronous::Normal),
+                )
+                .map_err(|e| format!("pragmas: {e}"))?;
+                Conn::Sqlite(c)
+            }
+            None => {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| format!("runtime: {e}"))?;
+                let c = rt
+                    .block_on(
+                        <AsyncPgConnection as diesel_async::AsyncConnection>::establish(
+                            &scratch.uri,
+                        ),
+                    )
+                    .map_err(|e| format!("connect to the bench database: {e}"))?;
+                Conn::Pg(Box::new(c), rt)
+            }
+        };
+        let pg_uid = if scratch.pg.is_some() {
+            let uid = procfs::postgres_uid();
+            if uid.is_none() {
+                eprintln!(
+                    "warning: no postgres user in /etc/passwd; PostgreSQL CPU is not counted"
+                );
+            }
+            uid
+        } else {
+            None
+        };
+        let pg_db = scratch
+            .pg
+            .as_ref()
+            .map(|(_, db)| db.clone())
+            .unwrap_or_default();
+        Ok(Storage {
+            conn,
+            ids,
+            pg_uid,
+            pg_db,
+        })
+    }
+
+    /// CPU time of PostgreSQL's server processes now (zero on SQLite).
+    pub(crate) fn postgres_cpu(&self) -> Duration {
+        self.pg_uid
+            .map(|uid| procfs::postgres_cpu(uid, &self.pg_db))
+            .unwrap_or_default()
+    }
+
+    /// Whether the PostgreSQL CPU is counted.
+    pub(crate) fn counts_postgres(&self) -> bool {
+        self.pg_uid.is_some()
+    }
+
+    /// Runs `op` in a loop for `duration` and returns its CPU cost.
+    pub(crate) fn measure(&mut self, op: Op, duration: Duration) -> Result<Cost, String> {
+        let pg_before = self.postgres_cpu();
+        let cpu_before = procfs::thread_cpu();
+        let until = Instant::now() + duration;
+        let mut ops = 0u64;
+        while Instant::now() < until {
+            for _ in 0..16 {
+                self.once(op, ops)?;
+                ops += 1;
+            }
+        }
+        let client = procfs::thread_cpu().saturating_sub(cpu_before);
+        let postgres = self.postgres_cpu().saturating_sub(pg_before);
+        if op == Op::Insert {
+            self.delete_inserted()?;
+        }
+        Ok(Cost {
+            ops,
+            client,
+            postgres,
+        })
+    }
+
+    fn once(&mut self, op: Op, i: u64) -> Result<(), String> {
+        use critters::dsl as c;
+        let n = usize::try_from(i).unwrap_or(0);
+        let id = self.ids[n.wrapping_mul(7919) % self.ids.len()];
+        match op {
+            Op::Point => {
+                let _: Critter = run!(
+                    &mut self.conn,
+                    get_result,
+                    c::critters
+                        .filter(c::id.eq(Portable(id)))
+                        .select(Critter::as_select())
+                )
+                .map_err(|e| format!("point read: {e}"))?;
+            }
+            Op::CountAndPage => {
+                let n: i64 = run!(
+                    &mut self.conn,
+                    get_result,
+                    c::critters
+                        .filter(c::species.eq("cat").and(c::cuteness_level.ge(5)))
+                        .count()
+                )
+                .map_err(|e| format!("count: {e}"))?;
+                let rows: Vec<Critter> = run!(
+                    &mut self.conn,
+                    load,
+                    c::critters
+                        .filter(c::species.eq("cat").and(c::cuteness_level.ge(5)))
+                        .order((c::created_at.asc(), c::id.asc()))
+                        .limit(25)
+                        .offset(25)
+                        .select(Critter::as_select())
+                )
+                .map_err(|e| format!("page: {e}"))?;
+                if n <= 25 || rows.is_empty() {
+                    return Err(format!("the W2 filter matched {n} rows only"));
+                }
+            }
+            Op::Insert => {
+                let now = Utc::now();
+                let _: Critter = run!(
+                    &mut self.conn,
+                    get_result,
+                    diesel::insert_into(c::critters)
+                        .values((
+                            c::id.eq(Portable(Uuid::new_v4())),
+                            c::created_at.eq(Portable(now)),
+                            c::updated_at.eq(Portable(now)),
+                            c::name.eq(format!("stored {i}")),
+                            c::species.eq(INSERTED_SPECIES),
+                            c::cuteness_level.eq(3),
+                        ))
+                        .returning(Critter::as_returning())
+                )
+                .map_err(|e| format!("insert: {e}"))?;
+            }
+            Op::Update => {
+                let now = Utc::now();
+                let _: Critter = run!(
+                    &mut self.conn,
+                    get_result,
+                    diesel::update(c::critters.filter(c::id.eq(Portable(id))))
+                        .set((
+                            c::name.eq(format!("updated {i}")),
+                            c::updated_at.eq(Portable(now)),
+                        ))
+                        .returning(Critter::as_returning())
+                )
+                .map_err(|e| format!("update: {e}"))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Deletes the rows W3 and [`Op::Insert`] created, so that every workload sees the seeded
+    /// table; returns how many.
+    pub(crate) fn delete_inserted(&mut self) -> Result<usize, String> {
+        use critters::dsl as c;
+        run!(
+            &mut self.conn,
+            execute,
+            diesel::delete(c::critters.filter(c::species.eq(INSERTED_SPECIES)))
+        )
+        .map_err(|e| format!("deleting inserted rows: {e}"))
+    }
+
+    /// The number of critters now.
+    pub(crate) fn count_rows(&mut self) -> Option<i64> {
+        use critters::dsl as c;
+        run!(&mut self.conn, get_result, c::critters.count()).ok()
+    }
+
+    /// PostgreSQL: the connections to the benchmark's database other than this one.
+    pub(crate) fn pg_connections(&mut self) -> Option<i64> {
+        let Conn::Pg(..) = &self.conn else {
+            return None;
+        };
+        let q = diesel::sql_query(
+            "SELECT count(*) AS n FROM pg_stat_activity \
+             WHERE datname = current_database() AND pid <> pg_backend_pid()",
+        );
+        let rows: Vec<Count> = run!(&mut self.conn, load, q.clone()).ok()?;
+        rows.first().map(|r| r.n)
+    }
+}
