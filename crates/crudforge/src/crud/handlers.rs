@@ -527,9 +527,54 @@ async fn idempotency_key<R: Resource>(
 
 /// What a write transaction produced.
 struct Written<R> {
-    answer: Answer,
+    /// The answer; `None` when it is made after the after-commit hooks, from the row they saw.
+    answer: Option<Answer>,
     /// A copy of the row for the after-commit hooks.
     committed: Option<Arc<R>>,
+}
+
+impl<R: Resource> Written<R> {
+    /// Runs the after-commit hooks (if any), then gives the answer: the one made in the
+    /// transaction, or one made now from the committed row the hooks saw (no second read of
+    /// it unless a hook kept it, or a custom presenter needs a fresh copy).
+    async fn finish(
+        self,
+        shared: &Shared<R>,
+        st: &ApiState,
+        ctx: &HookCtx,
+        op: Operation,
+        status: u16,
+        location: Option<String>,
+    ) -> Result<Answer, Error> {
+        let Some(row) = self.committed else {
+            return self
+                .answer
+                .ok_or_else(|| Error::Internal("a write without an answer".into()));
+        };
+        shared.hooks.after_commit(ctx, row.clone()).await;
+        if let Some(answer) = self.answer {
+            return Ok(answer);
+        }
+        let item = match Arc::try_unwrap(row) {
+            Ok(item) => item,
+            Err(row) => reload(&mut st.db.get().await?, row.as_ref()).await?,
+        };
+        let custom = shared
+            .ops
+            .get(&op)
+            .is_some_and(|o| o.response.is_some() || o.presenter.is_some());
+        let (etag, body) = if custom {
+            represent(shared, op, &mut st.db.get().await?, &st.db, item).await?
+        } else {
+            conditional::tag_and_body(item)?
+        };
+        Ok(Answer {
+            status,
+            body,
+            location,
+            etag: Some(etag),
+        })
+    }
 }
 
 /// Ends a write's transaction. A lost idempotency claim (another request stored the key
@@ -614,6 +659,11 @@ pub(crate) async fn create<R: Resource>(
     let mut lost_claim = false;
     // A plain insert is one statement; keys and hooks need a transaction around it.
     let in_tx = key.is_some() || shared.hooks.wrap(Operation::Post);
+    // Without a key to store the answer under, after-commit hooks get the inserted row itself
+    // and the answer is made after them (no second read of the row).
+    let deferred = key.is_none() && shared.hooks.has_after_commit();
+    let mut location_slot = None;
+    let location = &mut location_slot;
     let mut conn = st.db.get().await?;
     if in_tx {
         tx::begin(&mut conn, TxMode::Write).await?;
@@ -627,9 +677,15 @@ pub(crate) async fn create<R: Resource>(
         }
         let item = R::insert(&mut conn, input).await?;
         shared.hooks.after_write(&mut conn, &ctx, &item).await?;
-        let location = item
+        *location = item
             .key_of(shared.res_id.name)
             .map(|k| format!("{}{}", req.path(), k));
+        if deferred {
+            return Ok(Written {
+                answer: None,
+                committed: Some(Arc::new(item)),
+            });
+        }
         let committed = if shared.hooks.has_after_commit() {
             Some(Arc::new(reload(&mut conn, &item).await?))
         } else {
@@ -639,13 +695,16 @@ pub(crate) async fn create<R: Resource>(
         let answer = Answer {
             status: 201,
             body: out,
-            location,
+            location: location.clone(),
             etag: Some(etag),
         };
         if let Some(k) = key {
             idempotency::complete(&mut conn, k, &answer).await?;
         }
-        Ok(Written { answer, committed })
+        Ok(Written {
+            answer: Some(answer),
+            committed,
+        })
     }
     .await;
     let written = match end_write(&mut conn, in_tx, key, outcome, lost_claim).await? {
@@ -653,10 +712,10 @@ pub(crate) async fn create<R: Resource>(
         Err(replay) => return Ok(replay),
     };
     drop(conn);
-    if let Some(row) = written.committed {
-        shared.hooks.after_commit(&ctx, row).await;
-    }
-    Ok(written.answer.to_response(false))
+    let answer = written
+        .finish(shared, st, &ctx, Operation::Post, 201, location_slot)
+        .await?;
+    Ok(answer.to_response(false))
 }
 
 /// The `If-Match` of a PATCH or DELETE; 428 when the blueprint requires one and none was sent.
@@ -741,6 +800,13 @@ pub(crate) async fn update<R: Resource>(
             return Err(refused(shared, &who, &mut conn, addressed.clone()).await);
         };
         shared.hooks.after_write(&mut conn, &ctx, &item).await?;
+        if key.is_none() && shared.hooks.has_after_commit() {
+            // The answer is made after the after-commit hooks, from this row.
+            return Ok(Written {
+                answer: None,
+                committed: Some(Arc::new(item)),
+            });
+        }
         let committed = if shared.hooks.has_after_commit() {
             Some(Arc::new(reload(&mut conn, &item).await?))
         } else {
@@ -756,7 +822,10 @@ pub(crate) async fn update<R: Resource>(
         if let Some(k) = key {
             idempotency::complete(&mut conn, k, &answer).await?;
         }
-        Ok(Written { answer, committed })
+        Ok(Written {
+            answer: Some(answer),
+            committed,
+        })
     }
     .await;
     let written = match end_write(&mut conn, in_tx, key, outcome, lost_claim).await? {
@@ -764,10 +833,10 @@ pub(crate) async fn update<R: Resource>(
         Err(replay) => return Ok(replay),
     };
     drop(conn);
-    if let Some(row) = written.committed {
-        shared.hooks.after_commit(&ctx, row).await;
-    }
-    Ok(written.answer.to_response(false))
+    let answer = written
+        .finish(shared, st, &ctx, Operation::Patch, 200, None)
+        .await?;
+    Ok(answer.to_response(false))
 }
 
 pub(crate) async fn delete<R: Resource>(
@@ -830,12 +899,12 @@ pub(crate) async fn delete<R: Resource>(
             hooks.after_write(&mut conn, &ctx, row).await?;
         }
         Ok(Written {
-            answer: Answer {
+            answer: Some(Answer {
                 status: 204,
                 body: Vec::new(),
                 location: None,
                 etag: None,
-            },
+            }),
             committed,
         })
     }

@@ -164,8 +164,8 @@ impl<R: Resource> Hooks<R> {
     /// in an explicit transaction; otherwise it is a single statement).
     pub(crate) fn wrap(&self, op: Operation) -> bool {
         !self.after(op).is_empty()
-            || (op == Operation::Delete && !self.before_delete.is_empty())
-            || self.has_after_commit()
+            || (op == Operation::Delete
+                && (!self.before_delete.is_empty() || self.has_after_commit()))
             || (op == Operation::Patch && self.reads_before_update())
     }
 
