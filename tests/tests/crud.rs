@@ -184,6 +184,8 @@ backend_tests! {
             // PostgreSQL cannot store NUL in text or jsonb: refused on both backends, naming where.
             (json!({"name": "a\u{0}b", "species": "cat"}), "name"),
             (json!({"name": "ok", "species": "cat", "notes": {"tags": ["x", "\u{0}"]}}), "notes.tags[1]"),
+            // A member name holding NUL is named with the NUL written out, never echoed.
+            (json!({"name": "ok", "species": "cat", "a\u{0}b": 1}), "a\\u0000b"),
         ];
         for (b, field) in cases {
             let (status, v) = call!(app, post("/api/critters/", b.clone()));

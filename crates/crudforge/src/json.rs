@@ -82,8 +82,11 @@ pub fn parse(req: &HttpRequest, body: &[u8]) -> Result<Value, Error> {
 /// location so far (`notes.tags[2]`), used to name the member.
 fn check_text(value: &Value, path: &mut String) -> Result<(), Error> {
     let refuse = |at: &str| {
+        // A member name may hold the NUL itself: it is named with the NUL written out, so
+        // the answer never carries one.
+        let at = at.replace('\0', "\\u0000");
         Error::invalid_field(
-            if at.is_empty() { "body" } else { at },
+            if at.is_empty() { "body" } else { at.as_str() },
             "text cannot contain the NUL character (\\u0000)",
         )
     };

@@ -114,6 +114,8 @@ fn list_params<R: Resource>(
             string: max.map(|m| {
                 Box::new(StringValidation {
                     max_length: Some(m),
+                    // An empty value is refused (400): say so.
+                    min_length: Some(1),
                     ..Default::default()
                 })
             }),
@@ -557,12 +559,24 @@ fn page_schema(doc: &mut ApiDoc, item: ReferenceOr<Schema>) -> ReferenceOr<Schem
 
 /// A string header parameter.
 fn header_param(
-    doc: &mut ApiDoc,
     name: &str,
     required: bool,
     description: &str,
+    pattern: &str,
+    max_length: u32,
 ) -> ReferenceOr<apistos::paths::Parameter> {
-    let s = doc.generator().subschema_for::<String>();
+    use schemars::schema::{InstanceType, SchemaObject, StringValidation};
+    // The value's syntax, so that clients (and API fuzzers) know an empty or malformed one
+    // is refused (400).
+    let s = Schema::Object(SchemaObject {
+        instance_type: Some(InstanceType::String.into()),
+        string: Some(Box::new(StringValidation {
+            max_length: Some(max_length),
+            min_length: Some(1),
+            pattern: Some(pattern.to_owned()),
+        })),
+        ..Default::default()
+    });
     parameter(
         name,
         ParameterIn::Header,
@@ -571,6 +585,14 @@ fn header_param(
         s,
     )
 }
+
+/// The syntax of `If-Match` and `If-None-Match` (RFC 9110): `*`, or entity tags (optionally
+/// weak) separated by commas.
+const ENTITY_TAGS_PATTERN: &str =
+    r#"^(\*|(W/)?"[\x21\x23-\x7e]*"( *, *(W/)?"[\x21\x23-\x7e]*")*)$"#;
+
+/// The syntax of `Idempotency-Key`: visible ASCII characters.
+const IDEMPOTENCY_KEY_PATTERN: &str = r"^[\x21-\x7e]+$";
 
 /// Conditional requests and idempotency keys: the `If-Match`, `If-None-Match` and
 /// `Idempotency-Key` request headers, the `ETag` response header and the answers they add
@@ -605,10 +627,11 @@ fn document_writes(
     match op {
         Operation::Get => {
             params.push(header_param(
-                doc,
                 "If-None-Match",
                 false,
                 "`*` or entity tags (weak comparison): 304 when one is the item's current tag.",
+                ENTITY_TAGS_PATTERN,
+                1024,
             ));
             responses.insert(
                 "304".to_owned(),
@@ -621,10 +644,11 @@ fn document_writes(
         }
         Operation::Patch | Operation::Delete => {
             params.push(header_param(
-                doc,
                 "If-Match",
                 require_if_match,
                 "`*` or entity tags (strong comparison; weak tags never match): the write happens only if one is the item's current tag, otherwise 412.",
+                ENTITY_TAGS_PATTERN,
+                1024,
             ));
             responses.extend([problem_response(doc, StatusCode::PRECONDITION_FAILED)]);
             if require_if_match {
@@ -635,10 +659,11 @@ fn document_writes(
     }
     if matches!(op, Operation::Post | Operation::Patch) {
         params.push(header_param(
-            doc,
             "Idempotency-Key",
             false,
             "Up to 255 characters chosen by the client. The request is processed once per caller and key: a retry with the same body receives the stored answer (header `Idempotent-Replayed: true`); another body with the same key is 422; a retry while the first is in progress is 409. Keys expire after IDEMPOTENCY_KEY_TTL seconds.",
+            IDEMPOTENCY_KEY_PATTERN,
+            255,
         ));
         responses.extend([
             problem_response(doc, StatusCode::CONFLICT),
