@@ -294,6 +294,36 @@ async fn optimize_gathers_statistics_for_new_indexes() {
     .unwrap();
     let names: Vec<&str> = stats.iter().map(|s| s.idx.as_str()).collect();
     assert!(names.contains(&"shelf_items_kind_weight_idx"), "{names:?}");
+    // The bundled SQLite gathers STAT4 samples too; they are removed (with them, cached
+    // statements would be compiled again for every new bound value).
+    #[derive(QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    let tables: Count = with_conn!(conn, |c| {
+        diesel_async::RunQueryDsl::get_result(
+            diesel::sql_query(
+                "SELECT count(*) AS n FROM sqlite_schema WHERE name = 'sqlite_stat4'",
+            ),
+            c,
+        )
+        .await
+    })
+    .unwrap();
+    assert_eq!(
+        tables.n, 1,
+        "ANALYZE made sqlite_stat4 (the bundled build has STAT4)"
+    );
+    let samples: Count = with_conn!(conn, |c| {
+        diesel_async::RunQueryDsl::get_result(
+            diesel::sql_query("SELECT count(*) AS n FROM sqlite_stat4"),
+            c,
+        )
+        .await
+    })
+    .unwrap();
+    assert_eq!(samples.n, 0, "STAT4 samples are dropped after optimize");
     // On PostgreSQL (and here too) the calls are safe to repeat.
     db.optimize().await.unwrap();
 }

@@ -75,7 +75,7 @@ pub const SQLITE_OPTIMIZE_ON_OPEN: &str = "PRAGMA optimize = 0x10002;";
 /// connection, or the server's periodic upkeep, runs it.
 fn optimize_on_open(c: &mut SqliteConnection) -> diesel::QueryResult<()> {
     c.batch_execute("PRAGMA busy_timeout = 0;")?;
-    if let Err(e) = c.batch_execute(SQLITE_OPTIMIZE_ON_OPEN) {
+    if let Err(e) = maintenance::optimize_with(c, SQLITE_OPTIMIZE_ON_OPEN) {
         tracing::debug!(target: "crudforge::db", error = %e, "PRAGMA optimize skipped on a new connection");
     }
     c.batch_execute(&format!("PRAGMA busy_timeout = {BUSY_TIMEOUT_MS};"))
@@ -520,7 +520,7 @@ fn migrate_blocking(
             sets.extend(app.map(|a| a.sqlite));
             let applied = apply(&mut conn, sets)?;
             // After a schema change (new indexes above all), as SQLite recommends.
-            conn.batch_execute("PRAGMA optimize;")?;
+            maintenance::optimize_with(&mut conn, "PRAGMA optimize;")?;
             Ok(applied)
         }
         Backend::Postgres => {
