@@ -650,7 +650,11 @@ fn document_writes(
                 ENTITY_TAGS_PATTERN,
                 1024,
             ));
-            responses.extend([problem_response(doc, StatusCode::PRECONDITION_FAILED)]);
+            // A malformed If-Match is 400 (PATCH documents 400 for its body already).
+            responses.extend([
+                problem_response(doc, StatusCode::PRECONDITION_FAILED),
+                problem_response(doc, StatusCode::BAD_REQUEST),
+            ]);
             if require_if_match {
                 responses.extend([problem_response(doc, StatusCode::PRECONDITION_REQUIRED)]);
             }
