@@ -196,9 +196,10 @@ mod tests {
             at(json!({"notes": {"tags": ["x", "\u{0}"]}})),
             Err(Some("notes.tags[1]".into()))
         );
+        // A NUL in a member name is named written out, never echoed.
         assert_eq!(
             at(json!({"notes": {"k\u{0}": 1}})),
-            Err(Some("notes.k\u{0}".into()))
+            Err(Some("notes.k\\u0000".into()))
         );
         assert_eq!(at(json!("\u{0}")), Err(Some("body".into())));
     }
