@@ -127,7 +127,9 @@ impl Server {
             if let Some(status) = self.try_wait() {
                 panic!("reference-app exited early: {status}");
             }
-            if TcpStream::connect(&self.addr).is_ok() && self.get("/ready").status == 200 {
+            // A connection refused or reset (the server is still starting) is tried again.
+            let ready = try_request(&self.addr, "GET", "/ready", &[], None);
+            if ready.is_ok_and(|r| r.status == 200) {
                 return;
             }
             assert!(Instant::now() < deadline, "reference-app did not get ready");
@@ -189,10 +191,19 @@ pub fn request(
     headers: &[(&str, &str)],
     body: Option<&[u8]>,
 ) -> Reply {
-    let mut stream = TcpStream::connect(addr).expect("connect");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .expect("timeout");
+    try_request(addr, method, path, headers, body).expect("request")
+}
+
+/// [`request`], with connection errors returned instead of panicking.
+pub fn try_request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&[u8]>,
+) -> std::io::Result<Reply> {
+    let mut stream = TcpStream::connect(addr)?;
+    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
     let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
     for (k, v) in headers {
         head.push_str(&format!("{k}: {v}\r\n"));
@@ -201,13 +212,13 @@ pub fn request(
         head.push_str(&format!("Content-Length: {}\r\n", b.len()));
     }
     head.push_str("\r\n");
-    stream.write_all(head.as_bytes()).expect("write");
+    stream.write_all(head.as_bytes())?;
     if let Some(b) = body {
-        stream.write_all(b).expect("write body");
+        stream.write_all(b)?;
     }
     let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).expect("read");
-    parse(&raw)
+    stream.read_to_end(&mut raw)?;
+    Ok(parse(&raw))
 }
 
 fn parse(raw: &[u8]) -> Reply {
