@@ -22,8 +22,8 @@ use std::sync::Arc;
 use tracing::Instrument;
 
 /// Runs the request as a task of its own, so it finishes even when the connection's future is
-/// dropped (a client that goes away): diesel-async cannot drop an unfinished SQLite query on
-/// actix-web's single-threaded workers.
+/// dropped (a client that goes away): a write runs to its commit and its after-commit hooks
+/// run, rather than stopping at whichever await the client left it.
 ///
 /// # Errors
 ///

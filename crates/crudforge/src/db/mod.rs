@@ -453,8 +453,8 @@ impl Database {
     /// Runs a trivial query; true when it succeeds within `timeout`.
     pub async fn ping(&self, timeout: Duration) -> bool {
         let db = self.clone();
-        // A task of its own: on timeout only the wait is abandoned, never a running query
-        // (diesel-async cannot drop an unfinished SQLite query on a single-threaded runtime).
+        // A task of its own: on timeout only the wait is abandoned; the probe finishes by
+        // itself and gives its connection back.
         let probe = tokio::task::spawn_local(async move {
             let mut conn = db.get().await.ok()?;
             let r: Result<(), diesel::result::Error> =
