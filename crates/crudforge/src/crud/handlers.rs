@@ -5,6 +5,7 @@ use super::conditional;
 use super::hooks::HookCtx;
 use super::idempotency::{self, Answer, IdemKey};
 use super::options::Operation;
+use super::write::{self, Written};
 use super::{Pagination, Resource, Validate};
 use crate::condition::{parse_arg, Arg, Cond, Condition};
 use crate::db::tx::{self, TxMode};
@@ -440,7 +441,7 @@ async fn select_one<R: Resource>(
 
 /// A second copy of a row just read or written (models need not be `Clone`), read by its id
 /// on the same connection (inside the same transaction).
-async fn reload<R: Resource>(conn: &mut crate::db::Conn, item: &R) -> Result<R, Error> {
+pub(super) async fn reload<R: Resource>(conn: &mut crate::db::Conn, item: &R) -> Result<R, Error> {
     let missing = || Error::Internal(format!("a {} row vanished while being written", R::NAME));
     let field = R::field(R::ID_FIELD).ok_or_else(missing)?;
     let key = item.key_of(R::ID_FIELD).ok_or_else(missing)?;
@@ -455,23 +456,28 @@ async fn reload<R: Resource>(conn: &mut crate::db::Conn, item: &R) -> Result<R, 
 
 /// The item's `ETag` and its body as operation `op` renders it. The tag is computed from the
 /// generated representation (see [`conditional`]), so it is the same for every operation.
-async fn represent<R: Resource>(
+pub(super) async fn represent<R: Resource>(
     shared: &Shared<R>,
     op: Operation,
     conn: &mut crate::db::Conn,
     db: &crate::db::Database,
     item: R,
 ) -> Result<(String, Vec<u8>), Error> {
-    let custom = shared
-        .ops
-        .get(&op)
-        .is_some_and(|o| o.response.is_some() || o.presenter.is_some());
-    if !custom {
+    if !custom_answer(shared, op) {
         return conditional::tag_and_body(item);
     }
     let (etag, _) = conditional::tag_and_body(reload(conn, &item).await?)?;
     let out = render_one(shared, op, db, item).await?;
     Ok((etag, out))
+}
+
+/// Whether operation `op` answers with a custom schema or presenter rather than the generated
+/// representation (which the `ETag` is always computed from).
+pub(super) fn custom_answer<R: Resource>(shared: &Shared<R>, op: Operation) -> bool {
+    shared
+        .ops
+        .get(&op)
+        .is_some_and(|o| o.response.is_some() || o.presenter.is_some())
 }
 
 fn set_etag(res: &mut HttpResponse, etag: &str) {
@@ -525,92 +531,6 @@ async fn idempotency_key<R: Resource>(
     Ok(Ok(Some((key, claim))))
 }
 
-/// What a write transaction produced.
-struct Written<R> {
-    /// The answer; `None` when it is made after the after-commit hooks, from the row they saw.
-    answer: Option<Answer>,
-    /// A copy of the row for the after-commit hooks.
-    committed: Option<Arc<R>>,
-}
-
-impl<R: Resource> Written<R> {
-    /// Runs the after-commit hooks (if any), then gives the answer: the one made in the
-    /// transaction, or one made now from the committed row the hooks saw (no second read of
-    /// it unless a hook kept it, or a custom presenter needs a fresh copy).
-    async fn finish(
-        self,
-        shared: &Shared<R>,
-        st: &ApiState,
-        ctx: &HookCtx,
-        op: Operation,
-        status: u16,
-        location: Option<String>,
-    ) -> Result<Answer, Error> {
-        let Some(row) = self.committed else {
-            return self
-                .answer
-                .ok_or_else(|| Error::Internal("a write without an answer".into()));
-        };
-        shared.hooks.after_commit(ctx, row.clone()).await;
-        if let Some(answer) = self.answer {
-            return Ok(answer);
-        }
-        let item = match Arc::try_unwrap(row) {
-            Ok(item) => item,
-            Err(row) => reload(&mut st.db.get().await?, row.as_ref()).await?,
-        };
-        let custom = shared
-            .ops
-            .get(&op)
-            .is_some_and(|o| o.response.is_some() || o.presenter.is_some());
-        let (etag, body) = if custom {
-            represent(shared, op, &mut st.db.get().await?, &st.db, item).await?
-        } else {
-            conditional::tag_and_body(item)?
-        };
-        Ok(Answer {
-            status,
-            body,
-            location,
-            etag: Some(etag),
-        })
-    }
-}
-
-/// Ends a write's transaction. A lost idempotency claim (another request stored the key
-/// first) replays that request's answer; a lost race of two conditional writes is 412.
-async fn end_write<R: Resource>(
-    conn: &mut crate::db::Conn,
-    in_tx: bool,
-    key: Option<&IdemKey>,
-    outcome: Result<Written<R>, Error>,
-    lost_claim: bool,
-) -> Result<Result<Written<R>, HttpResponse>, Error> {
-    let outcome = if in_tx {
-        tx::finish(conn, outcome).await
-    } else {
-        outcome
-    };
-    match outcome {
-        Ok(w) => Ok(Ok(w)),
-        Err(_) if lost_claim => match key {
-            Some(k) => idempotency::after_lost_claim(conn, k).await.map(Err),
-            None => Err(Error::Internal(
-                "lost an idempotency claim without a key".into(),
-            )),
-        },
-        Err(e) if conditional::is_write_race(&e) => Err(Error::PreconditionFailed(
-            "The item was changed by a concurrent request (If-Match); nothing was written.".into(),
-        )),
-        Err(e) => Err(e),
-    }
-}
-
-/// The error that abandons a transaction whose idempotency claim was lost.
-fn claim_lost() -> Error {
-    Error::Conflict("idempotency key taken".into())
-}
-
 pub(crate) async fn create<R: Resource>(
     shared: &Shared<R>,
     req: HttpRequest,
@@ -659,11 +579,6 @@ pub(crate) async fn create<R: Resource>(
     let mut lost_claim = false;
     // A plain insert is one statement; keys and hooks need a transaction around it.
     let in_tx = key.is_some() || shared.hooks.wrap(Operation::Post);
-    // Without a key to store the answer under, after-commit hooks get the inserted row itself
-    // and the answer is made after them (no second read of the row).
-    let deferred = key.is_none() && shared.hooks.has_after_commit();
-    let mut location_slot = None;
-    let location = &mut location_slot;
     let mut conn = st.db.get().await?;
     if in_tx {
         tx::begin(&mut conn, TxMode::Write).await?;
@@ -672,53 +587,32 @@ pub(crate) async fn create<R: Resource>(
         if let Some(k) = key {
             if !idempotency::claim(&mut conn, k, st.config.idempotency_key_ttl).await? {
                 lost_claim = true;
-                return Err(claim_lost());
+                return Err(write::claim_lost());
             }
         }
         let item = R::insert(&mut conn, input).await?;
         shared.hooks.after_write(&mut conn, &ctx, &item).await?;
-        *location = item
+        let location = item
             .key_of(shared.res_id.name)
             .map(|k| format!("{}{}", req.path(), k));
-        if deferred {
-            return Ok(Written {
-                answer: None,
-                committed: Some(Arc::new(item)),
-            });
-        }
-        let committed = if shared.hooks.has_after_commit() {
-            Some(Arc::new(reload(&mut conn, &item).await?))
-        } else {
-            None
-        };
-        let (etag, out) = represent(shared, Operation::Post, &mut conn, &st.db, item).await?;
         let answer = Answer {
             status: 201,
-            body: out,
-            location: location.clone(),
-            etag: Some(etag),
+            body: Vec::new(),
+            location,
+            etag: None,
         };
-        if let Some(k) = key {
-            idempotency::complete(&mut conn, k, &answer).await?;
-        }
-        Ok(Written {
-            answer: Some(answer),
-            committed,
-        })
+        write::written(shared, st, &mut conn, Operation::Post, item, answer, key).await
     }
     .await;
-    let written = match end_write(&mut conn, in_tx, key, outcome, lost_claim).await? {
+    let written = match write::end_write(&mut conn, in_tx, key, outcome, lost_claim).await? {
         Ok(w) => w,
         Err(replay) => return Ok(replay),
     };
     drop(conn);
-    let answer = written
-        .finish(shared, st, &ctx, Operation::Post, 201, location_slot)
-        .await?;
+    let answer = written.finish(shared, st, &ctx, Operation::Post).await?;
     Ok(answer.to_response(false))
 }
 
-/// The `If-Match` of a PATCH or DELETE; 428 when the blueprint requires one and none was sent.
 fn write_precondition<R: Resource>(
     shared: &Shared<R>,
     req: &HttpRequest,
@@ -767,7 +661,7 @@ pub(crate) async fn update<R: Resource>(
         if let Some(k) = key {
             if !idempotency::claim(&mut conn, k, st.config.idempotency_key_ttl).await? {
                 lost_claim = true;
-                return Err(claim_lost());
+                return Err(write::claim_lost());
             }
         }
         if guard {
@@ -800,42 +694,21 @@ pub(crate) async fn update<R: Resource>(
             return Err(refused(shared, &who, &mut conn, addressed.clone()).await);
         };
         shared.hooks.after_write(&mut conn, &ctx, &item).await?;
-        if key.is_none() && shared.hooks.has_after_commit() {
-            // The answer is made after the after-commit hooks, from this row.
-            return Ok(Written {
-                answer: None,
-                committed: Some(Arc::new(item)),
-            });
-        }
-        let committed = if shared.hooks.has_after_commit() {
-            Some(Arc::new(reload(&mut conn, &item).await?))
-        } else {
-            None
-        };
-        let (etag, out) = represent(shared, Operation::Patch, &mut conn, &st.db, item).await?;
         let answer = Answer {
             status: 200,
-            body: out,
+            body: Vec::new(),
             location: None,
-            etag: Some(etag),
+            etag: None,
         };
-        if let Some(k) = key {
-            idempotency::complete(&mut conn, k, &answer).await?;
-        }
-        Ok(Written {
-            answer: Some(answer),
-            committed,
-        })
+        write::written(shared, st, &mut conn, Operation::Patch, item, answer, key).await
     }
     .await;
-    let written = match end_write(&mut conn, in_tx, key, outcome, lost_claim).await? {
+    let written = match write::end_write(&mut conn, in_tx, key, outcome, lost_claim).await? {
         Ok(w) => w,
         Err(replay) => return Ok(replay),
     };
     drop(conn);
-    let answer = written
-        .finish(shared, st, &ctx, Operation::Patch, 200, None)
-        .await?;
+    let answer = written.finish(shared, st, &ctx, Operation::Patch).await?;
     Ok(answer.to_response(false))
 }
 
@@ -898,25 +771,23 @@ pub(crate) async fn delete<R: Resource>(
         if let Some(row) = &row {
             hooks.after_write(&mut conn, &ctx, row).await?;
         }
-        Ok(Written {
-            answer: Some(Answer {
+        Ok(Written::Answered {
+            answer: Answer {
                 status: 204,
                 body: Vec::new(),
                 location: None,
                 etag: None,
-            }),
+            },
             committed,
         })
     }
     .await;
-    let written = match end_write(&mut conn, in_tx, None, outcome, false).await? {
+    let written = match write::end_write(&mut conn, in_tx, None, outcome, false).await? {
         Ok(w) => w,
         Err(replay) => return Ok(replay),
     };
     drop(conn);
-    if let Some(row) = written.committed {
-        hooks.after_commit(&ctx, row).await;
-    }
+    written.finish(shared, st, &ctx, Operation::Delete).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 

@@ -19,6 +19,7 @@ pub mod query;
 pub mod registry;
 pub mod route;
 pub mod sparse;
+mod write;
 
 pub use crate::condition::{Arg, Cond, Condition, Conditions, FromArg, Op, Sort};
 pub use crate::field::{FieldInfo, Kind};
