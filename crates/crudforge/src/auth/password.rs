@@ -1,5 +1,5 @@
-//! Passwords: bcrypt hashing and verification on blocking threads, never truncated, with a
-//! bound on how many run at once.
+//! Passwords: bcrypt hashing and verification on crudforge's own low-priority threads, never
+//! truncated.
 //!
 //! bcrypt reads at most 72 bytes. A password that fits is hashed as it is (so hashes made
 //! before longer passwords were accepted still verify); a longer one (64 characters of most
@@ -9,7 +9,6 @@
 
 use crate::error::Error;
 use std::sync::OnceLock;
-use tokio::sync::Semaphore;
 
 /// How many bytes bcrypt itself reads.
 pub const MAX_PASSWORD_BYTES: usize = 72;
@@ -21,7 +20,7 @@ pub const MAX_PASSWORD_LEN: usize = 1024;
 /// through SHA-256 before bcrypt.
 pub const PREHASH_TAG: &str = "$sha256";
 
-/// Hashes a password with bcrypt at `cost`, on a blocking thread.
+/// Hashes a password with bcrypt at `cost`, on a bcrypt thread.
 ///
 /// # Errors
 ///
@@ -62,41 +61,25 @@ fn prehash(password: &str) -> String {
     crate::db::functions::digest_hex(password)
 }
 
-/// Runs bcrypt work on a blocking thread, at most [`bcrypt_slots`] at once, so that a burst
-/// of logins queues instead of taking every core from the request workers.
+/// Runs bcrypt work on one of the [bcrypt threads](super::workers), below the request
+/// workers' priority, so that a burst of logins queues instead of slowing other requests.
 async fn bounded<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, Error> {
-    let _permit = bcrypt_slots()
-        .acquire()
-        .await
-        .map_err(|e| Error::Internal(e.to_string()))?;
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| Error::Internal(e.to_string()))
+    super::workers::run(f).await
 }
 
-/// The bound on concurrent bcrypt work: one less than the machine's cores (at least one), so
-/// one core always stays for everything else.
-fn bcrypt_slots() -> &'static Semaphore {
-    static SLOTS: OnceLock<Semaphore> = OnceLock::new();
-    SLOTS.get_or_init(|| {
-        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-        Semaphore::new(cores.saturating_sub(1).max(1))
-    })
-}
-
-/// A hash to verify against when there is none, made once (on a blocking thread: callers
-/// run inside `spawn_blocking`).
+/// A hash to verify against when there is none, made once (on a bcrypt thread: callers run
+/// inside [`bounded`]).
 fn dummy_hash(cost: u32) -> &'static str {
     static DUMMY: OnceLock<String> = OnceLock::new();
     DUMMY.get_or_init(|| bcrypt::hash("crudforge-dummy-password", cost).unwrap_or_default())
 }
 
-/// Verifies `password` against `hash` on a blocking thread. With no hash (unknown user, no
+/// Verifies `password` against `hash` on a bcrypt thread. With no hash (unknown user, no
 /// password set) it verifies against a dummy hash, so the answer takes the same time.
 ///
 /// # Errors
 ///
-/// The blocking task failed.
+/// The bcrypt job failed.
 pub async fn verify_password(
     password: String,
     hash: Option<String>,
