@@ -485,6 +485,15 @@ backend_tests! {
         assert!(line.contains("WARN") && line.contains("slow query") && line.contains("duration_ms"), "{line}");
     }
 
+    async fn health_counts_its_database_probe_in_server_timing(t) {
+        let cfg = Config { orm_performance_monitoring: true, ..t.config() };
+        let app = test::init_service(gadget_api(&t, cfg).await.app()).await;
+        let resp = test::call_service(&app, test::TestRequest::get().uri("/health").to_request()).await;
+        assert_eq!(resp.status(), 200);
+        let timing = resp.headers().get("server-timing").expect("Server-Timing header").to_str().unwrap().to_owned();
+        assert!(timing.contains("\"1 queries\""), "{timing}");
+    }
+
     async fn monitoring_off_adds_nothing(t) {
         let app = test::init_service(gadget_api(&t, t.config()).await.app()).await;
         let resp = test::call_service(&app, test::TestRequest::get().uri("/marker/x").to_request()).await;

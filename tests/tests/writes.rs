@@ -142,6 +142,31 @@ backend_tests! {
         assert_eq!(ok.json["name"], "Tommy");
     }
 
+    async fn before_update_input_tidies_and_refuses_without_reading_the_row(t) {
+        let bp = Critter::blueprint("/api/critters/")
+            .before_update_input(|_ctx, mut input: crudforge_tests::critters::CritterUpdate| async move {
+                if input.name.as_deref().is_some_and(|n| n.trim().is_empty()) {
+                    return Err(Error::invalid_field("name", "must not be blank"));
+                }
+                input.name = input.name.map(|n| n.trim().to_owned());
+                Ok(input)
+            });
+        let cfg = Config { orm_performance_monitoring: true, ..t.config() };
+        let app = test::init_service(api_with(&t, cfg, bp).await.app()).await;
+        let a = call!(app, post("/api/critters/", critter("Tom")));
+        assert_eq!(a.status, 201, "{}", a.json);
+        let uri = format!("/api/critters/{}", a.json["id"].as_str().unwrap());
+        let ok = call!(app, patch(&uri, json!({"name": "  Tommy  "})));
+        assert_eq!(ok.status, 200, "{}", ok.json);
+        assert_eq!(ok.json["name"], "Tommy");
+        let timing = ok.header("server-timing").expect("Server-Timing");
+        assert!(timing.contains("\"1 queries\""), "the update alone, no read, no BEGIN/COMMIT: {timing}");
+        let refused = call!(app, patch(&uri, json!({"name": "   "})));
+        assert_problem(&refused, 422, "/errors/validation_error");
+        assert_eq!(refused.json["field"], "name");
+        assert_eq!(call!(app, get(&uri)).json["name"], "Tommy", "a refused update changes nothing");
+    }
+
     async fn an_after_hook_error_rolls_the_write_back(t) {
         let bp = Critter::blueprint("/api/critters/")
             .after_create(|_conn, _ctx, row: &Critter| {

@@ -245,6 +245,8 @@ fn query_counts(
     ];
     let mut out = Vec::new();
     for (key, req, auth) in samples {
+        // Log lines reach the file shortly after the answer: let the previous request's land.
+        std::thread::sleep(Duration::from_millis(150));
         let before = server.log_text().len();
         client.expect(&req, auth.then_some(token.as_str()))?;
         let timing = client.server_timing.clone();

@@ -1,6 +1,9 @@
 //! Logs: the subscriber (`LOG_FORMAT` text or JSON lines) and one line per request with its
 //! id, operation id, status and duration.
 //!
+//! Lines go to stderr in batches, written by a thread of their own ([`writer`]); call
+//! [`flush`] before the process exits.
+//!
 //! No line carries a header, a body or a query string, so passwords and tokens never reach
 //! the logs.
 
@@ -11,13 +14,17 @@ use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::middleware::Next;
 use actix_web::HttpMessage;
+use std::io::IsTerminal;
 use std::time::Instant;
 use tracing_subscriber::EnvFilter;
+
+pub mod writer;
 
 /// Installs the process's log subscriber on stderr: human-readable lines, or with
 /// [`LogFormat::Json`] one JSON object per line (the event's fields at the top level, the
 /// request span's fields, `request_id` among them, under `span`). `RUST_LOG` filters, as
-/// `info` by default.
+/// `info` by default. Text lines are coloured only when stderr is a terminal. Lines are
+/// written in batches by a thread of their own (see [`writer`]); [`flush`] writes what waits.
 ///
 /// # Errors
 ///
@@ -26,7 +33,8 @@ pub fn init(format: LogFormat) -> Result<(), Box<dyn std::error::Error + Send + 
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(writer::stderr());
     match format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder
@@ -36,6 +44,11 @@ pub fn init(format: LogFormat) -> Result<(), Box<dyn std::error::Error + Send + 
             .with_span_list(false)
             .try_init(),
     }
+}
+
+/// Writes out the log lines that wait to be written: call it before the process exits.
+pub fn flush() {
+    writer::stderr().flush();
 }
 
 /// Writes one `request` line (target `crudforge::access`) per answered request: request id,

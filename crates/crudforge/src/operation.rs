@@ -2,9 +2,10 @@
 //! matched, for metrics labels and log lines: a bounded set, unlike raw paths.
 
 use actix_web::http::Method;
-use actix_web::{web, HttpRequest};
+use actix_web::{web, HttpMessage, HttpRequest};
 use apistos::paths::OperationType;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// The label of a request that matched no route.
 pub const UNMATCHED: &str = "unmatched";
@@ -17,8 +18,13 @@ pub const UNDOCUMENTED: &str = "undocumented";
 /// [`Api`](crate::Api) mounts and documents.
 #[derive(Debug, Default, Clone)]
 pub struct OperationIds {
-    by_route: HashMap<(Method, String), String>,
+    by_route: HashMap<(Method, String), Arc<str>>,
 }
+
+/// The operation id of a request once found, kept in its extensions so the access log and
+/// the metrics match the route once between them.
+#[derive(Debug, Clone)]
+struct Found(Arc<str>);
 
 impl OperationIds {
     /// The operation ids of an OpenAPI description (its paths use the same `{param}` form as
@@ -38,31 +44,49 @@ impl OperationIds {
     /// Adds (or replaces) the id of `method` on the route `pattern`.
     pub fn add(&mut self, method: Method, pattern: &str, id: &str) {
         self.by_route
-            .insert((method, normalize(pattern)), id.to_owned());
+            .insert((method, normalize(pattern)), Arc::from(id));
     }
 
     /// The operation id of the route `pattern` answering `method`.
     pub fn get(&self, method: &Method, pattern: Option<&str>) -> &str {
-        let Some(pattern) = pattern else {
-            return UNMATCHED;
-        };
+        match pattern {
+            None => UNMATCHED,
+            Some(pattern) => self.find(method, pattern).map_or(UNDOCUMENTED, |id| &**id),
+        }
+    }
+
+    /// The id of `method` on the route `pattern`, if documented (HEAD is answered by the GET
+    /// route).
+    fn find(&self, method: &Method, pattern: &str) -> Option<&Arc<str>> {
         let key = (method.clone(), normalize(pattern));
         match self.by_route.get(&key) {
-            Some(id) => id,
-            // HEAD is answered by the GET route.
-            None if *method == Method::HEAD => self.get(&Method::GET, Some(pattern)),
-            None => UNDOCUMENTED,
+            None if *method == Method::HEAD => self.find(&Method::GET, pattern),
+            found => found,
         }
     }
 
     /// The operation id of `req` ([`UNMATCHED`] when no route matches, or when the app
-    /// carries no table).
-    pub fn of(req: &HttpRequest) -> String {
-        match req.app_data::<web::Data<OperationIds>>() {
-            Some(ids) => ids
-                .get(req.method(), req.match_pattern().as_deref())
-                .to_owned(),
-            None => UNMATCHED.to_owned(),
+    /// carries no table). Matching the path against the routes is done once per request: the
+    /// answer is kept in the request's extensions for later calls.
+    pub fn of(req: &HttpRequest) -> Arc<str> {
+        if let Some(Found(id)) = req.extensions().get::<Found>() {
+            return Arc::clone(id);
+        }
+        let id = match req.app_data::<web::Data<OperationIds>>() {
+            Some(ids) => ids.lookup(req.method(), req.match_pattern().as_deref()),
+            None => Arc::from(UNMATCHED),
+        };
+        req.extensions_mut().insert(Found(Arc::clone(&id)));
+        id
+    }
+
+    /// Like [`get`](Self::get), as a shared string.
+    fn lookup(&self, method: &Method, pattern: Option<&str>) -> Arc<str> {
+        match pattern {
+            None => Arc::from(UNMATCHED),
+            Some(pattern) => self
+                .find(method, pattern)
+                .map_or_else(|| Arc::from(UNDOCUMENTED), Arc::clone),
         }
     }
 }

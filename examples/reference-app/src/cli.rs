@@ -108,7 +108,9 @@ pub fn main() -> ExitCode {
     let format = Config::from_env().map(|c| c.log_format).unwrap_or_default();
     let _ = crudforge::logging::init(format);
     let cli = Cli::parse();
-    match actix_web::rt::System::new().block_on(run(cli)) {
+    let result = actix_web::rt::System::new().block_on(run(cli));
+    crudforge::logging::flush();
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             let line = e.to_string().replace('\n', " ");

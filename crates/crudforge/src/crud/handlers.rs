@@ -644,6 +644,7 @@ pub(crate) async fn update<R: Resource>(
     hash_passwords(&mut input, st.config.bcrypt_cost).await?;
     let conds = Condition::from(addressed.clone()).and(scope);
     let ctx = who.hook_ctx(Operation::Patch, &st.db, &req);
+    input = shared.hooks.before_update_input(&ctx, input).await?;
     let key = key.as_ref().map(|(k, _)| k);
     let mode = if if_match.is_some() {
         TxMode::Serialized

@@ -455,11 +455,19 @@ impl Database {
         let db = self.clone();
         // A task of its own: on timeout only the wait is abandoned; the probe finishes by
         // itself and gives its connection back.
+        // The request's query statistics (if any) follow the probe into its task.
+        let stats = QueryStats::current();
         let probe = tokio::task::spawn_local(async move {
-            let mut conn = db.get().await.ok()?;
-            let r: Result<(), diesel::result::Error> =
-                crate::with_conn!(conn, |c| c.batch_execute("SELECT 1").await);
-            r.ok()
+            let run = async {
+                let mut conn = db.get().await.ok()?;
+                let r: Result<(), diesel::result::Error> =
+                    crate::with_conn!(conn, |c| c.batch_execute("SELECT 1").await);
+                r.ok()
+            };
+            match stats {
+                Some(stats) => QueryStats::scope(stats, run).await,
+                None => run.await,
+            }
         });
         matches!(tokio::time::timeout(timeout, probe).await, Ok(Ok(Some(()))))
     }

@@ -50,7 +50,8 @@ pub async fn tidy_new(_ctx: HookCtx, mut input: CritterCreate) -> crudforge::Res
     Ok(input)
 }
 
-/// Before update: the same tidying for the members a PATCH sends.
+/// Before update (input only: no read of the current row, no transaction): the same tidying
+/// for the members a PATCH sends.
 ///
 /// # Errors
 ///
@@ -58,7 +59,6 @@ pub async fn tidy_new(_ctx: HookCtx, mut input: CritterCreate) -> crudforge::Res
 pub async fn tidy_change(
     _ctx: HookCtx,
     mut input: CritterUpdate,
-    _current: Arc<Critter>,
 ) -> crudforge::Result<CritterUpdate> {
     if let Some(name) = &input.name {
         input.name = Some(tidy_name(name)?);

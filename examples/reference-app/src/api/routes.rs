@@ -143,7 +143,7 @@ pub fn mount(api: Api) -> Result<Api, MountError> {
             Critter::blueprint("/api/critters/")
                 .admin_only([Operation::Delete])
                 .before_create(critters::tidy_new)
-                .before_update(critters::tidy_change)
+                .before_update_input(critters::tidy_change)
                 .after_commit(critters::announce),
         )
 }
