@@ -103,6 +103,8 @@ impl Storage {
     pub(crate) fn open(scratch: &Scratch, ids: Vec<Uuid>) -> Result<Storage, String> {
         let conn = match scratch.sqlite_file() {
             Some(file) => {
+                // The connection settings crudforge's own connections get (QPSG, pragmas).
+                crudforge::db::plans::install();
                 let mut c = diesel::SqliteConnection::establish(&file.display().to_string())
                     .map_err(|e| format!("open {}: {e}", file.display()))?;
                 diesel::connection::SimpleConnection::batch_execute(

@@ -9,7 +9,7 @@
 //! interrupted. An interrupted statement fails with SQLite's `interrupted` error, which
 //! [`Error::problem`](crate::Error::problem) answers as 503.
 //!
-//! This is the crate's only `unsafe` code: two calls into SQLite's C interface, each with the
+//! This module's `unsafe` code is two calls into SQLite's C interface, each with the
 //! argument types its documentation states.
 #![allow(unsafe_code)]
 

@@ -10,6 +10,7 @@ pub mod functions;
 pub mod indexes;
 pub mod maintenance;
 pub mod monitor;
+pub mod plans;
 pub mod runner;
 pub mod sql_types;
 pub mod tx;
@@ -309,6 +310,9 @@ impl Database {
                     std::fs::create_dir_all(dir)?;
                 }
                 let url = path.to_string_lossy().into_owned();
+                if !plans::install() {
+                    tracing::warn!("SQLite may compile cached statements again when rebound");
+                }
                 if statement_timeout.is_some() && !deadline::install() {
                     tracing::warn!("SQLite statements are not bounded (DB_STATEMENT_TIMEOUT)");
                 }
