@@ -13,6 +13,7 @@ pub mod monitor;
 pub mod plans;
 pub mod runner;
 pub mod sql_types;
+pub mod sqlite_global;
 pub mod tx;
 
 use crate::config::{Config, SqliteSynchronous};
@@ -310,6 +311,7 @@ impl Database {
                     std::fs::create_dir_all(dir)?;
                 }
                 let url = path.to_string_lossy().into_owned();
+                sqlite_global::configure();
                 if !plans::install() {
                     tracing::warn!("SQLite may compile cached statements again when rebound");
                 }

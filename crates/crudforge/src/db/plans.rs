@@ -43,6 +43,8 @@ pub fn install() -> bool {
     static ONCE: Once = Once::new();
     static INSTALLED: AtomicBool = AtomicBool::new(false);
     ONCE.call_once(|| {
+        // Registering starts SQLite: its process-wide settings come first.
+        super::sqlite_global::configure();
         // SAFETY: `on_open` has exactly the entry-point signature SQLite expects and lives for
         // the whole process; registering it is thread-safe (SQLite serializes the list).
         let rc = unsafe { ffi::sqlite3_auto_extension(Some(on_open)) };

@@ -1,0 +1,44 @@
+//! Process-wide SQLite settings, made before SQLite starts: connections without a mutex of
+//! their own, and no memory statistics.
+//!
+//! SQLite's bundled build is "serialized": every call on a connection (each column of each
+//! row read) takes the connection's mutex, and with memory statistics on, every allocation
+//! takes a global one. A list page of 25 rows made some 1,200 such lock and unlock pairs. Rust
+//! already guarantees what the connection mutex protects against: a Diesel connection is
+//! `Send` but not `Sync`, so one thread at a time uses it. SQLite's multi-thread mode
+//! (`SQLITE_CONFIG_MULTITHREAD`) drops that mutex and keeps everything shared between
+//! connections locked. Memory statistics (`sqlite3_memory_used`) are read by nothing here.
+//!
+//! `sqlite3_config` works only before SQLite initializes, which the first connection or
+//! auto-extension of the process does: [`configure`] runs first thing when crudforge opens a
+//! SQLite database or registers its auto-extensions. If something else in the process started
+//! SQLite earlier, SQLite refuses and keeps its defaults, which are correct, only slower.
+#![allow(unsafe_code)]
+
+use libsqlite3_sys as ffi;
+use std::ffi::c_int;
+use std::sync::OnceLock;
+
+/// Applies the settings once per process; returns whether SQLite took them (false when
+/// SQLite had already started).
+pub fn configure() -> bool {
+    static APPLIED: OnceLock<bool> = OnceLock::new();
+    *APPLIED.get_or_init(|| {
+        // SAFETY: `sqlite3_config` with these two options takes no argument and an int
+        // respectively; before initialization it only sets fields of SQLite's global
+        // configuration, and afterwards it returns SQLITE_MISUSE without changing anything.
+        // `OnceLock` runs this once, and SQLite documents it as not thread-safe only against
+        // other SQLite calls made while it runs, which crudforge makes after it.
+        let threading = unsafe { ffi::sqlite3_config(ffi::SQLITE_CONFIG_MULTITHREAD) };
+        if threading != ffi::SQLITE_OK {
+            tracing::debug!(
+                code = threading,
+                "SQLite was started before crudforge set it up"
+            );
+            return false;
+        }
+        // SAFETY: as above; the option takes one int (0: off).
+        let stats = unsafe { ffi::sqlite3_config(ffi::SQLITE_CONFIG_MEMSTATUS, 0 as c_int) };
+        stats == ffi::SQLITE_OK
+    })
+}
