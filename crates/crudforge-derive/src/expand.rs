@@ -500,6 +500,20 @@ fn backend(m: &Model, filterable: &[&Field], writable: &[&Field], b: BackendKind
             quote!(#k::db::PgConn),
         ),
     };
+    // How a query runs: on SQLite through the connection's synchronous interface (rows decoded
+    // straight from the statement), on PostgreSQL through diesel-async.
+    let (run_load, run_first, run_one) = match b {
+        BackendKind::Sqlite => (
+            quote!(#k::db::sqlite_direct::load(c, q).await),
+            quote!(#k::db::sqlite_direct::first(c, q).await),
+            quote!(#k::db::sqlite_direct::one(c, q).await),
+        ),
+        BackendKind::Postgres => (
+            quote!(#p::diesel_async::RunQueryDsl::load(q, c).await),
+            quote!(#p::diesel::OptionalExtension::optional(#p::diesel_async::RunQueryDsl::get_result(q, c).await)),
+            quote!(#p::diesel_async::RunQueryDsl::get_result(q, c).await),
+        ),
+    };
     let id_ident = &m.id_field().expect("checked").ident;
     let id_name = m.id_field().expect("checked").name();
     let boxed = quote! {
@@ -671,9 +685,7 @@ fn backend(m: &Model, filterable: &[&Field], writable: &[&Field], b: BackendKind
                         let q = #table::table
                             .filter(#table::#id_ident.eq(#p::bind(key)))
                             .select(<#ident as #p::diesel::SelectableHelper<#db>>::as_select());
-                        let row = #p::diesel::OptionalExtension::optional(
-                            #p::diesel_async::RunQueryDsl::get_result(q, c).await,
-                        )?;
+                        let row: ::core::option::Option<#ident> = #run_first?;
                         return ::core::result::Result::Ok(row.into_iter().collect());
                     }
                 }
@@ -696,7 +708,8 @@ fn backend(m: &Model, filterable: &[&Field], writable: &[&Field], b: BackendKind
                 if let ::core::option::Option::Some((limit, offset)) = page {
                     q = q.limit(limit).offset(offset);
                 }
-                ::core::result::Result::Ok(#p::diesel_async::RunQueryDsl::load(q, c).await?)
+                let rows: ::std::vec::Vec<#ident> = #run_load?;
+                ::core::result::Result::Ok(rows)
             }
 
             pub(super) async fn count(c: &mut #conn, conds: #p::Node<'_>) -> ::core::result::Result<i64, #k::Error> {
@@ -704,7 +717,8 @@ fn backend(m: &Model, filterable: &[&Field], writable: &[&Field], b: BackendKind
                 if let ::core::option::Option::Some(w) = condition(conds)? {
                     q = q.filter(w);
                 }
-                ::core::result::Result::Ok(#p::diesel_async::RunQueryDsl::get_result::<i64>(q, c).await?)
+                let n: i64 = #run_one?;
+                ::core::result::Result::Ok(n)
             }
 
             #estimate
@@ -719,7 +733,8 @@ fn backend(m: &Model, filterable: &[&Field], writable: &[&Field], b: BackendKind
                         #(#insert_values)*
                     ))
                     .returning(<#ident as #p::diesel::SelectableHelper<#db>>::as_returning());
-                ::core::result::Result::Ok(#p::diesel_async::RunQueryDsl::get_result(q, c).await?)
+                let row: #ident = #run_one?;
+                ::core::result::Result::Ok(row)
             }
 
             pub(super) async fn update(
@@ -737,9 +752,8 @@ fn backend(m: &Model, filterable: &[&Field], writable: &[&Field], b: BackendKind
                         #table::updated_at.eq(#p::bind(now)),
                     ))
                     .returning(<#ident as #p::diesel::SelectableHelper<#db>>::as_returning());
-                ::core::result::Result::Ok(#p::diesel::OptionalExtension::optional(
-                    #p::diesel_async::RunQueryDsl::get_result(q, c).await,
-                )?)
+                let row: ::core::option::Option<#ident> = #run_first?;
+                ::core::result::Result::Ok(row)
             }
 
             pub(super) async fn delete(c: &mut #conn, conds: #p::Node<'_>) -> ::core::result::Result<bool, #k::Error> {

@@ -24,7 +24,7 @@ impl RequestId {
     pub fn from_client(given: Option<&str>) -> RequestId {
         match given {
             Some(id) if is_safe(id) => RequestId(id.to_owned()),
-            _ => RequestId(uuid::Uuid::new_v4().to_string()),
+            _ => RequestId(fresh().to_string()),
         }
     }
 
@@ -84,9 +84,49 @@ pub async fn request_id(
     Ok(res)
 }
 
+/// A new id, shaped as a version-4 UUID: 60 random bits drawn once per thread, then a counter
+/// of that thread. Ids never repeat within a thread, and the random part keeps threads and
+/// processes apart. Nothing trusts a request id as a secret, so drawing fresh randomness for
+/// each (a system call per request) buys nothing.
+fn fresh() -> uuid::Uuid {
+    thread_local! {
+        static NEXT: std::cell::Cell<Option<(u64, u64)>> = const { std::cell::Cell::new(None) };
+    }
+    NEXT.with(|next| {
+        let (prefix, count) = next.get().unwrap_or_else(|| {
+            let mut seed = [0u8; 16];
+            if getrandom::fill(&mut seed).is_err() {
+                // No randomness to be had: one fully random UUID's worth from `uuid` instead.
+                seed = *uuid::Uuid::new_v4().as_bytes();
+            }
+            let [a, b] = [&seed[..8], &seed[8..]].map(|half| {
+                let mut word = [0u8; 8];
+                word.copy_from_slice(half);
+                u64::from_le_bytes(word)
+            });
+            (a, b)
+        });
+        next.set(Some((prefix, count.wrapping_add(1))));
+        let mut bytes = [0u8; 16];
+        bytes[..8].copy_from_slice(&prefix.to_be_bytes());
+        bytes[8..].copy_from_slice(&count.to_be_bytes());
+        // Version 4 and the RFC 9562 variant, over 6 of the 128 bits.
+        uuid::Builder::from_random_bytes(bytes).into_uuid()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fresh_ids_are_version_4_uuids_and_never_repeat() {
+        let ids: std::collections::HashSet<uuid::Uuid> = (0..10_000).map(|_| fresh()).collect();
+        assert_eq!(ids.len(), 10_000);
+        assert!(ids.iter().all(|id| id.get_version_num() == 4));
+        let other = std::thread::spawn(fresh).join().expect("thread");
+        assert!(!ids.contains(&other), "another thread's ids differ");
+    }
 
     #[test]
     fn keeps_safe_client_ids_and_replaces_others() {

@@ -4,11 +4,10 @@
 use super::tokens::TokenKind;
 use super::user::{CurrentUser, RoleGrant};
 use crate::db::sql_types::Portable;
-use crate::db::Database;
+use crate::db::{Conn, Database};
 use crate::error::Error;
 use crate::schema::{user_roles, users};
 use crate::state::ApiState;
-use crate::with_conn;
 use actix_web::dev::Payload;
 use actix_web::{FromRequest, HttpMessage, HttpRequest};
 use diesel::prelude::*;
@@ -158,23 +157,21 @@ pub async fn load_user(db: &Database, id: Uuid) -> Result<Option<CurrentUser>, E
 pub async fn load_session(db: &Database, id: Uuid) -> Result<Option<(CurrentUser, i64)>, Error> {
     let mut conn = db.get().await?;
     type Row = (Uuid, String, bool, i64, Option<String>, Option<Uuid>);
-    let rows: Vec<Row> = with_conn!(conn, |c| {
-        diesel_async::RunQueryDsl::load(
-            users::table
-                .left_join(user_roles::table)
-                .filter(users::id.eq(Portable(id)))
-                .select((
-                    users::id,
-                    users::email,
-                    users::is_enabled,
-                    users::token_version,
-                    user_roles::role.nullable(),
-                    user_roles::domain_id.nullable(),
-                )),
-            c,
-        )
-        .await
-    })?;
+    let q = users::table
+        .left_join(user_roles::table)
+        .filter(users::id.eq(Portable(id)))
+        .select((
+            users::id,
+            users::email,
+            users::is_enabled,
+            users::token_version,
+            user_roles::role.nullable(),
+            user_roles::domain_id.nullable(),
+        ));
+    let rows: Vec<Row> = match &mut conn {
+        Conn::Sqlite(c) => crate::db::sqlite_direct::load(c, q).await?,
+        Conn::Postgres(c) => diesel_async::RunQueryDsl::load(q, &mut **c).await?,
+    };
     let Some(first) = rows.first() else {
         return Ok(None);
     };
