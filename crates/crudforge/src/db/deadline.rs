@@ -16,8 +16,7 @@
 use libsqlite3_sys as ffi;
 use std::cell::Cell;
 use std::ffi::{c_char, c_int, c_void};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Once;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// Virtual-machine instructions between two looks at the clock: a few microseconds of work,
@@ -51,20 +50,8 @@ extern "C" fn on_open(
 /// Registers the progress handler for every SQLite connection opened from now on. Idempotent;
 /// returns whether SQLite accepted the registration (the statement bound is off otherwise).
 pub fn install() -> bool {
-    static ONCE: Once = Once::new();
-    static INSTALLED: AtomicBool = AtomicBool::new(false);
-    ONCE.call_once(|| {
-        // Registering starts SQLite: its process-wide settings come first.
-        super::sqlite_global::configure();
-        // SAFETY: `on_open` has exactly the entry-point signature SQLite expects and lives for
-        // the whole process; registering it is thread-safe (SQLite serializes the list).
-        let rc = unsafe { ffi::sqlite3_auto_extension(Some(on_open)) };
-        INSTALLED.store(rc == ffi::SQLITE_OK, Ordering::Release);
-        if rc != ffi::SQLITE_OK {
-            tracing::warn!(code = rc, "SQLite refused the statement-timeout handler");
-        }
-    });
-    INSTALLED.load(Ordering::Acquire)
+    static REGISTERED: OnceLock<bool> = OnceLock::new();
+    super::sqlite_global::register(&REGISTERED, on_open, "the statement-timeout handler")
 }
 
 /// Runs `f` (one statement's work on a SQLite connection) with a deadline `limit` from now on

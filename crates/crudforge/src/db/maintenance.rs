@@ -66,19 +66,37 @@ impl Database {
             .await
     }
 
-    /// Runs `f` on a SQLite connection of its own, on Tokio's blocking pool: upkeep may wait for
+    /// Runs `f` on upkeep's own SQLite connection, on Tokio's blocking pool: upkeep may wait for
     /// locks, and pooled connections run their statements on the request threads
-    /// ([`Runner::inline`](super::Runner::inline)), which must not wait.
+    /// ([`Runner::inline`](super::Runner::inline)), which must not wait. The connection is
+    /// opened once and kept (no file opened and closed every [`CHECKPOINT_INTERVAL`]); after an
+    /// error it is dropped and opened afresh next time.
     async fn on_own_connection<R: Send + 'static>(
         &self,
         f: impl FnOnce(&mut SqliteConnection) -> diesel::QueryResult<R> + Send + 'static,
     ) -> Result<R, DbError> {
         let target = self.inner.target.clone();
         let synchronous = self.inner.sqlite_synchronous;
+        let kept = std::sync::Arc::clone(&self.inner.upkeep);
         tokio::task::spawn_blocking(move || {
-            let mut c = SqliteConnection::establish(&target)?;
-            c.batch_execute(&super::sqlite_pragmas(synchronous))?;
-            Ok(f(&mut c)?)
+            let mut slot = kept
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let c = match slot.as_mut() {
+                Some(c) => c,
+                None => {
+                    let mut c = SqliteConnection::establish(&target)?;
+                    c.batch_execute(&super::sqlite_pragmas(synchronous))?;
+                    slot.insert(c)
+                }
+            };
+            match f(c) {
+                Ok(r) => Ok(r),
+                Err(e) => {
+                    *slot = None;
+                    Err(e.into())
+                }
+            }
         })
         .await
         .map_err(|e| DbError::Pool(format!("upkeep task: {e}")))?

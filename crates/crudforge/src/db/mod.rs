@@ -193,6 +193,9 @@ struct Inner {
     sqlite_synchronous: SqliteSynchronous,
     /// Longest wait for a pooled connection.
     checkout_timeout: Option<Duration>,
+    /// SQLite upkeep's own connection, opened on first use and kept (see
+    /// [`maintenance`]); dropped after an error, to be opened again next time.
+    upkeep: Arc<std::sync::Mutex<Option<SqliteConnection>>>,
 }
 
 /// A pooled handle on the service's database. Cheap to clone.
@@ -362,6 +365,7 @@ impl Database {
                         monitor,
                         sqlite_synchronous,
                         checkout_timeout,
+                        upkeep: Arc::default(),
                     }),
                 };
                 // Open (and create) the file now, so a bad path fails at start-up.
@@ -401,6 +405,7 @@ impl Database {
                 monitor,
                 sqlite_synchronous,
                 checkout_timeout,
+                upkeep: Arc::default(),
             }),
         })
     }

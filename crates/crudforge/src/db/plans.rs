@@ -15,8 +15,7 @@
 
 use libsqlite3_sys as ffi;
 use std::ffi::{c_char, c_int};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Once;
+use std::sync::OnceLock;
 
 /// The auto-extension's entry point, called by SQLite for each connection it opens.
 extern "C" fn on_open(
@@ -40,20 +39,8 @@ extern "C" fn on_open(
 /// Turns QPSG on for every SQLite connection opened from now on. Idempotent; returns whether
 /// SQLite accepted the registration.
 pub fn install() -> bool {
-    static ONCE: Once = Once::new();
-    static INSTALLED: AtomicBool = AtomicBool::new(false);
-    ONCE.call_once(|| {
-        // Registering starts SQLite: its process-wide settings come first.
-        super::sqlite_global::configure();
-        // SAFETY: `on_open` has exactly the entry-point signature SQLite expects and lives for
-        // the whole process; registering it is thread-safe (SQLite serializes the list).
-        let rc = unsafe { ffi::sqlite3_auto_extension(Some(on_open)) };
-        INSTALLED.store(rc == ffi::SQLITE_OK, Ordering::Release);
-        if rc != ffi::SQLITE_OK {
-            tracing::warn!(code = rc, "SQLite refused the query-plan stability setting");
-        }
-    });
-    INSTALLED.load(Ordering::Acquire)
+    static REGISTERED: OnceLock<bool> = OnceLock::new();
+    super::sqlite_global::register(&REGISTERED, on_open, "the query-plan stability setting")
 }
 
 #[cfg(test)]

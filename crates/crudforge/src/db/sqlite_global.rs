@@ -16,8 +16,32 @@
 #![allow(unsafe_code)]
 
 use libsqlite3_sys as ffi;
-use std::ffi::c_int;
+use std::ffi::{c_char, c_int};
 use std::sync::OnceLock;
+
+/// An auto-extension's entry point: SQLite calls it with each connection it opens.
+pub(crate) type OnOpen = unsafe extern "C" fn(
+    *mut ffi::sqlite3,
+    *mut *mut c_char,
+    *const ffi::sqlite3_api_routines,
+) -> c_int;
+
+/// Registers `entry` for every SQLite connection opened from now on, once per `registered`
+/// (after [`configure`], since registering starts SQLite). Returns whether SQLite accepted it;
+/// a refusal is logged naming `what`.
+pub(crate) fn register(registered: &OnceLock<bool>, entry: OnOpen, what: &str) -> bool {
+    *registered.get_or_init(|| {
+        configure();
+        // SAFETY: `entry` has exactly the entry-point signature SQLite expects and is a
+        // function, so it lives for the whole process; registering is thread-safe (SQLite
+        // serializes its list of auto-extensions).
+        let rc = unsafe { ffi::sqlite3_auto_extension(Some(entry)) };
+        if rc != ffi::SQLITE_OK {
+            tracing::warn!(code = rc, "SQLite refused {what}");
+        }
+        rc == ffi::SQLITE_OK
+    })
+}
 
 /// Applies the settings once per process; returns whether SQLite took them (false when
 /// SQLite had already started).
