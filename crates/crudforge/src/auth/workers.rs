@@ -123,6 +123,7 @@ mod tests {
 
     #[tokio::test]
     async fn runs_jobs_on_its_own_lower_priority_threads() {
+        let caller = current_niceness();
         let (name, nice) = run(|| {
             let name = std::thread::current().name().map(str::to_owned);
             (name, current_niceness())
@@ -131,10 +132,11 @@ mod tests {
         .expect("job runs");
         assert!(name.is_some_and(|n| n.starts_with("crudforge-bcrypt-")));
         if cfg!(target_os = "linux") {
-            assert_eq!(nice, Some(NICENESS));
+            // At least NICENESS: a process started at a lower priority keeps it.
+            assert!(nice.is_some_and(|n| n >= NICENESS), "{nice:?}");
         }
-        // The test's own thread is untouched.
-        assert_ne!(current_niceness(), Some(NICENESS));
+        // The caller's own thread is untouched.
+        assert_eq!(current_niceness(), caller);
     }
 
     #[tokio::test]
