@@ -51,8 +51,10 @@ pub fn configure() -> bool {
         // SAFETY: `sqlite3_config` with these two options takes no argument and an int
         // respectively; before initialization it only sets fields of SQLite's global
         // configuration, and afterwards it returns SQLITE_MISUSE without changing anything.
-        // `OnceLock` runs this once, and SQLite documents it as not thread-safe only against
-        // other SQLite calls made while it runs, which crudforge makes after it.
+        // `OnceLock` runs this once. SQLite asks that no other thread call into it meanwhile:
+        // crudforge makes its own calls after this, and should code elsewhere start SQLite at
+        // the same instant, the worst outcome is a mix of the two settings, each safe for
+        // connections that one thread uses at a time, as Rust's types ensure.
         let threading = unsafe { ffi::sqlite3_config(ffi::SQLITE_CONFIG_MULTITHREAD) };
         if threading != ffi::SQLITE_OK {
             tracing::debug!(
