@@ -80,7 +80,7 @@ backend_tests! {
     }
 
     async fn a_body_slower_than_the_request_timeout_gets_408_and_changes_nothing(t) {
-        let cfg = Config { request_timeout: 1, ..t.config() };
+        let cfg = Config { request_timeout: 1, metrics_enabled: true, ..t.config() };
         let db = t.open(&cfg).await;
         create_table(&db).await;
         let api = Api::new(cfg, db.clone()).unwrap()
@@ -120,11 +120,24 @@ backend_tests! {
                     break;
                 }
             }
-            String::from_utf8_lossy(&out).into_owned()
+            let answer = String::from_utf8_lossy(&out).into_owned();
+            // The metrics count the timed-out request under its operation.
+            let mut s = std::net::TcpStream::connect(addr).unwrap();
+            s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+            let mut metrics = String::new();
+            let _ = s.read_to_string(&mut metrics);
+            (answer, metrics)
         })
         .await
         .unwrap();
+        let (answer, metrics) = answer;
         handle.stop(false).await;
+        assert!(
+            metrics.lines().any(|l| l.starts_with("crudforge_http_requests_total{")
+                && l.contains(r#"operation="createCritter""#)
+                && l.contains(r#"status="4xx""#)),
+            "{metrics}"
+        );
         assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
         assert!(answer.to_ascii_lowercase().contains("content-type: application/problem+json"), "{answer}");
         assert!(answer.contains("request_timeout_error"), "{answer}");

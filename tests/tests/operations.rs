@@ -164,6 +164,12 @@ backend_tests! {
         assert_eq!(send(&app, login("guess")).await.status, 401);
         assert_eq!(send(&app, login("guess")).await.status, 401);
         assert_eq!(send(&app, login("guess")).await.status, 429);
+        // Each answer is counted under the operation of the route that answered it.
+        let unmatched = send(&app, test::TestRequest::get().uri("/nowhere/7")).await;
+        assert_eq!(unmatched.status, 404);
+        let put = send(&app, test::TestRequest::put().uri("/health")).await;
+        assert!(put.status.is_client_error(), "{}", put.status);
+        assert_eq!(send(&app, test::TestRequest::get().uri("/api/users/me/")).await.status, 401);
 
         let after = send(&app, metrics_request()).await;
         let after = scrape(&after.text);
@@ -175,6 +181,10 @@ backend_tests! {
         assert!(moved("crudforge_http_requests_total", &login_ok) >= 1.0);
         assert!(moved("crudforge_http_requests_total", &login_bad) >= 3.0);
         assert!(moved("crudforge_http_request_duration_seconds_count", &login_bad) >= 3.0);
+        let labels = |op, method| [("operation", op), ("method", method), ("status", "4xx")];
+        assert!(moved("crudforge_http_requests_total", &labels("unmatched", "GET")) >= 1.0);
+        assert!(moved("crudforge_http_requests_total", &labels("undocumented", "PUT")) >= 1.0);
+        assert!(moved("crudforge_http_requests_total", &labels("meUser", "GET")) >= 1.0);
         assert!(moved("crudforge_login_failures_total", &[]) >= 2.0);
         assert!(moved("crudforge_throttled_total", &[]) >= 1.0);
         assert!(moved("crudforge_db_queries_total", &[]) >= 4.0);

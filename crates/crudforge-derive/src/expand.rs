@@ -207,7 +207,17 @@ pub(crate) fn expand(m: &Model) -> TokenStream {
         let fi = &f.ident;
         let ty = &f.ty;
         let docs = &f.docs;
-        quote! { #(#docs)* pub #fi: #ty, }
+        // Timestamps are written without `fmt` (same text as chrono's).
+        let with = (f.kind == Some(Kind::DateTime)).then(|| {
+            let with = if f.nullable {
+                "serialize_opt"
+            } else {
+                "serialize"
+            };
+            let with = format!("{}::timestamp::{with}", quote!(#k));
+            quote!(#[serde(serialize_with = #with)])
+        });
+        quote! { #(#docs)* #with pub #fi: #ty, }
     });
     let response_from = returned.iter().map(|f| {
         let fi = &f.ident;

@@ -71,6 +71,7 @@ pub mod readiness;
 pub mod request_id;
 pub mod schema;
 pub mod state;
+pub mod timestamp;
 pub mod users;
 
 pub use api::Api;

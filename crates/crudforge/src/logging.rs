@@ -8,7 +8,7 @@
 //! the logs.
 
 use crate::config::LogFormat;
-use crate::operation::OperationIds;
+use crate::operation::Pending;
 use crate::request_id::RequestId;
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
@@ -62,14 +62,14 @@ pub async fn access_log(
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     let started = Instant::now();
-    let operation_id = OperationIds::of(req.request());
+    let pending = Pending::of(&req);
     let request_id = req
         .extensions()
         .get::<RequestId>()
         .map(|id| id.0.clone())
         .unwrap_or_default();
-    let method = req.method().clone();
     let res = next.call(req).await;
+    let operation_id = pending.answered(&res);
     let status = match &res {
         Ok(r) => r.status(),
         Err(e) => e.as_response_error().status_code(),
@@ -78,7 +78,7 @@ pub async fn access_log(
         target: "crudforge::access",
         request_id = %request_id,
         operation_id = %operation_id,
-        method = %method,
+        method = %pending.method(),
         status = status.as_u16(),
         duration_ms = started.elapsed().as_secs_f64() * 1000.0,
         "request"

@@ -5,7 +5,7 @@
 //! authentication layers record into it without reaching up to the [`Api`](crate::Api).
 
 use crate::error::Error;
-use crate::operation::OperationIds;
+use crate::operation::Pending;
 use crate::state::ApiState;
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
@@ -225,14 +225,14 @@ pub async fn track(
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     let started = Instant::now();
-    let operation = OperationIds::of(req.request());
-    let method = req.method().clone();
+    let pending = Pending::of(&req);
     let res = next.call(req).await;
+    let operation = pending.answered(&res);
     let status = match &res {
         Ok(r) => r.status(),
         Err(e) => e.as_response_error().status_code(),
     };
-    global().observe_request(&operation, &method, status, started.elapsed());
+    global().observe_request(&operation, pending.method(), status, started.elapsed());
     res.map(ServiceResponse::map_into_boxed_body)
 }
 

@@ -1,7 +1,8 @@
 //! The operation id of a request (`listCritter`, `login`, `health`), found from the route it
 //! matched, for metrics labels and log lines: a bounded set, unlike raw paths.
 
-use actix_web::http::Method;
+use actix_web::dev::{ResourceDef, ServiceRequest, ServiceResponse};
+use actix_web::http::{Method, Uri};
 use actix_web::{web, HttpMessage, HttpRequest};
 use apistos::paths::OperationType;
 use std::collections::HashMap;
@@ -18,7 +19,11 @@ pub const UNDOCUMENTED: &str = "undocumented";
 /// [`Api`](crate::Api) mounts and documents.
 #[derive(Debug, Default, Clone)]
 pub struct OperationIds {
-    by_route: HashMap<(Method, String), Arc<str>>,
+    /// Ids by route pattern (parameters written `{name}`), then by method.
+    by_route: HashMap<String, Vec<(Method, Arc<str>)>>,
+    /// The same patterns, static ones first, to find the route of a request known only by its
+    /// path (see [`Pending::answered`]).
+    routes: Vec<(ResourceDef, String)>,
 }
 
 /// The operation id of a request once found, kept in its extensions so the access log and
@@ -43,8 +48,18 @@ impl OperationIds {
 
     /// Adds (or replaces) the id of `method` on the route `pattern`.
     pub fn add(&mut self, method: Method, pattern: &str, id: &str) {
-        self.by_route
-            .insert((method, normalize(pattern)), Arc::from(id));
+        let pattern = normalize(pattern);
+        if !self.by_route.contains_key(&pattern) {
+            self.routes
+                .push((ResourceDef::new(pattern.as_str()), pattern.clone()));
+            // Static paths before patterns with parameters, longer before shorter: the most
+            // specific route that matches a path wins.
+            self.routes
+                .sort_by_key(|(_, p)| (p.contains('{'), std::cmp::Reverse(p.len())));
+        }
+        let methods = self.by_route.entry(pattern).or_default();
+        methods.retain(|(m, _)| *m != method);
+        methods.push((method, Arc::from(id)));
     }
 
     /// The operation id of the route `pattern` answering `method`.
@@ -58,16 +73,22 @@ impl OperationIds {
     /// The id of `method` on the route `pattern`, if documented (HEAD is answered by the GET
     /// route).
     fn find(&self, method: &Method, pattern: &str) -> Option<&Arc<str>> {
-        let key = (method.clone(), normalize(pattern));
-        match self.by_route.get(&key) {
-            None if *method == Method::HEAD => self.find(&Method::GET, pattern),
+        let methods = if pattern.contains(':') {
+            self.by_route.get(&normalize(pattern))
+        } else {
+            self.by_route.get(pattern)
+        }?;
+        let id = |m: &Method| methods.iter().find(|(have, _)| have == m).map(|(_, id)| id);
+        match id(method) {
+            None if *method == Method::HEAD => id(&Method::GET),
             found => found,
         }
     }
 
     /// The operation id of `req` ([`UNMATCHED`] when no route matches, or when the app
-    /// carries no table). Matching the path against the routes is done once per request: the
-    /// answer is kept in the request's extensions for later calls.
+    /// carries no table). Once the request has been routed (from a handler, or from a
+    /// middleware looking at the response), the route is known without matching the path
+    /// again; the answer is kept in the request's extensions for later calls.
     pub fn of(req: &HttpRequest) -> Arc<str> {
         if let Some(Found(id)) = req.extensions().get::<Found>() {
             return Arc::clone(id);
@@ -88,6 +109,53 @@ impl OperationIds {
                 .find(method, pattern)
                 .map_or_else(|| Arc::from(UNDOCUMENTED), Arc::clone),
         }
+    }
+
+    /// The id of `method` on the first documented route whose pattern matches `path`.
+    fn by_path(&self, method: &Method, path: &str) -> Arc<str> {
+        let pattern = self
+            .routes
+            .iter()
+            .find(|(def, _)| def.is_match(path))
+            .map(|(_, p)| p.as_str());
+        self.lookup(method, pattern)
+    }
+}
+
+/// A request's operation, to be named once it is answered: middleware that wraps routing
+/// (metrics, the access log) takes this before passing the request on, and asks for the id
+/// with the answer, when the route that answered is known without matching the path again.
+#[derive(Debug)]
+pub struct Pending {
+    ids: Option<web::Data<OperationIds>>,
+    method: Method,
+    uri: Uri,
+}
+
+impl Pending {
+    /// What is needed to name `req`'s operation later (no allocation: the URI is shared).
+    pub fn of(req: &ServiceRequest) -> Pending {
+        Pending {
+            ids: req.app_data::<web::Data<OperationIds>>().cloned(),
+            method: req.method().clone(),
+            uri: req.uri().clone(),
+        }
+    }
+
+    /// The operation id of the request `res` answers: from the route that answered it, or,
+    /// for an error that left the request behind (a timeout), from the first documented route
+    /// whose pattern matches the path.
+    pub fn answered<B>(&self, res: &Result<ServiceResponse<B>, actix_web::Error>) -> Arc<str> {
+        match (res, &self.ids) {
+            (Ok(res), _) => OperationIds::of(res.request()),
+            (Err(_), Some(ids)) => ids.by_path(&self.method, self.uri.path()),
+            (Err(_), None) => Arc::from(UNMATCHED),
+        }
+    }
+
+    /// The request's method.
+    pub fn method(&self) -> &Method {
+        &self.method
     }
 }
 
@@ -144,5 +212,31 @@ mod tests {
         assert_eq!(ids.get(&Method::HEAD, Some("/health")), "health");
         assert_eq!(ids.get(&Method::PUT, Some("/health")), UNDOCUMENTED);
         assert_eq!(ids.get(&Method::GET, None), UNMATCHED);
+    }
+
+    #[test]
+    fn finds_the_most_specific_route_of_a_bare_path() {
+        let mut ids = OperationIds::default();
+        ids.add(Method::GET, "/api/critters/{id}", "getCritter");
+        ids.add(Method::GET, "/api/critters/stats/", "critterStats");
+        ids.add(Method::GET, "/api/critters/", "listCritter");
+        ids.add(Method::POST, "/api/critters/", "createCritter");
+        ids.add(Method::POST, "/api/critters/", "createCritter2");
+        assert_eq!(&*ids.by_path(&Method::GET, "/api/critters/7"), "getCritter");
+        assert_eq!(
+            &*ids.by_path(&Method::GET, "/api/critters/stats/"),
+            "critterStats"
+        );
+        assert_eq!(
+            &*ids.by_path(&Method::HEAD, "/api/critters/"),
+            "listCritter"
+        );
+        assert_eq!(
+            &*ids.by_path(&Method::POST, "/api/critters/"),
+            "createCritter2",
+            "a second add replaces the first"
+        );
+        assert_eq!(&*ids.by_path(&Method::PUT, "/api/critters/7"), UNDOCUMENTED);
+        assert_eq!(&*ids.by_path(&Method::GET, "/elsewhere"), UNMATCHED);
     }
 }

@@ -51,6 +51,8 @@ pub const IAT_LEEWAY: i64 = 5;
 pub struct Tokens {
     encoding: EncodingKey,
     decoding: DecodingKey,
+    /// The checks `verify` asks of `jsonwebtoken`, built once (building them allocates).
+    validation: Validation,
     /// Access token lifetime in seconds.
     pub access_ttl: i64,
     /// Refresh token lifetime in seconds.
@@ -66,6 +68,15 @@ impl std::fmt::Debug for Tokens {
     }
 }
 
+/// HS256 only, no leeway, `nbf` checked when present, `exp`, `sub` and `iat` required.
+fn validation() -> Validation {
+    let mut v = Validation::new(Algorithm::HS256);
+    v.leeway = 0;
+    v.validate_nbf = true;
+    v.set_required_spec_claims(&["exp", "sub", "iat"]);
+    v
+}
+
 fn invalid_token() -> Error {
     Error::Unauthorized("Invalid or expired token.".into())
 }
@@ -76,6 +87,7 @@ impl Tokens {
         Tokens {
             encoding: EncodingKey::from_secret(key.expose()),
             decoding: DecodingKey::from_secret(key.expose()),
+            validation: validation(),
             access_ttl: i64::try_from(access_ttl).unwrap_or(i64::MAX / 2),
             refresh_ttl: i64::try_from(refresh_ttl).unwrap_or(i64::MAX / 2),
         }
@@ -139,11 +151,7 @@ impl Tokens {
     ///
     /// 401 for a malformed, wrongly signed, expired, not-yet-valid or wrong-kind token.
     pub fn verify(&self, token: &str, kind: TokenKind) -> Result<Claims, Error> {
-        let mut v = Validation::new(Algorithm::HS256);
-        v.leeway = 0;
-        v.validate_nbf = true;
-        v.set_required_spec_claims(&["exp", "sub", "iat"]);
-        let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &v)
+        let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
             .map_err(|_| invalid_token())?;
         let c = data.claims;
         let now = chrono::Utc::now().timestamp();

@@ -16,7 +16,9 @@ use sha2::{Digest, Sha256};
 ///
 /// The representation cannot be serialized (500).
 pub fn tag_and_body<R: Resource>(item: R) -> Result<(String, Vec<u8>), Error> {
-    let body = serde_json::to_vec(&R::Response::from(item))
+    // Room for a typical item, so the buffer is not regrown piece by piece.
+    let mut body = Vec::with_capacity(512);
+    serde_json::to_writer(&mut body, &R::Response::from(item))
         .map_err(|e| Error::Internal(format!("serializing a response: {e}")))?;
     Ok((tag_of(&body), body))
 }
@@ -24,11 +26,13 @@ pub fn tag_and_body<R: Resource>(item: R) -> Result<(String, Vec<u8>), Error> {
 /// The strong entity tag of a representation: the first 128 bits of its SHA-256, in hex,
 /// quoted.
 pub fn tag_of(representation: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let digest = Sha256::digest(representation);
     let mut out = String::with_capacity(34);
     out.push('"');
     for b in &digest[..16] {
-        out.push_str(&format!("{b:02x}"));
+        out.push(char::from(HEX[usize::from(b >> 4)]));
+        out.push(char::from(HEX[usize::from(b & 0xf)]));
     }
     out.push('"');
     out

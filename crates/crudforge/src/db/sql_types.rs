@@ -17,7 +17,7 @@
 //! }
 //! ```
 
-use chrono::{DateTime, NaiveDateTime, SecondsFormat, Utc};
+use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::deserialize::{self, FromSql};
 use diesel::expression::AsExpression;
 use diesel::internal::derives::as_expression::Bound;
@@ -52,7 +52,7 @@ pub struct PortableJson;
 
 /// The SQLite text form of a timestamp: UTC, six fractional digits, `Z`.
 pub fn timestamp_text(t: &DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Micros, true)
+    crate::timestamp::sqlite_text(t)
 }
 
 /// Wraps a value so Diesel binds it as a portable SQL type: `users::id.eq(Portable(id))`.
@@ -171,6 +171,10 @@ impl FromSql<PortableTimestamp, Sqlite> for DateTime<Utc> {
         bytes: <Sqlite as diesel::backend::Backend>::RawValue<'_>,
     ) -> deserialize::Result<Self> {
         let text = <String as FromSql<sql_types::Text, Sqlite>>::from_sql(bytes)?;
+        // The form crudforge writes, read without chrono's general parser.
+        if let Some(t) = crate::timestamp::parse_sqlite(&text) {
+            return Ok(t);
+        }
         if let Ok(t) = DateTime::parse_from_rfc3339(&text) {
             return Ok(t.with_timezone(&Utc));
         }
