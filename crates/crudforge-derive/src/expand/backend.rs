@@ -285,12 +285,17 @@ pub(super) fn backend(
                     return ::core::result::Result::Err(everything());
                 };
                 let now = #k::crud::now();
-                let q = #p::diesel::update(#table::table.filter(w))
-                    .set((
+                // Written by `db::update` so the statement cache keeps it (one statement per
+                // set of members present).
+                let q = #p::Update::new(
+                    #table::table,
+                    #p::diesel::AsChangeset::as_changeset((
                         #(#update_values)*
                         #table::updated_at.eq(#p::bind(now)),
-                    ))
-                    .returning(<#ident as #p::diesel::SelectableHelper<#db>>::as_returning());
+                    )),
+                    w,
+                    <#ident as #p::diesel::SelectableHelper<#db>>::as_returning(),
+                );
                 let row: ::core::option::Option<#ident> = #run_first?;
                 ::core::result::Result::Ok(row)
             }

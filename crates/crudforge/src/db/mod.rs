@@ -16,6 +16,7 @@ pub mod sql_types;
 pub mod sqlite_direct;
 pub mod sqlite_global;
 pub mod tx;
+pub mod update;
 
 use crate::config::{Config, SqliteSynchronous};
 use diesel::connection::SimpleConnection;
