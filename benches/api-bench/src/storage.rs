@@ -10,6 +10,7 @@
 use crate::procfs;
 use crate::setup::Scratch;
 use chrono::Utc;
+use crudforge::db::update::Update;
 use crudforge::sql_types::Portable;
 use crudforge::SqliteSynchronous;
 use diesel::prelude::*;
@@ -251,12 +252,18 @@ impl Storage {
                 let _: Critter = run!(
                     &mut self.conn,
                     get_result,
-                    diesel::update(c::critters.filter(c::id.eq(Portable(id))))
-                        .set((
+                    // The statement the reference application runs: kept in the statement
+                    // cache, unlike `diesel::update`'s.
+                    Update::new(
+                        c::critters,
+                        (
                             c::name.eq(format!("updated {i}")),
                             c::updated_at.eq(Portable(now)),
-                        ))
-                        .returning(Critter::as_returning())
+                        )
+                            .as_changeset(),
+                        c::id.eq(Portable(id)),
+                        Critter::as_returning(),
+                    )
                 )
                 .map_err(|e| format!("update: {e}"))?;
             }
