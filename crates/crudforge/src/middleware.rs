@@ -138,8 +138,6 @@ pub async fn problems(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let path = req.path().to_owned();
-    let request_id = req.extensions().get::<RequestId>().map(|id| id.0.clone());
     let debug = req
         .app_data::<web::Data<ApiState>>()
         .is_some_and(|s| s.config.debug);
@@ -162,11 +160,17 @@ pub async fn problems(
         return Ok(res);
     }
     let mut problem = known.unwrap_or_else(|| Problem::from_status(status));
+    // The path and the request id, read from the request the answer carries (only errors
+    // need them).
     if problem.instance.is_empty() {
-        problem.instance = path;
+        problem.instance = res.request().path().to_owned();
     }
     if problem.request_id.is_none() {
-        problem.request_id = request_id;
+        problem.request_id = res
+            .request()
+            .extensions()
+            .get::<RequestId>()
+            .map(|id| id.0.clone());
     }
     if debug && problem.debug.is_none() {
         // DEBUG mode: every problem says what went wrong and where (never SQL or secrets:
