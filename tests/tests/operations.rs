@@ -170,6 +170,8 @@ backend_tests! {
         let put = send(&app, test::TestRequest::put().uri("/health")).await;
         assert!(put.status.is_client_error(), "{}", put.status);
         assert_eq!(send(&app, test::TestRequest::get().uri("/api/users/me/")).await.status, 401);
+        let item = format!("/api/users/{}", uuid::Uuid::new_v4());
+        assert_eq!(send(&app, test::TestRequest::get().uri(&item)).await.status, 401);
 
         let after = send(&app, metrics_request()).await;
         let after = scrape(&after.text);
@@ -185,6 +187,8 @@ backend_tests! {
         assert!(moved("crudforge_http_requests_total", &labels("unmatched", "GET")) >= 1.0);
         assert!(moved("crudforge_http_requests_total", &labels("undocumented", "PUT")) >= 1.0);
         assert!(moved("crudforge_http_requests_total", &labels("meUser", "GET")) >= 1.0);
+        // A route with a parameter is named from the route that answered it.
+        assert!(moved("crudforge_http_requests_total", &labels("getUser", "GET")) >= 1.0);
         assert!(moved("crudforge_login_failures_total", &[]) >= 2.0);
         assert!(moved("crudforge_throttled_total", &[]) >= 1.0);
         assert!(moved("crudforge_db_queries_total", &[]) >= 4.0);

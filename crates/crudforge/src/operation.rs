@@ -23,7 +23,7 @@ pub struct OperationIds {
     by_route: HashMap<String, Vec<(Method, Arc<str>)>>,
     /// The same patterns, static ones first, to find the route of a request known only by its
     /// path (see [`Pending::answered`]).
-    routes: Vec<(ResourceDef, String)>,
+    routes: Vec<ResourceDef>,
 }
 
 /// The operation id of a request once found, kept in its extensions so the access log and
@@ -50,12 +50,13 @@ impl OperationIds {
     pub fn add(&mut self, method: Method, pattern: &str, id: &str) {
         let pattern = normalize(pattern);
         if !self.by_route.contains_key(&pattern) {
-            self.routes
-                .push((ResourceDef::new(pattern.as_str()), pattern.clone()));
+            self.routes.push(ResourceDef::new(pattern.as_str()));
             // Static paths before patterns with parameters, longer before shorter: the most
             // specific route that matches a path wins.
-            self.routes
-                .sort_by_key(|(_, p)| (p.contains('{'), std::cmp::Reverse(p.len())));
+            self.routes.sort_by_key(|def| {
+                let p = def.pattern().unwrap_or_default();
+                (p.contains('{'), std::cmp::Reverse(p.len()))
+            });
         }
         let methods = self.by_route.entry(pattern).or_default();
         methods.retain(|(m, _)| *m != method);
@@ -116,8 +117,8 @@ impl OperationIds {
         let pattern = self
             .routes
             .iter()
-            .find(|(def, _)| def.is_match(path))
-            .map(|(_, p)| p.as_str());
+            .find(|def| def.is_match(path))
+            .and_then(ResourceDef::pattern);
         self.lookup(method, pattern)
     }
 }
