@@ -32,6 +32,8 @@ pub struct Metrics {
     pool_waiting: IntGauge,
     queries: IntCounter,
     query_duration: Histogram,
+    statements_cached: IntCounter,
+    statements_uncached: IntCounter,
     login_failures: IntCounter,
     throttled: IntCounter,
     build_info: IntGaugeVec,
@@ -87,6 +89,17 @@ impl Metrics {
             "Time database queries took.",
         ))
         .expect("valid metric");
+        let statements_cached = IntCounter::new(
+            "crudforge_db_statements_cached_total",
+            "Statements prepared into a pooled connection's statement cache.",
+        )
+        .expect("valid metric");
+        let statements_uncached = IntCounter::new(
+            "crudforge_db_uncached_statements_total",
+            "Per-request queries run as one-off statements because their shape is not admitted \
+             to the statement cache (too many shapes, or too many terms).",
+        )
+        .expect("valid metric");
         let login_failures = IntCounter::new(
             "crudforge_login_failures_total",
             "Failed credential checks (wrong password, unknown account, bad token).",
@@ -113,6 +126,8 @@ impl Metrics {
             Box::new(pool_waiting.clone()),
             Box::new(queries.clone()),
             Box::new(query_duration.clone()),
+            Box::new(statements_cached.clone()),
+            Box::new(statements_uncached.clone()),
             Box::new(login_failures.clone()),
             Box::new(throttled.clone()),
             Box::new(build_info.clone()),
@@ -128,6 +143,8 @@ impl Metrics {
             pool_waiting,
             queries,
             query_duration,
+            statements_cached,
+            statements_uncached,
             login_failures,
             throttled,
             build_info,
@@ -153,6 +170,17 @@ impl Metrics {
     pub fn observe_query(&self, took: Duration) {
         self.queries.inc();
         self.query_duration.observe(took.as_secs_f64());
+    }
+
+    /// Counts a statement prepared into a connection's statement cache.
+    pub fn statement_cached(&self) {
+        self.statements_cached.inc();
+    }
+
+    /// Counts a per-request query run as a one-off statement (see
+    /// [`statement_cache`](crate::db::statement_cache)).
+    pub fn statement_uncached(&self) {
+        self.statements_uncached.inc();
     }
 
     /// Counts a failed credential check.

@@ -9,6 +9,7 @@ use serde::{Deserialize, Deserializer};
 pub use crate::condition::{Builder, Node};
 pub use crate::crud::registry::{make, Registration};
 pub use crate::db::functions::{unicode_lower, unicode_lower_nullable};
+pub use crate::db::statement_cache::{Cached, Shape};
 pub use crate::db::update::Update;
 pub use actix_web;
 pub use apistos;

@@ -157,6 +157,8 @@ pub(super) fn backend(
         let fi = &f.ident;
         quote!(#table::#fi.eq(#p::bind(input.#fi)),)
     });
+    let writable_idents: Vec<_> = writable.iter().map(|f| &f.ident).collect();
+    let table_name = quote!(::core::stringify!(#table));
     let update_values = writable.iter().map(|f| {
         let fi = &f.ident;
         quote!(input.#fi.map(|__v| #table::#fi.eq(#p::bind(__v))),)
@@ -247,6 +249,14 @@ pub(super) fn backend(
                 if let ::core::option::Option::Some((limit, offset)) = page {
                     q = q.limit(limit).offset(offset);
                 }
+                // Written per request: cached only if its shape is admitted (see
+                // `crudforge::db::statement_cache`).
+                let keep = #p::Shape::new(#table_name, "select")
+                    .conditions(conds)
+                    .sort(sort)
+                    .part(page.is_some())
+                    .admit();
+                let q = #p::Cached::new(q, keep);
                 let rows: ::std::vec::Vec<#ident> = #run_load?;
                 ::core::result::Result::Ok(rows)
             }
@@ -256,6 +266,8 @@ pub(super) fn backend(
                 if let ::core::option::Option::Some(w) = condition(conds)? {
                     q = q.filter(w);
                 }
+                let keep = #p::Shape::new(#table_name, "count").conditions(conds).admit();
+                let q = #p::Cached::new(q, keep);
                 let n: i64 = #run_one?;
                 ::core::result::Result::Ok(n)
             }
@@ -285,8 +297,12 @@ pub(super) fn backend(
                     return ::core::result::Result::Err(everything());
                 };
                 let now = #k::crud::now();
-                // Written by `db::update` so the statement cache keeps it (one statement per
-                // set of members present).
+                // Written by `db::update` so the statement cache can keep it: one statement per
+                // set of members present, cached if that shape is admitted.
+                let keep = #p::Shape::new(#table_name, "update")
+                    .conditions(conds)
+                    #(.part(input.#writable_idents.is_some()))*
+                    .admit();
                 let q = #p::Update::new(
                     #table::table,
                     #p::diesel::AsChangeset::as_changeset((
@@ -296,6 +312,7 @@ pub(super) fn backend(
                     w,
                     <#ident as #p::diesel::SelectableHelper<#db>>::as_returning(),
                 );
+                let q = #p::Cached::new(q, keep);
                 let row: ::core::option::Option<#ident> = #run_first?;
                 ::core::result::Result::Ok(row)
             }

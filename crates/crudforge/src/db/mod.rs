@@ -15,6 +15,7 @@ pub mod runner;
 pub mod sql_types;
 pub mod sqlite_direct;
 pub mod sqlite_global;
+pub mod statement_cache;
 pub mod tx;
 pub mod update;
 

@@ -96,6 +96,9 @@ impl Instrumentation for QueryMonitor {
                     );
                 }
             }
+            InstrumentationEvent::CacheQuery { .. } => {
+                crate::metrics::global().statement_cached();
+            }
             _ => {}
         }
     }
