@@ -6,21 +6,25 @@
 //! per request: each combination of query-parameter filters, sorts, `filter` expression and
 //! members present is its own SQL text, so without a bound a client could grow every
 //! connection's cache (and, on PostgreSQL, the server's prepared statements) by one statement
-//! per request. Such queries therefore carry a [`Shape`]: a fingerprint of their structure (the
-//! table, the statement, the tree of comparisons with their fields and operators, the sort
-//! keys), not of their values. The process caches at most [`MAX_SHAPES`] shapes of at most
-//! [`MAX_CACHED_TERMS`] terms, the first it sees; a query of any other shape runs [`Cached`]
-//! with caching off, as a one-off statement that is prepared, run and finalized. That costs a
-//! parse and a plan, but no memory that lasts. Every such query is counted in the metric
-//! `crudforge_db_uncached_statements_total`.
+//! per request. Such queries therefore carry a [`Shape`]: a fingerprint, keyed at random per
+//! process, of their structure (the table, the statement, the tree of comparisons with their
+//! fields and operators, the sort keys), not of their values. The process caches at most
+//! [`MAX_SHAPES`] shapes of at most [`MAX_CACHED_TERMS`] terms, the first it sees; a query of
+//! any other shape runs [`Cached`] with caching off, as a one-off statement that is prepared,
+//! run and finalized. That costs a parse and a plan, but no memory that lasts. Every such query
+//! is counted in the metric `crudforge_db_uncached_statements_total`.
 
 use crate::condition::{Arg, Cond, Condition, Node, Sort};
 use diesel::backend::Backend;
 use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
 use diesel::{QueryResult, RunQueryDsl};
 use std::collections::HashSet;
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::{BuildHasher, DefaultHasher, Hash, Hasher, RandomState};
 use std::sync::{LazyLock, PoisonError, RwLock};
+
+/// The fingerprints' keys, drawn at random once per process: a client cannot search for
+/// shapes whose fingerprints collide with admitted ones (each such shape would be cached too).
+static KEYS: LazyLock<RandomState> = LazyLock::new(RandomState::new);
 
 /// How many distinct shapes of per-request queries the process lets connections cache.
 pub const MAX_SHAPES: usize = 256;
@@ -40,7 +44,7 @@ pub struct Shape {
 impl Shape {
     /// The shape of statement `statement` (`"select"`, `"count"`, `"update"`…) on `table`.
     pub fn new(table: &str, statement: &str) -> Shape {
-        let mut hasher = DefaultHasher::new();
+        let mut hasher = KEYS.build_hasher();
         table.hash(&mut hasher);
         statement.hash(&mut hasher);
         Shape { hasher, terms: 0 }
