@@ -10,6 +10,7 @@ pub mod password;
 pub mod throttle;
 pub mod tokens;
 pub mod user;
+pub mod verified;
 pub mod workers;
 
 pub use extract::{current_user, load_session, load_user, require_user, Admin, Auth, MaybeAuth};

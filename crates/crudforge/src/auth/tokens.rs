@@ -1,9 +1,11 @@
 //! JSON Web Tokens: the claims crudforge signs and their verification (HS256, pinned).
 
+use super::verified::Verified;
 use crate::config::Secret;
 use crate::error::Error;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 use uuid::Uuid;
 
 /// What a JWT may be used for. Only access tokens authenticate requests.
@@ -53,6 +55,8 @@ pub struct Tokens {
     decoding: DecodingKey,
     /// The checks `verify` asks of `jsonwebtoken`, built once (building them allocates).
     validation: Validation,
+    /// Tokens already checked (shared by clones).
+    verified: Arc<Verified>,
     /// Access token lifetime in seconds.
     pub access_ttl: i64,
     /// Refresh token lifetime in seconds.
@@ -88,6 +92,7 @@ impl Tokens {
             encoding: EncodingKey::from_secret(key.expose()),
             decoding: DecodingKey::from_secret(key.expose()),
             validation: validation(),
+            verified: Arc::default(),
             access_ttl: i64::try_from(access_ttl).unwrap_or(i64::MAX / 2),
             refresh_ttl: i64::try_from(refresh_ttl).unwrap_or(i64::MAX / 2),
         }
@@ -151,9 +156,16 @@ impl Tokens {
     ///
     /// 401 for a malformed, wrongly signed, expired, not-yet-valid or wrong-kind token.
     pub fn verify(&self, token: &str, kind: TokenKind) -> Result<Claims, Error> {
-        let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
-            .map_err(|_| invalid_token())?;
-        let c = data.claims;
+        // A token seen before skips decoding and the signature (see `verified`); the checks
+        // below, which depend on the time and the use, run every time.
+        let (c, checked_before) = match self.verified.get(token) {
+            Some(c) => (c, true),
+            None => {
+                let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
+                    .map_err(|_| invalid_token())?;
+                (data.claims, false)
+            }
+        };
         let now = chrono::Utc::now().timestamp();
         let in_window = c.exp > now
             && c.iat <= now.saturating_add(IAT_LEEWAY)
@@ -162,6 +174,9 @@ impl Tokens {
             && c.ver.is_none_or(|v| v >= 0);
         if !in_window || c.kind != kind {
             return Err(invalid_token());
+        }
+        if !checked_before {
+            self.verified.insert(token, c.clone(), now);
         }
         Ok(c)
     }
@@ -187,6 +202,39 @@ mod tests {
         let other = Tokens::new(&Secret::new(vec![8u8; 32]), 60, 60);
         assert!(other.verify(&tok, TokenKind::Access).is_err(), "wrong key");
         assert!(t.verify("not.a.jwt", TokenKind::Access).is_err());
+    }
+
+    #[test]
+    fn a_token_checked_before_is_still_checked_for_time_and_kind() {
+        let t = tokens();
+        let (tok, claims) = t.issue(Uuid::new_v4(), TokenKind::Access, 60).unwrap();
+        assert_eq!(t.verify(&tok, TokenKind::Access).unwrap(), claims);
+        assert_eq!(t.verified.len(), 1);
+        assert_eq!(t.verify(&tok, TokenKind::Access).unwrap(), claims);
+        assert_eq!(t.verified.len(), 1, "the second check found the first");
+        assert!(
+            t.verify(&tok, TokenKind::Refresh).is_err(),
+            "kind, on a remembered token"
+        );
+        // Same claims, another signature: a different text, checked in full and refused.
+        let (head, _) = tok.rsplit_once('.').unwrap();
+        let forged = format!("{head}.{}", "A".repeat(43));
+        assert!(t.verify(&forged, TokenKind::Access).is_err());
+        // A remembered token whose time has passed is refused.
+        let now = chrono::Utc::now().timestamp();
+        let expired = Claims {
+            exp: now - 1,
+            ..claims
+        };
+        t.verified.insert(&tok, expired, now);
+        assert!(t.verify(&tok, TokenKind::Access).is_err());
+        // Refused tokens are not remembered.
+        let fresh = tokens();
+        let (old, _) = fresh.issue(Uuid::new_v4(), TokenKind::Access, -5).unwrap();
+        assert!(fresh.verify(&old, TokenKind::Access).is_err());
+        assert!(fresh.verify(&forged, TokenKind::Access).is_err());
+        assert!(fresh.verify(&tok, TokenKind::Refresh).is_err());
+        assert!(fresh.verified.is_empty());
     }
 
     #[test]
