@@ -336,7 +336,7 @@ pub fn parse_arg(kind: Kind, v: &str) -> Result<Arg, String> {
 /// Converts a checked filter value into a field's Rust type.
 ///
 /// Implemented for every type a resource field can be filtered by; implement it (and
-/// [`IntoBind`](super::IntoBind)) for your own field types, or mark the field
+/// [`IntoBind`](crate::crud::IntoBind)) for your own field types, or mark the field
 /// `#[resource(filter = false)]`.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be used as a filter value",

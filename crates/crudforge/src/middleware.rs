@@ -86,7 +86,7 @@ const CREDENTIAL_ENDPOINTS: &[&str] = &[
     "reset_password",
 ];
 
-/// Whether `path` names a credential-checking endpoint (see [`CREDENTIAL_ENDPOINTS`]).
+/// Whether `path` names a credential-checking endpoint (see `CREDENTIAL_ENDPOINTS`).
 pub fn is_credential_path(path: &str) -> bool {
     path.trim_end_matches('/')
         .rsplit('/')

@@ -26,7 +26,7 @@ impl ApiState {
     ///
     /// # Errors
     ///
-    /// 500 when the route is not mounted on an [`Api`].
+    /// 500 when the route is not mounted on an [`Api`](crate::Api).
     pub fn of(req: &HttpRequest) -> Result<&ApiState, Error> {
         req.app_data::<web::Data<ApiState>>()
             .map(|d| d.get_ref())

@@ -17,7 +17,7 @@ diesel::define_sql_function! {
 }
 
 diesel::define_sql_function! {
-    /// [`unicode_lower`] on a nullable column.
+    /// [`unicode_lower()`] on a nullable column.
     #[sql_name = "crudforge_lower"]
     fn unicode_lower_nullable(x: Nullable<Text>) -> Nullable<Text>;
 }

@@ -109,7 +109,7 @@ pub struct LoginResponse {
 }
 
 /// The user endpoints: the five CRUD operations on a user model plus `login/`, `refresh/`
-/// and `me/`. Defaults: name the model's (`User`), prefix `/api/users/`, [`UserRules`].
+/// and `me/`. Defaults: name the model's (`User`), prefix `/api/users/`, [`UserRules`](crate::users::UserRules).
 pub struct UserBlueprint<U: UserModel> {
     crud: CrudBlueprint<U>,
     hook: Option<Arc<dyn LoginHook>>,
