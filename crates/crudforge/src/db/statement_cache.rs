@@ -102,24 +102,20 @@ impl Shape {
 
     fn tree(&mut self, c: &Condition) {
         match c {
-            Condition::All(v) | Condition::Any(v) => {
-                self.mark(
-                    if matches!(c, Condition::All(_)) {
-                        b'&'
-                    } else {
-                        b'|'
-                    },
-                    v.len(),
-                );
-                for c in v {
-                    self.tree(c);
-                }
-            }
+            Condition::All(v) => self.group(b'&', v),
+            Condition::Any(v) => self.group(b'|', v),
             Condition::Not(inner) => {
                 self.mark(b'!', 1);
                 self.tree(inner);
             }
             Condition::Is(cond) => self.leaf(cond),
+        }
+    }
+
+    fn group(&mut self, tag: u8, members: &[Condition]) {
+        self.mark(tag, members.len());
+        for c in members {
+            self.tree(c);
         }
     }
 
@@ -167,13 +163,15 @@ impl Admission {
             return false;
         }
         // A panic elsewhere cannot leave the set half-written: inserting is its only change.
-        if self
-            .admitted
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains(&shape)
         {
-            return true;
+            let set = self.admitted.read().unwrap_or_else(PoisonError::into_inner);
+            if set.contains(&shape) {
+                return true;
+            }
+            // Once full, a refusal needs only the shared lock.
+            if set.len() >= self.capacity {
+                return false;
+            }
         }
         let mut set = self
             .admitted
