@@ -42,6 +42,8 @@ const CONFIG_KEYS: &[&str] = &[
     "LOG_FORMAT",
     "READINESS_PATH",
     "SHUTDOWN_TIMEOUT",
+    "SQLITE_SYNCHRONOUS",
+    "SQLITE_LOCKING",
 ];
 
 pub fn binary() -> PathBuf {

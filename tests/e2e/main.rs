@@ -6,6 +6,7 @@ mod harness;
 mod foundation;
 mod indexes;
 mod instances;
+mod locking;
 mod operations;
 mod reference;
 mod throttle;

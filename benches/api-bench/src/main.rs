@@ -74,6 +74,11 @@ pub(crate) struct Args {
     /// Do not pin the servers to CPU 0 and the client to CPU 1.
     #[arg(long)]
     pub(crate) no_pin: bool,
+    /// SQLite: run the server with `SQLITE_LOCKING=EXCLUSIVE` (the server is the file's only
+    /// user). The storage reference then uses the same locking, in rounds of its own before
+    /// the server starts, and W3's rows stay in the table until the end.
+    #[arg(long)]
+    pub(crate) sqlite_exclusive: bool,
     /// Soak mode: mixed W1–W4 load for this many minutes (10 when given without a value),
     /// with figures every minute and pass/fail checks at the end.
     #[arg(long, num_args = 0..=1, default_missing_value = "10", value_name = "MINUTES")]

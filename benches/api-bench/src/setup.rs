@@ -40,14 +40,22 @@ pub(crate) struct Scratch {
     pub(crate) pg: Option<(String, String)>,
     /// `ORM_DATABASE_URI` of the database.
     pub(crate) uri: String,
+    /// SQLite with `SQLITE_LOCKING=EXCLUSIVE`: the running server is the file's only user.
+    pub(crate) exclusive: bool,
 }
 
 impl Scratch {
-    /// A SQLite file in a fresh temporary directory.
-    pub(crate) fn sqlite() -> Result<Scratch, String> {
+    /// A SQLite file in a fresh temporary directory; `exclusive` runs the server with
+    /// `SQLITE_LOCKING=EXCLUSIVE`.
+    pub(crate) fn sqlite(exclusive: bool) -> Result<Scratch, String> {
         let dir = scratch_dir()?;
         let uri = format!("sqlite://{}", dir.join("bench.db").display());
-        Ok(Scratch { dir, pg: None, uri })
+        Ok(Scratch {
+            dir,
+            pg: None,
+            uri,
+            exclusive,
+        })
     }
 
     /// A fresh database `api_bench_<uuid>` on the PostgreSQL server at `server`.
@@ -64,6 +72,7 @@ impl Scratch {
             dir: PathBuf::new(),
             uri: with_database(server, &name),
             pg: Some((server.to_owned(), name)),
+            exclusive: false,
         };
         match scratch_dir() {
             Ok(dir) => Ok(Scratch { dir, ..scratch }),
@@ -107,6 +116,9 @@ impl Scratch {
                 monitoring.to_string(),
             ),
         ];
+        if self.exclusive {
+            env.push(("SQLITE_LOCKING".to_owned(), "EXCLUSIVE".to_owned()));
+        }
         if monitoring {
             // Every query counts as slow, so its SQL is logged.
             env.push(("ORM_SLOW_QUERY_THRESHOLD".to_owned(), "0.000001".to_owned()));

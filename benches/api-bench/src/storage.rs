@@ -12,7 +12,7 @@ use crate::setup::Scratch;
 use chrono::Utc;
 use crudforge::db::update::Update;
 use crudforge::sql_types::Portable;
-use crudforge::SqliteSynchronous;
+use crudforge::{SqliteLocking, SqliteSynchronous};
 use diesel::prelude::*;
 use diesel::sql_types::BigInt;
 use diesel_async::AsyncPgConnection;
@@ -92,7 +92,8 @@ struct Count {
 
 /// A direct connection to the benchmark's database.
 pub(crate) struct Storage {
-    conn: Conn,
+    /// `None` once [`Storage::close`]d (exclusive SQLite locking: the server owns the file).
+    conn: Option<Conn>,
     ids: Vec<Uuid>,
     pg_uid: Option<u32>,
     pg_db: String,
@@ -106,7 +107,15 @@ impl Storage {
             Some(file) => {
                 // The connection settings crudforge's own connections get (QPSG, pragmas).
                 crudforge::db::plans::install();
-                let mut c = diesel::SqliteConnection::establish(&file.display().to_string())
+                // The same locking as the server's, so both pay the same for their locks.
+                let locking = if scratch.exclusive {
+                    SqliteLocking::Exclusive
+                } else {
+                    SqliteLocking::Shared
+                };
+                let target = crudforge::db::locking::connection_target(&file, locking)
+                    .map_err(|e| format!("open {}: {e}", file.display()))?;
+                let mut c = diesel::SqliteConnection::establish(&target)
                     .map_err(|e| format!("open {}: {e}", file.display()))?;
                 diesel::connection::SimpleConnection::batch_execute(
                     &mut c,
@@ -147,11 +156,24 @@ impl Storage {
             .map(|(_, db)| db.clone())
             .unwrap_or_default();
         Ok(Storage {
-            conn,
+            conn: Some(conn),
             ids,
             pg_uid,
             pg_db,
         })
+    }
+
+    /// Closes the connection, so that a server with exclusive SQLite locking can open the file;
+    /// afterwards only [`Storage::postgres_cpu`] works, and [`Storage::delete_inserted`] does
+    /// nothing.
+    pub(crate) fn close(&mut self) {
+        self.conn = None;
+    }
+
+    fn conn(&mut self) -> Result<&mut Conn, String> {
+        self.conn
+            .as_mut()
+            .ok_or_else(|| "the storage reference's connection is closed".to_owned())
     }
 
     /// CPU time of PostgreSQL's server processes now (zero on SQLite).
@@ -197,7 +219,7 @@ impl Storage {
         match op {
             Op::Point => {
                 let _: Critter = run!(
-                    &mut self.conn,
+                    self.conn()?,
                     get_result,
                     c::critters
                         .filter(c::id.eq(Portable(id)))
@@ -207,7 +229,7 @@ impl Storage {
             }
             Op::CountAndPage => {
                 let n: i64 = run!(
-                    &mut self.conn,
+                    self.conn()?,
                     get_result,
                     c::critters
                         .filter(c::species.eq("cat").and(c::cuteness_level.ge(5)))
@@ -215,7 +237,7 @@ impl Storage {
                 )
                 .map_err(|e| format!("count: {e}"))?;
                 let rows: Vec<Critter> = run!(
-                    &mut self.conn,
+                    self.conn()?,
                     load,
                     c::critters
                         .filter(c::species.eq("cat").and(c::cuteness_level.ge(5)))
@@ -232,7 +254,7 @@ impl Storage {
             Op::Insert => {
                 let now = Utc::now();
                 let _: Critter = run!(
-                    &mut self.conn,
+                    self.conn()?,
                     get_result,
                     diesel::insert_into(c::critters)
                         .values((
@@ -250,7 +272,7 @@ impl Storage {
             Op::Update => {
                 let now = Utc::now();
                 let _: Critter = run!(
-                    &mut self.conn,
+                    self.conn()?,
                     get_result,
                     // The statement the reference application runs: kept in the statement
                     // cache, unlike `diesel::update`'s.
@@ -275,8 +297,11 @@ impl Storage {
     /// table; returns how many.
     pub(crate) fn delete_inserted(&mut self) -> Result<usize, String> {
         use critters::dsl as c;
+        let Some(conn) = self.conn.as_mut() else {
+            return Ok(0);
+        };
         run!(
-            &mut self.conn,
+            conn,
             execute,
             diesel::delete(c::critters.filter(c::species.eq(INSERTED_SPECIES)))
         )
@@ -286,19 +311,19 @@ impl Storage {
     /// The number of critters now.
     pub(crate) fn count_rows(&mut self) -> Option<i64> {
         use critters::dsl as c;
-        run!(&mut self.conn, get_result, c::critters.count()).ok()
+        run!(self.conn.as_mut()?, get_result, c::critters.count()).ok()
     }
 
     /// PostgreSQL: the connections to the benchmark's database other than this one.
     pub(crate) fn pg_connections(&mut self) -> Option<i64> {
-        let Conn::Pg(..) = &self.conn else {
+        let Some(Conn::Pg(..)) = &self.conn else {
             return None;
         };
         let q = diesel::sql_query(
             "SELECT count(*) AS n FROM pg_stat_activity \
              WHERE datname = current_database() AND pid <> pg_backend_pid()",
         );
-        let rows: Vec<Count> = run!(&mut self.conn, load, q.clone()).ok()?;
+        let rows: Vec<Count> = run!(self.conn.as_mut()?, load, q.clone()).ok()?;
         rows.first().map(|r| r.n)
     }
 }

@@ -75,7 +75,7 @@ pub mod timestamp;
 pub mod users;
 
 pub use api::Api;
-pub use config::{Config, LogFormat, SqliteSynchronous};
+pub use config::{Config, LogFormat, SqliteLocking, SqliteSynchronous};
 pub use crud::{CrudBlueprint, OpOptions, Operation, Resource};
 pub use crudforge_derive::Resource;
 pub use db::sql_types;

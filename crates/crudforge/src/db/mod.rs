@@ -8,6 +8,7 @@
 pub mod deadline;
 pub mod functions;
 pub mod indexes;
+pub mod locking;
 pub mod maintenance;
 pub mod monitor;
 pub mod plans;
@@ -19,7 +20,7 @@ pub mod statement_cache;
 pub mod tx;
 pub mod update;
 
-use crate::config::{Config, SqliteSynchronous};
+use crate::config::{Config, SqliteLocking, SqliteSynchronous};
 use diesel::connection::SimpleConnection;
 use diesel::{Connection, RunQueryDsl as _};
 use diesel_async::async_connection_wrapper::AsyncConnectionWrapper;
@@ -94,6 +95,9 @@ pub struct DbOptions {
     pub monitor: Option<Duration>,
     /// SQLite's `synchronous` level (ignored on PostgreSQL).
     pub sqlite_synchronous: SqliteSynchronous,
+    /// Whether other processes may use the SQLite file meanwhile ([`locking`]; ignored on
+    /// PostgreSQL).
+    pub sqlite_locking: SqliteLocking,
     /// Longest wait for a pooled connection; `None` waits for ever.
     pub checkout_timeout: Option<Duration>,
     /// Longest run of one statement: PostgreSQL's `statement_timeout` on every connection, and
@@ -110,6 +114,7 @@ impl Default for DbOptions {
         DbOptions {
             monitor: None,
             sqlite_synchronous: SqliteSynchronous::default(),
+            sqlite_locking: SqliteLocking::default(),
             checkout_timeout: None,
             statement_timeout: None,
             sqlite_inline: true,
@@ -119,13 +124,15 @@ impl Default for DbOptions {
 
 impl DbOptions {
     /// The options a configuration asks for (`ORM_PERFORMANCE_MONITORING`,
-    /// `ORM_SLOW_QUERY_THRESHOLD`, `SQLITE_SYNCHRONOUS`).
+    /// `ORM_SLOW_QUERY_THRESHOLD`, `SQLITE_SYNCHRONOUS`, `SQLITE_LOCKING`, `DB_CHECKOUT_TIMEOUT`,
+    /// `DB_STATEMENT_TIMEOUT`).
     pub fn from_config(config: &Config) -> DbOptions {
         DbOptions {
             monitor: config
                 .orm_performance_monitoring
                 .then(|| Duration::from_secs_f64(config.orm_slow_query_threshold)),
             sqlite_synchronous: config.sqlite_synchronous,
+            sqlite_locking: config.sqlite_locking,
             checkout_timeout: Some(Duration::from_secs(config.db_checkout_timeout)),
             statement_timeout: Some(Duration::from_secs(config.db_statement_timeout)),
             sqlite_inline: true,
@@ -307,6 +314,7 @@ impl Database {
         let DbOptions {
             monitor,
             sqlite_synchronous,
+            sqlite_locking,
             checkout_timeout,
             statement_timeout,
             sqlite_inline,
@@ -316,7 +324,7 @@ impl Database {
                 if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                     std::fs::create_dir_all(dir)?;
                 }
-                let url = path.to_string_lossy().into_owned();
+                let url = locking::connection_target(&path, sqlite_locking)?;
                 sqlite_global::configure();
                 if !plans::install() {
                     tracing::warn!("SQLite may compile cached statements again when rebound");
@@ -370,8 +378,14 @@ impl Database {
                         upkeep: Arc::default(),
                     }),
                 };
-                // Open (and create) the file now, so a bad path fails at start-up.
-                db.get().await.map_err(|e| DbError::Pool(e.to_string()))?;
+                // Open (and create) the file now, so a bad path fails at start-up. Not bounded
+                // by the checkout timeout: the busy timeout bounds the wait for another
+                // process's lock, and its error says what holds the file.
+                if let Pools::Sqlite(p) = &db.inner.pools {
+                    p.get().await.map_err(|e| {
+                        DbError::Pool(locking::locked_hint(&e.to_string(), sqlite_locking))
+                    })?;
+                }
                 return Ok(db);
             }
             Target::Postgres(url) => {
