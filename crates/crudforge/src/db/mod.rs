@@ -382,7 +382,7 @@ impl Database {
                 // by the checkout timeout: the busy timeout bounds the wait for another
                 // process's lock, and its error says what holds the file.
                 if let Pools::Sqlite(p) = &db.inner.pools {
-                    p.get().await.map_err(|e| {
+                    let _first = p.get().await.map_err(|e| {
                         DbError::Pool(locking::locked_hint(&e.to_string(), sqlite_locking))
                     })?;
                 }
