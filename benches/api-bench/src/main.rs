@@ -76,7 +76,8 @@ pub(crate) struct Args {
     pub(crate) no_pin: bool,
     /// SQLite: run the server with `SQLITE_LOCKING=EXCLUSIVE` (the server is the file's only
     /// user). The storage reference then uses the same locking, in rounds of its own before
-    /// the server starts, and W3's rows stay in the table until the end.
+    /// the server starts, and W3's rows stay in the table until the end; a soak counts the
+    /// table only after the server has stopped.
     #[arg(long)]
     pub(crate) sqlite_exclusive: bool,
     /// Soak mode: mixed W1–W4 load for this many minutes (10 when given without a value),

@@ -133,12 +133,6 @@ fn prepare_and_run(
         t.elapsed()
     );
     if let Some(minutes) = args.soak {
-        if scratch.exclusive {
-            return Err(
-                "--soak reads the table while the server runs, which --sqlite-exclusive forbids"
-                    .into(),
-            );
-        }
         return crate::soak::run(args, pin, bin, scratch, ids, minutes);
     }
     let counts = query_counts(pin, bin, scratch, &ids)?;

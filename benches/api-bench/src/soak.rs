@@ -53,7 +53,13 @@ pub(crate) fn run(
     let mut client = Client::connect(server.addr).map_err(|e| format!("connect: {e}"))?;
     let token = login(&mut client, USER_EMAIL)?;
     drop(client);
-    let mut storage = Storage::open(scratch, ids.clone())?;
+    // With exclusive SQLite locking the server is the file's only user: the table is counted
+    // and cleaned up only after it has stopped.
+    let mut storage = if scratch.exclusive {
+        None
+    } else {
+        Some(Storage::open(scratch, ids.clone())?)
+    };
     let wal = scratch
         .sqlite_file()
         .map(|f| f.with_file_name("bench.db-wal"));
@@ -118,8 +124,8 @@ pub(crate) fn run(
                     .as_ref()
                     .map(|w| std::fs::metadata(w).map_or(0, |m| m.len())),
                 fds: procfs::fd_count(server.pid).unwrap_or(0),
-                pg_connections: storage.pg_connections(),
-                critters: storage.count_rows(),
+                pg_connections: storage.as_mut().and_then(Storage::pg_connections),
+                critters: storage.as_mut().and_then(Storage::count_rows),
             };
             println!(
                 "| {m} | {:.0} | {:.1} | {} | {} | {} | {} |",
@@ -128,7 +134,11 @@ pub(crate) fn run(
                 row.wal.map_or("-".to_owned(), |w| format!("{:.1}", mib(w))),
                 row.fds,
                 row.pg_connections.map_or("-".to_owned(), |c| c.to_string()),
-                row.critters.map_or("?".to_owned(), |c| c.to_string())
+                match row.critters {
+                    Some(c) => c.to_string(),
+                    None if storage.is_none() => "-".to_owned(),
+                    None => "?".to_owned(),
+                }
             );
             rows.push(row);
         }
@@ -136,7 +146,13 @@ pub(crate) fn run(
         driver.join().unwrap_or_default()
     });
     outcome.check("soak")?;
-    let inserted = storage.delete_inserted()?;
+    let inserted = match storage.as_mut() {
+        Some(storage) => storage.delete_inserted()?,
+        None => {
+            drop(server);
+            Storage::open(scratch, ids.clone())?.delete_inserted()?
+        }
+    };
     let (Some(first), Some(last)) = (rows.first().copied(), rows.last().copied()) else {
         return Err("the soak ended before its first minute".into());
     };

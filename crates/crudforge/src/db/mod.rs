@@ -378,11 +378,26 @@ impl Database {
                         upkeep: Arc::default(),
                     }),
                 };
-                // Open (and create) the file now, so a bad path fails at start-up. Not bounded
-                // by the checkout timeout: the busy timeout bounds the wait for another
-                // process's lock, and its error says what holds the file.
+                // Open (and create) the file now, so a bad path fails at start-up. The wait
+                // may outlast the busy timeout, so that a file another process holds fails with
+                // SQLite's own "database is locked" (and what may hold it), not a pool timeout.
                 if let Pools::Sqlite(p) = &db.inner.pools {
-                    let _first = p.get().await.map_err(|e| {
+                    let first = p.get();
+                    let opened = match checkout_timeout {
+                        Some(limit) => {
+                            let busy = Duration::from_millis(u64::from(BUSY_TIMEOUT_MS));
+                            tokio::time::timeout(limit + busy, first)
+                                .await
+                                .map_err(|_| {
+                                    DbError::Pool(format!(
+                                        "opening the SQLite file took longer than {} s",
+                                        (limit + busy).as_secs()
+                                    ))
+                                })?
+                        }
+                        None => first.await,
+                    };
+                    let _first = opened.map_err(|e| {
                         DbError::Pool(locking::locked_hint(&e.to_string(), sqlite_locking))
                     })?;
                 }
