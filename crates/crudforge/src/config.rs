@@ -1,5 +1,6 @@
 //! Service configuration: the contract's keys, read from the environment or built in code.
 
+use crate::db::locking::SqliteLocking;
 use crate::net::IpNet;
 use std::fmt;
 use std::fs;
@@ -160,40 +161,6 @@ impl SqliteSynchronous {
         ]
         .into_iter()
         .find(|s| s.as_sql().eq_ignore_ascii_case(value.trim()))
-    }
-}
-
-/// Whether other processes may use the SQLite file while this process has it open.
-///
-/// `Shared` (the default) lets them: the `sqlite3` shell, a backup or replication tool, the
-/// application's own command line or a second server on the same machine. Every statement
-/// then takes and releases SQLite's locks with system calls, so that other processes see
-/// them. `Exclusive` makes the process the file's only user: it holds one lock on the file
-/// for as long as it has the file open, and every other process that tries to use the file
-/// fails with "database is locked". In exchange statements take their locks in memory,
-/// without a system call, which is markedly faster (see `docs/database.md`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SqliteLocking {
-    /// Other processes may open and use the file at the same time.
-    #[default]
-    Shared,
-    /// This process is the file's only user while it has the file open.
-    Exclusive,
-}
-
-impl SqliteLocking {
-    /// The value as `SQLITE_LOCKING` spells it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SqliteLocking::Shared => "SHARED",
-            SqliteLocking::Exclusive => "EXCLUSIVE",
-        }
-    }
-
-    fn parse(value: &str) -> Option<SqliteLocking> {
-        [SqliteLocking::Shared, SqliteLocking::Exclusive]
-            .into_iter()
-            .find(|s| s.as_str().eq_ignore_ascii_case(value.trim()))
     }
 }
 

@@ -75,10 +75,11 @@ pub mod timestamp;
 pub mod users;
 
 pub use api::Api;
-pub use config::{Config, LogFormat, SqliteLocking, SqliteSynchronous};
+pub use config::{Config, LogFormat, SqliteSynchronous};
 pub use crud::{CrudBlueprint, OpOptions, Operation, Resource};
 pub use crudforge_derive::Resource;
 pub use db::sql_types;
+pub use db::SqliteLocking;
 pub use db::{Backend, Conn, Database, DbOptions};
 pub use error::{Error, Problem, Result};
 pub use json::Json;

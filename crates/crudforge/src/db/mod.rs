@@ -20,7 +20,7 @@ pub mod statement_cache;
 pub mod tx;
 pub mod update;
 
-use crate::config::{Config, SqliteLocking, SqliteSynchronous};
+use crate::config::{Config, SqliteSynchronous};
 use diesel::connection::SimpleConnection;
 use diesel::{Connection, RunQueryDsl as _};
 use diesel_async::async_connection_wrapper::AsyncConnectionWrapper;
@@ -32,6 +32,7 @@ use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness};
 use futures_util::FutureExt;
+pub use locking::SqliteLocking;
 use monitor::{QueryMonitor, QueryStats};
 pub use runner::Runner;
 use std::path::PathBuf;
