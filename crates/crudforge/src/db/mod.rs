@@ -360,7 +360,9 @@ impl Database {
                                 "opening the SQLite file: {e}"
                             ))
                         })??;
-                        Ok(SqliteConn::with_runtime(conn, runner))
+                        let mut conn = SqliteConn::with_runtime(conn, runner);
+                        conn.set_instrumentation(QueryMonitor::new(monitor, None));
+                        Ok(conn)
                     }
                     .boxed()
                 });
@@ -407,21 +409,23 @@ impl Database {
             Target::Postgres(url) => {
                 let mut cfg = ManagerConfig::<PgConn>::default();
                 cfg.recycling_method = RecyclingMethod::Fast;
-                if let Some(limit) = statement_timeout {
-                    let set = format!("SET statement_timeout = {}", limit.as_millis());
-                    cfg.custom_setup = Box::new(move |url| {
-                        let url = url.to_owned();
-                        let set = set.clone();
-                        async move {
-                            let mut conn = PgConn::establish(&url).await?;
+                let set = statement_timeout
+                    .map(|limit| format!("SET statement_timeout = {}", limit.as_millis()));
+                cfg.custom_setup = Box::new(move |url| {
+                    let url = url.to_owned();
+                    let set = set.clone();
+                    async move {
+                        let mut conn = PgConn::establish(&url).await?;
+                        if let Some(set) = set {
                             diesel_async::SimpleAsyncConnection::batch_execute(&mut conn, &set)
                                 .await
                                 .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
-                            Ok(conn)
                         }
-                        .boxed()
-                    });
-                }
+                        conn.set_instrumentation(QueryMonitor::new(monitor, None));
+                        Ok(conn)
+                    }
+                    .boxed()
+                });
                 let mgr = AsyncDieselConnectionManager::new_with_config(url.clone(), cfg);
                 let pool = Pool::builder(mgr)
                     .max_size(16)
@@ -471,27 +475,51 @@ impl Database {
     ///
     /// The database cannot be reached.
     pub async fn get(&self) -> Result<Conn, PoolError> {
+        // An idle connection is taken at once, without arming the checkout timer.
+        let now = deadpool::managed::Timeouts {
+            wait: Some(Duration::ZERO),
+            create: None,
+            recycle: None,
+        };
+        let idle = match &self.inner.pools {
+            Pools::Sqlite(p) => p.timeout_get(&now).await.map(Conn::Sqlite),
+            Pools::Postgres(p) => p.timeout_get(&now).await.map(Conn::Postgres),
+        };
+        let mut conn = match idle {
+            Ok(conn) => conn,
+            Err(PoolError::Timeout(deadpool::managed::TimeoutType::Wait)) => {
+                self.wait_for_connection().await?
+            }
+            Err(e) => return Err(e),
+        };
+        // Every query is counted and timed for the metrics by the monitor each connection got
+        // when it opened; with monitoring on, slow ones are logged and the request's
+        // statistics kept too, so the monitor is given the request's statistics here.
+        if self.inner.monitor.is_some() {
+            let monitor = QueryMonitor::new(self.inner.monitor, QueryStats::current());
+            match &mut conn {
+                Conn::Sqlite(c) => c.set_instrumentation(monitor),
+                Conn::Postgres(c) => c.set_instrumentation(monitor),
+            }
+        }
+        Ok(conn)
+    }
+
+    /// Waits for a pooled connection: a full pool or a silent server answers 503 after the
+    /// checkout timeout, never hangs.
+    async fn wait_for_connection(&self) -> Result<Conn, PoolError> {
         let checkout = async {
             Ok::<_, PoolError>(match &self.inner.pools {
                 Pools::Sqlite(p) => Conn::Sqlite(p.get().await?),
                 Pools::Postgres(p) => Conn::Postgres(p.get().await?),
             })
         };
-        // A full pool or a silent server answers 503 after the checkout timeout, never hangs.
-        let mut conn = match self.inner.checkout_timeout {
+        match self.inner.checkout_timeout {
             Some(limit) => tokio::time::timeout(limit, checkout)
                 .await
-                .map_err(|_| PoolError::Timeout(deadpool::managed::TimeoutType::Wait))??,
-            None => checkout.await?,
-        };
-        // Every query is counted and timed for the metrics; with monitoring on, slow ones
-        // are logged and the request's statistics kept too.
-        let monitor = QueryMonitor::new(self.inner.monitor, QueryStats::current());
-        match &mut conn {
-            Conn::Sqlite(c) => c.set_instrumentation(monitor),
-            Conn::Postgres(c) => c.set_instrumentation(monitor),
+                .map_err(|_| PoolError::Timeout(deadpool::managed::TimeoutType::Wait))?,
+            None => checkout.await,
         }
-        Ok(conn)
     }
 
     /// Runs a trivial query; true when it succeeds within `timeout`.
