@@ -475,20 +475,17 @@ impl Database {
     ///
     /// The database cannot be reached.
     pub async fn get(&self) -> Result<Conn, PoolError> {
-        // An idle connection is taken at once, without arming the checkout timer.
-        let now = deadpool::managed::Timeouts {
-            wait: Some(Duration::ZERO),
-            create: None,
-            recycle: None,
-        };
-        let idle = match &self.inner.pools {
-            Pools::Sqlite(p) => p.timeout_get(&now).await.map(Conn::Sqlite),
-            Pools::Postgres(p) => p.timeout_get(&now).await.map(Conn::Postgres),
-        };
-        let mut conn = match idle {
+        // An idle connection is taken at once, without arming the checkout timer; a full pool
+        // or a silent server answers 503 after the checkout timeout, never hangs.
+        let mut conn = match self.take(Some(Duration::ZERO)).await {
             Ok(conn) => conn,
             Err(PoolError::Timeout(deadpool::managed::TimeoutType::Wait)) => {
-                self.wait_for_connection().await?
+                match self.inner.checkout_timeout {
+                    Some(limit) => tokio::time::timeout(limit, self.take(None))
+                        .await
+                        .map_err(|_| PoolError::Timeout(deadpool::managed::TimeoutType::Wait))??,
+                    None => self.take(None).await?,
+                }
             }
             Err(e) => return Err(e),
         };
@@ -505,20 +502,18 @@ impl Database {
         Ok(conn)
     }
 
-    /// Waits for a pooled connection: a full pool or a silent server answers 503 after the
-    /// checkout timeout, never hangs.
-    async fn wait_for_connection(&self) -> Result<Conn, PoolError> {
-        let checkout = async {
-            Ok::<_, PoolError>(match &self.inner.pools {
-                Pools::Sqlite(p) => Conn::Sqlite(p.get().await?),
-                Pools::Postgres(p) => Conn::Postgres(p.get().await?),
-            })
+    /// A pooled connection: `wait` `Some(ZERO)` takes an idle one or fails at once with a
+    /// wait timeout; `None` waits as long as it takes (the pools have no runtime for
+    /// deadpool's own timers, so other waits are bounded by the caller).
+    async fn take(&self, wait: Option<Duration>) -> Result<Conn, PoolError> {
+        let timeouts = deadpool::managed::Timeouts {
+            wait,
+            create: None,
+            recycle: None,
         };
-        match self.inner.checkout_timeout {
-            Some(limit) => tokio::time::timeout(limit, checkout)
-                .await
-                .map_err(|_| PoolError::Timeout(deadpool::managed::TimeoutType::Wait))?,
-            None => checkout.await,
+        match &self.inner.pools {
+            Pools::Sqlite(p) => p.timeout_get(&timeouts).await.map(Conn::Sqlite),
+            Pools::Postgres(p) => p.timeout_get(&timeouts).await.map(Conn::Postgres),
         }
     }
 
