@@ -1,5 +1,6 @@
 //! Authentication: JWTs (access, refresh, recovery), bcrypt passwords hashed off the async
-//! workers, and the current user, loaded with its roles in one query.
+//! workers (in steps that yield the core, [`yielding_bcrypt`]), and the current user, loaded
+//! with its roles in one query.
 //!
 //! [`tokens`] and [`password`] are pure building blocks; [`extract`] reads a request's
 //! `Authorization` header with them; [`throttle`] counts failed credential checks per account
@@ -12,6 +13,7 @@ pub mod tokens;
 pub mod user;
 pub mod verified;
 pub mod workers;
+pub mod yielding_bcrypt;
 
 pub use extract::{current_user, load_session, load_user, require_user, Admin, Auth, MaybeAuth};
 pub use password::{

@@ -1,5 +1,5 @@
-//! Passwords: bcrypt hashing and verification on crudforge's own low-priority threads, never
-//! truncated.
+//! Passwords: bcrypt hashing and verification on crudforge's own low-priority threads, in
+//! steps that give way to request workers ([`super::yielding_bcrypt`]), never truncated.
 //!
 //! bcrypt reads at most 72 bytes. A password that fits is hashed as it is (so hashes made
 //! before longer passwords were accepted still verify); a longer one (64 characters of most
@@ -7,6 +7,7 @@
 //! bytes, and the stored hash carries [`PREHASH_TAG`] so verification knows. No byte of any
 //! password is ever ignored.
 
+use super::yielding_bcrypt as bcrypt;
 use crate::error::Error;
 use std::sync::OnceLock;
 
@@ -47,9 +48,9 @@ pub async fn hash_password_for(field: &str, password: String, cost: u32) -> Resu
     }
     bounded(move || {
         if password.len() <= MAX_PASSWORD_BYTES {
-            bcrypt::hash(password, cost)
+            bcrypt::hash(password.as_bytes(), cost)
         } else {
-            bcrypt::hash(prehash(&password), cost).map(|h| format!("{PREHASH_TAG}{h}"))
+            bcrypt::hash(prehash(&password).as_bytes(), cost).map(|h| format!("{PREHASH_TAG}{h}"))
         }
     })
     .await?
@@ -71,7 +72,7 @@ async fn bounded<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> R
 /// inside [`bounded`]).
 fn dummy_hash(cost: u32) -> &'static str {
     static DUMMY: OnceLock<String> = OnceLock::new();
-    DUMMY.get_or_init(|| bcrypt::hash("crudforge-dummy-password", cost).unwrap_or_default())
+    DUMMY.get_or_init(|| bcrypt::hash(b"crudforge-dummy-password", cost).unwrap_or_default())
 }
 
 /// Verifies `password` against `hash` on a bcrypt thread. With no hash (unknown user, no
@@ -90,17 +91,17 @@ pub async fn verify_password(
         let hash = hash.as_deref().unwrap_or_else(|| dummy_hash(cost));
         if password.len() > MAX_PASSWORD_LEN {
             // Still spend the time, then refuse.
-            let _ = bcrypt::verify(prehash(&password), dummy_hash(cost));
+            let _ = bcrypt::verify(prehash(&password).as_bytes(), dummy_hash(cost));
             return false;
         }
         match hash.strip_prefix(PREHASH_TAG) {
-            Some(inner) => bcrypt::verify(prehash(&password), inner).unwrap_or(false),
+            Some(inner) => bcrypt::verify(prehash(&password).as_bytes(), inner).unwrap_or(false),
             None if password.len() > MAX_PASSWORD_BYTES => {
                 // A plain bcrypt hash can only come from a password bcrypt read whole.
-                let _ = bcrypt::verify(prehash(&password), hash);
+                let _ = bcrypt::verify(prehash(&password).as_bytes(), hash);
                 false
             }
-            None => bcrypt::verify(password, hash).unwrap_or(false),
+            None => bcrypt::verify(password.as_bytes(), hash).unwrap_or(false),
         }
     })
     .await?;
@@ -151,7 +152,7 @@ mod tests {
             assert!(!verify_password(other, Some(h), 4).await.unwrap());
         }
         // A hash made by plain bcrypt (as before long passwords were accepted) still verifies.
-        let old = bcrypt::hash("legacy password", 4).unwrap();
+        let old = ::bcrypt::hash("legacy password", 4).unwrap();
         assert!(verify_password("legacy password".into(), Some(old), 4)
             .await
             .unwrap());

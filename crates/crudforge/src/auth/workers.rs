@@ -1,14 +1,17 @@
 //! The threads that run bcrypt: a few of their own, below the request workers' CPU priority, so
 //! that logins use whatever CPU is left and never hold up other requests.
 //!
-//! One bcrypt verification takes tens to hundreds of milliseconds of one core and cannot be
-//! split. On tokio's blocking pool it would compete with the request workers as an equal: a
+//! One bcrypt verification takes tens to hundreds of milliseconds of one core and runs on one
+//! thread. On tokio's blocking pool it would compete with the request workers as an equal: a
 //! burst of logins would then add a time slice of delay to every other request sharing the
 //! core (a `/health` probe's p99 grew 5.7-fold). Here, a fixed set of threads (one less than
 //! the cores, at least one) takes the work from a queue, and on Linux each lowers its own
-//! scheduling priority (`nice` [`NICENESS`]) when it starts: the scheduler then runs a request
-//! worker as soon as it wakes, while bcrypt still gets every cycle the workers leave idle, so
-//! logins proceed at bcrypt's own rate whenever the service is not busy with anything else.
+//! scheduling priority (`nice` [`NICENESS`]) when it starts: under a full request load bcrypt
+//! gets about a tenth of a core, and it gets every cycle the workers leave idle, so logins
+//! proceed at bcrypt's own rate whenever the service is not busy with anything else. Priority
+//! alone does not stop a running hash from keeping the core until the scheduler's next tick
+//! (a worker that has just used its share waits for it), so the hash itself also offers the
+//! core every 50 µs of work ([`super::yielding_bcrypt`]).
 //!
 //! Lowering a thread's priority takes one call into the C library, the only `unsafe` code of
 //! this module; the threads are crudforge's own, so no other work ever runs at that priority.
