@@ -80,6 +80,11 @@ pub(crate) struct Args {
     /// table only after the server has stopped.
     #[arg(long)]
     pub(crate) sqlite_exclusive: bool,
+    /// More environment for the reference application, `KEY=VALUE`, repeatable (for instance
+    /// `--server-env RUST_LOG=warn` to measure without the access log). The references are
+    /// unchanged.
+    #[arg(long, value_name = "KEY=VALUE", value_parser = key_value)]
+    pub(crate) server_env: Vec<(String, String)>,
     /// Soak mode: mixed W1–W4 load for this many minutes (10 when given without a value),
     /// with figures every minute and pass/fail checks at the end.
     #[arg(long, num_args = 0..=1, default_missing_value = "10", value_name = "MINUTES")]
@@ -93,6 +98,14 @@ pub(crate) struct Args {
     /// Internal: the canned answers of the framework reference.
     #[arg(long, hide = true)]
     pub(crate) canned: Option<PathBuf>,
+}
+
+/// Parses `KEY=VALUE`.
+fn key_value(text: &str) -> Result<(String, String), String> {
+    text.split_once('=')
+        .filter(|(k, _)| !k.is_empty())
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .ok_or_else(|| format!("expected KEY=VALUE, got {text:?}"))
 }
 
 /// The database backend.

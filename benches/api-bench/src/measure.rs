@@ -91,6 +91,10 @@ pub(crate) fn run(args: &Args, pin: Option<usize>) -> Result<bool, String> {
             rt.block_on(Scratch::postgres(&url))?
         }
     };
+    let scratch = Scratch {
+        extra_env: args.server_env.clone(),
+        ..scratch
+    };
     let result = prepare_and_run(args, pin, &bin, &scratch, &rt);
     rt.block_on(scratch.cleanup());
     result

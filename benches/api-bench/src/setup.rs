@@ -42,6 +42,8 @@ pub(crate) struct Scratch {
     pub(crate) uri: String,
     /// SQLite with `SQLITE_LOCKING=EXCLUSIVE`: the running server is the file's only user.
     pub(crate) exclusive: bool,
+    /// More environment for the server (`--server-env`), after the benchmark's own.
+    pub(crate) extra_env: Vec<(String, String)>,
 }
 
 impl Scratch {
@@ -55,6 +57,7 @@ impl Scratch {
             pg: None,
             uri,
             exclusive,
+            extra_env: Vec::new(),
         })
     }
 
@@ -73,6 +76,7 @@ impl Scratch {
             uri: with_database(server, &name),
             pg: Some((server.to_owned(), name)),
             exclusive: false,
+            extra_env: Vec::new(),
         };
         match scratch_dir() {
             Ok(dir) => Ok(Scratch { dir, ..scratch }),
@@ -126,6 +130,7 @@ impl Scratch {
         if let Ok(path) = std::env::var("PATH") {
             env.push(("PATH".to_owned(), path));
         }
+        env.extend(self.extra_env.iter().cloned());
         env
     }
 
