@@ -7,7 +7,7 @@
 //! bytes, and the stored hash carries [`PREHASH_TAG`] so verification knows. No byte of any
 //! password is ever ignored.
 
-use super::yielding_bcrypt as bcrypt;
+use super::yielding_bcrypt;
 use crate::error::Error;
 use std::sync::OnceLock;
 
@@ -48,9 +48,10 @@ pub async fn hash_password_for(field: &str, password: String, cost: u32) -> Resu
     }
     bounded(move || {
         if password.len() <= MAX_PASSWORD_BYTES {
-            bcrypt::hash(password.as_bytes(), cost)
+            yielding_bcrypt::hash(password.as_bytes(), cost)
         } else {
-            bcrypt::hash(prehash(&password).as_bytes(), cost).map(|h| format!("{PREHASH_TAG}{h}"))
+            yielding_bcrypt::hash(prehash(&password).as_bytes(), cost)
+                .map(|h| format!("{PREHASH_TAG}{h}"))
         }
     })
     .await?
@@ -72,7 +73,9 @@ async fn bounded<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> R
 /// inside [`bounded`]).
 fn dummy_hash(cost: u32) -> &'static str {
     static DUMMY: OnceLock<String> = OnceLock::new();
-    DUMMY.get_or_init(|| bcrypt::hash(b"crudforge-dummy-password", cost).unwrap_or_default())
+    DUMMY.get_or_init(|| {
+        yielding_bcrypt::hash(b"crudforge-dummy-password", cost).unwrap_or_default()
+    })
 }
 
 /// Verifies `password` against `hash` on a bcrypt thread. With no hash (unknown user, no
@@ -91,17 +94,19 @@ pub async fn verify_password(
         let hash = hash.as_deref().unwrap_or_else(|| dummy_hash(cost));
         if password.len() > MAX_PASSWORD_LEN {
             // Still spend the time, then refuse.
-            let _ = bcrypt::verify(prehash(&password).as_bytes(), dummy_hash(cost));
+            let _ = yielding_bcrypt::verify(prehash(&password).as_bytes(), dummy_hash(cost));
             return false;
         }
         match hash.strip_prefix(PREHASH_TAG) {
-            Some(inner) => bcrypt::verify(prehash(&password).as_bytes(), inner).unwrap_or(false),
+            Some(inner) => {
+                yielding_bcrypt::verify(prehash(&password).as_bytes(), inner).unwrap_or(false)
+            }
             None if password.len() > MAX_PASSWORD_BYTES => {
                 // A plain bcrypt hash can only come from a password bcrypt read whole.
-                let _ = bcrypt::verify(prehash(&password).as_bytes(), hash);
+                let _ = yielding_bcrypt::verify(prehash(&password).as_bytes(), hash);
                 false
             }
-            None => bcrypt::verify(password.as_bytes(), hash).unwrap_or(false),
+            None => yielding_bcrypt::verify(password.as_bytes(), hash).unwrap_or(false),
         }
     })
     .await?;
