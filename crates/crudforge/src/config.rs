@@ -1,5 +1,6 @@
 //! Service configuration: the contract's keys, read from the environment or built in code.
 
+use crate::auth::yielding_bcrypt;
 use crate::db::locking::SqliteLocking;
 use crate::net::IpNet;
 use std::fmt;
@@ -444,7 +445,7 @@ impl Config {
                 .trim()
                 .parse::<u32>()
                 .ok()
-                .filter(|n| (4..=31).contains(n))
+                .filter(|n| (yielding_bcrypt::MIN_COST..=yielding_bcrypt::MAX_COST).contains(n))
                 .ok_or_else(|| invalid("BCRYPT_COST", "a whole number from 4 to 31", &v))?;
         }
         if let Some(v) = get("SQLITE_SYNCHRONOUS") {
