@@ -287,6 +287,8 @@ pub(crate) struct Mounted<R: Resource> {
     pub(super) prefix: String,
     pub(super) item_path: String,
     pub(super) custom: Vec<CustomRoute>,
+    /// The routes' patterns for their scope's guard, compiled by the first worker.
+    pub(super) patterns: super::scope::Patterns,
 }
 
 impl<R: Resource> CrudBlueprint<R> {
@@ -312,6 +314,7 @@ impl<R: Resource> CrudBlueprint<R> {
             prefix: self.prefix,
             item_path,
             custom: self.custom,
+            patterns: super::scope::Patterns::new(),
         })
     }
 }
@@ -378,6 +381,7 @@ macro_rules! handler {
 
 impl<R: Resource> Mount for Mounted<R> {
     fn register(&self, cfg: &mut web::ServiceConfig) {
+        let mut routes = super::scope::Routes::new(&self.prefix);
         // Custom routes first, so that `stats/` is not taken for an item id. Routes sharing a
         // path (GET and POST `settings/`) go on one resource: actix stops at the first resource
         // whose path matches, so a second resource for the same path would never be reached.
@@ -388,39 +392,43 @@ impl<R: Resource> Mount for Mounted<R> {
             }
         }
         for p in paths {
-            let mut resource = web::resource(format!("{}{}", self.prefix, p));
-            for c in self.custom.iter().filter(|c| c.path == p) {
-                resource = resource.route((c.route)());
-            }
-            cfg.service(resource);
+            routes.add(&format!("{}{}", self.prefix, p), |mut resource| {
+                for c in self.custom.iter().filter(|c| c.path == p) {
+                    resource = resource.route((c.route)());
+                }
+                resource
+            });
         }
         let ops = &self.shared.ops;
-        let mut list = web::resource(self.prefix.as_str());
-        if ops.contains_key(&Operation::Index) {
-            list = list.route(web::get().to(handler!(self.shared, index)));
-        }
-        if ops.contains_key(&Operation::Post) {
-            list = list.route(web::post().to(handler!(self.shared, create)));
-        }
-        let mut item = web::resource(self.item_path.as_str());
-        if ops.contains_key(&Operation::Get) {
-            item = item.route(web::get().to(handler!(self.shared, get)));
-        }
-        if ops.contains_key(&Operation::Patch) {
-            item = item.route(web::patch().to(handler!(self.shared, update)));
-        }
-        if ops.contains_key(&Operation::Delete) {
-            item = item.route(web::delete().to(handler!(self.shared, delete)));
-        }
         if ops.contains_key(&Operation::Index) || ops.contains_key(&Operation::Post) {
-            cfg.service(list);
+            routes.add(&self.prefix, |mut list| {
+                if ops.contains_key(&Operation::Index) {
+                    list = list.route(web::get().to(handler!(self.shared, index)));
+                }
+                if ops.contains_key(&Operation::Post) {
+                    list = list.route(web::post().to(handler!(self.shared, create)));
+                }
+                list
+            });
         }
         if ops.contains_key(&Operation::Get)
             || ops.contains_key(&Operation::Patch)
             || ops.contains_key(&Operation::Delete)
         {
-            cfg.service(item);
+            routes.add(&self.item_path, |mut item| {
+                if ops.contains_key(&Operation::Get) {
+                    item = item.route(web::get().to(handler!(self.shared, get)));
+                }
+                if ops.contains_key(&Operation::Patch) {
+                    item = item.route(web::patch().to(handler!(self.shared, update)));
+                }
+                if ops.contains_key(&Operation::Delete) {
+                    item = item.route(web::delete().to(handler!(self.shared, delete)));
+                }
+                item
+            });
         }
+        routes.register(cfg, &self.patterns);
     }
 
     fn document(&self, doc: &mut ApiDoc) {

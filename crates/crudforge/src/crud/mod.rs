@@ -18,6 +18,7 @@ pub mod options;
 pub mod query;
 pub mod registry;
 pub mod route;
+mod scope;
 pub mod sparse;
 mod write;
 
