@@ -26,6 +26,27 @@ struct Authenticated(Result<Option<CurrentUser>, (u16, String)>);
 /// 401 for a malformed header, an invalid, expired or non-access token, or a user that no
 /// longer exists or is disabled.
 pub async fn current_user(req: &HttpRequest) -> Result<Option<CurrentUser>, Error> {
+    current_user_with(req, None).await
+}
+
+/// Like [`current_user`], but the user is loaded on `conn`, the connection the request's own
+/// statements run on (in the same read snapshot, see [`crate::db::snapshot`]), rather than on
+/// a connection of its own.
+///
+/// # Errors
+///
+/// As [`current_user`].
+pub(crate) async fn current_user_on(
+    req: &HttpRequest,
+    conn: &mut Conn,
+) -> Result<Option<CurrentUser>, Error> {
+    current_user_with(req, Some(conn)).await
+}
+
+async fn current_user_with(
+    req: &HttpRequest,
+    conn: Option<&mut Conn>,
+) -> Result<Option<CurrentUser>, Error> {
     if let Some(Authenticated(r)) = req.extensions().get::<Authenticated>().cloned() {
         return r.map_err(|(_, m)| Error::Unauthorized(m.into()));
     }
@@ -39,7 +60,7 @@ pub async fn current_user(req: &HttpRequest) -> Result<Option<CurrentUser>, Erro
     // Awaited in place: dropping it midway (actix drops the other extractors when one fails)
     // is safe, since SQLite statements run to their end within one poll (db::runner) and
     // PostgreSQL queries are cancel-safe.
-    let result = authenticate(req).await;
+    let result = authenticate(req, conn).await;
     let cached = match &result {
         Ok(u) => Ok(u.clone()),
         Err(e) => Err((401, e.to_string())),
@@ -59,7 +80,10 @@ pub async fn require_user(req: &HttpRequest) -> Result<CurrentUser, Error> {
         .ok_or_else(|| Error::Unauthorized("Authentication required.".into()))
 }
 
-async fn authenticate(req: &HttpRequest) -> Result<Option<CurrentUser>, Error> {
+async fn authenticate(
+    req: &HttpRequest,
+    conn: Option<&mut Conn>,
+) -> Result<Option<CurrentUser>, Error> {
     let Some(header) = req.headers().get(actix_web::http::header::AUTHORIZATION) else {
         return Ok(None);
     };
@@ -74,12 +98,13 @@ async fn authenticate(req: &HttpRequest) -> Result<Option<CurrentUser>, Error> {
         .ok_or_else(|| Error::Unauthorized("Expected `Authorization: Bearer <token>`.".into()))?;
     let st = ApiState::of(req)?;
     let claims = st.tokens.verify(token, TokenKind::Access)?;
-    let (user, version) = load_session(&st.db, claims.sub)
-        .await?
-        .filter(|(u, _)| u.is_enabled)
-        .ok_or_else(|| {
-            Error::Unauthorized("The token's user does not exist or is disabled.".into())
-        })?;
+    let session = match conn {
+        Some(conn) => session_on(conn, claims.sub).await?,
+        None => load_session(&st.db, claims.sub).await?,
+    };
+    let (user, version) = session.filter(|(u, _)| u.is_enabled).ok_or_else(|| {
+        Error::Unauthorized("The token's user does not exist or is disabled.".into())
+    })?;
     // A token issued before the password changed, the account was disabled or the user
     // logged out everywhere carries an older credential version.
     if claims.ver.unwrap_or(0) != version {
@@ -155,7 +180,11 @@ pub async fn load_user(db: &Database, id: Uuid) -> Result<Option<CurrentUser>, E
 ///
 /// Database errors.
 pub async fn load_session(db: &Database, id: Uuid) -> Result<Option<(CurrentUser, i64)>, Error> {
-    let mut conn = db.get().await?;
+    session_on(&mut db.get().await?, id).await
+}
+
+/// [`load_session`] on a connection already checked out.
+async fn session_on(conn: &mut Conn, id: Uuid) -> Result<Option<(CurrentUser, i64)>, Error> {
     type Row = (Uuid, String, bool, i64, Option<String>, Option<Uuid>);
     let q = users::table
         .left_join(user_roles::table)
@@ -168,7 +197,7 @@ pub async fn load_session(db: &Database, id: Uuid) -> Result<Option<(CurrentUser
             user_roles::role.nullable(),
             user_roles::domain_id.nullable(),
         ));
-    let rows: Vec<Row> = match &mut conn {
+    let rows: Vec<Row> = match conn {
         Conn::Sqlite(c) => crate::db::sqlite_direct::load(c, q).await?,
         Conn::Postgres(c) => diesel_async::RunQueryDsl::load(q, &mut **c).await?,
     };

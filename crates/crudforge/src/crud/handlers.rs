@@ -9,6 +9,7 @@ use super::write::{self, Written};
 use super::{Pagination, Resource, Validate};
 use crate::condition::{parse_arg, Arg, Cond, Condition};
 use crate::db::tx::{self, TxMode};
+use crate::db::{snapshot, Conn};
 use crate::error::Error;
 use crate::state::ApiState;
 use actix_web::http::header;
@@ -51,11 +52,34 @@ async fn caller<R: Resource>(
     req: &HttpRequest,
     op: Operation,
 ) -> Result<Caller, Error> {
+    caller_with(shared, req, op, None).await
+}
+
+/// [`caller`], with the user loaded on the request's own connection `conn` (in its read
+/// snapshot).
+async fn caller_on<R: Resource>(
+    shared: &Shared<R>,
+    req: &HttpRequest,
+    op: Operation,
+    conn: &mut Conn,
+) -> Result<Caller, Error> {
+    caller_with(shared, req, op, Some(conn)).await
+}
+
+async fn caller_with<R: Resource>(
+    shared: &Shared<R>,
+    req: &HttpRequest,
+    op: Operation,
+    conn: Option<&mut Conn>,
+) -> Result<Caller, Error> {
     let opts = shared.ops.get(&op);
     if opts.is_some_and(|o| o.public) {
         return Ok(Caller::Public);
     }
-    let user = crate::auth::current_user(req).await?;
+    let user = match conn {
+        Some(conn) => crate::auth::current_user_on(req, conn).await?,
+        None => crate::auth::current_user(req).await?,
+    };
     if opts.is_some_and(|o| o.admin_only) {
         match &user {
             None => return Err(Error::Unauthorized("Authentication required.".into())),
@@ -266,15 +290,26 @@ fn json(status: actix_web::http::StatusCode, body: Vec<u8>) -> HttpResponse {
         .body(body)
 }
 
-pub(crate) async fn index<R: Resource>(
+/// What a list request read: up to one row more than the page, the total when asked for,
+/// the parsed query and the page's number.
+struct Listed<R> {
+    items: Vec<R>,
+    total: Option<i64>,
+    q: super::query::ListQuery,
+    page: u32,
+}
+
+/// The reading part of a list request, on `conn`: the caller, the parameters, the page and
+/// its total.
+async fn list<R: Resource>(
     shared: &Shared<R>,
-    req: HttpRequest,
-    _body: web::Bytes,
-) -> Result<HttpResponse, Error> {
+    req: &HttpRequest,
+    st: &ApiState,
+    conn: &mut Conn,
+) -> Result<Listed<R>, Error> {
     use super::cursor;
     use super::query::CountMode;
-    let st = ApiState::of(&req)?;
-    let who = caller(shared, &req, Operation::Index).await?;
+    let who = caller_on(shared, req, Operation::Index, conn).await?;
     // The caller's scope first: an anonymous caller the rules refuse gets 401 before any
     // parameter is judged.
     let scope = who.read_scope(shared)?;
@@ -282,7 +317,7 @@ pub(crate) async fn index<R: Resource>(
     let mut q = super::Filter::<R>::parse_with(req.query_string(), &limits)?.query;
     super::ListCaps::of(&st.config).check(&q)?;
     // The read scope is one member of the top-level AND: no `or` of the caller's can widen it.
-    let mut conds = Condition::from(parent_conds(shared, &req)?)
+    let mut conds = Condition::from(parent_conds(shared, req)?)
         .and(scope)
         .and(std::mem::take(&mut q.conds));
     if let Some(f) = q.filter.take() {
@@ -303,21 +338,46 @@ pub(crate) async fn index<R: Resource>(
         Some(a) => conds.and(Condition::All(vec![a])),
         None => conds,
     };
-    let mut conn = st.db.get().await?;
     // One row more than the page tells whether a next page exists, without a count.
-    let mut items = R::select(
-        &mut conn,
+    let items = R::select(
+        conn,
         &page_conds,
         &q.sort,
         Some((i64::from(q.page_size) + 1, offset)),
     )
     .await?;
     let total = match q.count {
-        CountMode::Exact => Some(R::count(&mut conn, &total_conds).await?),
-        CountMode::Estimated => Some(R::estimate_count(&mut conn, &total_conds).await?),
+        CountMode::Exact => Some(R::count(conn, &total_conds).await?),
+        CountMode::Estimated => Some(R::estimate_count(conn, &total_conds).await?),
         CountMode::None => None,
     };
+    Ok(Listed {
+        items,
+        total,
+        q,
+        page,
+    })
+}
+
+pub(crate) async fn index<R: Resource>(
+    shared: &Shared<R>,
+    req: HttpRequest,
+    _body: web::Bytes,
+) -> Result<HttpResponse, Error> {
+    use super::cursor;
+    let st = ApiState::of(&req)?;
+    // The caller's account, the page and its total are read in one snapshot.
+    let mut conn = st.db.get().await?;
+    snapshot::begin(&mut conn).await?;
+    let found = list(shared, &req, st, &mut conn).await;
+    let Listed {
+        mut items,
+        total,
+        q,
+        page,
+    } = snapshot::finish(&mut conn, found).await?;
     drop(conn);
+    let key = st.signing_key.expose();
     let more = items.len() > q.page_size as usize;
     items.truncate(q.page_size as usize);
     let next_cursor = match items.last() {
@@ -381,16 +441,26 @@ fn position_of<R: Resource>(
     Some(super::cursor::Position { page, values, id })
 }
 
-pub(crate) async fn get<R: Resource>(
+/// What a `GET` of one item read, with the request's sparse fields and `If-None-Match`.
+struct Fetched {
+    etag: String,
+    out: Vec<u8>,
+    sparse: Option<Vec<&'static str>>,
+    if_none_match: Option<conditional::Precondition>,
+}
+
+/// The reading part of a `GET` of one item, on `conn`: the caller, the item, its `ETag` and
+/// body.
+async fn fetch<R: Resource>(
     shared: &Shared<R>,
-    req: HttpRequest,
-    _body: web::Bytes,
-) -> Result<HttpResponse, Error> {
-    let st = ApiState::of(&req)?;
-    let who = caller(shared, &req, Operation::Get).await?;
+    req: &HttpRequest,
+    st: &ApiState,
+    conn: &mut Conn,
+) -> Result<Fetched, Error> {
+    let who = caller_on(shared, req, Operation::Get, conn).await?;
     let scope = who.read_scope(shared)?;
     let sparse = super::sparse::requested(R::FIELDS, req.query_string())?;
-    let addressed = item_conds(shared, &req)?;
+    let addressed = item_conds(shared, req)?;
     let if_none_match = conditional::if_none_match(req.headers())?;
     let conds = if scope.is_always() {
         // Lookup by key alone (no rule scope) is a static, statement-cached query.
@@ -398,11 +468,34 @@ pub(crate) async fn get<R: Resource>(
     } else {
         Condition::from(addressed).and(scope)
     };
-    let mut conn = st.db.get().await?;
-    let item = select_one::<R>(&mut conn, &conds)
+    let item = select_one::<R>(conn, &conds)
         .await?
         .ok_or_else(not_found::<R>)?;
-    let (etag, out) = represent(shared, Operation::Get, &mut conn, &st.db, item).await?;
+    let (etag, out) = represent(shared, Operation::Get, conn, &st.db, item).await?;
+    Ok(Fetched {
+        etag,
+        out,
+        sparse,
+        if_none_match,
+    })
+}
+
+pub(crate) async fn get<R: Resource>(
+    shared: &Shared<R>,
+    req: HttpRequest,
+    _body: web::Bytes,
+) -> Result<HttpResponse, Error> {
+    let st = ApiState::of(&req)?;
+    // The caller's account and the item are read in one snapshot.
+    let mut conn = st.db.get().await?;
+    snapshot::begin(&mut conn).await?;
+    let found = fetch(shared, &req, st, &mut conn).await;
+    let Fetched {
+        etag,
+        out,
+        sparse,
+        if_none_match,
+    } = snapshot::finish(&mut conn, found).await?;
     drop(conn);
     if if_none_match.is_some_and(|p| p.matches_weak(&etag)) {
         return Ok(HttpResponse::NotModified()

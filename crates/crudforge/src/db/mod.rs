@@ -13,6 +13,7 @@ pub mod maintenance;
 pub mod monitor;
 pub mod plans;
 pub mod runner;
+pub mod snapshot;
 pub mod sql_types;
 pub mod sqlite_direct;
 pub mod sqlite_global;

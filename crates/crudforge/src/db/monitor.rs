@@ -2,6 +2,7 @@
 //! collects per-request statistics.
 
 use diesel::connection::{Instrumentation, InstrumentationEvent};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,6 +11,27 @@ tokio::task_local! {
     /// Statistics of the request the current task serves (set by the [`Api`](crate::Api)'s
     /// middleware when monitoring is on).
     static CURRENT: Arc<QueryStats>;
+}
+
+thread_local! {
+    /// Set while this thread runs a statement that is not one of the request's queries (a
+    /// read snapshot's `BEGIN` and `COMMIT`, see [`uncounted`]).
+    static UNCOUNTED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f`, whose statements the monitor neither times nor counts: they are not queries of
+/// the request but the read snapshot around them ([`super::snapshot`]), which exists on SQLite
+/// only, so an operation reports the same queries on both backends.
+pub(crate) fn uncounted<T>(f: impl FnOnce() -> T) -> T {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            UNCOUNTED.set(false);
+        }
+    }
+    UNCOUNTED.set(true);
+    let _reset = Reset;
+    f()
 }
 
 /// Query count and total query time of one request.
@@ -77,7 +99,9 @@ fn sql_only(query: &dyn diesel::connection::DebugQuery) -> String {
 impl Instrumentation for QueryMonitor {
     fn on_connection_event(&mut self, event: InstrumentationEvent<'_>) {
         match event {
-            InstrumentationEvent::StartQuery { .. } => self.started = Some(Instant::now()),
+            InstrumentationEvent::StartQuery { .. } if !UNCOUNTED.get() => {
+                self.started = Some(Instant::now());
+            }
             InstrumentationEvent::FinishQuery { query, .. } => {
                 let Some(start) = self.started.take() else {
                     return;

@@ -1,0 +1,214 @@
+//! Read snapshots: the statements of one read request (the caller's account, then the
+//! resource's rows and count) run in one SQLite read transaction.
+//!
+//! Outside a transaction every SQLite statement is a transaction of its own: it opens a read
+//! transaction, taking SQLite's locks, and ends it, releasing them. With the file shared
+//! between processes ([`SqliteLocking::Shared`](super::SqliteLocking)) those locks are
+//! `fcntl(2)` calls, so a list request's three statements make six lock calls, and each
+//! statement may see a different state of the file: an item's total can disagree with the
+//! page it counts. Inside one read transaction the statements see one state of the file and
+//! take the locks once.
+//!
+//! `BEGIN` and `COMMIT` run as prepared statements from the connection's statement cache
+//! rather than as text SQLite parses each time, so the snapshot costs less than the locks it
+//! saves. Diesel's transaction manager is told of the transaction, as of any other, so a
+//! request dropped inside one (its client went away) hands back a connection the pool discards
+//! instead of reusing one still in a transaction.
+//!
+//! The query monitor does not count `BEGIN` and `COMMIT` as queries of the request: they read
+//! no data, and an operation reports the same queries on both backends.
+//!
+//! On PostgreSQL a snapshot is nothing: a transaction there would cost two more round trips,
+//! and each statement already runs on its own consistent snapshot.
+
+use super::{monitor, Conn, Sqlite, SqliteConn, SqliteConnection};
+use crate::error::Error;
+use diesel::connection::{
+    AnsiTransactionManager, TransactionDepthChange, TransactionManager, TransactionManagerStatus,
+};
+use diesel::query_builder::{AstPass, QueryFragment, QueryId};
+use diesel::query_dsl::methods::ExecuteDsl;
+use diesel::QueryResult;
+
+// Each is a statement type without parameters, whose text never changes, so that Diesel
+// prepares it once per connection and keeps it in the statement cache.
+
+/// `BEGIN`: a deferred transaction, which takes the read lock at its first statement.
+#[derive(Debug, Clone, Copy, QueryId)]
+struct Begin;
+
+/// `COMMIT`: ends a read transaction (it cannot fail for want of a lock).
+#[derive(Debug, Clone, Copy, QueryId)]
+struct Commit;
+
+impl QueryFragment<Sqlite> for Begin {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Sqlite>) -> QueryResult<()> {
+        out.push_sql("BEGIN");
+        Ok(())
+    }
+}
+
+impl QueryFragment<Sqlite> for Commit {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Sqlite>) -> QueryResult<()> {
+        out.push_sql("COMMIT");
+        Ok(())
+    }
+}
+
+/// Diesel's record of the connection's transaction depth, moved by one.
+fn record(c: &mut SqliteConnection, change: TransactionDepthChange) -> QueryResult<()> {
+    match <AnsiTransactionManager as TransactionManager<SqliteConnection>>::transaction_manager_status_mut(c) {
+        TransactionManagerStatus::Valid(status) => status.change_transaction_depth(change),
+        TransactionManagerStatus::InError => Err(diesel::result::Error::BrokenTransactionManager),
+    }
+}
+
+fn begin_sqlite(c: &mut SqliteConnection) -> QueryResult<()> {
+    let depth = <AnsiTransactionManager as TransactionManager<SqliteConnection>>::transaction_manager_status_mut(c)
+        .transaction_depth()?;
+    if depth.is_some() {
+        return Err(diesel::result::Error::AlreadyInTransaction);
+    }
+    monitor::uncounted(|| ExecuteDsl::<SqliteConnection, Sqlite>::execute(Begin, c))?;
+    record(c, TransactionDepthChange::IncreaseDepth)
+}
+
+fn commit_sqlite(c: &mut SqliteConnection) -> QueryResult<()> {
+    monitor::uncounted(|| ExecuteDsl::<SqliteConnection, Sqlite>::execute(Commit, c))?;
+    record(c, TransactionDepthChange::DecreaseDepth)
+}
+
+/// Begins a read snapshot on `conn`: a read transaction on SQLite, nothing on PostgreSQL.
+/// End it with [`finish`]. Only for statements that read: a write inside it would have to
+/// upgrade the read lock, which SQLite refuses while another connection writes.
+///
+/// # Errors
+///
+/// The connection is already in a transaction, or the database refuses.
+pub async fn begin(conn: &mut Conn) -> Result<(), Error> {
+    if let Conn::Sqlite(c) = conn {
+        let c: &mut SqliteConn = c;
+        c.spawn_blocking(begin_sqlite).await?;
+    }
+    Ok(())
+}
+
+/// Ends the snapshot [`begin`] opened, whatever the work in it gave: the work's outcome is
+/// returned. A snapshot that cannot be ended leaves the connection marked as in a transaction,
+/// so the pool discards it.
+///
+/// # Errors
+///
+/// The work's error, else a failure to end the snapshot.
+pub async fn finish<T>(conn: &mut Conn, outcome: Result<T, Error>) -> Result<T, Error> {
+    if let Conn::Sqlite(c) = conn {
+        let c: &mut SqliteConn = c;
+        let ended = c.spawn_blocking(commit_sqlite).await;
+        let value = outcome?;
+        ended?;
+        return Ok(value);
+    }
+    outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::{Database, DbOptions, Target};
+    use diesel::connection::SimpleConnection;
+    use diesel_async::SimpleAsyncConnection;
+
+    async fn open(dir: &tempfile::TempDir) -> Database {
+        Database::open(
+            Target::Sqlite(dir.path().join("snap.db")),
+            DbOptions::default(),
+        )
+        .await
+        .expect("open")
+    }
+
+    /// Whether SQLite has the connection in a transaction, asked of SQLite itself (a
+    /// second `BEGIN` fails inside one).
+    async fn in_transaction(conn: &mut Conn) -> bool {
+        let Conn::Sqlite(c) = conn else {
+            unreachable!("SQLite test")
+        };
+        let c: &mut SqliteConn = c;
+        c.spawn_blocking(|inner| {
+            Ok(match inner.batch_execute("BEGIN") {
+                Ok(()) => {
+                    inner.batch_execute("ROLLBACK")?;
+                    false
+                }
+                Err(_) => true,
+            })
+        })
+        .await
+        .expect("probe")
+    }
+
+    async fn count(conn: &mut Conn) -> QueryResult<i64> {
+        let Conn::Sqlite(c) = conn else {
+            unreachable!("SQLite test")
+        };
+        let c: &mut SqliteConn = c;
+        c.spawn_blocking(|inner| {
+            diesel::RunQueryDsl::get_result::<i64>(
+                diesel::dsl::sql::<diesel::sql_types::BigInt>("SELECT count(*) FROM t"),
+                inner,
+            )
+        })
+        .await
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn statements_in_a_snapshot_see_one_state_of_the_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = open(&dir).await;
+        let mut setup = db.get().await.expect("conn");
+        crate::with_conn!(setup, |c| c
+            .batch_execute("CREATE TABLE t (n INTEGER); INSERT INTO t VALUES (1);")
+            .await)
+        .expect("create");
+        let mut reader = db.get().await.expect("conn");
+        begin(&mut reader).await.expect("begin");
+        assert!(in_transaction(&mut reader).await);
+        assert_eq!(count(&mut reader).await.expect("count"), 1);
+        // Another connection commits a row meanwhile: the snapshot does not see it.
+        crate::with_conn!(setup, |c| c
+            .batch_execute("INSERT INTO t VALUES (2);")
+            .await)
+        .expect("insert");
+        assert_eq!(count(&mut reader).await.expect("count"), 1);
+        let outcome: Result<u8, Error> = Ok(7);
+        assert_eq!(finish(&mut reader, outcome).await.expect("finish"), 7);
+        assert!(!in_transaction(&mut reader).await);
+        assert_eq!(count(&mut reader).await.expect("count"), 2);
+        // The work's error wins, and the snapshot is still ended.
+        begin(&mut reader).await.expect("begin");
+        let failed: Result<u8, Error> = Err(Error::NotFound("gone".into()));
+        assert!(matches!(
+            finish(&mut reader, failed).await,
+            Err(Error::NotFound(_))
+        ));
+        assert!(!in_transaction(&mut reader).await);
+        // Repeated snapshots use the cached statements, and never nest.
+        begin(&mut reader).await.expect("begin");
+        assert!(begin(&mut reader).await.is_err());
+        finish(&mut reader, Ok(())).await.expect("finish");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_connection_dropped_inside_a_snapshot_is_not_reused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = open(&dir).await;
+        let mut conn = db.get().await.expect("conn");
+        begin(&mut conn).await.expect("begin");
+        drop(conn);
+        // The pool has one idle connection, still in its transaction; the next checkout
+        // discards it and opens another, which is not in one.
+        assert_eq!(db.pool_status().0, 1);
+        let mut next = db.get().await.expect("conn");
+        assert!(!in_transaction(&mut next).await);
+    }
+}
