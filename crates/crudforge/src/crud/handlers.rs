@@ -367,16 +367,12 @@ pub(crate) async fn index<R: Resource>(
     use super::cursor;
     let st = ApiState::of(&req)?;
     // The caller's account, the page and its total are read in one snapshot.
-    let mut conn = st.db.get().await?;
-    snapshot::begin(&mut conn).await?;
-    let found = list(shared, &req, st, &mut conn).await;
     let Listed {
         mut items,
         total,
         q,
         page,
-    } = snapshot::finish(&mut conn, found).await?;
-    drop(conn);
+    } = snapshot::read(&st.db, async |conn| list(shared, &req, st, conn).await).await?;
     let key = st.signing_key.expose();
     let more = items.len() > q.page_size as usize;
     items.truncate(q.page_size as usize);
@@ -487,16 +483,12 @@ pub(crate) async fn get<R: Resource>(
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
     // The caller's account and the item are read in one snapshot.
-    let mut conn = st.db.get().await?;
-    snapshot::begin(&mut conn).await?;
-    let found = fetch(shared, &req, st, &mut conn).await;
     let Fetched {
         etag,
         out,
         sparse,
         if_none_match,
-    } = snapshot::finish(&mut conn, found).await?;
-    drop(conn);
+    } = snapshot::read(&st.db, async |conn| fetch(shared, &req, st, conn).await).await?;
     if if_none_match.is_some_and(|p| p.matches_weak(&etag)) {
         return Ok(HttpResponse::NotModified()
             .insert_header((header::ETAG, etag))

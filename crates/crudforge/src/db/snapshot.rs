@@ -5,23 +5,25 @@
 //! transaction, taking SQLite's locks, and ends it, releasing them. With the file shared
 //! between processes ([`SqliteLocking::Shared`](super::SqliteLocking)) those locks are
 //! `fcntl(2)` calls, so a list request's three statements make six lock calls, and each
-//! statement may see a different state of the file: an item's total can disagree with the
-//! page it counts. Inside one read transaction the statements see one state of the file and
+//! statement may see a different state of the file: a list's total can disagree with the
+//! page it comes with. Inside one read transaction the statements see one state of the file and
 //! take the locks once.
 //!
 //! `BEGIN` and `COMMIT` run as prepared statements from the connection's statement cache
-//! rather than as text SQLite parses each time, so the snapshot costs less than the locks it
-//! saves. Diesel's transaction manager is told of the transaction, as of any other, so a
-//! request dropped inside one (its client went away) hands back a connection the pool discards
-//! instead of reusing one still in a transaction.
+//! rather than as text SQLite parses each time, so with shared locking the snapshot costs less
+//! than the locks it saves, and with exclusive locking about nothing. Diesel's transaction
+//! manager is told of the transaction, as of any other, so a request dropped inside one (its
+//! client went away) hands back a connection the pool discards instead of reusing one still in
+//! a transaction.
 //!
 //! The query monitor does not count `BEGIN` and `COMMIT` as queries of the request: they read
 //! no data, and an operation reports the same queries on both backends.
 //!
-//! On PostgreSQL a snapshot is nothing: a transaction there would cost two more round trips,
-//! and each statement already runs on its own consistent snapshot.
+//! On PostgreSQL a snapshot is nothing: a transaction there would cost two more round trips.
+//! Each statement runs on a consistent snapshot of its own, so there a list's page and total
+//! may still come from two states of the table.
 
-use super::{monitor, Conn, Sqlite, SqliteConn, SqliteConnection};
+use super::{monitor, Conn, Database, Sqlite, SqliteConn, SqliteConnection};
 use crate::error::Error;
 use diesel::connection::{
     AnsiTransactionManager, TransactionDepthChange, TransactionManager, TransactionManagerStatus,
@@ -111,10 +113,33 @@ pub async fn finish<T>(conn: &mut Conn, outcome: Result<T, Error>) -> Result<T, 
     outcome
 }
 
+/// Runs `work` on a connection checked out of `db`, inside one read snapshot ([`begin`], then
+/// [`finish`]), and gives the connection back.
+///
+/// ```ignore
+/// let (page, total) = crudforge::db::snapshot::read(&db, async |conn| {
+///     Ok((Critter::select(conn, &conds, &sort, Some((25, 0))).await?, Critter::count(conn, &conds).await?))
+/// })
+/// .await?;
+/// ```
+///
+/// # Errors
+///
+/// No connection could be had, the snapshot could not begin or end, or `work` failed.
+pub async fn read<T>(
+    db: &Database,
+    work: impl AsyncFnOnce(&mut Conn) -> Result<T, Error>,
+) -> Result<T, Error> {
+    let mut conn = db.get().await?;
+    begin(&mut conn).await?;
+    let outcome = work(&mut conn).await;
+    finish(&mut conn, outcome).await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::{Database, DbOptions, Target};
+    use crate::db::{DbOptions, Target};
     use diesel::connection::SimpleConnection;
     use diesel_async::SimpleAsyncConnection;
 
@@ -196,6 +221,34 @@ mod tests {
         begin(&mut reader).await.expect("begin");
         assert!(begin(&mut reader).await.is_err());
         finish(&mut reader, Ok(())).await.expect("finish");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn read_runs_the_work_in_a_snapshot_and_ends_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = open(&dir).await;
+        let mut setup = db.get().await.expect("conn");
+        crate::with_conn!(setup, |c| c
+            .batch_execute("CREATE TABLE t (n INTEGER); INSERT INTO t VALUES (1);")
+            .await)
+        .expect("create");
+        drop(setup);
+        let (inside, n) = read(&db, async |conn| {
+            Ok((in_transaction(conn).await, count(conn).await?))
+        })
+        .await
+        .expect("read");
+        assert!(inside, "the work runs inside a read transaction");
+        assert_eq!(n, 1);
+        let failed = read(&db, async |_| -> Result<(), Error> {
+            Err(Error::NotFound("gone".into()))
+        })
+        .await;
+        assert!(matches!(failed, Err(Error::NotFound(_))));
+        // One connection served all of it, and it was given back out of its transaction.
+        assert_eq!(db.pool_status(), (1, 0, 0));
+        let mut next = db.get().await.expect("conn");
+        assert!(!in_transaction(&mut next).await);
     }
 
     #[tokio::test(flavor = "current_thread")]
