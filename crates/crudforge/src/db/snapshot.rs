@@ -57,18 +57,23 @@ impl QueryFragment<Sqlite> for Commit {
     }
 }
 
+/// Diesel's record of the connection's transactions.
+fn status(c: &mut SqliteConnection) -> &mut TransactionManagerStatus {
+    <AnsiTransactionManager as TransactionManager<SqliteConnection>>::transaction_manager_status_mut(
+        c,
+    )
+}
+
 /// Diesel's record of the connection's transaction depth, moved by one.
 fn record(c: &mut SqliteConnection, change: TransactionDepthChange) -> QueryResult<()> {
-    match <AnsiTransactionManager as TransactionManager<SqliteConnection>>::transaction_manager_status_mut(c) {
+    match status(c) {
         TransactionManagerStatus::Valid(status) => status.change_transaction_depth(change),
         TransactionManagerStatus::InError => Err(diesel::result::Error::BrokenTransactionManager),
     }
 }
 
 fn begin_sqlite(c: &mut SqliteConnection) -> QueryResult<()> {
-    let depth = <AnsiTransactionManager as TransactionManager<SqliteConnection>>::transaction_manager_status_mut(c)
-        .transaction_depth()?;
-    if depth.is_some() {
+    if status(c).transaction_depth()?.is_some() {
         return Err(diesel::result::Error::AlreadyInTransaction);
     }
     monitor::uncounted(|| ExecuteDsl::<SqliteConnection, Sqlite>::execute(Begin, c))?;
@@ -143,13 +148,20 @@ mod tests {
     use diesel::connection::SimpleConnection;
     use diesel_async::SimpleAsyncConnection;
 
+    /// A database with a table `t` of one row.
     async fn open(dir: &tempfile::TempDir) -> Database {
-        Database::open(
+        let db = Database::open(
             Target::Sqlite(dir.path().join("snap.db")),
             DbOptions::default(),
         )
         .await
-        .expect("open")
+        .expect("open");
+        let mut conn = db.get().await.expect("conn");
+        crate::with_conn!(conn, |c| c
+            .batch_execute("CREATE TABLE t (n INTEGER); INSERT INTO t VALUES (1);")
+            .await)
+        .expect("create");
+        db
     }
 
     /// Whether SQLite has the connection in a transaction, asked of SQLite itself (a
@@ -191,10 +203,6 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let db = open(&dir).await;
         let mut setup = db.get().await.expect("conn");
-        crate::with_conn!(setup, |c| c
-            .batch_execute("CREATE TABLE t (n INTEGER); INSERT INTO t VALUES (1);")
-            .await)
-        .expect("create");
         let mut reader = db.get().await.expect("conn");
         begin(&mut reader).await.expect("begin");
         assert!(in_transaction(&mut reader).await);
@@ -227,12 +235,6 @@ mod tests {
     async fn read_runs_the_work_in_a_snapshot_and_ends_it() {
         let dir = tempfile::tempdir().expect("tempdir");
         let db = open(&dir).await;
-        let mut setup = db.get().await.expect("conn");
-        crate::with_conn!(setup, |c| c
-            .batch_execute("CREATE TABLE t (n INTEGER); INSERT INTO t VALUES (1);")
-            .await)
-        .expect("create");
-        drop(setup);
         let (inside, n) = read(&db, async |conn| {
             Ok((in_transaction(conn).await, count(conn).await?))
         })
