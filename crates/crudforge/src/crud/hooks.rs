@@ -87,6 +87,10 @@ pub(crate) struct Hooks<R: Resource> {
     pub(crate) after_delete: Vec<AfterWrite<R>>,
     pub(crate) before_delete: Vec<AfterWrite<R>>,
     pub(crate) after_commit: Vec<AfterCommit<R>>,
+    /// Whether a PATCH judged by `before_update` hooks must fail (412) rather than overwrite
+    /// a row that a concurrent request changed after the hooks read it (set by guards whose
+    /// verdict depends on the row as read, such as `guard_roles`).
+    pub(crate) serialized_update: bool,
 }
 
 impl<R: Resource> Default for Hooks<R> {
@@ -100,6 +104,7 @@ impl<R: Resource> Default for Hooks<R> {
             after_delete: Vec::new(),
             before_delete: Vec::new(),
             after_commit: Vec::new(),
+            serialized_update: false,
         }
     }
 }

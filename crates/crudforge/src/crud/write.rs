@@ -140,7 +140,7 @@ pub(super) async fn end_write<R: Resource>(
             )),
         },
         Err(e) if conditional::is_write_race(&e) => Err(Error::PreconditionFailed(
-            "The item was changed by a concurrent request (If-Match); nothing was written.".into(),
+            "The item was changed by a concurrent request; nothing was written. Read it again and retry.".into(),
         )),
         Err(e) => Err(e),
     }

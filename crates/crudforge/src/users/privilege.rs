@@ -106,38 +106,77 @@ pub fn guard_users<U: UserModel>(bp: CrudBlueprint<U>) -> CrudBlueprint<U> {
     })
 }
 
+/// Refuses (422 naming `role`) a role name outside the application's set `roles`.
+fn known_role(roles: &[&str], role: &str) -> Result<(), Error> {
+    if roles.contains(&role) {
+        Ok(())
+    } else {
+        Err(Error::invalid_field(
+            "role",
+            format!("must be one of {}", roles.join(", ")),
+        ))
+    }
+}
+
+/// Whether `caller` may grant `role` in `domain` to `user`: [`may_grant`] for the role (when
+/// there is a caller) and [`not_outranked`] for the user.
+async fn may_hold(
+    ctx: &HookCtx,
+    role: &str,
+    domain: Option<Uuid>,
+    user: Uuid,
+) -> Result<(), Error> {
+    if let Some(caller) = ctx.user.as_ref() {
+        may_grant(caller, role, domain)?;
+    }
+    not_outranked(&ctx.db, ctx.user.as_ref(), user).await
+}
+
 /// Adds the privilege checks to a blueprint of [`UserRole`]: a role name outside `roles` is
 /// refused (422 naming `role`); granting or removing a role of a user who outranks the caller,
 /// or a role the caller may not grant ([`may_grant`]), is refused (403). A second grant of the
 /// same role in the same domain is refused by the database's unique index (409).
+///
+/// A PATCH of a role row (offered by an unnested prefix unless the application leaves it
+/// out) is judged as what it amounts to: the removal of the grant the row holds now and the
+/// grant of the one it would hold afterwards. Both must pass; the checks run on the row as
+/// read inside the write's transaction, every member of the row is then written as judged,
+/// and on PostgreSQL a row changed concurrently since that read makes the PATCH fail (412)
+/// rather than be overwritten.
 #[must_use]
 pub fn guard_roles(
     bp: CrudBlueprint<UserRole>,
     roles: &'static [&'static str],
 ) -> CrudBlueprint<UserRole> {
-    bp.before_create(
-        move |ctx: HookCtx, input: <UserRole as Resource>::Create| async move {
-            if !roles.contains(&input.role.as_str()) {
-                return Err(Error::invalid_field(
-                    "role",
-                    format!("must be one of {}", roles.join(", ")),
-                ));
-            }
-            if let Some(caller) = ctx.user.as_ref() {
-                may_grant(caller, &input.role, input.domain_id)?;
-            }
-            not_outranked(&ctx.db, ctx.user.as_ref(), input.user_id).await?;
-            Ok(input)
-        },
-    )
-    .after_delete(|_conn, ctx, row| {
-        Box::pin(async move {
-            if let Some(caller) = ctx.user.as_ref() {
-                may_grant(caller, &row.role, row.domain_id)?;
-            }
-            not_outranked(&ctx.db, ctx.user.as_ref(), row.user_id).await
-        })
-    })
+    let mut bp = bp
+        .before_create(
+            move |ctx: HookCtx, input: <UserRole as Resource>::Create| async move {
+                known_role(roles, &input.role)?;
+                may_hold(&ctx, &input.role, input.domain_id, input.user_id).await?;
+                Ok(input)
+            },
+        )
+        .before_update(
+            move |ctx: HookCtx, mut input: <UserRole as Resource>::Update, now: Arc<UserRole>| async move {
+                let role = input.role.take().unwrap_or_else(|| now.role.clone());
+                let domain = input.domain_id.unwrap_or(now.domain_id);
+                let user = input.user_id.unwrap_or(now.user_id);
+                known_role(roles, &role)?;
+                // The grant the row holds now is removed ...
+                may_hold(&ctx, &now.role, now.domain_id, now.user_id).await?;
+                // ... and the one it will hold is given.
+                may_hold(&ctx, &role, domain, user).await?;
+                input.role = Some(role);
+                input.domain_id = Some(domain);
+                input.user_id = Some(user);
+                Ok(input)
+            },
+        )
+        .after_delete(|_conn, ctx, row| {
+            Box::pin(async move { may_hold(ctx, &row.role, row.domain_id, row.user_id).await })
+        });
+    bp.hooks.serialized_update = true;
+    bp
 }
 
 #[cfg(test)]
