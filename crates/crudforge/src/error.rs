@@ -7,6 +7,8 @@ use serde::Serialize;
 use std::borrow::Cow;
 use std::fmt;
 
+pub(crate) mod constraint;
+
 /// Media type of every error body.
 pub const PROBLEM_CONTENT_TYPE: &str = "application/problem+json";
 
@@ -34,6 +36,9 @@ pub struct Problem {
     /// The request field (body member or query/path parameter) at fault, when there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
+    /// The database table whose constraint refused a write (409), when it is known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub table: Option<String>,
     /// Internal detail, sent only in debug mode.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub debug: Option<String>,
@@ -52,6 +57,7 @@ impl Problem {
             detail: detail.into(),
             instance: String::new(),
             field: None,
+            table: None,
             debug: None,
             request_id: None,
         }
@@ -206,7 +212,7 @@ impl Error {
 
     /// The problem body of this error.
     pub fn problem(&self) -> Problem {
-        use diesel::result::{DatabaseErrorKind as K, Error as D};
+        use diesel::result::Error as D;
         match self {
             Error::BadRequest { detail, field } => {
                 let mut p = Problem::new(StatusCode::BAD_REQUEST, "bad_request_error", detail);
@@ -288,25 +294,6 @@ impl Error {
                 p.field = (!field.is_empty()).then(|| field.to_owned());
                 p
             }
-            Error::Database(D::DatabaseError(K::UniqueViolation, info)) => {
-                let mut p = Problem::new(
-                    StatusCode::CONFLICT,
-                    "conflict_error",
-                    "A record with the same unique value already exists.",
-                );
-                p.field = info.column_name().map(str::to_owned);
-                p.debug = Some(info.message().to_owned());
-                p
-            }
-            Error::Database(D::DatabaseError(K::ForeignKeyViolation, info)) => {
-                let mut p = Problem::new(
-                    StatusCode::CONFLICT,
-                    "conflict_error",
-                    "The change refers to a record that does not exist, or removes one that is still referenced.",
-                );
-                p.debug = Some(info.message().to_owned());
-                p
-            }
             // A statement stopped at DB_STATEMENT_TIMEOUT: PostgreSQL cancels it (SQLSTATE
             // 57014), SQLite's progress handler interrupts it.
             Error::Database(D::DatabaseError(_, info))
@@ -322,6 +309,13 @@ impl Error {
                 );
                 p.debug = Some(info.message().to_owned());
                 p
+            }
+            // Unique, foreign-key, check, not-null and exclusion constraints: 409.
+            Error::Database(D::DatabaseError(kind, info))
+                if constraint::Failure::of(*kind, info.as_ref()).is_some() =>
+            {
+                constraint::Failure::of(*kind, info.as_ref())
+                    .map_or_else(|| Problem::from_status(StatusCode::CONFLICT), |f| f.problem())
             }
             Error::Database(e) => {
                 let mut p = Problem::from_status(StatusCode::INTERNAL_SERVER_ERROR);

@@ -689,7 +689,8 @@ pub(crate) async fn create<R: Resource>(
         write::written(shared, st, &mut conn, Operation::Post, item, answer, key).await
     }
     .await;
-    let written = match write::end_write(&mut conn, in_tx, key, outcome, lost_claim).await? {
+    let ended = write::end_write(&mut conn, in_tx, key, outcome, lost_claim).await;
+    let written = match named_constraint(shared, &req, &mut conn, Operation::Post, ended).await? {
         Ok(w) => w,
         Err(replay) => return Ok(replay),
     };
@@ -731,7 +732,7 @@ pub(crate) async fn update<R: Resource>(
     let ctx = who.hook_ctx(Operation::Patch, &st.db, &req);
     input = shared.hooks.before_update_input(&ctx, input).await?;
     let key = key.as_ref().map(|(k, _)| k);
-    let mode = if if_match.is_some() {
+    let mode = if if_match.is_some() || shared.hooks.serialized_update {
         TxMode::Serialized
     } else {
         TxMode::Write
@@ -789,7 +790,8 @@ pub(crate) async fn update<R: Resource>(
         write::written(shared, st, &mut conn, Operation::Patch, item, answer, key).await
     }
     .await;
-    let written = match write::end_write(&mut conn, in_tx, key, outcome, lost_claim).await? {
+    let ended = write::end_write(&mut conn, in_tx, key, outcome, lost_claim).await;
+    let written = match named_constraint(shared, &req, &mut conn, Operation::Patch, ended).await? {
         Ok(w) => w,
         Err(replay) => return Ok(replay),
     };
@@ -868,13 +870,44 @@ pub(crate) async fn delete<R: Resource>(
         })
     }
     .await;
-    let written = match write::end_write(&mut conn, in_tx, None, outcome, false).await? {
+    let ended = write::end_write(&mut conn, in_tx, None, outcome, false).await;
+    let written = match named_constraint(shared, &req, &mut conn, Operation::Delete, ended).await? {
         Ok(w) => w,
         Err(replay) => return Ok(replay),
     };
     drop(conn);
     written.finish(shared, st, &ctx, Operation::Delete).await?;
     Ok(HttpResponse::NoContent().finish())
+}
+
+/// A write's result, with a SQLite constraint failure completed with the table (and field)
+/// the database did not name (see [`crate::error::constraint`]).
+async fn named_constraint<R: Resource, T>(
+    shared: &Shared<R>,
+    req: &HttpRequest,
+    conn: &mut Conn,
+    op: Operation,
+    ended: Result<T, Error>,
+) -> Result<T, Error> {
+    let e = match ended {
+        Ok(t) => return Ok(t),
+        Err(e) => e,
+    };
+    let key = (op != Operation::Post)
+        .then(|| key_cond(shared, req).ok())
+        .flatten()
+        .and_then(|c| match arg_json(&c.arg) {
+            serde_json::Value::String(s) => Some(s),
+            serde_json::Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        })
+        .map(|k| (shared.res_id.name, k));
+    let write = crate::error::constraint::Write {
+        table: R::TABLE,
+        delete: op == Operation::Delete,
+        key,
+    };
+    Err(crate::error::constraint::name_on_sqlite(conn, write, e).await)
 }
 
 /// Whether a write addresses its item by a key other than the id field. The blueprint accepts
