@@ -1,7 +1,9 @@
 //! Privilege on both backends: a domain-scoped ADMIN is no global admin, only a SUPERADMIN
 //! grants SUPERADMIN or unscoped ADMIN, nobody changes a user who outranks them, role names
 //! come from the application's set, a (role, domain) is held once, and domains are written by
-//! admins only (a referenced domain is deleted only with `?cascade=true`).
+//! admins only (a referenced domain is deleted only with `?cascade=true`, and its roles only
+//! when the caller could delete each of them), and a PATCH of a role row is judged as the
+//! removal of the old grant plus the grant of the new one.
 #![allow(missing_docs, clippy::unwrap_used)]
 
 use actix_web::body::MessageBody;
@@ -79,6 +81,10 @@ async fn world(t: &TestDb) -> World {
         ))
         .unwrap()
         .mount(guard_domain_delete(Domain::blueprint("/api/domains/")))
+        .unwrap()
+        // Role rows as an application may also mount them: unnested, with the default
+        // methods (PATCH included).
+        .mount(guard_roles(UserRole::blueprint("/api/roles/"), DEFAULT_ROLES))
         .unwrap();
     World {
         api,
@@ -122,6 +128,20 @@ fn grant(api: &Api, by: Uuid, to: Uuid, role: &str, domain: Option<Uuid>) -> tes
         api,
         by,
     )
+}
+
+/// The role row of `user` holding `role` in `domain`, as stored.
+async fn role_row(db: &Database, user: Uuid, role: &str, domain: Option<Uuid>) -> Option<UserRole> {
+    use crudforge::condition::{Arg, Cond};
+    let mut conn = db.get().await.unwrap();
+    let rows = UserRole::select(&mut conn, &[Cond::eq("user_id", Arg::Uuid(user))], &[], None)
+        .await
+        .unwrap();
+    rows.into_iter().find(|r| r.role == role && r.domain_id == domain)
+}
+
+fn patch_role(api: &Api, by: Uuid, id: Uuid, body: Value) -> test::TestRequest {
+    as_user(test::TestRequest::patch().uri(&format!("/api/roles/{id}")).set_json(body), api, by)
 }
 
 backend_tests! {
@@ -261,5 +281,98 @@ backend_tests! {
         let (s, _) = send(&app, as_user(test::TestRequest::delete().uri(&format!("/api/domains/{}?cascade=true", w.d)), &w.api, w.admin)).await;
         assert_eq!(s, 204);
         assert!(users::load_user(&w.db, w.dadmin).await.unwrap().unwrap().roles.is_empty(), "the cascade removed the role");
+    }
+
+    async fn a_role_row_is_not_rewritten_into_a_higher_one(t) {
+        let w = world(&t).await;
+        let app = test::init_service(w.api.app()).await;
+        let own = role_row(&w.db, w.dadmin, "ADMIN", Some(w.d)).await.unwrap();
+        // The escalation of the issue, and its smaller variants, on its own row.
+        for body in [json!({"role": "SUPERADMIN", "domain_id": null}), json!({"domain_id": null}),
+                     json!({"role": "SUPERADMIN"}), json!({"domain_id": w.e}),
+                     json!({"user_id": w.admin})] {
+            let (s, b) = send(&app, patch_role(&w.api, w.dadmin, own.id, body.clone())).await;
+            assert_eq!(s, 403, "{body}: {b}");
+            assert_eq!(b["type"], "/errors/forbidden_error", "{b}");
+        }
+        let after = role_row(&w.db, w.dadmin, "ADMIN", Some(w.d)).await.unwrap();
+        assert_eq!(after.updated_at, own.updated_at, "the row is unchanged");
+        let me = users::load_user(&w.db, w.dadmin).await.unwrap().unwrap();
+        assert!(!me.is_superadmin() && !me.is_admin() && me.administers_domain(w.d), "{me:?}");
+
+        // A global admin: neither a grant above it, nor a grant of a user above it, nor taking
+        // away a superadmin's grant by moving it.
+        users::grant_role(&w.db, w.alice, "MODERATOR", Some(w.d)).await.unwrap();
+        users::grant_role(&w.db, w.sup, "MODERATOR", Some(w.d)).await.unwrap();
+        let alice_mod = role_row(&w.db, w.alice, "MODERATOR", Some(w.d)).await.unwrap();
+        let sup_mod = role_row(&w.db, w.sup, "MODERATOR", Some(w.d)).await.unwrap();
+        for (id, body) in [(alice_mod.id, json!({"role": "ADMIN", "domain_id": null})),
+                           (alice_mod.id, json!({"role": "SUPERADMIN"})),
+                           (alice_mod.id, json!({"user_id": w.sup})),
+                           (sup_mod.id, json!({"domain_id": w.e})),
+                           (sup_mod.id, json!({"user_id": w.bob}))] {
+            let (s, b) = send(&app, patch_role(&w.api, w.admin, id, body.clone())).await;
+            assert_eq!(s, 403, "{body}: {b}");
+        }
+        assert!(role_row(&w.db, w.sup, "MODERATOR", Some(w.d)).await.is_some(), "the superadmin keeps its grant");
+        assert_eq!(role_row(&w.db, w.alice, "MODERATOR", Some(w.d)).await.unwrap().updated_at, alice_mod.updated_at);
+        // A role name outside the application's set.
+        let (s, b) = send(&app, patch_role(&w.api, w.admin, alice_mod.id, json!({"role": "EMPEROR"}))).await;
+        assert_eq!(s, 422, "{b}");
+        assert_eq!(b["field"], "role", "{b}");
+
+        // Legitimate rewrites: both the old and the new grant are the caller's to give.
+        let (s, b) = send(&app, patch_role(&w.api, w.dadmin, alice_mod.id, json!({"role": "USER"}))).await;
+        assert_eq!(s, 200, "a domain admin changes a role of its domain within it: {b}");
+        assert_eq!((b["role"].as_str(), b["domain_id"].as_str()), (Some("USER"), Some(w.d.to_string().as_str())));
+        let (s, b) = send(&app, patch_role(&w.api, w.admin, alice_mod.id, json!({"domain_id": w.e, "user_id": w.bob}))).await;
+        assert_eq!(s, 200, "a global admin moves it to another domain and user: {b}");
+        assert!(role_row(&w.db, w.bob, "USER", Some(w.e)).await.is_some());
+        assert!(role_row(&w.db, w.alice, "USER", Some(w.d)).await.is_none());
+        // Out of the domain admin's reach again once moved to `e`.
+        let moved = role_row(&w.db, w.bob, "USER", Some(w.e)).await.unwrap();
+        let (s, _) = send(&app, patch_role(&w.api, w.dadmin, moved.id, json!({"domain_id": w.d}))).await;
+        assert!(s == 403 || s == 404, "{s}");
+        let (s, b) = send(&app, patch_role(&w.api, w.sup, own.id, json!({"role": "MODERATOR"}))).await;
+        assert_eq!(s, 200, "a superadmin rewrites anything: {b}");
+        assert!(!users::load_user(&w.db, w.dadmin).await.unwrap().unwrap().administers_domain(w.d));
+    }
+
+    async fn a_domain_cascade_removes_only_roles_the_caller_may_remove(t) {
+        let w = world(&t).await;
+        let app = test::init_service(w.api.app()).await;
+        users::grant_role(&w.db, w.sup, "MODERATOR", Some(w.e)).await.unwrap();
+        users::grant_role(&w.db, w.bob, "MODERATOR", Some(w.e)).await.unwrap();
+        let sup_role = role_row(&w.db, w.sup, "MODERATOR", Some(w.e)).await.unwrap();
+        // Deleting the superadmin's grant directly is refused ...
+        let (s, _) = send(&app, as_user(test::TestRequest::delete().uri(&format!("/api/user/{}/role/{}", w.sup, sup_role.id)), &w.api, w.admin)).await;
+        assert_eq!(s, 403);
+        // ... and so is deleting it through the domain's cascade: as a whole, nothing deleted.
+        let (s, b) = send(&app, as_user(test::TestRequest::delete().uri(&format!("/api/domains/{}?cascade=true", w.e)), &w.api, w.admin)).await;
+        assert_eq!(s, 403, "{b}");
+        assert_eq!(b["type"], "/errors/forbidden_error");
+        assert!(b["detail"].as_str().unwrap().contains("outranks"), "the reason is named: {b}");
+        let (s, _) = send(&app, test::TestRequest::get().uri(&format!("/api/domains/{}", w.e))).await;
+        assert_eq!(s, 200, "the domain is kept");
+        assert!(role_row(&w.db, w.sup, "MODERATOR", Some(w.e)).await.is_some());
+        assert!(role_row(&w.db, w.bob, "MODERATOR", Some(w.e)).await.is_some(), "no role of the domain was deleted");
+
+        // A role the caller may not grant (a domain-scoped SUPERADMIN) stops the cascade too.
+        let f = domain(&w.db, "f").await;
+        users::grant_role(&w.db, w.alice, "SUPERADMIN", Some(f)).await.unwrap();
+        let (s, b) = send(&app, as_user(test::TestRequest::delete().uri(&format!("/api/domains/{f}?cascade=true")), &w.api, w.admin)).await;
+        assert_eq!(s, 403, "{b}");
+        assert!(b["detail"].as_str().unwrap().contains("SUPERADMIN"), "{b}");
+        assert!(role_row(&w.db, w.alice, "SUPERADMIN", Some(f)).await.is_some());
+
+        // Without those grants the admin's cascade goes through; the superadmin's always.
+        let (s, _) = send(&app, as_user(test::TestRequest::delete().uri(&format!("/api/user/{}/role/{}", w.sup, sup_role.id)), &w.api, w.sup)).await;
+        assert_eq!(s, 204);
+        let (s, b) = send(&app, as_user(test::TestRequest::delete().uri(&format!("/api/domains/{}?cascade=true", w.e)), &w.api, w.admin)).await;
+        assert_eq!(s, 204, "{b}");
+        assert!(role_row(&w.db, w.bob, "MODERATOR", Some(w.e)).await.is_none());
+        let (s, b) = send(&app, as_user(test::TestRequest::delete().uri(&format!("/api/domains/{f}?cascade=true")), &w.api, w.sup)).await;
+        assert_eq!(s, 204, "{b}");
+        assert!(role_row(&w.db, w.alice, "SUPERADMIN", Some(f)).await.is_none());
     }
 }
