@@ -181,7 +181,13 @@ fn conflict(status: u16, b: &Value, table: &str, field: Option<&str>) {
         Some(f) => assert_eq!(b["field"], f, "{b}"),
         None => assert!(b.get("field").is_none(), "{b}"),
     }
-    assert!(b["detail"].as_str().unwrap().contains(&format!("`{table}`")), "{b}");
+    assert!(
+        b["detail"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("`{table}`")),
+        "{b}"
+    );
 }
 
 backend_tests! {

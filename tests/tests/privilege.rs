@@ -84,7 +84,10 @@ async fn world(t: &TestDb) -> World {
         .unwrap()
         // Role rows as an application may also mount them: unnested, with the default
         // methods (PATCH included).
-        .mount(guard_roles(UserRole::blueprint("/api/roles/"), DEFAULT_ROLES))
+        .mount(guard_roles(
+            UserRole::blueprint("/api/roles/"),
+            DEFAULT_ROLES,
+        ))
         .unwrap();
     World {
         api,
@@ -134,14 +137,26 @@ fn grant(api: &Api, by: Uuid, to: Uuid, role: &str, domain: Option<Uuid>) -> tes
 async fn role_row(db: &Database, user: Uuid, role: &str, domain: Option<Uuid>) -> Option<UserRole> {
     use crudforge::condition::{Arg, Cond};
     let mut conn = db.get().await.unwrap();
-    let rows = UserRole::select(&mut conn, &[Cond::eq("user_id", Arg::Uuid(user))], &[], None)
-        .await
-        .unwrap();
-    rows.into_iter().find(|r| r.role == role && r.domain_id == domain)
+    let rows = UserRole::select(
+        &mut conn,
+        &[Cond::eq("user_id", Arg::Uuid(user))],
+        &[],
+        None,
+    )
+    .await
+    .unwrap();
+    rows.into_iter()
+        .find(|r| r.role == role && r.domain_id == domain)
 }
 
 fn patch_role(api: &Api, by: Uuid, id: Uuid, body: Value) -> test::TestRequest {
-    as_user(test::TestRequest::patch().uri(&format!("/api/roles/{id}")).set_json(body), api, by)
+    as_user(
+        test::TestRequest::patch()
+            .uri(&format!("/api/roles/{id}"))
+            .set_json(body),
+        api,
+        by,
+    )
 }
 
 backend_tests! {

@@ -314,8 +314,10 @@ impl Error {
             Error::Database(D::DatabaseError(kind, info))
                 if constraint::Failure::of(*kind, info.as_ref()).is_some() =>
             {
-                constraint::Failure::of(*kind, info.as_ref())
-                    .map_or_else(|| Problem::from_status(StatusCode::CONFLICT), |f| f.problem())
+                constraint::Failure::of(*kind, info.as_ref()).map_or_else(
+                    || Problem::from_status(StatusCode::CONFLICT),
+                    |f| f.problem(),
+                )
             }
             Error::Database(e) => {
                 let mut p = Problem::from_status(StatusCode::INTERNAL_SERVER_ERROR);

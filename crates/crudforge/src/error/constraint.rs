@@ -130,7 +130,10 @@ impl Failure {
         let at = |t: &Option<String>| t.as_ref().map(|t| format!(" in `{t}`")).unwrap_or_default();
         let detail = match self.kind {
             Kind::Unique => match &self.field {
-                Some(f) => format!("A record with the same `{f}` already exists{}.", at(&self.table)),
+                Some(f) => format!(
+                    "A record with the same `{f}` already exists{}.",
+                    at(&self.table)
+                ),
                 None => format!(
                     "A record with the same unique value already exists{}.",
                     at(&self.table)
@@ -145,18 +148,20 @@ impl Failure {
                          references first. Nothing was changed."
                     .to_owned(),
             },
-            Kind::Missing => match (&self.table, &self.field) {
-                (Some(t), Some(f)) => {
-                    format!("`{f}` refers to a record that does not exist (a foreign key of `{t}`).")
+            Kind::Missing => {
+                match (&self.table, &self.field) {
+                    (Some(t), Some(f)) => {
+                        format!("`{f}` refers to a record that does not exist (a foreign key of `{t}`).")
+                    }
+                    _ => format!(
+                        "The change refers to a record that does not exist{}.",
+                        self.table
+                            .as_ref()
+                            .map(|t| format!(" (a foreign key of `{t}`)"))
+                            .unwrap_or_default()
+                    ),
                 }
-                _ => format!(
-                    "The change refers to a record that does not exist{}.",
-                    self.table
-                        .as_ref()
-                        .map(|t| format!(" (a foreign key of `{t}`)"))
-                        .unwrap_or_default()
-                ),
-            },
+            }
             Kind::ForeignKey => format!(
                 "The change refers to a record that does not exist, or removes one that is still \
                  referenced{}.",
@@ -306,7 +311,10 @@ pub(crate) async fn name_on_sqlite(conn: &mut Conn, write: Write<'_>, e: Error) 
         return e;
     };
     let same = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
-    let own: Vec<&ForeignKey> = keys.iter().filter(|k| same(&k.child, write.table)).collect();
+    let own: Vec<&ForeignKey> = keys
+        .iter()
+        .filter(|k| same(&k.child, write.table))
+        .collect();
     // An insert or update whose own table has foreign keys refers to a missing row; a delete
     // (or an update of a table without any) removes a referenced one.
     let named = if write.delete || own.is_empty() {
@@ -326,7 +334,7 @@ pub(crate) async fn name_on_sqlite(conn: &mut Conn, write: Write<'_>, e: Error) 
             for k in &referencing {
                 let target = match &k.target {
                     Some(t) => t.clone(),
-                    None => match primary_key(&mut **c, write.table).await {
+                    None => match primary_key(c, write.table).await {
                         Some(pk) => pk,
                         None => continue,
                     },
@@ -393,7 +401,10 @@ mod tests {
     #[test]
     fn reads_sqlite_and_postgres_messages() {
         assert_eq!(
-            sqlite_columns("UNIQUE constraint failed: notes.title", "UNIQUE constraint failed: "),
+            sqlite_columns(
+                "UNIQUE constraint failed: notes.title",
+                "UNIQUE constraint failed: "
+            ),
             (Some("notes".into()), Some("title".into()))
         );
         assert_eq!(
@@ -404,11 +415,20 @@ mod tests {
             (Some("notes".into()), None)
         );
         assert_eq!(
-            sqlite_columns("UNIQUE constraint failed: index 'x'", "UNIQUE constraint failed: "),
+            sqlite_columns(
+                "UNIQUE constraint failed: index 'x'",
+                "UNIQUE constraint failed: "
+            ),
             (None, None)
         );
-        assert_eq!(key_column(Some("Key (title)=(a) already exists.")), Some("title".into()));
+        assert_eq!(
+            key_column(Some("Key (title)=(a) already exists.")),
+            Some("title".into())
+        );
         assert_eq!(key_column(Some("Key (a, b)=(1, 2) already exists.")), None);
-        assert_eq!(key_column(Some("Key (lower(email))=(x) already exists.")), None);
+        assert_eq!(
+            key_column(Some("Key (lower(email))=(x) already exists.")),
+            None
+        );
     }
 }
