@@ -390,4 +390,59 @@ backend_tests! {
         assert_eq!(s, 204, "{b}");
         assert!(role_row(&w.db, w.alice, "SUPERADMIN", Some(f)).await.is_none());
     }
+
+    async fn a_role_row_changed_under_a_judged_patch_is_not_overwritten(t) {
+        use crudforge_tests::Backend;
+        use diesel_async::SimpleAsyncConnection;
+        use std::sync::{Arc, Mutex};
+        let w = world(&t).await;
+        users::grant_role(&w.db, w.alice, "MODERATOR", Some(w.d)).await.unwrap();
+        let row = role_row(&w.db, w.alice, "MODERATOR", Some(w.d)).await.unwrap();
+        // While the admin's PATCH is judged (after guard_roles read the row), another request
+        // (a superadmin's, say) makes the row an unscoped SUPERADMIN grant and commits.
+        let concurrent: Arc<Mutex<Option<bool>>> = Arc::default();
+        let seen = concurrent.clone();
+        let id = row.id;
+        let bp = guard_roles(UserRole::blueprint("/api/racy-roles/"), DEFAULT_ROLES).before_update(
+            move |ctx: crudforge::crud::HookCtx, input, _now| {
+                let seen = seen.clone();
+                async move {
+                    let mut conn = ctx.db.get().await?;
+                    let sqlite = ctx.db.backend() == Backend::Sqlite;
+                    let sql = format!(
+                        "{}UPDATE user_roles SET role = 'SUPERADMIN', domain_id = NULL WHERE id = '{id}'",
+                        if sqlite { "PRAGMA busy_timeout = 0; " } else { "" }
+                    );
+                    let ok = crudforge::with_conn!(conn, |c| c.batch_execute(&sql).await).is_ok();
+                    if sqlite {
+                        let restore = format!("PRAGMA busy_timeout = {};", crudforge::db::BUSY_TIMEOUT_MS);
+                        crudforge::with_conn!(conn, |c| c.batch_execute(&restore).await).unwrap();
+                    }
+                    *seen.lock().unwrap() = Some(ok);
+                    Ok(input)
+                }
+            },
+        );
+        let api = Api::new(Config { bcrypt_cost: COST, ..t.config() }, w.db.clone()).unwrap().mount(bp).unwrap();
+        let app = test::init_service(api.app()).await;
+        let (s, b) = send(&app, as_user(test::TestRequest::patch().uri(&format!("/api/racy-roles/{id}"))
+            .set_json(json!({"domain_id": w.e})), &api, w.admin)).await;
+        let wrote = concurrent.lock().unwrap().expect("the hook ran");
+        match t.backend {
+            // SQLite: the PATCH holds the write lock from the start; nothing changes the row
+            // between the check and the write.
+            Backend::Sqlite => {
+                assert!(!wrote, "no concurrent write while the PATCH is judged");
+                assert_eq!(s, 200, "{b}");
+                assert!(role_row(&w.db, w.alice, "MODERATOR", Some(w.e)).await.is_some());
+            }
+            // PostgreSQL: the concurrent write commits; the PATCH, judged on the row before it,
+            // is refused instead of overwriting a grant the admin may not remove.
+            Backend::Postgres => {
+                assert!(wrote, "the concurrent write commits");
+                assert_eq!(s, 412, "{b}");
+                assert!(role_row(&w.db, w.alice, "SUPERADMIN", None).await.is_some(), "the concurrent grant stands");
+            }
+        }
+    }
 }
