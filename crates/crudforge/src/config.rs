@@ -618,7 +618,7 @@ fn load_or_generate_key(path: &Path) -> Result<Secret, ConfigError> {
         path: path.to_owned(),
         source,
     };
-    match fs::read_to_string(path) {
+    match read_private(path) {
         Ok(text) => {
             let key = text.trim().as_bytes().to_vec();
             if key.len() < MIN_SECRET_LEN {
@@ -658,6 +658,31 @@ fn load_or_generate_key(path: &Path) -> Result<Secret, ConfigError> {
         }
         Err(e) => Err(key_err(e)),
     }
+}
+
+/// Reads a key file that only its owner may read or write: on Unix, a file whose mode gives
+/// the group or others any access is refused, as OpenSSH refuses such private keys.
+fn read_private(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut file = fs::File::open(path)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = file.metadata()?.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!(
+                    "mode {mode:04o} lets other users read or change the key; \
+                     restrict it to its owner with `chmod 600 {}`",
+                    path.display()
+                ),
+            ));
+        }
+    }
+    let mut text = String::new();
+    file.read_to_string(&mut text)?;
+    Ok(text)
 }
 
 fn invalid(key: &'static str, expected: &'static str, value: &str) -> ConfigError {
@@ -969,6 +994,36 @@ mod tests {
             ..Config::default()
         };
         assert_ne!(other.signing_key().unwrap(), first, "keys must be random");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_key_file_others_may_read_stops_startup() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = Config {
+            data_dir: dir.path().to_owned(),
+            ..Config::default()
+        };
+        let key = cfg.signing_key().unwrap();
+        let path = dir.path().join(GENERATED_KEY_FILE);
+        for mode in [0o640, 0o604, 0o620, 0o644] {
+            fs::set_permissions(&path, fs::Permissions::from_mode(mode)).unwrap();
+            let e = cfg.signing_key().unwrap_err();
+            let text = e.to_string();
+            assert!(
+                matches!(&e, ConfigError::KeyFile { path: p, .. } if *p == path),
+                "{text}"
+            );
+            assert!(text.contains(&path.display().to_string()), "{text}");
+            assert!(text.contains(&format!("{mode:04o}")), "{text}");
+            assert!(text.contains("chmod 600"), "{text}");
+        }
+        // Restricted again (or 0400), the same key is used.
+        for mode in [0o600, 0o400] {
+            fs::set_permissions(&path, fs::Permissions::from_mode(mode)).unwrap();
+            assert_eq!(cfg.signing_key().unwrap(), key);
+        }
     }
 
     #[test]
