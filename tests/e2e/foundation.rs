@@ -103,18 +103,30 @@ fn dotenv_is_read_from_the_working_directory_only() {
     std::fs::write(parent.path().join(".env"), "JWT_SECRET_KEY=short\n").unwrap();
     let out = cli(&cwd, &[], &["migrate"]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "the parent's .env must not be read: {err}");
+    assert!(
+        out.status.success(),
+        "the parent's .env must not be read: {err}"
+    );
     // The working directory's own `.env` is read...
     std::fs::write(cwd.join(".env"), "JWT_SECRET_KEY=short\n").unwrap();
     let out = cli(&cwd, &[], &["migrate"]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "the working directory's .env is read");
-    assert!(err.contains("JWT_SECRET_KEY") && err.contains("at least 32 bytes"), "{err}");
+    assert!(
+        !out.status.success(),
+        "the working directory's .env is read"
+    );
+    assert!(
+        err.contains("JWT_SECRET_KEY") && err.contains("at least 32 bytes"),
+        "{err}"
+    );
     // ...without overriding the environment.
     let key = ("JWT_SECRET_KEY", "k".repeat(40));
     let out = cli(&cwd, &[key], &["migrate"]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "the environment wins over .env: {err}");
+    assert!(
+        out.status.success(),
+        "the environment wins over .env: {err}"
+    );
     // A malformed `.env` stops start-up naming the file.
     std::fs::write(cwd.join(".env"), "JWT_SECRET_KEY='unterminated\n").unwrap();
     let out = cli(&cwd, &[], &["migrate"]);

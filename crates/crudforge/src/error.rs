@@ -362,8 +362,7 @@ impl ResponseError for Error {
             tracing::error!(error = %self, "request failed");
         }
         let mut res = problem.into_response();
-        if let Error::TooManyRequests { retry_after, .. } | Error::Busy { retry_after, .. } = self
-        {
+        if let Error::TooManyRequests { retry_after, .. } | Error::Busy { retry_after, .. } = self {
             res.headers_mut().insert(
                 header::RETRY_AFTER,
                 HeaderValue::from((*retry_after).max(1)),

@@ -253,12 +253,17 @@ mod tests {
             pool.submit(blocked(2)).expect("queued"),
             pool.submit(blocked(3)).expect("queued"),
         ];
-        let refused = pool.submit(blocked(4)).map(|_| ()).expect_err("past the bound");
+        let refused = pool
+            .submit(blocked(4))
+            .map(|_| ())
+            .expect_err("past the bound");
         assert!(matches!(refused, Error::Busy { .. }), "{refused:?}");
         let res = refused.error_response();
         assert_eq!(res.status(), 503);
         assert_eq!(
-            res.headers().get("retry-after").and_then(|v| v.to_str().ok()),
+            res.headers()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok()),
             Some("1")
         );
         assert_eq!(refused.problem().type_, "/errors/service_unavailable_error");
@@ -267,7 +272,10 @@ mod tests {
         assert_eq!(wait(running).await.expect("answer"), 1);
         let [a, b] = queued;
         assert_eq!((wait(a).await.ok(), wait(b).await.ok()), (Some(2), Some(3)));
-        assert_eq!(wait(pool.submit(|| 5).expect("room again")).await.ok(), Some(5));
+        assert_eq!(
+            wait(pool.submit(|| 5).expect("room again")).await.ok(),
+            Some(5)
+        );
     }
 
     #[tokio::test]
