@@ -352,7 +352,7 @@ mod tests {
         let v6: IpAddr = "2001:db8::1".parse().unwrap_or(IpAddr::from([0, 0, 0, 0]));
         assert_eq!(address_key(v6), "addr:2001:db8::/64");
         let v4: IpAddr = "192.0.2.7".parse().unwrap_or(IpAddr::from([0, 0, 0, 0]));
-        assert_eq!(pair_key("user:1", Some(v4)), "user:1@addr:192.0.2.7");
+        assert_eq!(pair_key("user:1", Some(v4)), "user:1@addr:192.0.2.7/32");
         assert_eq!(pair_key(&a, Some(v6)), format!("{a}@addr:2001:db8::/64"));
         assert_eq!(pair_key("user:1", None), "user:1@addr:unknown");
     }
