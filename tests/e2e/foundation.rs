@@ -95,6 +95,47 @@ fn malformed_configuration_stops_startup_naming_the_key() {
 }
 
 #[test]
+fn dotenv_is_read_from_the_working_directory_only() {
+    let parent = tempfile::tempdir().unwrap();
+    let cwd = parent.path().join("app");
+    std::fs::create_dir(&cwd).unwrap();
+    // A `.env` above the working directory is not read: its too-short key would stop start-up.
+    std::fs::write(parent.path().join(".env"), "JWT_SECRET_KEY=short\n").unwrap();
+    let out = cli(&cwd, &[], &["migrate"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "the parent's .env must not be read: {err}"
+    );
+    // The working directory's own `.env` is read...
+    std::fs::write(cwd.join(".env"), "JWT_SECRET_KEY=short\n").unwrap();
+    let out = cli(&cwd, &[], &["migrate"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "the working directory's .env is read"
+    );
+    assert!(
+        err.contains("JWT_SECRET_KEY") && err.contains("at least 32 bytes"),
+        "{err}"
+    );
+    // ...without overriding the environment.
+    let key = ("JWT_SECRET_KEY", "k".repeat(40));
+    let out = cli(&cwd, &[key], &["migrate"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "the environment wins over .env: {err}"
+    );
+    // A malformed `.env` stops start-up naming the file.
+    std::fs::write(cwd.join(".env"), "JWT_SECRET_KEY='unterminated\n").unwrap();
+    let out = cli(&cwd, &[], &["migrate"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "a malformed .env stops start-up");
+    assert!(err.contains(".env"), "{err}");
+}
+
+#[test]
 fn serves_postgres_when_configured() {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -1,6 +1,6 @@
 //! Throttling in the reference application over real HTTP: `token_login`,
-//! `send_recovery_token` and `reset_password` count failures per account and client address
-//! and answer 429 problem+json with `Retry-After`. The server trusts 127.0.0.1 as a proxy, so
+//! `send_recovery_token` and `reset_password` count failures per account from a client
+//! address, per address and per account, and answer 429 problem+json with `Retry-After`. The server trusts 127.0.0.1 as a proxy, so
 //! each request names its client in `X-Forwarded-For`.
 //!
 //! Runs against SQLite, and again against PostgreSQL when `CRUDFORGE_TEST_POSTGRES_URL` is set.
@@ -10,8 +10,8 @@ use serde_json::{json, Value};
 
 const PASSWORD: &str = "correct horse";
 
-/// A server on a fresh database with small limits: 3 failures per account, 5 per address,
-/// in a window long enough not to end during the scenario.
+/// A server on a fresh database with small limits: 3 failures per account from one address,
+/// 5 per address, 8 per account, in a window long enough not to end during the scenario.
 struct Throttled {
     server: Server,
     name: &'static str,
@@ -24,7 +24,8 @@ fn servers() -> Vec<Throttled> {
         ("BCRYPT_COST", "4".to_owned()),
         ("JWT_SECRET_KEY", crudforge_tests::TEST_SECRET.to_owned()),
         ("DEBUG", "true".to_owned()),
-        ("LOGIN_MAX_FAILURES_PER_ACCOUNT", "3".to_owned()),
+        ("LOGIN_MAX_FAILURES_PER_ACCOUNT_AND_ADDRESS", "3".to_owned()),
+        ("LOGIN_MAX_FAILURES_PER_ACCOUNT", "8".to_owned()),
         ("LOGIN_MAX_FAILURES_PER_ADDRESS", "5".to_owned()),
         ("LOGIN_FAILURE_WINDOW", "600".to_owned()),
         ("TRUSTED_PROXIES", "127.0.0.1".to_owned()),
@@ -170,30 +171,26 @@ fn send_recovery_token_is_throttled_per_account_alike_for_unknown_emails() {
     for app in servers() {
         let p = "/api/user/send_recovery_token";
         let mut answers = Vec::new();
-        for email in ["ada@example.com", "ghost@example.com"] {
-            for i in 0..3 {
-                let client = format!("198.51.100.{i}");
+        for (k, email) in ["ada@example.com", "ghost@example.com"].iter().enumerate() {
+            let client = format!("198.51.100.{k}");
+            for _ in 0..3 {
                 let r = app.post(p, &client, &json!({"email": email, "first_name": "Eve"}));
                 app.status(&r, 401);
             }
-            let r = app.post(
-                p,
-                "198.51.100.9",
-                &json!({"email": email, "first_name": "Ada"}),
-            );
+            let r = app.post(p, &client, &json!({"email": email, "first_name": "Ada"}));
             answers.push(app.throttled(&r, p));
         }
         assert_eq!(
             answers[0], answers[1],
             "the same answer for unknown accounts"
         );
-        // The account's counter is shared with login.
-        let r = app.post(
-            "/api/user/login/",
-            "198.51.100.20",
-            &json!({"email": "ada@example.com", "password": PASSWORD}),
-        );
+        // The account's counter from that address is shared with login...
+        let login = json!({"email": "ada@example.com", "password": PASSWORD});
+        let r = app.post("/api/user/login/", "198.51.100.0", &login);
         app.throttled(&r, "/api/user/login/");
+        // ...and the owner, from another address, is not locked out.
+        let r = app.post("/api/user/login/", "198.51.100.20", &login);
+        app.status(&r, 200);
         // Another account is not affected.
         let r = app.post(
             p,

@@ -75,4 +75,27 @@ backend_tests! {
             .set_json(json!({"refresh_token": "x"})).to_request()).await;
         assert!(!resp.headers().contains_key("server-timing"));
     }
+
+    async fn no_server_timing_on_authentication_endpoints_spelt_otherwise(t) {
+        let cfg = Config { orm_performance_monitoring: true, ..t.config() };
+        let db = open(&t, &cfg).await;
+        let api = app_with(&db, cfg);
+        let app = test::init_service(api.app()).await;
+        // Percent-encoded letters route to the same endpoints (the 401 shows it was reached)
+        // and are judged by the route they matched, not by the raw path.
+        for (uri, body) in [
+            ("/api/users/logi%6e/", json!({"email": "alice@example.com", "password": "wrong-pass"})),
+            ("/api/users/logi%6E/", json!({"email": "nobody@example.com", "password": "wrong-pass"})),
+            ("/api/users/%72efresh/", json!({"refresh_token": "x"})),
+        ] {
+            let resp = test::call_service(&app, test::TestRequest::post().uri(uri)
+                .set_json(body).to_request()).await;
+            assert_eq!(resp.status(), 401, "{uri} reaches the endpoint");
+            assert!(!resp.headers().contains_key("server-timing"), "{uri}");
+        }
+        // Other routes spelt so still carry it.
+        let resp = test::call_service(&app, test::TestRequest::get().uri("/api/critter%73/").to_request()).await;
+        assert_eq!(resp.status(), 200);
+        assert!(resp.headers().contains_key("server-timing"), "lists still carry it");
+    }
 }

@@ -1,4 +1,5 @@
-//! Throttling of failed credential checks on both backends: per account, per client address,
+//! Throttling of failed credential checks on both backends: per account and client address
+//! (the lockout that cannot lock the owner out), per client address, the per-account ceiling,
 //! `X-Forwarded-For` behind trusted proxies, the 429 problem with `Retry-After`, and the end of
 //! the window.
 #![allow(missing_docs, clippy::unwrap_used)]
@@ -17,13 +18,15 @@ use std::time::Duration;
 
 const COST: u32 = 4;
 
-/// An API with the user blueprint, alice and bob, and small limits: 3 failures per account and
-/// 5 per address in a 2-second window.
+/// An API with the user blueprint, alice and bob, and small limits in a 2-second window: 3
+/// failures per account from one address, 5 per address over all accounts, 8 per account over
+/// all addresses.
 async fn api(t: &TestDb, tune: impl FnOnce(Config) -> Config) -> Api {
     let cfg = tune(Config {
         bcrypt_cost: COST,
-        login_max_failures_per_account: 3,
+        login_max_failures_per_account_and_address: 3,
         login_max_failures_per_address: 5,
+        login_max_failures_per_account: 8,
         login_failure_window: 2,
         ..t.config()
     });
@@ -80,10 +83,23 @@ fn peer(ip: &str) -> SocketAddr {
 }
 
 fn login(from: &str, email: &str, password: &str) -> test::TestRequest {
+    login_without_peer(email, password).peer_addr(peer(from))
+}
+
+/// A login request without a peer address (as over a Unix socket).
+fn login_without_peer(email: &str, password: &str) -> test::TestRequest {
     test::TestRequest::post()
         .uri("/api/users/login/")
-        .peer_addr(peer(from))
         .set_json(json!({"email": email, "password": password}))
+}
+
+/// Only the per-address limit (the others out of reach).
+fn address_limit_only(c: Config) -> Config {
+    Config {
+        login_max_failures_per_account_and_address: 100,
+        login_max_failures_per_account: 100,
+        ..c
+    }
 }
 
 /// Checks a throttled answer and returns it.
@@ -109,38 +125,93 @@ async fn wait_out(a: &Answer) {
 }
 
 backend_tests! {
-    async fn an_account_is_throttled_before_bcrypt_and_recovers_after_the_window(t) {
+    async fn a_guessing_address_is_locked_out_but_the_owner_logs_in_from_another(t) {
         let api = api(&t, |c| c).await;
         let app = test::init_service(api.app()).await;
-        // Three failures are evaluated (401), from three addresses: the account counts.
-        for from in ["192.0.2.1", "192.0.2.2", "192.0.2.3"] {
-            let a = send(&app, login(from, "alice@example.com", "guess")).await;
+        // Three failures from one address are evaluated (401).
+        for _ in 0..3 {
+            let a = send(&app, login("192.0.2.1", "alice@example.com", "guess")).await;
             assert_eq!(a.status, 401, "{}", a.body);
         }
-        // The fourth is refused without evaluation, even with the right password.
-        let wrong = send(&app, login("192.0.2.4", "ALICE@example.com", "guess")).await;
+        // The fourth from there is refused without evaluation, even with the right password,
+        // and whatever the e-mail's case.
+        let wrong = send(&app, login("192.0.2.1", "ALICE@example.com", "guess")).await;
         throttled(&wrong);
-        let right = send(&app, login("192.0.2.5", "alice@example.com", "alice-pass")).await;
+        let right = send(&app, login("192.0.2.1", "alice@example.com", "alice-pass")).await;
+        throttled(&right);
+        // The owner, from another address, logs in with the right password at once.
+        let owner = send(&app, login("192.0.2.5", "alice@example.com", "alice-pass")).await;
+        assert_eq!(owner.status, 200, "{}", owner.body);
+        // The guessing address may still use other accounts (under its own limit).
+        let bob = send(&app, login("192.0.2.1", "bob@example.com", "bob-pass")).await;
+        assert_eq!(bob.status, 200, "{}", bob.body);
+        // Once the window has passed, the guessing address is evaluated again.
+        wait_out(&right).await;
+        let ok = send(&app, login("192.0.2.1", "alice@example.com", "alice-pass")).await;
+        assert_eq!(ok.status, 200, "{}", ok.body);
+    }
+
+    async fn the_account_ceiling_holds_across_addresses(t) {
+        let api = api(&t, |c| c).await;
+        let app = test::init_service(api.app()).await;
+        // Eight addresses, one failure each: every one is evaluated.
+        for i in 0..8 {
+            let a = send(&app, login(&format!("192.0.2.{}", 10 + i), "alice@example.com", "guess")).await;
+            assert_eq!(a.status, 401, "{}", a.body);
+        }
+        // Past the ceiling, every address is refused on this account, the owner's too.
+        throttled(&send(&app, login("192.0.2.30", "alice@example.com", "guess")).await);
+        let right = send(&app, login("192.0.2.31", "alice@example.com", "alice-pass")).await;
         throttled(&right);
         // Other accounts are not affected.
-        let bob = send(&app, login("192.0.2.6", "bob@example.com", "bob-pass")).await;
+        let bob = send(&app, login("192.0.2.10", "bob@example.com", "bob-pass")).await;
         assert_eq!(bob.status, 200, "{}", bob.body);
-        // Once the window has passed, the owner logs in.
         wait_out(&right).await;
-        let ok = send(&app, login("192.0.2.7", "alice@example.com", "alice-pass")).await;
+        let ok = send(&app, login("192.0.2.31", "alice@example.com", "alice-pass")).await;
         assert_eq!(ok.status, 200, "{}", ok.body);
+    }
+
+    async fn requests_without_a_peer_address_share_one_client(t) {
+        let api = api(&t, |c| c).await;
+        let app = test::init_service(api.app()).await;
+        for _ in 0..3 {
+            let a = send(&app, login_without_peer("alice@example.com", "guess")).await;
+            assert_eq!(a.status, 401, "{}", a.body);
+        }
+        // They count as one client on an account...
+        throttled(&send(&app, login_without_peer("alice@example.com", "alice-pass")).await);
+        // ...but not as one address over all accounts (one guesser would lock out everyone):
+        // six more accounts, past the per-address limit of 5, are still evaluated.
+        for i in 0..6 {
+            let a = send(&app, login_without_peer(&format!("user{i}@example.com"), "x")).await;
+            assert_eq!(a.status, 401, "{}", a.body);
+        }
+        let bob = send(&app, login_without_peer("bob@example.com", "bob-pass")).await;
+        assert_eq!(bob.status, 200, "{}", bob.body);
+        // A client with an address is not affected.
+        let a = send(&app, login("192.0.2.40", "alice@example.com", "alice-pass")).await;
+        assert_eq!(a.status, 200, "{}", a.body);
     }
 
     async fn unknown_accounts_get_the_identical_answer(t) {
         let api = api(&t, |c| c).await;
         let app = test::init_service(api.app()).await;
         let mut last = Vec::new();
-        for email in ["alice@example.com", "nobody@example.com"] {
-            for i in 0..3 {
-                let a = send(&app, login(&format!("198.51.100.{i}"), email, "guess")).await;
+        // Per account and address, then per account over all addresses: alike both ways.
+        for (k, email) in ["alice@example.com", "nobody@example.com"].into_iter().enumerate() {
+            let from = format!("198.51.100.{k}");
+            for _ in 0..3 {
+                let a = send(&app, login(&from, email, "guess")).await;
                 assert_eq!(a.status, 401, "{email}: {}", a.body);
             }
-            let a = send(&app, login("198.51.100.9", email, "guess")).await;
+            let a = send(&app, login(&from, email, "guess")).await;
+            throttled(&a);
+            last.push(a);
+            for i in 0..5 {
+                let a = send(&app, login(&format!("198.51.100.{}", 10 + 10 * k + i), email, "guess")).await;
+                assert_eq!(a.status, 401, "{email}: {}", a.body);
+            }
+            let a = send(&app, login(&format!("198.51.100.{}", 30 + k), email, "guess")).await;
             throttled(&a);
             last.push(a);
         }
@@ -148,15 +219,17 @@ backend_tests! {
         for a in &mut last {
             a.body.as_object_mut().unwrap().remove("request_id");
         }
-        assert_eq!(last[0].body, last[1].body, "same problem for existing and unknown e-mail");
-        assert_eq!(last[0].content_type, last[1].content_type);
+        for a in &last[1..] {
+            assert_eq!(last[0].body, a.body, "same problem for existing and unknown e-mail");
+            assert_eq!(last[0].content_type, a.content_type);
+        }
         // An unknown e-mail compares case-insensitively too.
-        let a = send(&app, login("198.51.100.10", "NOBODY@example.com", "guess")).await;
+        let a = send(&app, login("198.51.100.1", "NOBODY@example.com", "guess")).await;
         throttled(&a);
     }
 
     async fn an_address_is_throttled_across_accounts(t) {
-        let api = api(&t, |c| Config { login_max_failures_per_account: 100, ..c }).await;
+        let api = api(&t, address_limit_only).await;
         let app = test::init_service(api.app()).await;
         for i in 0..5 {
             let a = send(&app, login("203.0.113.7", &format!("user{i}@example.com"), "x")).await;
@@ -196,19 +269,26 @@ backend_tests! {
     async fn a_burst_gets_no_more_evaluations_than_the_limit(t) {
         let api = api(&t, |c| c).await;
         let app = test::init_service(api.app()).await;
-        let burst = (0..12).map(|i| {
-            let req = login(&format!("192.0.2.{}", 100 + i), "alice@example.com", "guess");
-            let app = &app;
-            async move { send(app, req).await }
-        });
-        let answers = futures_util::future::join_all(burst).await;
-        let evaluated = answers.iter().filter(|a| a.status == 401).count();
-        let refused = answers.iter().filter(|a| a.status == 429).count();
-        assert_eq!((evaluated, refused), (3, 9), "exactly the limit is evaluated");
+        // From many addresses on alice: the ceiling (8); from one address on bob: 3.
+        for (account, from, limit) in [
+            ("alice@example.com", None, 8),
+            ("bob@example.com", Some("192.0.2.99"), 3),
+        ] {
+            let burst = (0..12).map(|i| {
+                let ip = from.map_or_else(|| format!("192.0.2.{}", 100 + i), str::to_owned);
+                let req = login(&ip, account, "guess");
+                let app = &app;
+                async move { send(app, req).await }
+            });
+            let answers = futures_util::future::join_all(burst).await;
+            let evaluated = answers.iter().filter(|a| a.status == 401).count();
+            let refused = answers.iter().filter(|a| a.status == 429).count();
+            assert_eq!((evaluated, refused), (limit, 12 - limit), "{account}: exactly the limit");
+        }
     }
 
     async fn forwarded_for_is_ignored_without_trusted_proxies(t) {
-        let api = api(&t, |c| Config { login_max_failures_per_account: 100, ..c }).await;
+        let api = api(&t, address_limit_only).await;
         let app = test::init_service(api.app()).await;
         for i in 0..5 {
             let req = login("10.0.0.1", "bob@example.com", "x")
@@ -223,9 +303,8 @@ backend_tests! {
     async fn forwarded_for_is_honoured_behind_trusted_proxies(t) {
         let trusted: Vec<IpNet> = crudforge::net::parse_list("10.0.0.0/8").unwrap();
         let api = api(&t, |c| Config {
-            login_max_failures_per_account: 100,
             trusted_proxies: trusted,
-            ..c
+            ..address_limit_only(c)
         })
         .await;
         let app = test::init_service(api.app()).await;
@@ -262,7 +341,8 @@ backend_tests! {
         assert_eq!(a.status, 429, "{}", a.body);
         assert_eq!(a.body["type"], "/errors/too_many_requests_error");
         assert!(a.retry_after.is_some());
-        // A replayed (rotated) refresh token also counts against its account.
+        // A replayed (rotated) refresh token also counts against its account from that
+        // address, shared with login.
         let ok = send(&app, login("192.0.2.78", "alice@example.com", "alice-pass")).await;
         let token = ok.body["refresh_token"].as_str().unwrap().to_owned();
         let from = |ip: &str| {
@@ -272,12 +352,14 @@ backend_tests! {
                 .set_json(json!({"refresh_token": token}))
         };
         assert_eq!(send(&app, from("192.0.2.79")).await.status, 200);
-        for ip in ["192.0.2.80", "192.0.2.81", "192.0.2.82"] {
-            assert_eq!(send(&app, from(ip)).await.status, 401);
+        for _ in 0..3 {
+            assert_eq!(send(&app, from("192.0.2.80")).await.status, 401);
         }
-        let a = send(&app, from("192.0.2.83")).await;
+        let a = send(&app, from("192.0.2.80")).await;
         assert_eq!(a.status, 429, "{}", a.body);
-        throttled(&send(&app, login("192.0.2.84", "alice@example.com", "alice-pass")).await);
+        throttled(&send(&app, login("192.0.2.80", "alice@example.com", "alice-pass")).await);
+        let a = send(&app, login("192.0.2.84", "alice@example.com", "alice-pass")).await;
+        assert_eq!(a.status, 200, "{}", a.body);
     }
 
     async fn instances_on_one_database_share_the_counters(t) {
@@ -288,16 +370,23 @@ backend_tests! {
         let second = Api::new(cfg, db).unwrap().mount(UserBlueprint::default()).unwrap();
         let one = test::init_service(first.app()).await;
         let two = test::init_service(second.app()).await;
-        for (i, app) in [&one, &two, &one].into_iter().enumerate() {
-            let a = send(app, login(&format!("192.0.2.{}", 60 + i), "alice@example.com", "x")).await;
+        for app in [&one, &two, &one] {
+            let a = send(app, login("192.0.2.60", "alice@example.com", "x")).await;
             assert_eq!(a.status, 401, "{}", a.body);
         }
-        throttled(&send(&two, login("192.0.2.70", "alice@example.com", "alice-pass")).await);
-        throttled(&send(&one, login("192.0.2.71", "alice@example.com", "alice-pass")).await);
+        throttled(&send(&two, login("192.0.2.60", "alice@example.com", "alice-pass")).await);
+        throttled(&send(&one, login("192.0.2.60", "alice@example.com", "alice-pass")).await);
+        // The ceiling too: five more addresses, split over the instances, reach 8.
+        for (i, app) in [&two, &one, &two, &one, &two].into_iter().enumerate() {
+            let a = send(app, login(&format!("192.0.2.{}", 61 + i), "alice@example.com", "x")).await;
+            assert_eq!(a.status, 401, "{}", a.body);
+        }
+        throttled(&send(&one, login("192.0.2.70", "alice@example.com", "alice-pass")).await);
     }
 
     async fn limits_of_zero_turn_throttling_off(t) {
         let api = api(&t, |c| Config {
+            login_max_failures_per_account_and_address: 0,
             login_max_failures_per_account: 0,
             login_max_failures_per_address: 0,
             ..c

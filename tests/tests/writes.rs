@@ -518,6 +518,47 @@ backend_tests! {
         assert_problem(&a, 422, "/errors/validation_error");
     }
 
+    async fn anonymous_callers_from_two_addresses_do_not_share_keys(t) {
+        let bp = Critter::blueprint("/api/critters/").public([crudforge::Operation::Post]);
+        let app = test::init_service(api(&t, bp).await.app()).await;
+        let from = |ip: &str| {
+            post("/api/critters/", critter("Tom"))
+                .insert_header(("Idempotency-Key", "shared-key"))
+                .peer_addr(format!("{ip}:40000").parse().unwrap())
+        };
+        let first = call!(app, from("192.0.2.1"));
+        assert_eq!(first.status, 201, "{}", first.json);
+        // Another anonymous client, same key and request: processed as its own.
+        let other = call!(app, from("192.0.2.2"));
+        assert_eq!(other.status, 201, "{}", other.json);
+        assert!(other.header("idempotent-replayed").is_none());
+        assert_ne!(other.json["id"], first.json["id"], "not the first client's answer");
+        assert_eq!(total(&app).await, 2);
+        // Each client's retry replays its own answer.
+        for (ip, mine) in [("192.0.2.1", &first), ("192.0.2.2", &other)] {
+            let again = call!(app, from(ip));
+            assert_eq!(again.header("idempotent-replayed").as_deref(), Some("true"));
+            assert_eq!(again.json["id"], mine.json["id"], "{ip}");
+        }
+        assert_eq!(total(&app).await, 2);
+    }
+
+    async fn a_key_is_bound_to_its_query_string(t) {
+        let app = test::init_service(api(&t, Critter::blueprint("/api/critters/")).await.app()).await;
+        let req = |uri: &str| post(uri, critter("Tom")).insert_header(("Idempotency-Key", "q-1"));
+        let first = call!(app, req("/api/critters/?tag=a"));
+        assert_eq!(first.status, 201, "{}", first.json);
+        for uri in ["/api/critters/?tag=b", "/api/critters/"] {
+            let a = call!(app, req(uri));
+            assert_problem(&a, 422, "/errors/validation_error");
+            assert_eq!(a.json["field"], "Idempotency-Key", "{uri}");
+        }
+        let again = call!(app, req("/api/critters/?tag=a"));
+        assert_eq!(again.header("idempotent-replayed").as_deref(), Some("true"));
+        assert_eq!(again.json["id"], first.json["id"]);
+        assert_eq!(total(&app).await, 1);
+    }
+
     async fn an_expired_key_is_processed_anew(t) {
         let cfg = Config { idempotency_key_ttl: 1, ..t.config() };
         let app = test::init_service(api_with(&t, cfg, Critter::blueprint("/api/critters/")).await.app()).await;

@@ -73,8 +73,13 @@ pub struct Config {
     /// `SQLITE_LOCKING`: whether other processes may open the SQLite file while this one
     /// has it open.
     pub sqlite_locking: SqliteLocking,
+    /// `LOGIN_MAX_FAILURES_PER_ACCOUNT_AND_ADDRESS`: failed credential checks one client
+    /// address may make on one account per window before its further attempts there get 429
+    /// (0 turns this counter off).
+    pub login_max_failures_per_account_and_address: u32,
     /// `LOGIN_MAX_FAILURES_PER_ACCOUNT`: failed credential checks one account may see per
-    /// window before further attempts get 429 (0 turns the account counter off).
+    /// window from all addresses together before every attempt on it gets 429, the owner's
+    /// too: a ceiling well above the per-address one (0 turns the account counter off).
     pub login_max_failures_per_account: u32,
     /// `LOGIN_MAX_FAILURES_PER_ADDRESS`: failed credential checks one client address may make
     /// per window before further attempts get 429 (0 turns the address counter off).
@@ -191,7 +196,8 @@ impl Default for Config {
             bcrypt_cost: 12,
             sqlite_synchronous: SqliteSynchronous::Normal,
             sqlite_locking: SqliteLocking::Shared,
-            login_max_failures_per_account: 10,
+            login_max_failures_per_account_and_address: 10,
+            login_max_failures_per_account: 100,
             login_max_failures_per_address: 50,
             login_failure_window: 900,
             trusted_proxies: Vec::new(),
@@ -243,6 +249,10 @@ impl fmt::Debug for Config {
             .field("bcrypt_cost", &self.bcrypt_cost)
             .field("sqlite_synchronous", &self.sqlite_synchronous)
             .field("sqlite_locking", &self.sqlite_locking)
+            .field(
+                "login_max_failures_per_account_and_address",
+                &self.login_max_failures_per_account_and_address,
+            )
             .field(
                 "login_max_failures_per_account",
                 &self.login_max_failures_per_account,
@@ -457,6 +467,10 @@ impl Config {
             cfg.sqlite_locking = SqliteLocking::parse(&v)
                 .ok_or_else(|| invalid("SQLITE_LOCKING", "SHARED or EXCLUSIVE", &v))?;
         }
+        if let Some(v) = get("LOGIN_MAX_FAILURES_PER_ACCOUNT_AND_ADDRESS") {
+            cfg.login_max_failures_per_account_and_address =
+                parse_count("LOGIN_MAX_FAILURES_PER_ACCOUNT_AND_ADDRESS", &v)?;
+        }
         if let Some(v) = get("LOGIN_MAX_FAILURES_PER_ACCOUNT") {
             cfg.login_max_failures_per_account = parse_count("LOGIN_MAX_FAILURES_PER_ACCOUNT", &v)?;
         }
@@ -604,7 +618,7 @@ fn load_or_generate_key(path: &Path) -> Result<Secret, ConfigError> {
         path: path.to_owned(),
         source,
     };
-    match fs::read_to_string(path) {
+    match read_private(path) {
         Ok(text) => {
             let key = text.trim().as_bytes().to_vec();
             if key.len() < MIN_SECRET_LEN {
@@ -644,6 +658,31 @@ fn load_or_generate_key(path: &Path) -> Result<Secret, ConfigError> {
         }
         Err(e) => Err(key_err(e)),
     }
+}
+
+/// Reads a key file that only its owner may read or write: on Unix, a file whose mode gives
+/// the group or others any access is refused, as OpenSSH refuses such private keys.
+fn read_private(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut file = fs::File::open(path)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = file.metadata()?.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!(
+                    "mode {mode:04o} lets other users read or change the key; \
+                     restrict it to its owner with `chmod 600 {}`",
+                    path.display()
+                ),
+            ));
+        }
+    }
+    let mut text = String::new();
+    file.read_to_string(&mut text)?;
+    Ok(text)
 }
 
 fn invalid(key: &'static str, expected: &'static str, value: &str) -> ConfigError {
@@ -742,7 +781,8 @@ mod tests {
         assert!(c.health_endpoint_enabled);
         assert!(!c.debug);
         assert!(c.jwt_secret_key.is_none());
-        assert_eq!(c.login_max_failures_per_account, 10);
+        assert_eq!(c.login_max_failures_per_account_and_address, 10);
+        assert_eq!(c.login_max_failures_per_account, 100);
         assert_eq!(c.login_max_failures_per_address, 50);
         assert_eq!(c.login_failure_window, 900);
         assert!(c.trusted_proxies.is_empty());
@@ -825,6 +865,7 @@ mod tests {
             ("SQLITE_SYNCHRONOUS", "full"),
             ("SQLITE_LOCKING", "Exclusive"),
             ("IDEMPOTENCY_KEY_TTL", "600"),
+            ("LOGIN_MAX_FAILURES_PER_ACCOUNT_AND_ADDRESS", "3"),
             ("LOGIN_MAX_FAILURES_PER_ACCOUNT", "5"),
             ("LOGIN_MAX_FAILURES_PER_ADDRESS", "0"),
             ("LOGIN_FAILURE_WINDOW", "60"),
@@ -850,6 +891,7 @@ mod tests {
         assert_eq!(c.bcrypt_cost, 4);
         assert_eq!(c.sqlite_synchronous, SqliteSynchronous::Full);
         assert_eq!(c.sqlite_locking, SqliteLocking::Exclusive);
+        assert_eq!(c.login_max_failures_per_account_and_address, 3);
         assert_eq!(c.login_max_failures_per_account, 5);
         assert_eq!(c.login_max_failures_per_address, 0);
         assert_eq!(c.login_failure_window, 60);
@@ -896,6 +938,7 @@ mod tests {
         assert!(e.contains("SHARED or EXCLUSIVE"), "{e}");
         for (key, value) in [
             ("LOGIN_MAX_FAILURES_PER_ACCOUNT", "-1"),
+            ("LOGIN_MAX_FAILURES_PER_ACCOUNT_AND_ADDRESS", "ten"),
             ("LOGIN_MAX_FAILURES_PER_ADDRESS", "many"),
             ("LOGIN_FAILURE_WINDOW", "0"),
             ("TRUSTED_PROXIES", "10.0.0.0/8, proxy.local"),
@@ -951,6 +994,36 @@ mod tests {
             ..Config::default()
         };
         assert_ne!(other.signing_key().unwrap(), first, "keys must be random");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_key_file_others_may_read_stops_startup() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = Config {
+            data_dir: dir.path().to_owned(),
+            ..Config::default()
+        };
+        let key = cfg.signing_key().unwrap();
+        let path = dir.path().join(GENERATED_KEY_FILE);
+        for mode in [0o640, 0o604, 0o620, 0o644] {
+            fs::set_permissions(&path, fs::Permissions::from_mode(mode)).unwrap();
+            let e = cfg.signing_key().unwrap_err();
+            let text = e.to_string();
+            assert!(
+                matches!(&e, ConfigError::KeyFile { path: p, .. } if *p == path),
+                "{text}"
+            );
+            assert!(text.contains(&path.display().to_string()), "{text}");
+            assert!(text.contains(&format!("{mode:04o}")), "{text}");
+            assert!(text.contains("chmod 600"), "{text}");
+        }
+        // Restricted again (or 0400), the same key is used.
+        for mode in [0o600, 0o400] {
+            fs::set_permissions(&path, fs::Permissions::from_mode(mode)).unwrap();
+            assert_eq!(cfg.signing_key().unwrap(), key);
+        }
     }
 
     #[test]

@@ -183,6 +183,15 @@ pub enum Error {
     /// 503: the database cannot be reached.
     #[error("database unavailable: {0}")]
     Unavailable(String),
+    /// 503: the service is too busy for this request now (the bcrypt queue is full); answered
+    /// with a `Retry-After` header.
+    #[error("{detail}")]
+    Busy {
+        /// Explanation.
+        detail: Cow<'static, str>,
+        /// Seconds until the client may try again.
+        retry_after: u64,
+    },
     /// A database error; classified by [`Error::problem`].
     #[error("database error: {0}")]
     Database(#[from] diesel::result::Error),
@@ -265,6 +274,11 @@ impl Error {
                 "too_many_requests_error",
                 detail.as_ref(),
             ),
+            Error::Busy { detail, .. } => Problem::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "service_unavailable_error",
+                detail.as_ref(),
+            ),
             Error::Unavailable(msg) => {
                 let mut p = Problem::new(
                     StatusCode::SERVICE_UNAVAILABLE,
@@ -344,7 +358,7 @@ impl ResponseError for Error {
             tracing::error!(error = %self, "request failed");
         }
         let mut res = problem.into_response();
-        if let Error::TooManyRequests { retry_after, .. } = self {
+        if let Error::TooManyRequests { retry_after, .. } | Error::Busy { retry_after, .. } = self {
             res.headers_mut().insert(
                 header::RETRY_AFTER,
                 HeaderValue::from((*retry_after).max(1)),

@@ -86,7 +86,8 @@ const CREDENTIAL_ENDPOINTS: &[&str] = &[
     "reset_password",
 ];
 
-/// Whether `path` names a credential-checking endpoint (see `CREDENTIAL_ENDPOINTS`).
+/// Whether `path` (a route pattern, or a path as routed) names a credential-checking endpoint
+/// (see `CREDENTIAL_ENDPOINTS`).
 pub fn is_credential_path(path: &str) -> bool {
     path.trim_end_matches('/')
         .rsplit('/')
@@ -107,9 +108,7 @@ pub async fn query_timing(
     let monitoring = req
         .app_data::<web::Data<ApiState>>()
         .is_some_and(|s| s.db.monitoring());
-    // Authentication endpoints never carry it: a query count would tell a known e-mail (or a
-    // stored token) from an unknown one.
-    if !monitoring || is_credential_path(req.path()) {
+    if !monitoring {
         return Ok(next.call(req).await?.map_into_boxed_body());
     }
     let stats = Arc::new(QueryStats::default());
@@ -117,6 +116,13 @@ pub async fn query_timing(
     let mut res = QueryStats::scope(stats.clone(), next.call(req))
         .await?
         .map_into_boxed_body();
+    // Authentication endpoints never carry it: a query count would tell a known e-mail (or a
+    // stored token) from an unknown one. Judged by the route the request matched, known only
+    // after routing: the raw path may spell the same route differently
+    // (`send_recovery_toke%6e`).
+    if is_credential_route(&res) {
+        return Ok(res);
+    }
     let value = format!(
         "db;dur={:.3};desc=\"{} queries\"",
         stats.total().as_secs_f64() * 1000.0,
@@ -127,6 +133,16 @@ pub async fn query_timing(
             .insert(header::HeaderName::from_static("server-timing"), v);
     }
     Ok(res)
+}
+
+/// Whether the answered request was routed to a credential-checking endpoint: by the pattern
+/// of the route it matched, or, when it matched none, by its path.
+fn is_credential_route<B>(res: &ServiceResponse<B>) -> bool {
+    let req = res.request();
+    match req.match_pattern() {
+        Some(pattern) => is_credential_path(&pattern),
+        None => is_credential_path(req.path()),
+    }
 }
 
 /// Turns every error response into problem+json with `instance` (and `debug` in debug mode).

@@ -123,7 +123,7 @@ diesel::allow_tables_to_appear_in_same_query!(users, user_roles, tokens, user_se
 diesel::table! {
     /// Idempotency keys and the answers stored for them (see `crud::idempotency`).
     crudforge_idempotency_keys (caller, idem_key) {
-        /// The caller's user id, or empty for anonymous callers.
+        /// The caller's user id; `addr:<ip>` for anonymous callers (empty without an address).
         caller -> Text,
         /// The client's key.
         idem_key -> Text,

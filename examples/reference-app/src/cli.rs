@@ -8,6 +8,7 @@ use crudforge::sql_types::Portable;
 use crudforge::users::Role;
 use crudforge::{Api, Config, Database, Resource};
 use diesel::prelude::*;
+use std::path::Path;
 use std::process::ExitCode;
 use uuid::Uuid;
 
@@ -101,9 +102,28 @@ pub enum Command {
     },
 }
 
+/// Loads `<dir>/.env`, if there is one, into the environment; variables already set keep
+/// their values. Only that directory is read, never its parents: a `.env` somewhere above
+/// the working directory (another user's, a checkout's) must not set `JWT_SECRET_KEY`.
+///
+/// # Errors
+///
+/// The file exists but cannot be read or has a malformed line.
+pub fn load_dotenv(dir: &Path) -> Result<(), String> {
+    let path = dir.join(".env");
+    match dotenvy::from_path(&path) {
+        Ok(()) => Ok(()),
+        Err(dotenvy::Error::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
+}
+
 /// Runs the command line; errors become one line on stderr and a non-zero exit.
 pub fn main() -> ExitCode {
-    let _ = dotenvy::dotenv();
+    if let Err(e) = load_dotenv(Path::new("")) {
+        eprintln!("error: {e}");
+        return ExitCode::FAILURE;
+    }
     // A bad configuration is reported by `run`; the log format falls back to text meanwhile.
     let format = Config::from_env().map(|c| c.log_format).unwrap_or_default();
     let _ = crudforge::logging::init(format);

@@ -1,6 +1,6 @@
 //! Throttling of failed credential checks (login, refresh, token login, password recovery),
-//! counted in the database per account and per client address, so that several instances
-//! share the counts.
+//! counted in the database per account and client address, per client address and per account,
+//! so that several instances share the counts.
 //!
 //! An [`Attempt`] is begun before the expensive work (bcrypt, token lookups): it counts one
 //! failure in advance against each of its keys and answers 429 with `Retry-After` when a key is
@@ -12,7 +12,10 @@
 //! Counters use fixed windows of `LOGIN_FAILURE_WINDOW` seconds, starting at the first failure
 //! after the previous window ended. Keys: `user:<id>` for an account that exists,
 //! `email:<sha-256 digest>` for an e-mail address that names none (the answer is the same
-//! either way), `addr:<ip>` for a client address (IPv6 by its /64). See `docs/auth.md`.
+//! either way), `addr:<ip>` for a client address (IPv6 by its /64), and the two joined
+//! (`user:<id>@addr:<ip>`) for one account tried from one address. The joined key carries the
+//! low limit that stops guessing; the account alone only a much higher ceiling, so that a
+//! guesser elsewhere cannot lock the owner out. See `docs/auth.md`.
 
 use crate::db::Database;
 use crate::error::Error;
@@ -65,6 +68,15 @@ fn address_key(ip: IpAddr) -> String {
     format!("addr:{}", counting_unit(ip))
 }
 
+/// The counter key of one account tried from one client address. Requests without a peer
+/// address (a Unix socket) cannot be told apart, so they share the address `unknown`.
+fn pair_key(account_key: &str, ip: Option<IpAddr>) -> String {
+    match ip {
+        Some(ip) => format!("{account_key}@{}", address_key(ip)),
+        None => format!("{account_key}@addr:unknown"),
+    }
+}
+
 /// The client address of a request: the socket's peer, or, when the peer is one of
 /// `TRUSTED_PROXIES`, the right-most untrusted address of `X-Forwarded-For`. `None` when the
 /// request has no peer address (as in `actix_web::test` requests without one).
@@ -106,7 +118,8 @@ struct Held {
 pub struct Attempt {
     db: Database,
     window: i64,
-    address: Option<(String, u32)>,
+    ip: Option<IpAddr>,
+    pair_limit: u32,
     account_limit: u32,
     held: Vec<Held>,
     outcome: Outcome,
@@ -138,8 +151,9 @@ impl Drop for Attempt {
 
 impl Attempt {
     /// Begins a credential check for `account` from the request's client address: 429
-    /// (`too_many_requests_error`, with `Retry-After`) when either is over its limit, else an
-    /// attempt counted as failed until it [`succeeded`](Attempt::succeeded).
+    /// (`too_many_requests_error`, with `Retry-After`) when the account from this address,
+    /// the address over all accounts or the account over all addresses is over its limit,
+    /// else an attempt counted as failed until it [`succeeded`](Attempt::succeeded).
     ///
     /// # Errors
     ///
@@ -147,21 +161,21 @@ impl Attempt {
     pub async fn begin(req: &HttpRequest, account: Account<'_>) -> Result<Attempt, Error> {
         let st = ApiState::of(req)?;
         let cfg = &st.config;
-        let address = (cfg.login_max_failures_per_address > 0)
-            .then(|| client_ip(req))
-            .flatten()
-            .map(|ip| (address_key(ip), cfg.login_max_failures_per_address));
         let mut attempt = Attempt {
             db: st.db.clone(),
             window: i64::try_from(cfg.login_failure_window).unwrap_or(i64::MAX / 2),
-            address,
+            ip: client_ip(req),
+            pair_limit: cfg.login_max_failures_per_account_and_address,
             account_limit: cfg.login_max_failures_per_account,
             held: Vec::new(),
             outcome: Outcome::Failed,
         };
         attempt.count(account).await?;
-        if let Some((key, limit)) = attempt.address.clone() {
-            attempt.hold(key, limit).await?;
+        // The address over all accounts; a request without one is not limited here, since
+        // all such requests would share one counter and one guesser could lock them all out.
+        let limit = cfg.login_max_failures_per_address;
+        if let Some(ip) = attempt.ip.filter(|_| limit > 0) {
+            attempt.hold(address_key(ip), limit).await?;
         }
         Ok(attempt)
     }
@@ -188,12 +202,19 @@ impl Attempt {
         release(&self.db, &held).await
     }
 
-    /// Counts the attempt against `account`'s key, if it has one and its limit is on.
+    /// Counts the attempt against `account` from this address and against `account` over all
+    /// addresses (the ceiling), if the account has a key and the limits are on.
     async fn count(&mut self, account: Account<'_>) -> Result<(), Error> {
-        match account.key() {
-            Some(key) if self.account_limit > 0 => self.hold(key, self.account_limit).await,
-            _ => Ok(()),
+        let Some(key) = account.key() else {
+            return Ok(());
+        };
+        if self.pair_limit > 0 {
+            self.hold(pair_key(&key, self.ip), self.pair_limit).await?;
         }
+        if self.account_limit > 0 {
+            self.hold(key, self.account_limit).await?;
+        }
+        Ok(())
     }
 
     /// Counts one failure in advance against `key`; over `limit`, takes back everything this
@@ -330,6 +351,10 @@ mod tests {
         assert!(Account::Unknown.key().is_none());
         let v6: IpAddr = "2001:db8::1".parse().unwrap_or(IpAddr::from([0, 0, 0, 0]));
         assert_eq!(address_key(v6), "addr:2001:db8::/64");
+        let v4: IpAddr = "192.0.2.7".parse().unwrap_or(IpAddr::from([0, 0, 0, 0]));
+        assert_eq!(pair_key("user:1", Some(v4)), "user:1@addr:192.0.2.7/32");
+        assert_eq!(pair_key(&a, Some(v6)), format!("{a}@addr:2001:db8::/64"));
+        assert_eq!(pair_key("user:1", None), "user:1@addr:unknown");
     }
 
     #[test]

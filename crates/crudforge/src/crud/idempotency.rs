@@ -1,12 +1,15 @@
 //! Idempotent retries of POST and PATCH through the `Idempotency-Key` request header (the IETF
 //! HTTP API working group's draft "The Idempotency-Key HTTP Header Field").
 //!
-//! A request carrying a key is processed once per caller and key. The key row is inserted
+//! A request carrying a key is processed once per caller and key; the caller is the
+//! authenticated user, or for an anonymous request its client address (as throttling finds it,
+//! `TRUSTED_PROXIES` honoured), so that anonymous clients never share keys. The key row is inserted
 //! (state `in_progress`) at the start of the write's transaction and completed with the answer
 //! (status, body, `Location`, `ETag`) before the commit, so the write and its key are stored
 //! together or not at all, in the database every instance shares. A retry with the same key:
 //!
-//! - same request (method, path and body hash to the same fingerprint): the stored answer,
+//! - same request (method, path, query string and body hash to the same fingerprint): the
+//!   stored answer,
 //!   without writing again, marked `Idempotent-Replayed: true`;
 //! - another request: 422 naming the header;
 //! - while the first request is still being processed by this instance: 409. A duplicate on
@@ -41,11 +44,12 @@ const DONE: &str = "done";
 /// A request's idempotency key, scoped to its caller, with the fingerprint of the request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdemKey {
-    /// The caller's user id, or empty for anonymous callers.
+    /// The caller's user id; for anonymous callers `addr:<client address>`, or empty when the
+    /// request has no peer address.
     pub caller: String,
     /// The client's key.
     pub key: String,
-    /// Hex SHA-256 of the method, path and body.
+    /// Hex SHA-256 of the method, path, query string and body.
     pub fingerprint: String,
 }
 
@@ -74,10 +78,22 @@ impl IdemKey {
         h.update(req.method().as_str().as_bytes());
         h.update(b" ");
         h.update(req.path().as_bytes());
+        // A path never holds a raw `?`; without a query the fingerprint is as it always was.
+        let query = req.query_string();
+        if !query.is_empty() {
+            h.update(b"?");
+            h.update(query.as_bytes());
+        }
         h.update(b"\n");
         h.update(body);
+        let caller = match caller {
+            Some(user) => user.to_string(),
+            None => crate::auth::throttle::client_ip(req)
+                .map(|ip| format!("addr:{ip}"))
+                .unwrap_or_default(),
+        };
         Ok(Some(IdemKey {
-            caller: caller.map(|u| u.to_string()).unwrap_or_default(),
+            caller,
             key,
             fingerprint: hex(&h.finalize()),
         }))
