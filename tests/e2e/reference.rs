@@ -1419,12 +1419,18 @@ fn recovery_tokens_end_when_the_credentials_change() {
         let before = recovery();
         let admin = app.login("admin@example.com");
         let path = format!("/api/user/{ada}");
-        app.json(&app.patch(&path, Some(&admin), json!({"is_enabled": false})), 200);
+        app.json(
+            &app.patch(&path, Some(&admin), json!({"is_enabled": false})),
+            200,
+        );
         // Nor does a token sent while the account is disabled work.
         let while_disabled = recovery();
         app.problem(&use_it(&before, "attacker secret"), 401, reset);
         app.problem(&use_it(&while_disabled, "attacker secret"), 401, reset);
-        app.json(&app.patch(&path, Some(&admin), json!({"is_enabled": true})), 200);
+        app.json(
+            &app.patch(&path, Some(&admin), json!({"is_enabled": true})),
+            200,
+        );
         app.problem(&use_it(&before, "attacker secret"), 401, reset);
         app.json(&login(PASSWORD), 200);
     }

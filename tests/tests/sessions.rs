@@ -150,7 +150,9 @@ async fn surviving_sessions(w: &World, revocation: Revocation) -> usize {
             let req = match revocation {
                 Revocation::PasswordChange => test::TestRequest::post()
                     .uri("/api/users/me/password/")
-                    .set_json(json!({"current_password": current, "new_password": password(trial + 1)})),
+                    .set_json(
+                        json!({"current_password": current, "new_password": password(trial + 1)}),
+                    ),
                 Revocation::LogoutEverywhere => test::TestRequest::post()
                     .uri("/api/users/logout/")
                     .set_json(json!({"all": true})),
@@ -158,7 +160,10 @@ async fn surviving_sessions(w: &World, revocation: Revocation) -> usize {
             let req = req.insert_header(("authorization", format!("Bearer {victim_access}")));
             let (status, v) = send(&app, req).await;
             victim_done.set(true);
-            assert!(status.is_success(), "the victim's call failed: {status} {v}");
+            assert!(
+                status.is_success(),
+                "the victim's call failed: {status} {v}"
+            );
         };
         let ((access, token), _) = futures_util::future::join(attacker, victim).await;
         // The attacker got at least `head_start` refreshes in, so it holds an access token.

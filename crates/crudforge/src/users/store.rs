@@ -1,9 +1,9 @@
 //! The user store: queries on the library's tables for passwords, accounts, roles and tokens.
 
+use crate::auth::tokens::Claims;
 use crate::auth::{hash_password, hash_password_for};
 use crate::db::functions::digest_hex;
 use crate::db::sql_types::Portable;
-use crate::auth::tokens::Claims;
 use crate::db::tx;
 use crate::db::{Conn, Database, PgConn, SqliteConn};
 use crate::error::Error;
@@ -433,13 +433,15 @@ pub(crate) async fn refresh_record_in(
     // The index found the row; compare the digests once more in constant time.
     Ok(row
         .filter(|(_, _, stored, ..)| bool::from(stored.as_bytes().ct_eq(digest.as_bytes())))
-        .map(|(id, user_id, _, revoked, expires_at, family)| RefreshRecord {
-            id,
-            user_id,
-            revoked,
-            expired: expires_at.is_some_and(|e| e <= now),
-            family: family.unwrap_or(id),
-        }))
+        .map(
+            |(id, user_id, _, revoked, expires_at, family)| RefreshRecord {
+                id,
+                user_id,
+                revoked,
+                expired: expires_at.is_some_and(|e| e <= now),
+                family: family.unwrap_or(id),
+            },
+        ))
 }
 
 /// Revokes the usable refresh tokens of `user_id` in `family`; returns how many.
@@ -517,14 +519,14 @@ pub(crate) async fn lock_user_in(
         .filter(users::id.eq(Portable(user_id)))
         .select((users::token_version, users::is_enabled));
     let row = match conn {
-        Conn::Sqlite(ref mut obj) => {
-            let c: &mut SqliteConn = &mut **obj;
+        Conn::Sqlite(c) => {
+            let c: &mut SqliteConn = c;
             diesel_async::RunQueryDsl::get_result(query, c)
                 .await
                 .optional()
         }
-        Conn::Postgres(ref mut obj) => {
-            let c: &mut PgConn = &mut **obj;
+        Conn::Postgres(c) => {
+            let c: &mut PgConn = c;
             diesel_async::RunQueryDsl::get_result(query.for_update(), c)
                 .await
                 .optional()

@@ -117,12 +117,9 @@ pub async fn send_recovery_token(
     // Issued at the user's credential version: a password change (a reset with this token
     // included), a disable or a logout everywhere ends it (see `reset_password`).
     let version = crudforge::users::token_version(&st.db, user.id).await?;
-    let (token, _) = st.tokens.issue_versioned(
-        user.id,
-        TokenKind::Recovery,
-        RECOVERY_TTL_SECONDS,
-        version,
-    )?;
+    let (token, _) =
+        st.tokens
+            .issue_versioned(user.id, TokenKind::Recovery, RECOVERY_TTL_SECONDS, version)?;
     if st.config.debug {
         Ok(HttpResponse::Ok().json(DebugRecoveryToken {
             debug_recovery_token: token,
