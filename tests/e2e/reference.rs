@@ -1334,23 +1334,105 @@ fn password_recovery_in_debug_mode_returns_the_token() {
         };
         app.problem(&login(PASSWORD), 401, "/api/user/login/");
         app.json(&login("new secret"), 200);
-        // Recovery tokens are not single-use.
+        // The contract's tokens are not single-use, but a token works only until the password
+        // it recovers changes (issue 27), and its own reset changes it: a second use is 401.
         let r = app.post(
             reset,
             None,
             json!({"recovery_token": token, "new_password": PASSWORD}),
         );
-        app.json(&r, 200);
-        app.json(&login(PASSWORD), 200);
+        app.problem(&r, 401, reset);
+        app.problem(&login(PASSWORD), 401, "/api/user/login/");
+        app.json(&login("new secret"), 200);
         let r = app.post(
             reset,
             None,
             json!({"recovery_token": token, "new_password": ""}),
         );
         // The contract does not state the status of request-validation errors; the library names
-        // the password member in a 400.
+        // the password member in a 400 (checked before the token's version).
         let v = app.problem(&r, 400, reset);
         assert_eq!(v["field"], "password");
+    }
+}
+
+#[test]
+fn recovery_tokens_end_when_the_credentials_change() {
+    for b in backends_with(&[("DEBUG", "true")]) {
+        let ada = b.user("ada@example.com", &["--first-name", "Ada"]);
+        b.user("admin@example.com", &["--admin"]);
+        let app = App::start(b);
+        let send = "/api/user/send_recovery_token";
+        let reset = "/api/user/reset_password";
+        let recovery = || {
+            let r = app.post(
+                send,
+                None,
+                json!({"email": "ada@example.com", "first_name": "Ada"}),
+            );
+            app.json(&r, 200)["debug_recovery_token"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        };
+        let use_it = |token: &str, password: &str| {
+            app.post(
+                reset,
+                None,
+                json!({"recovery_token": token, "new_password": password}),
+            )
+        };
+        let login = |password: &str| {
+            app.post(
+                "/api/user/login/",
+                None,
+                json!({"email": "ada@example.com", "password": password}),
+            )
+        };
+
+        // (a) The victim changes its password: a token sent before is refused, and the
+        // password stays the victim's.
+        let stolen = recovery();
+        let access = app.login("ada@example.com");
+        let r = app.post(
+            "/api/user/me/password/",
+            Some(&access),
+            json!({"current_password": PASSWORD, "new_password": "changed secret"}),
+        );
+        app.json(&r, 200);
+        app.problem(&use_it(&stolen, "attacker secret"), 401, reset);
+        app.problem(&login("attacker secret"), 401, "/api/user/login/");
+        app.json(&login("changed secret"), 200);
+
+        // (b) A reset with a token ends it: the second use is 401, and so is any other token
+        // sent before the reset.
+        let first = recovery();
+        let second = recovery();
+        app.json(&use_it(&first, "reset secret"), 200);
+        app.problem(&use_it(&first, "again secret"), 401, reset);
+        app.problem(&use_it(&second, "again secret"), 401, reset);
+        app.json(&login("reset secret"), 200);
+        // A token sent after the reset works.
+        app.json(&use_it(&recovery(), PASSWORD), 200);
+
+        // (c) A disable ends outstanding tokens, and enabling again does not revive them.
+        let before = recovery();
+        let admin = app.login("admin@example.com");
+        let path = format!("/api/user/{ada}");
+        app.json(
+            &app.patch(&path, Some(&admin), json!({"is_enabled": false})),
+            200,
+        );
+        // Nor does a token sent while the account is disabled work.
+        let while_disabled = recovery();
+        app.problem(&use_it(&before, "attacker secret"), 401, reset);
+        app.problem(&use_it(&while_disabled, "attacker secret"), 401, reset);
+        app.json(
+            &app.patch(&path, Some(&admin), json!({"is_enabled": true})),
+            200,
+        );
+        app.problem(&use_it(&before, "attacker secret"), 401, reset);
+        app.json(&login(PASSWORD), 200);
     }
 }
 

@@ -72,6 +72,9 @@ diesel::table! {
         revoked_at -> Nullable<PortableTimestamp>,
         /// `api_key`, `refresh` or `recovery`.
         kind -> Text,
+        /// A refresh token's family: the id every refresh token rotated from one login's
+        /// shares (null for other kinds).
+        family_id -> Nullable<PortableUuid>,
     }
 }
 

@@ -51,6 +51,25 @@ pub async fn begin(conn: &mut Conn, mode: TxMode) -> Result<(), Error> {
     Ok(())
 }
 
+/// Whether Diesel has a transaction open on `conn` (begun by [`begin`], by a read snapshot or
+/// by Diesel itself).
+pub(crate) fn in_transaction(conn: &mut Conn) -> bool {
+    let status = match conn {
+        Conn::Sqlite(c) => {
+            let c: &mut SqliteConn = c;
+            <SqliteConn as AsyncConnection>::TransactionManager::transaction_manager_status_mut(c)
+        }
+        Conn::Postgres(c) => {
+            let c: &mut PgConn = c;
+            <AnsiTransactionManager as TransactionManager<PgConn>>::transaction_manager_status_mut(
+                c,
+            )
+        }
+    };
+    // A transaction manager in error still has a transaction open (it must be rolled back).
+    status.transaction_depth().map_or(true, |d| d.is_some())
+}
+
 /// Commits the open transaction.
 ///
 /// # Errors

@@ -2,12 +2,13 @@
 
 use super::model::{User, UserModel};
 use super::store::{
-    end_sessions, find_by_email, revoke_token, revoke_token_in, set_password_hash_in,
-    store_token_in, token_owner_of, token_version, token_version_in, TokenRecord,
+    end_sessions, find_by_email, lock_user_in, refresh_record_in, revoke_family_in,
+    revoke_record_in, revoke_token, set_password_hash_in, store_refresh_in, token_version,
+    token_version_in,
 };
 use crate::auth::throttle::{Account, Attempt};
 use crate::auth::{
-    hash_password_for, load_user, require_user, verify_password, CurrentUser, TokenKind,
+    hash_password_for, load_user, require_user, verify_password, Claims, CurrentUser, TokenKind,
 };
 use crate::crud::{Arg, Cond, CrudBlueprint, CustomRoute, Operation};
 use crate::db::tx::{self, TxMode};
@@ -272,7 +273,8 @@ pub async fn issue_tokens(st: &ApiState, user: Uuid) -> Result<LoginResponse, Er
 }
 
 /// [`issue_tokens`] on `conn`, so that it can share a transaction with the write that goes
-/// with it (a refresh token's rotation, a password change).
+/// with it (a password change, say). The refresh token starts a new refresh-token family
+/// (a new session; see `docs/auth.md`).
 ///
 /// # Errors
 ///
@@ -283,6 +285,18 @@ pub async fn issue_tokens_in(
     user: Uuid,
 ) -> Result<LoginResponse, Error> {
     let version = token_version_in(conn, user).await?;
+    issue_in_family(st, conn, user, version, Uuid::new_v4()).await
+}
+
+/// Issues an access token and a refresh token at credential version `version`, the refresh
+/// token stored in the refresh-token family `family`.
+async fn issue_in_family(
+    st: &ApiState,
+    conn: &mut Conn,
+    user: Uuid,
+    version: i64,
+    family: Uuid,
+) -> Result<LoginResponse, Error> {
     let (access, _) =
         st.tokens
             .issue_versioned(user, TokenKind::Access, st.tokens.access_ttl, version)?;
@@ -290,15 +304,7 @@ pub async fn issue_tokens_in(
         st.tokens
             .issue_versioned(user, TokenKind::Refresh, st.tokens.refresh_ttl, version)?;
     let expires = DateTime::from_timestamp(claims.exp, 0);
-    store_token_in(
-        conn,
-        TokenRecord::Refresh,
-        user,
-        &claims.jti.to_string(),
-        Some("refresh token"),
-        expires,
-    )
-    .await?;
+    store_refresh_in(conn, user, &claims.jti.to_string(), expires, family).await?;
     Ok(LoginResponse {
         access_token: access,
         refresh_token: refresh,
@@ -344,43 +350,81 @@ async fn login(
     Ok(HttpResponse::Ok().json(issue_tokens(st, id).await?))
 }
 
+/// What a refresh came to, decided inside its transaction.
+enum Rotation {
+    /// The presented token was used up; these replace it.
+    Issued(LoginResponse),
+    /// The user does not exist any more or is disabled.
+    NoUser,
+    /// No such token, or expired, or issued before the user's credentials last changed.
+    Refused,
+    /// An already used (revoked) token: its whole family has been revoked.
+    Reused,
+}
+
 async fn refresh(req: HttpRequest, body: RefreshRequest) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
     // Throttled by client address first; a refused token whose subject is known also counts
     // against that account (see auth::throttle).
     let attempt = Attempt::begin(&req, Account::Unknown).await?;
     let claims = st.tokens.verify(&body.refresh_token, TokenKind::Refresh)?;
-    let jti = claims.jti.to_string();
-    let owner = token_owner_of(&st.db, TokenRecord::Refresh, &jti).await?;
-    if owner != Some(claims.sub) {
-        attempt.failed_for(Account::User(claims.sub)).await?;
-        return Err(Error::Unauthorized(
-            "Invalid, revoked or expired refresh token.".into(),
-        ));
-    }
-    let user = load_user(&st.db, claims.sub).await?;
-    if !user.is_some_and(|u| u.is_enabled) {
-        return Err(Error::Unauthorized(
-            "The token's user does not exist or is disabled.".into(),
-        ));
-    }
-    // Rotation: the presented refresh token is used up and the new one stored in one
-    // transaction, so a failure in between leaves the old token usable.
+    // Checked and rotated in one transaction: a failure in between leaves the old token
+    // usable, and a family revoked for reuse stays revoked although the answer is 401.
     let mut conn = st.db.get().await?;
     tx::begin(&mut conn, TxMode::Write).await?;
-    let outcome = async {
-        if !revoke_token_in(&mut conn, &jti).await? {
-            return Err(Error::Unauthorized(
-                "Invalid, revoked or expired refresh token.".into(),
-            ));
-        }
-        issue_tokens_in(st, &mut conn, claims.sub).await
-    }
-    .await;
-    let tokens = tx::finish(&mut conn, outcome).await?;
+    let outcome = rotate(st, &mut conn, &claims).await;
+    let outcome = tx::finish(&mut conn, outcome).await?;
     drop(conn);
-    attempt.succeeded().await?;
-    Ok(HttpResponse::Ok().json(tokens))
+    let refused = || Error::Unauthorized("Invalid, revoked or expired refresh token.".into());
+    match outcome {
+        Rotation::Issued(tokens) => {
+            attempt.succeeded().await?;
+            Ok(HttpResponse::Ok().json(tokens))
+        }
+        Rotation::NoUser => Err(Error::Unauthorized(
+            "The token's user does not exist or is disabled.".into(),
+        )),
+        Rotation::Refused | Rotation::Reused => {
+            attempt.failed_for(Account::User(claims.sub)).await?;
+            Err(refused())
+        }
+    }
+}
+
+/// The refresh itself, on `conn` inside a write transaction. The user's row is locked first
+/// (see `lock_user_in`): a password change, a disable or a logout everywhere updates that row,
+/// so it either commits before (the version read here is the raised one and the token is
+/// refused) or waits until this rotation has committed (and then revokes the refresh token
+/// issued here, which it can now see). Without the lock, on PostgreSQL, the revoking `UPDATE`
+/// could miss the new token of a rotation still in progress, and a stolen refresh token used
+/// in a loop would outlive the password change.
+async fn rotate(st: &ApiState, conn: &mut Conn, claims: &Claims) -> Result<Rotation, Error> {
+    let Some((version, enabled)) = lock_user_in(conn, claims.sub).await? else {
+        return Ok(Rotation::NoUser);
+    };
+    if !enabled {
+        return Ok(Rotation::NoUser);
+    }
+    let record = refresh_record_in(conn, &claims.jti.to_string())
+        .await?
+        .filter(|r| r.user_id == claims.sub);
+    let Some(record) = record else {
+        return Ok(Rotation::Refused);
+    };
+    if record.revoked {
+        // Reuse of a rotated (or otherwise ended) token: whoever holds its successors may
+        // have stolen it, so the whole family ends (OAuth 2.0 Security BCP, section 4.14).
+        revoke_family_in(conn, claims.sub, record.family).await?;
+        return Ok(Rotation::Reused);
+    }
+    if record.expired || claims.ver.unwrap_or(0) != version {
+        return Ok(Rotation::Refused);
+    }
+    if !revoke_record_in(conn, record.id).await? {
+        return Ok(Rotation::Refused);
+    }
+    let tokens = issue_in_family(st, conn, claims.sub, version, record.family).await?;
+    Ok(Rotation::Issued(tokens))
 }
 
 async fn me<U: UserModel>(req: HttpRequest) -> Result<HttpResponse, Error> {

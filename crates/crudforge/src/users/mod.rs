@@ -28,8 +28,8 @@ pub use model::{Domain, Role, Token, User, UserModel, UserRole, UserSetting};
 pub use privilege::{guard_roles, guard_users, may_grant, DEFAULT_ROLES};
 pub use rules::{RoleRules, UserRules};
 pub use store::{
-    create_user, create_user_in, end_sessions, find_by_email, grant_role, grant_role_in,
-    hash_and_set_password, new_user_hash, revoke_token, revoke_token_in, set_enabled, set_password,
-    set_password_hash_in, store_token, store_token_in, store_token_of, token_owner, token_owner_of,
-    token_version, token_version_in, TokenRecord, MIN_API_KEY_LEN,
+    claims_current_in, create_user, create_user_in, end_sessions, find_by_email, grant_role,
+    grant_role_in, hash_and_set_password, new_user_hash, revoke_token, revoke_token_in,
+    set_enabled, set_password, set_password_hash_in, store_token, store_token_in, store_token_of,
+    token_owner, token_owner_of, token_version, token_version_in, TokenRecord, MIN_API_KEY_LEN,
 };

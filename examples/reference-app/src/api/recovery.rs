@@ -22,8 +22,10 @@ pub struct RecoverySettings {
     /// an empty `first_name` (the contract's comparison). Off by default: with it on, anyone
     /// who knows such an account's e-mail address can recover it.
     pub allow_no_first_name: bool,
-    /// `RECOVERY_SINGLE_USE`: a recovery token works once (the contract: any number of times
-    /// until it expires).
+    /// `RECOVERY_SINGLE_USE`: a used recovery token's id is recorded, and a second use is
+    /// refused by that record. Every token already stops at the first reset it makes (the reset
+    /// changes the password it was issued for; see `reset_password`), so this only adds the
+    /// record. The contract: any number of times until it expires.
     pub single_use: bool,
     /// `RECOVERY_UNIFORM_ANSWER`: without `DEBUG`, an unknown e-mail address or a wrong name
     /// gets the same 200 answer as a match, so the endpoint tells nobody which addresses
@@ -112,9 +114,12 @@ pub async fn send_recovery_token(
         return refused();
     }
     attempt.succeeded().await?;
-    let (token, _) = st
-        .tokens
-        .issue(user.id, TokenKind::Recovery, RECOVERY_TTL_SECONDS)?;
+    // Issued at the user's credential version: a password change (a reset with this token
+    // included), a disable or a logout everywhere ends it (see `reset_password`).
+    let version = crudforge::users::token_version(&st.db, user.id).await?;
+    let (token, _) =
+        st.tokens
+            .issue_versioned(user.id, TokenKind::Recovery, RECOVERY_TTL_SECONDS, version)?;
     if st.config.debug {
         Ok(HttpResponse::Ok().json(DebugRecoveryToken {
             debug_recovery_token: token,
@@ -148,8 +153,10 @@ pub async fn reset_password(
         .tokens
         .verify(&body.recovery_token, TokenKind::Recovery)
         .map_err(|_| invalid())?;
-    // Hashed first (a password the rules refuse consumes nothing); then the token's use and
-    // the new password are written in one transaction.
+    // Hashed first (a password the rules refuse consumes nothing); then, in one transaction
+    // that locks the user's row, the token is checked against the user's current credential
+    // version (a password changed since it was issued, by this token or otherwise, a disable
+    // or a logout everywhere ends it), and its use and the new password are written.
     let hash = crudforge::auth::hash_password_for(
         "password",
         body.new_password.clone(),
@@ -159,6 +166,9 @@ pub async fn reset_password(
     let mut conn = st.db.get().await?;
     tx::begin(&mut conn, TxMode::Write).await?;
     let outcome = async {
+        if !crudforge::users::claims_current_in(&mut conn, &claims).await? {
+            return Ok(false);
+        }
         if settings.single_use {
             // The token's id is recorded with the password change; a second use finds it (and
             // counts as a failed attempt against its user).
@@ -172,11 +182,19 @@ pub async fn reset_password(
             )
             .await?;
         }
-        crudforge::users::set_password_hash_in(&mut conn, claims.sub, &hash).await
+        crudforge::users::set_password_hash_in(&mut conn, claims.sub, &hash).await?;
+        Ok(true)
     }
     .await;
     match tx::finish(&mut conn, outcome).await {
-        Ok(()) => {}
+        Ok(true) => {}
+        // Not current any more (used, or the credentials changed since): a failed attempt
+        // against its user, like a reuse.
+        Ok(false) => {
+            drop(conn);
+            attempt.failed_for(Account::User(claims.sub)).await?;
+            return Err(invalid());
+        }
         Err(e) if e.problem().status == 409 => {
             drop(conn);
             attempt.failed_for(Account::User(claims.sub)).await?;

@@ -1,0 +1,2 @@
+DROP INDEX tokens_family_id_idx;
+ALTER TABLE tokens DROP COLUMN family_id;
