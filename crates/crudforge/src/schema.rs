@@ -22,6 +22,9 @@ diesel::table! {
         /// Credential version: raised when the password changes, the account is disabled or
         /// the user logs out everywhere; access tokens of another version are refused.
         token_version -> BigInt,
+        /// How many times the hash was replaced by a stronger hash of the same password (a
+        /// rehash at login); an update that raises it does not end sessions.
+        password_rehashes -> BigInt,
     }
 }
 

@@ -151,9 +151,9 @@ pub async fn reset_password(
     // Hashed first (a password the rules refuse consumes nothing); then the token's use and
     // the new password are written in one transaction.
     let hash = crudforge::auth::hash_password_for(
-        "password",
+        "new_password",
         body.new_password.clone(),
-        st.config.bcrypt_cost,
+        st.config.password_policy(),
     )
     .await?;
     let mut conn = st.db.get().await?;
