@@ -284,7 +284,7 @@ fn cli_creates_fixtures_and_reports_failures_on_one_line() {
         // Duplicate e-mail, also in another letter case.
         for email in ["plain@example.com", "PLAIN@Example.com"] {
             b.fails(
-                &["create-user", "--email", email, "--password", "x"],
+                &["create-user", "--email", email, "--password", "long enough"],
                 "already exists",
             );
         }
@@ -295,6 +295,11 @@ fn cli_creates_fixtures_and_reports_failures_on_one_line() {
         b.fails(
             &["create-user", "--email", "e@example.com", "--password", ""],
             "password",
+        );
+        // PASSWORD_MIN_LENGTH (8 by default) applies to the CLI too.
+        b.fails(
+            &["create-user", "--email", "e@example.com", "--password", "seven77"],
+            "at least 8 characters",
         );
 
         // Tokens: stored for a known user, refused for an unknown one or a duplicate value.
@@ -1348,9 +1353,18 @@ fn password_recovery_in_debug_mode_returns_the_token() {
             json!({"recovery_token": token, "new_password": ""}),
         );
         // The contract does not state the status of request-validation errors; the library names
-        // the password member in a 400.
-        let v = app.problem(&r, 400, reset);
-        assert_eq!(v["field"], "password");
+        // the password member in a 422, for an empty password as for one shorter than
+        // PASSWORD_MIN_LENGTH (8 by default), and the old password stays.
+        let v = app.problem(&r, 422, reset);
+        assert_eq!(v["field"], "new_password");
+        let r = app.post(
+            reset,
+            None,
+            json!({"recovery_token": token, "new_password": "x"}),
+        );
+        let v = app.problem(&r, 422, reset);
+        assert_eq!(v["field"], "new_password");
+        app.json(&login(PASSWORD), 200);
     }
 }
 
