@@ -568,7 +568,8 @@ impl Config {
                 &self.default_page_size.to_string(),
             ));
         }
-        if !(1..=crate::auth::password::MAX_MIN_PASSWORD_CHARS).contains(&self.password_min_length) {
+        if !(1..=crate::auth::password::MAX_MIN_PASSWORD_CHARS).contains(&self.password_min_length)
+        {
             return Err(invalid(
                 "PASSWORD_MIN_LENGTH",
                 "a whole number from 1 to 64",
@@ -938,8 +939,13 @@ mod tests {
         assert_eq!((policy.cost, policy.min_chars), (5, 12));
         assert!(format!("{c:?}").contains("password_min_length: 12"));
         for bad in ["0", "65", "-1", "eight"] {
-            let e = from(&[("PASSWORD_MIN_LENGTH", bad)]).unwrap_err().to_string();
-            assert!(e.contains("PASSWORD_MIN_LENGTH") && e.contains("1 to 64"), "{e}");
+            let e = from(&[("PASSWORD_MIN_LENGTH", bad)])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("PASSWORD_MIN_LENGTH") && e.contains("1 to 64"),
+                "{e}"
+            );
         }
         let in_code = Config {
             password_min_length: 0,

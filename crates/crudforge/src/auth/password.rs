@@ -297,7 +297,13 @@ mod tests {
         assert!(long.starts_with(PREHASH_TAG));
         assert_eq!(hash_cost(&long), Some(4));
         assert_eq!(hash_cost(&::bcrypt::hash("x", 6).unwrap()), Some(6));
-        for bad in ["", "plain", "$argon2id$v=19$m=1", "$2b$x$abc", "$2b$123$abc"] {
+        for bad in [
+            "",
+            "plain",
+            "$argon2id$v=19$m=1",
+            "$2b$x$abc",
+            "$2b$123$abc",
+        ] {
             assert_eq!(hash_cost(bad), None, "{bad}");
         }
         // One dummy hash per cost, each at its own cost.

@@ -2,12 +2,11 @@
 
 use super::model::{User, UserModel};
 use super::store::{
-    end_sessions, find_by_email, revoke_token, revoke_token_in, set_password_hash_in,
-    store_rehash, store_token_in, token_owner_of, token_version, token_version_in,
-    users_password, TokenRecord,
+    end_sessions, find_by_email, revoke_token, revoke_token_in, set_password_hash_in, store_rehash,
+    store_token_in, token_owner_of, token_version, token_version_in, users_password, TokenRecord,
 };
-use crate::auth::throttle::{Account, Attempt};
 use crate::auth::password::{hash_cost, hash_unchecked};
+use crate::auth::throttle::{Account, Attempt};
 use crate::auth::{
     hash_password_for, load_user, require_user, verify_password, CurrentUser, TokenKind,
 };

@@ -165,13 +165,24 @@ mod tests {
     fn one_form_per_address() {
         assert_eq!(normalize_email("JÖRG@Example.COM"), "jörg@example.com");
         // Decomposed (O + combining diaeresis) and precomposed are one address.
-        assert_eq!(normalize_email("JO\u{308}RG@example.com"), "jörg@example.com");
+        assert_eq!(
+            normalize_email("JO\u{308}RG@example.com"),
+            "jörg@example.com"
+        );
         // Final sigma: the same letter whatever follows it.
         assert_eq!(normalize_email("ΟΔΟΣ@x.gr"), normalize_email("οδοσ@x.gr"));
-        assert_eq!(normalize_email(" a@b.io"), " a@b.io", "whitespace is kept (and refused)");
+        assert_eq!(
+            normalize_email(" a@b.io"),
+            " a@b.io",
+            "whitespace is kept (and refused)"
+        );
         for s in ["İSTANBUL@x.tr", "ǅ@x.io", "ẞ@x.de", "Ω@x.io", "ﬃ@x.io"] {
             let once = normalize_email(s);
-            assert_eq!(normalize_email(&once), once, "{s}: normalizing twice changes it");
+            assert_eq!(
+                normalize_email(&once),
+                once,
+                "{s}: normalizing twice changes it"
+            );
         }
     }
 }
