@@ -33,6 +33,7 @@ async fn world(t: &TestDb) -> World {
     let cfg = Config {
         bcrypt_cost: COST,
         // The trials refuse many refresh tokens on purpose; throttling is tested elsewhere.
+        login_max_failures_per_account_and_address: 0,
         login_max_failures_per_account: 0,
         login_max_failures_per_address: 0,
         ..t.config()

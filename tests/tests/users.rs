@@ -416,13 +416,13 @@ backend_tests! {
         let stored = users_hash(&w.db, carol["id"].as_str().unwrap().parse().unwrap()).await;
         assert!(stored.starts_with("$2") && !stored.contains("carol-pass"));
         // Case-insensitive uniqueness.
-        let (status, v) = send(&app, as_user(test::TestRequest::post().uri("/api/users/").set_json(json!({"email": "Carol@Example.com", "password": "x"})), &w.api, w.admin)).await;
+        let (status, v) = send(&app, as_user(test::TestRequest::post().uri("/api/users/").set_json(json!({"email": "Carol@Example.com", "password": "carol-pass-2"})), &w.api, w.admin)).await;
         assert_eq!(status, 409, "{v}");
-        let (status, v) = send(&app, as_user(test::TestRequest::post().uri("/api/users/").set_json(json!({"email": "not-an-email", "password": "x"})), &w.api, w.admin)).await;
+        let (status, v) = send(&app, as_user(test::TestRequest::post().uri("/api/users/").set_json(json!({"email": "not-an-email", "password": "long-enough"})), &w.api, w.admin)).await;
         assert_eq!(status, 422);
         assert_eq!(v["field"], "email");
         let (status, v) = send(&app, as_user(test::TestRequest::post().uri("/api/users/").set_json(json!({"email": "d@example.com", "password": "p".repeat(1025)})), &w.api, w.admin)).await;
-        assert_eq!(status, 400, "over-long passwords are refused, not cut: {v}");
+        assert_eq!(status, 422, "over-long passwords are refused, not cut: {v}");
         assert_eq!(v["field"], "password");
         // A user sees and changes only itself.
         let (_, list) = send(&app, as_user(test::TestRequest::get().uri("/api/users/"), &w.api, w.alice)).await;

@@ -177,10 +177,12 @@ pub(crate) fn expand(m: &Model) -> TokenStream {
     };
     let create_checks = checks(0);
     let update_checks = checks(1);
-    let passwords = |opt_depth: usize| {
+    // The members of one kind (passwords, e-mail addresses) present in a body, as mutable
+    // strings.
+    let members_of = |opt_depth: usize, of_kind: fn(&Field) -> bool| {
         writable
             .iter()
-            .filter(|f| f.attrs.password.is_some())
+            .filter(move |f| of_kind(f))
             .map(move |f| {
                 let fi = &f.ident;
                 let fname = f.name();
@@ -192,6 +194,10 @@ pub(crate) fn expand(m: &Model) -> TokenStream {
             })
             .collect::<Vec<_>>()
     };
+    let passwords = |opt_depth: usize| members_of(opt_depth, |f| f.attrs.password.is_some());
+    let emails = |opt_depth: usize| members_of(opt_depth, |f| f.attrs.email.is_some());
+    let create_emails = emails(0);
+    let update_emails = emails(1);
     let create_passwords = passwords(0);
     let update_passwords = passwords(1);
     let rules_fn = m.attrs.rules.as_ref().map(|r| {
@@ -383,6 +389,12 @@ pub(crate) fn expand(m: &Model) -> TokenStream {
                 #(#create_passwords)*
                 __out
             }
+            fn emails_mut(&mut self) -> ::std::vec::Vec<(&'static str, &mut ::std::string::String)> {
+                #[allow(unused_mut)]
+                let mut __out = ::std::vec::Vec::new();
+                #(#create_emails)*
+                __out
+            }
         }
 
         #[automatically_derived]
@@ -395,6 +407,12 @@ pub(crate) fn expand(m: &Model) -> TokenStream {
                 #[allow(unused_mut)]
                 let mut __out = ::std::vec::Vec::new();
                 #(#update_passwords)*
+                __out
+            }
+            fn emails_mut(&mut self) -> ::std::vec::Vec<(&'static str, &mut ::std::string::String)> {
+                #[allow(unused_mut)]
+                let mut __out = ::std::vec::Vec::new();
+                #(#update_emails)*
                 __out
             }
         }

@@ -46,9 +46,9 @@ use proc_macro::TokenStream;
 /// | `skip` | loaded from the table but absent from the API |
 /// | `filter = false` | not usable in filters or `sort` |
 /// | `max_len = N` | strings of at most N characters (422 otherwise) |
-/// | `email` | must look like an e-mail address |
+/// | `email` | must look like an e-mail address; a user model's (mounted with `UserBlueprint`) are stored normalized |
 /// | `default = expr` | value when a POST body omits the member |
-/// | `password` | plaintext in POST/PATCH bodies, stored as a bcrypt hash, never returned nor filterable |
+/// | `password` | plaintext in POST/PATCH bodies, checked against the password policy (`PASSWORD_MIN_LENGTH`), stored as a bcrypt hash, never returned nor filterable |
 /// | `unique` | a unique index backs the column: the field may serve as a blueprint's `res_id` |
 #[proc_macro_derive(Resource, attributes(resource))]
 pub fn derive_resource(input: TokenStream) -> TokenStream {

@@ -68,6 +68,8 @@ pub struct Config {
     pub filter_max_depth: u32,
     /// `BCRYPT_COST`: bcrypt work factor for new password hashes (4 to 31).
     pub bcrypt_cost: u32,
+    /// `PASSWORD_MIN_LENGTH`: the shortest new password accepted, in characters (1 to 64).
+    pub password_min_length: usize,
     /// `SQLITE_SYNCHRONOUS`: how hard SQLite waits for the disk on each commit.
     pub sqlite_synchronous: SqliteSynchronous,
     /// `SQLITE_LOCKING`: whether other processes may open the SQLite file while this one
@@ -194,6 +196,7 @@ impl Default for Config {
             filter_max_length: 2000,
             filter_max_depth: 16,
             bcrypt_cost: 12,
+            password_min_length: crate::auth::password::DEFAULT_MIN_PASSWORD_CHARS,
             sqlite_synchronous: SqliteSynchronous::Normal,
             sqlite_locking: SqliteLocking::Shared,
             login_max_failures_per_account_and_address: 10,
@@ -247,6 +250,7 @@ impl fmt::Debug for Config {
             .field("filter_max_length", &self.filter_max_length)
             .field("filter_max_depth", &self.filter_max_depth)
             .field("bcrypt_cost", &self.bcrypt_cost)
+            .field("password_min_length", &self.password_min_length)
             .field("sqlite_synchronous", &self.sqlite_synchronous)
             .field("sqlite_locking", &self.sqlite_locking)
             .field(
@@ -458,6 +462,14 @@ impl Config {
                 .filter(|n| (yielding_bcrypt::MIN_COST..=yielding_bcrypt::MAX_COST).contains(n))
                 .ok_or_else(|| invalid("BCRYPT_COST", "a whole number from 4 to 31", &v))?;
         }
+        if let Some(v) = get("PASSWORD_MIN_LENGTH") {
+            cfg.password_min_length = v
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=crate::auth::password::MAX_MIN_PASSWORD_CHARS).contains(n))
+                .ok_or_else(|| invalid("PASSWORD_MIN_LENGTH", "a whole number from 1 to 64", &v))?;
+        }
         if let Some(v) = get("SQLITE_SYNCHRONOUS") {
             cfg.sqlite_synchronous = SqliteSynchronous::parse(&v).ok_or_else(|| {
                 invalid("SQLITE_SYNCHRONOUS", "one of OFF, NORMAL, FULL, EXTRA", &v)
@@ -570,6 +582,14 @@ impl Config {
                 &self.default_page_size.to_string(),
             ));
         }
+        if !(1..=crate::auth::password::MAX_MIN_PASSWORD_CHARS).contains(&self.password_min_length)
+        {
+            return Err(invalid(
+                "PASSWORD_MIN_LENGTH",
+                "a whole number from 1 to 64",
+                &self.password_min_length.to_string(),
+            ));
+        }
         if !self.health_endpoint_path.starts_with('/') {
             return Err(invalid(
                 "HEALTH_ENDPOINT_PATH",
@@ -595,6 +615,11 @@ impl Config {
             ));
         }
         Ok(())
+    }
+
+    /// The password policy of new passwords: `BCRYPT_COST` and `PASSWORD_MIN_LENGTH`.
+    pub fn password_policy(&self) -> crate::auth::PasswordPolicy {
+        crate::auth::PasswordPolicy::new(self.bcrypt_cost).with_min_chars(self.password_min_length)
     }
 
     /// The key that signs tokens: `JWT_SECRET_KEY`, else `SECRET_KEY`, else a strong random
@@ -946,6 +971,30 @@ mod tests {
             let e = from(&[(key, value)]).unwrap_err().to_string();
             assert!(e.contains(key) && e.contains(value), "{e}");
         }
+    }
+
+    #[test]
+    fn password_min_length_is_read_and_bounded() {
+        assert_eq!(from(&[]).unwrap().password_min_length, 8);
+        let c = from(&[("PASSWORD_MIN_LENGTH", "12"), ("BCRYPT_COST", "5")]).unwrap();
+        assert_eq!(c.password_min_length, 12);
+        let policy = c.password_policy();
+        assert_eq!((policy.cost, policy.min_chars), (5, 12));
+        assert!(format!("{c:?}").contains("password_min_length: 12"));
+        for bad in ["0", "65", "-1", "eight"] {
+            let e = from(&[("PASSWORD_MIN_LENGTH", bad)])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("PASSWORD_MIN_LENGTH") && e.contains("1 to 64"),
+                "{e}"
+            );
+        }
+        let in_code = Config {
+            password_min_length: 0,
+            ..Config::default()
+        };
+        assert!(in_code.validate().is_err());
     }
 
     #[test]

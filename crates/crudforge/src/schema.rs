@@ -13,7 +13,7 @@ diesel::table! {
         created_at -> PortableTimestamp,
         /// Updated.
         updated_at -> PortableTimestamp,
-        /// E-mail (unique, case-insensitively).
+        /// E-mail, stored normalized (`users::normalize_email`); unique.
         email -> Text,
         /// bcrypt hash.
         password -> Nullable<Text>,
@@ -22,6 +22,9 @@ diesel::table! {
         /// Credential version: raised when the password changes, the account is disabled or
         /// the user logs out everywhere; access tokens of another version are refused.
         token_version -> BigInt,
+        /// How many times the hash was replaced by a stronger hash of the same password (a
+        /// rehash at login); an update that raises it does not end sessions.
+        password_rehashes -> BigInt,
     }
 }
 

@@ -289,7 +289,7 @@ pub async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         return Ok(());
     }
     let (db, applied) = open_and_migrate(&config).await?;
-    let cost = config.bcrypt_cost;
+    let policy = config.password_policy();
     match command {
         Command::Serve { .. } | Command::PrintIndexes { .. } => unreachable!("handled above"),
         Command::Migrate if applied.is_empty() => eprintln!("migrations are up to date"),
@@ -309,7 +309,7 @@ pub async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             roles.extend(admin.then_some(Role::Admin));
             roles.extend(superadmin.then_some(Role::SuperAdmin));
             let names = (first_name, last_name);
-            let id = create_user(&db, &email, &password, cost, !disabled, names, &roles).await?;
+            let id = create_user(&db, &email, &password, policy, !disabled, names, &roles).await?;
             println!("{id}");
         }
         Command::CreateToken {
@@ -453,12 +453,12 @@ async fn create_user(
     db: &Database,
     email: &str,
     password: &str,
-    cost: u32,
+    policy: crudforge::auth::PasswordPolicy,
     enabled: bool,
     (first_name, last_name): (Option<String>, Option<String>),
     roles: &[Role],
 ) -> Result<Uuid, Box<dyn std::error::Error>> {
-    let hash = crudforge::users::new_user_hash(email, password, cost)
+    let hash = crudforge::users::new_user_hash(email, password, policy)
         .await
         .map_err(|e| e.problem().detail)?;
     let mut conn = db.get().await?;

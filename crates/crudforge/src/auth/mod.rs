@@ -18,7 +18,8 @@ pub mod yielding_bcrypt;
 pub(crate) use extract::current_user_on;
 pub use extract::{current_user, load_session, load_user, require_user, Admin, Auth, MaybeAuth};
 pub use password::{
-    hash_password, hash_password_for, verify_password, MAX_PASSWORD_BYTES, MAX_PASSWORD_LEN,
+    hash_password, hash_password_for, verify_password, PasswordPolicy, MAX_PASSWORD_BYTES,
+    MAX_PASSWORD_LEN,
 };
 pub use throttle::{Account, Attempt};
 pub use tokens::{Claims, TokenKind, Tokens};

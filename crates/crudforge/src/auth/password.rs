@@ -21,31 +21,112 @@ pub const MAX_PASSWORD_LEN: usize = 1024;
 /// through SHA-256 before bcrypt.
 pub const PREHASH_TAG: &str = "$sha256";
 
-/// Hashes a password with bcrypt at `cost`, on a bcrypt thread.
+/// The shortest password accepted by default, in characters (ASVS 5.0 V6.2.1).
+pub const DEFAULT_MIN_PASSWORD_CHARS: usize = 8;
+
+/// The most a minimum length may ask for, in characters: every password of 64 characters
+/// fits [`MAX_PASSWORD_LEN`] whatever its script.
+pub const MAX_MIN_PASSWORD_CHARS: usize = 64;
+
+/// What a new password must satisfy and how it is hashed: the bcrypt cost
+/// (`BCRYPT_COST`) and the shortest length accepted (`PASSWORD_MIN_LENGTH`, in characters).
+///
+/// Build it from the configuration with [`Config::password_policy`](crate::Config::password_policy).
+/// A bare cost converts into a policy with the default minimum of
+/// [`DEFAULT_MIN_PASSWORD_CHARS`], so `hash_password(pw, 12)` still reads well; code that
+/// has a [`Config`](crate::Config) should pass its policy, so that `PASSWORD_MIN_LENGTH` applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PasswordPolicy {
+    /// bcrypt work factor of new hashes (4 to 31).
+    pub cost: u32,
+    /// The shortest password accepted, in characters (Unicode scalar values), from 1 to
+    /// [`MAX_MIN_PASSWORD_CHARS`].
+    pub min_chars: usize,
+}
+
+impl PasswordPolicy {
+    /// A policy hashing at `cost` with the default minimum length.
+    pub fn new(cost: u32) -> Self {
+        PasswordPolicy {
+            cost,
+            min_chars: DEFAULT_MIN_PASSWORD_CHARS,
+        }
+    }
+
+    /// The same policy with another minimum length (kept within 1 to
+    /// [`MAX_MIN_PASSWORD_CHARS`]).
+    #[must_use]
+    pub fn with_min_chars(self, min_chars: usize) -> Self {
+        PasswordPolicy {
+            min_chars: min_chars.clamp(1, MAX_MIN_PASSWORD_CHARS),
+            ..self
+        }
+    }
+
+    /// Checks a new password against the policy, naming `field` in the error.
+    ///
+    /// # Errors
+    ///
+    /// 422 naming `field` for a password shorter than the minimum (an empty one included)
+    /// or longer than [`MAX_PASSWORD_LEN`] bytes.
+    pub fn check(&self, field: &str, password: &str) -> Result<(), Error> {
+        if password.len() > MAX_PASSWORD_LEN {
+            return Err(Error::invalid_field(
+                field,
+                format!("at most {MAX_PASSWORD_LEN} bytes; longer passwords are refused, not cut"),
+            ));
+        }
+        let min = self.min_chars.max(1);
+        if password.chars().count() < min {
+            return Err(Error::invalid_field(
+                field,
+                format!("a password needs at least {min} characters"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl From<u32> for PasswordPolicy {
+    fn from(cost: u32) -> Self {
+        PasswordPolicy::new(cost)
+    }
+}
+
+/// Hashes a new password with bcrypt on a bcrypt thread, after checking it against the
+/// policy (a bare cost means the default minimum length, see [`PasswordPolicy`]).
 ///
 /// # Errors
 ///
-/// 400 naming the `password` member for an empty password or one over
-/// [`MAX_PASSWORD_LEN`] bytes; see [`hash_password_for`] to name another member.
-pub async fn hash_password(password: String, cost: u32) -> Result<String, Error> {
-    hash_password_for("password", password, cost).await
+/// 422 naming the `password` member for a password the policy refuses; see
+/// [`hash_password_for`] to name another member.
+pub async fn hash_password(
+    password: String,
+    policy: impl Into<PasswordPolicy>,
+) -> Result<String, Error> {
+    hash_password_for("password", password, policy).await
 }
 
 /// Like [`hash_password`], naming `field` in errors.
 ///
 /// # Errors
 ///
-/// 400 for an empty password or one over [`MAX_PASSWORD_LEN`] bytes.
-pub async fn hash_password_for(field: &str, password: String, cost: u32) -> Result<String, Error> {
-    if password.is_empty() {
-        return Err(Error::bad_param(field, "must not be empty"));
-    }
-    if password.len() > MAX_PASSWORD_LEN {
-        return Err(Error::bad_param(
-            field,
-            format!("at most {MAX_PASSWORD_LEN} bytes; longer passwords are refused, not cut"),
-        ));
-    }
+/// 422 naming `field` for a password shorter than the policy's minimum or longer than
+/// [`MAX_PASSWORD_LEN`] bytes.
+pub async fn hash_password_for(
+    field: &str,
+    password: String,
+    policy: impl Into<PasswordPolicy>,
+) -> Result<String, Error> {
+    let policy = policy.into();
+    policy.check(field, &password)?;
+    hash_unchecked(password, policy.cost).await
+}
+
+/// Hashes a password that is already stored in another form (a rehash at a new cost): no
+/// policy applies, the password was accepted when it was set.
+pub(crate) async fn hash_unchecked(password: String, cost: u32) -> Result<String, Error> {
     bounded(move || {
         if password.len() <= MAX_PASSWORD_BYTES {
             yielding_bcrypt::hash(password.as_bytes(), cost)
@@ -56,6 +137,22 @@ pub async fn hash_password_for(field: &str, password: String, cost: u32) -> Resu
     })
     .await?
     .map_err(|e| Error::Internal(e.to_string()))
+}
+
+/// The bcrypt cost a stored hash was made at (`$2b$12$…`, also behind [`PREHASH_TAG`]);
+/// `None` for anything else.
+pub(crate) fn hash_cost(hash: &str) -> Option<u32> {
+    let bcrypt = hash.strip_prefix(PREHASH_TAG).unwrap_or(hash);
+    let mut parts = bcrypt.split('$');
+    // "", "2b", "12", salt and digest
+    if !parts.next()?.is_empty() || !parts.next()?.starts_with('2') {
+        return None;
+    }
+    let cost = parts.next()?;
+    if cost.len() != 2 {
+        return None;
+    }
+    cost.parse().ok()
 }
 
 /// The hex SHA-256 of a password: 64 bytes, which bcrypt reads whole.
@@ -69,17 +166,21 @@ async fn bounded<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> R
     super::workers::run(f).await
 }
 
-/// A hash to verify against when there is none, made once (on a bcrypt thread: callers run
-/// inside [`bounded`]).
+/// A hash at `cost` to verify against when there is none, made once per cost (on a bcrypt
+/// thread: callers run inside [`bounded`]); so an unknown e-mail costs what a known one does
+/// at the configured cost, also after `BCRYPT_COST` changed.
 fn dummy_hash(cost: u32) -> &'static str {
-    static DUMMY: OnceLock<String> = OnceLock::new();
-    DUMMY.get_or_init(|| {
+    const COSTS: usize = yielding_bcrypt::MAX_COST as usize + 1;
+    static DUMMIES: [OnceLock<String>; COSTS] = [const { OnceLock::new() }; COSTS];
+    let cost = cost.clamp(yielding_bcrypt::MIN_COST, yielding_bcrypt::MAX_COST);
+    DUMMIES[cost as usize].get_or_init(|| {
         yielding_bcrypt::hash(b"crudforge-dummy-password", cost).unwrap_or_default()
     })
 }
 
 /// Verifies `password` against `hash` on a bcrypt thread. With no hash (unknown user, no
-/// password set) it verifies against a dummy hash, so the answer takes the same time.
+/// password set) it verifies against a dummy hash made at `cost` (the configured cost, which
+/// stored hashes reach as their users log in), so the answer takes the same time.
 ///
 /// # Errors
 ///
@@ -129,7 +230,7 @@ mod tests {
         let long = "a".repeat(MAX_PASSWORD_LEN + 1);
         assert!(matches!(
             hash_password(long, 4).await,
-            Err(Error::BadRequest { .. })
+            Err(Error::Validation { .. })
         ));
         let exactly = "b".repeat(72);
         let h = hash_password(exactly.clone(), 4).await.unwrap();
@@ -161,5 +262,55 @@ mod tests {
         assert!(verify_password("legacy password".into(), Some(old), 4)
             .await
             .unwrap());
+    }
+
+    #[actix_web::test]
+    async fn the_policy_counts_characters_and_names_the_field() {
+        let policy = PasswordPolicy::new(4);
+        assert_eq!(policy.min_chars, DEFAULT_MIN_PASSWORD_CHARS);
+        for short in ["", "x", "seven77"] {
+            match hash_password_for("new_password", short.into(), policy).await {
+                Err(Error::Validation { field, .. }) => {
+                    assert_eq!(field.as_deref(), Some("new_password"));
+                }
+                other => panic!("{short:?} was not refused: {other:?}"),
+            }
+        }
+        // Eight characters of a script that takes three bytes each: accepted. Seven are not,
+        // although they take 21 bytes.
+        assert!(policy.check("password", &"漢".repeat(8)).is_ok());
+        assert!(policy.check("password", &"漢".repeat(7)).is_err());
+        let strict = policy.with_min_chars(12);
+        assert!(strict.check("password", "elevenchars").is_err());
+        assert!(strict.check("password", "twelve chars").is_ok());
+        assert_eq!(policy.with_min_chars(0).min_chars, 1);
+        assert_eq!(policy.with_min_chars(500).min_chars, MAX_MIN_PASSWORD_CHARS);
+        // A bare cost is the default policy at that cost.
+        assert_eq!(PasswordPolicy::from(5), PasswordPolicy::new(5));
+    }
+
+    #[actix_web::test]
+    async fn stored_costs_are_read_and_dummies_follow_the_cost() {
+        let h = hash_password("correct horse".into(), 5).await.unwrap();
+        assert_eq!(hash_cost(&h), Some(5));
+        let long = hash_password("長".repeat(64), 4).await.unwrap();
+        assert!(long.starts_with(PREHASH_TAG));
+        assert_eq!(hash_cost(&long), Some(4));
+        assert_eq!(hash_cost(&::bcrypt::hash("x", 6).unwrap()), Some(6));
+        for bad in [
+            "",
+            "plain",
+            "$argon2id$v=19$m=1",
+            "$2b$x$abc",
+            "$2b$123$abc",
+        ] {
+            assert_eq!(hash_cost(bad), None, "{bad}");
+        }
+        // One dummy hash per cost, each at its own cost.
+        let (d4, d5) = bounded(|| (dummy_hash(4).to_owned(), dummy_hash(5).to_owned()))
+            .await
+            .unwrap();
+        assert_eq!(hash_cost(&d4), Some(4));
+        assert_eq!(hash_cost(&d5), Some(5));
     }
 }

@@ -161,11 +161,15 @@ fn check_members<R: Resource>(
     Ok(())
 }
 
-/// Replaces plaintext `#[resource(password)]` members with bcrypt hashes.
-async fn hash_passwords<T: Validate>(input: &mut T, cost: u32) -> Result<(), Error> {
+/// Replaces plaintext `#[resource(password)]` members with bcrypt hashes, after checking them
+/// against the password policy (`PASSWORD_MIN_LENGTH`).
+async fn hash_passwords<T: Validate>(
+    input: &mut T,
+    policy: crate::auth::PasswordPolicy,
+) -> Result<(), Error> {
     for (field, value) in input.passwords_mut() {
         let plain = std::mem::take(value);
-        *value = crate::auth::hash_password_for(field, plain, cost).await?;
+        *value = crate::auth::hash_password_for(field, plain, policy).await?;
     }
     Ok(())
 }
@@ -657,7 +661,7 @@ pub(crate) async fn create<R: Resource>(
         Caller::User(u) => shared.rules.create(u.as_ref(), &mut obj)?,
     }
     let mut input: R::Create = decode(shared, Operation::Post, obj, &parents)?;
-    hash_passwords(&mut input, st.config.bcrypt_cost).await?;
+    hash_passwords(&mut input, st.config.password_policy()).await?;
     let ctx = who.hook_ctx(Operation::Post, &st.db, &req);
     let input = shared.hooks.before_create(&ctx, input).await?;
     let key = key.as_ref().map(|(k, _)| k);
@@ -727,7 +731,7 @@ pub(crate) async fn update<R: Resource>(
     let obj = json_object(&req, &body)?;
     check_members(shared, &who, &obj, Operation::Patch)?;
     let mut input: R::Update = decode(shared, Operation::Patch, obj, &[])?;
-    hash_passwords(&mut input, st.config.bcrypt_cost).await?;
+    hash_passwords(&mut input, st.config.password_policy()).await?;
     let conds = Condition::from(addressed.clone()).and(scope);
     let ctx = who.hook_ctx(Operation::Patch, &st.db, &req);
     input = shared.hooks.before_update_input(&ctx, input).await?;

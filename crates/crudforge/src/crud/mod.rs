@@ -53,6 +53,12 @@ pub trait Validate {
     fn passwords_mut(&mut self) -> Vec<(&'static str, &mut String)> {
         Vec::new()
     }
+
+    /// The `#[resource(email)]` members present in the body, so that a user blueprint can
+    /// store addresses in their normalized form (see [`crate::users::normalize_email`]).
+    fn emails_mut(&mut self) -> Vec<(&'static str, &mut String)> {
+        Vec::new()
+    }
 }
 
 /// A model exposed through generated CRUD endpoints. Implemented by `#[derive(Resource)]`.

@@ -544,10 +544,34 @@ impl Database {
     /// versions applied. On PostgreSQL an advisory lock keeps concurrent starts of several
     /// instances from racing.
     ///
+    /// When the migration that introduced normalized e-mail addresses is among them, the
+    /// addresses stored before it are normalized next
+    /// ([`normalize_stored_emails`](crate::users::normalize_stored_emails)): collisions are
+    /// logged as warnings naming the users' ids and left untouched; a failure of that step is
+    /// logged as an error and does not fail the migrations (run the step again then).
+    ///
     /// # Errors
     ///
     /// The database cannot be reached, or a migration fails.
     pub async fn run_migrations(&self, app: Option<AppMigrations>) -> Result<Vec<String>, DbError> {
+        let applied = self.run_sql_migrations(app).await?;
+        if applied
+            .iter()
+            .any(|v| v == crate::users::identity::NORMALIZING_MIGRATION)
+        {
+            if let Err(e) = crate::users::normalize_stored_emails(self).await {
+                tracing::error!(
+                    error = %e,
+                    "stored e-mail addresses could not be normalized; run \
+                     crudforge::users::normalize_stored_emails"
+                );
+            }
+        }
+        Ok(applied)
+    }
+
+    /// The SQL part of [`Database::run_migrations`].
+    async fn run_sql_migrations(&self, app: Option<AppMigrations>) -> Result<Vec<String>, DbError> {
         let target = self.inner.target.clone();
         let backend = self.backend();
         let synchronous = self.inner.sqlite_synchronous;

@@ -6,12 +6,14 @@
 //! | [`model`] | the models and the role names |
 //! | [`rules`] | their permission rules |
 //! | [`store`] | queries: passwords, accounts, roles, tokens |
+//! | [`identity`] | e-mail addresses: one normalized form for storage, uniqueness and lookup |
 //! | [`privilege`] | who may grant which role; nobody changes a user who outranks them |
 //! | [`domains`] | domain deletion refused while roles reference the domain |
 //! | [`blueprint`] | the user endpoints: CRUD plus login, refresh and me |
 
 pub mod blueprint;
 pub mod domains;
+pub mod identity;
 pub mod model;
 pub mod privilege;
 pub mod rules;
@@ -24,6 +26,7 @@ pub use blueprint::{
     LoginResponse, LogoutRequest, PasswordChange, RefreshRequest, UserBlueprint,
 };
 pub use domains::guard_domain_delete;
+pub use identity::{normalize_email, normalize_stored_emails, EmailNormalization};
 pub use model::{Domain, Role, Token, User, UserModel, UserRole, UserSetting};
 pub use privilege::{guard_roles, guard_users, may_grant, DEFAULT_ROLES};
 pub use rules::{RoleRules, UserRules};

@@ -56,7 +56,8 @@ pub struct User {
     pub created_at: DateTime<Utc>,
     /// Last change.
     pub updated_at: DateTime<Utc>,
-    /// E-mail address: unique, compared case-insensitively.
+    /// E-mail address: unique, stored and compared in its normalized form (see
+    /// [`super::normalize_email`]).
     #[resource(email, unique, max_len = 320)]
     pub email: String,
     /// bcrypt hash; written as plaintext `password`, never returned.
@@ -160,18 +161,19 @@ pub struct Domain {
 }
 
 impl User {
-    /// Sets a new password (bcrypt at `cost`, off the async workers) and stores it.
+    /// Sets a new password (checked against `policy`, hashed off the async workers; see
+    /// [`super::set_password`]) and stores it.
     ///
     /// # Errors
     ///
-    /// 422 for an empty or over-long password; database errors.
+    /// 422 for a password the policy refuses; database errors.
     pub async fn set_password(
         &mut self,
         db: &Database,
         password: &str,
-        cost: u32,
+        policy: impl Into<crate::auth::PasswordPolicy>,
     ) -> Result<(), Error> {
-        set_password(db, self.id, password, cost).await?;
+        set_password(db, self.id, password, policy).await?;
         self.password = users_password(db, self.id).await?;
         Ok(())
     }

@@ -1,7 +1,7 @@
 //! The user store: queries on the library's tables for passwords, accounts, roles and tokens.
 
 use crate::auth::tokens::Claims;
-use crate::auth::{hash_password, hash_password_for};
+use crate::auth::{hash_password, hash_password_for, PasswordPolicy};
 use crate::db::functions::digest_hex;
 use crate::db::sql_types::Portable;
 use crate::db::tx;
@@ -27,33 +27,35 @@ pub(super) async fn users_password(db: &Database, id: Uuid) -> Result<Option<Str
     })?)
 }
 
-/// Hashes and stores a new password for a user. Every older session of the user ends.
+/// Hashes and stores a new password for a user, checked against `policy` (pass
+/// [`Config::password_policy`](crate::Config::password_policy); a bare cost means the default
+/// minimum length). Every older session of the user ends.
 ///
 /// # Errors
 ///
-/// 400 for an empty or over-long password; 404 for an unknown user.
+/// 422 for a password the policy refuses; 404 for an unknown user.
 pub async fn set_password(
     db: &Database,
     user_id: Uuid,
     password: &str,
-    cost: u32,
+    policy: impl Into<PasswordPolicy>,
 ) -> Result<(), Error> {
-    hash_and_set_password(db, user_id, "password", password.to_owned(), cost).await
+    hash_and_set_password(db, user_id, "password", password.to_owned(), policy).await
 }
 
 /// Like [`set_password`], naming `field` in errors.
 ///
 /// # Errors
 ///
-/// 400 naming `field` for an empty or over-long password; 404 for an unknown user.
+/// 422 naming `field` for a password the policy refuses; 404 for an unknown user.
 pub async fn hash_and_set_password(
     db: &Database,
     user_id: Uuid,
     field: &str,
     password: String,
-    cost: u32,
+    policy: impl Into<PasswordPolicy>,
 ) -> Result<(), Error> {
-    let hash = hash_password_for(field, password, cost).await?;
+    let hash = hash_password_for(field, password, policy).await?;
     let mut conn = db.get().await?;
     set_password_hash_in(&mut conn, user_id, &hash).await
 }
@@ -81,7 +83,39 @@ pub async fn set_password_hash_in(conn: &mut Conn, user_id: Uuid, hash: &str) ->
     Ok(())
 }
 
-/// The id, password hash and enabled flag of the user with `email` (case-insensitive).
+/// Replaces a user's stored hash by a new hash of the same password (made at a higher
+/// cost), if the stored hash is still `old`. The write raises `password_rehashes`, which tells
+/// the credentials trigger that the password itself did not change: the user's sessions
+/// continue. False when the hash changed meanwhile (a password change won; nothing is written).
+///
+/// Only ever pass a hash of the password `old` was verified against: sessions survive it.
+pub(crate) async fn store_rehash(
+    db: &Database,
+    user_id: Uuid,
+    old: &str,
+    new: &str,
+) -> Result<bool, Error> {
+    let mut conn = db.get().await?;
+    let n = with_conn!(conn, |c| {
+        diesel_async::RunQueryDsl::execute(
+            diesel::update(
+                users::table
+                    .filter(users::id.eq(Portable(user_id)))
+                    .filter(users::password.eq(old.to_owned())),
+            )
+            .set((
+                users::password.eq(Some(new.to_owned())),
+                users::password_rehashes.eq(users::password_rehashes + 1),
+            )),
+            c,
+        )
+        .await
+    })?;
+    Ok(n > 0)
+}
+
+/// The id, password hash and enabled flag of the user with `email`, compared in its
+/// [normalized](super::normalize_email) form (so case-insensitively, on both backends).
 ///
 /// # Errors
 ///
@@ -91,7 +125,9 @@ pub async fn find_by_email(
     email: &str,
 ) -> Result<Option<(Uuid, Option<String>, bool)>, Error> {
     let mut conn = db.get().await?;
-    let email = email.to_lowercase();
+    // Stored addresses are normalized, so `lower()` leaves them as they are on both backends;
+    // comparing through it uses the unique index on `lower(email)`.
+    let email = super::normalize_email(email);
     let row = with_conn!(conn, |c| {
         diesel_async::RunQueryDsl::get_result(
             users::table
@@ -105,19 +141,21 @@ pub async fn find_by_email(
     Ok(row)
 }
 
-/// Creates a user in the `users` table with a bcrypt-hashed password; returns its id.
+/// Creates a user in the `users` table with a bcrypt-hashed password checked against
+/// `policy` (see [`set_password`]); the e-mail is stored [normalized](super::normalize_email).
+/// Returns the user's id.
 ///
 /// # Errors
 ///
-/// 422 for a malformed e-mail or a bad password; 409 when the e-mail is taken.
+/// 422 for a malformed e-mail or a password the policy refuses; 409 when the e-mail is taken.
 pub async fn create_user(
     db: &Database,
     email: &str,
     password: &str,
     enabled: bool,
-    cost: u32,
+    policy: impl Into<PasswordPolicy>,
 ) -> Result<Uuid, Error> {
-    let hash = new_user_hash(email, password, cost).await?;
+    let hash = new_user_hash(email, password, policy).await?;
     let mut conn = db.get().await?;
     create_user_in(&mut conn, email, &hash, enabled).await
 }
@@ -127,14 +165,19 @@ pub async fn create_user(
 ///
 /// # Errors
 ///
-/// 422 for a malformed e-mail or a bad password.
-pub async fn new_user_hash(email: &str, password: &str, cost: u32) -> Result<String, Error> {
-    crate::crud::check_email("email", email)?;
-    hash_password(password.to_owned(), cost).await
+/// 422 for a malformed e-mail or a password the policy refuses.
+pub async fn new_user_hash(
+    email: &str,
+    password: &str,
+    policy: impl Into<PasswordPolicy>,
+) -> Result<String, Error> {
+    crate::crud::check_email("email", &super::normalize_email(email))?;
+    hash_password(password.to_owned(), policy).await
 }
 
 /// Inserts a user with an already hashed password (see [`new_user_hash`]) on `conn`, which
-/// may be inside a transaction; returns its id.
+/// may be inside a transaction; the e-mail is stored [normalized](super::normalize_email).
+/// Returns the user's id.
 ///
 /// # Errors
 ///
@@ -147,13 +190,14 @@ pub async fn create_user_in(
 ) -> Result<Uuid, Error> {
     let now = crate::crud::now();
     let id = Uuid::new_v4();
+    let email = super::normalize_email(email);
     with_conn!(conn, |c| {
         diesel_async::RunQueryDsl::execute(
             diesel::insert_into(users::table).values((
                 users::id.eq(Portable(id)),
                 users::created_at.eq(Portable(now)),
                 users::updated_at.eq(Portable(now)),
-                users::email.eq(email.to_owned()),
+                users::email.eq(email.clone()),
                 users::password.eq(Some(hash.to_owned())),
                 users::is_enabled.eq(enabled),
             )),

@@ -158,9 +158,9 @@ pub async fn reset_password(
     // version (a password changed since it was issued, by this token or otherwise, a disable
     // or a logout everywhere ends it), and its use and the new password are written.
     let hash = crudforge::auth::hash_password_for(
-        "password",
+        "new_password",
         body.new_password.clone(),
-        st.config.bcrypt_cost,
+        st.config.password_policy(),
     )
     .await?;
     let mut conn = st.db.get().await?;
