@@ -202,6 +202,20 @@ impl Attempt {
         release(&self.db, &held).await
     }
 
+    /// The credentials could not be checked (the bcrypt queue was full, the database failed):
+    /// takes back the failure counted in advance, so that an overloaded service never counts
+    /// towards anyone's lockout, and passes `error` on.
+    ///
+    /// # Errors
+    ///
+    /// Always: `error`.
+    pub async fn not_checked<T>(mut self, error: Error) -> Result<T, Error> {
+        self.outcome = Outcome::Error;
+        let held = std::mem::take(&mut self.held);
+        let _ = release(&self.db, &held).await;
+        Err(error)
+    }
+
     /// Counts the attempt against `account` from this address and against `account` over all
     /// addresses (the ceiling), if the account has a key and the limits are on.
     async fn count(&mut self, account: Account<'_>) -> Result<(), Error> {

@@ -333,8 +333,13 @@ async fn login(
     let account = id.map_or(Account::Email(&email), Account::User);
     let attempt = Attempt::begin(&req, account).await?;
     let stored = hash.clone();
-    // Same work whether or not the e-mail exists: verify against a dummy hash.
-    if !verify_password(body.password.clone(), hash, cost).await? {
+    // Same work whether or not the e-mail exists: verify against a dummy hash. A check that
+    // could not be made (503 with a full bcrypt queue) counts towards no lockout.
+    let verified = match verify_password(body.password.clone(), hash, cost).await {
+        Ok(v) => v,
+        Err(e) => return attempt.not_checked(e).await,
+    };
+    if !verified {
         return Err(bad_login());
     }
     let id = id.ok_or_else(bad_login)?;
@@ -500,7 +505,11 @@ async fn change_password(req: HttpRequest, body: PasswordChange) -> Result<HttpR
     let hash = users_password(&st.db, user.id).await?;
     // Guessing the current password with a stolen access token is throttled like a login.
     let attempt = Attempt::begin(&req, Account::User(user.id)).await?;
-    if !verify_password(body.current_password, hash, cost).await? {
+    let verified = match verify_password(body.current_password, hash, cost).await {
+        Ok(v) => v,
+        Err(e) => return attempt.not_checked(e).await,
+    };
+    if !verified {
         return Err(Error::Unauthorized(
             "The current password is not correct.".into(),
         ));

@@ -157,12 +157,18 @@ pub async fn reset_password(
     // that locks the user's row, the token is checked against the user's current credential
     // version (a password changed since it was issued, by this token or otherwise, a disable
     // or a logout everywhere ends it), and its use and the new password are written.
-    let hash = crudforge::auth::hash_password_for(
+    // The token decoded, so a refusal here (a password the policy refuses, a full bcrypt
+    // queue) is no guess and counts towards no lockout.
+    let hashed = crudforge::auth::hash_password_for(
         "new_password",
         body.new_password.clone(),
         st.config.password_policy(),
     )
-    .await?;
+    .await;
+    let hash = match hashed {
+        Ok(h) => h,
+        Err(e) => return attempt.not_checked(e).await,
+    };
     let mut conn = st.db.get().await?;
     tx::begin(&mut conn, TxMode::Write).await?;
     let outcome = async {
