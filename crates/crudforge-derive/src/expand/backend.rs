@@ -1,8 +1,14 @@
 //! The per-backend module of a resource's SQL, generated once for SQLite and once for
 //! PostgreSQL: conditions, sorts, select, count, the row estimate, insert, update and delete.
+//!
+//! Every difference between SQLite and PostgreSQL in the generated code is written in this
+//! module, and nowhere else in the derive: the connection and Diesel backend types and how a
+//! query runs ([`dialect`]), case-insensitive matching ([`op_sql`]), where NULL sorts
+//! ([`sort_arm`]), the row estimate ([`estimate_count_fn`]), and the `match` that hands a
+//! `Resource` method to the module of the connection's backend ([`dispatch`]).
 
-use super::names;
-use crate::ast::{Field, Kind, Model};
+use super::Gen;
+use crate::ast::{Field, Kind};
 use crudforge_core::Op;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
@@ -14,133 +20,346 @@ pub(super) enum BackendKind {
     Postgres,
 }
 
-/// The module `sqlite` or `pg` of a resource: its SQL for backend `b`.
-pub(super) fn backend(
-    m: &Model,
-    filterable: &[&Field],
-    writable: &[&Field],
+/// What differs between the backends' modules: names and types, and how a query runs.
+struct Dialect {
     b: BackendKind,
-) -> TokenStream {
-    let k = &m.krate;
-    let p = quote!(#k::__private);
-    let ident = &m.ident;
-    let table = m.attrs.table.as_ref().expect("checked in valid");
-    let create = names(ident).create;
-    let update = names(ident).update;
-    let (module, db, conn) = match b {
-        BackendKind::Sqlite => (
-            quote!(sqlite),
-            quote!(#p::diesel::sqlite::Sqlite),
-            quote!(#k::db::SqliteConn),
-        ),
-        BackendKind::Postgres => (
-            quote!(pg),
-            quote!(#p::diesel::pg::Pg),
-            quote!(#k::db::PgConn),
-        ),
-    };
-    // How a query runs: on SQLite through the connection's synchronous interface (rows decoded
-    // straight from the statement), on PostgreSQL through diesel-async.
-    let (run_load, run_first, run_one) = match b {
-        BackendKind::Sqlite => (
-            quote!(#k::db::sqlite_direct::load(c, q).await),
-            quote!(#k::db::sqlite_direct::first(c, q).await),
-            quote!(#k::db::sqlite_direct::one(c, q).await),
-        ),
-        BackendKind::Postgres => (
-            quote!(#p::diesel_async::RunQueryDsl::load(q, c).await),
-            quote!(#p::diesel::OptionalExtension::optional(#p::diesel_async::RunQueryDsl::get_result(q, c).await)),
-            quote!(#p::diesel_async::RunQueryDsl::get_result(q, c).await),
-        ),
-    };
-    let id_ident = &m.id_field().expect("checked").ident;
-    let id_name = m.id_field().expect("checked").name();
-    let boxed = quote! {
-        ::std::boxed::Box<dyn #p::diesel::BoxableExpression<#table::table, #db, SqlType = #p::diesel::sql_types::Nullable<#p::diesel::sql_types::Bool>>>
-    };
+    /// The module's name, `sqlite` or `pg`.
+    module: TokenStream,
+    /// Diesel's backend type.
+    db: TokenStream,
+    /// The runtime's connection type.
+    conn: TokenStream,
+    /// Runs `q` on `c` for every row.
+    run_load: TokenStream,
+    /// Runs `q` on `c` for at most one row.
+    run_first: TokenStream,
+    /// Runs `q` on `c` for exactly one row.
+    run_one: TokenStream,
+}
 
-    // The operators of each field come from the runtime's table (`crudforge_core`); here
-    // only the SQL of each comparison is written.
-    let cond_arms = filterable.iter().map(|f| {
-        let fi = &f.ident;
-        let fname = f.name();
-        let ty = &f.inner;
-        let kind = f.kind.unwrap_or(Kind::Other);
-        let col = quote!(#table::#fi);
-        let value = quote!(#p::bind(#p::arg::<#ty>(c)?));
-        let pattern = quote!(#p::arg::<::std::string::String>(c)?);
-        let mut ops = crudforge_core::ops_for(kind, f.nullable);
-        // Cursors compare sort keys with `>`, `<`, `>=`, `<=` (the keyset condition), also on kinds
-        // whose filters do not offer them (text, booleans, UUIDs); the parsers never produce
-        // these comparisons from client input where the operator table refuses them.
-        if matches!(kind, Kind::Text | Kind::Bool | Kind::Uuid) {
-            for op in [Op::Gt, Op::Lt, Op::Gte, Op::Lte] {
-                if !ops.contains(&op) {
-                    ops.push(op);
-                }
-            }
+/// The dialect of backend `b`. How a query runs: on SQLite through the connection's
+/// synchronous interface (rows decoded straight from the statement), on PostgreSQL through
+/// diesel-async.
+fn dialect(g: &Gen<'_>, b: BackendKind) -> Dialect {
+    let (k, p) = (g.k, &g.p);
+    match b {
+        BackendKind::Sqlite => Dialect {
+            b,
+            module: quote!(sqlite),
+            db: quote!(#p::diesel::sqlite::Sqlite),
+            conn: quote!(#k::db::SqliteConn),
+            run_load: quote!(#k::db::sqlite_direct::load(c, q).await),
+            run_first: quote!(#k::db::sqlite_direct::first(c, q).await),
+            run_one: quote!(#k::db::sqlite_direct::one(c, q).await),
+        },
+        BackendKind::Postgres => Dialect {
+            b,
+            module: quote!(pg),
+            db: quote!(#p::diesel::pg::Pg),
+            conn: quote!(#k::db::PgConn),
+            run_load: quote!(#p::diesel_async::RunQueryDsl::load(q, c).await),
+            run_first: quote!(#p::diesel::OptionalExtension::optional(#p::diesel_async::RunQueryDsl::get_result(q, c).await)),
+            run_one: quote!(#p::diesel_async::RunQueryDsl::get_result(q, c).await),
+        },
+    }
+}
+
+/// The body of a `Resource` query method: hands `f(c, args)` to the module of the
+/// connection's backend.
+pub(super) fn dispatch(g: &Gen<'_>, f: TokenStream, args: TokenStream) -> TokenStream {
+    let k = g.k;
+    quote! {
+        match conn {
+            #k::db::Conn::Sqlite(__o) => { let c: &mut #k::db::SqliteConn = &mut **__o; sqlite::#f(c, #args).await }
+            #k::db::Conn::Postgres(__o) => { let c: &mut #k::db::PgConn = &mut **__o; pg::#f(c, #args).await }
         }
-        let arms = ops.into_iter().map(|op| {
-            let sql = match op {
-                Op::Eq => quote!(#col.eq(#value).nullable()),
-                Op::Ne => quote!(#col.ne(#value).nullable()),
-                Op::In => quote!(#col.eq_any(#p::args::<#ty>(c)?).nullable()),
-                Op::Gt => quote!(#col.gt(#value).nullable()),
-                Op::Lt => quote!(#col.lt(#value).nullable()),
-                Op::Gte => quote!(#col.ge(#value).nullable()),
-                Op::Lte => quote!(#col.le(#value).nullable()),
-                Op::Like => quote!(#col.like(#pattern).escape('\\').nullable()),
-                Op::ILike => match (b, f.nullable) {
-                    (BackendKind::Postgres, _) => quote!(#p::diesel::PgTextExpressionMethods::ilike(#col, #pattern).escape('\\').nullable()),
-                    (BackendKind::Sqlite, false) => quote!(#p::unicode_lower(#col).like(#p::unicode_lower(#pattern)).escape('\\').nullable()),
-                    (BackendKind::Sqlite, true) => quote!(#p::unicode_lower_nullable(#col).like(#p::unicode_lower_nullable(#pattern)).escape('\\').nullable()),
-                },
-                Op::IsNull => quote! {
-                    if #p::arg::<bool>(c)? {
-                        return ::core::result::Result::Ok(::std::boxed::Box::new(#col.is_null().nullable()));
-                    } else {
-                        #col.is_not_null().nullable()
-                    }
-                },
-            };
-            let variant = format_ident!("{}", format!("{op:?}"));
-            quote!(#k::crud::Op::#variant => ::std::boxed::Box::new(#sql),)
-        });
-        quote! {
-            #fname => match c.op {
+    }
+}
+
+/// The model's Diesel table (`critters`).
+fn table<'a>(g: &Gen<'a>) -> &'a syn::Path {
+    g.m.attrs.table.as_ref().expect("checked in valid")
+}
+
+/// Emits the module `sqlite` or `pg` of a resource: its SQL for backend `b`.
+pub(super) fn backend(g: &Gen<'_>, b: BackendKind) -> TokenStream {
+    let p = &g.p;
+    let d = dialect(g, b);
+    let (module, db, table) = (&d.module, &d.db, table(g));
+    let items = [
+        cond_fn(g, &d),
+        condition_builder(g),
+        everything_fn(g),
+        select_fn(g, &d),
+        count_fn(g, &d),
+        estimate_count_fn(g, &d),
+        insert_fn(g, &d),
+        update_fn(g, &d),
+        delete_fn(g, &d),
+    ];
+    quote! {
+        mod #module {
+            use super::*;
+            use #p::diesel::prelude::*;
+            use #p::diesel::ExpressionMethods as _;
+
+            type Boxed = ::std::boxed::Box<dyn #p::diesel::BoxableExpression<#table::table, #db, SqlType = #p::diesel::sql_types::Nullable<#p::diesel::sql_types::Bool>>>;
+
+            #(#items)*
+        }
+    }
+}
+
+/// Emits `cond`: one condition of a filter as a boxed SQL expression.
+fn cond_fn(g: &Gen<'_>, d: &Dialect) -> TokenStream {
+    let (k, p) = (g.k, &g.p);
+    let arms = g.filterable.iter().map(|f| cond_arm(g, d, f));
+    quote! {
+        fn cond(c: &#k::crud::Cond) -> ::core::result::Result<Boxed, #k::Error> {
+            ::core::result::Result::Ok(match c.field {
                 #(#arms)*
-                #[allow(unreachable_patterns)]
                 _ => return ::core::result::Result::Err(#p::unsupported(c)),
-            },
+            })
         }
-    });
+    }
+}
 
-    let sort_arms = filterable.iter().map(|f| {
-        let fi = &f.ident;
-        let fname = f.name();
-        if f.nullable && b == BackendKind::Sqlite {
-            // SQLite puts NULL first in ascending order; PostgreSQL puts it last. Sorting on
-            // `IS NULL` first gives SQLite PostgreSQL's order, so both backends agree.
-            quote! {
-                (#fname, false) => q.then_order_by(#table::#fi.is_null().asc()).then_order_by(#table::#fi.asc()),
-                (#fname, true) => q.then_order_by(#table::#fi.is_null().desc()).then_order_by(#table::#fi.desc()),
-            }
-        } else {
-            quote! {
-                (#fname, false) => q.then_order_by(#table::#fi.asc()),
-                (#fname, true) => q.then_order_by(#table::#fi.desc()),
+/// The operators field `f` is compared with. They come from the runtime's table
+/// (`crudforge_core`); cursors compare sort keys with `>`, `<`, `>=`, `<=` (the keyset
+/// condition), also on kinds whose filters do not offer them (text, booleans, UUIDs); the
+/// parsers never produce these comparisons from client input where the operator table refuses
+/// them.
+fn field_ops(f: &Field) -> Vec<Op> {
+    let kind = f.kind.unwrap_or(Kind::Other);
+    let mut ops = crudforge_core::ops_for(kind, f.nullable);
+    if matches!(kind, Kind::Text | Kind::Bool | Kind::Uuid) {
+        for op in [Op::Gt, Op::Lt, Op::Gte, Op::Lte] {
+            if !ops.contains(&op) {
+                ops.push(op);
             }
         }
-    });
+    }
+    ops
+}
 
-    let estimate = match b {
+/// The arm of `cond` for field `f`: one arm per operator.
+fn cond_arm(g: &Gen<'_>, d: &Dialect, f: &Field) -> TokenStream {
+    let (k, p) = (g.k, &g.p);
+    let fname = f.name();
+    let arms = field_ops(f).into_iter().map(|op| {
+        let sql = op_sql(g, d, f, op);
+        let variant = format_ident!("{}", format!("{op:?}"));
+        quote!(#k::crud::Op::#variant => ::std::boxed::Box::new(#sql),)
+    });
+    quote! {
+        #fname => match c.op {
+            #(#arms)*
+            #[allow(unreachable_patterns)]
+            _ => return ::core::result::Result::Err(#p::unsupported(c)),
+        },
+    }
+}
+
+/// The SQL of one comparison of field `f` with the condition's value.
+fn op_sql(g: &Gen<'_>, d: &Dialect, f: &Field, op: Op) -> TokenStream {
+    let p = &g.p;
+    let (fi, ty, table) = (&f.ident, &f.inner, table(g));
+    let col = quote!(#table::#fi);
+    let value = quote!(#p::bind(#p::arg::<#ty>(c)?));
+    let pattern = quote!(#p::arg::<::std::string::String>(c)?);
+    match op {
+        Op::Eq => quote!(#col.eq(#value).nullable()),
+        Op::Ne => quote!(#col.ne(#value).nullable()),
+        Op::In => quote!(#col.eq_any(#p::args::<#ty>(c)?).nullable()),
+        Op::Gt => quote!(#col.gt(#value).nullable()),
+        Op::Lt => quote!(#col.lt(#value).nullable()),
+        Op::Gte => quote!(#col.ge(#value).nullable()),
+        Op::Lte => quote!(#col.le(#value).nullable()),
+        Op::Like => quote!(#col.like(#pattern).escape('\\').nullable()),
+        Op::ILike => match (d.b, f.nullable) {
+            (BackendKind::Postgres, _) => {
+                quote!(#p::diesel::PgTextExpressionMethods::ilike(#col, #pattern).escape('\\').nullable())
+            }
+            (BackendKind::Sqlite, false) => {
+                quote!(#p::unicode_lower(#col).like(#p::unicode_lower(#pattern)).escape('\\').nullable())
+            }
+            (BackendKind::Sqlite, true) => {
+                quote!(#p::unicode_lower_nullable(#col).like(#p::unicode_lower_nullable(#pattern)).escape('\\').nullable())
+            }
+        },
+        Op::IsNull => quote! {
+            if #p::arg::<bool>(c)? {
+                return ::core::result::Result::Ok(::std::boxed::Box::new(#col.is_null().nullable()));
+            } else {
+                #col.is_not_null().nullable()
+            }
+        },
+    }
+}
+
+/// Emits the builder that combines `cond`'s expressions into a filter's (`Sql`), and
+/// `condition`, which builds a filter's whole expression.
+fn condition_builder(g: &Gen<'_>) -> TokenStream {
+    let (k, p) = (g.k, &g.p);
+    quote! {
+        struct Sql;
+
+        impl #p::Builder for Sql {
+            type Expr = Boxed;
+            fn leaf(&self, c: &#k::crud::Cond) -> ::core::result::Result<Boxed, #k::Error> {
+                cond(c)
+            }
+            fn and(&self, a: Boxed, b: Boxed) -> Boxed {
+                ::std::boxed::Box::new(a.and(b))
+            }
+            fn or(&self, a: Boxed, b: Boxed) -> Boxed {
+                ::std::boxed::Box::new(a.or(b))
+            }
+            fn not(&self, a: Boxed) -> Boxed {
+                ::std::boxed::Box::new(#p::diesel::dsl::not(a))
+            }
+            fn never(&self) -> Boxed {
+                ::std::boxed::Box::new(#p::diesel::dsl::sql::<#p::diesel::sql_types::Nullable<#p::diesel::sql_types::Bool>>("1 = 0"))
+            }
+        }
+
+        fn condition(conds: #p::Node<'_>) -> ::core::result::Result<::core::option::Option<Boxed>, #k::Error> {
+            #p::Builder::build(&Sql, conds)
+        }
+    }
+}
+
+/// Emits `everything`: the error of an update or delete without a condition.
+fn everything_fn(g: &Gen<'_>) -> TokenStream {
+    let k = g.k;
+    quote! {
+        fn everything() -> #k::Error {
+            #k::Error::Internal("refusing to change rows without a condition".into())
+        }
+    }
+}
+
+/// Emits `select`: the rows matching a filter, sorted and paged.
+fn select_fn(g: &Gen<'_>, d: &Dialect) -> TokenStream {
+    let (k, p, ident, table) = (g.k, &g.p, &g.m.ident, table(g));
+    let (conn, db, run_load) = (&d.conn, &d.db, &d.run_load);
+    let id_ident = &g.id.ident;
+    let by_key = select_by_key(g, d);
+    let sort_arms = g.filterable.iter().map(|f| sort_arm(g, d, f));
+    quote! {
+        pub(super) async fn select(
+            c: &mut #conn,
+            conds: #p::Node<'_>,
+            sort: &[#k::crud::Sort],
+            page: ::core::option::Option<(i64, i64)>,
+        ) -> ::core::result::Result<::std::vec::Vec<#ident>, #k::Error> {
+            #by_key
+            let mut q = #table::table
+                .select(<#ident as #p::diesel::SelectableHelper<#db>>::as_select())
+                .into_boxed::<#db>();
+            if let ::core::option::Option::Some(w) = condition(conds)? {
+                q = q.filter(w);
+            }
+            for s in sort {
+                q = match (s.field, s.desc) {
+                    #(#sort_arms)*
+                    _ => return ::core::result::Result::Err(#k::Error::bad_param("sort", ::std::format!("cannot sort by `{}`", s.field))),
+                };
+            }
+            if sort.is_empty() {
+                q = q.then_order_by(#table::created_at.asc());
+            }
+            q = q.then_order_by(#table::#id_ident.asc());
+            if let ::core::option::Option::Some((limit, offset)) = page {
+                q = q.limit(limit).offset(offset);
+            }
+            // Written per request: cached only if its shape is admitted (see
+            // `crudforge::db::statement_cache`).
+            let keep = #p::Shape::new(::core::stringify!(#table), "select")
+                .conditions(conds)
+                .sort(sort)
+                .part(page.is_some())
+                .admit();
+            let q = #p::Cached::new(q, keep);
+            let rows: ::std::vec::Vec<#ident> = #run_load?;
+            ::core::result::Result::Ok(rows)
+        }
+    }
+}
+
+/// The start of `select`: a lookup by primary key alone returns through a static query, so
+/// the connection's prepared-statement cache serves it (boxed queries are prepared every time).
+fn select_by_key(g: &Gen<'_>, d: &Dialect) -> TokenStream {
+    let (k, p, ident, table) = (g.k, &g.p, &g.m.ident, table(g));
+    let (db, run_first) = (&d.db, &d.run_first);
+    let (id_ident, id_name) = (&g.id.ident, g.id.name());
+    quote! {
+        if let #p::Node::All([only]) = conds {
+            if sort.is_empty()
+                && only.op == #k::crud::Op::Eq
+                && only.field == #id_name
+                && page.is_none_or(|(limit, offset)| limit >= 1 && offset == 0)
+            {
+                let key = #p::arg::<#p::uuid::Uuid>(only)?;
+                let q = #table::table
+                    .filter(#table::#id_ident.eq(#p::bind(key)))
+                    .select(<#ident as #p::diesel::SelectableHelper<#db>>::as_select());
+                let row: ::core::option::Option<#ident> = #run_first?;
+                return ::core::result::Result::Ok(row.into_iter().collect());
+            }
+        }
+    }
+}
+
+/// The arms of `select`'s sort for field `f`, ascending and descending.
+fn sort_arm(g: &Gen<'_>, d: &Dialect, f: &Field) -> TokenStream {
+    let (fi, fname, table) = (&f.ident, f.name(), table(g));
+    if f.nullable && d.b == BackendKind::Sqlite {
+        // SQLite puts NULL first in ascending order; PostgreSQL puts it last. Sorting on
+        // `IS NULL` first gives SQLite PostgreSQL's order, so both backends agree.
+        quote! {
+            (#fname, false) => q.then_order_by(#table::#fi.is_null().asc()).then_order_by(#table::#fi.asc()),
+            (#fname, true) => q.then_order_by(#table::#fi.is_null().desc()).then_order_by(#table::#fi.desc()),
+        }
+    } else {
+        quote! {
+            (#fname, false) => q.then_order_by(#table::#fi.asc()),
+            (#fname, true) => q.then_order_by(#table::#fi.desc()),
+        }
+    }
+}
+
+/// Emits `count`: the number of rows matching a filter.
+fn count_fn(g: &Gen<'_>, d: &Dialect) -> TokenStream {
+    let (k, p, table) = (g.k, &g.p, table(g));
+    let (conn, db, run_one) = (&d.conn, &d.db, &d.run_one);
+    quote! {
+        pub(super) async fn count(c: &mut #conn, conds: #p::Node<'_>) -> ::core::result::Result<i64, #k::Error> {
+            let mut q = #table::table.select(#p::diesel::dsl::count_star()).into_boxed::<#db>();
+            if let ::core::option::Option::Some(w) = condition(conds)? {
+                q = q.filter(w);
+            }
+            let keep = #p::Shape::new(::core::stringify!(#table), "count").conditions(conds).admit();
+            let q = #p::Cached::new(q, keep);
+            let n: i64 = #run_one?;
+            ::core::result::Result::Ok(n)
+        }
+    }
+}
+
+/// Emits `estimate_count`: on SQLite the exact count; on PostgreSQL the planner's row
+/// estimate of the filtered select, through `EXPLAIN` of the same boxed query (values stay
+/// bound parameters).
+fn estimate_count_fn(g: &Gen<'_>, d: &Dialect) -> TokenStream {
+    let (k, p, table) = (g.k, &g.p, table(g));
+    let (conn, db) = (&d.conn, &d.db);
+    let id_ident = &g.id.ident;
+    match d.b {
         BackendKind::Sqlite => quote! {
             pub(super) async fn estimate_count(c: &mut #conn, conds: #p::Node<'_>) -> ::core::result::Result<i64, #k::Error> {
                 count(c, conds).await
             }
         },
-        // The planner's row estimate of the filtered select, through `EXPLAIN` of the same
-        // boxed query: values stay bound parameters.
         BackendKind::Postgres => quote! {
             pub(super) async fn estimate_count(c: &mut #conn, conds: #p::Node<'_>) -> ::core::result::Result<i64, #k::Error> {
                 let mut q = #table::table.select(#table::#id_ident).into_boxed::<#db>();
@@ -151,179 +370,89 @@ pub(super) fn backend(
                 #p::plan_rows(&plan)
             }
         },
-    };
+    }
+}
 
-    let insert_values = writable.iter().map(|f| {
+/// Emits `insert`: a new row with a fresh id and timestamps, returned.
+fn insert_fn(g: &Gen<'_>, d: &Dialect) -> TokenStream {
+    let (k, p, ident, table) = (g.k, &g.p, &g.m.ident, table(g));
+    let (conn, db, run_one) = (&d.conn, &d.db, &d.run_one);
+    let (create, id_ident) = (&g.n.create, &g.id.ident);
+    let values = g.writable.iter().map(|f| {
         let fi = &f.ident;
         quote!(#table::#fi.eq(#p::bind(input.#fi)),)
     });
-    let writable_idents: Vec<_> = writable.iter().map(|f| &f.ident).collect();
-    let table_name = quote!(::core::stringify!(#table));
-    let update_values = writable.iter().map(|f| {
+    quote! {
+        pub(super) async fn insert(c: &mut #conn, input: #create) -> ::core::result::Result<#ident, #k::Error> {
+            let now = #k::crud::now();
+            let q = #p::diesel::insert_into(#table::table)
+                .values((
+                    #table::#id_ident.eq(#p::bind(#p::uuid::Uuid::new_v4())),
+                    #table::created_at.eq(#p::bind(now)),
+                    #table::updated_at.eq(#p::bind(now)),
+                    #(#values)*
+                ))
+                .returning(<#ident as #p::diesel::SelectableHelper<#db>>::as_returning());
+            let row: #ident = #run_one?;
+            ::core::result::Result::Ok(row)
+        }
+    }
+}
+
+/// Emits `update`: the members present in a PATCH body written to the rows matching a filter,
+/// and `updated_at`; the changed row returned.
+fn update_fn(g: &Gen<'_>, d: &Dialect) -> TokenStream {
+    let (k, p, ident, table) = (g.k, &g.p, &g.m.ident, table(g));
+    let (conn, db, run_first) = (&d.conn, &d.db, &d.run_first);
+    let update = &g.n.update;
+    let writable_idents = g.writable.iter().map(|f| &f.ident);
+    let values = g.writable.iter().map(|f| {
         let fi = &f.ident;
         quote!(input.#fi.map(|__v| #table::#fi.eq(#p::bind(__v))),)
     });
-
     quote! {
-        mod #module {
-            use super::*;
-            use #p::diesel::prelude::*;
-            use #p::diesel::ExpressionMethods as _;
+        pub(super) async fn update(
+            c: &mut #conn,
+            conds: #p::Node<'_>,
+            input: #update,
+        ) -> ::core::result::Result<::core::option::Option<#ident>, #k::Error> {
+            let ::core::option::Option::Some(w) = condition(conds)? else {
+                return ::core::result::Result::Err(everything());
+            };
+            let now = #k::crud::now();
+            // Written by `db::update` so the statement cache can keep it: one statement per
+            // set of members present, cached if that shape is admitted.
+            let keep = #p::Shape::new(::core::stringify!(#table), "update")
+                .conditions(conds)
+                #(.part(input.#writable_idents.is_some()))*
+                .admit();
+            let q = #p::Update::new(
+                #table::table,
+                #p::diesel::AsChangeset::as_changeset((
+                    #(#values)*
+                    #table::updated_at.eq(#p::bind(now)),
+                )),
+                w,
+                <#ident as #p::diesel::SelectableHelper<#db>>::as_returning(),
+            );
+            let q = #p::Cached::new(q, keep);
+            let row: ::core::option::Option<#ident> = #run_first?;
+            ::core::result::Result::Ok(row)
+        }
+    }
+}
 
-            type Boxed = #boxed;
-
-            fn cond(c: &#k::crud::Cond) -> ::core::result::Result<Boxed, #k::Error> {
-                ::core::result::Result::Ok(match c.field {
-                    #(#cond_arms)*
-                    _ => return ::core::result::Result::Err(#p::unsupported(c)),
-                })
-            }
-
-            struct Sql;
-
-            impl #p::Builder for Sql {
-                type Expr = Boxed;
-                fn leaf(&self, c: &#k::crud::Cond) -> ::core::result::Result<Boxed, #k::Error> {
-                    cond(c)
-                }
-                fn and(&self, a: Boxed, b: Boxed) -> Boxed {
-                    ::std::boxed::Box::new(a.and(b))
-                }
-                fn or(&self, a: Boxed, b: Boxed) -> Boxed {
-                    ::std::boxed::Box::new(a.or(b))
-                }
-                fn not(&self, a: Boxed) -> Boxed {
-                    ::std::boxed::Box::new(#p::diesel::dsl::not(a))
-                }
-                fn never(&self) -> Boxed {
-                    ::std::boxed::Box::new(#p::diesel::dsl::sql::<#p::diesel::sql_types::Nullable<#p::diesel::sql_types::Bool>>("1 = 0"))
-                }
-            }
-
-            fn condition(conds: #p::Node<'_>) -> ::core::result::Result<::core::option::Option<Boxed>, #k::Error> {
-                #p::Builder::build(&Sql, conds)
-            }
-
-            fn everything() -> #k::Error {
-                #k::Error::Internal("refusing to change rows without a condition".into())
-            }
-
-            pub(super) async fn select(
-                c: &mut #conn,
-                conds: #p::Node<'_>,
-                sort: &[#k::crud::Sort],
-                page: ::core::option::Option<(i64, i64)>,
-            ) -> ::core::result::Result<::std::vec::Vec<#ident>, #k::Error> {
-                // Lookup by primary key alone: a static query, so the connection's
-                // prepared-statement cache serves it (boxed queries are prepared every time).
-                if let #p::Node::All([only]) = conds {
-                    if sort.is_empty()
-                        && only.op == #k::crud::Op::Eq
-                        && only.field == #id_name
-                        && page.is_none_or(|(limit, offset)| limit >= 1 && offset == 0)
-                    {
-                        let key = #p::arg::<#p::uuid::Uuid>(only)?;
-                        let q = #table::table
-                            .filter(#table::#id_ident.eq(#p::bind(key)))
-                            .select(<#ident as #p::diesel::SelectableHelper<#db>>::as_select());
-                        let row: ::core::option::Option<#ident> = #run_first?;
-                        return ::core::result::Result::Ok(row.into_iter().collect());
-                    }
-                }
-                let mut q = #table::table
-                    .select(<#ident as #p::diesel::SelectableHelper<#db>>::as_select())
-                    .into_boxed::<#db>();
-                if let ::core::option::Option::Some(w) = condition(conds)? {
-                    q = q.filter(w);
-                }
-                for s in sort {
-                    q = match (s.field, s.desc) {
-                        #(#sort_arms)*
-                        _ => return ::core::result::Result::Err(#k::Error::bad_param("sort", ::std::format!("cannot sort by `{}`", s.field))),
-                    };
-                }
-                if sort.is_empty() {
-                    q = q.then_order_by(#table::created_at.asc());
-                }
-                q = q.then_order_by(#table::#id_ident.asc());
-                if let ::core::option::Option::Some((limit, offset)) = page {
-                    q = q.limit(limit).offset(offset);
-                }
-                // Written per request: cached only if its shape is admitted (see
-                // `crudforge::db::statement_cache`).
-                let keep = #p::Shape::new(#table_name, "select")
-                    .conditions(conds)
-                    .sort(sort)
-                    .part(page.is_some())
-                    .admit();
-                let q = #p::Cached::new(q, keep);
-                let rows: ::std::vec::Vec<#ident> = #run_load?;
-                ::core::result::Result::Ok(rows)
-            }
-
-            pub(super) async fn count(c: &mut #conn, conds: #p::Node<'_>) -> ::core::result::Result<i64, #k::Error> {
-                let mut q = #table::table.select(#p::diesel::dsl::count_star()).into_boxed::<#db>();
-                if let ::core::option::Option::Some(w) = condition(conds)? {
-                    q = q.filter(w);
-                }
-                let keep = #p::Shape::new(#table_name, "count").conditions(conds).admit();
-                let q = #p::Cached::new(q, keep);
-                let n: i64 = #run_one?;
-                ::core::result::Result::Ok(n)
-            }
-
-            #estimate
-
-            pub(super) async fn insert(c: &mut #conn, input: #create) -> ::core::result::Result<#ident, #k::Error> {
-                let now = #k::crud::now();
-                let q = #p::diesel::insert_into(#table::table)
-                    .values((
-                        #table::#id_ident.eq(#p::bind(#p::uuid::Uuid::new_v4())),
-                        #table::created_at.eq(#p::bind(now)),
-                        #table::updated_at.eq(#p::bind(now)),
-                        #(#insert_values)*
-                    ))
-                    .returning(<#ident as #p::diesel::SelectableHelper<#db>>::as_returning());
-                let row: #ident = #run_one?;
-                ::core::result::Result::Ok(row)
-            }
-
-            pub(super) async fn update(
-                c: &mut #conn,
-                conds: #p::Node<'_>,
-                input: #update,
-            ) -> ::core::result::Result<::core::option::Option<#ident>, #k::Error> {
-                let ::core::option::Option::Some(w) = condition(conds)? else {
-                    return ::core::result::Result::Err(everything());
-                };
-                let now = #k::crud::now();
-                // Written by `db::update` so the statement cache can keep it: one statement per
-                // set of members present, cached if that shape is admitted.
-                let keep = #p::Shape::new(#table_name, "update")
-                    .conditions(conds)
-                    #(.part(input.#writable_idents.is_some()))*
-                    .admit();
-                let q = #p::Update::new(
-                    #table::table,
-                    #p::diesel::AsChangeset::as_changeset((
-                        #(#update_values)*
-                        #table::updated_at.eq(#p::bind(now)),
-                    )),
-                    w,
-                    <#ident as #p::diesel::SelectableHelper<#db>>::as_returning(),
-                );
-                let q = #p::Cached::new(q, keep);
-                let row: ::core::option::Option<#ident> = #run_first?;
-                ::core::result::Result::Ok(row)
-            }
-
-            pub(super) async fn delete(c: &mut #conn, conds: #p::Node<'_>) -> ::core::result::Result<bool, #k::Error> {
-                let ::core::option::Option::Some(w) = condition(conds)? else {
-                    return ::core::result::Result::Err(everything());
-                };
-                let n = #p::diesel_async::RunQueryDsl::execute(#p::diesel::delete(#table::table.filter(w)), c).await?;
-                ::core::result::Result::Ok(n > 0)
-            }
+/// Emits `delete`: removes the rows matching a filter; whether any was.
+fn delete_fn(g: &Gen<'_>, d: &Dialect) -> TokenStream {
+    let (k, p, table) = (g.k, &g.p, table(g));
+    let conn = &d.conn;
+    quote! {
+        pub(super) async fn delete(c: &mut #conn, conds: #p::Node<'_>) -> ::core::result::Result<bool, #k::Error> {
+            let ::core::option::Option::Some(w) = condition(conds)? else {
+                return ::core::result::Result::Err(everything());
+            };
+            let n = #p::diesel_async::RunQueryDsl::execute(#p::diesel::delete(#table::table.filter(w)), c).await?;
+            ::core::result::Result::Ok(n > 0)
         }
     }
 }

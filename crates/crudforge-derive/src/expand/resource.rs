@@ -1,0 +1,286 @@
+//! The `Resource` impl of a model (its names, `FIELDS` metadata, keys, sort values and the
+//! query methods that hand each call to the connection's backend), the type checks placed at
+//! the user's fields, and the model's entry in the registry of resources.
+
+use super::backend::dispatch;
+use super::{is_filterable, is_writable, Gen};
+use crate::ast::{Field, Kind};
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+
+/// Emits the functions that check the field types at the user's fields, with the runtime's
+/// explanations: each stored type is bindable, each filterable type an argument.
+pub(super) fn type_checks(g: &Gen<'_>) -> TokenStream {
+    let (k, p) = (g.k, &g.p);
+    let stored_checks =
+        g.m.fields
+            .iter()
+            .filter(|f| f.attrs.skip.is_none())
+            .map(|f| {
+                let ty = &f.ty;
+                quote_spanned! {f.ty.span()=> __crudforge_assert_stored::<#ty>(); }
+            });
+    let filter_checks = g.filterable.iter().map(|f| {
+        let ty = &f.inner;
+        // The same path as in the backends' filters, so rustc reports one error, not two.
+        quote_spanned! {f.inner.span()=> let _ = #p::arg::<#ty>; }
+    });
+    quote! {
+        fn __crudforge_assert_stored<T: #k::crud::IntoBind>() {}
+        fn __crudforge_checks() {
+            #(#stored_checks)*
+            #(#filter_checks)*
+        }
+    }
+}
+
+/// Emits `impl Resource for Model`, one item per function below.
+pub(super) fn resource_impl(g: &Gen<'_>) -> TokenStream {
+    let (k, ident) = (g.k, &g.m.ident);
+    let associated = associated_items(g);
+    let rules_fn = rules_fn(g);
+    let key_of = key_of(g);
+    let select = select_method(g);
+    let count = count_method(g);
+    let estimate_count = estimate_count_method(g);
+    let sort_value = sort_value(g);
+    let insert = insert_method(g);
+    let update = update_method(g);
+    let delete = delete_method(g);
+    quote! {
+        #[automatically_derived]
+        impl #k::crud::Resource for #ident {
+            #associated
+            #rules_fn
+            #key_of
+            #select
+            #count
+            #estimate_count
+            #sort_value
+            #insert
+            #update
+            #delete
+        }
+    }
+}
+
+/// Emits the associated types and constants: the body types, `NAME`, `FIELDS`, `ID_FIELD`,
+/// `TABLE` and `INDEXES`.
+fn associated_items(g: &Gen<'_>) -> TokenStream {
+    let k = g.k;
+    let (create, update, response) = (&g.n.create, &g.n.update, &g.n.response);
+    let (name, id_name) = (&g.name, g.id.name());
+    let field_infos = g.m.fields.iter().filter(|f| f.attrs.skip.is_none());
+    let field_infos = field_infos.map(|f| field_info(g, f));
+    let table_name =
+        g.m.attrs
+            .table
+            .as_ref()
+            .and_then(|t| t.segments.last())
+            .map(|s| s.ident.to_string())
+            .unwrap_or_default();
+    let indexes = g.m.attrs.indexes.iter().map(|i| {
+        let cols = i.columns.iter().map(syn::LitStr::value);
+        quote!(&[#(#cols),*])
+    });
+    quote! {
+        type Create = #create;
+        type Update = #update;
+        type Response = #response;
+
+        const NAME: &'static str = #name;
+        const FIELDS: &'static [#k::crud::FieldInfo] = &[#(#field_infos),*];
+        const ID_FIELD: &'static str = #id_name;
+        const TABLE: &'static str = #table_name;
+        const INDEXES: &'static [&'static [&'static str]] = &[#(#indexes),*];
+    }
+}
+
+/// One entry of `FIELDS`: the field's name, kind and what clients may do with it.
+fn field_info(g: &Gen<'_>, f: &Field) -> TokenStream {
+    let k = g.k;
+    let fname = f.name();
+    let kind = format_ident!("{}", f.kind.unwrap_or(Kind::Other).name());
+    let mut e = quote!(#k::crud::FieldInfo::new(#fname, #k::crud::Kind::#kind));
+    if f.nullable {
+        e = quote!(#e.nullable());
+    }
+    if f.kind == Some(Kind::Integer) {
+        let inner = &f.inner;
+        let narrow = matches!(inner, syn::Type::Path(tp) if tp.path.segments.last().is_some_and(|s| s.ident == "i16" || s.ident == "i32"));
+        if narrow {
+            e = quote!(#e.int_range(<#inner>::MIN as i64, <#inner>::MAX as i64));
+        }
+    }
+    let hidden = f.attrs.write_only.is_some() || f.attrs.password.is_some();
+    if !is_filterable(f) && !hidden {
+        e = quote!(#e.not_filterable());
+    }
+    if !is_writable(f) {
+        e = quote!(#e.read_only());
+    }
+    if hidden {
+        e = quote!(#e.write_only());
+    }
+    if f.attrs.unique.is_some() || f.name() == g.id.name() {
+        e = quote!(#e.unique());
+    }
+    e
+}
+
+/// Emits `default_rules`, when the model names its permission rules (`rules = expr`).
+fn rules_fn(g: &Gen<'_>) -> Option<TokenStream> {
+    let k = g.k;
+    g.m.attrs.rules.as_ref().map(|r| {
+        quote! {
+            fn default_rules() -> ::std::sync::Arc<dyn #k::perms::Rules<Self>> {
+                ::std::sync::Arc::new(#r)
+            }
+        }
+    })
+}
+
+/// Emits `key_of`: a row's value of a field that can key a URL (text, integer, UUID).
+fn key_of(g: &Gen<'_>) -> TokenStream {
+    let arms = g.filterable.iter().filter_map(|f| {
+        let kind = f.kind?;
+        if !matches!(kind, Kind::Text | Kind::Integer | Kind::Uuid) {
+            return None;
+        }
+        let fi = &f.ident;
+        let fname = f.name();
+        Some(if f.nullable {
+            quote!(#fname => self.#fi.as_ref().map(::std::string::ToString::to_string),)
+        } else {
+            quote!(#fname => ::core::option::Option::Some(::std::string::ToString::to_string(&self.#fi)),)
+        })
+    });
+    quote! {
+        fn key_of(&self, field: &str) -> ::core::option::Option<::std::string::String> {
+            match field {
+                #(#arms)*
+                _ => ::core::option::Option::None,
+            }
+        }
+    }
+}
+
+/// Emits `sort_value`: a row's value of a sort key, for cursors.
+fn sort_value(g: &Gen<'_>) -> TokenStream {
+    let (k, p) = (g.k, &g.p);
+    let arms = g.filterable.iter().filter_map(|f| {
+        let kind = f.kind?;
+        if matches!(kind, Kind::Json | Kind::Other) {
+            return None;
+        }
+        let fi = &f.ident;
+        let fname = f.name();
+        Some(if f.nullable {
+            quote!(#fname => ::core::option::Option::Some(self.#fi.as_ref().map(#p::to_arg)),)
+        } else {
+            quote!(#fname => ::core::option::Option::Some(::core::option::Option::Some(#p::to_arg(&self.#fi))),)
+        })
+    });
+    quote! {
+        fn sort_value(&self, field: &str) -> ::core::option::Option<::core::option::Option<#k::crud::Arg>> {
+            match field {
+                #(#arms)*
+                _ => ::core::option::Option::None,
+            }
+        }
+    }
+}
+
+/// Emits `select`, handed to the backend's `select`.
+fn select_method(g: &Gen<'_>) -> TokenStream {
+    let k = g.k;
+    let arms = dispatch(g, quote!(select), quote!(conds, sort, page));
+    quote! {
+        async fn select(
+            conn: &mut #k::db::Conn,
+            conds: &(impl #k::crud::Conditions + ?::core::marker::Sized),
+            sort: &[#k::crud::Sort],
+            page: ::core::option::Option<(i64, i64)>,
+        ) -> ::core::result::Result<::std::vec::Vec<Self>, #k::Error> {
+            let conds = #k::crud::Conditions::node(conds);
+            #arms
+        }
+    }
+}
+
+/// Emits `count`, handed to the backend's `count`.
+fn count_method(g: &Gen<'_>) -> TokenStream {
+    let k = g.k;
+    let arms = dispatch(g, quote!(count), quote!(conds));
+    quote! {
+        async fn count(conn: &mut #k::db::Conn, conds: &(impl #k::crud::Conditions + ?::core::marker::Sized)) -> ::core::result::Result<i64, #k::Error> {
+            let conds = #k::crud::Conditions::node(conds);
+            #arms
+        }
+    }
+}
+
+/// Emits `estimate_count`, handed to the backend's `estimate_count`.
+fn estimate_count_method(g: &Gen<'_>) -> TokenStream {
+    let k = g.k;
+    let arms = dispatch(g, quote!(estimate_count), quote!(conds));
+    quote! {
+        async fn estimate_count(conn: &mut #k::db::Conn, conds: &(impl #k::crud::Conditions + ?::core::marker::Sized)) -> ::core::result::Result<i64, #k::Error> {
+            let conds = #k::crud::Conditions::node(conds);
+            #arms
+        }
+    }
+}
+
+/// Emits `insert`, handed to the backend's `insert`.
+fn insert_method(g: &Gen<'_>) -> TokenStream {
+    let (k, create) = (g.k, &g.n.create);
+    let arms = dispatch(g, quote!(insert), quote!(input));
+    quote! {
+        async fn insert(conn: &mut #k::db::Conn, input: #create) -> ::core::result::Result<Self, #k::Error> {
+            #arms
+        }
+    }
+}
+
+/// Emits `update`, handed to the backend's `update`.
+fn update_method(g: &Gen<'_>) -> TokenStream {
+    let (k, update) = (g.k, &g.n.update);
+    let arms = dispatch(g, quote!(update), quote!(conds, input));
+    quote! {
+        async fn update(
+            conn: &mut #k::db::Conn,
+            conds: &(impl #k::crud::Conditions + ?::core::marker::Sized),
+            input: #update,
+        ) -> ::core::result::Result<::core::option::Option<Self>, #k::Error> {
+            let conds = #k::crud::Conditions::node(conds);
+            #arms
+        }
+    }
+}
+
+/// Emits `delete`, handed to the backend's `delete`.
+fn delete_method(g: &Gen<'_>) -> TokenStream {
+    let k = g.k;
+    let arms = dispatch(g, quote!(delete), quote!(conds));
+    quote! {
+        async fn delete(conn: &mut #k::db::Conn, conds: &(impl #k::crud::Conditions + ?::core::marker::Sized)) -> ::core::result::Result<bool, #k::Error> {
+            let conds = #k::crud::Conditions::node(conds);
+            #arms
+        }
+    }
+}
+
+/// Emits the model's entry in the registry of resources by name.
+pub(super) fn registration(g: &Gen<'_>) -> TokenStream {
+    let (p, ident, name) = (&g.p, &g.m.ident, &g.name);
+    quote! {
+        #p::inventory::submit! {
+            #p::Registration {
+                name: #name,
+                make: #p::make::<#ident>,
+            }
+        }
+    }
+}
