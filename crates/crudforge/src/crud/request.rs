@@ -38,6 +38,7 @@ pub(crate) fn item_conds<R: Resource>(
     Ok(conds)
 }
 
+/// The condition of the item's key in the path. A key that does not parse names no item: 404.
 pub(crate) fn key_cond<R: Resource>(shared: &Shared<R>, req: &HttpRequest) -> Result<Cond, Error> {
     let raw = req
         .match_info()
@@ -176,6 +177,7 @@ pub(crate) async fn hash_passwords<T: Validate>(
     Ok(())
 }
 
+/// The 404 of an item that does not exist (or that the caller may not see).
 pub(crate) fn not_found<R: Resource>() -> Error {
     Error::NotFound(format!("No {} exists at this path.", R::NAME).into())
 }
@@ -226,6 +228,7 @@ pub(crate) fn decode<R: Resource, T: DeserializeOwned + Validate>(
     Ok(t)
 }
 
+/// A filter value as the JSON member it stands for.
 pub(crate) fn arg_json(arg: &Arg) -> serde_json::Value {
     match arg {
         Arg::Text(s) => s.clone().into(),
