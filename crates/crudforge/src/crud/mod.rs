@@ -39,6 +39,9 @@ mod shared;
 // The OpenAPI description of a mounted blueprint.
 mod docs;
 
+#[cfg(test)]
+mod import_cycles;
+
 pub use crate::condition::{Arg, Cond, Condition, Conditions, FromArg, Op, Sort};
 pub use crate::field::{FieldInfo, Kind};
 pub use blueprint::CrudBlueprint;
