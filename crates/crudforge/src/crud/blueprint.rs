@@ -1,7 +1,11 @@
 //! `CrudBlueprint`: which operations of a resource are mounted where, with which options, and
 //! their registration on actix-web.
 
-use super::{docs, handlers, FieldInfo, Resource};
+mod lifecycle;
+
+use super::route::normalize_prefix;
+use super::shared::{Mounted, Shared};
+use super::{docs, get, list, write, FieldInfo, Resource};
 use crate::auth::CurrentUser;
 use crate::condition::Condition;
 use crate::mount::{IntoMount, Mount};
@@ -40,41 +44,6 @@ impl<R: Resource> fmt::Debug for CrudBlueprint<R> {
             .field("res_id", &self.res_id)
             .finish()
     }
-}
-
-/// Converts `<uuid:user_id>` / `<user_id>` segments to actix's `{user_id}`; returns the path
-/// and the parameter names in order.
-pub(super) fn normalize_prefix(prefix: &str) -> (String, Vec<String>) {
-    let mut out = String::new();
-    let mut params = Vec::new();
-    let mut rest = prefix;
-    while let Some(i) = rest.find(['<', '{']) {
-        out.push_str(&rest[..i]);
-        let close = if rest.as_bytes()[i] == b'<' { '>' } else { '}' };
-        match rest[i..].find(close) {
-            Some(j) => {
-                let inner = &rest[i + 1..i + j];
-                let name = inner.rsplit(':').next().unwrap_or(inner).trim().to_owned();
-                out.push('{');
-                out.push_str(&name);
-                out.push('}');
-                params.push(name);
-                rest = &rest[i + j + 1..];
-            }
-            None => {
-                out.push_str(&rest[i..]);
-                rest = "";
-            }
-        }
-    }
-    out.push_str(rest);
-    if !out.starts_with('/') {
-        out.insert(0, '/');
-    }
-    if !out.ends_with('/') {
-        out.push('/');
-    }
-    (out, params)
 }
 
 impl<R: Resource> CrudBlueprint<R> {
@@ -269,28 +238,6 @@ impl<R: Resource> CrudBlueprint<R> {
     }
 }
 
-/// The parts handlers need, shared by every worker.
-pub(crate) struct Shared<R: Resource> {
-    pub(crate) rules: Arc<dyn Rules<R>>,
-    pub(crate) ops: BTreeMap<Operation, OpOptions<R>>,
-    pub(crate) parents: Vec<(&'static FieldInfo, String)>,
-    pub(crate) res_id: &'static FieldInfo,
-    pub(crate) res_id_param: String,
-    pub(crate) hooks: super::hooks::Hooks<R>,
-    pub(crate) require_if_match: bool,
-    pub(crate) in_flight: super::idempotency::InFlight,
-}
-
-/// A mounted blueprint.
-pub(crate) struct Mounted<R: Resource> {
-    pub(super) shared: Arc<Shared<R>>,
-    pub(super) prefix: String,
-    pub(super) item_path: String,
-    pub(super) custom: Vec<CustomRoute>,
-    /// The routes' patterns for their scope's guard, compiled by the first worker.
-    pub(super) patterns: super::scope::Patterns,
-}
-
 impl<R: Resource> CrudBlueprint<R> {
     pub(crate) fn into_mount(mut self) -> Result<Mounted<R>, String> {
         self.check_rule_fields();
@@ -369,12 +316,13 @@ impl<R: Resource> IntoMount for CrudBlueprint<R> {
     }
 }
 
+/// An actix handler that runs the generic handler `$f` with the blueprint's shared state.
 macro_rules! handler {
-    ($shared:expr, $f:ident) => {{
+    ($shared:expr, $f:path) => {{
         let shared = $shared.clone();
         move |req: HttpRequest, body: web::Bytes| {
             let shared = shared.clone();
-            async move { handlers::$f::<R>(&shared, req, body).await }
+            async move { $f(&*shared, req, body).await }
         }
     }};
 }
@@ -403,10 +351,10 @@ impl<R: Resource> Mount for Mounted<R> {
         if ops.contains_key(&Operation::Index) || ops.contains_key(&Operation::Post) {
             routes.add(&self.prefix, |mut list| {
                 if ops.contains_key(&Operation::Index) {
-                    list = list.route(web::get().to(handler!(self.shared, index)));
+                    list = list.route(web::get().to(handler!(self.shared, list::index)));
                 }
                 if ops.contains_key(&Operation::Post) {
-                    list = list.route(web::post().to(handler!(self.shared, create)));
+                    list = list.route(web::post().to(handler!(self.shared, write::create::create)));
                 }
                 list
             });
@@ -417,13 +365,15 @@ impl<R: Resource> Mount for Mounted<R> {
         {
             routes.add(&self.item_path, |mut item| {
                 if ops.contains_key(&Operation::Get) {
-                    item = item.route(web::get().to(handler!(self.shared, get)));
+                    item = item.route(web::get().to(handler!(self.shared, get::get)));
                 }
                 if ops.contains_key(&Operation::Patch) {
-                    item = item.route(web::patch().to(handler!(self.shared, update)));
+                    item =
+                        item.route(web::patch().to(handler!(self.shared, write::update::update)));
                 }
                 if ops.contains_key(&Operation::Delete) {
-                    item = item.route(web::delete().to(handler!(self.shared, delete)));
+                    item =
+                        item.route(web::delete().to(handler!(self.shared, write::delete::delete)));
                 }
                 item
             });
@@ -437,36 +387,5 @@ impl<R: Resource> Mount for Mounted<R> {
 
     fn indexes(&self) -> Vec<crate::db::indexes::IndexSpec> {
         R::indexes()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn prefixes_are_normalized() {
-        assert_eq!(
-            normalize_prefix("/api/critters/"),
-            ("/api/critters/".to_owned(), vec![])
-        );
-        assert_eq!(
-            normalize_prefix("api/critters"),
-            ("/api/critters/".to_owned(), vec![])
-        );
-        assert_eq!(
-            normalize_prefix("/api/users/<uuid:user_id>/posts/"),
-            (
-                "/api/users/{user_id}/posts/".to_owned(),
-                vec!["user_id".to_owned()]
-            )
-        );
-        assert_eq!(
-            normalize_prefix("/api/users/{user_id}/posts/"),
-            (
-                "/api/users/{user_id}/posts/".to_owned(),
-                vec!["user_id".to_owned()]
-            )
-        );
     }
 }

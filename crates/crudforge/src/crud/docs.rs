@@ -1,7 +1,8 @@
 //! What each generated operation and custom route adds to the OpenAPI description.
 
-use super::blueprint::{normalize_prefix, Mounted};
 use super::options::{OpOptions, Operation};
+use super::route::normalize_prefix;
+use super::shared::Mounted;
 use super::{FieldInfo, Kind, Page, Resource};
 use crate::condition::{operators_for, Value};
 use crate::openapi::{json_body, json_response, parameter, problem_response, ApiDoc};

@@ -5,22 +5,42 @@
 //! create, update and response schemas; everything that does not depend on the model's types
 //! lives here.
 
-pub mod blueprint;
-pub mod conditional;
+// Listing: the list parameters, the `filter` expression, cursors, sparse fields, the caps,
+// and the INDEX handler that combines them.
 pub mod cursor;
-mod docs;
 pub mod filter_expr;
-mod handlers;
+pub mod limits;
+mod list;
+pub mod query;
+pub mod sparse;
+
+// Reading one item.
+mod get;
+
+// Writing: the one transaction wrapper and the create, update and delete handlers, with the
+// capabilities they use (hooks, conditional requests, idempotency keys).
+pub mod conditional;
 pub mod hooks;
 pub mod idempotency;
-pub mod limits;
-pub mod options;
-pub mod query;
-pub mod registry;
-pub mod route;
-mod scope;
-pub mod sparse;
 mod write;
+
+// HTTP glue: the blueprint and its options, custom routes, the scope its routes share, what
+// handlers read from a request, how they answer, and the shared state of a mounted blueprint.
+pub mod blueprint;
+pub mod options;
+pub mod registry;
+mod render;
+mod request;
+pub mod route;
+mod rows;
+mod scope;
+mod shared;
+
+// The OpenAPI description of a mounted blueprint.
+mod docs;
+
+#[cfg(test)]
+mod import_cycles;
 
 pub use crate::condition::{Arg, Cond, Condition, Conditions, FromArg, Op, Sort};
 pub use crate::field::{FieldInfo, Kind};

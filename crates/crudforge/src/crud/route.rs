@@ -169,3 +169,69 @@ impl CustomRoute {
         self
     }
 }
+
+/// Converts `<uuid:user_id>` / `<user_id>` segments to actix's `{user_id}`; returns the path
+/// and the parameter names in order.
+pub(crate) fn normalize_prefix(prefix: &str) -> (String, Vec<String>) {
+    let mut out = String::new();
+    let mut params = Vec::new();
+    let mut rest = prefix;
+    while let Some(i) = rest.find(['<', '{']) {
+        out.push_str(&rest[..i]);
+        let close = if rest.as_bytes()[i] == b'<' { '>' } else { '}' };
+        match rest[i..].find(close) {
+            Some(j) => {
+                let inner = &rest[i + 1..i + j];
+                let name = inner.rsplit(':').next().unwrap_or(inner).trim().to_owned();
+                out.push('{');
+                out.push_str(&name);
+                out.push('}');
+                params.push(name);
+                rest = &rest[i + j + 1..];
+            }
+            None => {
+                out.push_str(&rest[i..]);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    if !out.starts_with('/') {
+        out.insert(0, '/');
+    }
+    if !out.ends_with('/') {
+        out.push('/');
+    }
+    (out, params)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_are_normalized() {
+        assert_eq!(
+            normalize_prefix("/api/critters/"),
+            ("/api/critters/".to_owned(), vec![])
+        );
+        assert_eq!(
+            normalize_prefix("api/critters"),
+            ("/api/critters/".to_owned(), vec![])
+        );
+        assert_eq!(
+            normalize_prefix("/api/users/<uuid:user_id>/posts/"),
+            (
+                "/api/users/{user_id}/posts/".to_owned(),
+                vec!["user_id".to_owned()]
+            )
+        );
+        assert_eq!(
+            normalize_prefix("/api/users/{user_id}/posts/"),
+            (
+                "/api/users/{user_id}/posts/".to_owned(),
+                vec!["user_id".to_owned()]
+            )
+        );
+    }
+}

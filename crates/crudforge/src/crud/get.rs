@@ -1,0 +1,83 @@
+//! The `GET` handler of one item: the caller and the item in one read snapshot, its `ETag`,
+//! `If-None-Match` (304) and sparse fields.
+
+use super::conditional;
+use super::options::Operation;
+use super::render::{json, represent, set_etag};
+use super::request::{caller_on, item_conds, not_found};
+use super::rows::select_one;
+use super::shared::Shared;
+use super::Resource;
+use crate::condition::Condition;
+use crate::db::{snapshot, Conn};
+use crate::error::Error;
+use crate::state::ApiState;
+use actix_web::http::header;
+use actix_web::{web, HttpRequest, HttpResponse};
+
+/// What a `GET` of one item read, with the request's sparse fields and `If-None-Match`.
+struct Fetched {
+    etag: String,
+    out: Vec<u8>,
+    sparse: Option<Vec<&'static str>>,
+    if_none_match: Option<conditional::Precondition>,
+}
+
+/// The reading part of a `GET` of one item, on `conn`: the caller, the item, its `ETag` and
+/// body.
+async fn fetch<R: Resource>(
+    shared: &Shared<R>,
+    req: &HttpRequest,
+    st: &ApiState,
+    conn: &mut Conn,
+) -> Result<Fetched, Error> {
+    let who = caller_on(shared, req, Operation::Get, conn).await?;
+    let scope = who.read_scope(shared)?;
+    let sparse = super::sparse::requested(R::FIELDS, req.query_string())?;
+    let addressed = item_conds(shared, req)?;
+    let if_none_match = conditional::if_none_match(req.headers())?;
+    let conds = if scope.is_always() {
+        // Lookup by key alone (no rule scope) is a static, statement-cached query.
+        Condition::from(addressed)
+    } else {
+        Condition::from(addressed).and(scope)
+    };
+    let item = select_one::<R>(conn, &conds)
+        .await?
+        .ok_or_else(not_found::<R>)?;
+    let (etag, out) = represent(shared, Operation::Get, conn, &st.db, item).await?;
+    Ok(Fetched {
+        etag,
+        out,
+        sparse,
+        if_none_match,
+    })
+}
+
+/// `GET` of one item: its representation and `ETag`, or 304 when `If-None-Match` matches.
+pub(crate) async fn get<R: Resource>(
+    shared: &Shared<R>,
+    req: HttpRequest,
+    _body: web::Bytes,
+) -> Result<HttpResponse, Error> {
+    let st = ApiState::of(&req)?;
+    // The caller's account and the item are read in one snapshot.
+    let Fetched {
+        etag,
+        out,
+        sparse,
+        if_none_match,
+    } = snapshot::read(&st.db, async |conn| fetch(shared, &req, st, conn).await).await?;
+    if if_none_match.is_some_and(|p| p.matches_weak(&etag)) {
+        return Ok(HttpResponse::NotModified()
+            .insert_header((header::ETAG, etag))
+            .finish());
+    }
+    let out = match sparse {
+        Some(f) => super::sparse::project(&out, &f)?,
+        None => out,
+    };
+    let mut res = json(actix_web::http::StatusCode::OK, out);
+    set_etag(&mut res, &etag);
+    Ok(res)
+}

@@ -1,0 +1,176 @@
+//! The INDEX handler: a page of items in one read snapshot. The caller's scope, the parent
+//! parameters, the list parameters ([`query`](super::query), [`filter_expr`](super::filter_expr),
+//! [`limits`](super::limits)) and a cursor's keyset ([`cursor`](super::cursor)) are ANDed into
+//! one condition; one row more than the page tells whether a next page exists; items are
+//! rendered straight into the body, trimmed to `fields` ([`sparse`](super::sparse)).
+
+use super::options::Operation;
+use super::render::{json, render, render_all};
+use super::request::{caller_on, parent_conds};
+use super::shared::Shared;
+use super::{Pagination, Resource};
+use crate::condition::Condition;
+use crate::db::{snapshot, Conn};
+use crate::error::Error;
+use crate::state::ApiState;
+use actix_web::{web, HttpRequest, HttpResponse};
+
+/// What a list request read: up to one row more than the page, the total when asked for,
+/// the parsed query and the page's number.
+struct Listed<R> {
+    items: Vec<R>,
+    total: Option<i64>,
+    q: super::query::ListQuery,
+    page: u32,
+}
+
+/// The reading part of a list request, on `conn`: the caller, the parameters, the page and
+/// its total.
+async fn list<R: Resource>(
+    shared: &Shared<R>,
+    req: &HttpRequest,
+    st: &ApiState,
+    conn: &mut Conn,
+) -> Result<Listed<R>, Error> {
+    use super::cursor;
+    use super::query::CountMode;
+    let who = caller_on(shared, req, Operation::Index, conn).await?;
+    // The caller's scope first: an anonymous caller the rules refuse gets 401 before any
+    // parameter is judged.
+    let scope = who.read_scope(shared)?;
+    let limits = super::ListLimits::of(&st.config);
+    let mut q = super::Filter::<R>::parse_with(req.query_string(), &limits)?.query;
+    super::ListCaps::of(&st.config).check(&q)?;
+    // The read scope is one member of the top-level AND: no `or` of the caller's can widen it.
+    let mut conds = Condition::from(parent_conds(shared, req)?)
+        .and(scope)
+        .and(std::mem::take(&mut q.conds));
+    if let Some(f) = q.filter.take() {
+        conds = conds.and(Condition::All(vec![f]));
+    }
+    let key = st.signing_key.expose();
+    let (page, offset, after) = match &q.cursor {
+        Some(token) => {
+            let at = cursor::decode(key, R::NAME, R::FIELDS, R::ID_FIELD, &q.sort, token)?;
+            let after = cursor::keyset(R::FIELDS, &q.sort, R::ID_FIELD, &at);
+            (at.page, 0, Some(after))
+        }
+        None => (q.page, q.offset(), None),
+    };
+    // Rows before the cursor are excluded from the page, not from the total.
+    let total_conds = conds.clone();
+    let page_conds = match after {
+        Some(a) => conds.and(Condition::All(vec![a])),
+        None => conds,
+    };
+    // One row more than the page tells whether a next page exists, without a count.
+    let items = R::select(
+        conn,
+        &page_conds,
+        &q.sort,
+        Some((i64::from(q.page_size) + 1, offset)),
+    )
+    .await?;
+    let total = match q.count {
+        CountMode::Exact => Some(R::count(conn, &total_conds).await?),
+        CountMode::Estimated => Some(R::estimate_count(conn, &total_conds).await?),
+        CountMode::None => None,
+    };
+    Ok(Listed {
+        items,
+        total,
+        q,
+        page,
+    })
+}
+
+/// `GET` of the prefix: one page of the items the caller may read.
+pub(crate) async fn index<R: Resource>(
+    shared: &Shared<R>,
+    req: HttpRequest,
+    _body: web::Bytes,
+) -> Result<HttpResponse, Error> {
+    use super::cursor;
+    let st = ApiState::of(&req)?;
+    // The caller's account, the page and its total are read in one snapshot.
+    let Listed {
+        mut items,
+        total,
+        q,
+        page,
+    } = snapshot::read(&st.db, async |conn| list(shared, &req, st, conn).await).await?;
+    let key = st.signing_key.expose();
+    let more = items.len() > q.page_size as usize;
+    items.truncate(q.page_size as usize);
+    let next_cursor = match items.last() {
+        Some(last) if more => position_of(last, &q.sort, page.saturating_add(1))
+            .map(|p| cursor::encode(key, R::NAME, &q.sort, &p)),
+        _ => None,
+    };
+    let mut out = Vec::with_capacity(64 + items.len() * 256);
+    out.extend_from_slice(b"{\"data\":[");
+    write_items(shared, &st.db, &mut out, items, q.fields.as_deref()).await?;
+    out.extend_from_slice(b"],\"pagination\":");
+    let pagination = Pagination::counted(page, q.page_size, total, next_cursor);
+    serde_json::to_writer(&mut out, &pagination).map_err(|e| Error::Internal(e.to_string()))?;
+    out.push(b'}');
+    Ok(json(actix_web::http::StatusCode::OK, out))
+}
+
+/// Writes the page's items, comma-separated, to `out`: rendered by the operation's presenter
+/// (with database access) or straight into `out`, each trimmed to `sparse` when asked for.
+async fn write_items<R: Resource>(
+    shared: &Shared<R>,
+    db: &crate::db::Database,
+    out: &mut Vec<u8>,
+    items: Vec<R>,
+    sparse: Option<&[&'static str]>,
+) -> Result<(), Error> {
+    if shared
+        .ops
+        .get(&Operation::Index)
+        .and_then(|o| o.presenter)
+        .is_some()
+    {
+        let rendered = render_all(shared, Operation::Index, db, items).await?;
+        for (i, item) in rendered.into_iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            match sparse {
+                Some(f) => out.extend_from_slice(&super::sparse::project(&item, f)?),
+                None => out.extend_from_slice(&item),
+            }
+        }
+    } else {
+        let mut one = Vec::new();
+        for (i, item) in items.into_iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            match sparse {
+                Some(f) => {
+                    one.clear();
+                    render(shared, Operation::Index, &mut one, item)?;
+                    out.extend_from_slice(&super::sparse::project(&one, f)?);
+                }
+                None => render(shared, Operation::Index, out, item)?,
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The cursor position after `row`; `None` when a sort key holds a value no cursor can carry.
+fn position_of<R: Resource>(
+    row: &R,
+    sort: &[super::Sort],
+    page: u32,
+) -> Option<super::cursor::Position> {
+    let values = super::cursor::keys(sort)
+        .iter()
+        .map(|k| row.sort_value(k.field))
+        .collect::<Option<Vec<_>>>()?;
+    let id = row.sort_value(R::ID_FIELD)??;
+    Some(super::cursor::Position { page, values, id })
+}

@@ -1,0 +1,102 @@
+//! How a generated handler answers: an item through the operation's schema or presenter, its
+//! `ETag` (always from the generated representation), and the JSON response.
+
+use super::conditional;
+use super::options::Operation;
+use super::rows::reload;
+use super::shared::Shared;
+use super::Resource;
+use crate::error::Error;
+use actix_web::http::header;
+use actix_web::HttpResponse;
+
+/// Writes `item` as operation `op` renders it (a substituted schema, or the generated
+/// response) to `out`.
+pub(crate) fn render<R: Resource>(
+    shared: &Shared<R>,
+    op: Operation,
+    out: &mut Vec<u8>,
+    item: R,
+) -> Result<(), Error> {
+    let r = match shared.ops.get(&op).and_then(|o| o.response) {
+        Some((_, render)) => render(out, item),
+        None => serde_json::to_writer(&mut *out, &R::Response::from(item)),
+    };
+    r.map_err(|e| Error::Internal(format!("serializing a response: {e}")))
+}
+
+/// Renders items through the operation's presenter (with database access) or schema.
+pub(crate) async fn render_all<R: Resource>(
+    shared: &Shared<R>,
+    op: Operation,
+    db: &crate::db::Database,
+    items: Vec<R>,
+) -> Result<Vec<Vec<u8>>, Error> {
+    if let Some((_, present)) = shared.ops.get(&op).and_then(|o| o.presenter) {
+        return present(db, items).await;
+    }
+    items
+        .into_iter()
+        .map(|item| {
+            let mut out = Vec::with_capacity(256);
+            render(shared, op, &mut out, item).map(|()| out)
+        })
+        .collect()
+}
+
+pub(crate) async fn render_one<R: Resource>(
+    shared: &Shared<R>,
+    op: Operation,
+    db: &crate::db::Database,
+    item: R,
+) -> Result<Vec<u8>, Error> {
+    if shared.ops.get(&op).and_then(|o| o.presenter).is_none() {
+        let mut out = Vec::with_capacity(256);
+        render(shared, op, &mut out, item)?;
+        return Ok(out);
+    }
+    render_all(shared, op, db, vec![item])
+        .await?
+        .pop()
+        .ok_or_else(|| Error::Internal("the presenter returned nothing".into()))
+}
+
+/// A JSON response with `status` and `body`.
+pub(crate) fn json(status: actix_web::http::StatusCode, body: Vec<u8>) -> HttpResponse {
+    HttpResponse::build(status)
+        .insert_header((header::CONTENT_TYPE, "application/json"))
+        .body(body)
+}
+
+/// The item's `ETag` and its body as operation `op` renders it. The tag is computed from the
+/// generated representation (see [`conditional`]), so it is the same for every operation.
+pub(crate) async fn represent<R: Resource>(
+    shared: &Shared<R>,
+    op: Operation,
+    conn: &mut crate::db::Conn,
+    db: &crate::db::Database,
+    item: R,
+) -> Result<(String, Vec<u8>), Error> {
+    if !custom_answer(shared, op) {
+        return conditional::tag_and_body(item);
+    }
+    let (etag, _) = conditional::tag_and_body(reload(conn, &item).await?)?;
+    let out = render_one(shared, op, db, item).await?;
+    Ok((etag, out))
+}
+
+/// Whether operation `op` answers with a custom schema or presenter rather than the generated
+/// representation (which the `ETag` is always computed from).
+pub(crate) fn custom_answer<R: Resource>(shared: &Shared<R>, op: Operation) -> bool {
+    shared
+        .ops
+        .get(&op)
+        .is_some_and(|o| o.response.is_some() || o.presenter.is_some())
+}
+
+/// Sets the `ETag` header (a tag that is not a valid header value is left out).
+pub(crate) fn set_etag(res: &mut HttpResponse, etag: &str) {
+    if let Ok(v) = header::HeaderValue::from_str(etag) {
+        res.headers_mut().insert(header::ETAG, v);
+    }
+}

@@ -1,0 +1,35 @@
+//! The state every part of a mounted blueprint reads: what the handlers need per request
+//! ([`Shared`]) and what the OpenAPI description needs ([`Mounted`]). The blueprint builds
+//! them; the handlers and `docs` only read them, so the arrows point one way.
+
+use super::hooks::Hooks;
+use super::idempotency::InFlight;
+use super::options::{OpOptions, Operation};
+use super::route::CustomRoute;
+use super::scope::Patterns;
+use super::{FieldInfo, Resource};
+use crate::perms::Rules;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// The parts handlers need, shared by every worker.
+pub(crate) struct Shared<R: Resource> {
+    pub(crate) rules: Arc<dyn Rules<R>>,
+    pub(crate) ops: BTreeMap<Operation, OpOptions<R>>,
+    pub(crate) parents: Vec<(&'static FieldInfo, String)>,
+    pub(crate) res_id: &'static FieldInfo,
+    pub(crate) res_id_param: String,
+    pub(crate) hooks: Hooks<R>,
+    pub(crate) require_if_match: bool,
+    pub(crate) in_flight: InFlight,
+}
+
+/// A mounted blueprint.
+pub(crate) struct Mounted<R: Resource> {
+    pub(crate) shared: Arc<Shared<R>>,
+    pub(crate) prefix: String,
+    pub(crate) item_path: String,
+    pub(crate) custom: Vec<CustomRoute>,
+    /// The routes' patterns for their scope's guard, compiled by the first worker.
+    pub(crate) patterns: Patterns,
+}

@@ -1,0 +1,106 @@
+//! The POST handler: the caller, the rules' fill of server-owned members, the input, then
+//! [`run`](super::run) inserts the row.
+
+use super::{run, Change, KeyCheck, Plan};
+use crate::condition::Cond;
+use crate::crud::idempotency::Answer;
+use crate::crud::options::Operation;
+use crate::crud::request::{
+    caller, check_members, decode, hash_passwords, json_object, parent_conds, Caller,
+};
+use crate::crud::shared::Shared;
+use crate::crud::Resource;
+use crate::db::tx::TxMode;
+use crate::db::Conn;
+use crate::error::Error;
+use crate::state::ApiState;
+use actix_web::{web, HttpRequest, HttpResponse};
+
+/// `POST` of the prefix: creates an item (201 with its representation and `Location`).
+pub(crate) async fn create<R: Resource>(
+    shared: &Shared<R>,
+    req: HttpRequest,
+    body: web::Bytes,
+) -> Result<HttpResponse, Error> {
+    let st = ApiState::of(&req)?;
+    let who = caller(shared, &req, Operation::Post).await?;
+    // An anonymous caller the rules refuse gets 401 before the body or headers are judged.
+    if let Caller::User(None) = &who {
+        if let Err(e @ Error::Unauthorized(_)) =
+            shared.rules.create(None, &mut serde_json::Map::new())
+        {
+            return Err(e);
+        }
+    }
+    let parents = parent_conds(shared, &req)?;
+    let held = match KeyCheck::of(shared, st, &req, &body, &who).await? {
+        KeyCheck::Replay(stored) => return Ok(stored),
+        held => held,
+    };
+    let mut input: R::Create = input(shared, &req, &body, &who, &parents)?;
+    hash_passwords(&mut input, st.config.password_policy()).await?;
+    let ctx = who.hook_ctx(Operation::Post, &st.db, &req);
+    let input = shared.hooks.before_create(&ctx, input).await?;
+    let plan = Plan {
+        op: Operation::Post,
+        // A plain insert is one statement; keys and hooks need a transaction around it.
+        in_tx: held.key().is_some() || shared.hooks.wrap(Operation::Post),
+        mode: TxMode::Write,
+        key: held.key(),
+    };
+    let insert = async |conn: &mut Conn| insert(shared, &req, conn, input).await;
+    let ended = run(shared, st, &req, &ctx, plan, insert).await?;
+    Ok(ended.into_response())
+}
+
+/// The body as the generated create type: members checked against the caller, server-owned
+/// members filled by the rules, parents from the path, validated.
+fn input<R: Resource>(
+    shared: &Shared<R>,
+    req: &HttpRequest,
+    body: &[u8],
+    who: &Caller,
+    parents: &[Cond],
+) -> Result<R::Create, Error> {
+    let mut obj = json_object(req, body)?;
+    check_members(shared, who, &obj, Operation::Post)?;
+    match who {
+        Caller::Public => {}
+        Caller::Admin(u) => {
+            // Administrators may set server-owned members; otherwise the rule fills them.
+            // A rule's 403 still binds them (privilege rules such as who grants SUPERADMIN).
+            let mut filled = obj.clone();
+            match shared.rules.create(Some(u), &mut filled) {
+                Ok(()) => {
+                    for (k, v) in filled {
+                        obj.entry(k).or_insert(v);
+                    }
+                }
+                Err(e @ Error::Forbidden(_)) => return Err(e),
+                Err(_) => {}
+            }
+        }
+        Caller::User(u) => shared.rules.create(u.as_ref(), &mut obj)?,
+    }
+    decode(shared, Operation::Post, obj, parents)
+}
+
+/// Inserts the row; the answer is 201 with the item's URL.
+async fn insert<R: Resource>(
+    shared: &Shared<R>,
+    req: &HttpRequest,
+    conn: &mut Conn,
+    input: R::Create,
+) -> Result<Change<R>, Error> {
+    let item = R::insert(conn, input).await?;
+    let location = item
+        .key_of(shared.res_id.name)
+        .map(|k| format!("{}{}", req.path(), k));
+    let answer = Answer {
+        status: 201,
+        body: Vec::new(),
+        location,
+        etag: None,
+    };
+    Ok(Change::Stored(item, answer))
+}

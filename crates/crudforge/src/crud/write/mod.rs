@@ -1,0 +1,370 @@
+//! Writing: the one transaction wrapper that create, update and delete run through
+//! ([`run`]): the idempotency claim, the transaction, the operation's own body, the
+//! in-transaction hooks, the stored answer, the end of the transaction (commit, the replay of
+//! a lost claim, the 412 of a lost race) and the after-commit hooks. The handlers are in
+//! [`create`], [`update`] and [`delete`]; [`target`] holds what PATCH and DELETE share.
+
+pub(crate) mod create;
+pub(crate) mod delete;
+pub(crate) mod target;
+pub(crate) mod update;
+
+use super::conditional;
+use super::hooks::HookCtx;
+use super::idempotency::{self, Answer, IdemKey};
+use super::options::Operation;
+use super::render::{custom_answer, represent};
+use super::request::{arg_json, key_cond, Caller};
+use super::rows::reload;
+use super::shared::Shared;
+use super::Resource;
+use crate::db::tx::{self, TxMode};
+use crate::db::Conn;
+use crate::error::Error;
+use crate::state::ApiState;
+use actix_web::{HttpRequest, HttpResponse};
+use std::sync::Arc;
+
+/// What an `Idempotency-Key` asks of a write before it runs.
+pub(crate) enum KeyCheck {
+    /// The request carries no key.
+    Absent,
+    /// A key not seen before, claimed by this process while the request runs.
+    Claimed {
+        /// The key.
+        key: IdemKey,
+        /// This process's claim on it, released when the value is dropped.
+        _claim: idempotency::Claim,
+    },
+    /// A retry of a request that has finished: its stored answer.
+    Replay(HttpResponse),
+}
+
+impl KeyCheck {
+    /// Reads the request's key: a retry gets the stored answer, a key in flight in this
+    /// process is 409, a new key is claimed.
+    ///
+    /// # Errors
+    ///
+    /// A malformed key (400), a key reused with another request (422), a key in flight (409),
+    /// database errors.
+    pub(crate) async fn of<R: Resource>(
+        shared: &Shared<R>,
+        st: &ApiState,
+        req: &HttpRequest,
+        body: &[u8],
+        who: &Caller,
+    ) -> Result<KeyCheck, Error> {
+        let Some(key) = IdemKey::from_request(req, body, who.user_id())? else {
+            return Ok(KeyCheck::Absent);
+        };
+        let _claim = shared.in_flight.claim(&key)?;
+        let mut conn = st.db.get().await?;
+        if let Some(stored) = idempotency::lookup(&mut conn, &key).await? {
+            return stored.replay(&key).map(KeyCheck::Replay);
+        }
+        Ok(KeyCheck::Claimed { key, _claim })
+    }
+
+    /// The claimed key, if any.
+    pub(crate) fn key(&self) -> Option<&IdemKey> {
+        match self {
+            KeyCheck::Claimed { key, .. } => Some(key),
+            KeyCheck::Absent | KeyCheck::Replay(_) => None,
+        }
+    }
+}
+
+/// How a write runs: its operation, whether it needs a transaction (a plain write stays one
+/// statement) and of which kind, and the key its answer is stored under.
+pub(crate) struct Plan<'k> {
+    /// The operation.
+    pub(crate) op: Operation,
+    /// Whether the write runs in a transaction.
+    pub(crate) in_tx: bool,
+    /// The transaction's kind, when `in_tx`.
+    pub(crate) mode: TxMode,
+    /// The idempotency key, claimed in the transaction before the body runs.
+    pub(crate) key: Option<&'k IdemKey>,
+}
+
+/// What the body of a write changed, for [`run`] to finish.
+pub(crate) enum Change<R> {
+    /// A created or updated row; the answer carries the status and location.
+    Stored(R, Answer),
+    /// A deletion: the row read before it (when a hook or `If-Match` needed it) and the
+    /// after-commit hooks' copy of it.
+    Deleted {
+        /// The deleted row, for the after-delete hooks.
+        row: Option<R>,
+        /// The row for the after-commit hooks, when there are any.
+        committed: Option<Arc<R>>,
+    },
+}
+
+/// How a write ended.
+pub(crate) enum Ended {
+    /// The write's answer, after the commit and the after-commit hooks.
+    Done(Answer),
+    /// The stored answer of the request that claimed the same idempotency key first.
+    Replay(HttpResponse),
+}
+
+impl Ended {
+    /// The response: the answer, or the replayed one.
+    pub(crate) fn into_response(self) -> HttpResponse {
+        match self {
+            Ended::Done(answer) => answer.to_response(false),
+            Ended::Replay(res) => res,
+        }
+    }
+}
+
+/// Runs a write: on one connection, begins the transaction (when `plan.in_tx`), claims the
+/// idempotency key, runs `body`, then the after-write hooks, makes (and with a key stores)
+/// the answer, ends the transaction, names a SQLite constraint failure, and runs the
+/// after-commit hooks once the connection is back in the pool.
+///
+/// # Errors
+///
+/// The body's, the hooks' and the database's errors; 412 when a conditional write lost a race.
+pub(crate) async fn run<R: Resource>(
+    shared: &Shared<R>,
+    st: &ApiState,
+    req: &HttpRequest,
+    ctx: &HookCtx,
+    plan: Plan<'_>,
+    body: impl AsyncFnOnce(&mut Conn) -> Result<Change<R>, Error>,
+) -> Result<Ended, Error> {
+    let mut conn = st.db.get().await?;
+    if plan.in_tx {
+        tx::begin(&mut conn, plan.mode).await?;
+    }
+    let mut lost_claim = false;
+    let outcome = match claim(&mut conn, st, plan.key).await {
+        Ok(true) => match body(&mut conn).await {
+            Ok(change) => settle(shared, st, &mut conn, ctx, plan.op, change, plan.key).await,
+            Err(e) => Err(e),
+        },
+        Ok(false) => {
+            lost_claim = true;
+            Err(claim_lost())
+        }
+        Err(e) => Err(e),
+    };
+    let ended = end(&mut conn, plan.in_tx, plan.key, outcome, lost_claim).await;
+    let written = match named_constraint(shared, req, &mut conn, plan.op, ended).await? {
+        Ending::Written(w) => w,
+        Ending::Replay(res) => return Ok(Ended::Replay(res)),
+    };
+    drop(conn);
+    Ok(Ended::Done(written.finish(shared, st, ctx, plan.op).await?))
+}
+
+/// Claims `key` in the write's transaction: false when another request stored it first.
+async fn claim(conn: &mut Conn, st: &ApiState, key: Option<&IdemKey>) -> Result<bool, Error> {
+    match key {
+        Some(k) => idempotency::claim(conn, k, st.config.idempotency_key_ttl).await,
+        None => Ok(true),
+    }
+}
+
+/// The error that abandons a transaction whose idempotency claim was lost.
+fn claim_lost() -> Error {
+    Error::Conflict("idempotency key taken".into())
+}
+
+/// After the body: the after-write hooks on the written (or deleted) row, then the answer.
+async fn settle<R: Resource>(
+    shared: &Shared<R>,
+    st: &ApiState,
+    conn: &mut Conn,
+    ctx: &HookCtx,
+    op: Operation,
+    change: Change<R>,
+    key: Option<&IdemKey>,
+) -> Result<Written<R>, Error> {
+    match change {
+        Change::Stored(item, answer) => {
+            shared.hooks.after_write(conn, ctx, &item).await?;
+            written(shared, st, conn, op, item, answer, key).await
+        }
+        Change::Deleted { row, committed } => {
+            if let Some(row) = &row {
+                shared.hooks.after_write(conn, ctx, row).await?;
+            }
+            Ok(Written::Answered {
+                answer: Answer {
+                    status: 204,
+                    body: Vec::new(),
+                    location: None,
+                    etag: None,
+                },
+                committed,
+            })
+        }
+    }
+}
+
+/// What a write's transaction produced.
+pub(crate) enum Written<R> {
+    /// Answered inside the transaction; `committed` is the after-commit hooks' copy of the row.
+    Answered {
+        /// The whole answer.
+        answer: Answer,
+        /// The row for the after-commit hooks, when there are any.
+        committed: Option<Arc<R>>,
+    },
+    /// To be answered after the after-commit hooks, from the row they saw (no second read).
+    Deferred {
+        /// Status and location; body and tag are made from `row`.
+        answer: Answer,
+        /// The row the write returned.
+        row: Arc<R>,
+    },
+}
+
+/// The outcome of a create or an update inside its transaction, for `item` as the write
+/// returned it. `answer` carries the status and location. With after-commit hooks and no
+/// idempotency key to store the answer under, the answer waits for the hooks
+/// ([`Written::Deferred`]); otherwise it is made now and, with a key, stored.
+///
+/// # Errors
+///
+/// Database errors.
+async fn written<R: Resource>(
+    shared: &Shared<R>,
+    st: &ApiState,
+    conn: &mut Conn,
+    op: Operation,
+    item: R,
+    mut answer: Answer,
+    key: Option<&IdemKey>,
+) -> Result<Written<R>, Error> {
+    let hooks_after = shared.hooks.has_after_commit();
+    if hooks_after && key.is_none() {
+        return Ok(Written::Deferred {
+            answer,
+            row: Arc::new(item),
+        });
+    }
+    // A stored answer must be made in the transaction; the hooks then get a copy of the row.
+    let committed = if hooks_after {
+        Some(Arc::new(reload(conn, &item).await?))
+    } else {
+        None
+    };
+    let (etag, body) = represent(shared, op, conn, &st.db, item).await?;
+    answer.body = body;
+    answer.etag = Some(etag);
+    if let Some(k) = key {
+        idempotency::complete(conn, k, &answer).await?;
+    }
+    Ok(Written::Answered { answer, committed })
+}
+
+impl<R: Resource> Written<R> {
+    /// Runs the after-commit hooks (if any), then gives the answer: the one made in the
+    /// transaction, or one made now from the committed row the hooks saw (read again only
+    /// when a hook kept it, or a custom presenter needs its own copy).
+    ///
+    /// # Errors
+    ///
+    /// Database errors while making a deferred answer.
+    async fn finish(
+        self,
+        shared: &Shared<R>,
+        st: &ApiState,
+        ctx: &HookCtx,
+        op: Operation,
+    ) -> Result<Answer, Error> {
+        let (mut answer, row) = match self {
+            Written::Answered { answer, committed } => {
+                if let Some(row) = committed {
+                    shared.hooks.after_commit(ctx, row).await;
+                }
+                return Ok(answer);
+            }
+            Written::Deferred { answer, row } => (answer, row),
+        };
+        shared.hooks.after_commit(ctx, row.clone()).await;
+        let item = match Arc::try_unwrap(row) {
+            Ok(item) => item,
+            Err(row) => reload(&mut st.db.get().await?, row.as_ref()).await?,
+        };
+        let (etag, body) = if custom_answer(shared, op) {
+            represent(shared, op, &mut st.db.get().await?, &st.db, item).await?
+        } else {
+            conditional::tag_and_body(item)?
+        };
+        answer.body = body;
+        answer.etag = Some(etag);
+        Ok(answer)
+    }
+}
+
+/// How a write's transaction ended: with what it produced, or with the replay of the request
+/// that stored the same idempotency key first.
+enum Ending<R> {
+    Written(Written<R>),
+    Replay(HttpResponse),
+}
+
+/// Ends a write's transaction. A lost idempotency claim (another request stored the key
+/// first) replays that request's answer; a lost race of two conditional writes is 412.
+async fn end<R: Resource>(
+    conn: &mut Conn,
+    in_tx: bool,
+    key: Option<&IdemKey>,
+    outcome: Result<Written<R>, Error>,
+    lost_claim: bool,
+) -> Result<Ending<R>, Error> {
+    let outcome = if in_tx {
+        tx::finish(conn, outcome).await
+    } else {
+        outcome
+    };
+    match outcome {
+        Ok(w) => Ok(Ending::Written(w)),
+        Err(_) if lost_claim => match key {
+            Some(k) => idempotency::after_lost_claim(conn, k).await.map(Ending::Replay),
+            None => Err(Error::Internal(
+                "lost an idempotency claim without a key".into(),
+            )),
+        },
+        Err(e) if conditional::is_write_race(&e) => Err(Error::PreconditionFailed(
+            "The item was changed by a concurrent request; nothing was written. Read it again and retry.".into(),
+        )),
+        Err(e) => Err(e),
+    }
+}
+
+/// A write's result, with a SQLite constraint failure completed with the table (and field)
+/// the database did not name (see [`crate::error::constraint`]).
+async fn named_constraint<R: Resource, T>(
+    shared: &Shared<R>,
+    req: &HttpRequest,
+    conn: &mut Conn,
+    op: Operation,
+    ended: Result<T, Error>,
+) -> Result<T, Error> {
+    let e = match ended {
+        Ok(t) => return Ok(t),
+        Err(e) => e,
+    };
+    let key = (op != Operation::Post)
+        .then(|| key_cond(shared, req).ok())
+        .flatten()
+        .and_then(|c| match arg_json(&c.arg) {
+            serde_json::Value::String(s) => Some(s),
+            serde_json::Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        })
+        .map(|k| (shared.res_id.name, k));
+    let write = crate::error::constraint::Write {
+        table: R::TABLE,
+        delete: op == Operation::Delete,
+        key,
+    };
+    Err(crate::error::constraint::name_on_sqlite(conn, write, e).await)
+}

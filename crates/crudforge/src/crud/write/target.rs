@@ -1,0 +1,134 @@
+//! The item a PATCH or DELETE addresses: its conditions, the `If-Match` precondition, the
+//! guard against a key that matches several rows, and why a write that matched no row was
+//! refused (403 or 404).
+
+use crate::condition::{Cond, Condition};
+use crate::crud::conditional::{self, Precondition};
+use crate::crud::request::{item_conds, not_found, Caller};
+use crate::crud::rows::select_one;
+use crate::crud::shared::Shared;
+use crate::crud::Resource;
+use crate::db::Conn;
+use crate::error::Error;
+use actix_web::HttpRequest;
+
+/// The item a write addresses, for a caller.
+pub(crate) struct Target<'a> {
+    /// The caller.
+    pub(crate) who: &'a Caller,
+    /// The rows the write may change: the key, the parents and the caller's write scope.
+    pub(crate) conds: Condition,
+    /// The key and the parents alone, to tell a row the caller may not change from none.
+    addressed: Vec<Cond>,
+}
+
+impl<'a> Target<'a> {
+    /// The item the request's path addresses, within the caller's write scope.
+    ///
+    /// # Errors
+    ///
+    /// The rules' refusal (401, 403), or 404 for a key that does not parse.
+    pub(crate) fn of<R: Resource>(
+        shared: &Shared<R>,
+        req: &HttpRequest,
+        who: &'a Caller,
+    ) -> Result<Target<'a>, Error> {
+        let scope = who.write_scope(shared)?;
+        let addressed = item_conds(shared, req)?;
+        Ok(Target {
+            who,
+            conds: Condition::from(addressed.clone()).and(scope),
+            addressed,
+        })
+    }
+
+    /// The current row, or why the caller may not change it.
+    ///
+    /// # Errors
+    ///
+    /// 403 or 404 (see [`Target::refused`]), database errors.
+    pub(crate) async fn current<R: Resource>(
+        &self,
+        shared: &Shared<R>,
+        conn: &mut Conn,
+    ) -> Result<R, Error> {
+        match select_one::<R>(conn, &self.conds).await? {
+            Some(row) => Ok(row),
+            None => Err(self.refused(shared, conn).await),
+        }
+    }
+
+    /// Why a write matched no row: 403 when the caller can read the row (it exists but is not
+    /// writable for them), 404 otherwise (so existence does not leak).
+    pub(crate) async fn refused<R: Resource>(&self, shared: &Shared<R>, conn: &mut Conn) -> Error {
+        let Ok(read) = self.who.read_scope(shared) else {
+            return not_found::<R>();
+        };
+        let addressed = Condition::from(self.addressed.clone()).and(read);
+        match R::count(conn, &addressed).await {
+            Ok(n) if n > 0 => Error::Forbidden("You may not change this item.".into()),
+            Ok(_) => not_found::<R>(),
+            Err(e) => e,
+        }
+    }
+
+    /// 409 when the write addresses its item by a key other than the id field and the
+    /// conditions match more than one row. The blueprint accepts only unique keys; the write
+    /// still counts the rows first and refuses to change more than one, so a key whose
+    /// unique index is missing can never change several rows.
+    ///
+    /// # Errors
+    ///
+    /// 409, database errors.
+    pub(crate) async fn at_most_one<R: Resource>(
+        &self,
+        shared: &Shared<R>,
+        conn: &mut Conn,
+    ) -> Result<(), Error> {
+        if !by_other_key(shared) {
+            return Ok(());
+        }
+        if R::count(conn, &self.conds).await? > 1 {
+            return Err(Error::Conflict(
+                format!(
+                    "The key matches several {} items; nothing was changed.",
+                    R::NAME
+                )
+                .into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Whether a write addresses its item by a key other than the id field (then it counts the
+/// rows first, see [`Target::at_most_one`]).
+pub(crate) fn by_other_key<R: Resource>(shared: &Shared<R>) -> bool {
+    shared.res_id.name != R::ID_FIELD
+}
+
+/// The request's `If-Match`; 428 without one when the blueprint requires it.
+///
+/// # Errors
+///
+/// A malformed header (400), or 428.
+pub(crate) fn precondition<R: Resource>(
+    shared: &Shared<R>,
+    req: &HttpRequest,
+) -> Result<Option<Precondition>, Error> {
+    let pre = conditional::if_match(req.headers())?;
+    if pre.is_none() && shared.require_if_match {
+        return Err(conditional::required());
+    }
+    Ok(pre)
+}
+
+/// Checks `If-Match` against the current row's tag (which consumes the row).
+///
+/// # Errors
+///
+/// 412 when the tag does not match.
+pub(crate) fn check<R: Resource>(pre: &Precondition, current: R) -> Result<(), Error> {
+    let (etag, _) = conditional::tag_and_body(current)?;
+    conditional::check_if_match(Some(pre), &etag)
+}

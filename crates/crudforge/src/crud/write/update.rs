@@ -1,0 +1,111 @@
+//! The PATCH handler: the caller, the addressed item, `If-Match`, the input, then
+//! [`run`](super::run) reads the current row when a precondition or a hook needs it, and
+//! updates.
+
+use super::target::{self, Target};
+use super::{run, Change, KeyCheck, Plan};
+use crate::crud::conditional::Precondition;
+use crate::crud::idempotency::Answer;
+use crate::crud::options::Operation;
+use crate::crud::request::{caller, check_members, decode, hash_passwords, json_object};
+use crate::crud::rows::reload;
+use crate::crud::shared::Shared;
+use crate::crud::Resource;
+use crate::db::tx::TxMode;
+use crate::db::Conn;
+use crate::error::Error;
+use crate::state::ApiState;
+use actix_web::{web, HttpRequest, HttpResponse};
+use std::sync::Arc;
+
+/// `PATCH` of one item: changes the members the body sends (200 with the representation).
+pub(crate) async fn update<R: Resource>(
+    shared: &Shared<R>,
+    req: HttpRequest,
+    body: web::Bytes,
+) -> Result<HttpResponse, Error> {
+    let st = ApiState::of(&req)?;
+    let who = caller(shared, &req, Operation::Patch).await?;
+    let target = Target::of(shared, &req, &who)?;
+    let if_match = target::precondition(shared, &req)?;
+    let held = match KeyCheck::of(shared, st, &req, &body, &who).await? {
+        KeyCheck::Replay(stored) => return Ok(stored),
+        held => held,
+    };
+    let obj = json_object(&req, &body)?;
+    check_members(shared, &who, &obj, Operation::Patch)?;
+    let mut input: R::Update = decode(shared, Operation::Patch, obj, &[])?;
+    hash_passwords(&mut input, st.config.password_policy()).await?;
+    let ctx = who.hook_ctx(Operation::Patch, &st.db, &req);
+    let input = shared.hooks.before_update_input(&ctx, input).await?;
+    let hooks = &shared.hooks;
+    let plan = Plan {
+        op: Operation::Patch,
+        in_tx: held.key().is_some()
+            || if_match.is_some()
+            || target::by_other_key(shared)
+            || hooks.wrap(Operation::Patch),
+        mode: if if_match.is_some() || hooks.serialized_update {
+            TxMode::Serialized
+        } else {
+            TxMode::Write
+        },
+        key: held.key(),
+    };
+    let pre = if_match.as_ref();
+    let write = async |conn: &mut Conn| write(shared, &ctx, conn, &target, pre, input).await;
+    let ended = run(shared, st, &req, &ctx, plan, write).await?;
+    Ok(ended.into_response())
+}
+
+/// In the transaction: the current row when `If-Match` or a `before_update` hook needs it,
+/// then the update.
+async fn write<R: Resource>(
+    shared: &Shared<R>,
+    ctx: &crate::crud::HookCtx,
+    conn: &mut Conn,
+    target: &Target<'_>,
+    if_match: Option<&Precondition>,
+    mut input: R::Update,
+) -> Result<Change<R>, Error> {
+    target.at_most_one(shared, conn).await?;
+    if if_match.is_some() || shared.hooks.reads_before_update() {
+        let current = target.current::<R>(shared, conn).await?;
+        if let Some(current) = checked(shared, conn, if_match, current).await? {
+            input = shared
+                .hooks
+                .before_update(ctx, input, Arc::new(current))
+                .await?;
+        }
+    }
+    let Some(item) = R::update(conn, &target.conds, input).await? else {
+        return Err(target.refused(shared, conn).await);
+    };
+    let answer = Answer {
+        status: 200,
+        body: Vec::new(),
+        location: None,
+        etag: None,
+    };
+    Ok(Change::Stored(item, answer))
+}
+
+/// Checks `If-Match` (when sent) against `current`; gives the row the `before_update` hooks
+/// see (a second copy when the check consumed the first), or `None` when no hook reads it.
+async fn checked<R: Resource>(
+    shared: &Shared<R>,
+    conn: &mut Conn,
+    if_match: Option<&Precondition>,
+    current: R,
+) -> Result<Option<R>, Error> {
+    let Some(pre) = if_match else {
+        return Ok(Some(current));
+    };
+    let copy = if shared.hooks.reads_before_update() {
+        Some(reload(conn, &current).await?)
+    } else {
+        None
+    };
+    target::check(pre, current)?;
+    Ok(copy)
+}
