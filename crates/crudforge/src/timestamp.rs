@@ -1,6 +1,8 @@
 //! Timestamps as text without `fmt`: the RFC 3339 forms crudforge writes (JSON members of
 //! responses, SQLite values) and reads back, the common case done by hand and anything else
-//! left to chrono, with the same result.
+//! left to chrono, with the same result. It is the crate's one RFC 3339 writer of its own: log
+//! lines take their time from `tracing-subscriber`'s clock, and the few other timestamps
+//! (`/health`, cursors, parent ids from the path put into a body) call chrono's `to_rfc3339*`.
 //!
 //! chrono writes a timestamp digit by digit through `fmt::Write` (and `serde_json` escapes each
 //! piece it is handed); a list page of 25 rows has 50 of them, which made them the largest
