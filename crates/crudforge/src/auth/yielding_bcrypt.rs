@@ -12,6 +12,13 @@
 //! else to run the yield returns at once, so an idle machine hashes at bcrypt's own rate, and
 //! under a full request load bcrypt keeps the share its priority gives it.
 //!
+//! Why not the `bcrypt` crate (measured 2026-11-25, `docs/performance.md`, "the `bcrypt` crate
+//! under `SCHED_IDLE`, tried and not kept"): the crate hashes in one piece, and no scheduling
+//! policy of the hashing threads gives the waiting worker its core back before the tick. With
+//! the crate under `SCHED_IDLE`, `/health` p99 during a login storm was 4.4x its idle value
+//! (2.6–3.2 ms), against 1.3–1.4x here, and under a full request load a login would take about
+//! 90 s instead of 2.8 s. The crate stays the reference these hashes are tested against.
+//!
 //! The hash is standard bcrypt (`$2b$`, the Blowfish primitives of the `blowfish` crate):
 //! hashes made here verify anywhere and hashes made elsewhere (`$2a$`, `$2b$`, `$2x$`, `$2y$`)
 //! verify here.
