@@ -488,6 +488,18 @@ pub(crate) async fn refresh_record_in(
         ))
 }
 
+/// The assignments that revoke a Token record at `now` (every revoking `UPDATE` sets the same
+/// three columns).
+macro_rules! revoked_at {
+    ($now:expr) => {
+        (
+            tokens::revoked.eq(true),
+            tokens::revoked_at.eq(Portable(Some($now))),
+            tokens::updated_at.eq(Portable($now)),
+        )
+    };
+}
+
 /// Revokes the usable refresh tokens of `user_id` in `family`; returns how many.
 ///
 /// # Errors
@@ -508,11 +520,7 @@ pub(crate) async fn revoke_family_in(
                     .filter(tokens::kind.eq(TokenRecord::Refresh.as_str()))
                     .filter(tokens::revoked.eq(false)),
             )
-            .set((
-                tokens::revoked.eq(true),
-                tokens::revoked_at.eq(Portable(Some(now))),
-                tokens::updated_at.eq(Portable(now)),
-            )),
+            .set(revoked_at!(now)),
             c,
         )
         .await
@@ -533,11 +541,7 @@ pub(crate) async fn revoke_record_in(conn: &mut Conn, id: Uuid) -> Result<bool, 
                     .filter(tokens::id.eq(Portable(id)))
                     .filter(tokens::revoked.eq(false)),
             )
-            .set((
-                tokens::revoked.eq(true),
-                tokens::revoked_at.eq(Portable(Some(now))),
-                tokens::updated_at.eq(Portable(now)),
-            )),
+            .set(revoked_at!(now)),
             c,
         )
         .await
@@ -724,11 +728,7 @@ pub async fn revoke_token_in(conn: &mut Conn, value: &str) -> Result<bool, Error
                     .filter(tokens::token.eq(digest_hex(value)))
                     .filter(tokens::revoked.eq(false)),
             )
-            .set((
-                tokens::revoked.eq(true),
-                tokens::revoked_at.eq(Portable(Some(now))),
-                tokens::updated_at.eq(Portable(now)),
-            )),
+            .set(revoked_at!(now)),
             c,
         )
         .await
