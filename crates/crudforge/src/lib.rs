@@ -48,43 +48,43 @@
 
 extern crate self as crudforge;
 
-pub mod api;
+pub(crate) mod api;
 pub mod auth;
 pub mod condition;
 pub mod config;
-pub mod cors;
+pub(crate) mod cors;
 pub mod crud;
 pub mod db;
 pub mod error;
 pub mod field;
-pub mod health;
+pub(crate) mod health;
 #[cfg(test)]
 mod import_cycles;
-pub mod json;
+pub(crate) mod json;
 mod jwt;
 pub mod logging;
 pub mod metrics;
-pub mod middleware;
-pub mod mount;
+pub(crate) mod middleware;
+pub(crate) mod mount;
 pub mod net;
 pub mod openapi;
-pub mod operation;
+pub(crate) mod operation;
 pub mod perms;
-pub mod readiness;
-pub mod request_id;
+pub(crate) mod readiness;
+pub(crate) mod request_id;
 pub mod schema;
-pub mod state;
-pub mod timestamp;
+pub mod sql_types;
+pub(crate) mod state;
+pub(crate) mod timestamp;
 pub mod users;
 
 pub use api::Api;
-pub use config::{Config, LogFormat, SqliteSynchronous};
-pub use crud::{CrudBlueprint, OpOptions, Operation, Resource};
+pub use config::Config;
+pub use crud::{CrudBlueprint, Resource};
 pub use crudforge_derive::Resource;
-pub use db::sql_types;
-pub use db::SqliteLocking;
-pub use db::{Backend, Conn, Database, DbOptions};
-pub use error::{Error, Problem, Result};
+
+pub use db::Database;
+pub use error::{Error, Result};
 pub use json::Json;
 pub use mount::{IntoMount, Mount, MountError};
 pub use state::ApiState;

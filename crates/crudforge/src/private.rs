@@ -11,6 +11,8 @@ pub use crate::crud::registry::{make, Registration};
 pub use crate::db::functions::{unicode_lower, unicode_lower_nullable};
 pub use crate::db::statement_cache::{Cached, Shape};
 pub use crate::db::update::Update;
+pub use crate::timestamp::now;
+pub use crate::db::sqlite_direct::{first as sqlite_first, load as sqlite_load, one as sqlite_one};
 pub use actix_web;
 pub use apistos;
 pub use chrono;
@@ -168,4 +170,40 @@ pub fn plan_rows(plan: &str) -> Result<i64, Error> {
     // Estimates are whole, non-negative and far below i64::MAX.
     #[allow(clippy::cast_possible_truncation)]
     Ok(rows.max(0.0).round() as i64)
+}
+
+/// Checks a string's length in characters.
+///
+/// # Errors
+///
+/// A 422 naming the field.
+pub fn check_max_len(field: &str, value: &str, max: usize) -> Result<(), Error> {
+    if value.chars().count() > max {
+        return Err(Error::invalid_field(
+            field,
+            format!("at most {max} characters allowed"),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks that a string looks like an e-mail address (`local@domain.tld`, no spaces).
+///
+/// # Errors
+///
+/// A 422 naming the field.
+pub fn check_email(field: &str, value: &str) -> Result<(), Error> {
+    let ok = value.split_once('@').is_some_and(|(local, domain)| {
+        !local.is_empty()
+            && domain.contains('.')
+            && !domain.starts_with('.')
+            && !domain.ends_with('.')
+            && !value.chars().any(char::is_whitespace)
+            && value.matches('@').count() == 1
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::invalid_field(field, "not a valid e-mail address"))
+    }
 }

@@ -3,7 +3,7 @@
 
 diesel::table! {
     use diesel::sql_types::*;
-    use crate::db::sql_types::*;
+    use crate::sql_types::*;
 
     /// Users.
     users (id) {
@@ -30,7 +30,7 @@ diesel::table! {
 
 diesel::table! {
     use diesel::sql_types::*;
-    use crate::db::sql_types::*;
+    use crate::sql_types::*;
 
     /// Roles held by users.
     user_roles (id) {
@@ -51,7 +51,7 @@ diesel::table! {
 
 diesel::table! {
     use diesel::sql_types::*;
-    use crate::db::sql_types::*;
+    use crate::sql_types::*;
 
     /// Refresh tokens and API keys.
     tokens (id) {
@@ -83,7 +83,7 @@ diesel::table! {
 
 diesel::table! {
     use diesel::sql_types::*;
-    use crate::db::sql_types::*;
+    use crate::sql_types::*;
 
     /// Per-user settings.
     user_settings (id) {
@@ -104,7 +104,7 @@ diesel::table! {
 
 diesel::table! {
     use diesel::sql_types::*;
-    use crate::db::sql_types::*;
+    use crate::sql_types::*;
 
     /// Domains (tenants).
     domains (id) {

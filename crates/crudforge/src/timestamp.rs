@@ -157,6 +157,12 @@ pub(crate) fn parse_sqlite(s: &str) -> Option<DateTime<Utc>> {
     Some(date.and_time(time).and_utc())
 }
 
+/// The current time, at the microsecond precision both backends store.
+pub fn now() -> DateTime<Utc> {
+    use chrono::SubsecRound;
+    Utc::now().trunc_subsecs(6)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,3 +259,4 @@ mod tests {
         }
     }
 }
+

@@ -48,9 +48,9 @@ fn dialect(g: &Gen<'_>, b: BackendKind) -> Dialect {
             module: quote!(sqlite),
             db: quote!(#p::diesel::sqlite::Sqlite),
             conn: quote!(#k::db::SqliteConn),
-            run_load: quote!(#k::db::sqlite_direct::load(c, q).await),
-            run_first: quote!(#k::db::sqlite_direct::first(c, q).await),
-            run_one: quote!(#k::db::sqlite_direct::one(c, q).await),
+            run_load: quote!(#k::__private::sqlite_load(c, q).await),
+            run_first: quote!(#k::__private::sqlite_first(c, q).await),
+            run_one: quote!(#k::__private::sqlite_one(c, q).await),
         },
         BackendKind::Postgres => Dialect {
             b,
@@ -115,7 +115,7 @@ fn cond_fn(g: &Gen<'_>, d: &Dialect) -> TokenStream {
     let (k, p) = (g.k, &g.p);
     let arms = g.filterable.iter().map(|f| cond_arm(g, d, f));
     quote! {
-        fn cond(c: &#k::crud::Cond) -> ::core::result::Result<Boxed, #k::Error> {
+        fn cond(c: &#k::condition::Cond) -> ::core::result::Result<Boxed, #k::Error> {
             ::core::result::Result::Ok(match c.field {
                 #(#arms)*
                 _ => return ::core::result::Result::Err(#p::unsupported(c)),
@@ -149,7 +149,7 @@ fn cond_arm(g: &Gen<'_>, d: &Dialect, f: &Field) -> TokenStream {
     let arms = field_ops(f).into_iter().map(|op| {
         let sql = op_sql(g, d, f, op);
         let variant = format_ident!("{}", format!("{op:?}"));
-        quote!(#k::crud::Op::#variant => ::std::boxed::Box::new(#sql),)
+        quote!(#k::condition::Op::#variant => ::std::boxed::Box::new(#sql),)
     });
     quote! {
         #fname => match c.op {
@@ -206,7 +206,7 @@ fn condition_builder(g: &Gen<'_>) -> TokenStream {
 
         impl #p::Builder for Sql {
             type Expr = Boxed;
-            fn leaf(&self, c: &#k::crud::Cond) -> ::core::result::Result<Boxed, #k::Error> {
+            fn leaf(&self, c: &#k::condition::Cond) -> ::core::result::Result<Boxed, #k::Error> {
                 cond(c)
             }
             fn and(&self, a: Boxed, b: Boxed) -> Boxed {
@@ -250,7 +250,7 @@ fn select_fn(g: &Gen<'_>, d: &Dialect) -> TokenStream {
         pub(super) async fn select(
             c: &mut #conn,
             conds: #p::Node<'_>,
-            sort: &[#k::crud::Sort],
+            sort: &[#k::condition::Sort],
             page: ::core::option::Option<(i64, i64)>,
         ) -> ::core::result::Result<::std::vec::Vec<#ident>, #k::Error> {
             #by_key
@@ -296,7 +296,7 @@ fn select_by_key(g: &Gen<'_>, d: &Dialect) -> TokenStream {
     quote! {
         if let #p::Node::All([only]) = conds {
             if sort.is_empty()
-                && only.op == #k::crud::Op::Eq
+                && only.op == #k::condition::Op::Eq
                 && only.field == #id_name
                 && page.is_none_or(|(limit, offset)| limit >= 1 && offset == 0)
             {
@@ -384,7 +384,7 @@ fn insert_fn(g: &Gen<'_>, d: &Dialect) -> TokenStream {
     });
     quote! {
         pub(super) async fn insert(c: &mut #conn, input: #create) -> ::core::result::Result<#ident, #k::Error> {
-            let now = #k::crud::now();
+            let now = #k::__private::now();
             let q = #p::diesel::insert_into(#table::table)
                 .values((
                     #table::#id_ident.eq(#p::bind(#p::uuid::Uuid::new_v4())),
@@ -419,7 +419,7 @@ fn update_fn(g: &Gen<'_>, d: &Dialect) -> TokenStream {
             let ::core::option::Option::Some(w) = condition(conds)? else {
                 return ::core::result::Result::Err(everything());
             };
-            let now = #k::crud::now();
+            let now = #k::__private::now();
             // Written by `db::update` so the statement cache can keep it: one statement per
             // set of members present, cached if that shape is admitted.
             let keep = #p::Shape::new(::core::stringify!(#table), "update")

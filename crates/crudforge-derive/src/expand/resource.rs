@@ -90,7 +90,7 @@ fn associated_items(g: &Gen<'_>) -> TokenStream {
         type Response = #response;
 
         const NAME: &'static str = #name;
-        const FIELDS: &'static [#k::crud::FieldInfo] = &[#(#field_infos),*];
+        const FIELDS: &'static [#k::field::FieldInfo] = &[#(#field_infos),*];
         const ID_FIELD: &'static str = #id_name;
         const TABLE: &'static str = #table_name;
         const INDEXES: &'static [&'static [&'static str]] = &[#(#indexes),*];
@@ -102,7 +102,7 @@ fn field_info(g: &Gen<'_>, f: &Field) -> TokenStream {
     let k = g.k;
     let fname = f.name();
     let kind = format_ident!("{}", f.kind.unwrap_or(Kind::Other).name());
-    let mut e = quote!(#k::crud::FieldInfo::new(#fname, #k::crud::Kind::#kind));
+    let mut e = quote!(#k::field::FieldInfo::new(#fname, #k::field::Kind::#kind));
     if f.nullable {
         e = quote!(#e.nullable());
     }
@@ -183,7 +183,7 @@ fn sort_value(g: &Gen<'_>) -> TokenStream {
         })
     });
     quote! {
-        fn sort_value(&self, field: &str) -> ::core::option::Option<::core::option::Option<#k::crud::Arg>> {
+        fn sort_value(&self, field: &str) -> ::core::option::Option<::core::option::Option<#k::condition::Arg>> {
             match field {
                 #(#arms)*
                 _ => ::core::option::Option::None,
@@ -199,11 +199,11 @@ fn select_method(g: &Gen<'_>) -> TokenStream {
     quote! {
         async fn select(
             conn: &mut #k::db::Conn,
-            conds: &(impl #k::crud::Conditions + ?::core::marker::Sized),
-            sort: &[#k::crud::Sort],
+            conds: &(impl #k::condition::Conditions + ?::core::marker::Sized),
+            sort: &[#k::condition::Sort],
             page: ::core::option::Option<(i64, i64)>,
         ) -> ::core::result::Result<::std::vec::Vec<Self>, #k::Error> {
-            let conds = #k::crud::Conditions::node(conds);
+            let conds = #k::condition::Conditions::node(conds);
             #arms
         }
     }
@@ -214,8 +214,8 @@ fn count_method(g: &Gen<'_>) -> TokenStream {
     let k = g.k;
     let arms = dispatch(g, quote!(count), quote!(conds));
     quote! {
-        async fn count(conn: &mut #k::db::Conn, conds: &(impl #k::crud::Conditions + ?::core::marker::Sized)) -> ::core::result::Result<i64, #k::Error> {
-            let conds = #k::crud::Conditions::node(conds);
+        async fn count(conn: &mut #k::db::Conn, conds: &(impl #k::condition::Conditions + ?::core::marker::Sized)) -> ::core::result::Result<i64, #k::Error> {
+            let conds = #k::condition::Conditions::node(conds);
             #arms
         }
     }
@@ -226,8 +226,8 @@ fn estimate_count_method(g: &Gen<'_>) -> TokenStream {
     let k = g.k;
     let arms = dispatch(g, quote!(estimate_count), quote!(conds));
     quote! {
-        async fn estimate_count(conn: &mut #k::db::Conn, conds: &(impl #k::crud::Conditions + ?::core::marker::Sized)) -> ::core::result::Result<i64, #k::Error> {
-            let conds = #k::crud::Conditions::node(conds);
+        async fn estimate_count(conn: &mut #k::db::Conn, conds: &(impl #k::condition::Conditions + ?::core::marker::Sized)) -> ::core::result::Result<i64, #k::Error> {
+            let conds = #k::condition::Conditions::node(conds);
             #arms
         }
     }
@@ -251,10 +251,10 @@ fn update_method(g: &Gen<'_>) -> TokenStream {
     quote! {
         async fn update(
             conn: &mut #k::db::Conn,
-            conds: &(impl #k::crud::Conditions + ?::core::marker::Sized),
+            conds: &(impl #k::condition::Conditions + ?::core::marker::Sized),
             input: #update,
         ) -> ::core::result::Result<::core::option::Option<Self>, #k::Error> {
-            let conds = #k::crud::Conditions::node(conds);
+            let conds = #k::condition::Conditions::node(conds);
             #arms
         }
     }
@@ -265,8 +265,8 @@ fn delete_method(g: &Gen<'_>) -> TokenStream {
     let k = g.k;
     let arms = dispatch(g, quote!(delete), quote!(conds));
     quote! {
-        async fn delete(conn: &mut #k::db::Conn, conds: &(impl #k::crud::Conditions + ?::core::marker::Sized)) -> ::core::result::Result<bool, #k::Error> {
-            let conds = #k::crud::Conditions::node(conds);
+        async fn delete(conn: &mut #k::db::Conn, conds: &(impl #k::condition::Conditions + ?::core::marker::Sized)) -> ::core::result::Result<bool, #k::Error> {
+            let conds = #k::condition::Conditions::node(conds);
             #arms
         }
     }

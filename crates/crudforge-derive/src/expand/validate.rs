@@ -47,10 +47,10 @@ fn checks(g: &Gen<'_>, opt_depth: usize) -> Vec<TokenStream> {
             let fname = f.name();
             let mut body = Vec::new();
             if let Some((max, _)) = f.attrs.max_len {
-                body.push(quote!(#k::crud::check_max_len(#fname, __v, #max)?;));
+                body.push(quote!(#k::__private::check_max_len(#fname, __v, #max)?;));
             }
             if f.attrs.email.is_some() {
-                body.push(quote!(#k::crud::check_email(#fname, __v)?;));
+                body.push(quote!(#k::__private::check_email(#fname, __v)?;));
             }
             if body.is_empty() {
                 return None;

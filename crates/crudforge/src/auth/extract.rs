@@ -2,7 +2,7 @@
 //! require one ([`Auth`], [`MaybeAuth`], [`Admin`]).
 
 use super::user::{CurrentUser, RoleGrant};
-use crate::db::sql_types::Portable;
+use crate::sql_types::Portable;
 use crate::db::{Conn, Database};
 use crate::error::Error;
 use crate::jwt::TokenKind;

@@ -7,12 +7,12 @@
 //! and client address and answers 429 past the limits.
 
 mod email;
-pub mod extract;
-pub mod password;
-pub mod throttle;
-pub mod user;
-pub mod workers;
-pub mod yielding_bcrypt;
+pub(crate) mod extract;
+pub(crate) mod password;
+pub(crate) mod throttle;
+pub(crate) mod user;
+pub(crate) mod workers;
+pub(crate) mod yielding_bcrypt;
 
 pub use crate::jwt::{Claims, TokenKind, Tokens};
 pub use email::normalize_email;

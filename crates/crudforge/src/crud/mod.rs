@@ -7,31 +7,31 @@
 
 // Listing: the list parameters, the `filter` expression, cursors, sparse fields, the caps,
 // and the INDEX handler that combines them.
-pub mod cursor;
-pub mod filter_expr;
-pub mod limits;
+pub(crate) mod cursor;
+pub(crate) mod filter_expr;
+pub(crate) mod limits;
 mod list;
-pub mod query;
-pub mod sparse;
+pub(crate) mod query;
+pub(crate) mod sparse;
 
 // Reading one item.
 mod get;
 
 // Writing: the one transaction wrapper and the create, update and delete handlers, with the
 // capabilities they use (hooks, conditional requests, idempotency keys).
-pub mod conditional;
-pub mod hooks;
-pub mod idempotency;
+pub(crate) mod conditional;
+pub(crate) mod hooks;
+pub(crate) mod idempotency;
 mod write;
 
 // HTTP glue: the blueprint and its options, custom routes, the scope its routes share, what
 // handlers read from a request, how they answer, and the shared state of a mounted blueprint.
-pub mod blueprint;
-pub mod options;
-pub mod registry;
+pub(crate) mod blueprint;
+pub(crate) mod options;
+pub(crate) mod registry;
 mod render;
 mod request;
-pub mod route;
+pub(crate) mod route;
 mod rows;
 mod scope;
 mod shared;
@@ -39,8 +39,8 @@ mod shared;
 // The OpenAPI description of a mounted blueprint.
 mod docs;
 
-pub use crate::condition::{Arg, Cond, Condition, Conditions, FromArg, Op, Sort};
-pub use crate::field::{FieldInfo, Kind};
+pub(crate) use crate::condition::{Arg, Cond, Condition, Conditions, FromArg, Op, Sort};
+pub(crate) use crate::field::{FieldInfo, Kind};
 pub use blueprint::CrudBlueprint;
 pub use hooks::HookCtx;
 pub use limits::ListCaps;
@@ -223,41 +223,7 @@ macro_rules! bind_portable {
 }
 bind_portable!(uuid::Uuid, DateTime<Utc>, serde_json::Value);
 
-/// Checks a string's length in characters.
-///
-/// # Errors
-///
-/// A 422 naming the field.
-pub fn check_max_len(field: &str, value: &str, max: usize) -> Result<(), Error> {
-    if value.chars().count() > max {
-        return Err(Error::invalid_field(
-            field,
-            format!("at most {max} characters allowed"),
-        ));
-    }
-    Ok(())
-}
 
-/// Checks that a string looks like an e-mail address (`local@domain.tld`, no spaces).
-///
-/// # Errors
-///
-/// A 422 naming the field.
-pub fn check_email(field: &str, value: &str) -> Result<(), Error> {
-    let ok = value.split_once('@').is_some_and(|(local, domain)| {
-        !local.is_empty()
-            && domain.contains('.')
-            && !domain.starts_with('.')
-            && !domain.ends_with('.')
-            && !value.chars().any(char::is_whitespace)
-            && value.matches('@').count() == 1
-    });
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::invalid_field(field, "not a valid e-mail address"))
-    }
-}
 
 /// The INDEX response envelope.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
@@ -386,16 +352,6 @@ impl<R: Resource> actix_web::FromRequest for Filter<R> {
     }
 }
 
-/// SQL functions of crudforge's queries (moved to [`crate::db::functions`]).
-pub mod sql {
-    pub use crate::db::functions::register_sqlite_functions;
-}
-
-/// The current time, at the microsecond precision both backends store.
-pub fn now() -> DateTime<Utc> {
-    use chrono::SubsecRound;
-    Utc::now().trunc_subsecs(6)
-}
 
 #[cfg(test)]
 mod tests {

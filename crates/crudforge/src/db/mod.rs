@@ -6,21 +6,20 @@
 //! expression on whichever connection it holds, usually through [`with_conn!`](crate::with_conn).
 
 pub(crate) mod constraint;
-pub mod deadline;
+pub(crate) mod deadline;
 pub mod functions;
 pub mod indexes;
-pub mod locking;
-pub mod maintenance;
-pub mod monitor;
-pub mod plans;
-pub mod runner;
-pub mod snapshot;
-pub mod sql_types;
-pub mod sqlite_direct;
-pub mod sqlite_global;
-pub mod statement_cache;
+pub(crate) mod locking;
+pub(crate) mod maintenance;
+pub(crate) mod monitor;
+pub(crate) mod plans;
+pub(crate) mod runner;
+pub(crate) mod snapshot;
+pub(crate) mod sqlite_direct;
+pub(crate) mod sqlite_global;
+pub(crate) mod statement_cache;
 pub mod tx;
-pub mod update;
+pub(crate) mod update;
 
 use crate::config::{Config, SqliteSynchronous};
 use diesel::connection::SimpleConnection;

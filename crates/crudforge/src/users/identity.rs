@@ -8,7 +8,7 @@
 
 use crate::auth::normalize_email;
 use crate::crud::{CrudBlueprint, Resource, Validate};
-use crate::db::sql_types::Portable;
+use crate::sql_types::Portable;
 use crate::db::Database;
 use crate::error::Error;
 use crate::schema::users;
@@ -34,7 +34,7 @@ inventory::submit! {
 fn normalize_members(members: Vec<(&'static str, &mut String)>) -> Result<(), Error> {
     for (field, value) in members {
         *value = normalize_email(value);
-        crate::crud::check_email(field, value)?;
+        crate::__private::check_email(field, value)?;
     }
     Ok(())
 }
@@ -109,7 +109,7 @@ pub async fn normalize_stored_emails(db: &Database) -> Result<EmailNormalization
         if stored == normalized {
             continue;
         }
-        let now = crate::crud::now();
+        let now = crate::timestamp::now();
         let written = with_conn!(conn, |c| {
             diesel_async::RunQueryDsl::execute(
                 diesel::update(

@@ -11,17 +11,15 @@
 //! | [`domains`] | domain deletion refused while roles reference the domain |
 //! | [`blueprint`] | the user endpoints: CRUD plus login, refresh and me |
 
-pub mod blueprint;
-pub mod domains;
+pub(crate) mod blueprint;
+pub(crate) mod domains;
 mod guards;
-pub mod identity;
-pub mod model;
-pub mod privilege;
-pub mod rules;
-pub mod store;
+pub(crate) mod identity;
+pub(crate) mod model;
+pub(crate) mod privilege;
+pub(crate) mod rules;
+pub(crate) mod store;
 
-pub use crate::auth::load_user;
-pub use crate::schema;
 pub use blueprint::{
     access_token, issue_tokens, issue_tokens_in, LoginContext, LoginHook, LoginRequest,
     LoginResponse, LogoutRequest, PasswordChange, RefreshRequest, UserBlueprint,

@@ -3,7 +3,7 @@
 use crate::auth::Claims;
 use crate::auth::{hash_password, hash_password_for, PasswordPolicy};
 use crate::db::functions::digest_hex;
-use crate::db::sql_types::Portable;
+use crate::sql_types::Portable;
 use crate::db::tx;
 use crate::db::{Conn, Database, PgConn, SqliteConn};
 use crate::error::Error;
@@ -71,7 +71,7 @@ pub async fn set_password_hash_in(conn: &mut Conn, user_id: Uuid, hash: &str) ->
         diesel_async::RunQueryDsl::execute(
             diesel::update(users::table.filter(users::id.eq(Portable(user_id)))).set((
                 users::password.eq(Some(hash.to_owned())),
-                users::updated_at.eq(Portable(crate::crud::now())),
+                users::updated_at.eq(Portable(crate::timestamp::now())),
             )),
             c,
         )
@@ -171,7 +171,7 @@ pub async fn new_user_hash(
     password: &str,
     policy: impl Into<PasswordPolicy>,
 ) -> Result<String, Error> {
-    crate::crud::check_email("email", &crate::auth::normalize_email(email))?;
+    crate::__private::check_email("email", &crate::auth::normalize_email(email))?;
     hash_password(password.to_owned(), policy).await
 }
 
@@ -188,7 +188,7 @@ pub async fn create_user_in(
     hash: &str,
     enabled: bool,
 ) -> Result<Uuid, Error> {
-    let now = crate::crud::now();
+    let now = crate::timestamp::now();
     let id = Uuid::new_v4();
     let email = crate::auth::normalize_email(email);
     with_conn!(conn, |c| {
@@ -219,7 +219,7 @@ pub async fn set_enabled(db: &Database, user_id: Uuid, enabled: bool) -> Result<
         diesel_async::RunQueryDsl::execute(
             diesel::update(users::table.filter(users::id.eq(Portable(user_id)))).set((
                 users::is_enabled.eq(enabled),
-                users::updated_at.eq(Portable(crate::crud::now())),
+                users::updated_at.eq(Portable(crate::timestamp::now())),
             )),
             c,
         )
@@ -257,7 +257,7 @@ pub async fn grant_role_in(
     role: &str,
     domain_id: Option<Uuid>,
 ) -> Result<(), Error> {
-    let now = crate::crud::now();
+    let now = crate::timestamp::now();
     with_conn!(conn, |c| {
         diesel_async::RunQueryDsl::execute(
             diesel::insert_into(user_roles::table).values((
@@ -394,7 +394,7 @@ async fn insert_token(
     expires_at: Option<DateTime<Utc>>,
     family: Option<Uuid>,
 ) -> Result<Uuid, Error> {
-    let now = crate::crud::now();
+    let now = crate::timestamp::now();
     let id = Uuid::new_v4();
     let family = match kind {
         TokenRecord::Refresh => Some(family.unwrap_or(id)),
@@ -473,7 +473,7 @@ pub(crate) async fn refresh_record_in(
         .await
         .optional()
     })?;
-    let now = crate::crud::now();
+    let now = crate::timestamp::now();
     // The index found the row; compare the digests once more in constant time.
     Ok(row
         .filter(|(_, _, stored, ..)| bool::from(stored.as_bytes().ct_eq(digest.as_bytes())))
@@ -510,7 +510,7 @@ pub(crate) async fn revoke_family_in(
     user_id: Uuid,
     family: Uuid,
 ) -> Result<usize, Error> {
-    let now = crate::crud::now();
+    let now = crate::timestamp::now();
     Ok(with_conn!(conn, |c| {
         diesel_async::RunQueryDsl::execute(
             diesel::update(
@@ -533,7 +533,7 @@ pub(crate) async fn revoke_family_in(
 ///
 /// Database errors.
 pub(crate) async fn revoke_record_in(conn: &mut Conn, id: Uuid) -> Result<bool, Error> {
-    let now = crate::crud::now();
+    let now = crate::timestamp::now();
     let n = with_conn!(conn, |c| {
         diesel_async::RunQueryDsl::execute(
             diesel::update(
@@ -631,7 +631,7 @@ pub async fn token_owner_of(
     value: &str,
 ) -> Result<Option<Uuid>, Error> {
     let mut conn = db.get().await?;
-    let now = Portable(crate::crud::now());
+    let now = Portable(crate::timestamp::now());
     let digest = digest_hex(value);
     let row: Option<(Uuid, String)> = with_conn!(conn, |c| {
         diesel_async::RunQueryDsl::get_result(
@@ -689,7 +689,7 @@ pub async fn token_version_in(conn: &mut Conn, user_id: Uuid) -> Result<i64, Err
 /// Database errors.
 pub async fn end_sessions(db: &Database, user_id: Uuid) -> Result<(), Error> {
     let mut conn = db.get().await?;
-    let now = crate::crud::now();
+    let now = crate::timestamp::now();
     // One statement: a database trigger revokes the refresh tokens when the version rises.
     with_conn!(conn, |c| {
         diesel_async::RunQueryDsl::execute(
@@ -720,7 +720,7 @@ pub async fn revoke_token(db: &Database, value: &str) -> Result<bool, Error> {
 ///
 /// Database errors.
 pub async fn revoke_token_in(conn: &mut Conn, value: &str) -> Result<bool, Error> {
-    let now = crate::crud::now();
+    let now = crate::timestamp::now();
     let n = with_conn!(conn, |c| {
         diesel_async::RunQueryDsl::execute(
             diesel::update(
