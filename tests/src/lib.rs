@@ -8,8 +8,9 @@
 pub mod critters;
 pub mod tools;
 
+pub use crudforge::db::Backend;
 use crudforge::db::Target;
-pub use crudforge::{Backend, Config, Database};
+pub use crudforge::{Config, Database};
 use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
 use std::path::PathBuf;
 

@@ -17,8 +17,8 @@ use actix_web::middleware::{from_fn, Condition};
 use actix_web::{web, App, HttpRequest, HttpResponse};
 use std::sync::{Arc, OnceLock};
 
-pub use crate::mount::{IntoMount, Mount, MountError};
-pub use crate::state::ApiState;
+pub(crate) use crate::mount::{IntoMount, Mount, MountError};
+pub(crate) use crate::state::ApiState;
 
 /// Builds the HTTP application: health check, OpenAPI description, docs page and every
 /// mounted blueprint, on one database.

@@ -6,7 +6,7 @@ use actix_cors::Cors;
 use actix_web::http::header;
 
 /// How long a browser may cache a preflight answer, in seconds.
-pub const PREFLIGHT_MAX_AGE: usize = 3600;
+pub(crate) const PREFLIGHT_MAX_AGE: usize = 3600;
 
 /// The CORS middleware for `config`, or `None` when no origin is allowed (the default: no
 /// CORS headers at all).
@@ -15,7 +15,7 @@ pub const PREFLIGHT_MAX_AGE: usize = 3600;
 /// origin in but never with credentials, and answers `Access-Control-Allow-Origin: *`.
 /// Requests from other origins are served as usual without CORS headers, so the browser
 /// refuses them while non-browser clients keep working.
-pub fn middleware(config: &Config) -> Option<Cors> {
+pub(crate) fn middleware(config: &Config) -> Option<Cors> {
     let origins = &config.cors_allowed_origins;
     if origins.is_empty() {
         return None;

@@ -9,11 +9,11 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// How long the health check waits for the database.
-pub const HEALTH_DB_TIMEOUT: Duration = Duration::from_secs(2);
+pub(crate) const HEALTH_DB_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Body of the health response.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct HealthStatus {
+pub(crate) struct HealthStatus {
     /// `healthy`, or `unhealthy` when the database cannot be reached.
     pub status: String,
     /// Time of the check, RFC 3339 with a UTC offset.

@@ -55,7 +55,7 @@ impl<T: DeserializeOwned + 'static> FromRequest for Json<T> {
 ///
 /// 415 when the content type is not JSON, 400 for malformed JSON, 422 for a string or member
 /// name containing the NUL character.
-pub fn parse(req: &HttpRequest, body: &[u8]) -> Result<Value, Error> {
+pub(crate) fn parse(req: &HttpRequest, body: &[u8]) -> Result<Value, Error> {
     let ct = req
         .headers()
         .get(header::CONTENT_TYPE)
@@ -125,7 +125,7 @@ fn check_text(value: &Value, path: &mut String) -> Result<(), Error> {
 /// # Errors
 ///
 /// 422 naming the member (or the object, for a missing or unknown member).
-pub fn from_value<T: DeserializeOwned>(v: Value) -> Result<T, Error> {
+pub(crate) fn from_value<T: DeserializeOwned>(v: Value) -> Result<T, Error> {
     decode(v)
 }
 
@@ -135,7 +135,7 @@ pub fn from_value<T: DeserializeOwned>(v: Value) -> Result<T, Error> {
 /// # Errors
 ///
 /// 422 naming the member.
-pub fn from_value_ref<T: DeserializeOwned>(v: &Value) -> Result<T, Error> {
+pub(crate) fn from_value_ref<T: DeserializeOwned>(v: &Value) -> Result<T, Error> {
     decode(v)
 }
 

@@ -28,7 +28,7 @@ use tracing::Instrument;
 /// # Errors
 ///
 /// The inner service's error, or a 500 problem when the task itself failed.
-pub async fn own_task(
+pub(crate) async fn own_task(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
@@ -55,7 +55,7 @@ pub async fn own_task(
 /// # Errors
 ///
 /// The inner service's error.
-pub async fn request_timeout(
+pub(crate) async fn request_timeout(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
@@ -88,7 +88,7 @@ const CREDENTIAL_ENDPOINTS: &[&str] = &[
 
 /// Whether `path` (a route pattern, or a path as routed) names a credential-checking endpoint
 /// (see `CREDENTIAL_ENDPOINTS`).
-pub fn is_credential_path(path: &str) -> bool {
+pub(crate) fn is_credential_path(path: &str) -> bool {
     path.trim_end_matches('/')
         .rsplit('/')
         .next()
@@ -101,7 +101,7 @@ pub fn is_credential_path(path: &str) -> bool {
 /// # Errors
 ///
 /// The inner service's error.
-pub async fn query_timing(
+pub(crate) async fn query_timing(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
@@ -150,7 +150,7 @@ fn is_credential_route<B>(res: &ServiceResponse<B>) -> bool {
 /// # Errors
 ///
 /// The inner service's error, which already renders as problem+json.
-pub async fn problems(
+pub(crate) async fn problems(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {

@@ -9,11 +9,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 /// The label of a request that matched no route.
-pub const UNMATCHED: &str = "unmatched";
+pub(crate) const UNMATCHED: &str = "unmatched";
 
 /// The label of a request whose route has no documented operation (a method the route does
 /// not take, a CORS preflight).
-pub const UNDOCUMENTED: &str = "undocumented";
+pub(crate) const UNDOCUMENTED: &str = "undocumented";
 
 /// Operation ids by method and route pattern, built once from what an
 /// [`Api`](crate::Api) mounts and documents.
@@ -127,7 +127,7 @@ impl OperationIds {
 /// (metrics, the access log) takes this before passing the request on, and asks for the id
 /// with the answer, when the route that answered is known without matching the path again.
 #[derive(Debug)]
-pub struct Pending {
+pub(crate) struct Pending {
     ids: Option<web::Data<OperationIds>>,
     method: Method,
     uri: Uri,
@@ -135,7 +135,7 @@ pub struct Pending {
 
 impl Pending {
     /// What is needed to name `req`'s operation later (no allocation: the URI is shared).
-    pub fn of(req: &ServiceRequest) -> Pending {
+    pub(crate) fn of(req: &ServiceRequest) -> Pending {
         Pending {
             ids: req.app_data::<web::Data<OperationIds>>().cloned(),
             method: req.method().clone(),
@@ -146,7 +146,10 @@ impl Pending {
     /// The operation id of the request `res` answers: from the route that answered it, or,
     /// for an error that left the request behind (a timeout), from the first documented route
     /// whose pattern matches the path.
-    pub fn answered<B>(&self, res: &Result<ServiceResponse<B>, actix_web::Error>) -> Arc<str> {
+    pub(crate) fn answered<B>(
+        &self,
+        res: &Result<ServiceResponse<B>, actix_web::Error>,
+    ) -> Arc<str> {
         match (res, &self.ids) {
             (Ok(res), _) => OperationIds::of(res.request()),
             (Err(_), Some(ids)) => ids.by_path(&self.method, self.uri.path()),
@@ -155,7 +158,7 @@ impl Pending {
     }
 
     /// The request's method.
-    pub fn method(&self) -> &Method {
+    pub(crate) fn method(&self) -> &Method {
         &self.method
     }
 }

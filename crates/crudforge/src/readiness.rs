@@ -81,7 +81,7 @@ impl Readiness {
 
 /// Body of the readiness answer.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct ReadinessStatus {
+pub(crate) struct ReadinessStatus {
     /// `ready`, `starting`, `draining`, or `unavailable` when the database cannot be reached.
     pub status: String,
     /// `connected`, `disconnected`, or `unchecked` while starting or draining.

@@ -9,19 +9,19 @@ use actix_web::{HttpMessage, HttpRequest};
 use tracing::Instrument;
 
 /// The header that carries a request's id, both ways.
-pub const REQUEST_ID_HEADER: HeaderName = HeaderName::from_static("x-request-id");
+pub(crate) const REQUEST_ID_HEADER: HeaderName = HeaderName::from_static("x-request-id");
 
 /// Longest client-given id that is kept.
-pub const MAX_REQUEST_ID_LEN: usize = 128;
+pub(crate) const MAX_REQUEST_ID_LEN: usize = 128;
 
 /// The id of a request, in its extensions.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RequestId(pub String);
+pub(crate) struct RequestId(pub String);
 
 impl RequestId {
     /// The client's id when it is a safe token (1 to 128 letters, digits, `-`, `_`, `.`),
     /// otherwise a new UUID.
-    pub fn from_client(given: Option<&str>) -> RequestId {
+    pub(crate) fn from_client(given: Option<&str>) -> RequestId {
         match given {
             Some(id) if is_safe(id) => RequestId(id.to_owned()),
             _ => RequestId(fresh().to_string()),
@@ -29,12 +29,12 @@ impl RequestId {
     }
 
     /// The id of `req`, if the request-id middleware saw it.
-    pub fn of(req: &HttpRequest) -> Option<RequestId> {
+    pub(crate) fn of(req: &HttpRequest) -> Option<RequestId> {
         req.extensions().get::<RequestId>().cloned()
     }
 
     /// The id as text.
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.0
     }
 }
@@ -60,7 +60,7 @@ fn is_safe(id: &str) -> bool {
 /// # Errors
 ///
 /// The inner service's error.
-pub async fn request_id(
+pub(crate) async fn request_id(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {

@@ -172,7 +172,7 @@ fn response_field(g: &Gen<'_>, f: &Field) -> TokenStream {
         } else {
             "serialize"
         };
-        let with = format!("{}::timestamp::{with}", quote!(#k));
+        let with = format!("{}::__private::timestamp_{with}", quote!(#k));
         quote!(#[serde(serialize_with = #with)])
     });
     quote! { #(#docs)* #with pub #fi: #ty, }

@@ -2,11 +2,11 @@
 //! require one ([`Auth`], [`MaybeAuth`], [`Admin`]).
 
 use super::user::{CurrentUser, RoleGrant};
-use crate::sql_types::Portable;
 use crate::db::{Conn, Database};
 use crate::error::Error;
 use crate::jwt::TokenKind;
 use crate::schema::{user_roles, users};
+use crate::sql_types::Portable;
 use crate::state::ApiState;
 use actix_web::dev::Payload;
 use actix_web::{FromRequest, HttpMessage, HttpRequest};

@@ -19,14 +19,14 @@ pub const MAX_PASSWORD_LEN: usize = 1024;
 
 /// Prefix of stored hashes whose password was longer than [`MAX_PASSWORD_BYTES`] and went
 /// through SHA-256 before bcrypt.
-pub const PREHASH_TAG: &str = "$sha256";
+pub(crate) const PREHASH_TAG: &str = "$sha256";
 
 /// The shortest password accepted by default, in characters (ASVS 5.0 V6.2.1).
-pub const DEFAULT_MIN_PASSWORD_CHARS: usize = 8;
+pub(crate) const DEFAULT_MIN_PASSWORD_CHARS: usize = 8;
 
 /// The most a minimum length may ask for, in characters: every password of 64 characters
 /// fits [`MAX_PASSWORD_LEN`] whatever its script.
-pub const MAX_MIN_PASSWORD_CHARS: usize = 64;
+pub(crate) const MAX_MIN_PASSWORD_CHARS: usize = 64;
 
 /// What a new password must satisfy and how it is hashed: the bcrypt cost
 /// (`BCRYPT_COST`) and the shortest length accepted (`PASSWORD_MIN_LENGTH`, in characters).

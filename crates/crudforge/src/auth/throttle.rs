@@ -80,7 +80,7 @@ fn pair_key(account_key: &str, ip: Option<IpAddr>) -> String {
 /// The client address of a request: the socket's peer, or, when the peer is one of
 /// `TRUSTED_PROXIES`, the right-most untrusted address of `X-Forwarded-For`. `None` when the
 /// request has no peer address (as in `actix_web::test` requests without one).
-pub fn client_ip(req: &HttpRequest) -> Option<IpAddr> {
+pub(crate) fn client_ip(req: &HttpRequest) -> Option<IpAddr> {
     let trusted = ApiState::of(req)
         .map(|st| st.config.trusted_proxies.as_slice())
         .unwrap_or_default();
@@ -263,7 +263,7 @@ impl Attempt {
 ///
 /// The 429 when the account or the address is already over its limit (the failure is then
 /// not counted), or a database error.
-pub async fn record_failure(req: &HttpRequest, account: Account<'_>) -> Result<(), Error> {
+pub(crate) async fn record_failure(req: &HttpRequest, account: Account<'_>) -> Result<(), Error> {
     let _failed = Attempt::begin(req, account).await?;
     Ok(())
 }

@@ -30,13 +30,13 @@ use tokio::sync::oneshot;
 
 /// The `nice` value of bcrypt threads: a tenth of a request worker's CPU share when both want
 /// to run, so logins still make progress under a full request load.
-pub const NICENESS: i32 = 10;
+pub(crate) const NICENESS: i32 = 10;
 
 /// How many jobs may wait per bcrypt thread, besides the one each is running. At cost 12 a
 /// job takes about 0.27 s on an idle core, so the last of a full queue starts after about
 /// 9 s, well within `REQUEST_TIMEOUT`'s default 30 s; more would only be hashed for clients
 /// that have given up.
-pub const QUEUED_JOBS_PER_THREAD: usize = 32;
+pub(crate) const QUEUED_JOBS_PER_THREAD: usize = 32;
 
 /// Seconds a client is asked to wait (`Retry-After`) when the queue is full.
 const RETRY_AFTER_SECS: u64 = 1;
@@ -50,7 +50,9 @@ type Job = Box<dyn FnOnce() + Send>;
 ///
 /// 503 (`Error::Busy`, with `Retry-After`) when the queue is full; the threads could not be
 /// started, or `f` panicked.
-pub async fn run<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, Error> {
+pub(crate) async fn run<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, Error> {
     wait(pool()?.submit(f)?).await
 }
 

@@ -33,13 +33,13 @@ use subtle::ConstantTimeEq as _;
 
 /// The work done between two offers of the core: the core is offered at the end of the first
 /// round that completes it.
-pub const STEP: Duration = Duration::from_micros(50);
+pub(crate) const STEP: Duration = Duration::from_micros(50);
 
 /// The lowest cost bcrypt defines.
-pub const MIN_COST: u32 = 4;
+pub(crate) const MIN_COST: u32 = 4;
 
 /// The highest cost bcrypt defines.
-pub const MAX_COST: u32 = 31;
+pub(crate) const MAX_COST: u32 = 31;
 
 /// How many bytes of key bcrypt reads: the password and its terminating zero byte, cut here.
 const KEY_BYTES: usize = 72;
@@ -49,7 +49,7 @@ const CODEC: GeneralPurpose = GeneralPurpose::new(&BCRYPT, NO_PAD);
 
 /// Why a hash could not be made or read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum BcryptError {
+pub(crate) enum BcryptError {
     /// The cost is outside [`MIN_COST`]..=[`MAX_COST`].
     #[error("bcrypt cost {0} is outside {MIN_COST}..={MAX_COST}")]
     Cost(u32),
@@ -69,7 +69,7 @@ pub enum BcryptError {
 /// # Errors
 ///
 /// The cost is out of range, or no random salt could be drawn.
-pub fn hash(password: &[u8], cost: u32) -> Result<String, BcryptError> {
+pub(crate) fn hash(password: &[u8], cost: u32) -> Result<String, BcryptError> {
     let mut salt = [0u8; 16];
     getrandom::fill(&mut salt).map_err(|e| BcryptError::Salt(e.to_string()))?;
     hash_with_salt(password, cost, salt)
@@ -80,7 +80,11 @@ pub fn hash(password: &[u8], cost: u32) -> Result<String, BcryptError> {
 /// # Errors
 ///
 /// The cost is out of range.
-pub fn hash_with_salt(password: &[u8], cost: u32, salt: [u8; 16]) -> Result<String, BcryptError> {
+pub(crate) fn hash_with_salt(
+    password: &[u8],
+    cost: u32,
+    salt: [u8; 16],
+) -> Result<String, BcryptError> {
     let digest = digest(password, cost, &salt)?;
     Ok(format!(
         "$2b${cost:02}${}{}",
@@ -94,7 +98,7 @@ pub fn hash_with_salt(password: &[u8], cost: u32, salt: [u8; 16]) -> Result<Stri
 /// # Errors
 ///
 /// `hash` is not a bcrypt hash of a cost in range.
-pub fn verify(password: &[u8], hash: &str) -> Result<bool, BcryptError> {
+pub(crate) fn verify(password: &[u8], hash: &str) -> Result<bool, BcryptError> {
     let stored = Stored::parse(hash)?;
     let digest = digest(password, stored.cost, &stored.salt)?;
     Ok(digest[..23].ct_eq(&stored.digest).into())

@@ -17,8 +17,8 @@ use std::fmt;
 use std::sync::Arc;
 
 // Where these lived before the module was split; kept so existing paths still work.
-pub use super::options::{OpOptions, OpSetting, Operation, Present};
-pub use super::route::{CustomRoute, OperationType, RouteDoc};
+pub(crate) use super::options::{OpOptions, OpSetting, Operation, Present};
+pub(crate) use super::route::CustomRoute;
 
 /// A resource's endpoints at a URL prefix. Build it with [`Resource::blueprint`] or
 /// [`CrudBlueprint::new`], adjust it, and mount it on an [`Api`](crate::Api).

@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 /// # Errors
 ///
 /// The representation cannot be serialized (500).
-pub fn tag_and_body<R: Resource>(item: R) -> Result<(String, Vec<u8>), Error> {
+pub(crate) fn tag_and_body<R: Resource>(item: R) -> Result<(String, Vec<u8>), Error> {
     // Room for a typical item, so the buffer is not regrown piece by piece.
     let mut body = Vec::with_capacity(512);
     serde_json::to_writer(&mut body, &R::Response::from(item))
@@ -25,7 +25,7 @@ pub fn tag_and_body<R: Resource>(item: R) -> Result<(String, Vec<u8>), Error> {
 
 /// The strong entity tag of a representation: the first 128 bits of its SHA-256, in hex,
 /// quoted.
-pub fn tag_of(representation: &[u8]) -> String {
+pub(crate) fn tag_of(representation: &[u8]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let digest = Sha256::digest(representation);
     let mut out = String::with_capacity(34);
@@ -40,7 +40,7 @@ pub fn tag_of(representation: &[u8]) -> String {
 
 /// One entity tag of a precondition header.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EntityTag {
+pub(crate) struct EntityTag {
     /// `W/` was given.
     pub weak: bool,
     /// The opaque tag with its quotes (`"abc"`).
@@ -49,7 +49,7 @@ pub struct EntityTag {
 
 /// A parsed `If-Match` or `If-None-Match` header.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Precondition {
+pub(crate) enum Precondition {
     /// `*`: any current representation.
     Any,
     /// A list of tags.
@@ -59,7 +59,7 @@ pub enum Precondition {
 impl Precondition {
     /// `If-Match` evaluation: strong comparison, so a weak tag never matches; `*` matches any
     /// existing item.
-    pub fn matches_strong(&self, current: &str) -> bool {
+    pub(crate) fn matches_strong(&self, current: &str) -> bool {
         match self {
             Precondition::Any => true,
             Precondition::Tags(tags) => tags.iter().any(|t| !t.weak && t.opaque == current),
@@ -68,7 +68,7 @@ impl Precondition {
 
     /// `If-None-Match` evaluation: weak comparison (the `W/` prefix is ignored); `*` matches
     /// any existing item.
-    pub fn matches_weak(&self, current: &str) -> bool {
+    pub(crate) fn matches_weak(&self, current: &str) -> bool {
         match self {
             Precondition::Any => true,
             Precondition::Tags(tags) => tags.iter().any(|t| t.opaque == current),
@@ -82,7 +82,7 @@ impl Precondition {
 /// # Errors
 ///
 /// A 400 naming the header when a value is not `*` or a list of entity tags.
-pub fn parse(headers: &HeaderMap, name: &HeaderName) -> Result<Option<Precondition>, Error> {
+pub(crate) fn parse(headers: &HeaderMap, name: &HeaderName) -> Result<Option<Precondition>, Error> {
     let mut tags = Vec::new();
     let mut any = false;
     let mut seen = false;
@@ -168,7 +168,7 @@ fn parse_value(text: &str, tags: &mut Vec<EntityTag>, any: &mut bool) -> Result<
 /// # Errors
 ///
 /// A 400 naming the header when it is malformed.
-pub fn if_match(headers: &HeaderMap) -> Result<Option<Precondition>, Error> {
+pub(crate) fn if_match(headers: &HeaderMap) -> Result<Option<Precondition>, Error> {
     parse(headers, &header::IF_MATCH)
 }
 
@@ -177,7 +177,7 @@ pub fn if_match(headers: &HeaderMap) -> Result<Option<Precondition>, Error> {
 /// # Errors
 ///
 /// A 400 naming the header when it is malformed.
-pub fn if_none_match(headers: &HeaderMap) -> Result<Option<Precondition>, Error> {
+pub(crate) fn if_none_match(headers: &HeaderMap) -> Result<Option<Precondition>, Error> {
     parse(headers, &header::IF_NONE_MATCH)
 }
 
@@ -186,7 +186,7 @@ pub fn if_none_match(headers: &HeaderMap) -> Result<Option<Precondition>, Error>
 /// # Errors
 ///
 /// 412 when the precondition is false.
-pub fn check_if_match(pre: Option<&Precondition>, current: &str) -> Result<(), Error> {
+pub(crate) fn check_if_match(pre: Option<&Precondition>, current: &str) -> Result<(), Error> {
     match pre {
         Some(p) if !p.matches_strong(current) => Err(Error::PreconditionFailed(
             "The item has changed since the given tag was issued (If-Match); nothing was written. Read it again and retry with its current ETag.".into(),
@@ -196,7 +196,7 @@ pub fn check_if_match(pre: Option<&Precondition>, current: &str) -> Result<(), E
 }
 
 /// The 428 of a blueprint that requires `If-Match` when the request has none.
-pub fn required() -> Error {
+pub(crate) fn required() -> Error {
     Error::PreconditionRequired(
         "This operation requires an If-Match header with the item's current ETag.".into(),
     )
@@ -204,7 +204,7 @@ pub fn required() -> Error {
 
 /// Whether a database error is the loser's side of two concurrent conditional writes of one
 /// row (PostgreSQL's serialization failure under `REPEATABLE READ`).
-pub fn is_write_race(e: &Error) -> bool {
+pub(crate) fn is_write_race(e: &Error) -> bool {
     matches!(
         e,
         Error::Database(diesel::result::Error::DatabaseError(

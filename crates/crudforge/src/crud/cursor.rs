@@ -21,11 +21,11 @@ use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
 /// The name of the parameter, as errors name it.
-pub const PARAM: &str = "cursor";
+pub(crate) const PARAM: &str = "cursor";
 
 /// Where a cursor points: after the row with these sort values and id.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Position {
+pub(crate) struct Position {
     /// The number of the page the cursor opens.
     pub page: u32,
     /// The last row's value of each sort key (`None`: null), in [`keys`] order.
@@ -47,7 +47,7 @@ struct Payload {
 }
 
 /// The sort keys a list is ordered by before `id`: `sort`, or `created_at` when it is empty.
-pub fn keys(sort: &[Sort]) -> Vec<Sort> {
+pub(crate) fn keys(sort: &[Sort]) -> Vec<Sort> {
     if sort.is_empty() {
         vec![Sort {
             field: "created_at",
@@ -92,7 +92,7 @@ fn text(arg: &Arg) -> String {
 }
 
 /// The cursor of the page after the one that ends at `position`.
-pub fn encode(key: &[u8], resource: &str, sort: &[Sort], position: &Position) -> String {
+pub(crate) fn encode(key: &[u8], resource: &str, sort: &[Sort], position: &Position) -> String {
     let payload = Payload {
         s: spec(sort),
         p: position.page,
@@ -119,7 +119,7 @@ fn bad(why: &str) -> Error {
 ///
 /// A 400 naming `cursor`: malformed, signed with another key or for another resource (edited
 /// or forged), or made for another sort.
-pub fn decode(
+pub(crate) fn decode(
     key: &[u8],
     resource: &str,
     fields: &'static [FieldInfo],
@@ -182,7 +182,7 @@ fn is_null(field: &'static str, null: bool) -> Condition {
 }
 
 /// The rows strictly after `position` in the order of `sort` (then `id` ascending).
-pub fn keyset(
+pub(crate) fn keyset(
     fields: &[FieldInfo],
     sort: &[Sort],
     id_field: &'static str,

@@ -12,7 +12,7 @@ use crate::error::Error;
 use crate::field::{FieldInfo, Kind};
 
 /// The name of the parameter, as errors name it.
-pub const PARAM: &str = "filter";
+pub(crate) const PARAM: &str = "filter";
 
 /// How long and how deep an expression may be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -190,7 +190,7 @@ fn lex(src: &str) -> Result<Vec<Spanned>, Error> {
 /// A 400 naming `filter`: the expression is too long or too deep, malformed (the detail says
 /// what was expected at which character), names a field that cannot be filtered, applies an
 /// operator the field's type does not support, or holds a value of the wrong type.
-pub fn parse_filter_expr(
+pub(crate) fn parse_filter_expr(
     fields: &'static [FieldInfo],
     src: &str,
     limits: ExprLimits,

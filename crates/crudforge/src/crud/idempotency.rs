@@ -32,18 +32,18 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 /// The request header.
-pub const HEADER: &str = "Idempotency-Key";
+pub(crate) const HEADER: &str = "Idempotency-Key";
 /// The response header marking a replayed answer.
-pub const REPLAYED: &str = "Idempotent-Replayed";
+pub(crate) const REPLAYED: &str = "Idempotent-Replayed";
 /// Longest key accepted, in characters.
-pub const MAX_KEY_LEN: usize = 255;
+pub(crate) const MAX_KEY_LEN: usize = 255;
 
 const IN_PROGRESS: &str = "in_progress";
 const DONE: &str = "done";
 
 /// A request's idempotency key, scoped to its caller, with the fingerprint of the request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IdemKey {
+pub(crate) struct IdemKey {
     /// The caller's user id; for anonymous callers `addr:<client address>`, or empty when the
     /// request has no peer address.
     pub caller: String,
@@ -60,7 +60,7 @@ impl IdemKey {
     /// # Errors
     ///
     /// A 400 naming the header when it is repeated, empty, too long or not visible ASCII.
-    pub fn from_request(
+    pub(crate) fn from_request(
         req: &HttpRequest,
         body: &[u8],
         caller: Option<uuid::Uuid>,
@@ -132,7 +132,7 @@ fn hex(bytes: &[u8]) -> String {
 
 /// The answer to a write, as sent and as stored for replays.
 #[derive(Debug, Clone)]
-pub struct Answer {
+pub(crate) struct Answer {
     /// Status code.
     pub status: u16,
     /// JSON body.
@@ -145,7 +145,7 @@ pub struct Answer {
 
 impl Answer {
     /// The HTTP response; `replayed` adds `Idempotent-Replayed: true`.
-    pub fn to_response(&self, replayed: bool) -> HttpResponse {
+    pub(crate) fn to_response(&self, replayed: bool) -> HttpResponse {
         let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::OK);
         let mut res = HttpResponse::build(status);
         res.insert_header((header::CONTENT_TYPE, "application/json"));
@@ -166,7 +166,7 @@ impl Answer {
 
 /// A key row found in the database.
 #[derive(Debug, Queryable)]
-pub struct Stored {
+pub(crate) struct Stored {
     fingerprint: String,
     state: String,
     status: i32,
@@ -182,7 +182,7 @@ impl Stored {
     /// # Errors
     ///
     /// 422 or 409 as above.
-    pub fn replay(self, key: &IdemKey) -> Result<HttpResponse, Error> {
+    pub(crate) fn replay(self, key: &IdemKey) -> Result<HttpResponse, Error> {
         if self.fingerprint != key.fingerprint {
             return Err(Error::Validation {
                 detail: format!(
@@ -220,7 +220,7 @@ fn micros_now() -> i64 {
 /// # Errors
 ///
 /// A database error.
-pub async fn lookup(conn: &mut Conn, key: &IdemKey) -> Result<Option<Stored>, Error> {
+pub(crate) async fn lookup(conn: &mut Conn, key: &IdemKey) -> Result<Option<Stored>, Error> {
     let now = micros_now();
     let row = crate::with_conn!(conn, |c| {
         let expired = diesel::delete(keys::table.filter(keys::expires_at.le(now)));
@@ -251,7 +251,7 @@ pub async fn lookup(conn: &mut Conn, key: &IdemKey) -> Result<Option<Stored>, Er
 /// # Errors
 ///
 /// A database error.
-pub async fn claim(conn: &mut Conn, key: &IdemKey, ttl_secs: u64) -> Result<bool, Error> {
+pub(crate) async fn claim(conn: &mut Conn, key: &IdemKey, ttl_secs: u64) -> Result<bool, Error> {
     let now = micros_now();
     let ttl = i64::try_from(ttl_secs)
         .unwrap_or(i64::MAX / 1_000_000)
@@ -293,7 +293,7 @@ pub async fn claim(conn: &mut Conn, key: &IdemKey, ttl_secs: u64) -> Result<bool
 /// # Errors
 ///
 /// A database error, or a body that is not UTF-8.
-pub async fn complete(conn: &mut Conn, key: &IdemKey, answer: &Answer) -> Result<(), Error> {
+pub(crate) async fn complete(conn: &mut Conn, key: &IdemKey, answer: &Answer) -> Result<(), Error> {
     let body = std::str::from_utf8(&answer.body)
         .map_err(|_| Error::Internal("a stored answer must be UTF-8".into()))?;
     crate::with_conn!(conn, |c| {
@@ -320,7 +320,10 @@ pub async fn complete(conn: &mut Conn, key: &IdemKey, answer: &Answer) -> Result
 /// # Errors
 ///
 /// 422, 409 or a database error.
-pub async fn after_lost_claim(conn: &mut Conn, key: &IdemKey) -> Result<HttpResponse, Error> {
+pub(crate) async fn after_lost_claim(
+    conn: &mut Conn,
+    key: &IdemKey,
+) -> Result<HttpResponse, Error> {
     match lookup(conn, key).await? {
         Some(stored) => stored.replay(key),
         None => Err(in_progress()),

@@ -39,7 +39,7 @@ mod shared;
 // The OpenAPI description of a mounted blueprint.
 mod docs;
 
-pub(crate) use crate::condition::{Arg, Cond, Condition, Conditions, FromArg, Op, Sort};
+pub(crate) use crate::condition::{Arg, Cond, Conditions, FromArg, Sort};
 pub(crate) use crate::field::{FieldInfo, Kind};
 pub use blueprint::CrudBlueprint;
 pub use hooks::HookCtx;
@@ -223,8 +223,6 @@ macro_rules! bind_portable {
 }
 bind_portable!(uuid::Uuid, DateTime<Utc>, serde_json::Value);
 
-
-
 /// The INDEX response envelope.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Page<T> {
@@ -352,10 +350,10 @@ impl<R: Resource> actix_web::FromRequest for Filter<R> {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::__private::{check_email, check_max_len};
 
     #[test]
     fn total_pages_rounds_up() {

@@ -51,7 +51,7 @@ impl Operation {
 /// Serializes a model through a substituted response schema.
 pub(crate) type Render<R> = fn(&mut Vec<u8>, R) -> serde_json::Result<()>;
 /// Adds a schema to the description.
-pub type SchemaFn = fn(&mut ApiDoc) -> ReferenceOr<Schema>;
+pub(crate) type SchemaFn = fn(&mut ApiDoc) -> ReferenceOr<Schema>;
 /// Turns models into response bodies with database access (see [`Present`]).
 pub(crate) type PresentFn<R> =
     for<'a> fn(

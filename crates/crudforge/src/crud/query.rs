@@ -10,8 +10,6 @@ use crate::condition::{
 use crate::error::Error;
 use crate::field::{FieldInfo, Kind};
 
-pub use crate::condition::{list_of, FromArg, Op};
-
 /// A parsed INDEX request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListQuery {
@@ -103,7 +101,7 @@ impl ListQuery {
 }
 
 /// Suffixes a field of `kind` accepts (besides plain equality), as written in query strings.
-pub fn suffixes(kind: Kind, nullable: bool) -> Vec<&'static str> {
+pub(crate) fn suffixes(kind: Kind, nullable: bool) -> Vec<&'static str> {
     operators_for(kind, nullable)
         .map(|o| o.suffix)
         .filter(|s| !s.is_empty())
@@ -116,7 +114,7 @@ pub fn suffixes(kind: Kind, nullable: bool) -> Vec<&'static str> {
 ///
 /// A 400 naming the parameter for an unknown name, an operator the field's type does not
 /// support, a malformed value, or a bad `page`, `page_size` or `sort`.
-pub fn parse_list_query(
+pub(crate) fn parse_list_query(
     fields: &'static [FieldInfo],
     query: &str,
     default_page_size: u32,
@@ -139,7 +137,7 @@ pub fn parse_list_query(
 ///
 /// A 400 naming the parameter, as [`parse_list_query`], and for a malformed `filter`
 /// expression, a `cursor` sent with `page`, an unknown `count` mode or a bad `fields` list.
-pub fn parse_list_query_with(
+pub(crate) fn parse_list_query_with(
     fields: &'static [FieldInfo],
     query: &str,
     limits: &ListLimits,
@@ -224,7 +222,10 @@ pub fn parse_list_query_with(
 ///
 /// A 400 naming `fields` and listing every name that is unknown or never returned
 /// (`write_only`, passwords).
-pub fn parse_fields(fields: &'static [FieldInfo], value: &str) -> Result<Vec<&'static str>, Error> {
+pub(crate) fn parse_fields(
+    fields: &'static [FieldInfo],
+    value: &str,
+) -> Result<Vec<&'static str>, Error> {
     let mut out = Vec::new();
     let mut bad = Vec::new();
     for name in value.split(',').map(str::trim) {
@@ -291,7 +292,11 @@ fn names<'a>(fields: impl Iterator<Item = &'a FieldInfo>) -> String {
 /// # Errors
 ///
 /// A 400 naming the parameter.
-pub fn parse_filter(fields: &'static [FieldInfo], name: &str, value: &str) -> Result<Cond, Error> {
+pub(crate) fn parse_filter(
+    fields: &'static [FieldInfo],
+    name: &str,
+    value: &str,
+) -> Result<Cond, Error> {
     let (field_name, operator) = match name.rsplit_once("__") {
         Some((f, s)) => match operator(s).filter(|o| !o.suffix.is_empty()) {
             Some(o) => (f, o),
@@ -373,6 +378,7 @@ fn eq_operator() -> &'static Operator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::condition::{FromArg, Op};
 
     static FIELDS: &[FieldInfo] = &[
         FieldInfo::new("id", Kind::Uuid),

@@ -25,7 +25,7 @@ pub fn make<R: Resource>(prefix: &str) -> Result<Box<dyn Mount>, String> {
 }
 
 /// Names of every derived resource in the program, sorted.
-pub fn names() -> Vec<&'static str> {
+pub(crate) fn names() -> Vec<&'static str> {
     let mut v: Vec<&'static str> = inventory::iter::<Registration>
         .into_iter()
         .map(|r| r.name)
@@ -40,7 +40,7 @@ pub fn names() -> Vec<&'static str> {
 ///
 /// No derived resource has that name (the message lists the known ones), or the prefix is
 /// invalid for it.
-pub fn blueprint(name: &str, prefix: &str) -> Result<Box<dyn Mount>, String> {
+pub(crate) fn blueprint(name: &str, prefix: &str) -> Result<Box<dyn Mount>, String> {
     match inventory::iter::<Registration>
         .into_iter()
         .find(|r| r.name == name)

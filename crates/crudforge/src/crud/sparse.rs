@@ -10,7 +10,7 @@ use crate::error::Error;
 /// # Errors
 ///
 /// 500 when the item is not a JSON object.
-pub fn project(item: &[u8], fields: &[&str]) -> Result<Vec<u8>, Error> {
+pub(crate) fn project(item: &[u8], fields: &[&str]) -> Result<Vec<u8>, Error> {
     let mut obj: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(item)
         .map_err(|e| Error::Internal(format!("sparse fields of a non-object item: {e}")))?;
     obj.retain(|k, _| fields.contains(&k.as_str()));
@@ -23,7 +23,7 @@ pub fn project(item: &[u8], fields: &[&str]) -> Result<Vec<u8>, Error> {
 ///
 /// A 400 naming `fields` (see [`parse_fields`](super::query::parse_fields)), or `query` for a
 /// malformed query string.
-pub fn requested(
+pub(crate) fn requested(
     fields: &'static [crate::field::FieldInfo],
     query: &str,
 ) -> Result<Option<Vec<&'static str>>, Error> {

@@ -49,7 +49,7 @@ extern "C" fn on_open(
 
 /// Registers the progress handler for every SQLite connection opened from now on. Idempotent;
 /// returns whether SQLite accepted the registration (the statement bound is off otherwise).
-pub fn install() -> bool {
+pub(crate) fn install() -> bool {
     static REGISTERED: OnceLock<bool> = OnceLock::new();
     super::sqlite_global::register(&REGISTERED, on_open, "the statement-timeout handler")
 }
@@ -57,7 +57,7 @@ pub fn install() -> bool {
 /// Runs `f` (one statement's work on a SQLite connection) with a deadline `limit` from now on
 /// this thread; `None` runs it unbounded. The previous deadline is restored afterwards, also
 /// when `f` panics.
-pub fn with_deadline<R>(limit: Option<Duration>, f: impl FnOnce() -> R) -> R {
+pub(crate) fn with_deadline<R>(limit: Option<Duration>, f: impl FnOnce() -> R) -> R {
     struct Restore(Option<Instant>);
     impl Drop for Restore {
         fn drop(&mut self) {

@@ -56,7 +56,7 @@ impl SqliteLocking {
 }
 
 /// The VFS that makes the process the file's only user.
-pub const EXCLUSIVE_VFS: &str = "unix-excl";
+pub(crate) const EXCLUSIVE_VFS: &str = "unix-excl";
 
 /// What `SqliteConnection::establish` is given to open the file at `path` with `locking`:
 /// the path itself when shared; when exclusive, a `file:` URI of the absolute path naming
@@ -66,7 +66,7 @@ pub const EXCLUSIVE_VFS: &str = "unix-excl";
 ///
 /// Exclusive locking on a system without the Unix VFS, or a path that cannot be made
 /// absolute (the working directory is gone).
-pub fn connection_target(path: &Path, locking: SqliteLocking) -> Result<String, DbError> {
+pub(crate) fn connection_target(path: &Path, locking: SqliteLocking) -> Result<String, DbError> {
     match locking {
         SqliteLocking::Shared => Ok(path.to_string_lossy().into_owned()),
         SqliteLocking::Exclusive => exclusive_uri(path),

@@ -17,13 +17,13 @@ use std::time::Duration;
 
 /// `PRAGMA journal_size_limit` of every SQLite connection, in bytes (64 MiB): after a
 /// checkpoint restarts the log, a `-wal` file larger than this is truncated to it.
-pub const JOURNAL_SIZE_LIMIT: u64 = 64 * 1024 * 1024;
+pub(crate) const JOURNAL_SIZE_LIMIT: u64 = 64 * 1024 * 1024;
 
 /// How often a server checkpoints the WAL with `TRUNCATE`.
-pub const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(30);
+pub(crate) const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(30);
 
 /// How often a server runs `PRAGMA optimize` (SQLite suggests hourly to daily).
-pub const OPTIMIZE_INTERVAL: Duration = Duration::from_secs(60 * 60);
+pub(crate) const OPTIMIZE_INTERVAL: Duration = Duration::from_secs(60 * 60);
 
 /// Longest wait of a maintenance checkpoint for the write lock and for readers of older
 /// snapshots; past it the checkpoint gives up (`busy`) and the next one tries again.
@@ -157,7 +157,7 @@ impl Database {
 /// # Errors
 ///
 /// The pragma itself fails.
-pub fn optimize_with(c: &mut SqliteConnection, pragma: &str) -> diesel::QueryResult<()> {
+pub(crate) fn optimize_with(c: &mut SqliteConnection, pragma: &str) -> diesel::QueryResult<()> {
     c.batch_execute(pragma)?;
     if c.batch_execute("DELETE FROM sqlite_stat4;").is_ok() {
         c.batch_execute("ANALYZE sqlite_schema;")?;
@@ -169,7 +169,7 @@ pub fn optimize_with(c: &mut SqliteConnection, pragma: &str) -> diesel::QueryRes
 /// checkpoint every [`CHECKPOINT_INTERVAL`], `PRAGMA optimize` every [`OPTIMIZE_INTERVAL`].
 /// Failures are logged (target `crudforge::db`) and retried at the next round. Returns at
 /// once on PostgreSQL. [`Api::server`](crate::Api::server) spawns it.
-pub async fn run(db: Database, stop: impl Fn() -> bool) {
+pub(crate) async fn run(db: Database, stop: impl Fn() -> bool) {
     if db.backend() != Backend::Sqlite {
         return;
     }

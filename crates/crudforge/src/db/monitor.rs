@@ -36,19 +36,19 @@ pub(crate) fn uncounted<T>(f: impl FnOnce() -> T) -> T {
 
 /// Query count and total query time of one request.
 #[derive(Debug, Default)]
-pub struct QueryStats {
+pub(crate) struct QueryStats {
     count: AtomicU64,
     nanos: AtomicU64,
 }
 
 impl QueryStats {
     /// Number of queries run so far.
-    pub fn count(&self) -> u64 {
+    pub(crate) fn count(&self) -> u64 {
         self.count.load(Ordering::Relaxed)
     }
 
     /// Total time spent in queries so far.
-    pub fn total(&self) -> Duration {
+    pub(crate) fn total(&self) -> Duration {
         Duration::from_nanos(self.nanos.load(Ordering::Relaxed))
     }
 
@@ -59,12 +59,12 @@ impl QueryStats {
     }
 
     /// Runs `fut` with `stats` as the statistics of the current request.
-    pub async fn scope<F: std::future::Future>(stats: Arc<QueryStats>, fut: F) -> F::Output {
+    pub(crate) async fn scope<F: std::future::Future>(stats: Arc<QueryStats>, fut: F) -> F::Output {
         CURRENT.scope(stats, fut).await
     }
 
     /// The statistics of the request served by the current task, if monitoring is on.
-    pub fn current() -> Option<Arc<QueryStats>> {
+    pub(crate) fn current() -> Option<Arc<QueryStats>> {
         CURRENT.try_with(Arc::clone).ok()
     }
 }

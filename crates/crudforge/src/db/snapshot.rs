@@ -92,7 +92,7 @@ fn commit_sqlite(c: &mut SqliteConnection) -> QueryResult<()> {
 /// # Errors
 ///
 /// The connection is already in a transaction, or the database refuses.
-pub async fn begin(conn: &mut Conn) -> Result<(), Error> {
+pub(crate) async fn begin(conn: &mut Conn) -> Result<(), Error> {
     if let Conn::Sqlite(c) = conn {
         let c: &mut SqliteConn = c;
         c.spawn_blocking(begin_sqlite).await?;
@@ -107,7 +107,7 @@ pub async fn begin(conn: &mut Conn) -> Result<(), Error> {
 /// # Errors
 ///
 /// The work's error, else a failure to end the snapshot.
-pub async fn finish<T>(conn: &mut Conn, outcome: Result<T, Error>) -> Result<T, Error> {
+pub(crate) async fn finish<T>(conn: &mut Conn, outcome: Result<T, Error>) -> Result<T, Error> {
     if let Conn::Sqlite(c) = conn {
         let c: &mut SqliteConn = c;
         let ended = c.spawn_blocking(commit_sqlite).await;
@@ -131,7 +131,7 @@ pub async fn finish<T>(conn: &mut Conn, outcome: Result<T, Error>) -> Result<T, 
 /// # Errors
 ///
 /// No connection could be had, the snapshot could not begin or end, or `work` failed.
-pub async fn read<T>(
+pub(crate) async fn read<T>(
     db: &Database,
     work: impl AsyncFnOnce(&mut Conn) -> Result<T, Error>,
 ) -> Result<T, Error> {

@@ -27,11 +27,11 @@ use std::sync::{LazyLock, PoisonError, RwLock};
 static KEYS: LazyLock<RandomState> = LazyLock::new(RandomState::new);
 
 /// How many distinct shapes of per-request queries the process lets connections cache.
-pub const MAX_SHAPES: usize = 256;
+pub(crate) const MAX_SHAPES: usize = 256;
 
 /// The most terms (comparisons and sort keys) a shape may have and still be cached: larger
 /// statements are rare, and the largest to keep.
-pub const MAX_CACHED_TERMS: usize = 16;
+pub(crate) const MAX_CACHED_TERMS: usize = 16;
 
 /// The structure of a query written per request, as a fingerprint: two queries with the same
 /// shape have the same SQL text, whatever values they bind.
@@ -137,7 +137,7 @@ impl Shape {
 
 /// The shapes admitted so far, up to a number.
 #[derive(Debug)]
-pub struct Admission {
+pub(crate) struct Admission {
     admitted: RwLock<HashSet<u64>>,
     capacity: usize,
     max_terms: usize,
@@ -148,7 +148,7 @@ static ADMITTED: LazyLock<Admission> =
 
 impl Admission {
     /// Admits at most `capacity` shapes of at most `max_terms` terms.
-    pub fn new(capacity: usize, max_terms: usize) -> Admission {
+    pub(crate) fn new(capacity: usize, max_terms: usize) -> Admission {
         Admission {
             admitted: RwLock::default(),
             capacity,
@@ -158,7 +158,7 @@ impl Admission {
 
     /// Whether the shape with fingerprint `shape` and `terms` terms is (now) admitted: it was
     /// before, or it is small enough and there is room for it.
-    pub fn admit(&self, shape: u64, terms: usize) -> bool {
+    pub(crate) fn admit(&self, shape: u64, terms: usize) -> bool {
         if terms > self.max_terms {
             return false;
         }
@@ -185,7 +185,7 @@ impl Admission {
     }
 
     /// How many shapes are admitted.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.admitted
             .read()
             .unwrap_or_else(PoisonError::into_inner)
@@ -193,7 +193,7 @@ impl Admission {
     }
 
     /// Whether no shape is admitted yet.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 }

@@ -18,7 +18,7 @@ use uuid::Uuid;
 /// # Errors
 ///
 /// Database errors.
-pub async fn roles_in_domain(conn: &mut Conn, domain: Uuid) -> Result<i64, Error> {
+pub(crate) async fn roles_in_domain(conn: &mut Conn, domain: Uuid) -> Result<i64, Error> {
     let n: i64 = with_conn!(conn, |c| {
         diesel_async::RunQueryDsl::get_result(
             user_roles::table

@@ -15,7 +15,7 @@ use uuid::Uuid;
 /// # Errors
 ///
 /// Database errors.
-pub async fn rank_of(db: &Database, user: Uuid) -> Result<Option<Rank>, Error> {
+pub(super) async fn rank_of(db: &Database, user: Uuid) -> Result<Option<Rank>, Error> {
     Ok(load_user(db, user).await?.map(|u| u.rank()))
 }
 
@@ -25,7 +25,7 @@ pub async fn rank_of(db: &Database, user: Uuid) -> Result<Option<Rank>, Error> {
 /// # Errors
 ///
 /// 403, or database errors.
-pub async fn not_outranked(
+pub(super) async fn not_outranked(
     db: &Database,
     caller: Option<&CurrentUser>,
     target: Uuid,

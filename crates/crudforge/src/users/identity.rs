@@ -8,10 +8,10 @@
 
 use crate::auth::normalize_email;
 use crate::crud::{CrudBlueprint, Resource, Validate};
-use crate::sql_types::Portable;
 use crate::db::Database;
 use crate::error::Error;
 use crate::schema::users;
+use crate::sql_types::Portable;
 use crate::with_conn;
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;

@@ -3,11 +3,11 @@
 use crate::auth::Claims;
 use crate::auth::{hash_password, hash_password_for, PasswordPolicy};
 use crate::db::functions::digest_hex;
-use crate::sql_types::Portable;
 use crate::db::tx;
 use crate::db::{Conn, Database, PgConn, SqliteConn};
 use crate::error::Error;
 use crate::schema::{tokens, user_roles, users};
+use crate::sql_types::Portable;
 use crate::with_conn;
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
