@@ -16,10 +16,7 @@ use serde_json::{json, Value};
 const COST: u32 = 4;
 
 async fn setup(t: &TestDb) -> (Api, Database) {
-    let cfg = Config {
-        bcrypt_cost: COST,
-        ..t.config()
-    };
+    let cfg = t.config().with(|c| c.auth.bcrypt_cost = COST);
     let db = t.open(&cfg).await;
     users::create_user(&db, "alice@example.com", "alice-pass", true, COST)
         .await

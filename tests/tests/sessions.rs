@@ -30,14 +30,13 @@ struct World {
 }
 
 async fn world(t: &TestDb) -> World {
-    let cfg = Config {
-        bcrypt_cost: COST,
+    let cfg = t.config().with(|c| {
+        c.auth.bcrypt_cost = COST;
         // The trials refuse many refresh tokens on purpose; throttling is tested elsewhere.
-        login_max_failures_per_account_and_address: 0,
-        login_max_failures_per_account: 0,
-        login_max_failures_per_address: 0,
-        ..t.config()
-    };
+        c.auth.login_max_failures_per_account_and_address = 0;
+        c.auth.login_max_failures_per_account = 0;
+        c.auth.login_max_failures_per_address = 0;
+    });
     let db = t.open(&cfg).await;
     let user = users::create_user(&db, EMAIL, &password(0), true, COST)
         .await

@@ -208,7 +208,7 @@ impl Metrics {
         self.pool_waiting.set(gauge(waiting));
         self.build_info.reset();
         self.build_info
-            .with_label_values(&[env!("CARGO_PKG_VERSION"), state.config.api_version.as_str()])
+            .with_label_values(&[env!("CARGO_PKG_VERSION"), state.config.http.api_version.as_str()])
             .set(1);
         let mut out = Vec::new();
         if let Err(e) = TextEncoder::new().encode(&self.registry.gather(), &mut out) {
@@ -266,7 +266,7 @@ pub async fn track(
 
 /// `GET METRICS_PATH`: the text format; 401 without the configured bearer token.
 pub(crate) async fn serve(req: HttpRequest, state: web::Data<ApiState>) -> HttpResponse {
-    if let Some(token) = &state.config.metrics_token {
+    if let Some(token) = &state.config.ops.metrics_token {
         let given = req
             .headers()
             .get(header::AUTHORIZATION)

@@ -171,7 +171,7 @@ pub async fn open_and_migrate(
 /// A database error for one line on stderr: the driver's message ("error connecting to
 /// server") does not say which server.
 fn describe(config: &Config, e: crudforge::db::DbError) -> Box<dyn std::error::Error> {
-    match (&e, config.database_uri.as_deref().and_then(server_of)) {
+    match (&e, config.db.database_uri.as_deref().and_then(server_of)) {
         (crudforge::db::DbError::Connect(_), Some(server)) => {
             format!("{e} (server {server})").into()
         }
@@ -248,13 +248,12 @@ pub async fn index_statements(
     )
     .await?;
     // No token is ever signed here: a fixed key keeps `Api::new` from generating a key file.
-    let config = Config {
-        database_uri: None,
-        jwt_secret_key: Some(crudforge::config::Secret::new(
+    let config = config.with(|c| {
+        c.db.database_uri = None;
+        c.auth.jwt_secret_key = Some(crudforge::config::Secret::new(
             "print-indexes signs nothing with this placeholder key",
-        )),
-        ..config
-    };
+        ));
+    });
     let api = build_api(config, scratch)?;
     Ok(api
         .declared_indexes()

@@ -87,7 +87,7 @@ pub async fn send_recovery_token(
     // An unknown address or a wrong name is a failed guess: counted, and refused (or, with
     // RECOVERY_UNIFORM_ANSWER and DEBUG off, answered like a match).
     let refused = || {
-        if settings.uniform_answer && !st.config.debug {
+        if settings.uniform_answer && !st.config.http.debug {
             Ok(issued())
         } else {
             Err(Error::Unauthorized(
@@ -120,7 +120,7 @@ pub async fn send_recovery_token(
     let (token, _) =
         st.tokens
             .issue_versioned(user.id, TokenKind::Recovery, RECOVERY_TTL_SECONDS, version)?;
-    if st.config.debug {
+    if st.config.http.debug {
         Ok(HttpResponse::Ok().json(DebugRecoveryToken {
             debug_recovery_token: token,
         }))
