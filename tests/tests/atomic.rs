@@ -8,7 +8,7 @@ use actix_web::dev::{Service, ServiceResponse};
 use actix_web::http::StatusCode;
 use actix_web::test;
 use crudforge::users::{self, UserBlueprint};
-use crudforge::{with_conn, Api, Config, Database};
+use crudforge::{with_conn, Api, Database};
 use crudforge_tests::{backend_tests, Backend, TestDb};
 use diesel_async::SimpleAsyncConnection;
 use serde_json::{json, Value};

@@ -7,7 +7,7 @@
 use actix_web::test;
 use crudforge::auth::workers;
 use crudforge::users::{self, UserBlueprint};
-use crudforge::{Api, Config};
+use crudforge::Api;
 use crudforge_tests::TestDb;
 use serde_json::json;
 use std::future::Future;

@@ -5,7 +5,7 @@
 #![allow(missing_docs, clippy::unwrap_used)]
 
 use actix_web::test;
-use crudforge::{with_conn, Api, Config, Resource};
+use crudforge::{with_conn, Api, Resource};
 use crudforge_tests::critters::{create_table, Critter};
 use crudforge_tests::{backend_tests, Backend};
 use diesel_async::SimpleAsyncConnection;

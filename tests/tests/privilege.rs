@@ -13,7 +13,7 @@ use actix_web::test;
 use crudforge::users::{
     self, guard_domain_delete, guard_roles, Domain, UserBlueprint, UserRole, DEFAULT_ROLES,
 };
-use crudforge::{Api, Config, Database, Operation, Resource};
+use crudforge::{Api, Database, Operation, Resource};
 use crudforge_tests::{backend_tests, TestDb};
 use serde_json::{json, Value};
 use uuid::Uuid;

@@ -10,7 +10,7 @@ use actix_web::test;
 use crudforge::auth::TokenKind;
 use crudforge::db::tx::{self, TxMode};
 use crudforge::users::{self, Token, UserBlueprint};
-use crudforge::{Api, Config, Database, Resource};
+use crudforge::{Api, Database, Resource};
 use crudforge_tests::{backend_tests, TestDb};
 use serde_json::{json, Value};
 use std::cell::Cell;
