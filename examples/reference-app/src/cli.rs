@@ -187,14 +187,16 @@ fn server_of(uri: &str) -> Option<String> {
     (!server.is_empty() && !uri.starts_with("sqlite")).then(|| server.to_owned())
 }
 
-/// Builds the application's `Api`.
+/// Builds the application's `Api`, reading the application's own settings
+/// ([`RecoverySettings`](crate::api::recovery::RecoverySettings)) from the environment.
 ///
 /// # Errors
 ///
-/// Bad configuration.
+/// Bad configuration, such as a malformed `RECOVERY_*` value.
 pub fn build_api(config: Config, db: Database) -> Result<Api, Box<dyn std::error::Error>> {
+    let recovery = crate::api::recovery::RecoverySettings::from_env()?;
     let api = Api::new(config, db)?;
-    Ok(crate::api::routes::mount(api)?)
+    Ok(crate::api::routes::mount(api, recovery)?)
 }
 
 /// Listens on `bind` at once with readiness 503, runs pending migrations, then turns ready;
