@@ -66,7 +66,10 @@ fn the_shipped_migrations_create_every_declared_index() {
 fn the_applications_settings_read_like_the_librarys() {
     let dir = tempfile::tempdir().unwrap();
     // `yes` is a boolean for RECOVERY_SINGLE_USE as for DEBUG.
-    let yes = [("DEBUG", "yes".to_owned()), ("RECOVERY_SINGLE_USE", "yes".to_owned())];
+    let yes = [
+        ("DEBUG", "yes".to_owned()),
+        ("RECOVERY_SINGLE_USE", "yes".to_owned()),
+    ];
     let out = cli(dir.path(), &yes, &["print-indexes"]);
     assert!(out.status.success(), "{out:?}");
     // A malformed value stops start-up with the same message form, naming the key.

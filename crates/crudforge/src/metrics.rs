@@ -208,7 +208,10 @@ impl Metrics {
         self.pool_waiting.set(gauge(waiting));
         self.build_info.reset();
         self.build_info
-            .with_label_values(&[env!("CARGO_PKG_VERSION"), state.config.http.api_version.as_str()])
+            .with_label_values(&[
+                env!("CARGO_PKG_VERSION"),
+                state.config.http.api_version.as_str(),
+            ])
             .set(1);
         let mut out = Vec::new();
         if let Err(e) = TextEncoder::new().encode(&self.registry.gather(), &mut out) {

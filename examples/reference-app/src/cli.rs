@@ -125,7 +125,9 @@ pub fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     // A bad configuration is reported by `run`; the log format falls back to text meanwhile.
-    let format = Config::from_env().map(|c| c.ops.log_format).unwrap_or_default();
+    let format = Config::from_env()
+        .map(|c| c.ops.log_format)
+        .unwrap_or_default();
     let _ = crudforge::logging::init(format);
     let cli = Cli::parse();
     let result = actix_web::rt::System::new().block_on(run(cli));

@@ -280,8 +280,7 @@ impl Config {
                 &self.list.default_page_size.to_string(),
             ));
         }
-        if !(1..=MAX_MIN_PASSWORD_CHARS).contains(&self.auth.password_min_length)
-        {
+        if !(1..=MAX_MIN_PASSWORD_CHARS).contains(&self.auth.password_min_length) {
             return Err(invalid(
                 "PASSWORD_MIN_LENGTH",
                 "a whole number from 1 to 64",
@@ -324,7 +323,12 @@ impl Config {
     /// A too-short configured secret, or a key file that cannot be read or written.
     pub fn signing_key(&self) -> Result<Secret, ConfigError> {
         self.validate()?;
-        if let Some(k) = self.auth.jwt_secret_key.as_ref().or(self.auth.secret_key.as_ref()) {
+        if let Some(k) = self
+            .auth
+            .jwt_secret_key
+            .as_ref()
+            .or(self.auth.secret_key.as_ref())
+        {
             return Ok(k.clone());
         }
         load_or_generate_key(&self.db.data_dir.join(GENERATED_KEY_FILE))
@@ -467,7 +471,8 @@ mod tests {
         assert_eq!(
             from(&[("CORS_ALLOWED_ORIGINS", "*")])
                 .unwrap()
-                .http.cors_allowed_origins,
+                .http
+                .cors_allowed_origins,
             ["*"]
         );
         for (key, value) in [
@@ -650,7 +655,8 @@ mod tests {
             let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
             assert_eq!(mode, 0o600);
         }
-        let other = Config::default().with(|c| c.db.data_dir = tempfile::tempdir().unwrap().path().to_owned());
+        let other = Config::default()
+            .with(|c| c.db.data_dir = tempfile::tempdir().unwrap().path().to_owned());
         assert_ne!(other.signing_key().unwrap(), first, "keys must be random");
     }
 
@@ -746,7 +752,11 @@ mod tests {
     fn documented_default(cell: &str) -> String {
         match cell.strip_prefix('`') {
             Some(rest) => rest.split('`').next().unwrap_or_default().to_owned(),
-            None => cell.split_whitespace().next().unwrap_or_default().to_owned(),
+            None => cell
+                .split_whitespace()
+                .next()
+                .unwrap_or_default()
+                .to_owned(),
         }
     }
 
@@ -790,7 +800,11 @@ mod tests {
         unique.sort_unstable();
         unique.dedup();
         assert_eq!(unique.len(), documented.len(), "a key is documented twice");
-        assert_eq!(declared.len(), 41, "the count of keys changed: update this test");
+        assert_eq!(
+            declared.len(),
+            41,
+            "the count of keys changed: update this test"
+        );
     }
 
     #[test]
@@ -815,9 +829,18 @@ mod tests {
             dbg.contains(r#"database_uri: Some("postgres://app:***@db/app")"#),
             "{dbg}"
         );
-        assert!(dbg.contains("jwt_secret_key: Some(Secret(<40 bytes>))"), "{dbg}");
-        assert!(dbg.contains("secret_key: Some(Secret(<33 bytes>))"), "{dbg}");
-        assert!(dbg.contains("metrics_token: Some(Secret(<12 bytes>))"), "{dbg}");
+        assert!(
+            dbg.contains("jwt_secret_key: Some(Secret(<40 bytes>))"),
+            "{dbg}"
+        );
+        assert!(
+            dbg.contains("secret_key: Some(Secret(<33 bytes>))"),
+            "{dbg}"
+        );
+        assert!(
+            dbg.contains("metrics_token: Some(Secret(<12 bytes>))"),
+            "{dbg}"
+        );
         for leaked in ["hunter2", "kkkk", "ssss", "scrape-token"] {
             assert!(!dbg.contains(leaked), "{leaked} leaked in {dbg}");
         }
@@ -850,7 +873,10 @@ mod tests {
         );
         let app =
             AppSettings::from_lookup(|k| (k == "APP_TOKEN").then(|| "abc".to_owned())).unwrap();
-        assert_eq!(format!("{app:?}"), "AppSettings { flag: false, token: Some(Secret(<3 bytes>)) }");
+        assert_eq!(
+            format!("{app:?}"),
+            "AppSettings { flag: false, token: Some(Secret(<3 bytes>)) }"
+        );
         assert_eq!(AppSettings::KEYS, ["APP_FLAG", "APP_TOKEN"]);
     }
 }

@@ -5,7 +5,7 @@
 
 use super::value::{
     bcrypt_cost, body_size, boolean, count, file_path, log_format, networks, origins,
-    password_length, path, positive, secret, seconds, slow_query_threshold, some_text,
+    password_length, path, positive, seconds, secret, slow_query_threshold, some_text,
     sqlite_locking, sqlite_synchronous, text, trimmed, trimmed_secret, whole_seconds,
 };
 use super::{LogFormat, Secret, SqliteLocking, SqliteSynchronous, DEFAULT_MIN_PASSWORD_CHARS};

@@ -286,7 +286,8 @@ impl Shown for LogFormat {
 
 impl<T: Shown> Shown for Option<T> {
     fn shown(&self) -> String {
-        self.as_ref().map_or_else(|| "unset".to_owned(), Shown::shown)
+        self.as_ref()
+            .map_or_else(|| "unset".to_owned(), Shown::shown)
     }
 }
 

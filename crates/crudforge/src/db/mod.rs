@@ -131,7 +131,8 @@ impl DbOptions {
     pub fn from_config(config: &Config) -> DbOptions {
         DbOptions {
             monitor: config
-                .db.orm_performance_monitoring
+                .db
+                .orm_performance_monitoring
                 .then(|| Duration::from_secs_f64(config.db.orm_slow_query_threshold)),
             sqlite_synchronous: config.db.sqlite_synchronous,
             sqlite_locking: config.db.sqlite_locking,
