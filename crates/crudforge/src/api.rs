@@ -60,7 +60,7 @@ impl Api {
     pub fn new(config: Config, db: Database) -> Result<Api, ConfigError> {
         config.validate()?;
         let signing_key = config.signing_key()?;
-        let tokens = crate::auth::tokens::Tokens::new(
+        let tokens = crate::jwt::Tokens::new(
             &signing_key,
             config.auth.jwt_access_token_expires,
             config.auth.jwt_refresh_token_expires,
@@ -219,7 +219,7 @@ impl Api {
         if state.config.ops.metrics_enabled {
             cfg.service(
                 web::resource(state.config.ops.metrics_path.as_str())
-                    .route(web::get().to(crate::metrics::serve)),
+                    .route(web::get().to(metrics_route)),
             );
         }
         openapi::register(cfg, &state.config.http.api_title, self.openapi_json());
@@ -359,4 +359,12 @@ async fn not_found(req: HttpRequest) -> Result<HttpResponse, Error> {
     Err(Error::NotFound(
         format!("No resource exists at {}.", req.path()).into(),
     ))
+}
+
+/// `GET METRICS_PATH`: the Prometheus text format; 401 without the configured bearer token.
+async fn metrics_route(req: HttpRequest, state: web::Data<ApiState>) -> HttpResponse {
+    if !crate::metrics::authorized(&req, state.config.ops.metrics_token.as_ref()) {
+        return crate::metrics::unauthorized();
+    }
+    crate::metrics::text(state.db.pool_status(), &state.config.http.api_version)
 }

@@ -314,7 +314,7 @@ impl Error {
                 if info
                     .message()
                     .contains("canceling statement due to statement timeout")
-                    || crate::db::deadline::is_interrupt(info.message()) =>
+                    || is_sqlite_interrupt(info.message()) =>
             {
                 let mut p = Problem::new(
                     StatusCode::SERVICE_UNAVAILABLE,
@@ -368,10 +368,10 @@ impl ResponseError for Error {
     }
 }
 
-impl From<crate::db::PoolError> for Error {
-    fn from(e: crate::db::PoolError) -> Self {
-        Error::Unavailable(e.to_string())
-    }
+/// Whether a SQLite error message is the one of a statement its progress handler interrupted
+/// (`db::deadline`, `DB_STATEMENT_TIMEOUT`).
+pub(crate) fn is_sqlite_interrupt(message: &str) -> bool {
+    message == "interrupted"
 }
 
 /// Maps actix-web's JSON body errors (syntax, type, size, content type) to problems.

@@ -58,7 +58,10 @@ pub mod db;
 pub mod error;
 pub mod field;
 pub mod health;
+#[cfg(test)]
+mod import_cycles;
 pub mod json;
+mod jwt;
 pub mod logging;
 pub mod metrics;
 pub mod middleware;

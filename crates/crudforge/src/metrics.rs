@@ -6,13 +6,12 @@
 
 use crate::error::Error;
 use crate::operation::Pending;
-use crate::state::ApiState;
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header;
 use actix_web::http::{Method, StatusCode};
 use actix_web::middleware::Next;
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{HttpRequest, HttpResponse};
 use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
     IntGaugeVec, Opts, Registry, TextEncoder,
@@ -198,20 +197,17 @@ impl Metrics {
         &self.registry
     }
 
-    /// Everything in the Prometheus text format, with the pool gauges and build info of
-    /// `state` read now.
-    pub fn render(&self, state: &ApiState) -> String {
-        let (size, in_use, waiting) = state.db.pool_status();
+    /// Everything in the Prometheus text format, with the pool gauges set from `pool` (size,
+    /// in use, waiting) and the build info labelled with `api_version`.
+    pub(crate) fn render(&self, pool: (usize, usize, usize), api_version: &str) -> String {
+        let (size, in_use, waiting) = pool;
         let gauge = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
         self.pool_size.set(gauge(size));
         self.pool_in_use.set(gauge(in_use));
         self.pool_waiting.set(gauge(waiting));
         self.build_info.reset();
         self.build_info
-            .with_label_values(&[
-                env!("CARGO_PKG_VERSION"),
-                state.config.http.api_version.as_str(),
-            ])
+            .with_label_values(&[env!("CARGO_PKG_VERSION"), api_version])
             .set(1);
         let mut out = Vec::new();
         if let Err(e) = TextEncoder::new().encode(&self.registry.gather(), &mut out) {
@@ -267,27 +263,36 @@ pub async fn track(
     res.map(ServiceResponse::map_into_boxed_body)
 }
 
-/// `GET METRICS_PATH`: the text format; 401 without the configured bearer token.
-pub(crate) async fn serve(req: HttpRequest, state: web::Data<ApiState>) -> HttpResponse {
-    if let Some(token) = &state.config.ops.metrics_token {
-        let given = req
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .unwrap_or("");
-        if !bool::from(given.as_bytes().ct_eq(token.expose())) {
-            let mut res = Error::Unauthorized("A valid metrics token is required.".into())
-                .problem()
-                .into_response();
-            res.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                header::HeaderValue::from_static("Bearer"),
-            );
-            return res;
-        }
-    }
+/// Whether a request to the metrics route carries the configured bearer token (always, when
+/// none is configured); compared in constant time.
+pub(crate) fn authorized(req: &HttpRequest, token: Option<&crate::config::Secret>) -> bool {
+    let Some(token) = token else {
+        return true;
+    };
+    let given = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    bool::from(given.as_bytes().ct_eq(token.expose()))
+}
+
+/// The 401 of a metrics request without the token, with `WWW-Authenticate: Bearer`.
+pub(crate) fn unauthorized() -> HttpResponse {
+    let mut res = Error::Unauthorized("A valid metrics token is required.".into())
+        .problem()
+        .into_response();
+    res.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        header::HeaderValue::from_static("Bearer"),
+    );
+    res
+}
+
+/// The body of the metrics route: the text format, with the pool gauges read now.
+pub(crate) fn text(pool: (usize, usize, usize), api_version: &str) -> HttpResponse {
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4; charset=utf-8")
-        .body(global().render(&state))
+        .body(global().render(pool, api_version))
 }

@@ -13,7 +13,7 @@ diesel::table! {
         created_at -> PortableTimestamp,
         /// Updated.
         updated_at -> PortableTimestamp,
-        /// E-mail, stored normalized (`users::normalize_email`); unique.
+        /// E-mail, stored normalized (`auth::normalize_email`); unique.
         email -> Text,
         /// bcrypt hash.
         password -> Nullable<Text>,

@@ -1,10 +1,10 @@
 //! The shared state of a running API (configuration, database, token keys), reachable from
 //! every handler and middleware; the bottom of the request-handling layers.
 
-use crate::auth::tokens::Tokens;
 use crate::config::{Config, Secret};
 use crate::db::Database;
 use crate::error::Error;
+use crate::jwt::Tokens;
 use actix_web::{web, HttpRequest};
 use std::sync::Arc;
 

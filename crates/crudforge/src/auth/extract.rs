@@ -1,11 +1,11 @@
 //! The current user of a request, from `Authorization: Bearer`, and the extractors that
 //! require one ([`Auth`], [`MaybeAuth`], [`Admin`]).
 
-use super::tokens::TokenKind;
 use super::user::{CurrentUser, RoleGrant};
 use crate::db::sql_types::Portable;
 use crate::db::{Conn, Database};
 use crate::error::Error;
+use crate::jwt::TokenKind;
 use crate::schema::{user_roles, users};
 use crate::state::ApiState;
 use actix_web::dev::Payload;

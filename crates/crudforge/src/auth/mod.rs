@@ -6,15 +6,16 @@
 //! `Authorization` header with them; [`throttle`] counts failed credential checks per account
 //! and client address and answers 429 past the limits.
 
+mod email;
 pub mod extract;
 pub mod password;
 pub mod throttle;
-pub mod tokens;
 pub mod user;
-pub mod verified;
 pub mod workers;
 pub mod yielding_bcrypt;
 
+pub use crate::jwt::{Claims, TokenKind, Tokens};
+pub use email::normalize_email;
 pub(crate) use extract::current_user_on;
 pub use extract::{current_user, load_session, load_user, require_user, Admin, Auth, MaybeAuth};
 pub use password::{
@@ -22,5 +23,4 @@ pub use password::{
     MAX_PASSWORD_LEN,
 };
 pub use throttle::{Account, Attempt};
-pub use tokens::{Claims, TokenKind, Tokens};
 pub use user::{CurrentUser, Rank, RoleGrant};

@@ -54,7 +54,7 @@ impl Account<'_> {
         match self {
             Account::User(id) => Some(format!("user:{id}")),
             Account::Email(email) => {
-                let digest = Sha256::digest(crate::users::normalize_email(email.trim()).as_bytes());
+                let digest = Sha256::digest(super::normalize_email(email.trim()).as_bytes());
                 let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
                 Some(format!("email:{hex}"))
             }

@@ -39,9 +39,6 @@ mod shared;
 // The OpenAPI description of a mounted blueprint.
 mod docs;
 
-#[cfg(test)]
-mod import_cycles;
-
 pub use crate::condition::{Arg, Cond, Condition, Conditions, FromArg, Op, Sort};
 pub use crate::field::{FieldInfo, Kind};
 pub use blueprint::CrudBlueprint;
@@ -75,7 +72,7 @@ pub trait Validate {
     }
 
     /// The `#[resource(email)]` members present in the body, so that a user blueprint can
-    /// store addresses in their normalized form (see [`crate::users::normalize_email`]).
+    /// store addresses in their normalized form (see [`crate::auth::normalize_email`]).
     fn emails_mut(&mut self) -> Vec<(&'static str, &mut String)> {
         Vec::new()
     }

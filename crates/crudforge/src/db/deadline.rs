@@ -70,11 +70,6 @@ pub fn with_deadline<R>(limit: Option<Duration>, f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// Whether a database error is SQLite's answer to an interrupted statement.
-pub fn is_interrupt(message: &str) -> bool {
-    message == "interrupted"
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,7 +88,7 @@ mod tests {
             conn.batch_execute(ENDLESS)
         });
         let err = r.expect_err("the endless query is interrupted");
-        assert!(is_interrupt(&err.to_string()), "{err}");
+        assert!(crate::error::is_sqlite_interrupt(&err.to_string()), "{err}");
         // Without a deadline nothing is interrupted, and the connection is usable again.
         conn.batch_execute("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1);")
             .expect("the connection still works");

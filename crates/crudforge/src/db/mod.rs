@@ -5,6 +5,7 @@
 //! is typed by backend, so code that queries takes a [`Conn`] and runs the same Diesel
 //! expression on whichever connection it holds, usually through [`with_conn!`](crate::with_conn).
 
+pub(crate) mod constraint;
 pub mod deadline;
 pub mod functions;
 pub mod indexes;
@@ -50,6 +51,12 @@ pub type SqliteConn = SyncConnectionWrapper<SqliteConnection, Runner>;
 pub type PgConn = AsyncPgConnection;
 /// Error returned when no pooled connection can be had.
 pub type PoolError = diesel_async::pooled_connection::deadpool::PoolError;
+
+impl From<PoolError> for crate::error::Error {
+    fn from(e: PoolError) -> Self {
+        crate::error::Error::Unavailable(e.to_string())
+    }
+}
 
 /// How long a SQLite connection waits for a lock before failing with "database is locked".
 pub const BUSY_TIMEOUT_MS: u32 = 5000;
@@ -556,16 +563,15 @@ impl Database {
     /// The database cannot be reached, or a migration fails.
     pub async fn run_migrations(&self, app: Option<AppMigrations>) -> Result<Vec<String>, DbError> {
         let applied = self.run_sql_migrations(app).await?;
-        if applied
-            .iter()
-            .any(|v| v == crate::users::identity::NORMALIZING_MIGRATION)
-        {
-            if let Err(e) = crate::users::normalize_stored_emails(self).await {
-                tracing::error!(
-                    error = %e,
-                    "stored e-mail addresses could not be normalized; run \
-                     crudforge::users::normalize_stored_emails"
-                );
+        for step in inventory::iter::<AfterMigration> {
+            if applied.iter().any(|v| v == step.version) {
+                if let Err(e) = (step.run)(self).await {
+                    tracing::error!(
+                        error = %e,
+                        step = step.name,
+                        "a data step after a migration failed; run it again"
+                    );
+                }
             }
         }
         Ok(applied)
@@ -586,6 +592,25 @@ impl Database {
             .map_err(|_| DbError::Migration("the migration thread stopped".into()))?
     }
 }
+
+/// A data step that runs once, right after the migration `version` was applied by
+/// [`Database::run_migrations`] (its failure is logged and does not fail the migrations). The
+/// module that owns the data registers it with `inventory::submit!`, so the database layer
+/// need not know the features above it.
+pub(crate) struct AfterMigration {
+    /// The migration's version (the leading digits of its folder name).
+    pub(crate) version: &'static str,
+    /// What to run again by hand if it fails, for the log line.
+    pub(crate) name: &'static str,
+    /// The step.
+    pub(crate) run:
+        for<'a> fn(
+            &'a Database,
+        )
+            -> futures_util::future::LocalBoxFuture<'a, Result<(), crate::error::Error>>,
+}
+
+inventory::collect!(AfterMigration);
 
 /// The PostgreSQL advisory lock (`pg_advisory_lock`) held while migrations run, so that
 /// instances starting together migrate one after the other.

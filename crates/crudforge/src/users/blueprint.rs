@@ -139,7 +139,7 @@ impl<U: UserModel> UserBlueprint<U> {
         // E-mail addresses are stored normalized (see `identity`), and nobody changes a user
         // who outranks them (see `privilege`).
         let crud = super::identity::normalize_on_write(CrudBlueprint::<U>::new(prefix));
-        let mut crud = super::privilege::guard_users(crud);
+        let mut crud = super::guards::guard_users(crud);
         if U::PUBLIC_REGISTRATION {
             crud = crud.public([Operation::Post]);
         }
@@ -323,7 +323,7 @@ async fn login(
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
     let cost = st.config.auth.bcrypt_cost;
-    let email = super::normalize_email(&body.email);
+    let email = crate::auth::normalize_email(&body.email);
     let found = find_by_email(&st.db, &email).await?;
     let (id, hash, enabled) = match found {
         Some((id, hash, enabled)) => (Some(id), hash, enabled),

@@ -2,7 +2,8 @@
 //! administrator asks for the cascade with `?cascade=true`, which removes those roles only
 //! when the caller could remove each of them directly.
 
-use super::privilege::{may_grant, not_outranked};
+use super::guards::not_outranked;
+use super::privilege::may_grant;
 use crate::crud::{CrudBlueprint, HookCtx, Resource};
 use crate::db::Conn;
 use crate::error::Error;

@@ -6,6 +6,7 @@
 //! stored normalized (the unique index on `lower(email)` then compares normalized values, the
 //! same on both backends) and looked up normalized.
 
+use crate::auth::normalize_email;
 use crate::crud::{CrudBlueprint, Resource, Validate};
 use crate::db::sql_types::Portable;
 use crate::db::Database;
@@ -15,27 +16,18 @@ use crate::with_conn;
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use std::collections::BTreeMap;
-use unicode_normalization::UnicodeNormalization;
 use uuid::Uuid;
 
 /// The migration after which stored addresses are normalized once by
 /// [`normalize_stored_emails`] (see [`Database::run_migrations`]).
-pub(crate) const NORMALIZING_MIGRATION: &str = "20261125000200";
+const NORMALIZING_MIGRATION: &str = "20261125000200";
 
-/// The normalized form of an e-mail address, as it is stored and compared: Unicode NFC (a
-/// letter typed precomposed or with a combining mark is one letter), then every character in
-/// lowercase, one at a time (`JÖRG@Example.com` and `jörg@example.com` are one account on
-/// both backends).
-///
-/// Nothing else changes: surrounding whitespace is not removed (an address with whitespace
-/// is refused where accounts are created and matches no account at login), and the local
-/// part is lowercased too, as the user system always compared it case-insensitively.
-pub fn normalize_email(email: &str) -> String {
-    let composed: String = email.nfc().collect();
-    // Character by character (not `str::to_lowercase`, whose final-sigma rule depends on the
-    // neighbours): the same letter always becomes the same lowercase letter.
-    let lower: String = composed.chars().flat_map(char::to_lowercase).collect();
-    lower.nfc().collect()
+inventory::submit! {
+    crate::db::AfterMigration {
+        version: NORMALIZING_MIGRATION,
+        name: "crudforge::users::normalize_stored_emails",
+        run: |db| Box::pin(async move { normalize_stored_emails(db).await.map(|_| ()) }),
+    }
 }
 
 /// Normalizes the `#[resource(email)]` members of a body and checks them again.

@@ -13,6 +13,7 @@
 
 pub mod blueprint;
 pub mod domains;
+mod guards;
 pub mod identity;
 pub mod model;
 pub mod privilege;
@@ -26,9 +27,10 @@ pub use blueprint::{
     LoginResponse, LogoutRequest, PasswordChange, RefreshRequest, UserBlueprint,
 };
 pub use domains::guard_domain_delete;
-pub use identity::{normalize_email, normalize_stored_emails, EmailNormalization};
+pub use guards::{guard_roles, guard_users};
+pub use identity::{normalize_stored_emails, EmailNormalization};
 pub use model::{Domain, Role, Token, User, UserModel, UserRole, UserSetting};
-pub use privilege::{guard_roles, guard_users, may_grant, DEFAULT_ROLES};
+pub use privilege::{may_grant, DEFAULT_ROLES};
 pub use rules::{RoleRules, UserRules};
 pub use store::{
     claims_current_in, create_user, create_user_in, end_sessions, find_by_email, grant_role,

@@ -57,7 +57,7 @@ pub struct User {
     /// Last change.
     pub updated_at: DateTime<Utc>,
     /// E-mail address: unique, stored and compared in its normalized form (see
-    /// [`super::normalize_email`]).
+    /// [`crate::auth::normalize_email`]).
     #[resource(email, unique, max_len = 320)]
     pub email: String,
     /// bcrypt hash; written as plaintext `password`, never returned.

@@ -38,7 +38,7 @@ impl<U> Rules<U> for UserRules {
 /// role (SUPERADMIN and unscoped ADMIN only when they are SUPERADMIN themselves); an ADMIN
 /// scoped to a domain reads, grants and removes the roles of that domain only. The checks
 /// that need the database (the target's rank, the application's role set) are
-/// [`super::privilege::guard_roles`], which alone judges what a PATCH would turn a row into:
+/// [`super::guard_roles`], which alone judges what a PATCH would turn a row into:
 /// mount role rows that offer PATCH through it.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RoleRules;

@@ -1,6 +1,6 @@
 //! The user store: queries on the library's tables for passwords, accounts, roles and tokens.
 
-use crate::auth::tokens::Claims;
+use crate::auth::Claims;
 use crate::auth::{hash_password, hash_password_for, PasswordPolicy};
 use crate::db::functions::digest_hex;
 use crate::db::sql_types::Portable;
@@ -115,7 +115,7 @@ pub(crate) async fn store_rehash(
 }
 
 /// The id, password hash and enabled flag of the user with `email`, compared in its
-/// [normalized](super::normalize_email) form (so case-insensitively, on both backends).
+/// [normalized](crate::auth::normalize_email) form (so case-insensitively, on both backends).
 ///
 /// # Errors
 ///
@@ -127,7 +127,7 @@ pub async fn find_by_email(
     let mut conn = db.get().await?;
     // Stored addresses are normalized, so `lower()` leaves them as they are on both backends;
     // comparing through it uses the unique index on `lower(email)`.
-    let email = super::normalize_email(email);
+    let email = crate::auth::normalize_email(email);
     let row = with_conn!(conn, |c| {
         diesel_async::RunQueryDsl::get_result(
             users::table
@@ -142,7 +142,7 @@ pub async fn find_by_email(
 }
 
 /// Creates a user in the `users` table with a bcrypt-hashed password checked against
-/// `policy` (see [`set_password`]); the e-mail is stored [normalized](super::normalize_email).
+/// `policy` (see [`set_password`]); the e-mail is stored [normalized](crate::auth::normalize_email).
 /// Returns the user's id.
 ///
 /// # Errors
@@ -171,12 +171,12 @@ pub async fn new_user_hash(
     password: &str,
     policy: impl Into<PasswordPolicy>,
 ) -> Result<String, Error> {
-    crate::crud::check_email("email", &super::normalize_email(email))?;
+    crate::crud::check_email("email", &crate::auth::normalize_email(email))?;
     hash_password(password.to_owned(), policy).await
 }
 
 /// Inserts a user with an already hashed password (see [`new_user_hash`]) on `conn`, which
-/// may be inside a transaction; the e-mail is stored [normalized](super::normalize_email).
+/// may be inside a transaction; the e-mail is stored [normalized](crate::auth::normalize_email).
 /// Returns the user's id.
 ///
 /// # Errors
@@ -190,7 +190,7 @@ pub async fn create_user_in(
 ) -> Result<Uuid, Error> {
     let now = crate::crud::now();
     let id = Uuid::new_v4();
-    let email = super::normalize_email(email);
+    let email = crate::auth::normalize_email(email);
     with_conn!(conn, |c| {
         diesel_async::RunQueryDsl::execute(
             diesel::insert_into(users::table).values((
@@ -583,13 +583,13 @@ pub(crate) async fn lock_user_in(
     Ok(row)
 }
 
-/// Whether a verified token (see [`Tokens::verify`](crate::auth::tokens::Tokens::verify)) is
+/// Whether a verified token (see [`Tokens::verify`](crate::auth::Tokens::verify)) is
 /// still current for its user: the user exists, is enabled, and its credential version is the
 /// one the token was issued at ([`Claims::ver`]). A password change, a reset, a disable and a
 /// logout everywhere raise the version, so each ends every token issued before it. Handlers
 /// that accept a token of their own kind (a recovery token, say) call this before acting on
 /// it; issue such tokens at the user's current version ([`token_version`] and
-/// [`Tokens::issue_versioned`](crate::auth::tokens::Tokens::issue_versioned)).
+/// [`Tokens::issue_versioned`](crate::auth::Tokens::issue_versioned)).
 ///
 /// Call it on `conn` inside the write transaction ([`tx::begin`]) that does what the token
 /// allows: the user's row stays locked until that transaction ends (on PostgreSQL

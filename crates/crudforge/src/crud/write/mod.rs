@@ -361,10 +361,10 @@ async fn named_constraint<R: Resource, T>(
             _ => None,
         })
         .map(|k| (shared.res_id.name, k));
-    let write = crate::error::constraint::Write {
+    let write = crate::db::constraint::Write {
         table: R::TABLE,
         delete: op == Operation::Delete,
         key,
     };
-    Err(crate::error::constraint::name_on_sqlite(conn, write, e).await)
+    Err(crate::db::constraint::name_on_sqlite(conn, write, e).await)
 }

@@ -1,12 +1,14 @@
 //! JSON Web Tokens: the claims crudforge signs and their verification (HS256, pinned).
 
-use super::verified::Verified;
+mod verified;
+
 use crate::config::Secret;
 use crate::error::Error;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use uuid::Uuid;
+use verified::Verified;
 
 /// What a JWT may be used for. Only access tokens authenticate requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,7 +48,7 @@ pub struct Claims {
 
 /// How far in the future an `iat` may lie, in seconds, to allow for clocks of several
 /// instances that differ slightly.
-pub const IAT_LEEWAY: i64 = 5;
+pub(crate) const IAT_LEEWAY: i64 = 5;
 
 /// Signs and verifies tokens with the service's key (HS256, algorithm pinned on verify).
 #[derive(Clone)]

@@ -10,16 +10,16 @@
 //!
 //! [`Tokens::verify`]: super::tokens::Tokens::verify
 
-use super::tokens::Claims;
+use super::Claims;
 use std::collections::HashMap;
 use std::sync::{PoisonError, RwLock};
 
 /// How many tokens are remembered at most.
-pub const CAPACITY: usize = 4096;
+pub(crate) const CAPACITY: usize = 4096;
 
 /// A bounded map from token text to its checked claims.
 #[derive(Debug)]
-pub struct Verified {
+pub(crate) struct Verified {
     seen: RwLock<HashMap<Box<str>, Claims>>,
     capacity: usize,
 }
@@ -32,7 +32,7 @@ impl Default for Verified {
 
 impl Verified {
     /// Remembers at most `capacity` tokens.
-    pub fn new(capacity: usize) -> Verified {
+    pub(crate) fn new(capacity: usize) -> Verified {
         Verified {
             seen: RwLock::default(),
             capacity,
@@ -40,7 +40,7 @@ impl Verified {
     }
 
     /// The claims of `token`, if it was checked before.
-    pub fn get(&self, token: &str) -> Option<Claims> {
+    pub(crate) fn get(&self, token: &str) -> Option<Claims> {
         // Entries are whole once inserted, so a panic elsewhere leaves nothing half-written.
         self.seen
             .read()
@@ -51,7 +51,7 @@ impl Verified {
 
     /// Remembers that `token` passed every check with `claims`. When full, tokens expired by
     /// `now` are dropped first, and everything if that frees nothing.
-    pub fn insert(&self, token: &str, claims: Claims, now: i64) {
+    pub(crate) fn insert(&self, token: &str, claims: Claims, now: i64) {
         let mut seen = self.seen.write().unwrap_or_else(PoisonError::into_inner);
         if seen.len() >= self.capacity {
             seen.retain(|_, c| c.exp > now);
@@ -65,7 +65,8 @@ impl Verified {
     }
 
     /// How many tokens are remembered.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.seen
             .read()
             .unwrap_or_else(PoisonError::into_inner)
@@ -73,7 +74,8 @@ impl Verified {
     }
 
     /// Whether no token is remembered.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 }
@@ -81,7 +83,7 @@ impl Verified {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::tokens::TokenKind;
+    use crate::jwt::TokenKind;
     use uuid::Uuid;
 
     fn claims(exp: i64) -> Claims {

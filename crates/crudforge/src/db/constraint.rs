@@ -1,0 +1,205 @@
+//! The table and field of a SQLite foreign-key failure, read from the schema: SQLite's message
+//! says only "FOREIGN KEY constraint failed", and the generated write handlers know their
+//! table, so this completes the error before `error::constraint` turns it into a 409.
+
+use crate::db::{Conn, SqliteConn};
+use crate::error::constraint::SQLITE_FOREIGN_KEY;
+use crate::error::Error;
+use diesel::result::{DatabaseErrorInformation, DatabaseErrorKind as K, Error as D};
+use diesel::sql_types::{Bool, Integer, Nullable, Text};
+
+/// A database error's information, completed with what the database left out.
+#[derive(Debug)]
+struct Named {
+    message: String,
+    details: Option<String>,
+    table: Option<String>,
+    column: Option<String>,
+}
+
+impl DatabaseErrorInformation for Named {
+    fn message(&self) -> &str {
+        &self.message
+    }
+    fn details(&self) -> Option<&str> {
+        self.details.as_deref()
+    }
+    fn hint(&self) -> Option<&str> {
+        None
+    }
+    fn table_name(&self) -> Option<&str> {
+        self.table.as_deref()
+    }
+    fn column_name(&self) -> Option<&str> {
+        self.column.as_deref()
+    }
+    fn constraint_name(&self) -> Option<&str> {
+        None
+    }
+    fn statement_position(&self) -> Option<i32> {
+        None
+    }
+}
+
+/// The write a constraint failure interrupted, as [`name_on_sqlite`] needs it.
+#[derive(Debug, Clone)]
+pub(crate) struct Write<'a> {
+    /// The resource's table.
+    pub(crate) table: &'a str,
+    /// Whether the write deleted a row (otherwise it inserted or updated one).
+    pub(crate) delete: bool,
+    /// The column the request addressed its row by, and the key as stored (text).
+    pub(crate) key: Option<(&'a str, String)>,
+}
+
+/// One single-column foreign key, as SQLite's `pragma_foreign_key_list` describes it.
+#[derive(diesel::QueryableByName)]
+struct ForeignKey {
+    #[diesel(sql_type = Text)]
+    child: String,
+    #[diesel(sql_type = Text)]
+    col: String,
+    #[diesel(sql_type = Text)]
+    parent: String,
+    /// `None`: the parent's primary key.
+    #[diesel(sql_type = Nullable<Text>)]
+    target: Option<String>,
+    #[diesel(sql_type = Text)]
+    on_delete: String,
+}
+
+#[derive(diesel::QueryableByName)]
+struct Exists {
+    #[diesel(sql_type = Bool)]
+    found: bool,
+}
+
+#[derive(diesel::QueryableByName)]
+struct PkColumn {
+    #[diesel(sql_type = Text)]
+    name: String,
+    #[diesel(sql_type = Integer)]
+    pk: i32,
+}
+
+/// The single-column foreign keys of every table (composite keys left out).
+const SQLITE_FOREIGN_KEYS: &str = "\
+SELECT m.name AS child, p.\"from\" AS col, p.\"table\" AS parent, p.\"to\" AS target, \
+       p.on_delete AS on_delete \
+FROM sqlite_master AS m, pragma_foreign_key_list(m.name) AS p \
+WHERE m.type = 'table' \
+  AND (SELECT count(*) FROM pragma_foreign_key_list(m.name) AS q WHERE q.id = p.id) = 1 \
+ORDER BY m.name, p.id";
+
+fn quoted(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// Completes a SQLite foreign-key failure of a generated write with the constraint's table
+/// (and, for a row referring to a missing one, the field): a delete names the table whose
+/// rows still reference the deleted one (`ON DELETE RESTRICT` or `NO ACTION`), an insert or
+/// update names its own table and, when it has a single foreign key, that column. Any other
+/// error, and every error on PostgreSQL (which names them itself), is returned unchanged; so
+/// is the error when the schema cannot be read.
+pub(crate) async fn name_on_sqlite(conn: &mut Conn, write: Write<'_>, e: Error) -> Error {
+    let Conn::Sqlite(c) = conn else {
+        return e;
+    };
+    let message = match &e {
+        Error::Database(D::DatabaseError(K::ForeignKeyViolation | K::Unknown, info))
+            if info.message() == SQLITE_FOREIGN_KEY =>
+        {
+            info.message().to_owned()
+        }
+        _ => return e,
+    };
+    use diesel_async::RunQueryDsl;
+    let Ok(keys) = diesel::sql_query(SQLITE_FOREIGN_KEYS)
+        .load::<ForeignKey>(&mut **c)
+        .await
+    else {
+        return e;
+    };
+    let same = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
+    let own: Vec<&ForeignKey> = keys
+        .iter()
+        .filter(|k| same(&k.child, write.table))
+        .collect();
+    // An insert or update whose own table has foreign keys refers to a missing row; a delete
+    // (or an update of a table without any) removes a referenced one.
+    let named = if write.delete || own.is_empty() {
+        let referencing: Vec<&ForeignKey> = keys
+            .iter()
+            .filter(|k| {
+                same(&k.parent, write.table)
+                    && matches!(k.on_delete.as_str(), "RESTRICT" | "NO ACTION")
+            })
+            .collect();
+        let mut found = None;
+        let mut children: Vec<&str> = referencing.iter().map(|k| k.child.as_str()).collect();
+        children.dedup();
+        if let [only] = children.as_slice() {
+            found = Some((*only).to_owned());
+        } else if let Some((key_col, key)) = &write.key {
+            for k in &referencing {
+                let target = match &k.target {
+                    Some(t) => t.clone(),
+                    None => match primary_key(c, write.table).await {
+                        Some(pk) => pk,
+                        None => continue,
+                    },
+                };
+                let sql = format!(
+                    "SELECT EXISTS(SELECT 1 FROM {} WHERE {} IN (SELECT {} FROM {} WHERE {} = ?)) \
+                     AS found",
+                    quoted(&k.child),
+                    quoted(&k.col),
+                    quoted(&target),
+                    quoted(write.table),
+                    quoted(key_col),
+                );
+                let hit = diesel::sql_query(sql)
+                    .bind::<Text, _>(key.as_str())
+                    .get_result::<Exists>(&mut **c)
+                    .await;
+                if hit.is_ok_and(|h| h.found) {
+                    found = Some(k.child.clone());
+                    break;
+                }
+            }
+        }
+        Named {
+            message,
+            details: Some("is still referenced".to_owned()),
+            table: found,
+            column: None,
+        }
+    } else {
+        let mut columns: Vec<&str> = own.iter().map(|k| k.col.as_str()).collect();
+        columns.dedup();
+        Named {
+            message,
+            details: Some("is not present".to_owned()),
+            table: Some(write.table.to_owned()),
+            column: match columns.as_slice() {
+                [only] => Some((*only).to_owned()),
+                _ => None,
+            },
+        }
+    };
+    Error::Database(D::DatabaseError(K::ForeignKeyViolation, Box::new(named)))
+}
+
+/// The single primary-key column of a SQLite table.
+async fn primary_key(c: &mut SqliteConn, table: &str) -> Option<String> {
+    use diesel_async::RunQueryDsl;
+    let cols = diesel::sql_query("SELECT name, pk FROM pragma_table_info(?) WHERE pk > 0")
+        .bind::<Text, _>(table)
+        .load::<PkColumn>(c)
+        .await
+        .ok()?;
+    match cols.as_slice() {
+        [only] if only.pk == 1 => Some(only.name.clone()),
+        _ => None,
+    }
+}
