@@ -61,3 +61,24 @@ fn the_shipped_migrations_create_every_declared_index() {
         }
     });
 }
+
+#[test]
+fn the_applications_settings_read_like_the_librarys() {
+    let dir = tempfile::tempdir().unwrap();
+    // `yes` is a boolean for RECOVERY_SINGLE_USE as for DEBUG.
+    let yes = [
+        ("DEBUG", "yes".to_owned()),
+        ("RECOVERY_SINGLE_USE", "yes".to_owned()),
+    ];
+    let out = cli(dir.path(), &yes, &["print-indexes"]);
+    assert!(out.status.success(), "{out:?}");
+    // A malformed value stops start-up with the same message form, naming the key.
+    for key in ["DEBUG", "RECOVERY_SINGLE_USE"] {
+        let out = cli(dir.path(), &[(key, "maybe".to_owned())], &["print-indexes"]);
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        assert_eq!(
+            String::from_utf8(out.stderr).unwrap(),
+            format!("error: configuration key {key}: expected a boolean: true or false, got \"maybe\"\n")
+        );
+    }
+}

@@ -107,12 +107,11 @@ impl TestDb {
 
     /// A configuration pointing at this database, with a fixed secret and private data dir.
     pub fn config(&self) -> Config {
-        Config {
-            database_uri: Some(self.uri.clone()),
-            data_dir: self.data_dir(),
-            jwt_secret_key: Some(crudforge::config::Secret::new(TEST_SECRET)),
-            ..Config::default()
-        }
+        Config::default().with(|c| {
+            c.db.database_uri = Some(self.uri.clone());
+            c.db.data_dir = self.data_dir();
+            c.auth.jwt_secret_key = Some(crudforge::config::Secret::new(TEST_SECRET));
+        })
     }
 
     /// The private data directory.

@@ -8,7 +8,7 @@ use actix_web::dev::{Service, ServiceResponse};
 use actix_web::http::StatusCode;
 use actix_web::test;
 use crudforge::users::{self, UserBlueprint};
-use crudforge::{with_conn, Api, Config, Database};
+use crudforge::{with_conn, Api, Database};
 use crudforge_tests::{backend_tests, Backend, TestDb};
 use diesel_async::SimpleAsyncConnection;
 use serde_json::{json, Value};
@@ -16,10 +16,7 @@ use serde_json::{json, Value};
 const COST: u32 = 4;
 
 async fn setup(t: &TestDb) -> (Api, Database) {
-    let cfg = Config {
-        bcrypt_cost: COST,
-        ..t.config()
-    };
+    let cfg = t.config().with(|c| c.auth.bcrypt_cost = COST);
     let db = t.open(&cfg).await;
     users::create_user(&db, "alice@example.com", "alice-pass", true, COST)
         .await

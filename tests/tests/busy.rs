@@ -7,7 +7,7 @@
 use actix_web::test;
 use crudforge::auth::workers;
 use crudforge::users::{self, UserBlueprint};
-use crudforge::{Api, Config};
+use crudforge::Api;
 use crudforge_tests::TestDb;
 use serde_json::json;
 use std::future::Future;
@@ -71,12 +71,11 @@ fn fill(gate: &Arc<Gate>) -> Vec<Waiting> {
 }
 
 async fn busy_logins_count_towards_no_lockout(t: TestDb) {
-    let cfg = Config {
-        bcrypt_cost: COST,
+    let cfg = t.config().with(|c| {
+        c.auth.bcrypt_cost = COST;
         // One failure from this address locks the account for it.
-        login_max_failures_per_account_and_address: 1,
-        ..t.config()
-    };
+        c.auth.login_max_failures_per_account_and_address = 1;
+    });
     let db = t.open(&cfg).await;
     users::create_user(&db, EMAIL, PASSWORD, true, COST)
         .await

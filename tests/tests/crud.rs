@@ -268,7 +268,7 @@ backend_tests! {
     }
 
     async fn configured_page_sizes(t) {
-        let cfg = Config { default_page_size: 2, max_page_size: 4, ..t.config() };
+        let cfg = t.config().with(|c| { c.list.default_page_size = 2; c.list.max_page_size = 4; });
         let api = api_with(&t, cfg, vec![registry::blueprint("Critter", "/api/critters/").unwrap()]).await;
         let app = test::init_service(api.app()).await;
         seed(&app, &(0..5).map(|i| json!({"name": format!("c{i}"), "species": "cat"})).collect::<Vec<_>>()).await;
@@ -722,7 +722,7 @@ backend_tests! {
     }
 
     async fn query_counts(t) {
-        let cfg = Config { orm_performance_monitoring: true, orm_slow_query_threshold: 60.0, ..t.config() };
+        let cfg = t.config().with(|c| { c.db.orm_performance_monitoring = true; c.db.orm_slow_query_threshold = 60.0; });
         let api = api_with(&t, cfg, vec![crudforge::IntoMount::into_mount(Critter::blueprint("/api/critters/")).unwrap()]).await;
         let app = test::init_service(api.app()).await;
         let queries = |resp: &ServiceResponse<_>| -> u64 {

@@ -20,10 +20,7 @@ async fn open(t: &crudforge_tests::TestDb, cfg: &Config) -> Database {
 }
 
 fn app_with(db: &Database, cfg: Config) -> Api {
-    let cfg = Config {
-        bcrypt_cost: 4,
-        ..cfg
-    };
+    let cfg = cfg.with(|c| c.auth.bcrypt_cost = 4);
     Api::new(cfg, db.clone())
         .unwrap()
         .mount(UserBlueprint::default())
@@ -36,7 +33,7 @@ backend_tests! {
     async fn every_problem_has_debug_details_in_debug_mode_only(t) {
         let db = open(&t, &t.config()).await;
         for debug in [true, false] {
-            let api = app_with(&db, Config { debug, ..t.config() });
+            let api = app_with(&db, t.config().with(|c| c.http.debug = debug));
             let app = test::init_service(api.app()).await;
             let missing = format!("/api/critters/{}", Uuid::new_v4());
             for uri in [missing.as_str(), "/nowhere", "/api/critters/?nope=1"] {
@@ -59,7 +56,7 @@ backend_tests! {
     }
 
     async fn no_server_timing_on_authentication_endpoints(t) {
-        let cfg = Config { orm_performance_monitoring: true, ..t.config() };
+        let cfg = t.config().with(|c| c.db.orm_performance_monitoring = true);
         let db = open(&t, &cfg).await;
         let api = app_with(&db, cfg);
         let app = test::init_service(api.app()).await;
@@ -77,7 +74,7 @@ backend_tests! {
     }
 
     async fn no_server_timing_on_authentication_endpoints_spelt_otherwise(t) {
-        let cfg = Config { orm_performance_monitoring: true, ..t.config() };
+        let cfg = t.config().with(|c| c.db.orm_performance_monitoring = true);
         let db = open(&t, &cfg).await;
         let api = app_with(&db, cfg);
         let app = test::init_service(api.app()).await;

@@ -198,7 +198,7 @@ impl std::io::Write for CaptureWriter {
 
 backend_tests! {
     async fn health_reports_healthy_and_connected(t) {
-        let cfg = Config { api_version: "9.8.7".into(), ..t.config() };
+        let cfg = t.config().with(|c| c.http.api_version = "9.8.7".into());
         let db = t.open(&cfg).await;
         let app = test::init_service(Api::new(cfg, db).unwrap().app()).await;
         let resp = test::call_service(&app, test::TestRequest::get().uri("/health").to_request()).await;
@@ -214,7 +214,7 @@ backend_tests! {
     }
 
     async fn health_path_is_configurable_and_can_be_disabled(t) {
-        let cfg = Config { health_endpoint_path: "/status".into(), ..t.config() };
+        let cfg = t.config().with(|c| c.ops.health_endpoint_path = "/status".into());
         let db = t.open(&cfg).await;
         let app = test::init_service(Api::new(cfg, db.clone()).unwrap().app()).await;
         let resp = test::call_service(&app, test::TestRequest::get().uri("/status").to_request()).await;
@@ -222,7 +222,7 @@ backend_tests! {
         let resp = test::call_service(&app, test::TestRequest::get().uri("/health").to_request()).await;
         assert_eq!(resp.status(), 404);
 
-        let cfg = Config { health_endpoint_enabled: false, ..t.config() };
+        let cfg = t.config().with(|c| c.ops.health_endpoint_enabled = false);
         let api = Api::new(cfg, db).unwrap();
         assert!(api.openapi().paths.paths.get("/health").is_none());
         let app = test::init_service(api.app()).await;
@@ -247,7 +247,7 @@ backend_tests! {
     }
 
     async fn body_errors_are_problems_and_write_nothing(t) {
-        let cfg = Config { max_body_size: 256, ..t.config() };
+        let cfg = t.config().with(|c| c.http.max_body_size = 256);
         let api = gadget_api(&t, cfg).await;
         let db = api.db().clone();
         let app = test::init_service(api.app()).await;
@@ -346,7 +346,7 @@ backend_tests! {
     }
 
     async fn debug_mode_adds_a_debug_member(t) {
-        let cfg = Config { debug: true, ..t.config() };
+        let cfg = t.config().with(|c| c.http.debug = true);
         let app = test::init_service(gadget_api(&t, cfg).await.app()).await;
         let (status, v) = problem(test::call_service(&app, test::TestRequest::get().uri("/broken").to_request()).await).await;
         assert_eq!(status, 500);
@@ -387,7 +387,7 @@ backend_tests! {
             assert_eq!(sync.v, 1, "synchronous=NORMAL");
             drop(conn);
             // SQLITE_SYNCHRONOUS reaches every pooled connection.
-            let full = t.open(&Config { sqlite_synchronous: SqliteSynchronous::Full, ..t.config() }).await;
+            let full = t.open(&t.config().with(|c| c.db.sqlite_synchronous = SqliteSynchronous::Full)).await;
             let mut conn = full.get().await.unwrap();
             let Conn::Sqlite(ref mut c) = conn else { unreachable!() };
             let sync: I = diesel::sql_query("SELECT synchronous AS v FROM pragma_synchronous").get_result(&mut **c).await.unwrap();
@@ -472,7 +472,7 @@ backend_tests! {
 
     async fn monitoring_counts_queries_and_logs_slow_ones(t) {
         let logs = captured_logs();
-        let cfg = Config { orm_performance_monitoring: true, orm_slow_query_threshold: 0.0, ..t.config() };
+        let cfg = t.config().with(|c| { c.db.orm_performance_monitoring = true; c.db.orm_slow_query_threshold = 0.0; });
         let app = test::init_service(gadget_api(&t, cfg).await.app()).await;
         let marker = format!("marker{}", uuid::Uuid::new_v4().simple());
         let resp = test::call_service(&app, test::TestRequest::get().uri(&format!("/marker/{marker}")).to_request()).await;
@@ -486,7 +486,7 @@ backend_tests! {
     }
 
     async fn health_counts_its_database_probe_in_server_timing(t) {
-        let cfg = Config { orm_performance_monitoring: true, ..t.config() };
+        let cfg = t.config().with(|c| c.db.orm_performance_monitoring = true);
         let app = test::init_service(gadget_api(&t, cfg).await.app()).await;
         let resp = test::call_service(&app, test::TestRequest::get().uri("/health").to_request()).await;
         assert_eq!(resp.status(), 200);
@@ -502,7 +502,7 @@ backend_tests! {
     }
 
     async fn openapi_is_labelled_and_documents_health(t) {
-        let cfg = Config { api_title: "Zoo API".into(), api_version: "4.5.6".into(), ..t.config() };
+        let cfg = t.config().with(|c| { c.http.api_title = "Zoo API".into(); c.http.api_version = "4.5.6".into(); });
         let db = t.open(&cfg).await;
         let app = test::init_service(Api::new(cfg, db).unwrap().app()).await;
         let resp = test::call_service(&app, test::TestRequest::get().uri("/openapi.json").to_request()).await;
@@ -518,7 +518,7 @@ backend_tests! {
     }
 
     async fn docs_page_is_served_locally(t) {
-        let cfg = Config { api_title: "Zoo <API>".into(), ..t.config() };
+        let cfg = t.config().with(|c| c.http.api_title = "Zoo <API>".into());
         let db = t.open(&cfg).await;
         let app = test::init_service(Api::new(cfg, db).unwrap().app()).await;
         let resp = test::call_service(&app, test::TestRequest::get().uri("/docs").to_request()).await;
@@ -548,11 +548,10 @@ use crudforge::Conn;
 async fn health_is_503_when_postgres_is_unreachable() {
     // Port 1 on loopback: nothing listens there, so every connection is refused.
     let dir = tempfile::tempdir().unwrap();
-    let cfg = Config {
-        database_uri: Some("postgres://postgres@127.0.0.1:1/none".into()),
-        data_dir: dir.path().to_owned(),
-        ..Config::default()
-    };
+    let cfg = Config::default().with(|c| {
+        c.db.database_uri = Some("postgres://postgres@127.0.0.1:1/none".into());
+        c.db.data_dir = dir.path().to_owned();
+    });
     let db = Database::connect(&cfg).await.unwrap();
     assert!(db.run_migrations(None).await.is_err());
     let app = test::init_service(Api::new(cfg, db).unwrap().app()).await;
@@ -567,10 +566,7 @@ async fn health_is_503_when_postgres_is_unreachable() {
 #[actix_web::test]
 async fn unsupported_openapi_version_stops_startup() {
     let t = TestDb::sqlite().await;
-    let cfg = Config {
-        openapi_version: "3.1.0".into(),
-        ..t.config()
-    };
+    let cfg = t.config().with(|c| c.http.openapi_version = "3.1.0".into());
     let db = Database::connect(&t.config()).await.unwrap();
     let err = Api::new(cfg, db).unwrap_err().to_string();
     assert!(
@@ -582,10 +578,7 @@ async fn unsupported_openapi_version_stops_startup() {
 #[actix_web::test]
 async fn default_database_is_a_sqlite_file_in_the_data_dir() {
     let dir = tempfile::tempdir().unwrap();
-    let cfg = Config {
-        data_dir: dir.path().join("d"),
-        ..Config::default()
-    };
+    let cfg = Config::default().with(|c| c.db.data_dir = dir.path().join("d"));
     let db = Database::connect(&cfg).await.unwrap();
     assert_eq!(db.backend(), Backend::Sqlite);
     db.run_migrations(None).await.unwrap();

@@ -149,7 +149,7 @@ async fn insert_raw(db: &Database, email: &str, password: &str, age_secs: i64) -
 
 backend_tests! {
     async fn an_address_in_any_case_or_composition_is_one_account(t) {
-        let cfg = Config { bcrypt_cost: COST, ..t.config() };
+        let cfg = t.config().with(|c| c.auth.bcrypt_cost = COST);
         let db = t.open(&cfg).await;
         let admin = users::create_user(&db, "Admin@Example.com", "admin-pass", true, COST).await.unwrap();
         users::grant_role(&db, admin, Role::Admin.as_str(), None).await.unwrap();
@@ -195,7 +195,7 @@ backend_tests! {
     }
 
     async fn stored_addresses_are_normalized_and_collisions_reported(t) {
-        let cfg = Config { bcrypt_cost: COST, ..t.config() };
+        let cfg = t.config().with(|c| c.auth.bcrypt_cost = COST);
         let db = t.open(&cfg).await;
         // Rows from before the normalization. `JÖRG` (decomposed Ö) and `jörg` are one address
         // once normalized; `lower()` keeps them apart on both backends, so both could exist.
@@ -258,7 +258,7 @@ backend_tests! {
     }
 
     async fn short_passwords_are_refused_wherever_a_password_is_set(t) {
-        let cfg = Config { bcrypt_cost: COST, ..t.config() };
+        let cfg = t.config().with(|c| c.auth.bcrypt_cost = COST);
         let db = t.open(&cfg).await;
         let admin = users::create_user(&db, "admin@example.com", "admin-pass", true, COST).await.unwrap();
         users::grant_role(&db, admin, Role::Admin.as_str(), None).await.unwrap();
@@ -294,7 +294,7 @@ backend_tests! {
         assert_eq!(send(&app, login("alice@example.com", "alice-pass")).await.0, 200, "the password is unchanged");
 
         // PASSWORD_MIN_LENGTH raises the bar.
-        let strict = Config { password_min_length: 12, ..cfg };
+        let strict = cfg.with(|c| c.auth.password_min_length = 12);
         let api = mount_api(strict, &db);
         let app = test::init_service(api.app()).await;
         let (status, v) = send(&app, test::TestRequest::post().uri("/api/members/").set_json(json!({"email": "s@example.com", "password": "elevenchars"}))).await;
@@ -308,7 +308,7 @@ backend_tests! {
         let ada = users::create_user(&db, "ada@example.com", "ada-password", true, 4).await.unwrap();
         assert!(stored(&db, ada).await.1.unwrap().starts_with("$2b$04$"));
         // BCRYPT_COST was raised to 5; the user has a session from before.
-        let cfg = Config { bcrypt_cost: 5, ..t.config() };
+        let cfg = t.config().with(|c| c.auth.bcrypt_cost = 5);
         let api = mount_api(cfg, &db);
         let app = test::init_service(api.app()).await;
         let before = users::issue_tokens(api.state(), ada).await.unwrap();

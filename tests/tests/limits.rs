@@ -5,7 +5,7 @@
 #![allow(missing_docs, clippy::unwrap_used)]
 
 use actix_web::test;
-use crudforge::{with_conn, Api, Config, Resource};
+use crudforge::{with_conn, Api, Resource};
 use crudforge_tests::critters::{create_table, Critter};
 use crudforge_tests::{backend_tests, Backend};
 use diesel_async::SimpleAsyncConnection;
@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 backend_tests! {
     async fn lists_have_caps_on_filters_and_in_values(t) {
-        let cfg = Config { max_filters: 3, max_in_values: 4, ..t.config() };
+        let cfg = t.config().with(|c| { c.list.max_filters = 3; c.list.max_in_values = 4; });
         let db = t.open(&cfg).await;
         create_table(&db).await;
         let api = Api::new(cfg, db).unwrap().mount(Critter::blueprint("/api/critters/")).unwrap();
@@ -36,7 +36,7 @@ backend_tests! {
     }
 
     async fn a_full_pool_answers_503_after_the_checkout_timeout(t) {
-        let cfg = Config { db_checkout_timeout: 1, ..t.config() };
+        let cfg = t.config().with(|c| c.db.db_checkout_timeout = 1);
         let db = t.open(&cfg).await;
         create_table(&db).await;
         let api = Api::new(cfg, db.clone()).unwrap().mount(Critter::blueprint("/api/critters/")).unwrap();
@@ -61,7 +61,7 @@ backend_tests! {
     }
 
     async fn statements_stop_at_the_statement_timeout_with_a_503(t) {
-        let cfg = Config { db_statement_timeout: 1, ..t.config() };
+        let cfg = t.config().with(|c| c.db.db_statement_timeout = 1);
         let db = t.open(&cfg).await;
         let endless = match db.backend() {
             Backend::Postgres => "SELECT pg_sleep(5)",
@@ -80,7 +80,7 @@ backend_tests! {
     }
 
     async fn a_body_slower_than_the_request_timeout_gets_408_and_changes_nothing(t) {
-        let cfg = Config { request_timeout: 1, metrics_enabled: true, ..t.config() };
+        let cfg = t.config().with(|c| { c.http.request_timeout = 1; c.ops.metrics_enabled = true; });
         let db = t.open(&cfg).await;
         create_table(&db).await;
         let api = Api::new(cfg, db.clone()).unwrap()

@@ -155,7 +155,7 @@ backend_tests! {
     }
 
     async fn malformed_expressions_are_400(t) {
-        let cfg = Config { filter_max_length: 200, filter_max_depth: 4, ..t.config() };
+        let cfg = t.config().with(|c| { c.list.filter_max_length = 200; c.list.filter_max_depth = 4; });
         let api = critter_api(&t, cfg).await;
         let app = test::init_service(api.app()).await;
         seed(&app, &animals()).await;
@@ -213,7 +213,7 @@ backend_tests! {
     }
 
     async fn or_never_widens_the_read_scope(t) {
-        let cfg = Config { bcrypt_cost: 4, ..t.config() };
+        let cfg = t.config().with(|c| c.auth.bcrypt_cost = 4);
         let db = t.open(&cfg).await;
         create_table(&db).await;
         let alice = users::create_user(&db, "alice@example.com", "alice-pass", true, 4).await.unwrap();
@@ -252,7 +252,7 @@ backend_tests! {
     }
 
     async fn cursor_walks_never_repeat_or_skip(t) {
-        let api = critter_api(&t, Config { max_page_size: 1000, ..t.config() }).await;
+        let api = critter_api(&t, t.config().with(|c| c.list.max_page_size = 1000)).await;
         let app = test::init_service(api.app()).await;
         // Ties on every sort key, nulls in the nullable ones.
         let items: Vec<Value> = (0..23).map(|i| json!({
@@ -372,7 +372,7 @@ backend_tests! {
         // A cursor of another API (another signing key) is refused as well.
         let t2 = TestDb::sqlite().await;
         let key = crudforge::config::Secret::new(b"another key, another API, 32 bytes!".to_vec());
-        let other = Config { jwt_secret_key: Some(key.clone()), secret_key: Some(key), ..t2.config() };
+        let other = t2.config().with(|c| { c.auth.jwt_secret_key = Some(key.clone()); c.auth.secret_key = Some(key); });
         let api2 = critter_api(&t2, other).await;
         let app2 = test::init_service(api2.app()).await;
         let (status, v) = send(&app2, list(&[("sort", "-cuteness_level"), ("cursor", &cursor)])).await;
@@ -380,7 +380,7 @@ backend_tests! {
     }
 
     async fn count_modes(t) {
-        let cfg = Config { orm_performance_monitoring: true, orm_slow_query_threshold: 60.0, ..t.config() };
+        let cfg = t.config().with(|c| { c.db.orm_performance_monitoring = true; c.db.orm_slow_query_threshold = 60.0; });
         let api = critter_api(&t, cfg).await;
         let app = test::init_service(api.app()).await;
         seed(&app, &animals()).await;

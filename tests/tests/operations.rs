@@ -18,11 +18,10 @@ const COST: u32 = 4;
 const METRICS_TOKEN: &str = "scrape-token-0123456789";
 
 async fn api(t: &TestDb, tune: impl FnOnce(Config) -> Config) -> Api {
-    let cfg = tune(Config {
-        bcrypt_cost: COST,
-        login_max_failures_per_account: 2,
-        ..t.config()
-    });
+    let cfg = tune(t.config().with(|c| {
+        c.auth.bcrypt_cost = COST;
+        c.auth.login_max_failures_per_account = 2;
+    }));
     let db = t.open(&cfg).await;
     users::create_user(&db, "alice@example.com", "alice-pass", true, COST)
         .await
@@ -135,11 +134,10 @@ backend_tests! {
     }
 
     async fn metrics_want_the_token_and_count_what_happens(t) {
-        let api = api(&t, |c| Config {
-            metrics_enabled: true,
-            metrics_token: Some(Secret::new(METRICS_TOKEN)),
-            ..c
-        })
+        let api = api(&t, |c| c.with(|c| {
+            c.ops.metrics_enabled = true;
+            c.ops.metrics_token = Some(Secret::new(METRICS_TOKEN));
+        }))
         .await;
         let app = test::init_service(api.app()).await;
         let refused = send(&app, test::TestRequest::get().uri("/metrics")).await;
@@ -237,10 +235,7 @@ backend_tests! {
 
     async fn cors_answers_preflights_and_marks_every_answer(t) {
         let origin = "https://app.example.com";
-        let api = api(&t, |c| Config {
-            cors_allowed_origins: vec![origin.to_owned()],
-            ..c
-        })
+        let api = api(&t, |c| c.with(|c| c.http.cors_allowed_origins = vec![origin.to_owned()]))
         .await;
         let app = test::init_service(api.app()).await;
         let preflight = send(
@@ -298,10 +293,7 @@ backend_tests! {
         .await;
         assert!(a.headers.keys().all(|k| !k.starts_with("access-control-")));
 
-        let cfg = Config {
-            cors_allowed_origins: vec!["*".to_owned()],
-            ..t.config()
-        };
+        let cfg = t.config().with(|c| c.http.cors_allowed_origins = vec!["*".to_owned()]);
         let db = t.open(&cfg).await;
         let wild = Api::new(cfg, db).unwrap();
         let app = test::init_service(wild.app()).await;
@@ -319,7 +311,7 @@ backend_tests! {
     }
 
     async fn readiness_follows_start_and_shutdown_while_health_keeps_its_contract(t) {
-        let api = api(&t, |c| Config { readiness_path: "/readyz".to_owned(), ..c }).await;
+        let api = api(&t, |c| c.with(|c| c.ops.readiness_path = "/readyz".to_owned())).await;
         let app = test::init_service(api.app()).await;
         let ready = send(&app, test::TestRequest::get().uri("/readyz")).await;
         assert_eq!(ready.status, 200);
@@ -356,11 +348,10 @@ async fn readiness_is_503_while_the_database_is_unreachable() {
         .and_then(|l| l.local_addr())
         .unwrap()
         .port();
-    let cfg = Config {
-        database_uri: Some(format!("postgres://nobody@127.0.0.1:{port}/none")),
-        jwt_secret_key: Some(Secret::new(crudforge_tests::TEST_SECRET)),
-        ..Config::default()
-    };
+    let cfg = Config::default().with(|c| {
+        c.db.database_uri = Some(format!("postgres://nobody@127.0.0.1:{port}/none"));
+        c.auth.jwt_secret_key = Some(Secret::new(crudforge_tests::TEST_SECRET));
+    });
     let db = crudforge::Database::connect(&cfg).await.unwrap();
     let api = Api::new(cfg, db).unwrap();
     let app = test::init_service(api.app()).await;

@@ -13,7 +13,7 @@ use actix_web::test;
 use crudforge::users::{
     self, guard_domain_delete, guard_roles, Domain, UserBlueprint, UserRole, DEFAULT_ROLES,
 };
-use crudforge::{Api, Config, Database, Operation, Resource};
+use crudforge::{Api, Database, Operation, Resource};
 use crudforge_tests::{backend_tests, TestDb};
 use serde_json::{json, Value};
 use uuid::Uuid;
@@ -46,10 +46,7 @@ async fn domain(db: &Database, name: &str) -> Uuid {
 }
 
 async fn world(t: &TestDb) -> World {
-    let cfg = Config {
-        bcrypt_cost: COST,
-        ..t.config()
-    };
+    let cfg = t.config().with(|c| c.auth.bcrypt_cost = COST);
     let db = t.open(&cfg).await;
     let d = domain(&db, "d").await;
     let e = domain(&db, "e").await;
@@ -423,7 +420,7 @@ backend_tests! {
                 }
             },
         );
-        let api = Api::new(Config { bcrypt_cost: COST, ..t.config() }, w.db.clone()).unwrap().mount(bp).unwrap();
+        let api = Api::new(t.config().with(|c| c.auth.bcrypt_cost = COST), w.db.clone()).unwrap().mount(bp).unwrap();
         let app = test::init_service(api.app()).await;
         let (s, b) = send(&app, as_user(test::TestRequest::patch().uri(&format!("/api/racy-roles/{id}"))
             .set_json(json!({"domain_id": w.e})), &api, w.admin)).await;

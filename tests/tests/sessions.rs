@@ -10,7 +10,7 @@ use actix_web::test;
 use crudforge::auth::TokenKind;
 use crudforge::db::tx::{self, TxMode};
 use crudforge::users::{self, Token, UserBlueprint};
-use crudforge::{Api, Config, Database, Resource};
+use crudforge::{Api, Database, Resource};
 use crudforge_tests::{backend_tests, TestDb};
 use serde_json::{json, Value};
 use std::cell::Cell;
@@ -30,14 +30,13 @@ struct World {
 }
 
 async fn world(t: &TestDb) -> World {
-    let cfg = Config {
-        bcrypt_cost: COST,
+    let cfg = t.config().with(|c| {
+        c.auth.bcrypt_cost = COST;
         // The trials refuse many refresh tokens on purpose; throttling is tested elsewhere.
-        login_max_failures_per_account_and_address: 0,
-        login_max_failures_per_account: 0,
-        login_max_failures_per_address: 0,
-        ..t.config()
-    };
+        c.auth.login_max_failures_per_account_and_address = 0;
+        c.auth.login_max_failures_per_account = 0;
+        c.auth.login_max_failures_per_address = 0;
+    });
     let db = t.open(&cfg).await;
     let user = users::create_user(&db, EMAIL, &password(0), true, COST)
         .await

@@ -22,14 +22,13 @@ const COST: u32 = 4;
 /// failures per account from one address, 5 per address over all accounts, 8 per account over
 /// all addresses.
 async fn api(t: &TestDb, tune: impl FnOnce(Config) -> Config) -> Api {
-    let cfg = tune(Config {
-        bcrypt_cost: COST,
-        login_max_failures_per_account_and_address: 3,
-        login_max_failures_per_address: 5,
-        login_max_failures_per_account: 8,
-        login_failure_window: 2,
-        ..t.config()
-    });
+    let cfg = tune(t.config().with(|c| {
+        c.auth.bcrypt_cost = COST;
+        c.auth.login_max_failures_per_account_and_address = 3;
+        c.auth.login_max_failures_per_address = 5;
+        c.auth.login_max_failures_per_account = 8;
+        c.auth.login_failure_window = 2;
+    }));
     let db = t.open(&cfg).await;
     users::create_user(&db, "alice@example.com", "alice-pass", true, COST)
         .await
@@ -95,11 +94,10 @@ fn login_without_peer(email: &str, password: &str) -> test::TestRequest {
 
 /// Only the per-address limit (the others out of reach).
 fn address_limit_only(c: Config) -> Config {
-    Config {
-        login_max_failures_per_account_and_address: 100,
-        login_max_failures_per_account: 100,
-        ..c
-    }
+    c.with(|c| {
+        c.auth.login_max_failures_per_account_and_address = 100;
+        c.auth.login_max_failures_per_account = 100;
+    })
 }
 
 /// Checks a throttled answer and returns it.
@@ -302,10 +300,7 @@ backend_tests! {
 
     async fn forwarded_for_is_honoured_behind_trusted_proxies(t) {
         let trusted: Vec<IpNet> = crudforge::net::parse_list("10.0.0.0/8").unwrap();
-        let api = api(&t, |c| Config {
-            trusted_proxies: trusted,
-            ..address_limit_only(c)
-        })
+        let api = api(&t, |c| address_limit_only(c).with(|c| c.http.trusted_proxies = trusted))
         .await;
         let app = test::init_service(api.app()).await;
         for i in 0..5 {
@@ -385,12 +380,11 @@ backend_tests! {
     }
 
     async fn limits_of_zero_turn_throttling_off(t) {
-        let api = api(&t, |c| Config {
-            login_max_failures_per_account_and_address: 0,
-            login_max_failures_per_account: 0,
-            login_max_failures_per_address: 0,
-            ..c
-        })
+        let api = api(&t, |c| c.with(|c| {
+            c.auth.login_max_failures_per_account_and_address = 0;
+            c.auth.login_max_failures_per_account = 0;
+            c.auth.login_max_failures_per_address = 0;
+        }))
         .await;
         let app = test::init_service(api.app()).await;
         for _ in 0..8 {

@@ -94,10 +94,7 @@ struct World {
 }
 
 async fn world(t: &TestDb, cfg: Config) -> World {
-    let cfg = Config {
-        bcrypt_cost: COST,
-        ..cfg
-    };
+    let cfg = cfg.with(|c| c.auth.bcrypt_cost = COST);
     let db = t.open(&cfg).await;
     let ddl = match db.backend() {
         Backend::Sqlite => "CREATE TABLE notes (id TEXT PRIMARY KEY, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, owner_id TEXT NOT NULL REFERENCES users (id), body TEXT NOT NULL);
@@ -276,7 +273,7 @@ backend_tests! {
                 }
             })
         }
-        let api = Api::new(Config { bcrypt_cost: COST, ..t.config() }, w.db.clone()).unwrap()
+        let api = Api::new(t.config().with(|c| c.auth.bcrypt_cost = COST), w.db.clone()).unwrap()
             .mount(UserBlueprint::default().login_hook(hook)).unwrap();
         let app = test::init_service(api.app()).await;
         let with_domain = |d: &str| test::TestRequest::post().uri("/api/users/login/").set_json(json!({"email": "alice@example.com", "password": "alice-pass", "domain": d}));
@@ -565,7 +562,7 @@ backend_tests! {
     }
 
     async fn authentication_costs_one_query(t) {
-        let cfg = Config { orm_performance_monitoring: true, orm_slow_query_threshold: 60.0, ..t.config() };
+        let cfg = t.config().with(|c| { c.db.orm_performance_monitoring = true; c.db.orm_slow_query_threshold = 60.0; });
         let w = world(&t, cfg).await;
         let app = test::init_service(w.api.app()).await;
         let (_, note) = send(&app, as_user(test::TestRequest::post().uri("/api/notes/").set_json(json!({"body": "n"})), &w.api, w.alice)).await;

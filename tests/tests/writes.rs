@@ -151,7 +151,7 @@ backend_tests! {
                 input.name = input.name.map(|n| n.trim().to_owned());
                 Ok(input)
             });
-        let cfg = Config { orm_performance_monitoring: true, ..t.config() };
+        let cfg = t.config().with(|c| c.db.orm_performance_monitoring = true);
         let app = test::init_service(api_with(&t, cfg, bp).await.app()).await;
         let a = call!(app, post("/api/critters/", critter("Tom")));
         assert_eq!(a.status, 201, "{}", a.json);
@@ -560,7 +560,7 @@ backend_tests! {
     }
 
     async fn an_expired_key_is_processed_anew(t) {
-        let cfg = Config { idempotency_key_ttl: 1, ..t.config() };
+        let cfg = t.config().with(|c| c.http.idempotency_key_ttl = 1);
         let app = test::init_service(api_with(&t, cfg, Critter::blueprint("/api/critters/")).await.app()).await;
         let first = call!(app, post("/api/critters/", critter("Tom")).insert_header(("Idempotency-Key", "short")));
         assert_eq!(first.status, 201);

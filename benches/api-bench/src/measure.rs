@@ -736,7 +736,7 @@ fn w5(args: &Args, app: &Server, storage: &Storage) -> Result<W5, String> {
         busy.push(p99);
     }
     // bcrypt's own rate at the application's default cost, in this thread.
-    let cost = crudforge::Config::default().bcrypt_cost;
+    let cost = crudforge::Config::default().auth.bcrypt_cost;
     let hash = bcrypt::hash(PASSWORD, cost).map_err(|e| format!("bcrypt: {e}"))?;
     let cpu0 = procfs::thread_cpu();
     let t0 = Instant::now();

@@ -94,12 +94,11 @@ impl Scratch {
 
     /// The configuration pointing at the database (for direct access from this process).
     pub(crate) fn config(&self) -> Config {
-        Config {
-            database_uri: Some(self.uri.clone()),
-            data_dir: self.dir.join("data"),
-            jwt_secret_key: Some(Secret::new(JWT_SECRET)),
-            ..Config::default()
-        }
+        Config::default().with(|c| {
+            c.db.database_uri = Some(self.uri.clone());
+            c.db.data_dir = self.dir.join("data");
+            c.auth.jwt_secret_key = Some(Secret::new(JWT_SECRET));
+        })
     }
 
     /// The environment of the reference application (the whole environment: nothing else

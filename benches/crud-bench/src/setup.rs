@@ -34,12 +34,11 @@ fn scratch_dir() -> Result<PathBuf, String> {
 }
 
 fn config(uri: String, dir: &std::path::Path) -> Config {
-    Config {
-        database_uri: Some(uri),
-        data_dir: dir.join("data"),
-        jwt_secret_key: Some(Secret::new(SECRET)),
-        ..Config::default()
-    }
+    Config::default().with(|c| {
+        c.db.database_uri = Some(uri);
+        c.db.data_dir = dir.join("data");
+        c.auth.jwt_secret_key = Some(Secret::new(SECRET));
+    })
 }
 
 impl Scratch {

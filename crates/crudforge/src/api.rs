@@ -62,8 +62,8 @@ impl Api {
         let signing_key = config.signing_key()?;
         let tokens = crate::jwt::Tokens::new(
             &signing_key,
-            config.jwt_access_token_expires,
-            config.jwt_refresh_token_expires,
+            config.auth.jwt_access_token_expires,
+            config.auth.jwt_refresh_token_expires,
         );
         Ok(Api {
             state: Arc::new(ApiState {
@@ -146,8 +146,8 @@ impl Api {
             .get_or_init(|| {
                 let cfg = &self.state.config;
                 let mut ids = OperationIds::from_openapi(&self.openapi());
-                if cfg.metrics_enabled {
-                    ids.add(Method::GET, &cfg.metrics_path, "metrics");
+                if cfg.ops.metrics_enabled {
+                    ids.add(Method::GET, &cfg.ops.metrics_path, "metrics");
                 }
                 ids.add(Method::GET, openapi::OPENAPI_PATH, "openapi");
                 ids.add(Method::GET, openapi::DOCS_PATH, "docs");
@@ -159,13 +159,13 @@ impl Api {
     /// The OpenAPI description of everything mounted.
     pub fn openapi(&self) -> apistos::OpenApi {
         let cfg = &self.state.config;
-        let mut doc = ApiDoc::new(&cfg.api_title, &cfg.api_version)
-            .with_max_page_size(cfg.max_page_size)
-            .with_filter_max_length(cfg.filter_max_length);
-        if cfg.health_endpoint_enabled {
-            crate::health::document(&mut doc, &cfg.health_endpoint_path);
+        let mut doc = ApiDoc::new(&cfg.http.api_title, &cfg.http.api_version)
+            .with_max_page_size(cfg.list.max_page_size)
+            .with_filter_max_length(cfg.list.filter_max_length);
+        if cfg.ops.health_endpoint_enabled {
+            crate::health::document(&mut doc, &cfg.ops.health_endpoint_path);
         }
-        crate::readiness::document(&mut doc, &cfg.readiness_path);
+        crate::readiness::document(&mut doc, &cfg.ops.readiness_path);
         for m in &self.mounts {
             m.document(&mut doc);
         }
@@ -189,7 +189,7 @@ impl Api {
     /// error middleware of [`Api::app`] is then the caller's to add).
     pub fn configure(&self, cfg: &mut web::ServiceConfig) {
         let state = &self.state;
-        let limit = state.config.max_body_size;
+        let limit = state.config.http.max_body_size;
         cfg.app_data(web::Data::from(state.clone()))
             .app_data(web::Data::new(state.db.clone()))
             .app_data(web::Data::new(self.readiness.clone()))
@@ -206,23 +206,23 @@ impl Api {
             )
             .app_data(web::QueryConfig::default().error_handler(error::query_error))
             .app_data(web::PathConfig::default().error_handler(error::path_error));
-        if state.config.health_endpoint_enabled {
+        if state.config.ops.health_endpoint_enabled {
             cfg.service(
-                web::resource(state.config.health_endpoint_path.as_str())
+                web::resource(state.config.ops.health_endpoint_path.as_str())
                     .route(web::get().to(crate::health::health)),
             );
         }
         cfg.service(
-            web::resource(state.config.readiness_path.as_str())
+            web::resource(state.config.ops.readiness_path.as_str())
                 .route(web::get().to(crate::readiness::ready)),
         );
-        if state.config.metrics_enabled {
+        if state.config.ops.metrics_enabled {
             cfg.service(
-                web::resource(state.config.metrics_path.as_str())
+                web::resource(state.config.ops.metrics_path.as_str())
                     .route(web::get().to(metrics_route)),
             );
         }
-        openapi::register(cfg, &state.config.api_title, self.openapi_json());
+        openapi::register(cfg, &state.config.http.api_title, self.openapi_json());
         for m in &self.mounts {
             m.register(cfg);
         }
@@ -287,7 +287,7 @@ impl Api {
         // request within REQUEST_TIMEOUT (middleware::request_timeout).
         let server = actix_web::HttpServer::new(move || api.app())
             .disable_signals()
-            .shutdown_timeout(self.state.config.shutdown_timeout)
+            .shutdown_timeout(self.state.config.ops.shutdown_timeout)
             .client_request_timeout(std::time::Duration::from_secs(5))
             .bind(addr)?
             .run();
@@ -363,8 +363,8 @@ async fn not_found(req: HttpRequest) -> Result<HttpResponse, Error> {
 
 /// `GET METRICS_PATH`: the Prometheus text format; 401 without the configured bearer token.
 async fn metrics_route(req: HttpRequest, state: web::Data<ApiState>) -> HttpResponse {
-    if !crate::metrics::authorized(&req, state.config.metrics_token.as_ref()) {
+    if !crate::metrics::authorized(&req, state.config.ops.metrics_token.as_ref()) {
         return crate::metrics::unauthorized();
     }
-    crate::metrics::text(state.db.pool_status(), &state.config.api_version)
+    crate::metrics::text(state.db.pool_status(), &state.config.http.api_version)
 }

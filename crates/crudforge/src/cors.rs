@@ -16,7 +16,7 @@ pub(crate) const PREFLIGHT_MAX_AGE: usize = 3600;
 /// Requests from other origins are served as usual without CORS headers, so the browser
 /// refuses them while non-browser clients keep working.
 pub(crate) fn middleware(config: &Config) -> Option<Cors> {
-    let origins = &config.cors_allowed_origins;
+    let origins = &config.http.cors_allowed_origins;
     if origins.is_empty() {
         return None;
     }

@@ -29,7 +29,7 @@ pub(crate) async fn health(state: web::Data<ApiState>) -> HttpResponse {
     let body = HealthStatus {
         status: if up { "healthy" } else { "unhealthy" }.to_owned(),
         timestamp: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, false),
-        version: state.config.api_version.clone(),
+        version: state.config.http.api_version.clone(),
         database: if up { "connected" } else { "disconnected" }.to_owned(),
     };
     if up {

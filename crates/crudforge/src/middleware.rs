@@ -61,7 +61,7 @@ pub(crate) async fn request_timeout(
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     let limit = req
         .app_data::<web::Data<ApiState>>()
-        .map(|s| std::time::Duration::from_secs(s.config.request_timeout));
+        .map(|s| std::time::Duration::from_secs(s.config.http.request_timeout));
     let Some(limit) = limit else {
         return Ok(next.call(req).await?.map_into_boxed_body());
     };
@@ -156,7 +156,7 @@ pub(crate) async fn problems(
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     let debug = req
         .app_data::<web::Data<ApiState>>()
-        .is_some_and(|s| s.config.debug);
+        .is_some_and(|s| s.config.http.debug);
     // Handler and extractor errors arrive as responses; an `Err` here comes from another
     // middleware and already renders as problem+json through its `ResponseError`.
     let res = next.call(req).await?.map_into_boxed_body();

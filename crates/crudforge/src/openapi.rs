@@ -52,8 +52,8 @@ impl ApiDoc {
                 ..Default::default()
             },
             gen: SchemaSettings::openapi3().into_generator(),
-            max_page_size: crate::Config::default().max_page_size,
-            filter_max_length: crate::Config::default().filter_max_length,
+            max_page_size: crate::Config::default().list.max_page_size,
+            filter_max_length: crate::Config::default().list.filter_max_length,
         }
     }
 

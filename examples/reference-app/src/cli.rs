@@ -125,7 +125,9 @@ pub fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     // A bad configuration is reported by `run`; the log format falls back to text meanwhile.
-    let format = Config::from_env().map(|c| c.log_format).unwrap_or_default();
+    let format = Config::from_env()
+        .map(|c| c.ops.log_format)
+        .unwrap_or_default();
     let _ = crudforge::logging::init(format);
     let cli = Cli::parse();
     let result = actix_web::rt::System::new().block_on(run(cli));
@@ -171,7 +173,7 @@ pub async fn open_and_migrate(
 /// A database error for one line on stderr: the driver's message ("error connecting to
 /// server") does not say which server.
 fn describe(config: &Config, e: crudforge::db::DbError) -> Box<dyn std::error::Error> {
-    match (&e, config.database_uri.as_deref().and_then(server_of)) {
+    match (&e, config.db.database_uri.as_deref().and_then(server_of)) {
         (crudforge::db::DbError::Connect(_), Some(server)) => {
             format!("{e} (server {server})").into()
         }
@@ -187,14 +189,16 @@ fn server_of(uri: &str) -> Option<String> {
     (!server.is_empty() && !uri.starts_with("sqlite")).then(|| server.to_owned())
 }
 
-/// Builds the application's `Api`.
+/// Builds the application's `Api`, reading the application's own settings
+/// ([`RecoverySettings`](crate::api::recovery::RecoverySettings)) from the environment.
 ///
 /// # Errors
 ///
-/// Bad configuration.
+/// Bad configuration, such as a malformed `RECOVERY_*` value.
 pub fn build_api(config: Config, db: Database) -> Result<Api, Box<dyn std::error::Error>> {
+    let recovery = crate::api::recovery::RecoverySettings::from_env()?;
     let api = Api::new(config, db)?;
-    Ok(crate::api::routes::mount(api)?)
+    Ok(crate::api::routes::mount(api, recovery)?)
 }
 
 /// Listens on `bind` at once with readiness 503, runs pending migrations, then turns ready;
@@ -248,13 +252,12 @@ pub async fn index_statements(
     )
     .await?;
     // No token is ever signed here: a fixed key keeps `Api::new` from generating a key file.
-    let config = Config {
-        database_uri: None,
-        jwt_secret_key: Some(crudforge::config::Secret::new(
+    let config = config.with(|c| {
+        c.db.database_uri = None;
+        c.auth.jwt_secret_key = Some(crudforge::config::Secret::new(
             "print-indexes signs nothing with this placeholder key",
-        )),
-        ..config
-    };
+        ));
+    });
     let api = build_api(config, scratch)?;
     Ok(api
         .declared_indexes()

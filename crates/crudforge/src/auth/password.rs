@@ -8,6 +8,7 @@
 //! password is ever ignored.
 
 use super::yielding_bcrypt;
+use crate::config::Config;
 use crate::error::Error;
 use std::sync::OnceLock;
 
@@ -21,17 +22,15 @@ pub const MAX_PASSWORD_LEN: usize = 1024;
 /// through SHA-256 before bcrypt.
 pub(crate) const PREHASH_TAG: &str = "$sha256";
 
-/// The shortest password accepted by default, in characters (ASVS 5.0 V6.2.1).
-pub(crate) const DEFAULT_MIN_PASSWORD_CHARS: usize = 8;
-
-/// The most a minimum length may ask for, in characters: every password of 64 characters
-/// fits [`MAX_PASSWORD_LEN`] whatever its script.
-pub(crate) const MAX_MIN_PASSWORD_CHARS: usize = 64;
+/// The shortest password accepted by default, and the most a minimum length may ask for
+/// (every password of 64 characters fits [`MAX_PASSWORD_LEN`] whatever its script), in
+/// characters; they bound `PASSWORD_MIN_LENGTH`, so the configuration declares them.
+pub(crate) use crate::config::{DEFAULT_MIN_PASSWORD_CHARS, MAX_MIN_PASSWORD_CHARS};
 
 /// What a new password must satisfy and how it is hashed: the bcrypt cost
 /// (`BCRYPT_COST`) and the shortest length accepted (`PASSWORD_MIN_LENGTH`, in characters).
 ///
-/// Build it from the configuration with [`Config::password_policy`](crate::Config::password_policy).
+/// Build it from the configuration with [`Config::password_policy`].
 /// A bare cost converts into a policy with the default minimum of
 /// [`DEFAULT_MIN_PASSWORD_CHARS`], so `hash_password(pw, 12)` still reads well; code that
 /// has a [`Config`](crate::Config) should pass its policy, so that `PASSWORD_MIN_LENGTH` applies.
@@ -85,6 +84,13 @@ impl PasswordPolicy {
             ));
         }
         Ok(())
+    }
+}
+
+impl Config {
+    /// The password policy of new passwords: `BCRYPT_COST` and `PASSWORD_MIN_LENGTH`.
+    pub fn password_policy(&self) -> PasswordPolicy {
+        PasswordPolicy::new(self.auth.bcrypt_cost).with_min_chars(self.auth.password_min_length)
     }
 }
 
@@ -287,6 +293,20 @@ mod tests {
         assert_eq!(policy.with_min_chars(500).min_chars, MAX_MIN_PASSWORD_CHARS);
         // A bare cost is the default policy at that cost.
         assert_eq!(PasswordPolicy::from(5), PasswordPolicy::new(5));
+    }
+
+    #[test]
+    fn the_configuration_gives_the_policy() {
+        let config = Config::default().with(|c| {
+            c.auth.bcrypt_cost = 5;
+            c.auth.password_min_length = 12;
+        });
+        let policy = config.password_policy();
+        assert_eq!((policy.cost, policy.min_chars), (5, 12));
+        assert_eq!(
+            Config::default().password_policy().min_chars,
+            DEFAULT_MIN_PASSWORD_CHARS
+        );
     }
 
     #[actix_web::test]

@@ -82,7 +82,7 @@ fn pair_key(account_key: &str, ip: Option<IpAddr>) -> String {
 /// request has no peer address (as in `actix_web::test` requests without one).
 pub(crate) fn client_ip(req: &HttpRequest) -> Option<IpAddr> {
     let trusted = ApiState::of(req)
-        .map(|st| st.config.trusted_proxies.as_slice())
+        .map(|st| st.config.http.trusted_proxies.as_slice())
         .unwrap_or_default();
     let forwarded = req
         .headers()
@@ -163,17 +163,17 @@ impl Attempt {
         let cfg = &st.config;
         let mut attempt = Attempt {
             db: st.db.clone(),
-            window: i64::try_from(cfg.login_failure_window).unwrap_or(i64::MAX / 2),
+            window: i64::try_from(cfg.auth.login_failure_window).unwrap_or(i64::MAX / 2),
             ip: client_ip(req),
-            pair_limit: cfg.login_max_failures_per_account_and_address,
-            account_limit: cfg.login_max_failures_per_account,
+            pair_limit: cfg.auth.login_max_failures_per_account_and_address,
+            account_limit: cfg.auth.login_max_failures_per_account,
             held: Vec::new(),
             outcome: Outcome::Failed,
         };
         attempt.count(account).await?;
         // The address over all accounts; a request without one is not limited here, since
         // all such requests would share one counter and one guesser could lock them all out.
-        let limit = cfg.login_max_failures_per_address;
+        let limit = cfg.auth.login_max_failures_per_address;
         if let Some(ip) = attempt.ip.filter(|_| limit > 0) {
             attempt.hold(address_key(ip), limit).await?;
         }

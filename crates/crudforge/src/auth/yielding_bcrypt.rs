@@ -35,11 +35,9 @@ use subtle::ConstantTimeEq as _;
 /// round that completes it.
 pub(crate) const STEP: Duration = Duration::from_micros(50);
 
-/// The lowest cost bcrypt defines.
-pub(crate) const MIN_COST: u32 = 4;
-
-/// The highest cost bcrypt defines.
-pub(crate) const MAX_COST: u32 = 31;
+/// The lowest and the highest cost bcrypt defines; they bound `BCRYPT_COST`, so the
+/// configuration declares them.
+pub(crate) use crate::config::{MAX_BCRYPT_COST as MAX_COST, MIN_BCRYPT_COST as MIN_COST};
 
 /// How many bytes of key bcrypt reads: the password and its terminating zero byte, cut here.
 const KEY_BYTES: usize = 72;

@@ -20,8 +20,8 @@ impl ListCaps {
     /// The caps a configuration sets (`MAX_FILTERS`, `MAX_IN_VALUES`).
     pub fn of(config: &Config) -> Self {
         ListCaps {
-            max_filters: config.max_filters as usize,
-            max_in_values: config.max_in_values as usize,
+            max_filters: config.list.max_filters as usize,
+            max_in_values: config.list.max_in_values as usize,
         }
     }
 

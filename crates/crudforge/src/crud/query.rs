@@ -72,11 +72,11 @@ impl ListLimits {
     /// The limits of a configuration.
     pub fn of(config: &crate::config::Config) -> Self {
         ListLimits {
-            default_page_size: config.default_page_size,
-            max_page_size: config.max_page_size,
+            default_page_size: config.list.default_page_size,
+            max_page_size: config.list.max_page_size,
             expr: ExprLimits {
-                max_length: usize::try_from(config.filter_max_length).unwrap_or(usize::MAX),
-                max_depth: usize::try_from(config.filter_max_depth).unwrap_or(usize::MAX),
+                max_length: usize::try_from(config.list.filter_max_length).unwrap_or(usize::MAX),
+                max_depth: usize::try_from(config.list.filter_max_depth).unwrap_or(usize::MAX),
             },
         }
     }

@@ -19,41 +19,8 @@
 use super::DbError;
 use std::path::Path;
 
-/// Whether other processes may use the SQLite file while this process has it open.
-///
-/// `Shared` (the default) lets them: the `sqlite3` shell, a backup or replication tool, the
-/// application's own command line or a second server on the same machine. Every statement
-/// then takes and releases SQLite's locks with system calls, so that other processes see
-/// them. `Exclusive` makes the process the file's only user: it holds one lock on the file
-/// for as long as it has the file open, and every other process that tries to use the file
-/// fails with "database is locked". In exchange statements take their locks in memory,
-/// without a system call, which is markedly faster (see the [module](self) documentation and
-/// `docs/database.md`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SqliteLocking {
-    /// Other processes may open and use the file at the same time.
-    #[default]
-    Shared,
-    /// This process is the file's only user while it has the file open.
-    Exclusive,
-}
-
-impl SqliteLocking {
-    /// The value as `SQLITE_LOCKING` spells it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SqliteLocking::Shared => "SHARED",
-            SqliteLocking::Exclusive => "EXCLUSIVE",
-        }
-    }
-
-    /// `SHARED` or `EXCLUSIVE`, in any case; `None` for anything else.
-    pub(crate) fn parse(value: &str) -> Option<SqliteLocking> {
-        [SqliteLocking::Shared, SqliteLocking::Exclusive]
-            .into_iter()
-            .find(|s| s.as_str().eq_ignore_ascii_case(value.trim()))
-    }
-}
+/// Declared by the configuration (`SQLITE_LOCKING`), which the database layer reads.
+pub use crate::config::SqliteLocking;
 
 /// The VFS that makes the process the file's only user.
 pub(crate) const EXCLUSIVE_VFS: &str = "unix-excl";

@@ -137,12 +137,13 @@ impl DbOptions {
     pub fn from_config(config: &Config) -> DbOptions {
         DbOptions {
             monitor: config
+                .db
                 .orm_performance_monitoring
-                .then(|| Duration::from_secs_f64(config.orm_slow_query_threshold)),
-            sqlite_synchronous: config.sqlite_synchronous,
-            sqlite_locking: config.sqlite_locking,
-            checkout_timeout: Some(Duration::from_secs(config.db_checkout_timeout)),
-            statement_timeout: Some(Duration::from_secs(config.db_statement_timeout)),
+                .then(|| Duration::from_secs_f64(config.db.orm_slow_query_threshold)),
+            sqlite_synchronous: config.db.sqlite_synchronous,
+            sqlite_locking: config.db.sqlite_locking,
+            checkout_timeout: Some(Duration::from_secs(config.db.db_checkout_timeout)),
+            statement_timeout: Some(Duration::from_secs(config.db.db_statement_timeout)),
             sqlite_inline: true,
         }
     }
@@ -309,7 +310,7 @@ impl Database {
     ///
     /// A malformed URI, or a SQLite file that cannot be opened.
     pub async fn connect(config: &Config) -> Result<Database, DbError> {
-        let target = Target::parse(config.database_uri.as_deref(), &config.data_dir)?;
+        let target = Target::parse(config.db.database_uri.as_deref(), &config.db.data_dir)?;
         Database::open(target, DbOptions::from_config(config)).await
     }
 

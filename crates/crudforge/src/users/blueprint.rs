@@ -322,7 +322,7 @@ async fn login(
     hook: Option<&dyn LoginHook>,
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
-    let cost = st.config.bcrypt_cost;
+    let cost = st.config.auth.bcrypt_cost;
     let email = crate::auth::normalize_email(&body.email);
     let found = find_by_email(&st.db, &email).await?;
     let (id, hash, enabled) = match found {
@@ -368,7 +368,7 @@ async fn login(
 /// current cost. The user's sessions continue (see [`store_rehash`]); a password changed
 /// meanwhile is never overwritten. A failure is logged: the login itself succeeded.
 async fn rehash_if_weaker(st: &ApiState, user: Uuid, stored: &str, password: String) {
-    let cost = st.config.bcrypt_cost;
+    let cost = st.config.auth.bcrypt_cost;
     if hash_cost(stored).is_none_or(|c| c >= cost) {
         return;
     }

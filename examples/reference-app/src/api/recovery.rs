@@ -6,6 +6,7 @@ use super::users::AppUser;
 use actix_web::{HttpRequest, HttpResponse};
 use crudforge::auth::throttle::{Account, Attempt};
 use crudforge::auth::TokenKind;
+use crudforge::config::value;
 use crudforge::db::tx::{self, TxMode};
 use crudforge::users::TokenRecord;
 use crudforge::{ApiState, Error};
@@ -14,45 +15,25 @@ use serde::{Deserialize, Serialize};
 /// How long a recovery token lives: two hours.
 pub const RECOVERY_TTL_SECONDS: i64 = 7200;
 
-/// Stricter recovery than the contract's, each turned on by a setting (see
-/// `docs/configuration.md`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RecoverySettings {
-    /// `RECOVERY_ALLOW_NO_FIRST_NAME`: an account without a first name may be recovered with
-    /// an empty `first_name` (the contract's comparison). Off by default: with it on, anyone
-    /// who knows such an account's e-mail address can recover it.
-    pub allow_no_first_name: bool,
-    /// `RECOVERY_SINGLE_USE`: a used recovery token's id is recorded, and a second use is
-    /// refused by that record. Every token already stops at the first reset it makes (the reset
-    /// changes the password it was issued for; see `reset_password`), so this only adds the
-    /// record. The contract: any number of times until it expires.
-    pub single_use: bool,
-    /// `RECOVERY_UNIFORM_ANSWER`: without `DEBUG`, an unknown e-mail address or a wrong name
-    /// gets the same 200 answer as a match, so the endpoint tells nobody which addresses
-    /// have accounts (the contract: 401).
-    pub uniform_answer: bool,
-}
-
-impl RecoverySettings {
-    /// Reads the settings from the environment.
-    ///
-    /// # Errors
-    ///
-    /// A value other than `true`/`false` (or `1`/`0`), naming the key.
-    pub fn from_env() -> Result<Self, String> {
-        let flag = |key: &str| -> Result<bool, String> {
-            match std::env::var(key).ok().as_deref().map(str::trim) {
-                None | Some("") => Ok(false),
-                Some(v) if v.eq_ignore_ascii_case("true") || v == "1" => Ok(true),
-                Some(v) if v.eq_ignore_ascii_case("false") || v == "0" => Ok(false),
-                Some(v) => Err(format!("{key} must be true or false, not {v:?}")),
-            }
-        };
-        Ok(RecoverySettings {
-            allow_no_first_name: flag("RECOVERY_ALLOW_NO_FIRST_NAME")?,
-            single_use: flag("RECOVERY_SINGLE_USE")?,
-            uniform_answer: flag("RECOVERY_UNIFORM_ANSWER")?,
-        })
+crudforge::settings! {
+    /// Stricter recovery than the contract's, each turned on by a setting (see
+    /// `docs/configuration.md`), read with the library's grammar: `RECOVERY_SINGLE_USE=yes`
+    /// reads as `DEBUG=yes` does, and a malformed value stops start-up naming the key.
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    pub struct RecoverySettings {
+        /// An account without a first name may be recovered with an empty `first_name` (the
+        /// contract's comparison). Off by default: with it on, anyone who knows such an
+        /// account's e-mail address can recover it.
+        RECOVERY_ALLOW_NO_FIRST_NAME => allow_no_first_name: bool = false, value::boolean, plain;
+        /// A used recovery token's id is recorded, and a second use is refused by that record.
+        /// Every token already stops at the first reset it makes (the reset changes the
+        /// password it was issued for; see `reset_password`), so this only adds the record.
+        /// The contract: any number of times until it expires.
+        RECOVERY_SINGLE_USE => single_use: bool = false, value::boolean, plain;
+        /// Without `DEBUG`, an unknown e-mail address or a wrong name gets the same 200 answer
+        /// as a match, so the endpoint tells nobody which addresses have accounts (the
+        /// contract: 401).
+        RECOVERY_UNIFORM_ANSWER => uniform_answer: bool = false, value::boolean, plain;
     }
 }
 
@@ -87,7 +68,7 @@ pub async fn send_recovery_token(
     // An unknown address or a wrong name is a failed guess: counted, and refused (or, with
     // RECOVERY_UNIFORM_ANSWER and DEBUG off, answered like a match).
     let refused = || {
-        if settings.uniform_answer && !st.config.debug {
+        if settings.uniform_answer && !st.config.http.debug {
             Ok(issued())
         } else {
             Err(Error::Unauthorized(
@@ -120,7 +101,7 @@ pub async fn send_recovery_token(
     let (token, _) =
         st.tokens
             .issue_versioned(user.id, TokenKind::Recovery, RECOVERY_TTL_SECONDS, version)?;
-    if st.config.debug {
+    if st.config.http.debug {
         Ok(HttpResponse::Ok().json(DebugRecoveryToken {
             debug_recovery_token: token,
         }))

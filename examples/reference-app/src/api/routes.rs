@@ -5,8 +5,9 @@ use super::critters::{self, Critter};
 use super::domains::RefDomain;
 use super::invites::{self, Invite};
 use super::profile::{self, PublicUser, PublicUsers};
+use super::recovery::{self, RecoverySettings};
 use super::users::AppUser;
-use super::{login, recovery, settings};
+use super::{login, settings};
 use actix_web::web;
 use apistos::paths::OperationType;
 use crudforge::crud::CustomRoute;
@@ -17,9 +18,8 @@ use crudforge::{Api, MountError, Operation, Resource};
 ///
 /// # Errors
 ///
-/// A blueprint is misconfigured (a bug), or a recovery setting is malformed.
-pub fn mount(api: Api) -> Result<Api, MountError> {
-    let recovery_settings = recovery::RecoverySettings::from_env().map_err(MountError)?;
+/// A blueprint is misconfigured (a bug).
+pub fn mount(api: Api, recovery_settings: RecoverySettings) -> Result<Api, MountError> {
     let users = UserBlueprint::<AppUser>::new("/api/user/")
         .name("User")
         .login_hook(login::login_hook)

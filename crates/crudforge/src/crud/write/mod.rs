@@ -164,7 +164,7 @@ pub(crate) async fn run<R: Resource>(
 /// Claims `key` in the write's transaction: false when another request stored it first.
 async fn claim(conn: &mut Conn, st: &ApiState, key: Option<&IdemKey>) -> Result<bool, Error> {
     match key {
-        Some(k) => idempotency::claim(conn, k, st.config.idempotency_key_ttl).await,
+        Some(k) => idempotency::claim(conn, k, st.config.http.idempotency_key_ttl).await,
         None => Ok(true),
     }
 }

@@ -1,0 +1,146 @@
+//! THE table of the library's settings: every key once, in its section, with its field, type,
+//! default, reader and whether `Debug` hides it. [`settings!`](crate::settings) makes the
+//! section structs, their defaults, their reading and their `Debug` from it, and a test checks
+//! it against `docs/configuration.md`. To add a setting, add one line here and one row there.
+
+use super::value::{
+    bcrypt_cost, body_size, boolean, count, file_path, log_format, networks, origins,
+    password_length, path, positive, seconds, secret, slow_query_threshold, some_text,
+    sqlite_locking, sqlite_synchronous, text, trimmed, trimmed_secret, whole_seconds,
+};
+use super::{LogFormat, Secret, SqliteLocking, SqliteSynchronous, DEFAULT_MIN_PASSWORD_CHARS};
+use crate::net::IpNet;
+use std::path::PathBuf;
+
+crate::settings! {
+    /// HTTP: the API description, request bodies and time, proxies, CORS, retries, `DEBUG`.
+    #[derive(Clone)]
+    #[non_exhaustive]
+    pub struct HttpSettings {
+        /// Title of the OpenAPI description.
+        API_TITLE => api_title: String = "crudforge API".to_owned(), text, plain;
+        /// Version label of the API description, also reported by the health check.
+        API_VERSION => api_version: String = "1.0.0".to_owned(), text, plain;
+        /// OpenAPI specification version of the description.
+        OPENAPI_VERSION => openapi_version: String = "3.0.3".to_owned(), trimmed, plain;
+        /// Largest accepted request body, in bytes.
+        MAX_BODY_SIZE => max_body_size: usize = 1024 * 1024, body_size, plain;
+        /// Seconds one request may take, its body included; past it the handler is
+        /// abandoned (its transaction rolled back) and the client gets 408.
+        REQUEST_TIMEOUT => request_timeout: u64 = 30, seconds, plain;
+        /// Seconds an `Idempotency-Key` and its stored answer are kept.
+        IDEMPOTENCY_KEY_TTL => idempotency_key_ttl: u64 = 86_400, seconds, plain;
+        /// Proxies (addresses or CIDR blocks) whose `X-Forwarded-For` is believed when
+        /// finding a client's address; empty means the socket's peer is the client.
+        TRUSTED_PROXIES => trusted_proxies: Vec<IpNet> = Vec::new(), networks, plain;
+        /// Origins (`https://app.example.com`) a browser may call the API from; empty means
+        /// no CORS headers at all, `*` means any origin (without credentials).
+        CORS_ALLOWED_ORIGINS => cors_allowed_origins: Vec<String> = Vec::new(), origins, plain;
+        /// Debug members in error bodies, debug-only reference endpoints.
+        DEBUG => debug: bool = false, boolean, plain;
+    }
+}
+
+crate::settings! {
+    /// The database: where it is, SQLite's settings, timeouts, query monitoring.
+    #[derive(Clone)]
+    #[non_exhaustive]
+    pub struct DbSettings {
+        /// `sqlite://<path>` or `postgres://...`; `None` means a SQLite file in the data
+        /// directory.
+        ORM_DATABASE_URI => database_uri: Option<String> = None, some_text, uri_password;
+        /// Where the default SQLite file and a generated key live.
+        CRUDFORGE_DATA_DIR => data_dir: PathBuf = PathBuf::from("data"), file_path, plain;
+        /// How hard SQLite waits for the disk on each commit.
+        SQLITE_SYNCHRONOUS => sqlite_synchronous: SqliteSynchronous = SqliteSynchronous::Normal, sqlite_synchronous, plain;
+        /// Whether other processes may open the SQLite file while this one has it open.
+        SQLITE_LOCKING => sqlite_locking: SqliteLocking = SqliteLocking::Shared, sqlite_locking, plain;
+        /// Seconds a request waits for a pooled connection (or for a new one to connect)
+        /// before it gets 503.
+        DB_CHECKOUT_TIMEOUT => db_checkout_timeout: u64 = 5, seconds, plain;
+        /// Seconds one statement may run before it is stopped (PostgreSQL's
+        /// `statement_timeout`, an interrupt on SQLite).
+        DB_STATEMENT_TIMEOUT => db_statement_timeout: u64 = 30, seconds, plain;
+        /// Time every query, log slow ones, report per request.
+        ORM_PERFORMANCE_MONITORING => orm_performance_monitoring: bool = false, boolean, plain;
+        /// Seconds above which a query is logged as slow.
+        ORM_SLOW_QUERY_THRESHOLD => orm_slow_query_threshold: f64 = 0.5, slow_query_threshold, plain;
+    }
+}
+
+crate::settings! {
+    /// Authentication: signing secrets, token lifetimes, password hashing and length, login
+    /// throttling.
+    #[derive(Clone)]
+    #[non_exhaustive]
+    pub struct AuthSettings {
+        /// Application secret; signs tokens when `JWT_SECRET_KEY` is unset.
+        SECRET_KEY => secret_key: Option<Secret> = None, secret, secret;
+        /// Secret used to sign JWTs.
+        JWT_SECRET_KEY => jwt_secret_key: Option<Secret> = None, secret, secret;
+        /// Access token lifetime in seconds.
+        JWT_ACCESS_TOKEN_EXPIRES => jwt_access_token_expires: u64 = 900, seconds, plain;
+        /// Refresh token lifetime in seconds.
+        JWT_REFRESH_TOKEN_EXPIRES => jwt_refresh_token_expires: u64 = 2_592_000, seconds, plain;
+        /// bcrypt work factor for new password hashes (4 to 31).
+        BCRYPT_COST => bcrypt_cost: u32 = 12, bcrypt_cost, plain;
+        /// The shortest new password accepted, in characters (1 to 64).
+        PASSWORD_MIN_LENGTH => password_min_length: usize = DEFAULT_MIN_PASSWORD_CHARS, password_length, plain;
+        /// Failed credential checks one client address may make on one account per window
+        /// before its further attempts there get 429 (0 turns this counter off).
+        LOGIN_MAX_FAILURES_PER_ACCOUNT_AND_ADDRESS => login_max_failures_per_account_and_address: u32 = 10, count, plain;
+        /// Failed credential checks one account may see per window from all addresses
+        /// together before every attempt on it gets 429, the owner's too: a ceiling well above
+        /// the per-address one (0 turns the account counter off).
+        LOGIN_MAX_FAILURES_PER_ACCOUNT => login_max_failures_per_account: u32 = 100, count, plain;
+        /// Failed credential checks one client address may make per window before further
+        /// attempts get 429 (0 turns the address counter off).
+        LOGIN_MAX_FAILURES_PER_ADDRESS => login_max_failures_per_address: u32 = 50, count, plain;
+        /// Length in seconds of the window the failures are counted in.
+        LOGIN_FAILURE_WINDOW => login_failure_window: u64 = 900, seconds, plain;
+    }
+}
+
+crate::settings! {
+    /// List requests: page sizes and the limits on filters.
+    #[derive(Clone)]
+    #[non_exhaustive]
+    pub struct ListSettings {
+        /// Items per page when a list request names none.
+        DEFAULT_PAGE_SIZE => default_page_size: u32 = 25, positive, plain;
+        /// Largest `page_size` a list request may ask for.
+        MAX_PAGE_SIZE => max_page_size: u32 = 100, positive, plain;
+        /// Longest accepted `filter` expression of a list request, in characters.
+        FILTER_MAX_LENGTH => filter_max_length: u32 = 2000, positive, plain;
+        /// Deepest nesting (parentheses and `not`) of a `filter` expression.
+        FILTER_MAX_DEPTH => filter_max_depth: u32 = 16, positive, plain;
+        /// Most filters one list request may carry (400 above).
+        MAX_FILTERS => max_filters: u32 = 20, positive, plain;
+        /// Most values one `__in` filter may carry (400 above).
+        MAX_IN_VALUES => max_in_values: u32 = 100, positive, plain;
+    }
+}
+
+crate::settings! {
+    /// Operations: health and readiness routes, metrics, logs, shutdown.
+    #[derive(Clone)]
+    #[non_exhaustive]
+    pub struct OpsSettings {
+        /// Whether the health route exists.
+        HEALTH_ENDPOINT_ENABLED => health_endpoint_enabled: bool = true, boolean, plain;
+        /// Path of the health route.
+        HEALTH_ENDPOINT_PATH => health_endpoint_path: String = "/health".to_owned(), path, plain;
+        /// Path of the readiness route (503 until ready and from shutdown on).
+        READINESS_PATH => readiness_path: String = "/ready".to_owned(), path, plain;
+        /// Whether the Prometheus metrics route exists.
+        METRICS_ENABLED => metrics_enabled: bool = false, boolean, plain;
+        /// Path of the Prometheus metrics route.
+        METRICS_PATH => metrics_path: String = "/metrics".to_owned(), path, plain;
+        /// When set, the metrics route wants `Authorization: Bearer <token>`.
+        METRICS_TOKEN => metrics_token: Option<Secret> = None, trimmed_secret, secret;
+        /// `text` (human-readable) or `json` (one object per line).
+        LOG_FORMAT => log_format: LogFormat = LogFormat::Text, log_format, plain;
+        /// Seconds a graceful shutdown waits for requests in flight.
+        SHUTDOWN_TIMEOUT => shutdown_timeout: u64 = 30, whole_seconds, plain;
+    }
+}
