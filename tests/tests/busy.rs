@@ -5,7 +5,7 @@
 #![allow(missing_docs, clippy::unwrap_used)]
 
 use actix_web::test;
-use crudforge::auth::workers;
+use crudforge::__bench::run_on_bcrypt_workers;
 use crudforge::users::{self, UserBlueprint};
 use crudforge::Api;
 use crudforge_tests::TestDb;
@@ -52,7 +52,7 @@ fn fill(gate: &Arc<Gate>) -> Vec<Waiting> {
     let mut refused = 0;
     while refused < 2 {
         let g = Arc::clone(gate);
-        let mut job: Waiting = Box::pin(workers::run(move || g.wait()));
+        let mut job: Waiting = Box::pin(run_on_bcrypt_workers(move || g.wait()));
         match job.as_mut().poll(&mut cx) {
             Poll::Pending => {
                 jobs.push(job);

@@ -6,9 +6,10 @@ use actix_web::body::MessageBody;
 use actix_web::dev::{Service, ServiceResponse};
 use actix_web::http::StatusCode;
 use actix_web::{test, web, HttpResponse};
-use crudforge::crud::blueprint::CustomRoute;
 use crudforge::crud::registry;
-use crudforge::{Api, Config, OpOptions, Operation, Resource};
+use crudforge::crud::CustomRoute;
+use crudforge::crud::{OpOptions, Operation};
+use crudforge::{Api, Config, Resource};
 use crudforge_tests::critters::{create_table, stored_secret, Critter, CritterFilter};
 use crudforge_tests::{backend_tests, TestDb};
 use serde_json::{json, Value};
@@ -487,7 +488,13 @@ backend_tests! {
         }
         impl crudforge::crud::Validate for Rename {
             fn validate(&self) -> Result<(), crudforge::Error> {
-                crudforge::crud::check_max_len("name", &self.name, 5)
+                if self.name.chars().count() > 5 {
+                    return Err(crudforge::Error::invalid_field(
+                        "name",
+                        "at most 5 characters allowed",
+                    ));
+                }
+                Ok(())
             }
         }
         let bp = Critter::blueprint("/api/critters/")
@@ -748,7 +755,7 @@ backend_tests! {
     }
 
     async fn condition_trees_select_count_update_and_delete(t) {
-        use crudforge::crud::{Arg, Cond, Condition, Op};
+        use crudforge::condition::{Arg, Cond, Condition, Op};
         let api = critter_api(&t).await;
         let app = test::init_service(api.app()).await;
         seed(&app, &[

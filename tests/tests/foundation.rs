@@ -5,9 +5,11 @@
 use actix_web::dev::Service;
 use actix_web::http::StatusCode;
 use actix_web::{test, web, HttpResponse};
-use crudforge::db::sql_types::Portable;
+use crudforge::config::SqliteSynchronous;
+use crudforge::db::Backend;
 use crudforge::openapi::ApiDoc;
-use crudforge::{with_conn, Api, Backend, Config, Database, Mount, SqliteSynchronous};
+use crudforge::sql_types::Portable;
+use crudforge::{with_conn, Api, Config, Database, Mount};
 use crudforge_tests::{backend_tests, TestDb};
 use diesel::prelude::*;
 use diesel_async::{RunQueryDsl, SimpleAsyncConnection};
@@ -542,7 +544,7 @@ backend_tests! {
     }
 }
 
-use crudforge::Conn;
+use crudforge::db::Conn;
 
 #[actix_web::test]
 async fn health_is_503_when_postgres_is_unreachable() {
@@ -596,7 +598,7 @@ async fn bad_database_uri_names_the_key() {
 }
 
 /// A request dropped before it finishes (a client gone away), on a database of `options`.
-async fn drop_a_slow_request(options: crudforge::DbOptions) -> bool {
+async fn drop_a_slow_request(options: crudforge::db::DbOptions) -> bool {
     let t = TestDb::sqlite().await;
     let cfg = t.config();
     let db = crudforge::Database::open(t.target(), options)
@@ -624,7 +626,7 @@ async fn a_request_dropped_mid_query_neither_panics_nor_breaks_the_pool() {
     // actix-web runs handlers on single-threaded runtimes, like this test. With statements on
     // Tokio's blocking pool, a request whose future is dropped while its SQLite query runs must
     // not panic the worker, and the database must stay usable.
-    let options = crudforge::DbOptions {
+    let options = crudforge::db::DbOptions {
         sqlite_inline: false,
         ..Default::default()
     };
@@ -638,7 +640,7 @@ async fn a_request_dropped_mid_query_neither_panics_nor_breaks_the_pool() {
 async fn inline_statements_finish_before_a_request_can_be_dropped() {
     // With statements run inline (the default), a statement is never abandoned midway: the
     // slow query completes before the request's future can be dropped, and nothing breaks.
-    let options = crudforge::DbOptions::default();
+    let options = crudforge::db::DbOptions::default();
     assert!(options.sqlite_inline);
     assert!(
         !drop_a_slow_request(options).await,

@@ -5,8 +5,8 @@
 #![allow(missing_docs, clippy::unwrap_used)]
 
 use chrono::{DateTime, Utc};
+use crudforge::__bench::JOURNAL_SIZE_LIMIT;
 use crudforge::db::indexes::{self, IndexSpec};
-use crudforge::db::maintenance::JOURNAL_SIZE_LIMIT;
 use crudforge::{with_conn, Api, Database, Resource};
 use crudforge_tests::{backend_tests, Backend, TestDb};
 use diesel::prelude::*;

@@ -5,7 +5,8 @@
 
 use actix_web::test;
 use chrono::{DateTime, Utc};
-use crudforge::{with_conn, Api, Operation, Resource};
+use crudforge::crud::Operation;
+use crudforge::{with_conn, Api, Resource};
 use crudforge_tests::critters::Critter;
 use crudforge_tests::{backend_tests, Backend};
 use diesel::prelude::*;

@@ -84,7 +84,7 @@ backend_tests! {
         let db = t.open(&cfg).await;
         create_table(&db).await;
         let api = Api::new(cfg, db.clone()).unwrap()
-            .mount(Critter::blueprint("/api/critters/").public([crudforge::Operation::Post])).unwrap();
+            .mount(Critter::blueprint("/api/critters/").public([crudforge::crud::Operation::Post])).unwrap();
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let server = actix_web::HttpServer::new(move || api.app())

@@ -4,8 +4,9 @@
 #![allow(missing_docs, clippy::unwrap_used)]
 
 use actix_web::test;
+use crudforge::crud::Operation;
 use crudforge::users::{guard_roles, UserBlueprint, UserRole, DEFAULT_ROLES};
-use crudforge::{Api, Operation, Resource};
+use crudforge::{Api, Resource};
 use crudforge_tests::backend_tests;
 use serde_json::Value;
 

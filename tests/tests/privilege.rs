@@ -10,10 +10,11 @@ use actix_web::body::MessageBody;
 use actix_web::dev::{Service, ServiceResponse};
 use actix_web::http::StatusCode;
 use actix_web::test;
+use crudforge::crud::Operation;
 use crudforge::users::{
     self, guard_domain_delete, guard_roles, Domain, UserBlueprint, UserRole, DEFAULT_ROLES,
 };
-use crudforge::{Api, Database, Operation, Resource};
+use crudforge::{Api, Database, Resource};
 use crudforge_tests::{backend_tests, TestDb};
 use serde_json::{json, Value};
 use uuid::Uuid;
@@ -212,7 +213,7 @@ backend_tests! {
         let (s, b) = send(&app, grant(&w.api, w.sup, w.bob, "SUPERADMIN", None)).await;
         assert_eq!(s, 201, "{b}");
         // Removing a top role is a superadmin's matter too.
-        let roles = users::load_user(&w.db, w.alice).await.unwrap().unwrap();
+        let roles = crudforge::auth::load_user(&w.db, w.alice).await.unwrap().unwrap();
         assert!(roles.is_admin());
         let (_, list) = send(&app, as_user(test::TestRequest::get().uri(&format!("/api/user/{}/role/", w.alice)), &w.api, w.sup)).await;
         let unscoped = list["data"].as_array().unwrap().iter()
@@ -233,7 +234,7 @@ backend_tests! {
         }
         let (s, _) = send(&app, as_user(test::TestRequest::delete().uri(&sup), &w.api, w.admin)).await;
         assert_eq!(s, 403);
-        assert!(users::load_user(&w.db, w.sup).await.unwrap().unwrap().is_enabled, "nothing was changed");
+        assert!(crudforge::auth::load_user(&w.db, w.sup).await.unwrap().unwrap().is_enabled, "nothing was changed");
         let (s, _) = send(&app, grant(&w.api, w.admin, w.sup, "MODERATOR", None)).await;
         assert_eq!(s, 403, "nor its roles");
         let (s, _) = send(&app, grant(&w.api, w.dadmin, w.admin, "MODERATOR", Some(w.d))).await;
@@ -289,10 +290,10 @@ backend_tests! {
         let (s, b) = send(&app, as_user(test::TestRequest::delete().uri(&format!("/api/domains/{}", w.d)), &w.api, w.admin)).await;
         assert_eq!(s, 409, "{b}");
         assert!(b["detail"].as_str().unwrap().contains("cascade"), "{b}");
-        assert!(users::load_user(&w.db, w.dadmin).await.unwrap().unwrap().administers_domain(w.d), "the role is kept");
+        assert!(crudforge::auth::load_user(&w.db, w.dadmin).await.unwrap().unwrap().administers_domain(w.d), "the role is kept");
         let (s, _) = send(&app, as_user(test::TestRequest::delete().uri(&format!("/api/domains/{}?cascade=true", w.d)), &w.api, w.admin)).await;
         assert_eq!(s, 204);
-        assert!(users::load_user(&w.db, w.dadmin).await.unwrap().unwrap().roles.is_empty(), "the cascade removed the role");
+        assert!(crudforge::auth::load_user(&w.db, w.dadmin).await.unwrap().unwrap().roles.is_empty(), "the cascade removed the role");
     }
 
     async fn a_role_row_is_not_rewritten_into_a_higher_one(t) {
@@ -309,7 +310,7 @@ backend_tests! {
         }
         let after = role_row(&w.db, w.dadmin, "ADMIN", Some(w.d)).await.unwrap();
         assert_eq!(after.updated_at, own.updated_at, "the row is unchanged");
-        let me = users::load_user(&w.db, w.dadmin).await.unwrap().unwrap();
+        let me = crudforge::auth::load_user(&w.db, w.dadmin).await.unwrap().unwrap();
         assert!(!me.is_superadmin() && !me.is_admin() && me.administers_domain(w.d), "{me:?}");
 
         // A global admin: neither a grant above it, nor a grant of a user above it, nor taking
@@ -347,7 +348,7 @@ backend_tests! {
         assert!(s == 403 || s == 404, "{s}");
         let (s, b) = send(&app, patch_role(&w.api, w.sup, own.id, json!({"role": "MODERATOR"}))).await;
         assert_eq!(s, 200, "a superadmin rewrites anything: {b}");
-        assert!(!users::load_user(&w.db, w.dadmin).await.unwrap().unwrap().administers_domain(w.d));
+        assert!(!crudforge::auth::load_user(&w.db, w.dadmin).await.unwrap().unwrap().administers_domain(w.d));
     }
 
     async fn a_domain_cascade_removes_only_roles_the_caller_may_remove(t) {

@@ -3,7 +3,8 @@
 //! thread to thread between statements, with every row read back intact.
 #![allow(missing_docs, clippy::unwrap_used)]
 
-use crudforge::db::{sqlite_global, DbOptions, Target};
+use crudforge::__bench::configure_sqlite_globally;
+use crudforge::db::{DbOptions, Target};
 use crudforge::{with_conn, Database};
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Text};
@@ -20,7 +21,7 @@ struct Row {
 #[test]
 fn settings_apply_first_and_connections_stay_sound_across_threads() {
     // Nothing in this test process has touched SQLite yet.
-    assert!(sqlite_global::configure(), "SQLite took the settings");
+    assert!(configure_sqlite_globally(), "SQLite took the settings");
     let dir = tempfile::tempdir().unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(4)

@@ -4,7 +4,7 @@
 #![allow(missing_docs, clippy::unwrap_used)]
 
 use actix_web::test;
-use crudforge::db::statement_cache::MAX_SHAPES;
+use crudforge::__bench::MAX_SHAPES;
 use crudforge::{Api, Resource};
 use crudforge_tests::backend_tests;
 use crudforge_tests::critters::{create_table, Critter};

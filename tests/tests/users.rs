@@ -8,11 +8,12 @@ use actix_web::http::StatusCode;
 use actix_web::test;
 use chrono::{DateTime, Utc};
 use crudforge::auth::TokenKind;
+use crudforge::crud::Operation;
 use crudforge::perms::OwnerRules;
 use crudforge::users::{
     self, Domain, LoginContext, Role, Token, User, UserBlueprint, UserModel, UserRole, UserSetting,
 };
-use crudforge::{with_conn, Api, Config, Database, Error, Operation, Resource};
+use crudforge::{with_conn, Api, Config, Database, Error, Resource};
 use crudforge_tests::{backend_tests, Backend, TestDb};
 use diesel::prelude::*;
 use diesel_async::SimpleAsyncConnection;
@@ -531,9 +532,9 @@ backend_tests! {
         assert_eq!(send(&app, as_user(test::TestRequest::get().uri(&role_uri), &w.api, w.bob)).await.0, 404);
         let (status, _) = send(&app, as_user(test::TestRequest::delete().uri(&role_uri), &w.api, w.alice)).await;
         assert_eq!(status, 403, "alice can read but not remove her role");
-        let loaded = users::load_user(&w.db, w.alice).await.unwrap().unwrap();
+        let loaded = crudforge::auth::load_user(&w.db, w.alice).await.unwrap().unwrap();
         assert!(loaded.has_role("MODERATOR", None) && !loaded.is_admin() && loaded.has_any_role());
-        let admin = users::load_user(&w.db, w.admin).await.unwrap().unwrap();
+        let admin = crudforge::auth::load_user(&w.db, w.admin).await.unwrap().unwrap();
         assert!(admin.is_admin());
         assert_eq!(serde_json::to_value(Role::SuperAdmin).unwrap(), "SUPERADMIN");
         assert_eq!(serde_json::to_value([Role::Admin, Role::Moderator, Role::User]).unwrap(), json!(["ADMIN", "MODERATOR", "USER"]));
@@ -552,7 +553,7 @@ backend_tests! {
     async fn user_methods(t) {
         let w = world(&t, t.config()).await;
         let mut conn = w.db.get().await.unwrap();
-        let mut user = User::select(&mut conn, &[crudforge::crud::Cond::eq("id", crudforge::crud::Arg::Uuid(w.alice))], &[], None).await.unwrap().remove(0);
+        let mut user = User::select(&mut conn, &[crudforge::condition::Cond::eq("id", crudforge::condition::Arg::Uuid(w.alice))], &[], None).await.unwrap().remove(0);
         drop(conn);
         assert!(user.check_password("alice-pass", COST).await.unwrap());
         assert!(!user.check_password("nope", COST).await.unwrap());
@@ -635,9 +636,9 @@ backend_tests! {
         let id = Uuid::parse_str(tok["id"].as_str().unwrap()).unwrap();
         let stored: String = with_conn!(conn, |c| {
             diesel_async::RunQueryDsl::get_result(
-                users::schema::tokens::table
-                    .filter(users::schema::tokens::id.eq(crudforge::sql_types::Portable(id)))
-                    .select(users::schema::tokens::token),
+                crudforge::schema::tokens::table
+                    .filter(crudforge::schema::tokens::id.eq(crudforge::sql_types::Portable(id)))
+                    .select(crudforge::schema::tokens::token),
                 c,
             )
             .await
@@ -681,9 +682,9 @@ async fn users_hash(db: &Database, id: Uuid) -> String {
     let mut conn = db.get().await.unwrap();
     with_conn!(conn, |c| {
         diesel_async::RunQueryDsl::get_result::<Option<String>>(
-            crudforge::users::schema::users::table
-                .filter(crudforge::users::schema::users::id.eq(crudforge::sql_types::Portable(id)))
-                .select(crudforge::users::schema::users::password),
+            crudforge::schema::users::table
+                .filter(crudforge::schema::users::id.eq(crudforge::sql_types::Portable(id)))
+                .select(crudforge::schema::users::password),
             c,
         )
         .await

@@ -519,7 +519,7 @@ backend_tests! {
     }
 
     async fn anonymous_callers_from_two_addresses_do_not_share_keys(t) {
-        let bp = Critter::blueprint("/api/critters/").public([crudforge::Operation::Post]);
+        let bp = Critter::blueprint("/api/critters/").public([crudforge::crud::Operation::Post]);
         let app = test::init_service(api(&t, bp).await.app()).await;
         let from = |ip: &str| {
             post("/api/critters/", critter("Tom"))

@@ -243,7 +243,7 @@ pub(crate) async fn seed(db: &Database, rows: usize) -> Result<Vec<Uuid>, String
     let mut conn = db.get().await.map_err(|e| format!("connection: {e}"))?;
     // One transaction: a commit per row would measure the disk, not the seeding.
     match &mut conn {
-        crudforge::Conn::Sqlite(c) => c
+        crudforge::db::Conn::Sqlite(c) => c
             .spawn_blocking(move |c| {
                 c.transaction(|c| {
                     for row in all {
@@ -257,7 +257,7 @@ pub(crate) async fn seed(db: &Database, rows: usize) -> Result<Vec<Uuid>, String
             })
             .await
             .map_err(|e| format!("seeding critters: {e}"))?,
-        crudforge::Conn::Postgres(c) => {
+        crudforge::db::Conn::Postgres(c) => {
             c.batch_execute("BEGIN")
                 .await
                 .map_err(|e| format!("begin: {e}"))?;

@@ -10,9 +10,10 @@
 use crate::procfs;
 use crate::setup::Scratch;
 use chrono::Utc;
-use crudforge::db::update::Update;
+use crudforge::__bench::Update;
+use crudforge::config::SqliteSynchronous;
+use crudforge::db::SqliteLocking;
 use crudforge::sql_types::Portable;
-use crudforge::{SqliteLocking, SqliteSynchronous};
 use diesel::prelude::*;
 use diesel::sql_types::BigInt;
 use diesel_async::AsyncPgConnection;
@@ -106,14 +107,14 @@ impl Storage {
         let conn = match scratch.sqlite_file() {
             Some(file) => {
                 // The connection settings crudforge's own connections get (QPSG, pragmas).
-                crudforge::db::plans::install();
+                crudforge::__bench::install_plans();
                 // The same locking as the server's, so both pay the same for their locks.
                 let locking = if scratch.exclusive {
                     SqliteLocking::Exclusive
                 } else {
                     SqliteLocking::Shared
                 };
-                let target = crudforge::db::locking::connection_target(&file, locking)
+                let target = crudforge::__bench::connection_target(&file, locking)
                     .map_err(|e| format!("open {}: {e}", file.display()))?;
                 let mut c = diesel::SqliteConnection::establish(&target)
                     .map_err(|e| format!("open {}: {e}", file.display()))?;

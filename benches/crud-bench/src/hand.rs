@@ -14,9 +14,10 @@
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse, ResponseError};
 use chrono::{DateTime, NaiveDate, Utc};
+use crudforge::db::Conn;
 use crudforge::db::{PgConn, SqliteConn};
 use crudforge::sql_types::Portable;
-use crudforge::{Conn, Database};
+use crudforge::Database;
 use crudforge_tests::critters::critters;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;

@@ -341,7 +341,7 @@ pub fn parse_arg(kind: Kind, v: &str) -> Result<Arg, String> {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be used as a filter value",
     label = "this field is filterable, so `{Self}` must be parsed from query strings",
-    note = "add `#[resource(filter = false)]` to the field, or implement `crudforge::crud::FromArg` for `{Self}`"
+    note = "add `#[resource(filter = false)]` to the field, or implement `crudforge::condition::FromArg` for `{Self}`"
 )]
 pub trait FromArg: Sized {
     /// The conversion.

@@ -89,6 +89,12 @@ pub use json::Json;
 pub use mount::{IntoMount, Mount, MountError};
 pub use state::ApiState;
 
+/// What the workspace's benchmarks and tests reach inside the crate; not part of the public
+/// API.
+#[doc(hidden)]
+#[path = "bench.rs"]
+pub mod __bench;
+
 /// Items the derive macro's expansion names; not part of the public API.
 #[doc(hidden)]
 #[path = "private.rs"]

@@ -5,7 +5,7 @@ use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::middleware::Next;
-use actix_web::{HttpMessage, HttpRequest};
+use actix_web::HttpMessage;
 use tracing::Instrument;
 
 /// The header that carries a request's id, both ways.
@@ -26,11 +26,6 @@ impl RequestId {
             Some(id) if is_safe(id) => RequestId(id.to_owned()),
             _ => RequestId(fresh().to_string()),
         }
-    }
-
-    /// The id of `req`, if the request-id middleware saw it.
-    pub(crate) fn of(req: &HttpRequest) -> Option<RequestId> {
-        req.extensions().get::<RequestId>().cloned()
     }
 
     /// The id as text.

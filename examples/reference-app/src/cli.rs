@@ -408,7 +408,7 @@ pub async fn seed_critters(db: &Database, count: usize) -> Result<Vec<Uuid>, cru
     let mut conn = db.get().await?;
     match &mut conn {
         // SQLite: one synchronous transaction on the connection's thread.
-        crudforge::Conn::Sqlite(c) => {
+        crudforge::db::Conn::Sqlite(c) => {
             c.spawn_blocking(move |c| {
                 c.transaction(|c| {
                     for row in rows {
@@ -423,7 +423,7 @@ pub async fn seed_critters(db: &Database, count: usize) -> Result<Vec<Uuid>, cru
             .await?;
         }
         // PostgreSQL: multi-row inserts, all in one transaction (all or nothing).
-        crudforge::Conn::Postgres(c) => {
+        crudforge::db::Conn::Postgres(c) => {
             use diesel_async::SimpleAsyncConnection;
             c.batch_execute("BEGIN").await?;
             let mut inserted = Ok(0);

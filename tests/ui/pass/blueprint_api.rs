@@ -1,7 +1,8 @@
 // The generated impl gives `Model::blueprint`, and its options type-check; nothing is mounted.
 
 use chrono::{DateTime, Utc};
-use crudforge::{CrudBlueprint, Operation, Resource};
+use crudforge::crud::Operation;
+use crudforge::{CrudBlueprint, Resource};
 use diesel::prelude::*;
 use uuid::Uuid;
 

@@ -1,7 +1,7 @@
 // One field of every supported kind, required and optional.
 
 use chrono::{DateTime, NaiveDate, Utc};
-use crudforge::crud::Kind;
+use crudforge::field::Kind;
 use crudforge::Resource;
 use diesel::prelude::*;
 use uuid::Uuid;

@@ -22,5 +22,5 @@ pub use password::{
     hash_password, hash_password_for, verify_password, PasswordPolicy, MAX_PASSWORD_BYTES,
     MAX_PASSWORD_LEN,
 };
-pub use throttle::{Account, Attempt};
+pub use throttle::{record_failure, Account, Attempt};
 pub use user::{CurrentUser, Rank, RoleGrant};

@@ -263,7 +263,7 @@ impl Attempt {
 ///
 /// The 429 when the account or the address is already over its limit (the failure is then
 /// not counted), or a database error.
-pub(crate) async fn record_failure(req: &HttpRequest, account: Account<'_>) -> Result<(), Error> {
+pub async fn record_failure(req: &HttpRequest, account: Account<'_>) -> Result<(), Error> {
     let _failed = Attempt::begin(req, account).await?;
     Ok(())
 }

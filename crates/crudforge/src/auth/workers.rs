@@ -50,9 +50,7 @@ type Job = Box<dyn FnOnce() + Send>;
 ///
 /// 503 (`Error::Busy`, with `Retry-After`) when the queue is full; the threads could not be
 /// started, or `f` panicked.
-pub(crate) async fn run<T: Send + 'static>(
-    f: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, Error> {
+pub async fn run<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, Error> {
     wait(pool()?.submit(f)?).await
 }
 

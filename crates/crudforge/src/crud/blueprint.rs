@@ -17,7 +17,7 @@ use std::fmt;
 use std::sync::Arc;
 
 // Where these lived before the module was split; kept so existing paths still work.
-pub(crate) use super::options::{OpOptions, OpSetting, Operation, Present};
+pub(crate) use super::options::{OpOptions, OpSetting, Operation};
 pub(crate) use super::route::CustomRoute;
 
 /// A resource's endpoints at a URL prefix. Build it with [`Resource::blueprint`] or

@@ -28,7 +28,7 @@ mod write;
 // handlers read from a request, how they answer, and the shared state of a mounted blueprint.
 pub(crate) mod blueprint;
 pub(crate) mod options;
-pub(crate) mod registry;
+pub mod registry;
 mod render;
 mod request;
 pub(crate) mod route;
@@ -39,7 +39,7 @@ mod shared;
 // The OpenAPI description of a mounted blueprint.
 mod docs;
 
-pub(crate) use crate::condition::{Arg, Cond, Conditions, FromArg, Sort};
+pub(crate) use crate::condition::{Arg, Cond, Conditions, Sort};
 pub(crate) use crate::field::{FieldInfo, Kind};
 pub use blueprint::CrudBlueprint;
 pub use hooks::HookCtx;

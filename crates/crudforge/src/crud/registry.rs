@@ -6,6 +6,7 @@ use crate::mount::{IntoMount, Mount};
 
 /// One derived resource, submitted by `#[derive(Resource)]`.
 #[derive(Debug)]
+#[doc(hidden)]
 pub struct Registration {
     /// The model name (`Critter`).
     pub name: &'static str,
@@ -20,12 +21,13 @@ inventory::collect!(Registration);
 /// # Errors
 ///
 /// An invalid prefix.
+#[doc(hidden)]
 pub fn make<R: Resource>(prefix: &str) -> Result<Box<dyn Mount>, String> {
     IntoMount::into_mount(CrudBlueprint::<R>::new(prefix))
 }
 
 /// Names of every derived resource in the program, sorted.
-pub(crate) fn names() -> Vec<&'static str> {
+pub fn names() -> Vec<&'static str> {
     let mut v: Vec<&'static str> = inventory::iter::<Registration>
         .into_iter()
         .map(|r| r.name)
@@ -40,7 +42,7 @@ pub(crate) fn names() -> Vec<&'static str> {
 ///
 /// No derived resource has that name (the message lists the known ones), or the prefix is
 /// invalid for it.
-pub(crate) fn blueprint(name: &str, prefix: &str) -> Result<Box<dyn Mount>, String> {
+pub fn blueprint(name: &str, prefix: &str) -> Result<Box<dyn Mount>, String> {
     match inventory::iter::<Registration>
         .into_iter()
         .find(|r| r.name == name)

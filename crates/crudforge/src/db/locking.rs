@@ -33,7 +33,7 @@ pub(crate) const EXCLUSIVE_VFS: &str = "unix-excl";
 ///
 /// Exclusive locking on a system without the Unix VFS, or a path that cannot be made
 /// absolute (the working directory is gone).
-pub(crate) fn connection_target(path: &Path, locking: SqliteLocking) -> Result<String, DbError> {
+pub fn connection_target(path: &Path, locking: SqliteLocking) -> Result<String, DbError> {
     match locking {
         SqliteLocking::Shared => Ok(path.to_string_lossy().into_owned()),
         SqliteLocking::Exclusive => exclusive_uri(path),

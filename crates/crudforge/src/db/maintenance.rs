@@ -17,7 +17,7 @@ use std::time::Duration;
 
 /// `PRAGMA journal_size_limit` of every SQLite connection, in bytes (64 MiB): after a
 /// checkpoint restarts the log, a `-wal` file larger than this is truncated to it.
-pub(crate) const JOURNAL_SIZE_LIMIT: u64 = 64 * 1024 * 1024;
+pub const JOURNAL_SIZE_LIMIT: u64 = 64 * 1024 * 1024;
 
 /// How often a server checkpoints the WAL with `TRUNCATE`.
 pub(crate) const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(30);

@@ -38,7 +38,7 @@ extern "C" fn on_open(
 
 /// Turns QPSG on for every SQLite connection opened from now on. Idempotent; returns whether
 /// SQLite accepted the registration.
-pub(crate) fn install() -> bool {
+pub fn install() -> bool {
     static REGISTERED: OnceLock<bool> = OnceLock::new();
     super::sqlite_global::register(&REGISTERED, on_open, "the query-plan stability setting")
 }

@@ -45,7 +45,7 @@ pub(crate) fn register(registered: &OnceLock<bool>, entry: OnOpen, what: &str) -
 
 /// Applies the settings once per process; returns whether SQLite took them (false when
 /// SQLite had already started).
-pub(crate) fn configure() -> bool {
+pub fn configure() -> bool {
     static APPLIED: OnceLock<bool> = OnceLock::new();
     *APPLIED.get_or_init(|| {
         // SAFETY: `sqlite3_config` with these two options takes no argument and an int

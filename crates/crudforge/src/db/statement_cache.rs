@@ -27,7 +27,7 @@ use std::sync::{LazyLock, PoisonError, RwLock};
 static KEYS: LazyLock<RandomState> = LazyLock::new(RandomState::new);
 
 /// How many distinct shapes of per-request queries the process lets connections cache.
-pub(crate) const MAX_SHAPES: usize = 256;
+pub const MAX_SHAPES: usize = 256;
 
 /// The most terms (comparisons and sort keys) a shape may have and still be cached: larger
 /// statements are rare, and the largest to keep.
@@ -185,6 +185,7 @@ impl Admission {
     }
 
     /// How many shapes are admitted.
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.admitted
             .read()
@@ -193,6 +194,7 @@ impl Admission {
     }
 
     /// Whether no shape is admitted yet.
+    #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }

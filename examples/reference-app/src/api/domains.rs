@@ -45,9 +45,9 @@ impl RefDomain {
     /// Database errors.
     pub async fn by_name(db: &Database, name: &str) -> Result<Option<RefDomain>, Error> {
         let mut conn = db.get().await?;
-        let conds = [crudforge::crud::Cond::eq(
+        let conds = [crudforge::condition::Cond::eq(
             "name",
-            crudforge::crud::Arg::Text(name.to_owned()),
+            crudforge::condition::Arg::Text(name.to_owned()),
         )];
         Ok(RefDomain::select(&mut conn, &conds, &[], Some((1, 0)))
             .await?

@@ -3,8 +3,8 @@
 
 use super::domains::RefDomain;
 use actix_web::{HttpRequest, HttpResponse};
-use crudforge::auth::throttle::{Account, Attempt};
 use crudforge::auth::CurrentUser;
+use crudforge::auth::{Account, Attempt};
 use crudforge::users::LoginContext;
 use crudforge::{ApiState, Database, Error};
 use futures_util::future::LocalBoxFuture;
@@ -66,7 +66,7 @@ pub async fn token_login(
     let owner = crudforge::users::token_owner(&st.db, &body.token)
         .await?
         .ok_or_else(|| Error::Unauthorized("invalid token".into()))?;
-    let Some(user) = crudforge::users::load_user(&st.db, owner)
+    let Some(user) = crudforge::auth::load_user(&st.db, owner)
         .await?
         .filter(|u| u.is_enabled)
     else {

@@ -37,7 +37,7 @@ impl Present<AppUser> for PublicUsers {
         let ids: Vec<Portable<Uuid>> = items.iter().map(|u| Portable(u.id)).collect();
         let mut roles: HashMap<Uuid, Vec<String>> = HashMap::new();
         if !ids.is_empty() {
-            use crudforge::users::schema::user_roles;
+            use crudforge::schema::user_roles;
             let mut conn = db.get().await?;
             let rows: Vec<(Uuid, String)> = with_conn!(conn, |c| {
                 diesel_async::RunQueryDsl::load(

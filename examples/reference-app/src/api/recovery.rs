@@ -4,8 +4,8 @@
 use super::login::AccessToken;
 use super::users::AppUser;
 use actix_web::{HttpRequest, HttpResponse};
-use crudforge::auth::throttle::{Account, Attempt};
 use crudforge::auth::TokenKind;
+use crudforge::auth::{Account, Attempt};
 use crudforge::config::value;
 use crudforge::db::tx::{self, TxMode};
 use crudforge::users::TokenRecord;

@@ -11,8 +11,9 @@ use super::{login, settings};
 use actix_web::web;
 use apistos::paths::OperationType;
 use crudforge::crud::CustomRoute;
+use crudforge::crud::Operation;
 use crudforge::users::{guard_domain_delete, guard_roles, UserBlueprint, UserRole, DEFAULT_ROLES};
-use crudforge::{Api, MountError, Operation, Resource};
+use crudforge::{Api, MountError, Resource};
 
 /// Mounts every reference endpoint on `api`.
 ///

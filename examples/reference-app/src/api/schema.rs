@@ -2,7 +2,7 @@
 //! columns this application's migration adds).
 //!
 //! `app_users` and `app_domains` restate tables the library owns (`users` and `domains` in
-//! `crudforge::users::schema`): this application's migration adds columns to them, and a
+//! `crudforge::schema`): this application's migration adds columns to them, and a
 //! Diesel model can only select columns its `table!` declares, so the application declares
 //! each whole table, library columns included, under a name of its own (`sql_name` keeps the
 //! SQL table the same). `invites` and `critters` are the application's own tables.

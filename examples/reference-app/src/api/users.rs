@@ -157,9 +157,9 @@ impl AppUser {
     /// Database errors.
     pub async fn find(db: &Database, id: Uuid) -> Result<Option<AppUser>, Error> {
         let mut conn = db.get().await?;
-        let conds = [crudforge::crud::Cond::eq(
+        let conds = [crudforge::condition::Cond::eq(
             "id",
-            crudforge::crud::Arg::Uuid(id),
+            crudforge::condition::Arg::Uuid(id),
         )];
         Ok(AppUser::select(&mut conn, &conds, &[], Some((1, 0)))
             .await?
@@ -184,7 +184,7 @@ impl AppUser {
     ///
     /// Database errors.
     pub async fn set_names(
-        conn: &mut crudforge::Conn,
+        conn: &mut crudforge::db::Conn,
         id: Uuid,
         first: Option<String>,
         last: Option<String>,

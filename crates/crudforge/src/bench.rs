@@ -1,0 +1,10 @@
+//! What the workspace's benchmarks and tests reach inside the crate, in one place: hidden from
+//! the documentation and not part of the public API (it changes with any release).
+
+pub use crate::auth::workers::run as run_on_bcrypt_workers;
+pub use crate::db::locking::connection_target;
+pub use crate::db::maintenance::JOURNAL_SIZE_LIMIT;
+pub use crate::db::plans::install as install_plans;
+pub use crate::db::sqlite_global::configure as configure_sqlite_globally;
+pub use crate::db::statement_cache::MAX_SHAPES;
+pub use crate::db::update::Update;
