@@ -109,8 +109,8 @@ impl Api {
     }
 
     /// The readiness of this API (ready from [`Api::new`] on). An application that migrates
-    /// after it starts listening marks it [`Readiness::set_starting`] first and
-    /// [`Readiness::set_ready`] after; [`Api::server`] marks it draining on SIGTERM or Ctrl-C.
+    /// after it starts listening marks it `Readiness::set_starting` first and
+    /// `Readiness::set_ready` after; [`Api::server`] marks it draining on SIGTERM or Ctrl-C.
     pub fn readiness(&self) -> &Readiness {
         &self.readiness
     }
@@ -276,7 +276,7 @@ impl Api {
     /// In the background, once the API is [ready](Api::readiness) (an application that
     /// migrates after binding marks it so), it [checks the declared
     /// indexes](Api::check_indexes), and on SQLite runs the database's upkeep
-    /// ([`crate::db::maintenance::run`]: WAL checkpoints, `PRAGMA optimize`) until it drains.
+    /// (`crate::db::maintenance::run`: WAL checkpoints, `PRAGMA optimize`) until it drains.
     ///
     /// # Errors
     ///

@@ -128,6 +128,7 @@ pub fn error_name_for(status: StatusCode) -> String {
 
 /// Every failure a request can meet. Each maps to one status and one problem body.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// 400: the request is malformed (syntax, unknown parameter, bad parameter value).
     #[error("{detail}")]

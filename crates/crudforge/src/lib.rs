@@ -17,32 +17,29 @@
 //! }
 //! ```
 //!
+//! The types every application names are at the root: [`Api`] (the builder that mounts
+//! everything on an actix-web `App`), [`Config`], [`Database`], [`Resource`] (the trait and
+//! its derive), [`CrudBlueprint`], [`Error`] and [`Result`], [`Json`] (JSON bodies for
+//! hand-written handlers), [`ApiState`] (the state of a running API, for hand-written
+//! handlers) and [`Mount`] / [`IntoMount`] / [`MountError`]. Everything else has one home:
+//!
 //! | Module | Purpose |
 //! |---|---|
-//! | [`config`] | the configuration keys, from the environment or code |
+//! | [`config`] | the configuration keys in sections, from the environment or code; the same reader for an application's own keys |
 //! | [`error`] | the problem+json error type |
 //! | [`net`] | IP networks (CIDR) and the client address behind trusted proxies |
-//! | [`db`] | backends, pools, portable SQL types, SQL functions, migrations, query monitoring |
+//! | [`db`] | backends, pools, connections, SQL functions, migrations, transactions, declared indexes |
+//! | [`sql_types`] | portable SQL types for `table!` (UUIDs, timestamps, JSON on both backends) |
 //! | [`schema`] | the library's own tables |
 //! | [`field`] | field metadata: kinds and flags of a resource's fields |
 //! | [`condition`] | filter values, operators and condition trees |
-//! | [`json`] | JSON request bodies for hand-written handlers |
-//! | [`auth`] | JWTs, passwords, the current user |
-//! | [`state`] | the shared state of a running API |
+//! | [`auth`] | JWTs, passwords, the current user (extractors), throttling of failed checks |
 //! | [`openapi`] | the OpenAPI description and docs page |
-//! | [`mount`] | what an API mounts |
 //! | [`perms`] | permission rules |
-//! | [`health`] | the health endpoint |
-//! | [`middleware`] | problem+json rendering, query timing, request tasks |
-//! | [`request_id`] | request ids: `X-Request-Id`, the request span, `request_id` in problems |
-//! | [`operation`] | the operation id of a request, for metrics labels and log lines |
-//! | [`metrics`] | Prometheus metrics and their endpoint |
-//! | [`cors`] | CORS for the configured origins |
+//! | [`metrics`] | the Prometheus registry, for metrics of an application's own |
 //! | [`logging`] | the log subscriber (text or JSON) and one line per request |
-//! | [`readiness`] | the readiness endpoint and graceful shutdown |
-//! | [`crud`] | generated CRUD: resources, blueprints, list queries, handlers, lifecycle hooks, ETags and conditional requests, idempotency keys |
+//! | [`crud`] | generated CRUD: resources, blueprints, options, custom routes, lifecycle hooks, the registry of resources by name |
 //! | [`users`] | the user system: users, roles, tokens, settings, domains, login |
-//! | [`api`] | the builder that mounts everything on an actix-web `App` |
 //!
 //! `docs/architecture.md` in the repository draws how they fit together.
 

@@ -177,7 +177,7 @@ impl Metrics {
     }
 
     /// Counts a per-request query run as a one-off statement (see
-    /// [`statement_cache`](crate::db::statement_cache)).
+    /// `statement_cache`).
     pub fn statement_uncached(&self) {
         self.statements_uncached.inc();
     }

@@ -251,7 +251,7 @@ fn select_fn(g: &Gen<'_>, d: &Dialect) -> TokenStream {
             c: &mut #conn,
             conds: #p::Node<'_>,
             sort: &[#k::condition::Sort],
-            page: ::core::option::Option<(i64, i64)>,
+            page: ::core::option::Option<#k::crud::Window>,
         ) -> ::core::result::Result<::std::vec::Vec<#ident>, #k::Error> {
             #by_key
             let mut q = #table::table
@@ -270,8 +270,8 @@ fn select_fn(g: &Gen<'_>, d: &Dialect) -> TokenStream {
                 q = q.then_order_by(#table::created_at.asc());
             }
             q = q.then_order_by(#table::#id_ident.asc());
-            if let ::core::option::Option::Some((limit, offset)) = page {
-                q = q.limit(limit).offset(offset);
+            if let ::core::option::Option::Some(window) = page {
+                q = q.limit(window.limit).offset(window.offset);
             }
             // Written per request: cached only if its shape is admitted (see
             // `crudforge::db::statement_cache`).
@@ -298,7 +298,7 @@ fn select_by_key(g: &Gen<'_>, d: &Dialect) -> TokenStream {
             if sort.is_empty()
                 && only.op == #k::condition::Op::Eq
                 && only.field == #id_name
-                && page.is_none_or(|(limit, offset)| limit >= 1 && offset == 0)
+                && page.is_none_or(|w| w.limit >= 1 && w.offset == 0)
             {
                 let key = #p::arg::<#p::uuid::Uuid>(only)?;
                 let q = #table::table

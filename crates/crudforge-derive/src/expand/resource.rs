@@ -201,7 +201,7 @@ fn select_method(g: &Gen<'_>) -> TokenStream {
             conn: &mut #k::db::Conn,
             conds: &(impl #k::condition::Conditions + ?::core::marker::Sized),
             sort: &[#k::condition::Sort],
-            page: ::core::option::Option<(i64, i64)>,
+            page: ::core::option::Option<#k::crud::Window>,
         ) -> ::core::result::Result<::std::vec::Vec<Self>, #k::Error> {
             let conds = #k::condition::Conditions::node(conds);
             #arms

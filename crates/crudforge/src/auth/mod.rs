@@ -1,9 +1,9 @@
 //! Authentication: JWTs (access, refresh, recovery), bcrypt passwords hashed off the async
-//! workers (in steps that yield the core, [`yielding_bcrypt`]), and the current user, loaded
+//! workers (in steps that yield the core, `yielding_bcrypt`), and the current user, loaded
 //! with its roles in one query.
 //!
-//! [`tokens`] and [`password`] are pure building blocks; [`extract`] reads a request's
-//! `Authorization` header with them; [`throttle`] counts failed credential checks per account
+//! `tokens` and `password` are pure building blocks; `extract` reads a request's
+//! `Authorization` header with them; `throttle` counts failed credential checks per account
 //! and client address and answers 429 past the limits.
 
 mod email;

@@ -38,6 +38,7 @@ const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 
 /// Whose credentials an attempt tries.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub enum Account<'a> {
     /// A user that exists.
     User(Uuid),
@@ -110,7 +111,7 @@ struct Held {
     window_start: i64,
 }
 
-/// A credential check in progress; see the [module documentation](self).
+/// A credential check in progress; see the module documentation.
 ///
 /// Dropping it without calling [`Attempt::succeeded`] leaves it counted as a failure.
 #[derive(Debug)]

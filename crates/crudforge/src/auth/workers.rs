@@ -44,7 +44,7 @@ const RETRY_AFTER_SECS: u64 = 1;
 type Job = Box<dyn FnOnce() + Send>;
 
 /// Runs `f` on a bcrypt thread and returns its result. Jobs queue when every thread is busy,
-/// up to [`QUEUED_JOBS_PER_THREAD`] per thread.
+/// up to `QUEUED_JOBS_PER_THREAD` per thread.
 ///
 /// # Errors
 ///

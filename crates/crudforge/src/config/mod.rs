@@ -1,6 +1,6 @@
 //! Service configuration: the contract's keys, read from the environment or built in code.
 //!
-//! [`settings`] is the table of every key (its section, field, type, default, reader and
+//! `settings` is the table of every key (its section, field, type, default, reader and
 //! whether `Debug` hides it); [`value`] is the grammar a value is read with, which
 //! applications use for their own settings through [`settings!`](crate::settings).
 
@@ -70,6 +70,7 @@ impl Config {
 
 /// How log lines are written (`LOG_FORMAT`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum LogFormat {
     /// Human-readable lines (the default).
     #[default]
@@ -84,6 +85,7 @@ pub enum LogFormat {
 /// operating-system crash can lose the last commits but never corrupts the file. `Full` also
 /// keeps those commits, at a cost in write speed (see `docs/database.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum SqliteSynchronous {
     /// `OFF`: hands writes to the operating system and goes on.
     Off,
@@ -129,8 +131,9 @@ impl SqliteSynchronous {
 /// for as long as it has the file open, and every other process that tries to use the file
 /// fails with "database is locked". In exchange statements take their locks in memory,
 /// without a system call, which is markedly faster (see the
-/// [`db::locking`](crate::db::locking) documentation and `docs/database.md`).
+/// `db::locking` documentation and `docs/database.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum SqliteLocking {
     /// Other processes may open and use the file at the same time.
     #[default]
@@ -180,6 +183,7 @@ impl fmt::Debug for Secret {
 
 /// Why a configuration could not be used. Every variant names the key at fault.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// A value could not be parsed into its type.
     #[error("configuration key {key}: expected {expected}, got {value:?}")]

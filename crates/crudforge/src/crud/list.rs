@@ -68,7 +68,10 @@ async fn list<R: Resource>(
         conn,
         &page_conds,
         &q.sort,
-        Some((i64::from(q.page_size) + 1, offset)),
+        Some(super::Window {
+            limit: i64::from(q.page_size) + 1,
+            offset,
+        }),
     )
     .await?;
     let total = match q.count {

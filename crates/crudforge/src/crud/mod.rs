@@ -82,7 +82,7 @@ pub trait Validate {
 ///
 /// The database operations take a checked-out [`Conn`] and run typed Diesel code for its
 /// backend. Every operation that addresses rows takes the conditions that select them (the key,
-/// a parent scope, a permission scope, the caller's filters) as a [`Condition`] tree or as
+/// a parent scope, a permission scope, the caller's filters) as a `Condition` tree or as
 /// comparisons combined with AND (`&[Cond]`), through [`Conditions`].
 pub trait Resource: Sized + 'static {
     /// POST body.
@@ -107,12 +107,13 @@ pub trait Resource: Sized + 'static {
     /// The value of `field` as it appears in a URL (for `Location` headers).
     fn key_of(&self, field: &str) -> Option<String>;
 
-    /// Rows matching `conds`, in `sort` order (default: `created_at`, then id), one page.
+    /// Rows matching `conds`, in `sort` order (default: `created_at`, then id); with `page`,
+    /// only the rows of that window.
     fn select(
         conn: &mut Conn,
         conds: &(impl Conditions + ?Sized),
         sort: &[Sort],
-        page: Option<(i64, i64)>,
+        page: Option<Window>,
     ) -> impl Future<Output = Result<Vec<Self>, Error>>;
 
     /// Number of rows matching `conds`.
@@ -230,6 +231,23 @@ pub struct Page<T> {
     pub data: Vec<T>,
     /// Where this page is.
     pub pagination: Pagination,
+}
+
+/// Which rows of a sorted selection [`Resource::select`] returns: at most `limit` rows, after
+/// skipping `offset`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    /// The most rows returned.
+    pub limit: i64,
+    /// How many rows are skipped first.
+    pub offset: i64,
+}
+
+impl Window {
+    /// The first `limit` rows.
+    pub fn first(limit: i64) -> Window {
+        Window { limit, offset: 0 }
+    }
 }
 
 /// Position of a page in a list.

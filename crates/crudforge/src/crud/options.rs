@@ -12,6 +12,7 @@ use std::fmt;
 
 /// The five generated operations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Operation {
     /// `GET <prefix>`: a filtered, paginated list.
     Index,
@@ -206,6 +207,7 @@ impl<R: Resource> OpOptions<R> {
 
 /// The setting of one operation in an options map: `false` disables it, options enable it.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum OpSetting<R> {
     /// The operation is not mounted.
     Disabled,

@@ -33,6 +33,7 @@ pub struct ListQuery {
 
 /// How an INDEX counts the matching rows: the `count` parameter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum CountMode {
     /// `exact` (the default): a `COUNT(*)` with the list's conditions.
     #[default]

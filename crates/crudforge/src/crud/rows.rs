@@ -18,9 +18,9 @@ pub(crate) async fn select_one<R: Resource>(
                     _ => None,
                 })
                 .collect();
-            R::select(conn, &flat, &[], Some((1, 0))).await?
+            R::select(conn, &flat, &[], Some(crate::crud::Window::first(1))).await?
         }
-        _ => R::select(conn, conds, &[], Some((1, 0))).await?,
+        _ => R::select(conn, conds, &[], Some(crate::crud::Window::first(1))).await?,
     };
     Ok(rows.into_iter().next())
 }
@@ -33,7 +33,7 @@ pub(crate) async fn reload<R: Resource>(conn: &mut crate::db::Conn, item: &R) ->
     let key = item.key_of(R::ID_FIELD).ok_or_else(missing)?;
     let arg = parse_arg(field.kind, &key).map_err(|_| missing())?;
     let conds = vec![Cond::eq(field.name, arg)];
-    R::select(conn, &conds, &[], Some((1, 0)))
+    R::select(conn, &conds, &[], Some(crate::crud::Window::first(1)))
         .await?
         .into_iter()
         .next()

@@ -27,7 +27,7 @@ pub(crate) const EXCLUSIVE_VFS: &str = "unix-excl";
 
 /// What `SqliteConnection::establish` is given to open the file at `path` with `locking`:
 /// the path itself when shared; when exclusive, a `file:` URI of the absolute path naming
-/// [`EXCLUSIVE_VFS`] (SQLite connections are opened with URI names allowed).
+/// `EXCLUSIVE_VFS` (SQLite connections are opened with URI names allowed).
 ///
 /// # Errors
 ///

@@ -105,7 +105,7 @@ impl Database {
     /// Runs `PRAGMA wal_checkpoint(TRUNCATE)` (SQLite; `None` on PostgreSQL): copies every
     /// frame of the WAL into the database and truncates the `-wal` file to nothing. It waits
     /// up to a second for the write lock and for readers of older snapshots, then gives up
-    /// with [`Checkpoint::busy`] set.
+    /// with `Checkpoint::busy` set.
     ///
     /// # Errors
     ///
@@ -130,7 +130,7 @@ impl Database {
     }
 
     /// One round of upkeep: a WAL checkpoint, and `PRAGMA optimize` when `optimize` is set
-    /// (see [`run`]). Nothing on PostgreSQL.
+    /// (see `run`). Nothing on PostgreSQL.
     ///
     /// # Errors
     ///

@@ -80,7 +80,7 @@ pub fn sqlite_pragmas(synchronous: SqliteSynchronous) -> String {
 
 /// Run once by each pooled SQLite connection after [`sqlite_pragmas`]: what SQLite recommends
 /// when a long-lived connection opens (analyze the tables whose statistics are missing or
-/// stale, with a bounded cost; see [`maintenance`]).
+/// stale, with a bounded cost; see `maintenance`).
 pub const SQLITE_OPTIMIZE_ON_OPEN: &str = "PRAGMA optimize = 0x10002;";
 
 /// Runs [`SQLITE_OPTIMIZE_ON_OPEN`] without waiting for a lock: storing statistics needs the
@@ -103,13 +103,13 @@ pub struct DbOptions {
     pub monitor: Option<Duration>,
     /// SQLite's `synchronous` level (ignored on PostgreSQL).
     pub sqlite_synchronous: SqliteSynchronous,
-    /// Whether other processes may use the SQLite file meanwhile ([`locking`]; ignored on
+    /// Whether other processes may use the SQLite file meanwhile (`locking`; ignored on
     /// PostgreSQL).
     pub sqlite_locking: SqliteLocking,
     /// Longest wait for a pooled connection; `None` waits for ever.
     pub checkout_timeout: Option<Duration>,
     /// Longest run of one statement: PostgreSQL's `statement_timeout` on every connection, and
-    /// on SQLite an interrupt from a progress handler ([`deadline`]); `None` leaves them
+    /// on SQLite an interrupt from a progress handler (`deadline`); `None` leaves them
     /// unbounded.
     pub statement_timeout: Option<Duration>,
     /// Run SQLite statements on the calling thread ([`Runner::inline`], the default) rather
@@ -175,6 +175,7 @@ pub struct AppMigrations {
 
 /// Why the database could not be opened or migrated.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum DbError {
     /// The connection string is not one the service understands.
     #[error("ORM_DATABASE_URI: {0}")]
@@ -477,7 +478,7 @@ impl Database {
     }
 
     /// Checks a connection out of the pool. With monitoring on, its queries are timed and
-    /// counted towards the current request's [`QueryStats`].
+    /// counted towards the current request's `QueryStats`.
     ///
     /// # Errors
     ///

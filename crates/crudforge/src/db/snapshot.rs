@@ -123,7 +123,7 @@ pub(crate) async fn finish<T>(conn: &mut Conn, outcome: Result<T, Error>) -> Res
 ///
 /// ```ignore
 /// let (page, total) = crudforge::db::snapshot::read(&db, async |conn| {
-///     Ok((Critter::select(conn, &conds, &sort, Some((25, 0))).await?, Critter::count(conn, &conds).await?))
+///     Ok((Critter::select(conn, &conds, &sort, Some(crudforge::crud::Window::first(25))).await?, Critter::count(conn, &conds).await?))
 /// })
 /// .await?;
 /// ```

@@ -13,6 +13,7 @@ use verified::Verified;
 /// What a JWT may be used for. Only access tokens authenticate requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum TokenKind {
     /// Authenticates requests (`Authorization: Bearer`).
     Access,
@@ -150,7 +151,7 @@ impl Tokens {
 
     /// Verifies the signature (HS256 only) and every registered claim the token carries:
     /// `exp` (required, a number, in the future), `iat` (required, a number, not in the future
-    /// beyond [`IAT_LEEWAY`], not after `exp`), `nbf` (a number, not in the future, when
+    /// beyond `IAT_LEEWAY`, not after `exp`), `nbf` (a number, not in the future, when
     /// present), `sub` (required, a UUID), `jti` (required, a UUID) and `type` (required, the
     /// expected kind). A claim of the wrong JSON type fails like a missing one.
     ///

@@ -467,7 +467,7 @@ async fn me<U: UserModel>(req: HttpRequest) -> Result<HttpResponse, Error> {
         &mut conn,
         &[Cond::eq("id", Arg::Uuid(user.id))],
         &[],
-        Some((1, 0)),
+        Some(crate::crud::Window::first(1)),
     )
     .await?;
     let u = found

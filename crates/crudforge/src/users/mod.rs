@@ -3,13 +3,13 @@
 //!
 //! | Module | Owns |
 //! |---|---|
-//! | [`model`] | the models and the role names |
-//! | [`rules`] | their permission rules |
-//! | [`store`] | queries: passwords, accounts, roles, tokens |
-//! | [`identity`] | e-mail addresses: one normalized form for storage, uniqueness and lookup |
-//! | [`privilege`] | who may grant which role; nobody changes a user who outranks them |
-//! | [`domains`] | domain deletion refused while roles reference the domain |
-//! | [`blueprint`] | the user endpoints: CRUD plus login, refresh and me |
+//! | `model` | the models and the role names |
+//! | `rules` | their permission rules |
+//! | `store` | queries: passwords, accounts, roles, tokens |
+//! | `identity` | e-mail addresses: one normalized form for storage, uniqueness and lookup |
+//! | `privilege` | who may grant which role; nobody changes a user who outranks them |
+//! | `domains` | domain deletion refused while roles reference the domain |
+//! | `blueprint` | the user endpoints: CRUD plus login, refresh and me |
 
 pub(crate) mod blueprint;
 pub(crate) mod domains;

@@ -49,8 +49,13 @@ impl RefDomain {
             "name",
             crudforge::condition::Arg::Text(name.to_owned()),
         )];
-        Ok(RefDomain::select(&mut conn, &conds, &[], Some((1, 0)))
-            .await?
-            .pop())
+        Ok(RefDomain::select(
+            &mut conn,
+            &conds,
+            &[],
+            Some(crudforge::crud::Window::first(1)),
+        )
+        .await?
+        .pop())
     }
 }

@@ -161,9 +161,14 @@ impl AppUser {
             "id",
             crudforge::condition::Arg::Uuid(id),
         )];
-        Ok(AppUser::select(&mut conn, &conds, &[], Some((1, 0)))
-            .await?
-            .pop())
+        Ok(AppUser::select(
+            &mut conn,
+            &conds,
+            &[],
+            Some(crudforge::crud::Window::first(1)),
+        )
+        .await?
+        .pop())
     }
 
     /// Loads a user by e-mail (case-insensitive).
