@@ -48,10 +48,11 @@ pub struct Problem {
 }
 
 impl Problem {
-    /// A problem for `status` with the given error name (`not_found_error`) and detail.
-    pub fn new(status: StatusCode, name: &str, detail: impl Into<String>) -> Self {
+    /// A problem for `status` with the given detail; its `type` is the status's problem type
+    /// ([`error_name_for`]).
+    pub fn new(status: StatusCode, detail: impl Into<String>) -> Self {
         Problem {
-            type_: format!("/errors/{name}"),
+            type_: format!("/errors/{}", error_name_for(status)),
             title: status.canonical_reason().unwrap_or("Error").to_owned(),
             status: status.as_u16(),
             detail: detail.into(),
@@ -66,7 +67,6 @@ impl Problem {
     /// A generic problem for a bare status code (used for errors produced without a body).
     pub fn from_status(status: StatusCode) -> Self {
         let title = status.canonical_reason().unwrap_or("Error");
-        let name = error_name_for(status);
         let detail = match status {
             StatusCode::NOT_FOUND => "No resource exists at this path.".to_owned(),
             StatusCode::METHOD_NOT_ALLOWED => "This method is not allowed on this path.".to_owned(),
@@ -75,7 +75,7 @@ impl Problem {
             s if s.is_server_error() => "The server could not complete the request.".to_owned(),
             _ => title.to_owned(),
         };
-        Problem::new(status, &name, detail)
+        Problem::new(status, detail)
     }
 
     /// The HTTP status.
@@ -106,10 +106,15 @@ impl Problem {
     }
 }
 
-/// `/errors/` name for a status code: its reason phrase in snake case plus `_error`.
+/// The `/errors/` name of a status code's problems, the one place problem types are named:
+/// its reason phrase in snake case plus `_error` (`not_found_error`), except 422, whose
+/// problems are `validation_error` (the contract's name), and 500, `internal_server_error`.
 pub fn error_name_for(status: StatusCode) -> String {
     if status == StatusCode::INTERNAL_SERVER_ERROR {
         return "internal_server_error".to_owned();
+    }
+    if status == StatusCode::UNPROCESSABLE_ENTITY {
+        return "validation_error".to_owned();
     }
     let reason = status.canonical_reason().unwrap_or("unknown");
     let mut name: String = reason
@@ -225,65 +230,39 @@ impl Error {
         use diesel::result::Error as D;
         match self {
             Error::BadRequest { detail, field } => {
-                let mut p = Problem::new(StatusCode::BAD_REQUEST, "bad_request_error", detail);
+                let mut p = Problem::new(StatusCode::BAD_REQUEST, detail);
                 p.field.clone_from(field);
                 p
             }
             Error::Validation { detail, field } => {
-                let mut p =
-                    Problem::new(StatusCode::UNPROCESSABLE_ENTITY, "validation_error", detail);
+                let mut p = Problem::new(StatusCode::UNPROCESSABLE_ENTITY, detail);
                 p.field.clone_from(field);
                 p
             }
-            Error::Unauthorized(d) => {
-                Problem::new(StatusCode::UNAUTHORIZED, "unauthorized_error", d.as_ref())
+            Error::Unauthorized(d) => Problem::new(StatusCode::UNAUTHORIZED, d.as_ref()),
+            Error::Forbidden(d) => Problem::new(StatusCode::FORBIDDEN, d.as_ref()),
+            Error::NotFound(d) => Problem::new(StatusCode::NOT_FOUND, d.as_ref()),
+            Error::Conflict(d) => Problem::new(StatusCode::CONFLICT, d.as_ref()),
+            Error::PreconditionFailed(d) => {
+                Problem::new(StatusCode::PRECONDITION_FAILED, d.as_ref())
             }
-            Error::Forbidden(d) => {
-                Problem::new(StatusCode::FORBIDDEN, "forbidden_error", d.as_ref())
+            Error::PreconditionRequired(d) => {
+                Problem::new(StatusCode::PRECONDITION_REQUIRED, d.as_ref())
             }
-            Error::NotFound(d) => {
-                Problem::new(StatusCode::NOT_FOUND, "not_found_error", d.as_ref())
+            Error::RequestTimeout(d) => Problem::new(StatusCode::REQUEST_TIMEOUT, d.as_ref()),
+            Error::PayloadTooLarge(d) => Problem::new(StatusCode::PAYLOAD_TOO_LARGE, d.as_ref()),
+            Error::UnsupportedMediaType(d) => {
+                Problem::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, d.as_ref())
             }
-            Error::Conflict(d) => Problem::new(StatusCode::CONFLICT, "conflict_error", d.as_ref()),
-            Error::PreconditionFailed(d) => Problem::new(
-                StatusCode::PRECONDITION_FAILED,
-                "precondition_failed_error",
-                d.as_ref(),
-            ),
-            Error::PreconditionRequired(d) => Problem::new(
-                StatusCode::PRECONDITION_REQUIRED,
-                "precondition_required_error",
-                d.as_ref(),
-            ),
-            Error::RequestTimeout(d) => Problem::new(
-                StatusCode::REQUEST_TIMEOUT,
-                "request_timeout_error",
-                d.as_ref(),
-            ),
-            Error::PayloadTooLarge(d) => Problem::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "payload_too_large_error",
-                d.as_ref(),
-            ),
-            Error::UnsupportedMediaType(d) => Problem::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "unsupported_media_type_error",
-                d.as_ref(),
-            ),
-            Error::TooManyRequests { detail, .. } => Problem::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "too_many_requests_error",
-                detail.as_ref(),
-            ),
-            Error::Busy { detail, .. } => Problem::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "service_unavailable_error",
-                detail.as_ref(),
-            ),
+            Error::TooManyRequests { detail, .. } => {
+                Problem::new(StatusCode::TOO_MANY_REQUESTS, detail.as_ref())
+            }
+            Error::Busy { detail, .. } => {
+                Problem::new(StatusCode::SERVICE_UNAVAILABLE, detail.as_ref())
+            }
             Error::Unavailable(msg) => {
                 let mut p = Problem::new(
                     StatusCode::SERVICE_UNAVAILABLE,
-                    "service_unavailable_error",
                     "The database is unavailable; try again later.",
                 );
                 p.debug = Some(msg.clone());
@@ -291,7 +270,6 @@ impl Error {
             }
             Error::Database(D::NotFound) => Problem::new(
                 StatusCode::NOT_FOUND,
-                "not_found_error",
                 "The requested resource does not exist.",
             ),
             // A library trigger refused a change (`crudforge_refused:<field>:<why>`).
@@ -301,11 +279,7 @@ impl Error {
                 let msg = info.message();
                 let rest = msg.split_once("crudforge_refused:").map_or("", |(_, r)| r);
                 let (field, why) = rest.split_once(':').unwrap_or(("", rest));
-                let mut p = Problem::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "validation_error",
-                    why.trim().to_owned(),
-                );
+                let mut p = Problem::new(StatusCode::UNPROCESSABLE_ENTITY, why.trim().to_owned());
                 p.field = (!field.is_empty()).then(|| field.to_owned());
                 p
             }
@@ -319,7 +293,6 @@ impl Error {
             {
                 let mut p = Problem::new(
                     StatusCode::SERVICE_UNAVAILABLE,
-                    "service_unavailable_error",
                     "The query took longer than the service allows (DB_STATEMENT_TIMEOUT).",
                 );
                 p.debug = Some(info.message().to_owned());
@@ -442,11 +415,7 @@ pub fn query_error(
 /// Maps actix-web's path-parameter errors to a 404 problem: a path that does not parse names
 /// no resource.
 pub fn path_error(err: actix_web::error::PathError, _req: &HttpRequest) -> actix_web::Error {
-    let mut p = Problem::new(
-        StatusCode::NOT_FOUND,
-        "not_found_error",
-        "No resource exists at this path.",
-    );
+    let mut p = Problem::new(StatusCode::NOT_FOUND, "No resource exists at this path.");
     p.debug = Some(err.to_string());
     ProblemError(p).into()
 }
@@ -499,6 +468,15 @@ mod tests {
         assert_eq!(
             error_name_for(StatusCode::INTERNAL_SERVER_ERROR),
             "internal_server_error"
+        );
+        // A 422 is named the same whichever path makes it.
+        assert_eq!(
+            error_name_for(StatusCode::UNPROCESSABLE_ENTITY),
+            "validation_error"
+        );
+        assert_eq!(
+            Problem::from_status(StatusCode::UNPROCESSABLE_ENTITY).type_,
+            Error::invalid_field("x", "y").problem().type_
         );
     }
 

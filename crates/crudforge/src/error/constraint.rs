@@ -188,7 +188,7 @@ impl Failure {
                 at(&self.table)
             ),
         };
-        let mut p = Problem::new(StatusCode::CONFLICT, "conflict_error", detail);
+        let mut p = Problem::new(StatusCode::CONFLICT, detail);
         p.table = self.table;
         p.field = self.field;
         p.debug = Some(self.message);
