@@ -286,10 +286,7 @@ impl Error {
             // A statement stopped at DB_STATEMENT_TIMEOUT: PostgreSQL cancels it (SQLSTATE
             // 57014), SQLite's progress handler interrupts it.
             Error::Database(D::DatabaseError(_, info))
-                if info
-                    .message()
-                    .contains("canceling statement due to statement timeout")
-                    || is_sqlite_interrupt(info.message()) =>
+                if crate::dialect::is_statement_timeout(info.message()) =>
             {
                 let mut p = Problem::new(
                     StatusCode::SERVICE_UNAVAILABLE,
@@ -340,12 +337,6 @@ impl ResponseError for Error {
         }
         res
     }
-}
-
-/// Whether a SQLite error message is the one of a statement its progress handler interrupted
-/// (`db::deadline`, `DB_STATEMENT_TIMEOUT`).
-pub(crate) fn is_sqlite_interrupt(message: &str) -> bool {
-    message == "interrupted"
 }
 
 /// Maps actix-web's JSON body errors (syntax, type, size, content type) to problems.

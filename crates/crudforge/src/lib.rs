@@ -52,6 +52,7 @@ pub mod config;
 pub(crate) mod cors;
 pub mod crud;
 pub mod db;
+mod dialect;
 pub mod error;
 pub mod field;
 pub(crate) mod health;

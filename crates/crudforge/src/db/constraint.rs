@@ -3,7 +3,7 @@
 //! table, so this completes the error before `error::constraint` turns it into a 409.
 
 use crate::db::{Conn, SqliteConn};
-use crate::error::constraint::SQLITE_FOREIGN_KEY;
+use crate::dialect::{SQLITE_FOREIGN_KEY, SQLITE_FOREIGN_KEYS, SQLITE_PRIMARY_KEY};
 use crate::error::Error;
 use diesel::result::{DatabaseErrorInformation, DatabaseErrorKind as K, Error as D};
 use diesel::sql_types::{Bool, Integer, Nullable, Text};
@@ -81,15 +81,6 @@ struct PkColumn {
     #[diesel(sql_type = Integer)]
     pk: i32,
 }
-
-/// The single-column foreign keys of every table (composite keys left out).
-const SQLITE_FOREIGN_KEYS: &str = "\
-SELECT m.name AS child, p.\"from\" AS col, p.\"table\" AS parent, p.\"to\" AS target, \
-       p.on_delete AS on_delete \
-FROM sqlite_master AS m, pragma_foreign_key_list(m.name) AS p \
-WHERE m.type = 'table' \
-  AND (SELECT count(*) FROM pragma_foreign_key_list(m.name) AS q WHERE q.id = p.id) = 1 \
-ORDER BY m.name, p.id";
 
 fn quoted(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
@@ -193,7 +184,7 @@ pub(crate) async fn name_on_sqlite(conn: &mut Conn, write: Write<'_>, e: Error) 
 /// The single primary-key column of a SQLite table.
 async fn primary_key(c: &mut SqliteConn, table: &str) -> Option<String> {
     use diesel_async::RunQueryDsl;
-    let cols = diesel::sql_query("SELECT name, pk FROM pragma_table_info(?) WHERE pk > 0")
+    let cols = diesel::sql_query(SQLITE_PRIMARY_KEY)
         .bind::<Text, _>(table)
         .load::<PkColumn>(c)
         .await

@@ -88,7 +88,10 @@ mod tests {
             conn.batch_execute(ENDLESS)
         });
         let err = r.expect_err("the endless query is interrupted");
-        assert!(crate::error::is_sqlite_interrupt(&err.to_string()), "{err}");
+        assert!(
+            crate::dialect::is_statement_timeout(&err.to_string()),
+            "{err}"
+        );
         // Without a deadline nothing is interrupted, and the connection is usable again.
         conn.batch_execute("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1);")
             .expect("the connection still works");

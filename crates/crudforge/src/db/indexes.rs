@@ -5,7 +5,7 @@
 //! [`Api`](crate::Api) runs [`missing`] when it starts serving and logs a warning with the
 //! `CREATE INDEX` statement of each index the database lacks.
 
-use super::{Conn, Database, DbError};
+use super::{Database, DbError};
 use diesel::sql_types::{Nullable, Text};
 use diesel_async::RunQueryDsl as _;
 
@@ -166,24 +166,6 @@ struct IndexColumn {
     column_name: Option<String>,
 }
 
-/// The key columns of every complete (not partial) index of a table, in order.
-const SQLITE_INDEX_COLUMNS: &str = "\
-SELECT il.name AS index_name, ii.name AS column_name \
-FROM pragma_index_list(?) AS il, pragma_index_info(il.name) AS ii \
-WHERE il.partial = 0 \
-ORDER BY il.name, ii.seqno";
-
-/// The same on PostgreSQL: valid, non-partial indexes, key columns only (not `INCLUDE`).
-const POSTGRES_INDEX_COLUMNS: &str = "\
-SELECT ic.relname::text AS index_name, a.attname::text AS column_name \
-FROM pg_index ix \
-JOIN pg_class ic ON ic.oid = ix.indexrelid \
-CROSS JOIN LATERAL unnest(ix.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord) \
-LEFT JOIN pg_attribute a ON a.attrelid = ix.indrelid AND a.attnum = k.attnum \
-WHERE ix.indrelid = to_regclass(quote_ident($1)) AND ix.indisvalid AND ix.indpred IS NULL \
-  AND k.ord <= ix.indnkeyatts \
-ORDER BY ic.relname, k.ord";
-
 /// The key columns of each index `table` has, in order (empty when there is no such table).
 ///
 /// # Errors
@@ -194,20 +176,10 @@ pub async fn table_indexes(
     table: &str,
 ) -> Result<Vec<(String, Vec<Option<String>>)>, DbError> {
     let mut conn = db.get().await.map_err(|e| DbError::Pool(e.to_string()))?;
-    let rows: Vec<IndexColumn> = match &mut conn {
-        Conn::Sqlite(c) => {
-            diesel::sql_query(SQLITE_INDEX_COLUMNS)
-                .bind::<Text, _>(table)
-                .load(&mut **c)
-                .await?
-        }
-        Conn::Postgres(c) => {
-            diesel::sql_query(POSTGRES_INDEX_COLUMNS)
-                .bind::<Text, _>(table)
-                .load(&mut **c)
-                .await?
-        }
-    };
+    let sql = crate::dialect::index_columns(conn.backend());
+    let rows: Vec<IndexColumn> = crate::with_conn!(conn, |c| {
+        diesel::sql_query(sql).bind::<Text, _>(table).load(c).await
+    })?;
     let mut out: Vec<(String, Vec<Option<String>>)> = Vec::new();
     for row in rows {
         match out.last_mut() {

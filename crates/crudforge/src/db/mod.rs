@@ -156,14 +156,7 @@ pub const SQLITE_MIGRATIONS: EmbeddedMigrations =
 pub const POSTGRES_MIGRATIONS: EmbeddedMigrations =
     diesel_migrations::embed_migrations!("migrations/postgres");
 
-/// Which database engine a [`Database`] talks to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    /// SQLite, embedded.
-    Sqlite,
-    /// PostgreSQL (or a compatible engine).
-    Postgres,
-}
+pub use crate::dialect::Backend;
 
 /// An application's own migrations, one set per backend, run after the library's.
 pub struct AppMigrations {
@@ -240,6 +233,16 @@ pub enum Conn {
     Sqlite(Object<SqliteConn>),
     /// A PostgreSQL connection.
     Postgres(Object<PgConn>),
+}
+
+impl Conn {
+    /// Which backend this connection talks to.
+    pub fn backend(&self) -> Backend {
+        match self {
+            Conn::Sqlite(_) => Backend::Sqlite,
+            Conn::Postgres(_) => Backend::Postgres,
+        }
+    }
 }
 
 /// Runs the same Diesel code on whichever backend a [`Conn`] holds.

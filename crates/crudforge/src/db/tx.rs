@@ -28,23 +28,17 @@ pub enum TxMode {
 ///
 /// The database refuses (lock timeout, connection lost, already in a transaction).
 pub async fn begin(conn: &mut Conn, mode: TxMode) -> Result<(), Error> {
+    let sql = crate::dialect::begin_write(conn.backend(), mode == TxMode::Serialized);
     match conn {
         Conn::Sqlite(c) => {
             let c: &mut SqliteConn = c;
-            c.spawn_blocking(|inner| {
-                diesel::connection::AnsiTransactionManager::begin_transaction_sql(
-                    inner,
-                    "BEGIN IMMEDIATE",
-                )
+            c.spawn_blocking(move |inner| {
+                diesel::connection::AnsiTransactionManager::begin_transaction_sql(inner, sql)
             })
             .await?;
         }
         Conn::Postgres(c) => {
             let c: &mut PgConn = c;
-            let sql = match mode {
-                TxMode::Write => "BEGIN",
-                TxMode::Serialized => "BEGIN ISOLATION LEVEL REPEATABLE READ",
-            };
             AnsiTransactionManager::begin_transaction_sql(c, sql).await?;
         }
     }

@@ -8,11 +8,11 @@
 //! from the schema (`db::constraint`), for the generated handlers, which know the resource's table.
 
 use super::Problem;
+use crate::dialect::{
+    plain, postgres_key_column as key_column, sqlite_columns, SQLITE_FOREIGN_KEY,
+};
 use actix_web::http::StatusCode;
 use diesel::result::{DatabaseErrorInformation, DatabaseErrorKind as K};
-
-/// SQLite's whole message for every foreign-key failure.
-pub(crate) const SQLITE_FOREIGN_KEY: &str = "FOREIGN KEY constraint failed";
 
 /// What kind of constraint refused the write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,39 +37,6 @@ pub(crate) struct Failure {
     field: Option<String>,
     constraint: Option<String>,
     message: String,
-}
-
-/// The one plain column of a PostgreSQL detail such as `Key (title)=(x) already exists.`
-/// (`None` for several columns or an expression).
-fn key_column(details: Option<&str>) -> Option<String> {
-    let rest = details?.strip_prefix("Key (")?;
-    let end = rest.find(")=(")?;
-    plain(&rest[..end])
-}
-
-/// `name` when it is one plain identifier.
-fn plain(name: &str) -> Option<String> {
-    let name = name.trim().trim_matches('"');
-    (!name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_'))
-        .then(|| name.to_owned())
-}
-
-/// The table and (when there is exactly one) column of a SQLite message such as
-/// `UNIQUE constraint failed: notes.title, notes.owner`.
-fn sqlite_columns(message: &str, prefix: &str) -> (Option<String>, Option<String>) {
-    let Some(rest) = message.strip_prefix(prefix) else {
-        return (None, None);
-    };
-    let columns: Vec<&str> = rest.split(',').map(str::trim).collect();
-    let Some((table, column)) = columns.first().and_then(|c| c.split_once('.')) else {
-        return (None, None);
-    };
-    let field = if columns.len() == 1 {
-        plain(column)
-    } else {
-        None
-    };
-    (plain(table), field)
 }
 
 impl Failure {
@@ -193,44 +160,5 @@ impl Failure {
         p.field = self.field;
         p.debug = Some(self.message);
         p
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_sqlite_and_postgres_messages() {
-        assert_eq!(
-            sqlite_columns(
-                "UNIQUE constraint failed: notes.title",
-                "UNIQUE constraint failed: "
-            ),
-            (Some("notes".into()), Some("title".into()))
-        );
-        assert_eq!(
-            sqlite_columns(
-                "UNIQUE constraint failed: notes.title, notes.owner",
-                "UNIQUE constraint failed: "
-            ),
-            (Some("notes".into()), None)
-        );
-        assert_eq!(
-            sqlite_columns(
-                "UNIQUE constraint failed: index 'x'",
-                "UNIQUE constraint failed: "
-            ),
-            (None, None)
-        );
-        assert_eq!(
-            key_column(Some("Key (title)=(a) already exists.")),
-            Some("title".into())
-        );
-        assert_eq!(key_column(Some("Key (a, b)=(1, 2) already exists.")), None);
-        assert_eq!(
-            key_column(Some("Key (lower(email))=(x) already exists.")),
-            None
-        );
     }
 }
