@@ -93,6 +93,9 @@ pub enum Value {
 pub struct Operator {
     /// The parameter suffix after `__` (`gte` in `age__gte`); empty for plain equality.
     pub suffix: &'static str,
+    /// How a `filter` expression spells it (`>=`, `like`; `is` for `is null` / `is not
+    /// null`); empty when only the parameter form exists.
+    pub expression: &'static str,
     /// The comparison it applies.
     pub op: Op,
     /// What it means, completing "`field` …" (`is at least`).
@@ -139,6 +142,7 @@ const TEXT: &[Kind] = &[Kind::Text];
 pub const OPERATORS: &[Operator] = &[
     Operator {
         suffix: "",
+        expression: "=",
         op: Op::Eq,
         description: "equals",
         kinds: COMPARABLE,
@@ -147,6 +151,7 @@ pub const OPERATORS: &[Operator] = &[
     },
     Operator {
         suffix: "ne",
+        expression: "!=",
         op: Op::Ne,
         description: "differs from",
         kinds: COMPARABLE,
@@ -155,6 +160,7 @@ pub const OPERATORS: &[Operator] = &[
     },
     Operator {
         suffix: "in",
+        expression: "in",
         op: Op::In,
         description: "is one of (comma-separated)",
         kinds: LISTABLE,
@@ -163,6 +169,7 @@ pub const OPERATORS: &[Operator] = &[
     },
     Operator {
         suffix: "from",
+        expression: "",
         op: Op::Gte,
         description: "is on or after (YYYY-MM-DD)",
         kinds: DATES,
@@ -171,6 +178,7 @@ pub const OPERATORS: &[Operator] = &[
     },
     Operator {
         suffix: "to",
+        expression: "",
         op: Op::Lte,
         description: "is on or before (YYYY-MM-DD, whole day)",
         kinds: DATES,
@@ -179,6 +187,7 @@ pub const OPERATORS: &[Operator] = &[
     },
     Operator {
         suffix: "gt",
+        expression: ">",
         op: Op::Gt,
         description: "is greater than",
         kinds: ORDERED,
@@ -187,6 +196,7 @@ pub const OPERATORS: &[Operator] = &[
     },
     Operator {
         suffix: "lt",
+        expression: "<",
         op: Op::Lt,
         description: "is less than",
         kinds: ORDERED,
@@ -195,6 +205,7 @@ pub const OPERATORS: &[Operator] = &[
     },
     Operator {
         suffix: "gte",
+        expression: ">=",
         op: Op::Gte,
         description: "is at least",
         kinds: ORDERED,
@@ -203,6 +214,7 @@ pub const OPERATORS: &[Operator] = &[
     },
     Operator {
         suffix: "lte",
+        expression: "<=",
         op: Op::Lte,
         description: "is at most",
         kinds: ORDERED,
@@ -211,6 +223,7 @@ pub const OPERATORS: &[Operator] = &[
     },
     Operator {
         suffix: "like",
+        expression: "like",
         op: Op::Like,
         description: "matches the SQL LIKE pattern (case-sensitive)",
         kinds: TEXT,
@@ -219,6 +232,7 @@ pub const OPERATORS: &[Operator] = &[
     },
     Operator {
         suffix: "ilike",
+        expression: "ilike",
         op: Op::ILike,
         description: "matches the SQL LIKE pattern (case-insensitive)",
         kinds: TEXT,
@@ -227,6 +241,7 @@ pub const OPERATORS: &[Operator] = &[
     },
     Operator {
         suffix: "isnull",
+        expression: "is",
         op: Op::IsNull,
         description: "is null (true) or not (false)",
         kinds: COMPARABLE,
@@ -238,6 +253,13 @@ pub const OPERATORS: &[Operator] = &[
 /// The operator written with `suffix` (`""` for equality).
 pub fn operator(suffix: &str) -> Option<&'static Operator> {
     OPERATORS.iter().find(|o| o.suffix == suffix)
+}
+
+/// The operator a `filter` expression spells `word` (`>=`, `like`, `is`).
+pub fn operator_spelled(word: &str) -> Option<&'static Operator> {
+    OPERATORS
+        .iter()
+        .find(|o| !o.expression.is_empty() && o.expression.eq_ignore_ascii_case(word))
 }
 
 /// The operators a field of `kind` accepts, in table order.

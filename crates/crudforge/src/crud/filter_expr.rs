@@ -7,9 +7,10 @@
 //! parser never recurses deeper than the configured depth and refuses input over the
 //! configured length before reading it, so no input overflows the stack.
 
-use crate::condition::{operator, parse_arg, text_arg, Arg, Cond, Condition, Op};
+use crate::condition::{operator, parse_arg, text_arg, Arg, Cond, Condition, Op, OPERATORS};
 use crate::error::Error;
 use crate::field::{FieldInfo, Kind};
+use crudforge_core::operator_spelled;
 
 /// The name of the parameter, as errors name it.
 pub(crate) const PARAM: &str = "filter";
@@ -345,31 +346,32 @@ impl Parser {
                 )
             })?;
         let (t, op_pos) = self.next();
-        let (suffix, spelled) = match &t {
-            Tok::Cmp(c) => (
-                match *c {
-                    "=" => "",
-                    "!=" => "ne",
-                    ">" => "gt",
-                    ">=" => "gte",
-                    "<" => "lt",
-                    _ => "lte",
-                },
-                (*c).to_owned(),
-            ),
-            t if t.is_word("like") => ("like", "like".to_owned()),
-            t if t.is_word("ilike") => ("ilike", "ilike".to_owned()),
-            t if t.is_word("in") => ("in", "in".to_owned()),
-            t if t.is_word("is") => ("isnull", "is null".to_owned()),
-            other => {
-                return Err(error(
-                    op_pos,
-                    format!(
-                        "expected an operator (=, !=, >, >=, <, <=, like, ilike, in, is) after `{name}`, found {}",
-                        other.describe()
-                    ),
-                ))
-            }
+        // The spelling is looked up in the operator table, which says how a `filter`
+        // expression writes each operator.
+        let word = match &t {
+            Tok::Cmp(c) => Some(*c),
+            Tok::Ident(w) => Some(w.as_str()),
+            _ => None,
+        };
+        let Some(found) = word.and_then(operator_spelled) else {
+            let spellings: Vec<&str> = OPERATORS
+                .iter()
+                .map(|o| o.expression)
+                .filter(|e| !e.is_empty())
+                .collect();
+            return Err(error(
+                op_pos,
+                format!(
+                    "expected an operator ({}) after `{name}`, found {}",
+                    spellings.join(", "),
+                    t.describe()
+                ),
+            ));
+        };
+        let (suffix, spelled) = if found.op == Op::IsNull {
+            (found.suffix, "is null".to_owned())
+        } else {
+            (found.suffix, found.expression.to_owned())
         };
         let o = operator(suffix).filter(|o| o.applies(field.kind, field.nullable));
         let Some(o) = o else {

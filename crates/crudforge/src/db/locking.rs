@@ -20,7 +20,7 @@ use super::DbError;
 use std::path::Path;
 
 /// Declared by the configuration (`SQLITE_LOCKING`), which the database layer reads.
-pub use crate::config::SqliteLocking;
+pub(crate) use crate::config::SqliteLocking;
 
 /// The VFS that makes the process the file's only user.
 pub(crate) const EXCLUSIVE_VFS: &str = "unix-excl";
