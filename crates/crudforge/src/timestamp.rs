@@ -4,9 +4,13 @@
 //! lines take their time from `tracing-subscriber`'s clock, and the few other timestamps
 //! (`/health`, cursors, parent ids from the path put into a body) call chrono's `to_rfc3339*`.
 //!
-//! chrono writes a timestamp digit by digit through `fmt::Write` (and `serde_json` escapes each
-//! piece it is handed); a list page of 25 rows has 50 of them, which made them the largest
-//! part of rendering it.
+//! Kept for a measured reason: chrono writes a timestamp digit by digit through `fmt::Write`
+//! (and `serde_json` escapes each piece it is handed); a list page of 25 rows has 50 of them,
+//! and in the profile of W2 (the list workload of `api-bench`) serializing the 25 items was
+//! 10 % of the server's samples, most of it these timestamps (`docs/performance.md`, "Per-request
+//! work, third pass"). The text is chrono's byte for byte (the tests compare both), and
+//! chrono writes every form this module does not (years outside 0-9999, leap seconds, other
+//! offsets).
 
 use chrono::{DateTime, Datelike, NaiveDate, NaiveTime, Timelike, Utc};
 use serde::{Serialize, Serializer};
