@@ -1,10 +1,10 @@
 //! The user blueprint: the CRUD operations of a user model plus `login/`, `refresh/` and `me/`.
 
 use super::model::{User, UserModel};
-use super::store::{
-    end_sessions, find_by_email, lock_user_in, refresh_record_in, revoke_family_in,
-    revoke_record_in, revoke_token, set_password_hash_in, store_refresh_in, store_rehash,
-    token_version, token_version_in, users_password,
+use super::store::{find_by_email, set_password_hash_in, store_rehash, users_password};
+use super::tokens::{
+    end_sessions, lock_user_in, refresh_record_in, revoke_family_in, revoke_record_in,
+    revoke_token, store_refresh_in, token_version, token_version_in,
 };
 use crate::auth::password::{hash_cost, hash_unchecked};
 use crate::auth::throttle::{Account, Attempt};

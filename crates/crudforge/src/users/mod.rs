@@ -19,6 +19,7 @@ pub(crate) mod model;
 pub(crate) mod privilege;
 pub(crate) mod rules;
 pub(crate) mod store;
+pub(crate) mod tokens;
 
 pub use blueprint::{
     access_token, issue_tokens, issue_tokens_in, LoginContext, LoginHook, LoginRequest,
@@ -31,8 +32,11 @@ pub use model::{Domain, Role, Token, User, UserModel, UserRole, UserSetting};
 pub use privilege::{may_grant, DEFAULT_ROLES};
 pub use rules::{RoleRules, UserRules};
 pub use store::{
-    claims_current_in, create_user, create_user_in, end_sessions, find_by_email, grant_role,
-    grant_role_in, hash_and_set_password, new_user_hash, revoke_token, revoke_token_in,
-    set_enabled, set_password, set_password_hash_in, store_token, store_token_in, store_token_of,
-    token_owner, token_owner_of, token_version, token_version_in, TokenRecord, MIN_API_KEY_LEN,
+    create_user, create_user_in, find_by_email, grant_role, grant_role_in, hash_and_set_password,
+    new_user_hash, set_enabled, set_password, set_password_hash_in,
+};
+pub use tokens::{
+    claims_current_in, end_sessions, revoke_token, revoke_token_in, store_token, store_token_in,
+    store_token_of, token_owner, token_owner_of, token_version, token_version_in, TokenRecord,
+    MIN_API_KEY_LEN,
 };
