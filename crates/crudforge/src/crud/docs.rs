@@ -7,8 +7,11 @@ use super::{FieldInfo, Kind, Page, Resource};
 use crate::condition::{operators_for, Value};
 use crate::openapi::{json_body, json_response, parameter, problem_response, ApiDoc};
 use actix_web::http::StatusCode;
-use apistos::paths::{Operation as OpDoc, OperationType, ParameterIn, Responses};
+use apistos::paths::{
+    Operation as OpDoc, OperationType, Parameter, ParameterIn, RequestBody, Responses,
+};
 use apistos::reference_or::ReferenceOr;
+use apistos::security::SecurityRequirement;
 use schemars::schema::Schema;
 use std::collections::BTreeMap;
 
@@ -286,161 +289,266 @@ fn path_params(
     out
 }
 
+/// What one generated operation puts in the description, before the parts every operation
+/// shares (conditional requests, callers, security).
+struct OpParts {
+    path: String,
+    method: OperationType,
+    summary: String,
+    params: Vec<ReferenceOr<Parameter>>,
+    body: Option<ReferenceOr<RequestBody>>,
+    responses: BTreeMap<String, ReferenceOr<apistos::paths::Response>>,
+}
+
 fn document_op<R: Resource>(doc: &mut ApiDoc, op: Operation, o: &OpOptions<R>, m: &Mounted<R>) {
-    let shared = &m.shared;
     let response = match (o.presenter, o.response) {
         (Some((schema, _)), _) | (None, Some((schema, _))) => schema(doc),
         (None, None) => doc.schema::<R::Response>(),
     };
-    let mut responses = BTreeMap::new();
-    let mut params;
-    let mut body = None;
-    let (path, method, summary) = match op {
-        Operation::Index => {
-            params = path_params(doc, &shared.parents, None);
-            let max = doc.max_page_size();
-            params.push(parameter(
-                "page",
-                ParameterIn::Query,
-                false,
-                Some("Page number, from 1 (default 1).".into()),
-                integer_schema(1, u32::MAX),
-            ));
-            params.push(parameter(
-                "page_size",
-                ParameterIn::Query,
-                false,
-                Some(format!(
-                    "Items per page, 1 to {max} (the default is set by configuration)."
-                )),
-                integer_schema(1, max),
-            ));
-            params.push(parameter("sort", ParameterIn::Query, false, Some("Comma-separated fields; `-field` sorts descending. Default: created_at, then id.".into()), sort_schema::<R>()));
-            list_params::<R>(doc, &mut params);
-            for f in R::FIELDS.iter().filter(|f| f.filterable && !f.write_only) {
-                for o in operators_for(f.kind, f.nullable) {
-                    let name = if o.suffix.is_empty() {
-                        f.name.to_owned()
-                    } else {
-                        format!("{}__{}", f.name, o.suffix)
-                    };
-                    let description = format!("`{}` {}", f.name, o.description);
-                    params.push(match o.value {
-                        // Comma-separated values: OpenAPI's form style without explode.
-                        Value::List => list_parameter(&name, description, field_schema(doc, f)),
-                        Value::Pattern => {
-                            let s = doc.generator().subschema_for::<String>();
-                            parameter(&name, ParameterIn::Query, false, Some(description), s)
-                        }
-                        Value::Flag => {
-                            let s = doc.generator().subschema_for::<bool>();
-                            parameter(&name, ParameterIn::Query, false, Some(description), s)
-                        }
-                        Value::Field | Value::DayStart | Value::DayEnd => {
-                            let s = field_schema(doc, f);
-                            parameter(&name, ParameterIn::Query, false, Some(description), s)
-                        }
-                    });
-                }
-            }
-            let page = page_schema(doc, response);
-            responses.insert("200".to_owned(), json_response("One page of items", page));
-            responses.extend([problem_response(doc, StatusCode::BAD_REQUEST)]);
-            (
-                m.prefix.clone(),
-                OperationType::Get,
-                format!("List {}", plural(&words(R::NAME))),
-            )
-        }
-        Operation::Get => {
-            params = path_params(
-                doc,
-                &shared.parents,
-                Some((shared.res_id, &shared.res_id_param)),
-            );
-            params.push(fields_parameter::<R>());
-            responses.extend([problem_response(doc, StatusCode::BAD_REQUEST)]);
-            responses.insert("200".to_owned(), json_response("The item", response));
-            responses.extend([problem_response(doc, StatusCode::NOT_FOUND)]);
-            (
-                m.item_path.clone(),
-                OperationType::Get,
-                format!("Get one {}", words(R::NAME)),
-            )
-        }
-        Operation::Post => {
-            params = path_params(doc, &shared.parents, None);
-            let input = match o.input {
-                Some((schema, _)) => schema(doc),
-                None => doc.schema::<R::Create>(),
-            };
-            // Parent fields come from the path; the body may not carry them.
-            let parents: Vec<&str> = shared.parents.iter().map(|(f, _)| f.name).collect();
-            let input = doc.without_properties(input, &parents);
-            body = Some(json_body(input));
-            responses.insert("201".to_owned(), json_response("Created", response));
-            // 400/413/415/422 (body) are added by `ApiDoc::add_operation`.
-            responses.extend([problem_response(doc, StatusCode::CONFLICT)]);
-            (
-                m.prefix.clone(),
-                OperationType::Post,
-                format!("Create {}", article(&words(R::NAME))),
-            )
-        }
-        Operation::Patch => {
-            params = path_params(
-                doc,
-                &shared.parents,
-                Some((shared.res_id, &shared.res_id_param)),
-            );
-            let input = match o.input {
-                Some((schema, _)) => schema(doc),
-                None => doc.schema::<R::Update>(),
-            };
-            body = Some(json_body(input));
-            responses.insert(
-                "200".to_owned(),
-                json_response("The updated item", response),
-            );
-            // 400/413/415/422 (body) and 404 (path) are added by `ApiDoc::add_operation`.
-            responses.extend([problem_response(doc, StatusCode::CONFLICT)]);
-            (
-                m.item_path.clone(),
-                OperationType::Patch,
-                format!("Update {}", article(&words(R::NAME))),
-            )
-        }
-        Operation::Delete => {
-            params = path_params(
-                doc,
-                &shared.parents,
-                Some((shared.res_id, &shared.res_id_param)),
-            );
-            responses.insert(
-                "204".to_owned(),
-                ReferenceOr::Object(apistos::paths::Response {
-                    description: "Deleted".to_owned(),
-                    ..Default::default()
-                }),
-            );
-            responses.extend([
-                problem_response(doc, StatusCode::NOT_FOUND),
-                problem_response(doc, StatusCode::CONFLICT),
-            ]);
-            (
-                m.item_path.clone(),
-                OperationType::Delete,
-                format!("Delete {}", article(&words(R::NAME))),
-            )
-        }
+    let mut parts = match op {
+        Operation::Index => index_parts(doc, m, response),
+        Operation::Get => get_parts(doc, m, response),
+        Operation::Post => post_parts(doc, o, m, response),
+        Operation::Patch => patch_parts(doc, o, m, response),
+        Operation::Delete => delete_parts(doc, m),
     };
     document_writes(
         doc,
         op,
-        shared.require_if_match,
-        &mut params,
-        &mut responses,
+        m.shared.require_if_match,
+        &mut parts.params,
+        &mut parts.responses,
     );
+    let (extensions, description, security) = callers(doc, op, o, m, &mut parts.responses);
+    let op_doc = OpDoc {
+        tags: vec![R::NAME.to_owned()],
+        summary: Some(parts.summary),
+        description,
+        operation_id: Some(op.operation_id(R::NAME)),
+        parameters: parts.params,
+        request_body: parts.body,
+        responses: Responses {
+            responses: parts.responses,
+            ..Default::default()
+        },
+        security,
+        extensions,
+        ..Default::default()
+    };
+    doc.add_operation(&parts.path, parts.method, op_doc);
+}
+
+/// `GET` of a list: the path's parents, the list parameters, one filter parameter per
+/// operator of each filterable field, and the page.
+fn index_parts<R: Resource>(
+    doc: &mut ApiDoc,
+    m: &Mounted<R>,
+    response: ReferenceOr<Schema>,
+) -> OpParts {
+    let mut params = path_params(doc, &m.shared.parents, None);
+    let max = doc.max_page_size();
+    params.push(parameter(
+        "page",
+        ParameterIn::Query,
+        false,
+        Some("Page number, from 1 (default 1).".into()),
+        integer_schema(1, u32::MAX),
+    ));
+    params.push(parameter(
+        "page_size",
+        ParameterIn::Query,
+        false,
+        Some(format!(
+            "Items per page, 1 to {max} (the default is set by configuration)."
+        )),
+        integer_schema(1, max),
+    ));
+    params.push(parameter(
+        "sort",
+        ParameterIn::Query,
+        false,
+        Some(
+            "Comma-separated fields; `-field` sorts descending. Default: created_at, then id."
+                .into(),
+        ),
+        sort_schema::<R>(),
+    ));
+    list_params::<R>(doc, &mut params);
+    filter_params::<R>(doc, &mut params);
+    let mut responses = BTreeMap::new();
+    let page = page_schema(doc, response);
+    responses.insert("200".to_owned(), json_response("One page of items", page));
+    responses.extend([problem_response(doc, StatusCode::BAD_REQUEST)]);
+    OpParts {
+        path: m.prefix.clone(),
+        method: OperationType::Get,
+        summary: format!("List {}", plural(&words(R::NAME))),
+        params,
+        body: None,
+        responses,
+    }
+}
+
+/// One query parameter per operator of each filterable, readable field.
+fn filter_params<R: Resource>(doc: &mut ApiDoc, params: &mut Vec<ReferenceOr<Parameter>>) {
+    for f in R::FIELDS.iter().filter(|f| f.filterable && !f.write_only) {
+        for o in operators_for(f.kind, f.nullable) {
+            let name = if o.suffix.is_empty() {
+                f.name.to_owned()
+            } else {
+                format!("{}__{}", f.name, o.suffix)
+            };
+            let description = format!("`{}` {}", f.name, o.description);
+            params.push(match o.value {
+                // Comma-separated values: OpenAPI's form style without explode.
+                Value::List => list_parameter(&name, description, field_schema(doc, f)),
+                Value::Pattern => {
+                    let s = doc.generator().subschema_for::<String>();
+                    parameter(&name, ParameterIn::Query, false, Some(description), s)
+                }
+                Value::Flag => {
+                    let s = doc.generator().subschema_for::<bool>();
+                    parameter(&name, ParameterIn::Query, false, Some(description), s)
+                }
+                Value::Field | Value::DayStart | Value::DayEnd => {
+                    let s = field_schema(doc, f);
+                    parameter(&name, ParameterIn::Query, false, Some(description), s)
+                }
+            });
+        }
+    }
+}
+
+/// The path parameters of an item path (parents, then the key).
+fn item_params<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) -> Vec<ReferenceOr<Parameter>> {
+    let shared = &m.shared;
+    path_params(
+        doc,
+        &shared.parents,
+        Some((shared.res_id, &shared.res_id_param)),
+    )
+}
+
+/// `GET` of one item.
+fn get_parts<R: Resource>(
+    doc: &mut ApiDoc,
+    m: &Mounted<R>,
+    response: ReferenceOr<Schema>,
+) -> OpParts {
+    let mut params = item_params(doc, m);
+    params.push(fields_parameter::<R>());
+    let mut responses = BTreeMap::new();
+    responses.extend([problem_response(doc, StatusCode::BAD_REQUEST)]);
+    responses.insert("200".to_owned(), json_response("The item", response));
+    responses.extend([problem_response(doc, StatusCode::NOT_FOUND)]);
+    OpParts {
+        path: m.item_path.clone(),
+        method: OperationType::Get,
+        summary: format!("Get one {}", words(R::NAME)),
+        params,
+        body: None,
+        responses,
+    }
+}
+
+/// `POST` of a new item: the body without the members the path gives.
+fn post_parts<R: Resource>(
+    doc: &mut ApiDoc,
+    o: &OpOptions<R>,
+    m: &Mounted<R>,
+    response: ReferenceOr<Schema>,
+) -> OpParts {
+    let params = path_params(doc, &m.shared.parents, None);
+    let input = match o.input {
+        Some((schema, _)) => schema(doc),
+        None => doc.schema::<R::Create>(),
+    };
+    // Parent fields come from the path; the body may not carry them.
+    let parents: Vec<&str> = m.shared.parents.iter().map(|(f, _)| f.name).collect();
+    let input = doc.without_properties(input, &parents);
+    let mut responses = BTreeMap::new();
+    responses.insert("201".to_owned(), json_response("Created", response));
+    // 400/413/415/422 (body) are added by `ApiDoc::add_operation`.
+    responses.extend([problem_response(doc, StatusCode::CONFLICT)]);
+    OpParts {
+        path: m.prefix.clone(),
+        method: OperationType::Post,
+        summary: format!("Create {}", article(&words(R::NAME))),
+        params,
+        body: Some(json_body(input)),
+        responses,
+    }
+}
+
+/// `PATCH` of one item.
+fn patch_parts<R: Resource>(
+    doc: &mut ApiDoc,
+    o: &OpOptions<R>,
+    m: &Mounted<R>,
+    response: ReferenceOr<Schema>,
+) -> OpParts {
+    let params = item_params(doc, m);
+    let input = match o.input {
+        Some((schema, _)) => schema(doc),
+        None => doc.schema::<R::Update>(),
+    };
+    let mut responses = BTreeMap::new();
+    responses.insert(
+        "200".to_owned(),
+        json_response("The updated item", response),
+    );
+    // 400/413/415/422 (body) and 404 (path) are added by `ApiDoc::add_operation`.
+    responses.extend([problem_response(doc, StatusCode::CONFLICT)]);
+    OpParts {
+        path: m.item_path.clone(),
+        method: OperationType::Patch,
+        summary: format!("Update {}", article(&words(R::NAME))),
+        params,
+        body: Some(json_body(input)),
+        responses,
+    }
+}
+
+/// `DELETE` of one item.
+fn delete_parts<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) -> OpParts {
+    let params = item_params(doc, m);
+    let mut responses = BTreeMap::new();
+    responses.insert(
+        "204".to_owned(),
+        ReferenceOr::Object(apistos::paths::Response {
+            description: "Deleted".to_owned(),
+            ..Default::default()
+        }),
+    );
+    responses.extend([
+        problem_response(doc, StatusCode::NOT_FOUND),
+        problem_response(doc, StatusCode::CONFLICT),
+    ]);
+    OpParts {
+        path: m.item_path.clone(),
+        method: OperationType::Delete,
+        summary: format!("Delete {}", article(&words(R::NAME))),
+        params,
+        body: None,
+        responses,
+    }
+}
+
+/// Who may call the operation, as the description tells it: the `x-admin-only` and
+/// `x-public` marks, the 401/403/409 answers that follow from the rules, and the security
+/// requirement (optional when the rules let anonymous callers in).
+fn callers<R: Resource>(
+    doc: &mut ApiDoc,
+    op: Operation,
+    o: &OpOptions<R>,
+    m: &Mounted<R>,
+    responses: &mut BTreeMap<String, ReferenceOr<apistos::paths::Response>>,
+) -> (
+    apistos::IndexMap<String, serde_json::Value>,
+    Option<String>,
+    Option<Vec<SecurityRequirement>>,
+) {
+    let shared = &m.shared;
     let mut extensions = apistos::IndexMap::new();
     let mut description = None;
     if o.admin_only {
@@ -479,26 +587,12 @@ fn document_op<R: Resource>(doc: &mut ApiDoc, op: Operation, o: &OpOptions<R>, m
         let (k, v) = problem_response(doc, StatusCode::CONFLICT);
         responses.insert(k, v);
     }
-    let op_doc = OpDoc {
-        tags: vec![R::NAME.to_owned()],
-        summary: Some(summary),
-        description,
-        operation_id: Some(op.operation_id(R::NAME)),
-        parameters: params,
-        request_body: body,
-        responses: Responses {
-            responses,
-            ..Default::default()
-        },
-        security: if anonymous_ok && !o.public {
-            optional_security()
-        } else {
-            security(o.public)
-        },
-        extensions,
-        ..Default::default()
+    let security = if anonymous_ok && !o.public {
+        optional_security()
+    } else {
+        security(o.public)
     };
-    doc.add_operation(&path, method, op_doc);
+    (extensions, description, security)
 }
 
 fn lets_in(access: crate::perms::Access) -> bool {
