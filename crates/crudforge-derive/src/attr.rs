@@ -7,8 +7,9 @@
 
 use crate::ctxt::Ctxt;
 use crate::symbol::{
-    Symbol, CRATE, DEFAULT, DIESEL, EMAIL, FILTER, ID, INDEX, MAX_LEN, NAME, PASSWORD, READ_ONLY,
-    RESOURCE, RULES, SKIP, TABLE, TABLE_NAME, UNIQUE, WRITE_ONLY,
+    Symbol, CRATE, DEFAULT, DIESEL, EMAIL, FILTER, ID, INDEX, MAX, MAX_LEN, MIN, MIN_LEN, NAME,
+    ONE_OF, PASSWORD, PATTERN, READ_ONLY, RESOURCE, RULES, SKIP, TABLE, TABLE_NAME, UNIQUE,
+    VALIDATE, WRITE_ONLY,
 };
 use proc_macro2::Span;
 use quote::ToTokens as _;
@@ -20,7 +21,8 @@ use syn::{Attribute, Expr, Ident, LitBool, LitInt, LitStr, Path};
 pub(crate) const STRUCT_KEYS: &[Symbol] = &[TABLE, NAME, RULES, CRATE, INDEX];
 /// Keys accepted on a field, in the order errors list them.
 pub(crate) const FIELD_KEYS: &[Symbol] = &[
-    ID, READ_ONLY, WRITE_ONLY, SKIP, FILTER, MAX_LEN, EMAIL, DEFAULT, PASSWORD, UNIQUE,
+    ID, READ_ONLY, WRITE_ONLY, SKIP, FILTER, MAX_LEN, MIN_LEN, MIN, MAX, PATTERN, ONE_OF, VALIDATE,
+    EMAIL, DEFAULT, PASSWORD, UNIQUE,
 ];
 
 /// Struct-level options.
@@ -54,12 +56,57 @@ pub(crate) struct FieldAttrs {
     /// `filter = false` (span of the key) or `filter = true`.
     pub(crate) filter: Option<(bool, proc_macro2::Span)>,
     pub(crate) max_len: Option<(usize, proc_macro2::Span)>,
+    /// `min_len = N`: strings of at least N characters.
+    pub(crate) min_len: Option<(usize, proc_macro2::Span)>,
+    /// `min = N`: numbers of at least N.
+    pub(crate) min: Option<(Number, proc_macro2::Span)>,
+    /// `max = N`: numbers of at most N.
+    pub(crate) max: Option<(Number, proc_macro2::Span)>,
+    /// `pattern = "regex"`: strings the regular expression matches (anywhere, unless anchored).
+    pub(crate) pattern: Option<(LitStr, proc_macro2::Span)>,
+    /// `one_of = [..]`: the values allowed, string or integer literals.
+    pub(crate) one_of: Option<(Vec<syn::Lit>, proc_macro2::Span)>,
+    /// `validate = path::to::function`: a check of the application's own.
+    pub(crate) validate: Option<(Path, proc_macro2::Span)>,
     pub(crate) email: Flag,
     pub(crate) default: Option<Expr>,
     /// `password`: plaintext in bodies, stored as a bcrypt hash, never returned.
     pub(crate) password: Flag,
     /// `unique`: a unique index backs the column (it may serve as `res_id`).
     pub(crate) unique: Flag,
+}
+
+/// A numeric bound (`min = -5`, `max = 2.5`), as written and as a number.
+pub(crate) struct Number {
+    /// The literal, with its sign.
+    pub(crate) tokens: proc_macro2::TokenStream,
+    /// Its value.
+    pub(crate) value: f64,
+    /// Written as an integer (no `.`, no exponent).
+    pub(crate) integer: bool,
+}
+
+/// Reads a numeric bound: an integer or float literal, optionally negated.
+fn number(meta: &ParseNestedMeta<'_>, key: Symbol) -> syn::Result<Number> {
+    let bad = || meta.error(format!("expected a number: `{key} = 10`"));
+    let e: Expr = meta.value()?.parse().map_err(|_| bad())?;
+    let (negative, lit) = match &e {
+        Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) => (true, &*u.expr),
+        other => (false, other),
+    };
+    let Expr::Lit(syn::ExprLit { lit, .. }) = lit else {
+        return Err(bad());
+    };
+    let (value, integer) = match lit {
+        syn::Lit::Int(i) => (i.base10_parse::<i64>()? as f64, true),
+        syn::Lit::Float(f) => (f.base10_parse::<f64>()?, false),
+        _ => return Err(bad()),
+    };
+    Ok(Number {
+        tokens: e.to_token_stream(),
+        value: if negative { -value } else { value },
+        integer,
+    })
 }
 
 /// The value of one key while attributes are read, with the span of the key that gave it.
@@ -368,6 +415,12 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
     let mut skip = BoolAttr::none(cx, SKIP);
     let mut filter: Attr<'_, bool> = Attr::none(cx, FILTER);
     let mut max_len: Attr<'_, usize> = Attr::none(cx, MAX_LEN);
+    let mut min_len: Attr<'_, usize> = Attr::none(cx, MIN_LEN);
+    let mut min: Attr<'_, Number> = Attr::none(cx, MIN);
+    let mut max: Attr<'_, Number> = Attr::none(cx, MAX);
+    let mut pattern: Attr<'_, LitStr> = Attr::none(cx, PATTERN);
+    let mut one_of: Attr<'_, Vec<syn::Lit>> = Attr::none(cx, ONE_OF);
+    let mut validate: Attr<'_, Path> = Attr::none(cx, VALIDATE);
     let mut email = BoolAttr::none(cx, EMAIL);
     let mut default: Attr<'_, Expr> = Attr::none(cx, DEFAULT);
     let mut password = BoolAttr::none(cx, PASSWORD);
@@ -409,6 +462,43 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
                     }
                     Ok(n)
                 })?;
+            } else if p == MIN_LEN {
+                min_len.set_with(&meta, |meta| {
+                    let n: LitInt = meta
+                        .value()
+                        .and_then(|v| v.parse())
+                        .map_err(|_| meta.error("expected a length: `min_len = 1`"))?;
+                    n.base10_parse()
+                })?;
+            } else if p == MIN {
+                min.set_with(&meta, |meta| number(meta, MIN))?;
+            } else if p == MAX {
+                max.set_with(&meta, |meta| number(meta, MAX))?;
+            } else if p == PATTERN {
+                pattern.set_with(&meta, |meta| {
+                    meta.value().and_then(|v| v.parse()).map_err(|_| {
+                        meta.error("expected a regular expression in quotes: `pattern = \"^[a-z]+$\"`")
+                    })
+                })?;
+            } else if p == ONE_OF {
+                one_of.set_with(&meta, |meta| {
+                    let bad = || meta.error("expected a list of literals: `one_of = [\"cat\", \"dog\"]`");
+                    let e: Expr = meta.value()?.parse().map_err(|_| bad())?;
+                    let Expr::Array(a) = e else { return Err(bad()) };
+                    a.elems
+                        .iter()
+                        .map(|el| match el {
+                            Expr::Lit(l) => Ok(l.lit.clone()),
+                            _ => Err(syn::Error::new(el.span(), "expected a string or integer literal")),
+                        })
+                        .collect()
+                })?;
+            } else if p == VALIDATE {
+                validate.set_with(&meta, |meta| {
+                    meta.value().and_then(|v| v.parse()).map_err(|_| {
+                        meta.error("expected a function's path: `validate = checks::isbn`")
+                    })
+                })?;
             } else if p == DEFAULT {
                 default.set_with(&meta, |meta| {
                     meta.value()
@@ -431,6 +521,12 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
         skip: skip.get(),
         filter: filter.get_with_span(),
         max_len: max_len.get_with_span(),
+        min_len: min_len.get_with_span(),
+        min: min.get_with_span(),
+        max: max.get_with_span(),
+        pattern: pattern.get_with_span(),
+        one_of: one_of.get_with_span(),
+        validate: validate.get_with_span(),
         email: email.get(),
         unique: unique.get(),
         default: default.get(),

@@ -113,6 +113,7 @@ pub(crate) fn expand(m: &Model) -> TokenStream {
     let create = schemas::create_struct(&g);
     let filter = schemas::filter_alias(&g);
     let create_defaults = schemas::create_defaults(&g);
+    let one_of_fns = schemas::one_of_fns(&g);
     let update = schemas::update_struct(&g);
     let response = schemas::response_struct(&g);
     let response_from = schemas::response_from(&g);
@@ -127,6 +128,7 @@ pub(crate) fn expand(m: &Model) -> TokenStream {
         #create
         #filter
         #create_defaults
+        #one_of_fns
         #update
         #response
         #response_from

@@ -1,7 +1,7 @@
 //! Rules a model must follow beyond its syntax; each broken rule is reported on the token that
 //! breaks it, with what to write instead.
 
-use crate::ast::{Kind, Model};
+use crate::ast::{Field, Kind, Model};
 use crate::ctxt::Ctxt;
 
 pub(crate) fn check(cx: &Ctxt, m: &Model) {
@@ -118,6 +118,12 @@ pub(crate) fn check(cx: &Ctxt, m: &Model) {
                 (a.max_len.is_some(), "max_len"),
                 (a.email.is_some(), "email"),
                 (a.default.is_some(), "default"),
+                (a.min_len.is_some(), "min_len"),
+                (a.min.is_some(), "min"),
+                (a.max.is_some(), "max"),
+                (a.pattern.is_some(), "pattern"),
+                (a.one_of.is_some(), "one_of"),
+                (a.validate.is_some(), "validate"),
             ]
             .into_iter()
             .filter_map(|(set, name)| set.then_some(name))
@@ -158,6 +164,7 @@ pub(crate) fn check(cx: &Ctxt, m: &Model) {
                 );
             }
         }
+        check_validators(cx, f);
         if let Some(d) = &a.default {
             let is_id = m.id_field().is_some_and(|id| id.ident == f.ident);
             if a.read_only.is_some() {
@@ -195,4 +202,91 @@ pub(crate) fn check(cx: &Ctxt, m: &Model) {
             }
         }
     }
+}
+
+/// The validators of one field (`min_len`, `min`/`max`, `pattern`, `one_of`): each applies to
+/// the kinds of field it can check, with bounds that leave some value possible.
+fn check_validators(cx: &Ctxt, f: &Field) {
+    let a = &f.attrs;
+    // A field whose type was already refused gets no second error here.
+    let Some(kind) = f.kind else { return };
+    let text = kind == Kind::Text;
+    let number = matches!(kind, Kind::Integer | Kind::Float);
+    if let Some((min_len, span)) = a.min_len {
+        if !text {
+            cx.error_at(span, "`min_len` applies to String fields only\nhelp: remove `min_len`, or use `min` for a number");
+        } else if let Some((max_len, _)) = a.max_len {
+            if min_len > max_len {
+                cx.error_at(span, format!("`min_len = {min_len}` is larger than `max_len = {max_len}`: no value could pass\nhelp: make `min_len` at most `max_len`"));
+            }
+        }
+    }
+    for (bound, key) in [(&a.min, "min"), (&a.max, "max")] {
+        let Some((n, span)) = bound else { continue };
+        if !number {
+            let help = if text {
+                format!("help: for a length write `{key}_len = ..`")
+            } else {
+                format!("help: remove `{key}`")
+            };
+            cx.error_at(*span, format!("`{key}` applies to number fields only (integers and floats)\n{help}"));
+        } else if kind == Kind::Integer && !n.integer {
+            cx.error_at(*span, format!("`{key}` of an integer field must be an integer\nhelp: write `{key} = {}`", n.value.trunc()));
+        }
+    }
+    if let (Some((lo, span)), Some((hi, _))) = (&a.min, &a.max) {
+        if number && lo.value > hi.value {
+            cx.error_at(*span, format!("`min = {}` is larger than `max = {}`: no value could pass\nhelp: swap them", lo.value, hi.value));
+        }
+    }
+    if let Some((p, span)) = &a.pattern {
+        if !text {
+            cx.error_at(*span, "`pattern` applies to String fields only\nhelp: remove `pattern`");
+        } else if let Err(e) = regex_syntax::Parser::new().parse(&p.value()) {
+            cx.error(p, format!("this regular expression does not compile: {}\nhelp: the syntax is the `regex` crate's; keep to what JSON Schema's `pattern` also reads (no look-around, no back-references)", first_line(&e.to_string())));
+        }
+    }
+    if let Some((values, span)) = &a.one_of {
+        check_one_of(cx, kind, values, *span);
+    }
+}
+
+/// `one_of`: a non-empty list of distinct literals of the field's kind (strings for a String
+/// field, integers for an integer field).
+fn check_one_of(cx: &Ctxt, kind: Kind, values: &[syn::Lit], span: proc_macro2::Span) {
+    let wanted = match kind {
+        Kind::Text => "string",
+        Kind::Integer => "integer",
+        _ => {
+            cx.error_at(span, "`one_of` applies to String and integer fields only\nhelp: remove `one_of`");
+            return;
+        }
+    };
+    if values.is_empty() {
+        cx.error_at(span, "`one_of` needs at least one value\nhelp: `one_of = [\"cat\", \"dog\"]`");
+    }
+    let mut seen: Vec<String> = Vec::new();
+    for v in values {
+        let (ok, text) = match v {
+            syn::Lit::Str(s) => (kind == Kind::Text, s.value()),
+            syn::Lit::Int(i) => (kind == Kind::Integer, i.base10_digits().to_owned()),
+            _ => (false, String::new()),
+        };
+        if !ok {
+            cx.error(v, format!("expected a {wanted} literal: the field holds {wanted}s"));
+        } else if seen.contains(&text) {
+            cx.error(v, "this value is listed twice\nhelp: list each value once");
+        } else {
+            seen.push(text);
+        }
+    }
+}
+
+/// The first line of a multi-line message (`regex-syntax` errors draw the pattern below it).
+fn first_line(s: &str) -> String {
+    s.lines()
+        .find(|l| l.starts_with("error:"))
+        .unwrap_or_else(|| s.lines().next().unwrap_or(s))
+        .trim_start_matches("error: ")
+        .to_owned()
 }

@@ -45,6 +45,32 @@ pub struct Problem {
     /// The id of the request (its `X-Request-Id`), set by the error middleware.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
+    /// Every member at fault, when a 422 found several (or one, from the field validators).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<Violation>,
+}
+
+/// One member's fault in a 422 problem's `errors`.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, schemars::JsonSchema)]
+pub struct Violation {
+    /// A JSON pointer (RFC 6901) to the member in the request body: `/name`.
+    pub pointer: String,
+    /// The member's name.
+    pub field: String,
+    /// What is wrong with its value.
+    pub detail: String,
+}
+
+impl Violation {
+    /// A fault of the body member `field`.
+    pub fn new(field: impl Into<String>, detail: impl Into<String>) -> Self {
+        let field = field.into();
+        Violation {
+            pointer: format!("/{}", field.replace('~', "~0").replace('/', "~1")),
+            field,
+            detail: detail.into(),
+        }
+    }
 }
 
 impl Problem {
@@ -61,6 +87,7 @@ impl Problem {
             table: None,
             debug: None,
             request_id: None,
+            errors: Vec::new(),
         }
     }
 
@@ -151,6 +178,10 @@ pub enum Error {
         /// The member at fault.
         field: Option<String>,
     },
+    /// 422: the field validators found one or more members at fault; the problem lists them
+    /// all in `errors`.
+    #[error("{}", invalid_detail(.0))]
+    Invalid(Vec<Violation>),
     /// 401: no valid credentials.
     #[error("{0}")]
     Unauthorized(Cow<'static, str>),
@@ -239,6 +270,12 @@ impl Error {
                 p.field.clone_from(field);
                 p
             }
+            Error::Invalid(violations) => {
+                let mut p = Problem::new(StatusCode::UNPROCESSABLE_ENTITY, invalid_detail(violations));
+                p.field = violations.first().map(|v| v.field.clone());
+                p.errors.clone_from(violations);
+                p
+            }
             Error::Unauthorized(d) => Problem::new(StatusCode::UNAUTHORIZED, d.as_ref()),
             Error::Forbidden(d) => Problem::new(StatusCode::FORBIDDEN, d.as_ref()),
             Error::NotFound(d) => Problem::new(StatusCode::NOT_FOUND, d.as_ref()),
@@ -314,6 +351,23 @@ impl Error {
                 p.debug = Some(msg.clone());
                 p
             }
+        }
+    }
+}
+
+/// The `detail` of a problem with several members at fault: the one member's, or how many
+/// and which.
+fn invalid_detail(violations: &[Violation]) -> String {
+    match violations {
+        [] => "The request body is invalid.".to_owned(),
+        [one] => format!("Invalid value for `{}`: {}", one.field, one.detail),
+        many => {
+            let names = many
+                .iter()
+                .map(|v| format!("`{}`", v.field))
+                .collect::<Vec<_>>()
+                .join(", ");
+            format!("{} members are invalid: {names} (see `errors`)", many.len())
         }
     }
 }

@@ -6,6 +6,9 @@ use crate::crud::IntoBind;
 use crate::error::Error;
 use serde::{Deserialize, Deserializer};
 
+#[path = "private/validators.rs"]
+pub mod validators;
+
 pub use crate::condition::{Builder, Node};
 pub use crate::crud::registry::{make, Registration};
 pub use crate::db::functions::{unicode_lower, unicode_lower_nullable};
@@ -180,13 +183,7 @@ pub fn plan_rows(plan: &str) -> Result<i64, Error> {
 ///
 /// A 422 naming the field.
 pub fn check_max_len(field: &str, value: &str, max: usize) -> Result<(), Error> {
-    if value.chars().count() > max {
-        return Err(Error::invalid_field(
-            field,
-            format!("at most {max} characters allowed"),
-        ));
-    }
-    Ok(())
+    validators::max_len(value, max).map_err(|e| Error::invalid_field(field, e))
 }
 
 /// Checks that a string looks like an e-mail address (`local@domain.tld`, no spaces).
@@ -195,17 +192,5 @@ pub fn check_max_len(field: &str, value: &str, max: usize) -> Result<(), Error> 
 ///
 /// A 422 naming the field.
 pub fn check_email(field: &str, value: &str) -> Result<(), Error> {
-    let ok = value.split_once('@').is_some_and(|(local, domain)| {
-        !local.is_empty()
-            && domain.contains('.')
-            && !domain.starts_with('.')
-            && !domain.ends_with('.')
-            && !value.chars().any(char::is_whitespace)
-            && value.matches('@').count() == 1
-    });
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::invalid_field(field, "not a valid e-mail address"))
-    }
+    validators::email(value).map_err(|e| Error::invalid_field(field, e))
 }

@@ -17,20 +17,76 @@ fn serde_crates(g: &Gen<'_>) -> (String, String) {
     )
 }
 
-/// Schema keywords for a writable field's checks (`maxLength`, `format: email`, `minLength`
-/// of passwords), so the description says what the server enforces.
+/// Schema keywords for a writable field's checks (`minLength`/`maxLength`, `minimum`/`maximum`,
+/// `pattern`, `format: email`, `minLength` of passwords), so the description says what the
+/// server enforces. `one_of` is written by [`one_of_schema`].
 fn schema_rules(f: &Field) -> TokenStream {
+    let a = &f.attrs;
     let mut rules = Vec::new();
-    if let Some((max, _)) = f.attrs.max_len {
-        rules.push(quote!(#[schemars(length(max = #max))]));
+    let min_len = a
+        .min_len
+        .map(|(n, _)| n)
+        .or_else(|| a.password.map(|_| 1));
+    match (min_len, a.max_len.map(|(n, _)| n)) {
+        (Some(min), Some(max)) => rules.push(quote!(#[schemars(length(min = #min, max = #max))])),
+        (Some(min), None) => rules.push(quote!(#[schemars(length(min = #min))])),
+        (None, Some(max)) => rules.push(quote!(#[schemars(length(max = #max))])),
+        (None, None) => {}
     }
-    if f.attrs.email.is_some() {
+    let float = f.kind == Some(Kind::Float);
+    let bound = |n: &crate::attr::Number| super::validate::number_literal(n, float);
+    match (&a.min, &a.max) {
+        (Some((lo, _)), Some((hi, _))) => {
+            let (lo, hi) = (bound(lo), bound(hi));
+            rules.push(quote!(#[schemars(range(min = #lo, max = #hi))]));
+        }
+        (Some((lo, _)), None) => {
+            let lo = bound(lo);
+            rules.push(quote!(#[schemars(range(min = #lo))]));
+        }
+        (None, Some((hi, _))) => {
+            let hi = bound(hi);
+            rules.push(quote!(#[schemars(range(max = #hi))]));
+        }
+        (None, None) => {}
+    }
+    if let Some((pattern, _)) = &a.pattern {
+        rules.push(quote!(#[schemars(regex(pattern = #pattern))]));
+    }
+    if a.email.is_some() {
         rules.push(quote!(#[schemars(email)]));
     }
-    if f.attrs.password.is_some() {
-        rules.push(quote!(#[schemars(length(min = 1))]));
-    }
     quote!(#(#rules)*)
+}
+
+/// `#[schemars(schema_with = ..)]` for a `one_of` field: its schema with the allowed values as
+/// `enum` ([`one_of_fns`] emits the function).
+fn one_of_schema(g: &Gen<'_>, f: &Field) -> Option<TokenStream> {
+    f.attrs.one_of.as_ref()?;
+    let path = format!("{}::__crudforge_schema_{}", g.n.create, f.ident);
+    Some(quote!(#[schemars(schema_with = #path)]))
+}
+
+/// Emits `impl <Name>Create` with one hidden schema function per `one_of` field, used by the
+/// POST and PATCH bodies alike.
+pub(super) fn one_of_fns(g: &Gen<'_>) -> TokenStream {
+    let (k, create) = (g.k, &g.n.create);
+    let fns = g.writable.iter().filter_map(|f| {
+        let (values, _) = f.attrs.one_of.as_ref()?;
+        let fi = format_ident!("__crudforge_schema_{}", f.ident);
+        let ty = &f.ty;
+        Some(quote! {
+            #[doc(hidden)]
+            fn #fi(g: &mut #k::__private::schemars::gen::SchemaGenerator) -> #k::__private::schemars::schema::Schema {
+                #k::__private::validators::one_of_schema::<#ty>(g, ::std::vec![#(#k::__private::serde_json::Value::from(#values)),*])
+            }
+        })
+    });
+    quote! {
+        impl #create {
+            #(#fns)*
+        }
+    }
 }
 
 /// Emits `struct <Name>Create`, the POST body: every writable field, with its default.
@@ -64,7 +120,8 @@ fn create_field(g: &Gen<'_>, f: &Field) -> TokenStream {
         (None, false) => quote!(),
     };
     let rules = schema_rules(f);
-    quote! { #(#docs)* #default #rules pub #fi: #ty, }
+    let one_of = one_of_schema(g, f);
+    quote! { #(#docs)* #default #rules #one_of pub #fi: #ty, }
 }
 
 /// Emits `type <Name>Filter`, the list parameters as an extractor.
@@ -121,12 +178,13 @@ fn update_field(g: &Gen<'_>, f: &Field) -> TokenStream {
     let docs = &f.docs;
     let rules = schema_rules(f);
     let with = quote!(#ty).to_string();
+    let with = one_of_schema(g, f).unwrap_or_else(|| quote!(#[schemars(with = #with)]));
     if f.nullable {
         let de = format!("{}::__private::double_option", quote!(#k));
         quote! {
             #(#docs)*
             #[serde(default, deserialize_with = #de)]
-            #[schemars(with = #with)]
+            #with
             #rules
             pub #fi: ::core::option::Option<#ty>,
         }
@@ -136,7 +194,7 @@ fn update_field(g: &Gen<'_>, f: &Field) -> TokenStream {
         quote! {
             #(#docs)*
             #[serde(default, deserialize_with = #de, skip_serializing_if = "Option::is_none")]
-            #[schemars(with = #with)]
+            #with
             #rules
             pub #fi: ::core::option::Option<#ty>,
         }

@@ -1,8 +1,10 @@
-//! The `Validate` impls of the POST and PATCH bodies: the field checks (`max_len`, `email`) and
+//! The `Validate` impls of the POST and PATCH bodies: the field checks (`max_len`, `min`,
+//! `pattern`, `validate = ..`, …) and
 //! the members the runtime rewrites (passwords to hash, e-mail addresses to normalize).
 
 use super::Gen;
-use crate::ast::Field;
+use crate::ast::{Field, Kind};
+use crate::attr::Number;
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
@@ -17,8 +19,10 @@ pub(super) fn validate_impl(g: &Gen<'_>, body: &Ident, opt_depth: usize) -> Toke
         #[automatically_derived]
         impl #k::crud::Validate for #body {
             fn validate(&self) -> ::core::result::Result<(), #k::Error> {
+                #[allow(unused_mut)]
+                let mut __invalid = #k::__private::validators::Invalid::default();
                 #(#checks)*
-                ::core::result::Result::Ok(())
+                __invalid.finish()
             }
             fn passwords_mut(&mut self) -> ::std::vec::Vec<(&'static str, &mut ::std::string::String)> {
                 #[allow(unused_mut)]
@@ -37,32 +41,84 @@ pub(super) fn validate_impl(g: &Gen<'_>, body: &Ident, opt_depth: usize) -> Toke
 }
 
 /// The body of `validate`: for each writable field with checks, the checks on its value when
-/// present.
+/// present, each adding what it finds to `__invalid`, so one answer names every member at fault.
 fn checks(g: &Gen<'_>, opt_depth: usize) -> Vec<TokenStream> {
-    let k = g.k;
     g.writable
         .iter()
         .filter_map(|f| {
             let fi = &f.ident;
-            let fname = f.name();
-            let mut body = Vec::new();
-            if let Some((max, _)) = f.attrs.max_len {
-                body.push(quote!(#k::__private::check_max_len(#fname, __v, #max)?;));
-            }
-            if f.attrs.email.is_some() {
-                body.push(quote!(#k::__private::check_email(#fname, __v)?;));
-            }
+            let body = field_checks(g, f);
             if body.is_empty() {
                 return None;
             }
             let depth = opt_depth + usize::from(f.nullable);
             Some(match depth {
-                0 => quote! { { let __v: &str = &self.#fi; #(#body)* } },
-                1 => quote! { if let ::core::option::Option::Some(__v) = &self.#fi { let __v: &str = __v; #(#body)* } },
-                _ => quote! { if let ::core::option::Option::Some(::core::option::Option::Some(__v)) = &self.#fi { let __v: &str = __v; #(#body)* } },
+                0 => quote! { { let __v = &self.#fi; #(#body)* } },
+                1 => quote! { if let ::core::option::Option::Some(__v) = &self.#fi { #(#body)* } },
+                _ => quote! { if let ::core::option::Option::Some(::core::option::Option::Some(__v)) = &self.#fi { #(#body)* } },
             })
         })
         .collect()
+}
+
+/// The checks of one field's value `__v` (a reference to the field's type without `Option`).
+fn field_checks(g: &Gen<'_>, f: &Field) -> Vec<TokenStream> {
+    let k = g.k;
+    let p = quote!(#k::__private::validators);
+    let fname = f.name();
+    let a = &f.attrs;
+    let mut body = Vec::new();
+    let mut add = |check: TokenStream| body.push(quote!(__invalid.check(#fname, #check);));
+    if let Some((min, _)) = a.min_len {
+        add(quote!(#p::min_len(__v, #min)));
+    }
+    if let Some((max, _)) = a.max_len {
+        add(quote!(#p::max_len(__v, #max)));
+    }
+    if a.email.is_some() {
+        add(quote!(#p::email(__v)));
+    }
+    if let Some((pattern, _)) = &a.pattern {
+        add(quote!({
+            static __PATTERN: #p::Pattern = #p::Pattern::new(#pattern);
+            __PATTERN.check(__v)
+        }));
+    }
+    let float = f.kind == Some(Kind::Float);
+    for (bound, check) in [(&a.min, quote!(at_least)), (&a.max, quote!(at_most))] {
+        if let Some((n, _)) = bound {
+            let lit = number_literal(n, float);
+            if float {
+                add(quote!(#p::#check(f64::from(*__v), #lit)));
+            } else {
+                add(quote!(#p::#check(i64::from(*__v), #lit)));
+            }
+        }
+    }
+    if let Some((values, _)) = &a.one_of {
+        if f.kind == Some(Kind::Text) {
+            add(quote!(#p::one_of(__v.as_str(), &[#(#values),*])));
+        } else {
+            add(quote!(#p::one_of(i64::from(*__v), &[#(#values),*])));
+        }
+    }
+    if let Some((path, _)) = &a.validate {
+        body.push(quote!(__invalid.custom(#fname, #path(__v));));
+    }
+    body
+}
+
+/// A bound as a literal of the type it is compared at: `-5` for an integer field, `-5.0` for
+/// a float one.
+pub(super) fn number_literal(n: &Number, float: bool) -> TokenStream {
+    // A bound of an integer field was checked to be an integer (`valid`), so the cast is exact.
+    #[allow(clippy::cast_possible_truncation)]
+    let text = if float {
+        format!("{:?}", n.value)
+    } else {
+        format!("{}", n.value as i64)
+    };
+    text.parse().unwrap_or_else(|_| n.tokens.clone())
 }
 
 /// The members of one kind (passwords, e-mail addresses) present in a body, pushed as mutable
