@@ -1974,6 +1974,20 @@ fn critters_answer_with_etags_and_honour_if_match_and_idempotency_keys() {
         assert_eq!(fluffy["species"], "cat");
         let blank = app.post(list, Some(&bt), json!({"name": "   ", "species": "cat"}));
         assert_eq!(app.problem(&blank, 422, list)["field"], "name");
+        // The declared validators name every member at fault in one answer.
+        let bad = app.post(
+            list,
+            Some(&bt),
+            json!({"name": "", "species": "cat", "cuteness_level": 101}),
+        );
+        let problem = app.problem(&bad, 422, list);
+        let pointers: Vec<&str> = problem["errors"]
+            .as_array()
+            .expect("an errors array")
+            .iter()
+            .filter_map(|e| e["pointer"].as_str())
+            .collect();
+        assert_eq!(pointers, ["/name", "/cuteness_level"], "{problem}");
 
         // A retried POST is answered from the store: same id, Location and ETag, one row.
         let retry = app.send(

@@ -42,12 +42,21 @@ diesel::table! {
 
 /// Whether `isbn` is an ISBN-13 with a correct check digit (dashes allowed).
 fn isbn13(isbn: &str) -> Result<(), String> {
-    let digits: Vec<u32> = isbn.chars().filter(|c| *c != '-').map(|c| c.to_digit(10).ok_or(())).collect::<Result<_, _>>().map_err(|()| "only digits and dashes".to_owned())?;
+    let digits: Vec<u32> = isbn
+        .chars()
+        .filter(|c| *c != '-')
+        .map(|c| c.to_digit(10).ok_or(()))
+        .collect::<Result<_, _>>()
+        .map_err(|()| "only digits and dashes".to_owned())?;
     if digits.len() != 13 {
         return Err(format!("13 digits expected, {} given", digits.len()));
     }
-    let sum: u32 = digits.iter().enumerate().map(|(i, d)| if i % 2 == 0 { *d } else { d * 3 }).sum();
-    if sum % 10 == 0 {
+    let sum: u32 = digits
+        .iter()
+        .enumerate()
+        .map(|(i, d)| if i % 2 == 0 { *d } else { d * 3 })
+        .sum();
+    if sum.is_multiple_of(10) {
         Ok(())
     } else {
         Err("wrong check digit".to_owned())
@@ -100,7 +109,10 @@ async fn api(t: &crudforge_tests::TestDb) -> (Api, Database) {
     let mut conn = db.get().await.unwrap();
     with_conn!(conn, |c| c.batch_execute(ddl).await).unwrap();
     drop(conn);
-    let api = Api::new(cfg, db.clone()).unwrap().mount(Book::blueprint("/api/books/")).unwrap();
+    let api = Api::new(cfg, db.clone())
+        .unwrap()
+        .mount(Book::blueprint("/api/books/"))
+        .unwrap();
     (api, db)
 }
 
@@ -121,7 +133,14 @@ where
     let resp = test::call_service(app, req.to_request()).await;
     let status = resp.status().as_u16();
     let body = test::read_body(resp).await;
-    (status, if body.is_empty() { Value::Null } else { serde_json::from_slice(&body).unwrap() })
+    (
+        status,
+        if body.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&body).unwrap()
+        },
+    )
 }
 
 /// `(pointer, detail)` of each entry of a 422's `errors`.
@@ -130,7 +149,12 @@ fn faults(problem: &Value) -> Vec<(String, String)> {
         .as_array()
         .unwrap_or_else(|| panic!("no errors array: {problem}"))
         .iter()
-        .map(|e| (e["pointer"].as_str().unwrap().to_owned(), e["detail"].as_str().unwrap().to_owned()))
+        .map(|e| {
+            (
+                e["pointer"].as_str().unwrap().to_owned(),
+                e["detail"].as_str().unwrap().to_owned(),
+            )
+        })
         .collect()
 }
 

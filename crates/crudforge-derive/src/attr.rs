@@ -477,19 +477,25 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
             } else if p == PATTERN {
                 pattern.set_with(&meta, |meta| {
                     meta.value().and_then(|v| v.parse()).map_err(|_| {
-                        meta.error("expected a regular expression in quotes: `pattern = \"^[a-z]+$\"`")
+                        meta.error(
+                            "expected a regular expression in quotes: `pattern = \"^[a-z]+$\"`",
+                        )
                     })
                 })?;
             } else if p == ONE_OF {
                 one_of.set_with(&meta, |meta| {
-                    let bad = || meta.error("expected a list of literals: `one_of = [\"cat\", \"dog\"]`");
+                    let bad =
+                        || meta.error("expected a list of literals: `one_of = [\"cat\", \"dog\"]`");
                     let e: Expr = meta.value()?.parse().map_err(|_| bad())?;
                     let Expr::Array(a) = e else { return Err(bad()) };
                     a.elems
                         .iter()
                         .map(|el| match el {
                             Expr::Lit(l) => Ok(l.lit.clone()),
-                            _ => Err(syn::Error::new(el.span(), "expected a string or integer literal")),
+                            _ => Err(syn::Error::new(
+                                el.span(),
+                                "expected a string or integer literal",
+                            )),
                         })
                         .collect()
                 })?;

@@ -46,6 +46,11 @@ use proc_macro::TokenStream;
 /// | `skip` | loaded from the table but absent from the API |
 /// | `filter = false` | not usable in filters or `sort` |
 /// | `max_len = N` | strings of at most N characters (422 otherwise) |
+/// | `min_len = N` | strings of at least N characters |
+/// | `min = N`, `max = N` | numbers within the bounds (inclusive) |
+/// | `pattern = "regex"` | strings the regular expression matches (anywhere, unless anchored) |
+/// | `one_of = [..]` | one of the listed strings or integers (`enum` in the OpenAPI schema) |
+/// | `validate = path` | the application's own check, `fn(&T) -> Result<(), impl Display>` |
 /// | `email` | must look like an e-mail address; a user model's (mounted with `UserBlueprint`) are stored normalized |
 /// | `default = expr` | value when a POST body omits the member |
 /// | `password` | plaintext in POST/PATCH bodies, checked against the password policy (`PASSWORD_MIN_LENGTH`), stored as a bcrypt hash, never returned nor filterable |

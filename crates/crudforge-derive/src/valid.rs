@@ -229,19 +229,37 @@ fn check_validators(cx: &Ctxt, f: &Field) {
             } else {
                 format!("help: remove `{key}`")
             };
-            cx.error_at(*span, format!("`{key}` applies to number fields only (integers and floats)\n{help}"));
+            cx.error_at(
+                *span,
+                format!("`{key}` applies to number fields only (integers and floats)\n{help}"),
+            );
         } else if kind == Kind::Integer && !n.integer {
-            cx.error_at(*span, format!("`{key}` of an integer field must be an integer\nhelp: write `{key} = {}`", n.value.trunc()));
+            cx.error_at(
+                *span,
+                format!(
+                    "`{key}` of an integer field must be an integer\nhelp: write `{key} = {}`",
+                    n.value.trunc()
+                ),
+            );
         }
     }
     if let (Some((lo, span)), Some((hi, _))) = (&a.min, &a.max) {
         if number && lo.value > hi.value {
-            cx.error_at(*span, format!("`min = {}` is larger than `max = {}`: no value could pass\nhelp: swap them", lo.value, hi.value));
+            cx.error_at(
+                *span,
+                format!(
+                    "`min = {}` is larger than `max = {}`: no value could pass\nhelp: swap them",
+                    lo.value, hi.value
+                ),
+            );
         }
     }
     if let Some((p, span)) = &a.pattern {
         if !text {
-            cx.error_at(*span, "`pattern` applies to String fields only\nhelp: remove `pattern`");
+            cx.error_at(
+                *span,
+                "`pattern` applies to String fields only\nhelp: remove `pattern`",
+            );
         } else if let Err(e) = regex_syntax::Parser::new().parse(&p.value()) {
             cx.error(p, format!("this regular expression does not compile: {}\nhelp: the syntax is the `regex` crate's; keep to what JSON Schema's `pattern` also reads (no look-around, no back-references)", first_line(&e.to_string())));
         }
@@ -258,12 +276,18 @@ fn check_one_of(cx: &Ctxt, kind: Kind, values: &[syn::Lit], span: proc_macro2::S
         Kind::Text => "string",
         Kind::Integer => "integer",
         _ => {
-            cx.error_at(span, "`one_of` applies to String and integer fields only\nhelp: remove `one_of`");
+            cx.error_at(
+                span,
+                "`one_of` applies to String and integer fields only\nhelp: remove `one_of`",
+            );
             return;
         }
     };
     if values.is_empty() {
-        cx.error_at(span, "`one_of` needs at least one value\nhelp: `one_of = [\"cat\", \"dog\"]`");
+        cx.error_at(
+            span,
+            "`one_of` needs at least one value\nhelp: `one_of = [\"cat\", \"dog\"]`",
+        );
     }
     let mut seen: Vec<String> = Vec::new();
     for v in values {
@@ -273,7 +297,10 @@ fn check_one_of(cx: &Ctxt, kind: Kind, values: &[syn::Lit], span: proc_macro2::S
             _ => (false, String::new()),
         };
         if !ok {
-            cx.error(v, format!("expected a {wanted} literal: the field holds {wanted}s"));
+            cx.error(
+                v,
+                format!("expected a {wanted} literal: the field holds {wanted}s"),
+            );
         } else if seen.contains(&text) {
             cx.error(v, "this value is listed twice\nhelp: list each value once");
         } else {

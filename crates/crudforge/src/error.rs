@@ -271,7 +271,8 @@ impl Error {
                 p
             }
             Error::Invalid(violations) => {
-                let mut p = Problem::new(StatusCode::UNPROCESSABLE_ENTITY, invalid_detail(violations));
+                let mut p =
+                    Problem::new(StatusCode::UNPROCESSABLE_ENTITY, invalid_detail(violations));
                 p.field = violations.first().map(|v| v.field.clone());
                 p.errors.clone_from(violations);
                 p

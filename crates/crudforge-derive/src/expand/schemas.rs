@@ -23,10 +23,7 @@ fn serde_crates(g: &Gen<'_>) -> (String, String) {
 fn schema_rules(f: &Field) -> TokenStream {
     let a = &f.attrs;
     let mut rules = Vec::new();
-    let min_len = a
-        .min_len
-        .map(|(n, _)| n)
-        .or_else(|| a.password.map(|_| 1));
+    let min_len = a.min_len.map(|(n, _)| n).or_else(|| a.password.map(|_| 1));
     match (min_len, a.max_len.map(|(n, _)| n)) {
         (Some(min), Some(max)) => rules.push(quote!(#[schemars(length(min = #min, max = #max))])),
         (Some(min), None) => rules.push(quote!(#[schemars(length(min = #min))])),

@@ -166,7 +166,9 @@ impl Pattern {
         match re {
             Ok(re) if re.is_match(value) => Ok(()),
             Ok(_) => Err(format!("must match the pattern {}", self.source)),
-            Err(e) => Err(format!("cannot be checked: the pattern does not compile ({e})")),
+            Err(e) => Err(format!(
+                "cannot be checked: the pattern does not compile ({e})"
+            )),
         }
     }
 }
@@ -199,7 +201,10 @@ mod tests {
             "at most 3 characters allowed"
         );
         assert!(min_len("ab", 2).is_ok());
-        assert_eq!(min_len("é", 2).unwrap_err(), "at least 2 characters required");
+        assert_eq!(
+            min_len("é", 2).unwrap_err(),
+            "at least 2 characters required"
+        );
         assert_eq!(min_len("", 1).unwrap_err(), "must not be empty");
     }
 
@@ -243,10 +248,16 @@ mod tests {
         let Err(Error::Invalid(found)) = invalid.finish() else {
             panic!("expected Error::Invalid")
         };
-        let fields: Vec<_> = found.iter().map(|v| (v.pointer.as_str(), v.detail.as_str())).collect();
+        let fields: Vec<_> = found
+            .iter()
+            .map(|v| (v.pointer.as_str(), v.detail.as_str()))
+            .collect();
         assert_eq!(
             fields,
-            [("/name", "at most 3 characters allowed"), ("/year", "not a year")]
+            [
+                ("/name", "at most 3 characters allowed"),
+                ("/year", "not a year")
+            ]
         );
         assert!(Invalid::default().finish().is_ok());
     }

@@ -27,14 +27,14 @@ pub struct Critter {
     pub created_at: DateTime<Utc>,
     /// Last change.
     pub updated_at: DateTime<Utc>,
-    /// Its name.
-    #[resource(max_len = 100)]
+    /// Its name (1 to 100 characters).
+    #[resource(min_len = 1, max_len = 100)]
     pub name: String,
     /// Its species.
     #[resource(max_len = 50)]
     pub species: String,
-    /// How cute (default 10).
-    #[resource(default = 10)]
+    /// How cute, from 0 to 100 (default 10).
+    #[resource(default = 10, min = 0, max = 100)]
     pub cuteness_level: i32,
 }
 
