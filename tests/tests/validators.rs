@@ -90,7 +90,7 @@ pub struct Book {
     #[resource(one_of = ["novel", "poetry", "essay"])]
     pub genre: String,
     /// Stars from readers.
-    #[resource(one_of = [1, 2, 3, 4, 5])]
+    #[resource(one_of = [-1, 1, 2, 3, 4, 5])]
     pub stars: Option<i32>,
     /// Shelf code: two capitals and a number.
     #[resource(pattern = "^[A-Z]{2}-[0-9]+$")]
@@ -189,7 +189,7 @@ backend_tests! {
                 ("/year", "must be at least 1450"),
                 ("/price", "must be at least 0"),
                 ("/genre", r#"must be one of "novel", "poetry", "essay""#),
-                ("/stars", "must be one of 1, 2, 3, 4, 5"),
+                ("/stars", "must be one of -1, 1, 2, 3, 4, 5"),
                 ("/shelf", "must match the pattern ^[A-Z]{2}-[0-9]+$"),
             ]
             .map(|(a, b)| (a.to_owned(), b.to_owned()))
@@ -235,6 +235,9 @@ backend_tests! {
         let app = test::init_service(api.app()).await;
         let (status, spec) = send(&app, test::TestRequest::get().uri("/openapi.json")).await;
         assert_eq!(status, 200);
+        if let Err(e) = crudforge_tests::tools::openapi_spec_validator(spec.to_string().as_bytes()) {
+            panic!("openapi-spec-validator rejects the description: {e}");
+        }
         for body in ["BookCreate", "BookUpdate"] {
             let props = &spec["components"]["schemas"][body]["properties"];
             assert_eq!(props["title"]["minLength"], 2, "{body}: {props}");
@@ -244,7 +247,7 @@ backend_tests! {
             assert_eq!(props["price"]["minimum"], 0.0, "{body}");
             assert_eq!(props["price"]["maximum"], 10000.5, "{body}");
             assert_eq!(props["genre"]["enum"], json!(["novel", "poetry", "essay"]), "{body}");
-            assert_eq!(props["stars"]["enum"], json!([1, 2, 3, 4, 5, null]), "{body}");
+            assert_eq!(props["stars"]["enum"], json!([-1, 1, 2, 3, 4, 5, null]), "{body}");
             assert_eq!(props["stars"]["nullable"], true, "{body}");
             assert_eq!(props["shelf"]["pattern"], "^[A-Z]{2}-[0-9]+$", "{body}");
         }

@@ -492,6 +492,24 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
                         .iter()
                         .map(|el| match el {
                             Expr::Lit(l) => Ok(l.lit.clone()),
+                            // A negative integer: `-1` is a negation of the literal `1`.
+                            Expr::Unary(syn::ExprUnary {
+                                op: syn::UnOp::Neg(_),
+                                expr,
+                                ..
+                            }) => match &**expr {
+                                Expr::Lit(syn::ExprLit {
+                                    lit: syn::Lit::Int(i),
+                                    ..
+                                }) => Ok(syn::Lit::Int(LitInt::new(
+                                    &format!("-{}", i.base10_digits()),
+                                    el.span(),
+                                ))),
+                                _ => Err(syn::Error::new(
+                                    el.span(),
+                                    "expected a string or integer literal",
+                                )),
+                            },
                             _ => Err(syn::Error::new(
                                 el.span(),
                                 "expected a string or integer literal",
