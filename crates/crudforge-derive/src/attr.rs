@@ -610,8 +610,11 @@ mod tests {
             let ident = Ident::new(key.as_str(), proc_macro2::Span::call_site());
             let value = match *key {
                 FILTER => quote!(= false),
-                MAX_LEN => quote!(= 3),
+                MAX_LEN | MIN_LEN | MIN | MAX => quote!(= 3),
                 DEFAULT => quote!(= 1),
+                PATTERN => quote!(= "^[a-z]+$"),
+                ONE_OF => quote!(= ["cat", "dog"]),
+                VALIDATE => quote!(= checks::isbn),
                 _ => quote!(),
             };
             let attr: Attribute = syn::parse_quote!(#[resource(#ident #value)]);
