@@ -27,6 +27,8 @@ pub struct RouteDoc {
     pub errors: Vec<u16>,
     /// Tag (default: the resource name).
     pub tag: Option<String>,
+    /// Served but left out of the description (an alias of a documented route).
+    pub undocumented: bool,
 }
 
 /// A hand-written route mounted under a blueprint's prefix.
@@ -159,6 +161,15 @@ impl CustomRoute {
     #[must_use]
     pub fn errors(mut self, statuses: &[u16]) -> Self {
         self.doc.errors = statuses.to_vec();
+        self
+    }
+
+    /// Serves the route without documenting it: for an alias of a documented route (such as
+    /// the same path without its trailing slash), so that a generated client gets one method
+    /// per operation.
+    #[must_use]
+    pub fn undocumented(mut self) -> Self {
+        self.doc.undocumented = true;
         self
     }
 

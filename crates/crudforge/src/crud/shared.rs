@@ -30,6 +30,8 @@ pub(crate) struct Mounted<R: Resource> {
     pub(crate) prefix: String,
     pub(crate) item_path: String,
     pub(crate) custom: Vec<CustomRoute>,
+    /// Query flags that hooks read, documented on their operation.
+    pub(crate) flags: Vec<super::blueprint::QueryFlag>,
     /// The routes' patterns for their scope's guard, compiled by the first worker.
     pub(crate) patterns: Patterns,
 }

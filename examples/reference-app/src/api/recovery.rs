@@ -46,12 +46,20 @@ pub struct RecoveryRequest {
     pub first_name: String,
 }
 
-/// The recovery token, returned only in debug mode.
+/// The answer of `send_recovery_token`: one JSON shape whether or not `DEBUG` is on.
 #[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
-pub struct DebugRecoveryToken {
-    /// A token for `reset_password`, valid for two hours.
-    pub debug_recovery_token: String,
+#[schemars(rename = "RecoveryTokenIssued")]
+pub struct RecoveryTokenIssued {
+    /// What happened: `A recovery token has been issued.`
+    pub detail: String,
+    /// Only with `DEBUG=true`: the token itself, for `reset_password`, valid for two hours.
+    /// Absent otherwise (the token goes to the user by other means).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub debug_recovery_token: Option<String>,
 }
+
+/// The text of [`RecoveryTokenIssued::detail`].
+const ISSUED: &str = "A recovery token has been issued.";
 
 /// `POST /api/user/send_recovery_token`.
 pub async fn send_recovery_token(
@@ -61,9 +69,10 @@ pub async fn send_recovery_token(
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
     let issued = || {
-        HttpResponse::Ok()
-            .content_type("text/plain; charset=utf-8")
-            .body("A recovery token has been issued.")
+        HttpResponse::Ok().json(RecoveryTokenIssued {
+            detail: ISSUED.to_owned(),
+            debug_recovery_token: None,
+        })
     };
     // An unknown address or a wrong name is a failed guess: counted, and refused (or, with
     // RECOVERY_UNIFORM_ANSWER and DEBUG off, answered like a match).
@@ -101,14 +110,11 @@ pub async fn send_recovery_token(
     let (token, _) =
         st.tokens
             .issue_versioned(user.id, TokenKind::Recovery, RECOVERY_TTL_SECONDS, version)?;
-    if st.config.http.debug {
-        Ok(HttpResponse::Ok().json(DebugRecoveryToken {
-            debug_recovery_token: token,
-        }))
-    } else {
-        // Sending the e-mail is outside the contract; the token is not shown.
-        Ok(issued())
-    }
+    // Sending the e-mail is outside the contract; the token is shown only in DEBUG mode.
+    Ok(HttpResponse::Ok().json(RecoveryTokenIssued {
+        detail: ISSUED.to_owned(),
+        debug_recovery_token: st.config.http.debug.then_some(token),
+    }))
 }
 
 /// `POST /api/user/reset_password` body.
