@@ -149,7 +149,13 @@ fn list_params<R: Resource>(
         ParameterIn::Query,
         false,
         Some(format!(
-            "A SQL-like condition, ANDed with the other filters: `field = value` (also `!=`,              `>`, `>=`, `<`, `<=`), `field like 'pat%'`, `field ilike 'pat%'`,              `field in ('a', 'b')`, `field is null`, `field is not null`, combined with `and`,              `or`, `not` and parentheses. Strings, dates and date-times in single quotes (a              quote doubled inside), numbers, `true`, `false`. Example:              `(species = 'cat' or species = 'dog') and cuteness_level >= 5`. Filterable              fields: {filterable}."
+            "A SQL-like condition, ANDed with the other filters: `field = value` (also `!=`, \
+             `>`, `>=`, `<`, `<=`), `field like 'pat%'`, `field ilike 'pat%'`, \
+             `field in ('a', 'b')`, `field is null`, `field is not null`, combined with `and`, \
+             `or`, `not` and parentheses. Strings, dates and date-times in single quotes (a \
+             quote doubled inside), numbers, `true`, `false`. Example: \
+             `(species = 'cat' or species = 'dog') and cuteness_level >= 5`. Filterable \
+             fields: {filterable}."
         )),
         string(Some(doc.filter_max_length())),
     ));
@@ -158,7 +164,8 @@ fn list_params<R: Resource>(
         ParameterIn::Query,
         false,
         Some(
-            "The `pagination.next_cursor` of the previous page: returns the page after it,              with the same `sort`. Cannot be combined with `page`."
+            "The `pagination.next_cursor` of the previous page: returns the page after it, \
+             with the same `sort`. Cannot be combined with `page`."
                 .into(),
         ),
         string(None),
@@ -178,7 +185,9 @@ fn list_params<R: Resource>(
         ParameterIn::Query,
         false,
         Some(
-            "How `total` is counted: `exact` (default), `none` (no count; `total` and              `total_pages` are null) or `estimated` (the query planner's estimate on              PostgreSQL, exact on SQLite)."
+            "How `total` is counted: `exact` (default), `none` (no count; `total` and \
+             `total_pages` are null) or `estimated` (the query planner's estimate on \
+             PostgreSQL, exact on SQLite)."
                 .into(),
         ),
         count,
