@@ -68,7 +68,7 @@ async fn api(t: &crudforge_tests::TestDb) -> Api {
                 .with(Operation::Index, |o| o.present::<Cards>())
                 .admin_only([Operation::Delete])
                 .before_create(|_ctx, input| async move { Ok(input) })
-                .after_commit(|_ctx, _row| async move {})
+                .after_commit(|_ctx, _row| async move { Ok(()) })
                 .query_flag(Operation::Delete, "force", "`true`: delete even when tagged.")
                 .route(
                     CustomRoute::get("stats/", || {

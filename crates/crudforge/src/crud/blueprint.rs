@@ -34,12 +34,8 @@ pub struct CrudBlueprint<R: Resource> {
     pub(crate) hooks: super::hooks::Hooks<R>,
     pub(crate) require_if_match: bool,
     /// Query flags that hooks read, documented on their operation.
-    pub(crate) flags: Vec<QueryFlag>,
+    pub(crate) flags: Vec<super::shared::QueryFlag>,
 }
-
-/// A `true`/`false` query parameter of one operation that a hook reads
-/// ([`HookCtx::flag`](super::HookCtx::flag)): its operation, name and description.
-pub(crate) type QueryFlag = (Operation, &'static str, &'static str);
 
 impl<R: Resource> fmt::Debug for CrudBlueprint<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -450,6 +450,27 @@ mod tests {
     }
 
     #[test]
+    fn a_repeated_list_parameter_is_the_same_list_and_other_repeats_are_refused() {
+        let comma = parse("name__in=a,b&fields=id,name").unwrap();
+        let repeated = parse("name__in=a&name__in=b&fields=id&fields=name").unwrap();
+        assert_eq!(repeated.conds, comma.conds);
+        assert_eq!(repeated.fields, Some(vec!["id", "name"]));
+        assert_eq!(comma.fields, repeated.fields);
+        // Anything else given twice would answer another question: 400 naming it.
+        for (q, name) in [
+            ("name=a&name=b", "name"),
+            ("level__gte=1&level__gte=2", "level__gte"),
+            ("page=1&page=2", "page"),
+            ("sort=name&sort=-name", "sort"),
+        ] {
+            assert_eq!(param_of(parse(q).unwrap_err()), name, "{q}");
+        }
+        // `filter` expressions still combine with AND.
+        let q = parse("filter=level%20%3E%201&filter=level%20%3C%205").unwrap();
+        assert!(matches!(q.filter, Some(Condition::All(ref parts)) if parts.len() == 2));
+    }
+
+    #[test]
     fn defaults() {
         let q = parse("").unwrap();
         assert_eq!((q.page, q.page_size), (1, 25));
