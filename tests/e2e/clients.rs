@@ -87,8 +87,8 @@ fn a_generated_python_client_runs_the_whole_flow() {
     );
     tools::check("openapi-python-client generate", &out);
     // The generator warns about every part of a description it could not turn into code.
-    let said = String::from_utf8_lossy(&out.stdout).into_owned()
-        + &String::from_utf8_lossy(&out.stderr);
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(
         !said.contains("Warning"),
         "openapi-python-client warns:\n{said}"

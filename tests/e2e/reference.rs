@@ -597,7 +597,9 @@ fn me_and_user_crud_follow_the_reference_rules() {
             ("erin.e@example.com", "erin.e", json!([])),
         ] {
             let t = app.login(email);
-            let me = app.json(&app.get("/api/user/me", Some(&t)), 200);
+            let mut me = app.json(&app.get("/api/user/me", Some(&t)), 200);
+            let id = me.as_object_mut().unwrap().remove("id").unwrap();
+            Uuid::parse_str(id.as_str().unwrap()).unwrap();
             assert_eq!(
                 me,
                 json!({"email": email, "is_deleted": false, "display_name": display, "roles": roles})
@@ -623,7 +625,10 @@ fn me_and_user_crud_follow_the_reference_rules() {
         let list = app.json(&app.get("/api/user/", Some(&at)), 200);
         assert_eq!(list["pagination"]["total"], 5);
         for u in data(&list) {
-            assert_eq!(keys(u), ["display_name", "email", "is_deleted", "roles"]);
+            assert_eq!(
+                keys(u),
+                ["display_name", "email", "id", "is_deleted", "roles"]
+            );
         }
         let ada = data(&list)
             .iter()
@@ -777,11 +782,14 @@ fn login_refresh_and_the_domain_check_of_the_login_hook() {
         let access = tokens["access_token"].as_str().unwrap();
         let me = app.json(&app.get("/api/user/me", Some(access)), 200);
         assert_eq!(me["email"], "plain@example.com");
-        // The user blueprint's own profile endpoint: the full user, without the password.
-        let full = app.json(&app.get("/api/user/me/", Some(access)), 200);
-        assert_eq!(full["email"], "plain@example.com");
-        assert!(full["id"].is_string());
-        assert!(full.get("password").is_none(), "{full}");
+        // The user blueprint's own profile endpoint: the same public user schema, with the id.
+        let slash = app.json(&app.get("/api/user/me/", Some(access)), 200);
+        assert_eq!(slash, me);
+        assert_eq!(
+            keys(&slash),
+            ["display_name", "email", "id", "is_deleted", "roles"]
+        );
+        assert!(slash.get("password").is_none(), "{slash}");
         app.problem(&app.get("/api/user/me/", None), 401, "/api/user/me/");
 
         // Password and is_enabled are checked before the hook.
@@ -1572,7 +1580,11 @@ fn password_recovery_without_debug_answers_the_same_json_without_the_token() {
         let v = app.json(&r, 200);
         assert_eq!(keys(&v), ["detail"], "{v}");
         assert_eq!(v["detail"], "A recovery token has been issued.");
-        assert!(!r.text().contains("eyJ"), "no token in the body: {}", r.text());
+        assert!(
+            !r.text().contains("eyJ"),
+            "no token in the body: {}",
+            r.text()
+        );
         for body in [
             json!({"email": "ghost@example.com", "first_name": "Ada"}),
             json!({"email": "ada@example.com", "first_name": "Eve"}),
@@ -1888,7 +1900,54 @@ fn health_description_and_docs_list_every_endpoint() {
             "{invite}"
         );
         // `/api/user/me` is served but documented once, as `me/`.
-        assert!(paths.get("/api/user/me").is_none(), "{}", paths["/api/user/me"]);
+        assert!(
+            paths.get("/api/user/me").is_none(),
+            "{}",
+            paths["/api/user/me"]
+        );
+        // Who may call each operation, from the rules; admin-only members are marked.
+        let who = |path: &str, method: &str| {
+            paths[path][method]["description"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned()
+        };
+        assert!(
+            who("/api/user/", "get").starts_with("Who may call: administrators only."),
+            "{}",
+            who("/api/user/", "get")
+        );
+        let patch_user = who("/api/user/{id}", "patch");
+        assert!(
+            patch_user.contains("`id` is the caller's id")
+                && patch_user.contains("Only administrators may send `is_enabled`"),
+            "{patch_user}"
+        );
+        assert_eq!(
+            spec["components"]["schemas"]["UserUpdate"]["properties"]["is_enabled"]["x-admin-only"],
+            true
+        );
+        assert!(
+            who("/api/user/{user_id}/role/", "get").contains("a domain's administrators"),
+            "{}",
+            who("/api/user/{user_id}/role/", "get")
+        );
+        assert!(who("/api/domains/", "get").starts_with("Who may call: anyone, signed in or not."));
+        assert!(who("/api/user/{user_id}/settings/", "post")
+            .contains("the user named in the path, or an administrator"));
+        // What the login hook and the domain guard answer with is declared.
+        assert!(paths["/api/user/login/"]["post"]["responses"]["404"].is_object());
+        let delete_domain = paths["/api/domains/{id}"]["delete"]["parameters"]
+            .as_array()
+            .unwrap();
+        assert!(delete_domain.iter().any(|p| p["name"] == "cascade"
+            && p["in"] == "query"
+            && p["schema"]["type"] == "boolean"));
+        // The new user's id is in createUser's answer.
+        assert!(spec["components"]["schemas"]["PublicUser"]["required"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("id")));
         let recovery =
             &paths["/api/user/send_recovery_token"]["post"]["responses"]["200"]["content"];
         assert!(

@@ -69,7 +69,11 @@ async fn api(t: &crudforge_tests::TestDb) -> Api {
                 .admin_only([Operation::Delete])
                 .before_create(|_ctx, input| async move { Ok(input) })
                 .after_commit(|_ctx, _row| async move { Ok(()) })
-                .query_flag(Operation::Delete, "force", "`true`: delete even when tagged.")
+                .query_flag(
+                    Operation::Delete,
+                    "force",
+                    "`true`: delete even when tagged.",
+                )
                 .route(
                     CustomRoute::get("stats/", || {
                         web::get().to(|| async { HttpResponse::Ok().json(Stats { count: 0 }) })
@@ -119,7 +123,11 @@ async fn a_library_users_description_lints_clean() {
         let t = crudforge_tests::TestDb::sqlite().await;
         let api = api(&t).await;
         let app = test::init_service(api.app()).await;
-        let resp = test::call_service(&app, test::TestRequest::get().uri("/openapi.json").to_request()).await;
+        let resp = test::call_service(
+            &app,
+            test::TestRequest::get().uri("/openapi.json").to_request(),
+        )
+        .await;
         assert_eq!(resp.status(), 200);
         let body = test::read_body(resp).await;
         let spec: Value = serde_json::from_slice(&body).unwrap();
@@ -129,19 +137,27 @@ async fn a_library_users_description_lints_clean() {
         for (path, v) in &all {
             if let Value::String(s) = v {
                 if path.ends_with("/description") || path.ends_with("/summary") {
-                    assert!(!s.contains("](crate::") && !s.contains("[`"), "a Rust link at {path}: {s}");
+                    assert!(
+                        !s.contains("](crate::") && !s.contains("[`"),
+                        "a Rust link at {path}: {s}"
+                    );
                     assert!(!s.contains("<prefix>"), "a placeholder at {path}: {s}");
                 }
             }
             if let Value::Object(m) = v {
                 if m.contains_key("nullable") {
-                    assert!(m.contains_key("type") || m.contains_key("allOf") || m.contains_key("$ref"), "nullable without a type at {path}");
+                    assert!(
+                        m.contains_key("type") || m.contains_key("allOf") || m.contains_key("$ref"),
+                        "nullable without a type at {path}"
+                    );
                 }
             }
         }
         // No `default` in request bodies or component schemas (parameters may keep theirs).
         for (path, v) in &all {
-            if (path.starts_with("/components/schemas") || path.contains("/requestBody")) && path.ends_with("/default") {
+            if (path.starts_with("/components/schemas") || path.contains("/requestBody"))
+                && path.ends_with("/default")
+            {
                 panic!("a default at {path}: {v}");
             }
         }
@@ -149,28 +165,70 @@ async fn a_library_users_description_lints_clean() {
         // Items of INDEX and GET may lack any member (`fields`); POST answers the full item.
         let list = &ops["/api/critters/"]["get"];
         assert_eq!(
-            list["responses"]["200"]["content"]["application/json"]["schema"]["properties"]["data"]["items"]["$ref"],
+            list["responses"]["200"]["content"]["application/json"]["schema"]["properties"]["data"]
+                ["items"]["$ref"],
             "#/components/schemas/PartialCritterCard"
         );
-        assert!(spec["components"]["schemas"]["PartialCritterCard"].get("required").is_none());
-        assert!(spec["components"]["schemas"]["Critter"]["required"].as_array().is_some_and(|r| !r.is_empty()));
+        assert!(spec["components"]["schemas"]["PartialCritterCard"]
+            .get("required")
+            .is_none());
+        assert!(spec["components"]["schemas"]["Critter"]["required"]
+            .as_array()
+            .is_some_and(|r| !r.is_empty()));
         // `fields` of the presented list: the resource's fields the card has.
-        let fields = list["parameters"].as_array().unwrap().iter().find(|p| p["name"] == "fields").unwrap();
-        assert_eq!(fields["schema"]["items"]["enum"], serde_json::json!(["id", "name"]));
+        let fields = list["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "fields")
+            .unwrap();
+        assert_eq!(
+            fields["schema"]["items"]["enum"],
+            serde_json::json!(["id", "name"])
+        );
         // Who may call, from the rules and options.
-        let who = |path: &str, method: &str| ops[path][method]["description"].as_str().unwrap_or("").to_owned();
-        assert!(who("/api/critters/", "get").contains("Who may call: anyone, signed in or not."), "{}", who("/api/critters/", "get"));
+        let who = |path: &str, method: &str| {
+            ops[path][method]["description"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned()
+        };
+        assert!(
+            who("/api/critters/", "get").contains("Who may call: anyone, signed in or not."),
+            "{}",
+            who("/api/critters/", "get")
+        );
         assert!(who("/api/critters/{id}", "delete").contains("Who may call: administrators only."));
-        assert!(who("/api/keepers/{keeper_id}/critters/", "get").contains("`keeper_id` is the caller's id"), "{}", who("/api/keepers/{keeper_id}/critters/", "get"));
+        assert!(
+            who("/api/keepers/{keeper_id}/critters/", "get")
+                .contains("`keeper_id` is the caller's id"),
+            "{}",
+            who("/api/keepers/{keeper_id}/critters/", "get")
+        );
         assert!(who("/api/critters/stats/", "get").contains("anyone, without a token"));
         // The hook's flag is a documented query parameter of DELETE.
-        assert!(ops["/api/critters/{id}"]["delete"]["parameters"].as_array().unwrap().iter().any(|p| p["name"] == "force" && p["in"] == "query"));
+        assert!(ops["/api/critters/{id}"]["delete"]["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["name"] == "force" && p["in"] == "query"));
         // Every operation has a default problem answer; 201s name their Location.
-        assert_eq!(ops["/api/critters/"]["post"]["responses"]["default"]["content"]["application/problem+json"]["schema"]["$ref"], "#/components/schemas/Problem");
-        assert_eq!(ops["/api/critters/"]["post"]["responses"]["201"]["headers"]["Location"]["required"], true);
+        assert_eq!(
+            ops["/api/critters/"]["post"]["responses"]["default"]["content"]
+                ["application/problem+json"]["schema"]["$ref"],
+            "#/components/schemas/Problem"
+        );
+        assert_eq!(
+            ops["/api/critters/"]["post"]["responses"]["201"]["headers"]["Location"]["required"],
+            true
+        );
 
         match crudforge_tests::tools::redocly_lint(&body) {
-            Ok(Some(warnings)) => assert!(warnings.is_empty(), "warnings not turned down in tests/tools/redocly.yaml:\n{}", warnings.join("\n")),
+            Ok(Some(warnings)) => assert!(
+                warnings.is_empty(),
+                "warnings not turned down in tests/tools/redocly.yaml:\n{}",
+                warnings.join("\n")
+            ),
             Ok(None) => {}
             Err(e) => panic!("redocly lint:\n{e}"),
         }

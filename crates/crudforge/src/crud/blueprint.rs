@@ -94,7 +94,12 @@ impl<R: Resource> CrudBlueprint<R> {
     /// [`HookCtx::flag`](super::HookCtx::flag) (for example `cascade` on DELETE), so that
     /// clients generated from the description can send it.
     #[must_use]
-    pub fn query_flag(mut self, op: Operation, name: &'static str, description: &'static str) -> Self {
+    pub fn query_flag(
+        mut self,
+        op: Operation,
+        name: &'static str,
+        description: &'static str,
+    ) -> Self {
         self.flags.push((op, name, description));
         self
     }

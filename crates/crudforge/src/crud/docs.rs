@@ -68,14 +68,14 @@ pub(super) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
                 parameters.push(parameter(&p, ParameterIn::Path, true, None, s));
             }
         }
-        let who = if c.doc.public {
-            "Who may call: anyone, without a token."
-        } else {
-            "Who may call: signed-in users (a bearer token)."
+        let who = match (&c.doc.callers, c.doc.public) {
+            (Some(who), _) => format!("Who may call: {}.", who.trim_end_matches('.')),
+            (None, true) => "Who may call: anyone, without a token.".to_owned(),
+            (None, false) => "Who may call: any signed-in user.".to_owned(),
         };
         let description = match &c.doc.description {
             Some(d) => format!("{d}\n\n{who}"),
-            None => who.to_owned(),
+            None => who,
         };
         let op = OpDoc {
             tags: vec![c.doc.tag.clone().unwrap_or_else(|| R::NAME.to_owned())],
@@ -655,38 +655,54 @@ fn callers<R: Resource>(
 }
 
 /// Who may call a generated operation, in words: read from the operation's options and from
-/// the very rule objects that decide each request, asked about an anonymous caller and about a
-/// signed-in user without roles (administrators pass every rule). Members only administrators
-/// may send are named too.
+/// the very rule objects that decide each request, asked about an anonymous caller, a
+/// signed-in user without roles and an administrator of one domain (global administrators
+/// pass every rule). Members only administrators may send are named too.
 fn who_may_call<R: Resource>(
     op: Operation,
     o: &OpOptions<R>,
     rules: &dyn crate::perms::Rules<R>,
 ) -> String {
+    use crate::auth::{CurrentUser, RoleGrant};
     use crate::perms::Access;
-    let probe = crate::auth::CurrentUser {
+    let probe = |roles: Vec<RoleGrant>| CurrentUser {
         id: uuid::Uuid::new_v4(),
         email: String::new(),
         is_enabled: true,
-        roles: Vec::new(),
+        roles,
+    };
+    let user = probe(Vec::new());
+    let domain = uuid::Uuid::new_v4();
+    let domain_admin = probe(vec![RoleGrant {
+        role: "ADMIN".to_owned(),
+        domain_id: Some(domain),
+    }]);
+    let probes = Probes {
+        callers: vec![user.id, domain_admin.id],
+        domain,
     };
     let who = if o.public {
         "anyone, without a token".to_owned()
     } else if o.admin_only {
         "administrators only".to_owned()
     } else {
-        let access = |user: Option<&crate::auth::CurrentUser>| match op {
-            Operation::Index | Operation::Get => rules.read(user),
-            Operation::Patch | Operation::Delete => rules.write(user),
-            Operation::Post => match rules.create(user, &mut serde_json::Map::new()) {
-                Err(crate::error::Error::Unauthorized(_)) => Access::Unauthenticated,
-                Err(crate::error::Error::Forbidden(_)) => Access::Forbidden,
-                // Allowed, or refused only for what the (empty) body lacks.
-                _ => Access::All,
-            },
+        let access = |caller: Option<&CurrentUser>| match op {
+            Operation::Index | Operation::Get => rules.read(caller),
+            Operation::Patch | Operation::Delete => rules.write(caller),
+            Operation::Post => {
+                // A domain's administrator creates in their domain.
+                let mut body = serde_json::Map::new();
+                body.insert("domain_id".to_owned(), domain.to_string().into());
+                match rules.create(caller, &mut body) {
+                    Err(crate::error::Error::Unauthorized(_)) => Access::Unauthenticated,
+                    Err(crate::error::Error::Forbidden(_)) => Access::Forbidden,
+                    // Allowed, or refused only for what the probe's body lacks.
+                    _ => Access::All,
+                }
+            }
         };
-        let rows = |c: &crate::condition::Condition| describe_rows(c, probe.id);
-        match (access(None), access(Some(&probe))) {
+        let rows = |c: &crate::condition::Condition| describe_rows(c, &probes);
+        let mut who = match (access(None), access(Some(&user))) {
             (Access::All, _) => "anyone, signed in or not".to_owned(),
             (Access::Rows(c), _) => format!(
                 "anyone, signed in or not, on the items where {}; administrators on every item",
@@ -697,10 +713,20 @@ fn who_may_call<R: Resource>(
                 "signed-in users on the items where {}; administrators on every item",
                 rows(&c)
             ),
-            (_, Access::Forbidden | Access::Unauthenticated) => {
-                "administrators only".to_owned()
+            (_, Access::Forbidden | Access::Unauthenticated) => "administrators only".to_owned(),
+        };
+        // What a domain's administrator may do beyond a plain user.
+        if access(Some(&user)) != access(Some(&domain_admin)) {
+            match access(Some(&domain_admin)) {
+                Access::All => who.push_str("; also a domain's administrators, in their domain"),
+                Access::Rows(c) => who.push_str(&format!(
+                    "; a domain's administrators on the items where {}",
+                    rows(&c)
+                )),
+                Access::Forbidden | Access::Unauthenticated => {}
             }
         }
+        who
     };
     let mut text = format!("Who may call: {who}.");
     let mut admin_members: Vec<&str> = Vec::new();
@@ -720,13 +746,20 @@ fn who_may_call<R: Resource>(
     text
 }
 
-/// A rule's row condition in words, with the probe user's id read as "the caller's id".
-fn describe_rows(c: &crate::condition::Condition, caller: uuid::Uuid) -> String {
+/// The ids the probe callers of [`who_may_call`] carry, read back as words.
+struct Probes {
+    callers: Vec<uuid::Uuid>,
+    domain: uuid::Uuid,
+}
+
+/// A rule's row condition in words, with the probes' ids read as "the caller's id" and "a
+/// domain they administer".
+fn describe_rows(c: &crate::condition::Condition, probes: &Probes) -> String {
     use crate::condition::{Arg, Condition};
     let join = |parts: &[Condition], word: &str| {
         parts
             .iter()
-            .map(|p| describe_rows(p, caller))
+            .map(|p| describe_rows(p, probes))
             .collect::<Vec<_>>()
             .join(word)
     };
@@ -735,10 +768,11 @@ fn describe_rows(c: &crate::condition::Condition, caller: uuid::Uuid) -> String 
         Condition::Any(parts) if parts.is_empty() => "no item".to_owned(),
         Condition::All(parts) => join(parts, " and "),
         Condition::Any(parts) => format!("({})", join(parts, " or ")),
-        Condition::Not(inner) => format!("not ({})", describe_rows(inner, caller)),
+        Condition::Not(inner) => format!("not ({})", describe_rows(inner, probes)),
         Condition::Is(cond) => {
             let value = match &cond.arg {
-                Arg::Uuid(u) if *u == caller => "the caller's id".to_owned(),
+                Arg::Uuid(u) if probes.callers.contains(u) => "the caller's id".to_owned(),
+                Arg::Uuid(u) if *u == probes.domain => "a domain they administer".to_owned(),
                 Arg::Text(t) => format!("'{t}'"),
                 Arg::Int(n) => n.to_string(),
                 Arg::Float(n) => n.to_string(),

@@ -39,7 +39,11 @@ pub(crate) fn selectable(
     fields
         .iter()
         .filter(|f| !f.write_only)
-        .filter(|f| members.as_ref().is_none_or(|m| m.iter().any(|n| n == f.name)))
+        .filter(|f| {
+            members
+                .as_ref()
+                .is_none_or(|m| m.iter().any(|n| n == f.name))
+        })
         .map(|f| f.name)
         .collect()
 }

@@ -514,6 +514,8 @@ async fn me<U: UserModel>(
         .into_iter()
         .next()
         .ok_or_else(|| Error::Unauthorized("The token's user does not exist.".into()))?;
+    // The presenter takes its own connection.
+    drop(conn);
     let Some(present) = present else {
         return Ok(HttpResponse::Ok().json(U::Response::from(u)));
     };

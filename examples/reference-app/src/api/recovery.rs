@@ -55,6 +55,7 @@ pub struct RecoveryTokenIssued {
     /// Only with `DEBUG=true`: the token itself, for `reset_password`, valid for two hours.
     /// Absent otherwise (the token goes to the user by other means).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub debug_recovery_token: Option<String>,
 }
 

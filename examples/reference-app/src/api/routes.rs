@@ -7,7 +7,7 @@ use super::invites::{self, Invite};
 use super::profile::{self, PublicUsers};
 use super::recovery::{self, RecoverySettings};
 use super::users::AppUser;
-use super::{login, settings};
+use super::{login, settings, user_path};
 use actix_web::web;
 use apistos::paths::OperationType;
 use crudforge::crud::CustomRoute;
@@ -84,6 +84,7 @@ pub fn mount(api: Api, recovery_settings: RecoverySettings) -> Result<Api, Mount
                         web::get().to(settings::list_settings)
                     })
                     .operation_id("listUserSetting")
+                    .callers(user_path::MAY_WRITE)
                     .summary("A user's settings (the user itself or an admin)")
                     .responds::<Vec<settings::SettingBody>>()
                     .errors(&[401, 403, 404])
@@ -94,6 +95,7 @@ pub fn mount(api: Api, recovery_settings: RecoverySettings) -> Result<Api, Mount
                         web::post().to(settings::put_setting)
                     })
                     .operation_id("setUserSetting")
+                    .callers(user_path::MAY_WRITE)
                     .summary("Create or update one setting; returns all of them")
                     .body::<settings::SettingBody>()
                     .responds::<Vec<settings::SettingBody>>()
@@ -105,6 +107,7 @@ pub fn mount(api: Api, recovery_settings: RecoverySettings) -> Result<Api, Mount
                         web::get().to(invites::list_invites)
                     })
                     .operation_id("listUserInvite")
+                    .callers(user_path::MAY_WRITE)
                     .summary("Invites sent by a user (the user itself or an admin)")
                     .responds::<Vec<<Invite as Resource>::Response>>()
                     .errors(&[401, 403, 404])
@@ -115,6 +118,7 @@ pub fn mount(api: Api, recovery_settings: RecoverySettings) -> Result<Api, Mount
                         web::post().to(invites::create_invite)
                     })
                     .operation_id("createUserInvite")
+                    .callers(user_path::MAY_WRITE)
                     .summary("Send an invite as that user")
                     .status(201)
                     .body::<invites::InviteBody>()
