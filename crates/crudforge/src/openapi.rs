@@ -307,7 +307,7 @@ pub fn json_response(description: &str, schema: ReferenceOr<Schema>) -> Referenc
 }
 
 /// A response header with a schema.
-pub fn response_header(
+pub(crate) fn response_header(
     description: &str,
     required: bool,
     schema: Schema,
@@ -420,7 +420,7 @@ pub fn forbid_nul_in_text(v: &mut serde_json::Value) {
 ///   instead), and client generators read `default` as "always present" and make the member
 ///   required; an absent member of an update body means "unchanged", never the default;
 /// - no `nullable` on a schema without a `type`: such a schema already admits `null`.
-pub fn polish_for_clients(spec: &mut serde_json::Value) {
+pub(crate) fn polish_for_clients(spec: &mut serde_json::Value) {
     drop_unused_schemas(spec);
     if let Some(schemas) = spec
         .pointer_mut("/components/schemas")
