@@ -630,6 +630,17 @@ fn me_and_user_crud_follow_the_reference_rules() {
                 ["display_name", "email", "id", "is_deleted", "roles"]
             );
         }
+        // `fields` keeps the members of the public schema that are the user's fields; the
+        // description lists exactly those.
+        let ids = app.json(
+            &app.get("/api/user/?fields=id&fields=email", Some(&at)),
+            200,
+        );
+        for u in data(&ids) {
+            assert_eq!(keys(u), ["email", "id"], "{u}");
+        }
+        let r = app.get("/api/user/?fields=display_name", Some(&at));
+        assert_eq!(app.problem(&r, 400, "/api/user/")["field"], "fields");
         let ada = data(&list)
             .iter()
             .find(|u| u["email"] == "admin@example.com")
@@ -1943,6 +1954,16 @@ fn health_description_and_docs_list_every_endpoint() {
         assert!(delete_domain.iter().any(|p| p["name"] == "cascade"
             && p["in"] == "query"
             && p["schema"]["type"] == "boolean"));
+        let fields = paths["/api/user/"]["get"]["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "fields")
+            .unwrap();
+        assert_eq!(
+            fields["schema"]["items"]["enum"],
+            json!(["id", "email", "is_deleted"])
+        );
         // The new user's id is in createUser's answer.
         assert!(spec["components"]["schemas"]["PublicUser"]["required"]
             .as_array()
