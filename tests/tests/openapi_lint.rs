@@ -142,6 +142,7 @@ async fn a_library_users_description_lints_clean() {
                         "a Rust link at {path}: {s}"
                     );
                     assert!(!s.contains("<prefix>"), "a placeholder at {path}: {s}");
+                    assert!(!s.contains("   "), "a run of spaces at {path}: {s}");
                 }
             }
             if let Value::Object(m) = v {
@@ -206,6 +207,13 @@ async fn a_library_users_description_lints_clean() {
             who("/api/keepers/{keeper_id}/critters/", "get")
         );
         assert!(who("/api/critters/stats/", "get").contains("anyone, without a token"));
+        // Every operation says who may call it.
+        for (path, item) in ops.as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                let d = op["description"].as_str().unwrap_or("");
+                assert!(d.contains("Who may call: "), "{method} {path}: {d}");
+            }
+        }
         // The hook's flag is a documented query parameter of DELETE.
         assert!(ops["/api/critters/{id}"]["delete"]["parameters"]
             .as_array()
