@@ -665,20 +665,23 @@ fn who_may_call<R: Resource>(
 ) -> String {
     use crate::auth::{CurrentUser, RoleGrant};
     use crate::perms::Access;
-    let probe = |roles: Vec<RoleGrant>| CurrentUser {
+    let user = CurrentUser {
         id: uuid::Uuid::new_v4(),
         email: String::new(),
         is_enabled: true,
-        roles,
+        roles: Vec::new(),
     };
-    let user = probe(Vec::new());
     let domain = uuid::Uuid::new_v4();
-    let domain_admin = probe(vec![RoleGrant {
-        role: "ADMIN".to_owned(),
-        domain_id: Some(domain),
-    }]);
+    // The same caller, with an ADMIN role scoped to one domain.
+    let domain_admin = CurrentUser {
+        roles: vec![RoleGrant {
+            role: "ADMIN".to_owned(),
+            domain_id: Some(domain),
+        }],
+        ..user.clone()
+    };
     let probes = Probes {
-        callers: vec![user.id, domain_admin.id],
+        caller: user.id,
         domain,
     };
     let who = if o.public {
@@ -748,7 +751,7 @@ fn who_may_call<R: Resource>(
 
 /// The ids the probe callers of [`who_may_call`] carry, read back as words.
 struct Probes {
-    callers: Vec<uuid::Uuid>,
+    caller: uuid::Uuid,
     domain: uuid::Uuid,
 }
 
@@ -766,12 +769,15 @@ fn describe_rows(c: &crate::condition::Condition, probes: &Probes) -> String {
     match c {
         Condition::All(parts) if parts.is_empty() => "every item".to_owned(),
         Condition::Any(parts) if parts.is_empty() => "no item".to_owned(),
+        Condition::All(parts) | Condition::Any(parts) if parts.len() == 1 => {
+            parts.iter().map(|p| describe_rows(p, probes)).collect()
+        }
         Condition::All(parts) => join(parts, " and "),
         Condition::Any(parts) => format!("({})", join(parts, " or ")),
         Condition::Not(inner) => format!("not ({})", describe_rows(inner, probes)),
         Condition::Is(cond) => {
             let value = match &cond.arg {
-                Arg::Uuid(u) if probes.callers.contains(u) => "the caller's id".to_owned(),
+                Arg::Uuid(u) if *u == probes.caller => "the caller's id".to_owned(),
                 Arg::Uuid(u) if *u == probes.domain => "a domain they administer".to_owned(),
                 Arg::Text(t) => format!("'{t}'"),
                 Arg::Int(n) => n.to_string(),
