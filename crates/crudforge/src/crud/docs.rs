@@ -658,7 +658,7 @@ fn callers<R: Resource>(
 /// the very rule objects that decide each request, asked about an anonymous caller, a
 /// signed-in user without roles and an administrator of one domain (global administrators
 /// pass every rule). Members only administrators may send are named too.
-fn who_may_call<R: Resource>(
+fn who_may_call<R: 'static>(
     op: Operation,
     o: &OpOptions<R>,
     rules: &dyn crate::perms::Rules<R>,
@@ -1031,6 +1031,87 @@ fn plural(noun: &str) -> String {
         format!("{noun}es")
     } else {
         format!("{noun}s")
+    }
+}
+
+#[cfg(test)]
+mod who_tests {
+    use super::{who_may_call, OpOptions, Operation};
+    use crate::perms::{AdminOnly, DefaultRules, Open, OwnerRules, PublicReadAdminWrite, Rules};
+
+    fn who(op: Operation, o: &OpOptions<()>, rules: &dyn Rules<()>) -> String {
+        who_may_call(op, o, rules)
+    }
+
+    #[test]
+    fn the_words_come_from_the_rules_and_options() {
+        let plain = OpOptions::<()>::default();
+        let said = |op, rules: &dyn Rules<()>| who(op, &plain, rules);
+        assert_eq!(
+            said(Operation::Get, &DefaultRules),
+            "Who may call: any signed-in user."
+        );
+        assert_eq!(
+            said(Operation::Index, &Open),
+            "Who may call: anyone, signed in or not."
+        );
+        assert_eq!(
+            said(Operation::Index, &PublicReadAdminWrite),
+            "Who may call: anyone, signed in or not."
+        );
+        assert_eq!(
+            said(Operation::Patch, &PublicReadAdminWrite),
+            "Who may call: administrators only."
+        );
+        assert_eq!(
+            said(Operation::Post, &AdminOnly),
+            "Who may call: administrators only."
+        );
+        assert_eq!(
+            said(Operation::Delete, &OwnerRules::new("owner_id")),
+            "Who may call: signed-in users on the items where `owner_id` is the caller's id; \
+             administrators on every item."
+        );
+        // Options come before the rules.
+        let mut admin = OpOptions::<()>::default();
+        admin.admin_only = true;
+        assert_eq!(
+            who(Operation::Get, &admin, &Open),
+            "Who may call: administrators only."
+        );
+        let mut public = OpOptions::<()>::default();
+        public.public = true;
+        assert_eq!(
+            who(Operation::Post, &public, &AdminOnly),
+            "Who may call: anyone, without a token."
+        );
+    }
+
+    #[test]
+    fn members_only_administrators_may_send_are_named() {
+        struct Guarded;
+        impl Rules<()> for Guarded {
+            fn admin_fields(&self) -> &[&'static str] {
+                &["is_enabled"]
+            }
+            fn admin_update_fields(&self) -> &[&'static str] {
+                &["password"]
+            }
+        }
+        let plain = OpOptions::<()>::default();
+        let post = who(Operation::Post, &plain, &Guarded);
+        assert!(
+            post.ends_with("Only administrators may send `is_enabled` (others get 403)."),
+            "{post}"
+        );
+        let patch = who(Operation::Patch, &plain, &Guarded);
+        assert!(
+            patch.ends_with(
+                "Only administrators may send `is_enabled`, `password` (others get 403)."
+            ),
+            "{patch}"
+        );
+        assert!(!who(Operation::Get, &plain, &Guarded).contains("Only administrators"));
     }
 }
 
