@@ -1073,14 +1073,18 @@ mod who_tests {
              administrators on every item."
         );
         // Options come before the rules.
-        let mut admin = OpOptions::<()>::default();
-        admin.admin_only = true;
+        let admin = OpOptions::<()> {
+            admin_only: true,
+            ..Default::default()
+        };
         assert_eq!(
             who(Operation::Get, &admin, &Open),
             "Who may call: administrators only."
         );
-        let mut public = OpOptions::<()>::default();
-        public.public = true;
+        let public = OpOptions::<()> {
+            public: true,
+            ..Default::default()
+        };
         assert_eq!(
             who(Operation::Post, &public, &AdminOnly),
             "Who may call: anyone, without a token."
