@@ -3,6 +3,7 @@
 
 mod harness;
 
+mod clients;
 mod foundation;
 mod indexes;
 mod instances;

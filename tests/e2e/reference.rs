@@ -597,7 +597,9 @@ fn me_and_user_crud_follow_the_reference_rules() {
             ("erin.e@example.com", "erin.e", json!([])),
         ] {
             let t = app.login(email);
-            let me = app.json(&app.get("/api/user/me", Some(&t)), 200);
+            let mut me = app.json(&app.get("/api/user/me", Some(&t)), 200);
+            let id = me.as_object_mut().unwrap().remove("id").unwrap();
+            Uuid::parse_str(id.as_str().unwrap()).unwrap();
             assert_eq!(
                 me,
                 json!({"email": email, "is_deleted": false, "display_name": display, "roles": roles})
@@ -623,8 +625,22 @@ fn me_and_user_crud_follow_the_reference_rules() {
         let list = app.json(&app.get("/api/user/", Some(&at)), 200);
         assert_eq!(list["pagination"]["total"], 5);
         for u in data(&list) {
-            assert_eq!(keys(u), ["display_name", "email", "is_deleted", "roles"]);
+            assert_eq!(
+                keys(u),
+                ["display_name", "email", "id", "is_deleted", "roles"]
+            );
         }
+        // `fields` keeps the members of the public schema that are the user's fields; the
+        // description lists exactly those.
+        let ids = app.json(
+            &app.get("/api/user/?fields=id&fields=email", Some(&at)),
+            200,
+        );
+        for u in data(&ids) {
+            assert_eq!(keys(u), ["email", "id"], "{u}");
+        }
+        let r = app.get("/api/user/?fields=display_name", Some(&at));
+        assert_eq!(app.problem(&r, 400, "/api/user/")["field"], "fields");
         let ada = data(&list)
             .iter()
             .find(|u| u["email"] == "admin@example.com")
@@ -777,11 +793,14 @@ fn login_refresh_and_the_domain_check_of_the_login_hook() {
         let access = tokens["access_token"].as_str().unwrap();
         let me = app.json(&app.get("/api/user/me", Some(access)), 200);
         assert_eq!(me["email"], "plain@example.com");
-        // The user blueprint's own profile endpoint: the full user, without the password.
-        let full = app.json(&app.get("/api/user/me/", Some(access)), 200);
-        assert_eq!(full["email"], "plain@example.com");
-        assert!(full["id"].is_string());
-        assert!(full.get("password").is_none(), "{full}");
+        // The user blueprint's own profile endpoint: the same public user schema, with the id.
+        let slash = app.json(&app.get("/api/user/me/", Some(access)), 200);
+        assert_eq!(slash, me);
+        assert_eq!(
+            keys(&slash),
+            ["display_name", "email", "id", "is_deleted", "roles"]
+        );
+        assert!(slash.get("password").is_none(), "{slash}");
         app.problem(&app.get("/api/user/me/", None), 401, "/api/user/me/");
 
         // Password and is_enabled are checked before the hook.
@@ -1319,7 +1338,7 @@ fn password_recovery_in_debug_mode_returns_the_token() {
             json!({"email": "ada@example.com", "first_name": "aDA"}),
         );
         let v = app.json(&r, 200);
-        assert_eq!(keys(&v), ["debug_recovery_token"]);
+        assert_eq!(keys(&v), ["debug_recovery_token", "detail"]);
         let token = v["debug_recovery_token"].as_str().unwrap().to_owned();
         let claims = jwt_claims(&token);
         assert_eq!(claims["sub"], ada.as_str());
@@ -1558,16 +1577,14 @@ fn stricter_recovery_settings() {
 }
 
 #[test]
-fn password_recovery_without_debug_answers_in_plain_text() {
+fn password_recovery_without_debug_answers_text_or_json_on_request_without_the_token() {
     for b in backends_with(&[("DEBUG", "false")]) {
         b.user("ada@example.com", &["--first-name", "Ada"]);
         let app = App::start(b);
         let send = "/api/user/send_recovery_token";
-        let r = app.post(
-            send,
-            None,
-            json!({"email": "ada@example.com", "first_name": "ada"}),
-        );
+        let body = json!({"email": "ada@example.com", "first_name": "ada"});
+        // The contract's answer: a plain-text message.
+        let r = app.post(send, None, body.clone());
         assert_eq!(r.status, 200, "{}", r.text());
         assert!(
             r.header("content-type")
@@ -1576,12 +1593,27 @@ fn password_recovery_without_debug_answers_in_plain_text() {
             r.headers
         );
         let text = r.text();
-        assert!(!text.is_empty());
-        assert!(
-            serde_json::from_str::<Value>(&text).is_err(),
-            "not JSON: {text}"
+        assert_eq!(text, "A recovery token has been issued.");
+        // A client that asks for JSON gets the documented JSON shape, without the token.
+        let bytes = serde_json::to_vec(&body).unwrap();
+        let r = request(
+            &app.server.addr,
+            "POST",
+            send,
+            &[
+                ("Accept", "application/json"),
+                ("Content-Type", "application/json"),
+            ],
+            Some(&bytes),
         );
-        assert!(!text.contains("eyJ"), "no token in the body: {text}");
+        let v = app.json(&r, 200);
+        assert_eq!(keys(&v), ["detail"], "{v}");
+        assert_eq!(v["detail"], "A recovery token has been issued.");
+        assert!(
+            !r.text().contains("eyJ"),
+            "no token in the body: {}",
+            r.text()
+        );
         for body in [
             json!({"email": "ghost@example.com", "first_name": "Ada"}),
             json!({"email": "ada@example.com", "first_name": "Eve"}),
@@ -1855,16 +1887,15 @@ fn health_description_and_docs_list_every_endpoint() {
             ("/api/user/{id}", "get", "getUser"),
             ("/api/user/{id}", "patch", "updateUser"),
             ("/api/user/{id}", "delete", "deleteUser"),
-            ("/api/user/me", "get", "getCurrentUser"),
+            ("/api/user/me/", "get", "getCurrentUser"),
             ("/api/user/login/", "post", "loginUser"),
-            ("/api/user/refresh/", "post", "refreshUser"),
-            ("/api/user/me/", "get", "meUser"),
+            ("/api/user/refresh/", "post", "refreshUserTokens"),
             ("/api/user/token_login", "post", "tokenLogin"),
             ("/api/user/send_recovery_token", "post", "sendRecoveryToken"),
             ("/api/user/reset_password", "post", "resetPassword"),
-            ("/api/user/{user_id}/settings/", "get", "listUserSettings"),
-            ("/api/user/{user_id}/settings/", "post", "putUserSetting"),
-            ("/api/user/{user_id}/invite/", "get", "listUserInvites"),
+            ("/api/user/{user_id}/settings/", "get", "listUserSetting"),
+            ("/api/user/{user_id}/settings/", "post", "setUserSetting"),
+            ("/api/user/{user_id}/invite/", "get", "listUserInvite"),
             ("/api/user/{user_id}/invite/", "post", "createUserInvite"),
             ("/api/user/{user_id}/role/", "get", "listUserRole"),
             ("/api/user/{user_id}/role/", "post", "createUserRole"),
@@ -1897,11 +1928,70 @@ fn health_description_and_docs_list_every_endpoint() {
             invite["201"].is_object() && invite.get("200").is_none(),
             "{invite}"
         );
+        // `/api/user/me` is served but documented once, as `me/`.
+        assert!(
+            paths.get("/api/user/me").is_none(),
+            "{}",
+            paths["/api/user/me"]
+        );
+        // Who may call each operation, from the rules; admin-only members are marked.
+        let who = |path: &str, method: &str| {
+            paths[path][method]["description"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned()
+        };
+        assert!(
+            who("/api/user/", "get").starts_with("Who may call: administrators only."),
+            "{}",
+            who("/api/user/", "get")
+        );
+        let patch_user = who("/api/user/{id}", "patch");
+        assert!(
+            patch_user.contains("`id` is the caller's id")
+                && patch_user.contains("Only administrators may send `is_enabled`"),
+            "{patch_user}"
+        );
+        assert_eq!(
+            spec["components"]["schemas"]["UserUpdate"]["properties"]["is_enabled"]["x-admin-only"],
+            true
+        );
+        assert!(
+            who("/api/user/{user_id}/role/", "get").contains("a domain's administrators"),
+            "{}",
+            who("/api/user/{user_id}/role/", "get")
+        );
+        assert!(who("/api/domains/", "get").starts_with("Who may call: anyone, signed in or not."));
+        assert!(who("/api/user/{user_id}/settings/", "post")
+            .contains("the user named in the path, or an administrator"));
+        // What the login hook and the domain guard answer with is declared.
+        assert!(paths["/api/user/login/"]["post"]["responses"]["404"].is_object());
+        let delete_domain = paths["/api/domains/{id}"]["delete"]["parameters"]
+            .as_array()
+            .unwrap();
+        assert!(delete_domain.iter().any(|p| p["name"] == "cascade"
+            && p["in"] == "query"
+            && p["schema"]["type"] == "boolean"));
+        let fields = paths["/api/user/"]["get"]["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "fields")
+            .unwrap();
+        assert_eq!(
+            fields["schema"]["items"]["enum"],
+            json!(["id", "email", "is_deleted"])
+        );
+        // The new user's id is in createUser's answer.
+        assert!(spec["components"]["schemas"]["PublicUser"]["required"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("id")));
         let recovery =
             &paths["/api/user/send_recovery_token"]["post"]["responses"]["200"]["content"];
         assert!(
             recovery["application/json"].is_object() && recovery["text/plain"].is_object(),
-            "{recovery}"
+            "JSON, or the contract's plain text without DEBUG: {recovery}"
         );
         let domains = &paths["/api/domains/"];
         assert_eq!(
@@ -1916,7 +2006,7 @@ fn health_description_and_docs_list_every_endpoint() {
             role_body["properties"].get("user_id").is_none(),
             "{role_body}"
         );
-        let email = &spec["components"]["schemas"]["AppUserCreate"]["properties"]["email"];
+        let email = &spec["components"]["schemas"]["UserCreate"]["properties"]["email"];
         assert_eq!(email["format"], "email", "{email}");
 
         let docs = app.get("/docs", None);

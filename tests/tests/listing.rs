@@ -443,6 +443,37 @@ backend_tests! {
         }
     }
 
+    async fn repeated_parameters_ask_the_same_question_or_get_400(t) {
+        let api = critter_api(&t, t.config()).await;
+        let app = test::init_service(api.app()).await;
+        let made = seed(&app, &animals()).await;
+        let (tom, rex) = (made[0]["id"].as_str().unwrap(), made[1]["id"].as_str().unwrap());
+        // A list given as the parameter repeated (how generated clients send arrays) is the
+        // same list as the comma form: never the AND of its members.
+        let comma = format!("{tom},{rex}");
+        let (status, by_comma) = send(&app, list(&[("id__in", &comma), ("sort", "name")])).await;
+        assert_eq!(status, 200, "{by_comma}");
+        let (status, repeated) = send(&app, list(&[("id__in", tom), ("id__in", rex), ("sort", "name")])).await;
+        assert_eq!(status, 200, "{repeated}");
+        assert_eq!(names(&repeated), ["Rex", "Tom"]);
+        assert_eq!(repeated, by_comma);
+        let (_, v) = send(&app, list(&[("fields", "id"), ("fields", "name"), ("page_size", "1")])).await;
+        assert_eq!(v["data"][0], json!({"id": tom, "name": "Tom"}));
+        let uri = format!("/api/critters/{tom}?fields=name&fields=species");
+        let (status, v) = send(&app, test::TestRequest::get().uri(&uri)).await;
+        assert_eq!((status.as_u16(), v), (200, json!({"name": "Tom", "species": "cat"})));
+        // Anything else given twice is refused, naming it.
+        for pairs in [
+            [("species", "cat"), ("species", "dog")],
+            [("cuteness_level__gte", "3"), ("cuteness_level__gte", "8")],
+            [("page", "1"), ("page", "2")],
+        ] {
+            let (status, v) = send(&app, list(&pairs)).await;
+            assert_eq!(status, 400, "{pairs:?}: {v}");
+            assert_eq!(v["field"], pairs[0].0, "{v}");
+        }
+    }
+
     async fn openapi_describes_the_list_parameters(t) {
         let api = critter_api(&t, t.config()).await;
         let app = test::init_service(api.app()).await;

@@ -184,7 +184,7 @@ backend_tests! {
         let labels = |op, method| [("operation", op), ("method", method), ("status", "4xx")];
         assert!(moved("crudforge_http_requests_total", &labels("unmatched", "GET")) >= 1.0);
         assert!(moved("crudforge_http_requests_total", &labels("undocumented", "PUT")) >= 1.0);
-        assert!(moved("crudforge_http_requests_total", &labels("meUser", "GET")) >= 1.0);
+        assert!(moved("crudforge_http_requests_total", &labels("getCurrentUser", "GET")) >= 1.0);
         // A route with a parameter is named from the route that answered it.
         assert!(moved("crudforge_http_requests_total", &labels("getUser", "GET")) >= 1.0);
         assert!(moved("crudforge_login_failures_total", &[]) >= 2.0);

@@ -394,7 +394,7 @@ backend_tests! {
         assert_eq!(spec["paths"]["/api/public-notes/"]["get"]["security"], json!([]));
         assert_eq!(spec["paths"]["/api/notes/"]["get"]["security"], json!([{"bearerAuth": []}]));
         assert_eq!(spec["paths"]["/api/users/login/"]["post"]["operationId"], "loginUser");
-        assert_eq!(spec["paths"]["/api/users/me/"]["get"]["operationId"], "meUser");
+        assert_eq!(spec["paths"]["/api/users/me/"]["get"]["operationId"], "getCurrentUser");
         assert_eq!(spec["components"]["securitySchemes"]["bearerAuth"]["scheme"], "bearer");
     }
 

@@ -162,7 +162,7 @@ pub const OPERATORS: &[Operator] = &[
         suffix: "in",
         expression: "in",
         op: Op::In,
-        description: "is one of (comma-separated)",
+        description: "is one of (comma-separated, or the parameter repeated)",
         kinds: LISTABLE,
         nullable_only: false,
         value: Value::List,

@@ -178,6 +178,7 @@ impl Api {
             .get_or_init(|| {
                 let mut spec = serde_json::to_value(self.openapi()).unwrap_or_default();
                 openapi::forbid_nul_in_text(&mut spec);
+                openapi::polish_for_clients(&mut spec);
                 serde_json::to_string_pretty(&spec)
                     .unwrap_or_else(|_| "{}".to_owned())
                     .into()

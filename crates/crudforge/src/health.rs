@@ -45,9 +45,10 @@ pub(crate) fn document(doc: &mut ApiDoc, path: &str) {
         tags: vec!["health".to_owned()],
         summary: Some("Service health".to_owned()),
         description: Some(
-            "Reports whether the service and its database are up. Public; 503 when the database cannot be reached.".to_owned(),
+            "Reports whether the service and its database are up; 503 when the database cannot be reached.\n\nWho may call: anyone, without a token.".to_owned(),
         ),
         operation_id: Some("health".to_owned()),
+        security: Some(Vec::new()),
         responses: Responses {
             responses: BTreeMap::from([
                 ("200".to_owned(), json_response("Healthy", schema.clone())),

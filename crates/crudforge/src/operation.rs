@@ -72,8 +72,20 @@ impl OperationIds {
     }
 
     /// The id of `method` on the route `pattern`, if documented (HEAD is answered by the GET
-    /// route).
+    /// route). An undocumented alias that differs from a documented route only by a trailing
+    /// slash ([`CustomRoute::undocumented`](crate::crud::CustomRoute::undocumented)) shares
+    /// its id.
     fn find(&self, method: &Method, pattern: &str) -> Option<&Arc<str>> {
+        self.find_exact(method, pattern).or_else(|| {
+            let other = match pattern.strip_suffix('/') {
+                Some(p) => p.to_owned(),
+                None => format!("{pattern}/"),
+            };
+            self.find_exact(method, &other)
+        })
+    }
+
+    fn find_exact(&self, method: &Method, pattern: &str) -> Option<&Arc<str>> {
         let methods = if pattern.contains(':') {
             self.by_route.get(&normalize(pattern))
         } else {

@@ -120,9 +120,10 @@ pub(crate) fn document(doc: &mut ApiDoc, path: &str) {
         tags: vec!["health".to_owned()],
         summary: Some("Readiness for traffic".to_owned()),
         description: Some(
-            "Public. 200 when this instance should get traffic; 503 while it starts (migrations), while its database is unreachable, and once a graceful shutdown has begun.".to_owned(),
+            "200 when this instance should get traffic; 503 while it starts (migrations), while its database is unreachable, and once a graceful shutdown has begun.\n\nWho may call: anyone, without a token.".to_owned(),
         ),
         operation_id: Some("readiness".to_owned()),
+        security: Some(Vec::new()),
         responses: Responses {
             responses: BTreeMap::from([
                 ("200".to_owned(), json_response("Ready", schema.clone())),

@@ -33,6 +33,8 @@ pub struct CrudBlueprint<R: Resource> {
     pub(crate) rules: Arc<dyn Rules<R>>,
     pub(crate) hooks: super::hooks::Hooks<R>,
     pub(crate) require_if_match: bool,
+    /// Query flags that hooks read, documented on their operation.
+    pub(crate) flags: Vec<super::shared::QueryFlag>,
 }
 
 impl<R: Resource> fmt::Debug for CrudBlueprint<R> {
@@ -84,7 +86,22 @@ impl<R: Resource> CrudBlueprint<R> {
             rules: R::default_rules(),
             hooks: super::hooks::Hooks::default(),
             require_if_match: false,
+            flags: Vec::new(),
         }
+    }
+
+    /// Documents a `true`/`false` query parameter of `op` that one of its hooks reads with
+    /// [`HookCtx::flag`](super::HookCtx::flag) (for example `cascade` on DELETE), so that
+    /// clients generated from the description can send it.
+    #[must_use]
+    pub fn query_flag(
+        mut self,
+        op: Operation,
+        name: &'static str,
+        description: &'static str,
+    ) -> Self {
+        self.flags.push((op, name, description));
+        self
     }
 
     /// Requires `If-Match` on PATCH and DELETE: a request without it gets 428, so no client can
@@ -261,6 +278,7 @@ impl<R: Resource> CrudBlueprint<R> {
             prefix: self.prefix,
             item_path,
             custom: self.custom,
+            flags: self.flags,
             patterns: super::scope::Patterns::new(),
         })
     }

@@ -5,7 +5,9 @@ use super::route::normalize_prefix;
 use super::shared::Mounted;
 use super::{FieldInfo, Kind, Page, Resource};
 use crate::condition::{operators_for, Value};
-use crate::openapi::{json_body, json_response, parameter, problem_response, ApiDoc};
+use crate::openapi::{
+    json_body, json_response, parameter, problem_response, response_header, ApiDoc,
+};
 use actix_web::http::StatusCode;
 use apistos::paths::{
     Operation as OpDoc, OperationType, Parameter, ParameterIn, RequestBody, Responses,
@@ -20,7 +22,7 @@ pub(super) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
     for (op, options) in &m.shared.ops {
         document_op::<R>(doc, *op, options, m);
     }
-    for c in &m.custom {
+    for c in m.custom.iter().filter(|c| !c.doc.undocumented) {
         let mut responses = Responses::default();
         let status = c
             .doc
@@ -66,10 +68,19 @@ pub(super) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
                 parameters.push(parameter(&p, ParameterIn::Path, true, None, s));
             }
         }
+        let who = match (&c.doc.callers, c.doc.public) {
+            (Some(who), _) => format!("Who may call: {}.", who.trim_end_matches('.')),
+            (None, true) => "Who may call: anyone, without a token.".to_owned(),
+            (None, false) => "Who may call: any signed-in user.".to_owned(),
+        };
+        let description = match &c.doc.description {
+            Some(d) => format!("{d}\n\n{who}"),
+            None => who,
+        };
         let op = OpDoc {
             tags: vec![c.doc.tag.clone().unwrap_or_else(|| R::NAME.to_owned())],
             summary: c.doc.summary.clone(),
-            description: c.doc.description.clone(),
+            description: Some(description),
             operation_id: c.doc.operation_id.clone(),
             parameters,
             request_body: c.doc.body.map(|f| json_body(f(doc))),
@@ -109,6 +120,7 @@ fn list_parameter(
 /// `filter`, `cursor`, `count` and `fields` of an INDEX.
 fn list_params<R: Resource>(
     doc: &mut ApiDoc,
+    o: &OpOptions<R>,
     params: &mut Vec<ReferenceOr<apistos::paths::Parameter>>,
 ) {
     use schemars::schema::{InstanceType, SchemaObject, StringValidation};
@@ -137,7 +149,13 @@ fn list_params<R: Resource>(
         ParameterIn::Query,
         false,
         Some(format!(
-            "A SQL-like condition, ANDed with the other filters: `field = value` (also `!=`,              `>`, `>=`, `<`, `<=`), `field like 'pat%'`, `field ilike 'pat%'`,              `field in ('a', 'b')`, `field is null`, `field is not null`, combined with `and`,              `or`, `not` and parentheses. Strings, dates and date-times in single quotes (a              quote doubled inside), numbers, `true`, `false`. Example:              `(species = 'cat' or species = 'dog') and cuteness_level >= 5`. Filterable              fields: {filterable}."
+            "A SQL-like condition, ANDed with the other filters: `field = value` (also `!=`, \
+             `>`, `>=`, `<`, `<=`), `field like 'pat%'`, `field ilike 'pat%'`, \
+             `field in ('a', 'b')`, `field is null`, `field is not null`, combined with `and`, \
+             `or`, `not` and parentheses. Strings, dates and date-times in single quotes (a \
+             quote doubled inside), numbers, `true`, `false`. Example: \
+             `(species = 'cat' or species = 'dog') and cuteness_level >= 5`. Filterable \
+             fields: {filterable}."
         )),
         string(Some(doc.filter_max_length())),
     ));
@@ -146,7 +164,8 @@ fn list_params<R: Resource>(
         ParameterIn::Query,
         false,
         Some(
-            "The `pagination.next_cursor` of the previous page: returns the page after it,              with the same `sort`. Cannot be combined with `page`."
+            "The `pagination.next_cursor` of the previous page: returns the page after it, \
+             with the same `sort`. Cannot be combined with `page`."
                 .into(),
         ),
         string(None),
@@ -166,31 +185,34 @@ fn list_params<R: Resource>(
         ParameterIn::Query,
         false,
         Some(
-            "How `total` is counted: `exact` (default), `none` (no count; `total` and              `total_pages` are null) or `estimated` (the query planner's estimate on              PostgreSQL, exact on SQLite)."
+            "How `total` is counted: `exact` (default), `none` (no count; `total` and \
+             `total_pages` are null) or `estimated` (the query planner's estimate on \
+             PostgreSQL, exact on SQLite)."
                 .into(),
         ),
         count,
     ));
-    params.push(fields_parameter::<R>());
+    params.push(fields_parameter::<R>(o));
 }
 
-/// `fields`: the members each returned item keeps.
-fn fields_parameter<R: Resource>() -> ReferenceOr<apistos::paths::Parameter> {
+/// `fields`: the members each returned item keeps, among those the operation's answer has.
+fn fields_parameter<R: Resource>(o: &OpOptions<R>) -> ReferenceOr<apistos::paths::Parameter> {
     use schemars::schema::{InstanceType, SchemaObject};
     let item = Schema::Object(SchemaObject {
         instance_type: Some(InstanceType::String.into()),
         enum_values: Some(
-            R::FIELDS
-                .iter()
-                .filter(|f| !f.write_only)
-                .map(|f| serde_json::Value::from(f.name))
+            super::sparse::selectable(R::FIELDS, o.members)
+                .into_iter()
+                .map(serde_json::Value::from)
                 .collect(),
         ),
         ..Default::default()
     });
     list_parameter(
         "fields",
-        "Comma-separated members each item keeps (default: all).".to_owned(),
+        "Members each item keeps (default: all); the others are absent from the answer. \
+         Comma-separated, or the parameter repeated."
+            .to_owned(),
         item,
     )
 }
@@ -306,8 +328,8 @@ fn document_op<R: Resource>(doc: &mut ApiDoc, op: Operation, o: &OpOptions<R>, m
         (None, None) => doc.schema::<R::Response>(),
     };
     let mut parts = match op {
-        Operation::Index => index_parts(doc, m, response),
-        Operation::Get => get_parts(doc, m, response),
+        Operation::Index => index_parts(doc, o, m, response),
+        Operation::Get => get_parts(doc, o, m, response),
         Operation::Post => post_parts(doc, o, m, response),
         Operation::Patch => patch_parts(doc, o, m, response),
         Operation::Delete => delete_parts(doc, m),
@@ -319,6 +341,16 @@ fn document_op<R: Resource>(doc: &mut ApiDoc, op: Operation, o: &OpOptions<R>, m
         &mut parts.params,
         &mut parts.responses,
     );
+    for (_, name, text) in m.flags.iter().filter(|(on, _, _)| *on == op) {
+        let flag = doc.generator().subschema_for::<bool>();
+        parts.params.push(parameter(
+            name,
+            ParameterIn::Query,
+            false,
+            Some((*text).to_owned()),
+            flag,
+        ));
+    }
     let (extensions, description, security) = callers(doc, op, o, m, &mut parts.responses);
     let op_doc = OpDoc {
         tags: vec![R::NAME.to_owned()],
@@ -342,6 +374,7 @@ fn document_op<R: Resource>(doc: &mut ApiDoc, op: Operation, o: &OpOptions<R>, m
 /// operator of each filterable field, and the page.
 fn index_parts<R: Resource>(
     doc: &mut ApiDoc,
+    o: &OpOptions<R>,
     m: &Mounted<R>,
     response: ReferenceOr<Schema>,
 ) -> OpParts {
@@ -373,9 +406,10 @@ fn index_parts<R: Resource>(
         ),
         sort_schema::<R>(),
     ));
-    list_params::<R>(doc, &mut params);
+    list_params::<R>(doc, o, &mut params);
     filter_params::<R>(doc, &mut params);
     let mut responses = BTreeMap::new();
+    let response = doc.partial(response);
     let page = page_schema(doc, response);
     responses.insert("200".to_owned(), json_response("One page of items", page));
     responses.extend([problem_response(doc, StatusCode::BAD_REQUEST)]);
@@ -410,6 +444,21 @@ fn filter_params<R: Resource>(doc: &mut ApiDoc, params: &mut Vec<ReferenceOr<Par
                     let s = doc.generator().subschema_for::<bool>();
                     parameter(&name, ParameterIn::Query, false, Some(description), s)
                 }
+                // On a date-time field, a bound is a date (the whole day, UTC) or a
+                // date-time: a string of either form.
+                Value::DayStart | Value::DayEnd if f.kind == Kind::DateTime => {
+                    let (edge, day) = if o.value == Value::DayStart {
+                        ("on or after", "from the start of that day")
+                    } else {
+                        ("on or before", "to the end of that day")
+                    };
+                    let text = format!(
+                        "`{}` is {edge}: a date-time (RFC 3339), or a date (YYYY-MM-DD, {day}, UTC)",
+                        f.name
+                    );
+                    let s = doc.generator().subschema_for::<String>();
+                    parameter(&name, ParameterIn::Query, false, Some(text), s)
+                }
                 Value::Field | Value::DayStart | Value::DayEnd => {
                     let s = field_schema(doc, f);
                     parameter(&name, ParameterIn::Query, false, Some(description), s)
@@ -432,11 +481,13 @@ fn item_params<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) -> Vec<ReferenceOr
 /// `GET` of one item.
 fn get_parts<R: Resource>(
     doc: &mut ApiDoc,
+    o: &OpOptions<R>,
     m: &Mounted<R>,
     response: ReferenceOr<Schema>,
 ) -> OpParts {
     let mut params = item_params(doc, m);
-    params.push(fields_parameter::<R>());
+    params.push(fields_parameter::<R>(o));
+    let response = doc.partial(response);
     let mut responses = BTreeMap::new();
     responses.extend([problem_response(doc, StatusCode::BAD_REQUEST)]);
     responses.insert("200".to_owned(), json_response("The item", response));
@@ -466,6 +517,7 @@ fn post_parts<R: Resource>(
     // Parent fields come from the path; the body may not carry them.
     let parents: Vec<&str> = m.shared.parents.iter().map(|(f, _)| f.name).collect();
     let input = doc.without_properties(input, &parents);
+    doc.mark_admin_only(&input, m.shared.rules.admin_fields());
     let mut responses = BTreeMap::new();
     responses.insert("201".to_owned(), json_response("Created", response));
     // 400/413/415/422 (body) are added by `ApiDoc::add_operation`.
@@ -492,6 +544,14 @@ fn patch_parts<R: Resource>(
         Some((schema, _)) => schema(doc),
         None => doc.schema::<R::Update>(),
     };
+    let rules = &m.shared.rules;
+    let admin: Vec<&str> = rules
+        .admin_fields()
+        .iter()
+        .chain(rules.admin_update_fields())
+        .copied()
+        .collect();
+    doc.mark_admin_only(&input, &admin);
     let mut responses = BTreeMap::new();
     responses.insert(
         "200".to_owned(),
@@ -550,14 +610,13 @@ fn callers<R: Resource>(
 ) {
     let shared = &m.shared;
     let mut extensions = apistos::IndexMap::new();
-    let mut description = None;
+    let description = Some(who_may_call(op, o, shared.rules.as_ref()));
     if o.admin_only {
         responses.extend([
             problem_response(doc, StatusCode::UNAUTHORIZED),
             problem_response(doc, StatusCode::FORBIDDEN),
         ]);
         extensions.insert("x-admin-only".to_owned(), serde_json::Value::Bool(true));
-        description = Some("Administrators only.".to_owned());
     }
     // Rules that let anonymous callers in (a public-read resource, `Open`) make the token
     // optional rather than required.
@@ -595,6 +654,150 @@ fn callers<R: Resource>(
     (extensions, description, security)
 }
 
+/// Who may call a generated operation, in words: read from the operation's options and from
+/// the very rule objects that decide each request, asked about an anonymous caller, a
+/// signed-in user without roles and an administrator of one domain (global administrators
+/// pass every rule). Members only administrators may send are named too.
+fn who_may_call<R: 'static>(
+    op: Operation,
+    o: &OpOptions<R>,
+    rules: &dyn crate::perms::Rules<R>,
+) -> String {
+    use crate::auth::{CurrentUser, RoleGrant};
+    use crate::perms::Access;
+    let user = CurrentUser {
+        id: uuid::Uuid::new_v4(),
+        email: String::new(),
+        is_enabled: true,
+        roles: Vec::new(),
+    };
+    let domain = uuid::Uuid::new_v4();
+    // The same caller, with an ADMIN role scoped to one domain.
+    let domain_admin = CurrentUser {
+        roles: vec![RoleGrant {
+            role: "ADMIN".to_owned(),
+            domain_id: Some(domain),
+        }],
+        ..user.clone()
+    };
+    let probes = Probes {
+        caller: user.id,
+        domain,
+    };
+    let who = if o.public {
+        "anyone, without a token".to_owned()
+    } else if o.admin_only {
+        "administrators only".to_owned()
+    } else {
+        let access = |caller: Option<&CurrentUser>| match op {
+            Operation::Index | Operation::Get => rules.read(caller),
+            Operation::Patch | Operation::Delete => rules.write(caller),
+            Operation::Post => {
+                // A domain's administrator creates in their domain.
+                let mut body = serde_json::Map::new();
+                body.insert("domain_id".to_owned(), domain.to_string().into());
+                match rules.create(caller, &mut body) {
+                    Err(crate::error::Error::Unauthorized(_)) => Access::Unauthenticated,
+                    Err(crate::error::Error::Forbidden(_)) => Access::Forbidden,
+                    // Allowed, or refused only for what the probe's body lacks.
+                    _ => Access::All,
+                }
+            }
+        };
+        let rows = |c: &crate::condition::Condition| describe_rows(c, &probes);
+        let mut who = match (access(None), access(Some(&user))) {
+            (Access::All, _) => "anyone, signed in or not".to_owned(),
+            (Access::Rows(c), _) => format!(
+                "anyone, signed in or not, on the items where {}; administrators on every item",
+                rows(&c)
+            ),
+            (_, Access::All) => "any signed-in user".to_owned(),
+            (_, Access::Rows(c)) => format!(
+                "signed-in users on the items where {}; administrators on every item",
+                rows(&c)
+            ),
+            (_, Access::Forbidden | Access::Unauthenticated) => "administrators only".to_owned(),
+        };
+        // What a domain's administrator may do beyond a plain user.
+        if access(Some(&user)) != access(Some(&domain_admin)) {
+            match access(Some(&domain_admin)) {
+                Access::All => who.push_str("; also a domain's administrators, in their domain"),
+                Access::Rows(c) => who.push_str(&format!(
+                    "; a domain's administrators on the items where {}",
+                    rows(&c)
+                )),
+                Access::Forbidden | Access::Unauthenticated => {}
+            }
+        }
+        who
+    };
+    let mut text = format!("Who may call: {who}.");
+    let mut admin_members: Vec<&str> = Vec::new();
+    if matches!(op, Operation::Post | Operation::Patch) {
+        admin_members.extend(rules.admin_fields());
+    }
+    if op == Operation::Patch {
+        admin_members.extend(rules.admin_update_fields());
+    }
+    if !admin_members.is_empty() && !o.admin_only {
+        let names: Vec<String> = admin_members.iter().map(|n| format!("`{n}`")).collect();
+        text.push_str(&format!(
+            " Only administrators may send {} (others get 403).",
+            names.join(", ")
+        ));
+    }
+    text
+}
+
+/// The ids the probe callers of [`who_may_call`] carry, read back as words.
+struct Probes {
+    caller: uuid::Uuid,
+    domain: uuid::Uuid,
+}
+
+/// A rule's row condition in words, with the probes' ids read as "the caller's id" and "a
+/// domain they administer".
+fn describe_rows(c: &crate::condition::Condition, probes: &Probes) -> String {
+    use crate::condition::{Arg, Condition};
+    let join = |parts: &[Condition], word: &str| {
+        parts
+            .iter()
+            .map(|p| describe_rows(p, probes))
+            .collect::<Vec<_>>()
+            .join(word)
+    };
+    match c {
+        Condition::All(parts) if parts.is_empty() => "every item".to_owned(),
+        Condition::Any(parts) if parts.is_empty() => "no item".to_owned(),
+        Condition::All(parts) | Condition::Any(parts) if parts.len() == 1 => {
+            parts.iter().map(|p| describe_rows(p, probes)).collect()
+        }
+        Condition::All(parts) => join(parts, " and "),
+        Condition::Any(parts) => format!("({})", join(parts, " or ")),
+        Condition::Not(inner) => format!("not ({})", describe_rows(inner, probes)),
+        Condition::Is(cond) => {
+            let value = match &cond.arg {
+                Arg::Uuid(u) if *u == probes.caller => "the caller's id".to_owned(),
+                Arg::Uuid(u) if *u == probes.domain => "a domain they administer".to_owned(),
+                Arg::Text(t) => format!("'{t}'"),
+                Arg::Int(n) => n.to_string(),
+                Arg::Float(n) => n.to_string(),
+                Arg::Bool(b) => b.to_string(),
+                Arg::Uuid(u) => u.to_string(),
+                Arg::DateTime(t) => t.to_rfc3339(),
+                Arg::Date(d) => d.to_string(),
+                Arg::List(items) => format!("one of {} values", items.len()),
+            };
+            let verb = crate::condition::OPERATORS
+                .iter()
+                .find(|o| o.op == cond.op)
+                .map_or("is", |o| o.description);
+            let verb = if verb == "equals" { "is" } else { verb };
+            format!("`{}` {verb} {value}", cond.field)
+        }
+    }
+}
+
 fn lets_in(access: crate::perms::Access) -> bool {
     matches!(
         access,
@@ -630,6 +833,12 @@ fn page_schema(doc: &mut ApiDoc, item: ReferenceOr<Schema>) -> ReferenceOr<Schem
         return doc.schema::<Page<serde_json::Value>>();
     };
     let pagination = doc.generator().subschema_for::<super::Pagination>();
+    // Every member is always sent (null when not counted, or on the last page).
+    if let Some(Schema::Object(o)) = doc.generator().definitions_mut().get_mut("Pagination") {
+        if let Some(v) = o.object.as_deref_mut() {
+            v.required = v.properties.keys().cloned().collect();
+        }
+    }
     let data = Schema::Object(SchemaObject {
         instance_type: Some(SingleOrVec::Single(Box::new(InstanceType::Array))),
         array: Some(Box::new(ArrayValidation {
@@ -699,25 +908,38 @@ fn document_writes(
     params: &mut Vec<ReferenceOr<apistos::paths::Parameter>>,
     responses: &mut BTreeMap<String, ReferenceOr<apistos::paths::Response>>,
 ) {
-    let etag = {
-        let s = doc.generator().subschema_for::<String>();
-        ReferenceOr::Object(apistos::paths::Header {
-            description: Some(
-                "Strong entity tag of the item; changes whenever the item changes.".to_owned(),
-            ),
-            definition: Some(apistos::paths::ParameterDefinition::Schema(Box::new(
-                ReferenceOr::Object(s),
-            ))),
-            ..Default::default()
-        })
-    };
+    let text = doc.generator().subschema_for::<String>();
     let success = match op {
         Operation::Get | Operation::Patch => "200",
         Operation::Post => "201",
         Operation::Index | Operation::Delete => "",
     };
     if let Some(ReferenceOr::Object(r)) = responses.get_mut(success) {
-        r.headers.insert("ETag".to_owned(), etag);
+        r.headers.insert(
+            "ETag".to_owned(),
+            response_header(
+                "Strong entity tag of the item; changes whenever the item changes.",
+                true,
+                text.clone(),
+            ),
+        );
+        if op == Operation::Post {
+            r.headers.insert(
+                "Location".to_owned(),
+                response_header("Path of the new item.", true, text.clone()),
+            );
+        }
+        if matches!(op, Operation::Post | Operation::Patch) {
+            let flag = doc.generator().subschema_for::<bool>();
+            r.headers.insert(
+                "Idempotent-Replayed".to_owned(),
+                response_header(
+                    "`true` when this is the stored answer to an earlier request with the same `Idempotency-Key` (nothing was written again); absent otherwise.",
+                    false,
+                    flag,
+                ),
+            );
+        }
     }
     match op {
         Operation::Get => {
@@ -809,6 +1031,91 @@ fn plural(noun: &str) -> String {
         format!("{noun}es")
     } else {
         format!("{noun}s")
+    }
+}
+
+#[cfg(test)]
+mod who_tests {
+    use super::{who_may_call, OpOptions, Operation};
+    use crate::perms::{AdminOnly, DefaultRules, Open, OwnerRules, PublicReadAdminWrite, Rules};
+
+    fn who(op: Operation, o: &OpOptions<()>, rules: &dyn Rules<()>) -> String {
+        who_may_call(op, o, rules)
+    }
+
+    #[test]
+    fn the_words_come_from_the_rules_and_options() {
+        let plain = OpOptions::<()>::default();
+        let said = |op, rules: &dyn Rules<()>| who(op, &plain, rules);
+        assert_eq!(
+            said(Operation::Get, &DefaultRules),
+            "Who may call: any signed-in user."
+        );
+        assert_eq!(
+            said(Operation::Index, &Open),
+            "Who may call: anyone, signed in or not."
+        );
+        assert_eq!(
+            said(Operation::Index, &PublicReadAdminWrite),
+            "Who may call: anyone, signed in or not."
+        );
+        assert_eq!(
+            said(Operation::Patch, &PublicReadAdminWrite),
+            "Who may call: administrators only."
+        );
+        assert_eq!(
+            said(Operation::Post, &AdminOnly),
+            "Who may call: administrators only."
+        );
+        assert_eq!(
+            said(Operation::Delete, &OwnerRules::new("owner_id")),
+            "Who may call: signed-in users on the items where `owner_id` is the caller's id; \
+             administrators on every item."
+        );
+        // Options come before the rules.
+        let admin = OpOptions::<()> {
+            admin_only: true,
+            ..Default::default()
+        };
+        assert_eq!(
+            who(Operation::Get, &admin, &Open),
+            "Who may call: administrators only."
+        );
+        let public = OpOptions::<()> {
+            public: true,
+            ..Default::default()
+        };
+        assert_eq!(
+            who(Operation::Post, &public, &AdminOnly),
+            "Who may call: anyone, without a token."
+        );
+    }
+
+    #[test]
+    fn members_only_administrators_may_send_are_named() {
+        struct Guarded;
+        impl Rules<()> for Guarded {
+            fn admin_fields(&self) -> &[&'static str] {
+                &["is_enabled"]
+            }
+            fn admin_update_fields(&self) -> &[&'static str] {
+                &["password"]
+            }
+        }
+        let plain = OpOptions::<()>::default();
+        let post = who(Operation::Post, &plain, &Guarded);
+        assert!(
+            post.ends_with("Only administrators may send `is_enabled` (others get 403)."),
+            "{post}"
+        );
+        let patch = who(Operation::Patch, &plain, &Guarded);
+        assert!(
+            patch.ends_with(
+                "Only administrators may send `is_enabled`, `password` (others get 403)."
+            ),
+            "{patch}"
+        );
+        assert!(!who(Operation::Get, &plain, &Guarded).contains("Only administrators"));
     }
 }
 

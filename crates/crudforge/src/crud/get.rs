@@ -34,6 +34,8 @@ async fn fetch<R: Resource>(
     let who = caller_on(shared, req, Operation::Get, conn).await?;
     let scope = who.read_scope(shared)?;
     let sparse = super::sparse::requested(R::FIELDS, req.query_string())?;
+    let members = shared.ops.get(&Operation::Get).and_then(|o| o.members);
+    super::sparse::check_selectable(R::FIELDS, members, sparse.as_deref())?;
     let addressed = item_conds(shared, req)?;
     let if_none_match = conditional::if_none_match(req.headers())?;
     let conds = if scope.is_always() {

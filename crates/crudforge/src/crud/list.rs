@@ -41,6 +41,8 @@ async fn list<R: Resource>(
     let limits = super::ListLimits::of(&st.config);
     let mut q = super::Filter::<R>::parse_with(req.query_string(), &limits)?.query;
     super::ListCaps::of(&st.config).check(&q)?;
+    let members = shared.ops.get(&Operation::Index).and_then(|o| o.members);
+    super::sparse::check_selectable(R::FIELDS, members, q.fields.as_deref())?;
     // The read scope is one member of the top-level AND: no `or` of the caller's can widen it.
     let mut conds = Condition::from(parent_conds(shared, req)?)
         .and(scope)

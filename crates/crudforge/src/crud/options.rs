@@ -73,7 +73,7 @@ pub trait Present<R>: Sized + 'static {
     ) -> impl std::future::Future<Output = Result<Vec<Self::Output>, Error>>;
 }
 
-fn present_with<'a, R: 'static, P: Present<R>>(
+pub(crate) fn present_with<'a, R: 'static, P: Present<R>>(
     db: &'a crate::db::Database,
     items: Vec<R>,
 ) -> futures_util::future::LocalBoxFuture<'a, Result<Vec<Vec<u8>>, Error>> {
@@ -85,7 +85,7 @@ fn present_with<'a, R: 'static, P: Present<R>>(
     })
 }
 
-fn output_schema<R: 'static, P: Present<R>>(doc: &mut ApiDoc) -> ReferenceOr<Schema> {
+pub(crate) fn output_schema<R: 'static, P: Present<R>>(doc: &mut ApiDoc) -> ReferenceOr<Schema> {
     doc.schema::<P::Output>()
 }
 
@@ -101,6 +101,9 @@ pub struct OpOptions<R> {
     pub(crate) response: Option<(SchemaFn, Render<R>)>,
     pub(crate) presenter: Option<(SchemaFn, PresentFn<R>)>,
     pub(crate) input: Option<(SchemaFn, Parse)>,
+    /// The members of a substituted response schema (`schema` or `present`): `fields` may
+    /// name only those.
+    pub(crate) members: Option<fn() -> Vec<String>>,
 }
 
 impl<R> Clone for OpOptions<R> {
@@ -111,6 +114,7 @@ impl<R> Clone for OpOptions<R> {
             response: self.response,
             presenter: self.presenter,
             input: self.input,
+            members: self.members,
         }
     }
 }
@@ -123,6 +127,7 @@ impl<R> Default for OpOptions<R> {
             response: None,
             presenter: None,
             input: None,
+            members: None,
         }
     }
 }
@@ -179,6 +184,7 @@ impl<R: Resource> OpOptions<R> {
     {
         self.response = Some((schema_of::<S>, render_as::<R, S>));
         self.presenter = None;
+        self.members = Some(super::sparse::members_of::<S>);
         self
     }
 
@@ -190,6 +196,7 @@ impl<R: Resource> OpOptions<R> {
     {
         self.presenter = Some((output_schema::<R, P>, present_with::<R, P>));
         self.response = None;
+        self.members = Some(super::sparse::members_of::<P::Output>);
         self
     }
 

@@ -144,8 +144,7 @@ pub(crate) fn parse_list_query_with(
     limits: &ListLimits,
 ) -> Result<ListQuery, Error> {
     let max_page_size = limits.max_page_size;
-    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query)
-        .map_err(|e| Error::bad_param("query", format!("malformed query string: {e}")))?;
+    let pairs = query_pairs(query)?;
     let mut q = ListQuery {
         page: 1,
         page_size: limits.default_page_size,
@@ -215,6 +214,54 @@ pub(crate) fn parse_list_query_with(
         ));
     }
     Ok(q)
+}
+
+/// Whether a query parameter holds a list (`fields`, `<field>__in`): its repeated form
+/// (`id__in=a&id__in=b`, as most generated clients send arrays) means the same list as the
+/// comma form (`id__in=a,b`).
+fn is_list_param(name: &str) -> bool {
+    name == "fields"
+        || name
+            .rsplit_once("__")
+            .and_then(|(_, s)| operator(s))
+            .is_some_and(|o| matches!(o.value, Value::List))
+}
+
+/// The `name=value` pairs of a query string, each name once: the values of a repeated list
+/// parameter are joined into one comma-separated list, a repeated `filter` stays repeated
+/// (its expressions combine with AND, as documented), and any other repeated name is
+/// refused, so that a query never answers another question than the one asked.
+///
+/// # Errors
+///
+/// A 400 naming `query` for a malformed query string, or the repeated parameter.
+pub(crate) fn query_pairs(query: &str) -> Result<Vec<(String, String)>, Error> {
+    let raw: Vec<(String, String)> = serde_urlencoded::from_str(query)
+        .map_err(|e| Error::bad_param("query", format!("malformed query string: {e}")))?;
+    let mut out: Vec<(String, String)> = Vec::with_capacity(raw.len());
+    for (name, value) in raw {
+        if name == "filter" {
+            out.push((name, value));
+            continue;
+        }
+        match out.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, joined)) if is_list_param(&name) => {
+                joined.push(',');
+                joined.push_str(&value);
+            }
+            Some(_) => {
+                return Err(Error::bad_param(
+                    &name,
+                    format!(
+                        "`{name}` is given more than once; give it once (a list parameter \
+                         such as `fields` or `<field>__in` may be repeated)"
+                    ),
+                ))
+            }
+            None => out.push((name, value)),
+        }
+    }
+    Ok(out)
 }
 
 /// Parses `fields`: a comma-separated list of members each item keeps.
@@ -400,6 +447,27 @@ mod tests {
             Error::BadRequest { field, .. } => field.unwrap_or_default(),
             other => panic!("expected 400, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_repeated_list_parameter_is_the_same_list_and_other_repeats_are_refused() {
+        let comma = parse("name__in=a,b&fields=id,name").unwrap();
+        let repeated = parse("name__in=a&name__in=b&fields=id&fields=name").unwrap();
+        assert_eq!(repeated.conds, comma.conds);
+        assert_eq!(repeated.fields, Some(vec!["id", "name"]));
+        assert_eq!(comma.fields, repeated.fields);
+        // Anything else given twice would answer another question: 400 naming it.
+        for (q, name) in [
+            ("name=a&name=b", "name"),
+            ("level__gte=1&level__gte=2", "level__gte"),
+            ("page=1&page=2", "page"),
+            ("sort=name&sort=-name", "sort"),
+        ] {
+            assert_eq!(param_of(parse(q).unwrap_err()), name, "{q}");
+        }
+        // `filter` expressions still combine with AND.
+        let q = parse("filter=level%20%3E%201&filter=level%20%3C%205").unwrap();
+        assert!(matches!(q.filter, Some(Condition::All(ref parts)) if parts.len() == 2));
     }
 
     #[test]

@@ -27,6 +27,11 @@ pub struct RouteDoc {
     pub errors: Vec<u16>,
     /// Tag (default: the resource name).
     pub tag: Option<String>,
+    /// Served but left out of the description (an alias of a documented route).
+    pub undocumented: bool,
+    /// Who may call the route, as its description says (default: anyone for a public route,
+    /// any signed-in user otherwise).
+    pub callers: Option<String>,
 }
 
 /// A hand-written route mounted under a blueprint's prefix.
@@ -159,6 +164,24 @@ impl CustomRoute {
     #[must_use]
     pub fn errors(mut self, statuses: &[u16]) -> Self {
         self.doc.errors = statuses.to_vec();
+        self
+    }
+
+    /// Says who may call the route ("the user named in the path, or an administrator"), for
+    /// the "Who may call" line of its description. Take the text from the object whose check
+    /// the handler runs, so that the two stay together.
+    #[must_use]
+    pub fn callers(mut self, who: &str) -> Self {
+        self.doc.callers = Some(who.to_owned());
+        self
+    }
+
+    /// Serves the route without documenting it: for an alias of a documented route (such as
+    /// the same path without its trailing slash), so that a generated client gets one method
+    /// per operation.
+    #[must_use]
+    pub fn undocumented(mut self) -> Self {
+        self.doc.undocumented = true;
         self
     }
 

@@ -24,12 +24,18 @@ pub(crate) struct Shared<R: Resource> {
     pub(crate) in_flight: InFlight,
 }
 
+/// A `true`/`false` query parameter of one operation that a hook reads
+/// ([`HookCtx::flag`](super::HookCtx::flag)): its operation, name and description.
+pub(crate) type QueryFlag = (Operation, &'static str, &'static str);
+
 /// A mounted blueprint.
 pub(crate) struct Mounted<R: Resource> {
     pub(crate) shared: Arc<Shared<R>>,
     pub(crate) prefix: String,
     pub(crate) item_path: String,
     pub(crate) custom: Vec<CustomRoute>,
+    /// Query flags that hooks read, documented on their operation.
+    pub(crate) flags: Vec<QueryFlag>,
     /// The routes' patterns for their scope's guard, compiled by the first worker.
     pub(crate) patterns: Patterns,
 }

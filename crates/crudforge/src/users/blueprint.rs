@@ -11,7 +11,8 @@ use crate::auth::throttle::{Account, Attempt};
 use crate::auth::{
     hash_password_for, load_user, require_user, verify_password, Claims, CurrentUser, TokenKind,
 };
-use crate::crud::{Arg, Cond, CrudBlueprint, CustomRoute, Operation};
+use crate::crud::options::{output_schema, present_with, PresentFn, SchemaFn};
+use crate::crud::{Arg, Cond, CrudBlueprint, CustomRoute, Operation, Present};
 use crate::db::tx::{self, TxMode};
 use crate::db::{Conn, Database};
 use crate::error::Error;
@@ -102,7 +103,7 @@ pub struct PasswordChange {
 pub struct LoginResponse {
     /// Access token for `Authorization: Bearer`.
     pub access_token: String,
-    /// Refresh token for `POST <prefix>refresh/`.
+    /// Refresh token for the `refresh/` endpoint beside the login endpoint that issued it.
     pub refresh_token: String,
     /// Always `bearer`.
     pub token_type: String,
@@ -115,6 +116,10 @@ pub struct LoginResponse {
 pub struct UserBlueprint<U: UserModel> {
     crud: CrudBlueprint<U>,
     hook: Option<Arc<dyn LoginHook>>,
+    /// Statuses the login hook may answer with, documented on `login/`.
+    hook_errors: Vec<u16>,
+    /// How `me/` renders the user, when not as `U::Response`.
+    me: Option<(SchemaFn, PresentFn<U>)>,
     name: String,
 }
 
@@ -146,6 +151,8 @@ impl<U: UserModel> UserBlueprint<U> {
         UserBlueprint {
             crud,
             hook: None,
+            hook_errors: Vec::new(),
+            me: None,
             name: U::NAME.to_owned(),
         }
     }
@@ -171,12 +178,36 @@ impl<U: UserModel> UserBlueprint<U> {
         self.hook = Some(Arc::new(hook));
         self
     }
+
+    /// Error statuses the login hook answers with besides 401 (for example 404 for an unknown
+    /// domain), so that the description of `login/` declares them.
+    #[must_use]
+    pub fn login_errors(mut self, statuses: &[u16]) -> Self {
+        self.hook_errors.extend_from_slice(statuses);
+        self
+    }
+
+    /// Answers `me/` with `P::Output`, built by `P` with database access, instead of the
+    /// model's response schema: the same presenter as a list's
+    /// ([`OpOptions::present`](crate::crud::OpOptions::present)) shows the current user as
+    /// lists show users.
+    #[must_use]
+    pub fn me_present<P: Present<U>>(mut self) -> Self {
+        self.me = Some((output_schema::<U, P>, present_with::<U, P>));
+        self
+    }
 }
 
 impl<U: UserModel> IntoMount for UserBlueprint<U> {
     fn into_mount(self) -> Result<Box<dyn Mount>, String> {
         let hook = self.hook.clone();
         let tag = self.name.clone();
+        let mut login_errors = vec![400, 401, 422, 429];
+        for status in &self.hook_errors {
+            if !login_errors.contains(status) {
+                login_errors.push(*status);
+            }
+        }
         let login = CustomRoute::new(OperationType::Post, "login/", move || {
             let hook = hook.clone();
             web::post().to(move |req: HttpRequest, body: crate::Json<LoginRequest>| {
@@ -188,7 +219,7 @@ impl<U: UserModel> IntoMount for UserBlueprint<U> {
         .summary("Log in with e-mail and password")
         .body::<LoginRequest>()
         .responds::<LoginResponse>()
-        .errors(&[400, 401, 422, 429])
+        .errors(&login_errors)
         .tag(&tag)
         .public();
         let refresh = CustomRoute::new(OperationType::Post, "refresh/", || {
@@ -198,7 +229,7 @@ impl<U: UserModel> IntoMount for UserBlueprint<U> {
                 },
             )
         })
-        .operation_id(&format!("refresh{}", U::NAME))
+        .operation_id(&format!("refresh{}Tokens", U::NAME))
         .summary("Exchange a refresh token for new tokens")
         .body::<RefreshRequest>()
         .responds::<LoginResponse>()
@@ -225,18 +256,24 @@ impl<U: UserModel> IntoMount for UserBlueprint<U> {
                 },
             )
         })
-        .operation_id(&format!("changePassword{}", U::NAME))
+        .operation_id(&format!("change{}Password", U::NAME))
         .summary("Change one's own password (the current one is required)")
         .body::<PasswordChange>()
         .responds::<LoginResponse>()
         .errors(&[400, 401, 422, 429])
         .tag(&tag);
-        let me = CustomRoute::new(OperationType::Get, "me/", || web::get().to(me::<U>))
-            .operation_id(&format!("me{}", U::NAME))
-            .summary("The current user")
-            .responds::<U::Response>()
-            .errors(&[401])
-            .tag(&tag);
+        let present = self.me.map(|(_, p)| p);
+        let mut me = CustomRoute::new(OperationType::Get, "me/", move || {
+            web::get().to(move |req: HttpRequest| me::<U>(req, present))
+        })
+        .operation_id(&format!("getCurrent{}", U::NAME))
+        .summary("The current user")
+        .responds::<U::Response>()
+        .errors(&[401])
+        .tag(&tag);
+        if let Some((schema, _)) = self.me {
+            me.doc.response = Some(schema);
+        }
         IntoMount::into_mount(
             self.crud
                 .route(login)
@@ -459,7 +496,10 @@ async fn rotate(st: &ApiState, conn: &mut Conn, claims: &Claims) -> Result<Rotat
     Ok(Rotation::Issued(tokens))
 }
 
-async fn me<U: UserModel>(req: HttpRequest) -> Result<HttpResponse, Error> {
+async fn me<U: UserModel>(
+    req: HttpRequest,
+    present: Option<PresentFn<U>>,
+) -> Result<HttpResponse, Error> {
     let user = require_user(&req).await?;
     let st = ApiState::of(&req)?;
     let mut conn = st.db.get().await?;
@@ -474,7 +514,18 @@ async fn me<U: UserModel>(req: HttpRequest) -> Result<HttpResponse, Error> {
         .into_iter()
         .next()
         .ok_or_else(|| Error::Unauthorized("The token's user does not exist.".into()))?;
-    Ok(HttpResponse::Ok().json(U::Response::from(u)))
+    // The presenter takes its own connection.
+    drop(conn);
+    let Some(present) = present else {
+        return Ok(HttpResponse::Ok().json(U::Response::from(u)));
+    };
+    let body = present(&st.db, vec![u])
+        .await?
+        .pop()
+        .ok_or_else(|| Error::Internal("the presenter returned no item".into()))?;
+    Ok(HttpResponse::Ok()
+        .content_type("application/json")
+        .body(body))
 }
 
 async fn logout(req: HttpRequest, body: LogoutRequest) -> Result<HttpResponse, Error> {

@@ -4,7 +4,7 @@
 
 use super::guards::not_outranked;
 use super::privilege::may_grant;
-use crate::crud::{CrudBlueprint, HookCtx, Resource};
+use crate::crud::{CrudBlueprint, HookCtx, Operation, Resource};
 use crate::db::Conn;
 use crate::error::Error;
 use crate::schema::user_roles;
@@ -85,7 +85,14 @@ async fn may_remove_all(conn: &mut Conn, ctx: &HookCtx, domain: Uuid) -> Result<
 /// outranks it.
 #[must_use]
 pub fn guard_domain_delete<R: Resource>(bp: CrudBlueprint<R>) -> CrudBlueprint<R> {
-    bp.before_delete(|conn, ctx, row| {
+    bp.query_flag(
+        Operation::Delete,
+        "cascade",
+        "`true`: also delete the roles scoped to this domain, in the same transaction (403, \
+         nothing deleted, when the caller may not delete one of them). Without it, a domain \
+         that roles reference is not deleted (409).",
+    )
+    .before_delete(|conn, ctx, row| {
         Box::pin(async move {
             let Some(id) = row.key_of("id").and_then(|k| k.parse::<Uuid>().ok()) else {
                 return Ok(());

@@ -16,6 +16,8 @@ use uuid::Uuid;
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 #[schemars(rename = "PublicUser")]
 pub struct PublicUser {
+    /// Identifier (for the item operations, `getUser` and the others).
+    pub id: Uuid,
     /// E-mail address.
     pub email: String,
     /// Whether the account is soft-deleted.
@@ -56,6 +58,7 @@ impl Present<AppUser> for PublicUsers {
         Ok(items
             .into_iter()
             .map(|u| PublicUser {
+                id: u.id,
                 display_name: u.display_name(),
                 roles: roles.remove(&u.id).unwrap_or_default(),
                 email: u.email,

@@ -46,12 +46,23 @@ pub struct RecoveryRequest {
     pub first_name: String,
 }
 
-/// The recovery token, returned only in debug mode.
+/// The JSON answer of `send_recovery_token`: with `DEBUG`, and without it to a client that
+/// asks for JSON (`Accept: application/json`); other clients get the contract's plain-text
+/// message when `DEBUG` is off.
 #[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
-pub struct DebugRecoveryToken {
-    /// A token for `reset_password`, valid for two hours.
-    pub debug_recovery_token: String,
+#[schemars(rename = "RecoveryTokenIssued")]
+pub struct RecoveryTokenIssued {
+    /// What happened: `A recovery token has been issued.`
+    pub detail: String,
+    /// Only with `DEBUG=true`: the token itself, for `reset_password`, valid for two hours.
+    /// Absent otherwise (the token goes to the user by other means).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub debug_recovery_token: Option<String>,
 }
+
+/// The text of [`RecoveryTokenIssued::detail`].
+const ISSUED: &str = "A recovery token has been issued.";
 
 /// `POST /api/user/send_recovery_token`.
 pub async fn send_recovery_token(
@@ -60,10 +71,20 @@ pub async fn send_recovery_token(
     settings: RecoverySettings,
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
+    // Without DEBUG the contract answers a plain-text message; a client that asks for JSON by
+    // name (`Accept: application/json`, as generated clients do) gets the JSON shape instead.
+    let json = wants_json(&req);
     let issued = || {
-        HttpResponse::Ok()
-            .content_type("text/plain; charset=utf-8")
-            .body("A recovery token has been issued.")
+        if json {
+            HttpResponse::Ok().json(RecoveryTokenIssued {
+                detail: ISSUED.to_owned(),
+                debug_recovery_token: None,
+            })
+        } else {
+            HttpResponse::Ok()
+                .content_type("text/plain; charset=utf-8")
+                .body(ISSUED)
+        }
     };
     // An unknown address or a wrong name is a failed guess: counted, and refused (or, with
     // RECOVERY_UNIFORM_ANSWER and DEBUG off, answered like a match).
@@ -101,14 +122,30 @@ pub async fn send_recovery_token(
     let (token, _) =
         st.tokens
             .issue_versioned(user.id, TokenKind::Recovery, RECOVERY_TTL_SECONDS, version)?;
+    // Sending the e-mail is outside the contract; the token is shown only in DEBUG mode.
     if st.config.http.debug {
-        Ok(HttpResponse::Ok().json(DebugRecoveryToken {
-            debug_recovery_token: token,
+        Ok(HttpResponse::Ok().json(RecoveryTokenIssued {
+            detail: ISSUED.to_owned(),
+            debug_recovery_token: Some(token),
         }))
     } else {
-        // Sending the e-mail is outside the contract; the token is not shown.
         Ok(issued())
     }
+}
+
+/// Whether the request's `Accept` names `application/json` (with or without parameters).
+fn wants_json(req: &HttpRequest) -> bool {
+    req.headers()
+        .get(actix_web::http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|accept| {
+            accept.split(',').any(|range| {
+                range
+                    .split(';')
+                    .next()
+                    .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
+            })
+        })
 }
 
 /// `POST /api/user/reset_password` body.

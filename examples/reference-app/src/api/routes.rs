@@ -4,10 +4,10 @@
 use super::critters::{self, Critter};
 use super::domains::RefDomain;
 use super::invites::{self, Invite};
-use super::profile::{self, PublicUser, PublicUsers};
+use super::profile::{self, PublicUsers};
 use super::recovery::{self, RecoverySettings};
 use super::users::AppUser;
-use super::{login, settings};
+use super::{login, settings, user_path};
 use actix_web::web;
 use apistos::paths::OperationType;
 use crudforge::crud::CustomRoute;
@@ -24,18 +24,20 @@ pub fn mount(api: Api, recovery_settings: RecoverySettings) -> Result<Api, Mount
     let users = UserBlueprint::<AppUser>::new("/api/user/")
         .name("User")
         .login_hook(login::login_hook)
+        // The hook answers 404 for a domain name that names no domain.
+        .login_errors(&[404])
+        // `me/` shows the caller as the user list shows users: the contract's public schema.
+        .me_present::<PublicUsers>()
         .crud(|bp| {
             bp.admin_only([Operation::Index, Operation::Post])
                 .with(Operation::Index, |o| o.present::<PublicUsers>())
                 // POST answers with the public user schema too, as the contract's table says.
                 .with(Operation::Post, |o| o.present::<PublicUsers>())
                 .route(
+                    // The contract's `<prefix>/me`: the same answer as the blueprint's `me/`
+                    // (`getCurrentUser`), which alone is documented.
                     CustomRoute::new(OperationType::Get, "me", || web::get().to(profile::me))
-                        .operation_id("getCurrentUser")
-                        .summary("The current user's public profile")
-                        .responds::<PublicUser>()
-                        .errors(&[401])
-                        .tag("User"),
+                        .undocumented(),
                 )
                 .route(
                     CustomRoute::new(OperationType::Post, "token_login", || {
@@ -58,7 +60,7 @@ pub fn mount(api: Api, recovery_settings: RecoverySettings) -> Result<Api, Mount
                     .operation_id("sendRecoveryToken")
                     .summary("Issue a password-recovery token (returned only in DEBUG mode)")
                     .body::<recovery::RecoveryRequest>()
-                    .responds::<recovery::DebugRecoveryToken>()
+                    .responds::<recovery::RecoveryTokenIssued>()
                     .responds_text()
                     .errors(&[401, 422, 429])
                     .tag("User")
@@ -82,7 +84,8 @@ pub fn mount(api: Api, recovery_settings: RecoverySettings) -> Result<Api, Mount
                     CustomRoute::new(OperationType::Get, "{user_id}/settings/", || {
                         web::get().to(settings::list_settings)
                     })
-                    .operation_id("listUserSettings")
+                    .operation_id("listUserSetting")
+                    .callers(user_path::MAY_WRITE)
                     .summary("A user's settings (the user itself or an admin)")
                     .responds::<Vec<settings::SettingBody>>()
                     .errors(&[401, 403, 404])
@@ -92,7 +95,8 @@ pub fn mount(api: Api, recovery_settings: RecoverySettings) -> Result<Api, Mount
                     CustomRoute::new(OperationType::Post, "{user_id}/settings/", || {
                         web::post().to(settings::put_setting)
                     })
-                    .operation_id("putUserSetting")
+                    .operation_id("setUserSetting")
+                    .callers(user_path::MAY_WRITE)
                     .summary("Create or update one setting; returns all of them")
                     .body::<settings::SettingBody>()
                     .responds::<Vec<settings::SettingBody>>()
@@ -103,7 +107,8 @@ pub fn mount(api: Api, recovery_settings: RecoverySettings) -> Result<Api, Mount
                     CustomRoute::new(OperationType::Get, "{user_id}/invite/", || {
                         web::get().to(invites::list_invites)
                     })
-                    .operation_id("listUserInvites")
+                    .operation_id("listUserInvite")
+                    .callers(user_path::MAY_WRITE)
                     .summary("Invites sent by a user (the user itself or an admin)")
                     .responds::<Vec<<Invite as Resource>::Response>>()
                     .errors(&[401, 403, 404])
@@ -114,6 +119,7 @@ pub fn mount(api: Api, recovery_settings: RecoverySettings) -> Result<Api, Mount
                         web::post().to(invites::create_invite)
                     })
                     .operation_id("createUserInvite")
+                    .callers(user_path::MAY_WRITE)
                     .summary("Send an invite as that user")
                     .status(201)
                     .body::<invites::InviteBody>()

@@ -18,7 +18,11 @@ pub(crate) fn path_user(path: Result<web::Path<Uuid>, actix_web::Error>) -> Resu
         .map_err(|_| Error::NotFound("No such user.".into()))
 }
 
-/// Whether the caller may write the user `target` (the user itself or an admin).
+/// Who [`may_write`] lets in, for the descriptions of the routes that call it.
+pub(crate) const MAY_WRITE: &str = "the user named in the path, or an administrator";
+
+/// Whether the caller may write the user `target` (the user itself or an admin): see
+/// [`MAY_WRITE`].
 pub(crate) fn may_write(caller: &CurrentUser, target: Uuid) -> Result<(), Error> {
     if caller.id == target || caller.is_admin() {
         Ok(())
