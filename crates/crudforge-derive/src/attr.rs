@@ -562,7 +562,10 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
 mod tests {
     use super::{edit_distance, field_attrs, struct_attrs, FIELD_KEYS, STRUCT_KEYS};
     use crate::ctxt::Ctxt;
-    use crate::symbol::{CRATE, DEFAULT, FILTER, INDEX, MAX_LEN, NAME, RULES, TABLE};
+    use crate::symbol::{
+        CRATE, DEFAULT, FILTER, INDEX, MAX, MAX_LEN, MIN, MIN_LEN, NAME, ONE_OF, PATTERN, RULES,
+        TABLE, VALIDATE,
+    };
     use quote::{quote, ToTokens};
     use syn::{Attribute, Ident};
 
@@ -610,7 +613,9 @@ mod tests {
             let ident = Ident::new(key.as_str(), proc_macro2::Span::call_site());
             let value = match *key {
                 FILTER => quote!(= false),
-                MAX_LEN | MIN_LEN | MIN | MAX => quote!(= 3),
+                MAX_LEN | MIN_LEN | MIN | MAX => {
+                    quote!(= 3)
+                }
                 DEFAULT => quote!(= 1),
                 PATTERN => quote!(= "^[a-z]+$"),
                 ONE_OF => quote!(= ["cat", "dog"]),
