@@ -46,7 +46,8 @@ pub struct Problem {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
     /// Every member at fault, when a 422 found several (or one, from the field validators).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    /// Absent otherwise, so not required in the schema (`default`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<Violation>,
 }
 
