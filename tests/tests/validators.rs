@@ -238,6 +238,10 @@ backend_tests! {
         if let Err(e) = crudforge_tests::tools::openapi_spec_validator(spec.to_string().as_bytes()) {
             panic!("openapi-spec-validator rejects the description: {e}");
         }
+        // `errors` is sent only when there are some: a client must not require it.
+        let problem = &spec["components"]["schemas"]["Problem"];
+        assert!(problem["properties"]["errors"].is_object(), "{problem}");
+        assert!(!problem["required"].as_array().unwrap().contains(&json!("errors")), "{problem}");
         for body in ["BookCreate", "BookUpdate"] {
             let props = &spec["components"]["schemas"][body]["properties"];
             assert_eq!(props["title"]["minLength"], 2, "{body}: {props}");
