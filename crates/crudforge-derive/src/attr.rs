@@ -76,14 +76,12 @@ pub(crate) struct FieldAttrs {
     pub(crate) unique: Flag,
 }
 
-/// A numeric bound (`min = -5`, `max = 2.5`), as written and as a number.
+/// A numeric bound (`min = -5`, `max = 2.5`).
 pub(crate) struct Number {
-    /// The literal, with its sign.
-    pub(crate) tokens: proc_macro2::TokenStream,
     /// Its value.
     pub(crate) value: f64,
-    /// Written as an integer (no `.`, no exponent).
-    pub(crate) integer: bool,
+    /// Its exact value when written as an integer (no `.`, no exponent).
+    pub(crate) integer: Option<i64>,
 }
 
 /// Reads a numeric bound: an integer or float literal, optionally negated.
@@ -97,15 +95,29 @@ fn number(meta: &ParseNestedMeta<'_>, key: Symbol) -> syn::Result<Number> {
     let Expr::Lit(syn::ExprLit { lit, .. }) = lit else {
         return Err(bad());
     };
-    let (value, integer) = match lit {
-        syn::Lit::Int(i) => (i.base10_parse::<i64>()? as f64, true),
-        syn::Lit::Float(f) => (f.base10_parse::<f64>()?, false),
+    let sign: i32 = if negative { -1 } else { 1 };
+    Ok(match lit {
+        syn::Lit::Int(i) => {
+            let n = i64::from(sign) * i.base10_parse::<i64>()?;
+            // Only compared with the other bound, where a rounded value is fine.
+            #[allow(clippy::cast_precision_loss)]
+            let value = n as f64;
+            Number {
+                value,
+                integer: Some(n),
+            }
+        }
+        syn::Lit::Float(f) => {
+            let value = f64::from(sign) * f.base10_parse::<f64>()?;
+            if !value.is_finite() {
+                return Err(bad());
+            }
+            Number {
+                value,
+                integer: None,
+            }
+        }
         _ => return Err(bad()),
-    };
-    Ok(Number {
-        tokens: e.to_token_stream(),
-        value: if negative { -value } else { value },
-        integer,
     })
 }
 
@@ -605,6 +617,22 @@ mod tests {
             err.contains("duplicate resource attribute `crate`"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn integer_bounds_are_kept_exactly_and_floats_finite() {
+        let attr: Attribute = syn::parse_quote!(#[resource(min = -9007199254740993, max = 2.5)]);
+        let cx = Ctxt::default();
+        let a = field_attrs(&cx, &[attr]);
+        assert_eq!(errors(cx), "");
+        let (min, _) = a.min.unwrap();
+        assert_eq!(min.integer, Some(-9_007_199_254_740_993));
+        let (max, _) = a.max.unwrap();
+        assert_eq!((max.integer, max.value), (None, 2.5));
+        let attr: Attribute = syn::parse_quote!(#[resource(max = 1e400)]);
+        let cx = Ctxt::default();
+        let _ = field_attrs(&cx, &[attr]);
+        assert!(errors(cx).contains("expected a number"));
     }
 
     #[test]

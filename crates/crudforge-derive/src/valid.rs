@@ -233,7 +233,7 @@ fn check_validators(cx: &Ctxt, f: &Field) {
                 *span,
                 format!("`{key}` applies to number fields only (integers and floats)\n{help}"),
             );
-        } else if kind == Kind::Integer && !n.integer {
+        } else if kind == Kind::Integer && n.integer.is_none() {
             cx.error_at(
                 *span,
                 format!(

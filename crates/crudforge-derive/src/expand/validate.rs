@@ -6,7 +6,7 @@ use super::Gen;
 use crate::ast::{Field, Kind};
 use crate::attr::Number;
 use proc_macro2::{Ident, TokenStream};
-use quote::quote;
+use quote::{quote, ToTokens as _};
 
 /// Emits `impl Validate for #body`. `opt_depth` is how many `Option`s the body wraps around
 /// each member: 0 for the POST body, 1 for the PATCH body.
@@ -108,17 +108,13 @@ fn field_checks(g: &Gen<'_>, f: &Field) -> Vec<TokenStream> {
     body
 }
 
-/// A bound as a literal of the type it is compared at: `-5` for an integer field, `-5.0` for
-/// a float one.
+/// A bound as a literal of the type it is compared at: `-5` for an integer field (exact, as
+/// written), `-5.0` for a float one.
 pub(super) fn number_literal(n: &Number, float: bool) -> TokenStream {
-    // A bound of an integer field was checked to be an integer (`valid`), so the cast is exact.
-    #[allow(clippy::cast_possible_truncation)]
-    let text = if float {
-        format!("{:?}", n.value)
-    } else {
-        format!("{}", n.value as i64)
-    };
-    text.parse().unwrap_or_else(|_| n.tokens.clone())
+    match n.integer {
+        Some(i) if !float => proc_macro2::Literal::i64_unsuffixed(i).into_token_stream(),
+        _ => proc_macro2::Literal::f64_unsuffixed(n.value).into_token_stream(),
+    }
 }
 
 /// The members of one kind (passwords, e-mail addresses) present in a body, pushed as mutable
