@@ -51,12 +51,14 @@ pub struct Problem {
     pub errors: Vec<Violation>,
 }
 
-/// One member's fault in a 422 problem's `errors`.
+/// One fault in a problem's `errors`: a member the field validators refused (422), or an item
+/// of a batch write and why it was refused.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct Violation {
-    /// A JSON pointer (RFC 6901) to the member in the request body: `/name`.
+    /// A JSON pointer (RFC 6901) to the part of the request body at fault: `/name`, or in a
+    /// batch `/items/3/name` (a member of an item) or `/items/3` (the item as a whole).
     pub pointer: String,
-    /// The member's name.
+    /// The member's name (`items` when the item as a whole is at fault).
     pub field: String,
     /// What is wrong with its value.
     pub detail: String,
@@ -67,10 +69,73 @@ impl Violation {
     pub fn new(field: impl Into<String>, detail: impl Into<String>) -> Self {
         let field = field.into();
         Violation {
-            pointer: format!("/{}", field.replace('~', "~0").replace('/', "~1")),
+            pointer: format!("/{}", pointer_token(&field)),
             field,
             detail: detail.into(),
         }
+    }
+}
+
+/// A member name as one JSON pointer reference token (`~` and `/` escaped, RFC 6901).
+fn pointer_token(name: &str) -> String {
+    name.replace('~', "~0").replace('/', "~1")
+}
+
+/// One refused item of a batch write: where it is in the request body and why.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct ItemError {
+    /// The item's position in the body's `items` (from 0).
+    pub index: usize,
+    /// A JSON pointer to the part of the body the error's members are relative to:
+    /// `/items/3`, or `/items/3/changes` for the changes of a batch update.
+    pub pointer: String,
+    /// Why the item was refused.
+    pub error: Error,
+}
+
+impl ItemError {
+    /// Item `index` refused for `error`; the error's members are those of the item itself.
+    pub fn new(index: usize, error: Error) -> Self {
+        ItemError {
+            index,
+            pointer: format!("/items/{index}"),
+            error,
+        }
+    }
+
+    /// Item `index` refused for `error`, whose members are those of the item's member `part`
+    /// (`changes`).
+    pub fn within(index: usize, part: &str, error: Error) -> Self {
+        ItemError {
+            index,
+            pointer: format!("/items/{index}/{}", pointer_token(part)),
+            error,
+        }
+    }
+
+    /// The entries of `errors` for this item: one per member the error names, or one for the
+    /// item as a whole.
+    fn violations(&self, problem: Problem) -> Vec<Violation> {
+        if problem.errors.is_empty() {
+            let (pointer, field) = match problem.field {
+                Some(f) => (format!("{}/{}", self.pointer, pointer_token(&f)), f),
+                None => (format!("/items/{}", self.index), "items".to_owned()),
+            };
+            return vec![Violation {
+                pointer,
+                field,
+                detail: problem.detail,
+            }];
+        }
+        problem
+            .errors
+            .into_iter()
+            .map(|v| Violation {
+                pointer: format!("{}{}", self.pointer, v.pointer),
+                ..v
+            })
+            .collect()
     }
 }
 
@@ -183,6 +248,10 @@ pub enum Error {
     /// all in `errors`.
     #[error("{}", invalid_detail(.0))]
     Invalid(Vec<Violation>),
+    /// A batch write refused one or more items and wrote nothing. The status is the first
+    /// item's; the problem's `errors` point at each item (and member) at fault.
+    #[error("{}", items_detail(.0))]
+    Items(Vec<ItemError>),
     /// 401: no valid credentials.
     #[error("{0}")]
     Unauthorized(Cow<'static, str>),
@@ -278,6 +347,7 @@ impl Error {
                 p.errors.clone_from(violations);
                 p
             }
+            Error::Items(items) => items_problem(items),
             Error::Unauthorized(d) => Problem::new(StatusCode::UNAUTHORIZED, d.as_ref()),
             Error::Forbidden(d) => Problem::new(StatusCode::FORBIDDEN, d.as_ref()),
             Error::NotFound(d) => Problem::new(StatusCode::NOT_FOUND, d.as_ref()),
@@ -372,6 +442,47 @@ fn invalid_detail(violations: &[Violation]) -> String {
             format!("{} members are invalid: {names} (see `errors`)", many.len())
         }
     }
+}
+
+/// The `detail` of a refused batch: the one item's reason, or how many and which.
+fn items_detail(items: &[ItemError]) -> String {
+    match items {
+        [] => "The batch was refused; nothing was written.".to_owned(),
+        [one] => format!(
+            "Item {} was refused; nothing was written: {}",
+            one.index, one.error
+        ),
+        many => {
+            let which = many
+                .iter()
+                .map(|i| i.index.to_string())
+                .collect::<Vec<_>>()
+                .join(", ");
+            format!(
+                "{} items were refused (items {which}); nothing was written. See `errors`.",
+                many.len()
+            )
+        }
+    }
+}
+
+/// The problem of a refused batch: the first item's status (a server error is answered as
+/// itself), one `errors` entry per member or item at fault.
+fn items_problem(items: &[ItemError]) -> Problem {
+    let Some(first) = items.first() else {
+        return Problem::new(StatusCode::UNPROCESSABLE_ENTITY, items_detail(items));
+    };
+    let head = first.error.problem();
+    if head.status_code().is_server_error() {
+        return head;
+    }
+    let mut p = Problem::new(head.status_code(), items_detail(items));
+    p.field = Some("items".to_owned());
+    p.table.clone_from(&head.table);
+    for item in items {
+        p.errors.extend(item.violations(item.error.problem()));
+    }
+    p
 }
 
 impl ResponseError for Error {

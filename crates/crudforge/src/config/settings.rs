@@ -28,6 +28,8 @@ crate::settings! {
         /// Seconds one request may take, its body included; past it the handler is
         /// abandoned (its transaction rolled back) and the client gets 408.
         REQUEST_TIMEOUT => request_timeout: u64 = 30, seconds, plain;
+        /// Most items one batch write (`POST <prefix>batch/`, ...) may carry (422 above).
+        BATCH_MAX_ITEMS => batch_max_items: u32 = 1000, positive, plain;
         /// Seconds an `Idempotency-Key` and its stored answer are kept.
         IDEMPOTENCY_KEY_TTL => idempotency_key_ttl: u64 = 86_400, seconds, plain;
         /// Proxies (addresses or CIDR blocks) whose `X-Forwarded-For` is believed when

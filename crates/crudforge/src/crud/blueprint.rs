@@ -35,6 +35,8 @@ pub struct CrudBlueprint<R: Resource> {
     pub(crate) require_if_match: bool,
     /// Query flags that hooks read, documented on their operation.
     pub(crate) flags: Vec<super::shared::QueryFlag>,
+    /// The operations whose batch form is mounted (of POST, PATCH and DELETE).
+    pub(crate) batch: Vec<Operation>,
 }
 
 impl<R: Resource> fmt::Debug for CrudBlueprint<R> {
@@ -87,6 +89,7 @@ impl<R: Resource> CrudBlueprint<R> {
             hooks: super::hooks::Hooks::default(),
             require_if_match: false,
             flags: Vec::new(),
+            batch: Vec::new(),
         }
     }
 
@@ -110,6 +113,22 @@ impl<R: Resource> CrudBlueprint<R> {
     #[must_use]
     pub fn require_if_match(mut self, yes: bool) -> Self {
         self.require_if_match = yes;
+        self
+    }
+
+    /// Mounts the batch form of `ops` (any of [`Operation::Post`], [`Operation::Patch`] and
+    /// [`Operation::Delete`], each of which must be mounted too): `POST <prefix>batch/` creates,
+    /// `PATCH <prefix>batch/` updates and `POST <prefix>batch/delete/` deletes up to
+    /// `BATCH_MAX_ITEMS` items in one request and one transaction, all or nothing. Each item
+    /// goes through the rules, validators, hooks and options of the single operation; see
+    /// `docs/resources.md` ("Batch writes") for the bodies and answers. Off by default.
+    #[must_use]
+    pub fn batch(mut self, ops: impl IntoIterator<Item = Operation>) -> Self {
+        for op in ops {
+            if !self.batch.contains(&op) {
+                self.batch.push(op);
+            }
+        }
         self
     }
 
@@ -258,6 +277,7 @@ impl<R: Resource> CrudBlueprint<R> {
 impl<R: Resource> CrudBlueprint<R> {
     pub(crate) fn into_mount(mut self) -> Result<Mounted<R>, String> {
         self.check_rule_fields();
+        self.check_batch();
         if !self.errors.is_empty() {
             return Err(self.errors.join("; "));
         }
@@ -279,6 +299,7 @@ impl<R: Resource> CrudBlueprint<R> {
             item_path,
             custom: self.custom,
             flags: self.flags,
+            batch: self.batch,
             patterns: super::scope::Patterns::new(),
         })
     }
@@ -313,6 +334,25 @@ impl<R: Resource> CrudBlueprint<R> {
                     "{}: the rules name `{name}`, which is not a field of {}",
                     self.prefix,
                     R::NAME
+                ));
+            }
+        }
+    }
+}
+
+impl<R: Resource> CrudBlueprint<R> {
+    /// Checks that each batch operation is a write and is mounted itself.
+    fn check_batch(&mut self) {
+        for op in &self.batch {
+            if !matches!(op, Operation::Post | Operation::Patch | Operation::Delete) {
+                self.errors.push(format!(
+                    "{}: only POST, PATCH and DELETE have a batch form, not {op:?}",
+                    self.prefix
+                ));
+            } else if !self.ops.contains_key(op) {
+                self.errors.push(format!(
+                    "{}: the batch form of {op:?} needs {op:?} itself, which is not mounted",
+                    self.prefix
                 ));
             }
         }
@@ -363,6 +403,28 @@ impl<R: Resource> Mount for Mounted<R> {
                     resource = resource.route((c.route)());
                 }
                 resource
+            });
+        }
+        // Batch routes before the item's, so that `batch/` is not taken for an item id.
+        let batch = &self.batch;
+        if batch.contains(&Operation::Post) || batch.contains(&Operation::Patch) {
+            let path = format!("{}{}", self.prefix, write::batch::PATH);
+            routes.add(&path, |mut resource| {
+                if batch.contains(&Operation::Post) {
+                    resource =
+                        resource.route(web::post().to(handler!(self.shared, write::batch::create)));
+                }
+                if batch.contains(&Operation::Patch) {
+                    resource = resource
+                        .route(web::patch().to(handler!(self.shared, write::batch::update)));
+                }
+                resource
+            });
+        }
+        if batch.contains(&Operation::Delete) {
+            let path = format!("{}{}", self.prefix, write::batch::DELETE_PATH);
+            routes.add(&path, |resource| {
+                resource.route(web::post().to(handler!(self.shared, write::batch::delete)))
             });
         }
         let ops = &self.shared.ops;

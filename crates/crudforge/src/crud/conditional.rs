@@ -105,6 +105,23 @@ pub(crate) fn parse(headers: &HeaderMap, name: &HeaderName) -> Result<Option<Pre
     Ok(Some(Precondition::Tags(tags)))
 }
 
+/// A precondition written as a header value would be (`*`, or entity tags separated by
+/// commas), as a batch item's `if_match` member carries it.
+///
+/// # Errors
+///
+/// Why the text is not `*` or a list of entity tags.
+pub(crate) fn parse_text(text: &str) -> Result<Precondition, &'static str> {
+    let mut tags = Vec::new();
+    let mut any = false;
+    parse_value(text, &mut tags, &mut any)?;
+    match (any, tags.is_empty()) {
+        (true, _) => Ok(Precondition::Any),
+        (false, false) => Ok(Precondition::Tags(tags)),
+        (false, true) => Err("expected `*` or a list of entity tags such as \"abc\""),
+    }
+}
+
 fn bad(name: &HeaderName, why: &str) -> Error {
     let display = match name.as_str() {
         "if-match" => "If-Match",

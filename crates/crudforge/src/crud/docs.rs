@@ -1,5 +1,7 @@
 //! What each generated operation and custom route adds to the OpenAPI description.
 
+mod batch;
+
 use super::options::{OpOptions, Operation};
 use super::route::normalize_prefix;
 use super::shared::Mounted;
@@ -22,6 +24,7 @@ pub(super) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
     for (op, options) in &m.shared.ops {
         document_op::<R>(doc, *op, options, m);
     }
+    batch::document(doc, m);
     for c in m.custom.iter().filter(|c| !c.doc.undocumented) {
         let mut responses = Responses::default();
         let status = c
@@ -323,10 +326,7 @@ struct OpParts {
 }
 
 fn document_op<R: Resource>(doc: &mut ApiDoc, op: Operation, o: &OpOptions<R>, m: &Mounted<R>) {
-    let response = match (o.presenter, o.response) {
-        (Some((schema, _)), _) | (None, Some((schema, _))) => schema(doc),
-        (None, None) => doc.schema::<R::Response>(),
-    };
+    let response = response_schema(doc, o);
     let mut parts = match op {
         Operation::Index => index_parts(doc, o, m, response),
         Operation::Get => get_parts(doc, o, m, response),
@@ -510,14 +510,7 @@ fn post_parts<R: Resource>(
     response: ReferenceOr<Schema>,
 ) -> OpParts {
     let params = path_params(doc, &m.shared.parents, None);
-    let input = match o.input {
-        Some((schema, _)) => schema(doc),
-        None => doc.schema::<R::Create>(),
-    };
-    // Parent fields come from the path; the body may not carry them.
-    let parents: Vec<&str> = m.shared.parents.iter().map(|(f, _)| f.name).collect();
-    let input = doc.without_properties(input, &parents);
-    doc.mark_admin_only(&input, m.shared.rules.admin_fields());
+    let input = create_input(doc, o, m);
     let mut responses = BTreeMap::new();
     responses.insert("201".to_owned(), json_response("Created", response));
     // 400/413/415/422 (body) are added by `ApiDoc::add_operation`.
@@ -532,14 +525,30 @@ fn post_parts<R: Resource>(
     }
 }
 
-/// `PATCH` of one item.
-fn patch_parts<R: Resource>(
+/// The body of a create: the input schema without the members the path gives, administrators'
+/// members marked.
+fn create_input<R: Resource>(
     doc: &mut ApiDoc,
     o: &OpOptions<R>,
     m: &Mounted<R>,
-    response: ReferenceOr<Schema>,
-) -> OpParts {
-    let params = item_params(doc, m);
+) -> ReferenceOr<Schema> {
+    let input = match o.input {
+        Some((schema, _)) => schema(doc),
+        None => doc.schema::<R::Create>(),
+    };
+    // Parent fields come from the path; the body may not carry them.
+    let parents: Vec<&str> = m.shared.parents.iter().map(|(f, _)| f.name).collect();
+    let input = doc.without_properties(input, &parents);
+    doc.mark_admin_only(&input, m.shared.rules.admin_fields());
+    input
+}
+
+/// The body of an update, administrators' members marked.
+fn update_input<R: Resource>(
+    doc: &mut ApiDoc,
+    o: &OpOptions<R>,
+    m: &Mounted<R>,
+) -> ReferenceOr<Schema> {
     let input = match o.input {
         Some((schema, _)) => schema(doc),
         None => doc.schema::<R::Update>(),
@@ -552,6 +561,27 @@ fn patch_parts<R: Resource>(
         .copied()
         .collect();
     doc.mark_admin_only(&input, &admin);
+    input
+}
+
+/// The schema of an operation's answer item: its presenter's, its substituted schema, or the
+/// generated response.
+fn response_schema<R: Resource>(doc: &mut ApiDoc, o: &OpOptions<R>) -> ReferenceOr<Schema> {
+    match (o.presenter, o.response) {
+        (Some((schema, _)), _) | (None, Some((schema, _))) => schema(doc),
+        (None, None) => doc.schema::<R::Response>(),
+    }
+}
+
+/// `PATCH` of one item.
+fn patch_parts<R: Resource>(
+    doc: &mut ApiDoc,
+    o: &OpOptions<R>,
+    m: &Mounted<R>,
+    response: ReferenceOr<Schema>,
+) -> OpParts {
+    let params = item_params(doc, m);
+    let input = update_input(doc, o, m);
     let mut responses = BTreeMap::new();
     responses.insert(
         "200".to_owned(),

@@ -85,6 +85,26 @@ pub(crate) async fn represent<R: Resource>(
     Ok((etag, out))
 }
 
+/// [`represent`] for the rows of a batch: their tags, and their bodies (through the operation's
+/// presenter once for all of them, when it has one).
+pub(crate) async fn represent_all<R: Resource>(
+    shared: &Shared<R>,
+    op: Operation,
+    conn: &mut crate::db::Conn,
+    db: &crate::db::Database,
+    items: Vec<R>,
+) -> Result<(Vec<String>, Vec<Vec<u8>>), Error> {
+    if !custom_answer(shared, op) {
+        return items.into_iter().map(conditional::tag_and_body).collect();
+    }
+    let mut etags = Vec::with_capacity(items.len());
+    for item in &items {
+        etags.push(conditional::tag_and_body(reload(conn, item).await?)?.0);
+    }
+    let bodies = render_all(shared, op, db, items).await?;
+    Ok((etags, bodies))
+}
+
 /// Whether operation `op` answers with a custom schema or presenter rather than the generated
 /// representation (which the `ETag` is always computed from).
 pub(crate) fn custom_answer<R: Resource>(shared: &Shared<R>, op: Operation) -> bool {

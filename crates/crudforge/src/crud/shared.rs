@@ -36,6 +36,8 @@ pub(crate) struct Mounted<R: Resource> {
     pub(crate) custom: Vec<CustomRoute>,
     /// Query flags that hooks read, documented on their operation.
     pub(crate) flags: Vec<QueryFlag>,
+    /// The operations whose batch form is mounted.
+    pub(crate) batch: Vec<Operation>,
     /// The routes' patterns for their scope's guard, compiled by the first worker.
     pub(crate) patterns: Patterns,
 }

@@ -146,9 +146,12 @@ pub fn mount(api: Api, recovery_settings: RecoverySettings) -> Result<Api, Mount
         .mount(guard_domain_delete(RefDomain::blueprint("/api/domains/")))?
         .mount(
             // Every item answer carries an ETag; PATCH and DELETE honour If-Match, POST and
-            // PATCH honour Idempotency-Key (all built into generated blueprints).
+            // PATCH honour Idempotency-Key (all built into generated blueprints). Batch writes
+            // at `batch/` (create, update) and `batch/delete/`, each item judged like a single
+            // write.
             Critter::blueprint("/api/critters/")
                 .admin_only([Operation::Delete])
+                .batch([Operation::Post, Operation::Patch, Operation::Delete])
                 .before_create(critters::tidy_new)
                 .before_update_input(critters::tidy_change)
                 .after_commit(critters::announce),

@@ -24,20 +24,13 @@ pub(crate) async fn create<R: Resource>(
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
     let who = caller(shared, &req, Operation::Post).await?;
-    // An anonymous caller the rules refuse gets 401 before the body or headers are judged.
-    if let Caller::User(None) = &who {
-        if let Err(e @ Error::Unauthorized(_)) =
-            shared.rules.create(None, &mut serde_json::Map::new())
-        {
-            return Err(e);
-        }
-    }
+    refuse_anonymous(shared, &who)?;
     let parents = parent_conds(shared, &req)?;
     let held = match KeyCheck::of(shared, st, &req, &body, &who).await? {
         KeyCheck::Replay(stored) => return Ok(stored),
         held => held,
     };
-    let mut input: R::Create = input(shared, &req, &body, &who, &parents)?;
+    let mut input: R::Create = input(shared, json_object(&req, &body)?, &who, &parents)?;
     hash_passwords(&mut input, st.config.password_policy()).await?;
     let ctx = who.hook_ctx(Operation::Post, &st.db, &req);
     let input = shared.hooks.before_create(&ctx, input).await?;
@@ -53,16 +46,34 @@ pub(crate) async fn create<R: Resource>(
     Ok(ended.into_response())
 }
 
-/// The body as the generated create type: members checked against the caller, server-owned
-/// members filled by the rules, parents from the path, validated.
-fn input<R: Resource>(
+/// 401 for an anonymous caller the rules refuse, before the body or headers are judged.
+///
+/// # Errors
+///
+/// The rules' 401.
+pub(crate) fn refuse_anonymous<R: Resource>(shared: &Shared<R>, who: &Caller) -> Result<(), Error> {
+    if let Caller::User(None) = who {
+        if let Err(e @ Error::Unauthorized(_)) =
+            shared.rules.create(None, &mut serde_json::Map::new())
+        {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// A body object as the generated create type: members checked against the caller,
+/// server-owned members filled by the rules, parents from the path, validated.
+///
+/// # Errors
+///
+/// The rules' refusal, members the caller may not send, the validators' 422.
+pub(crate) fn input<R: Resource>(
     shared: &Shared<R>,
-    req: &HttpRequest,
-    body: &[u8],
+    mut obj: serde_json::Map<String, serde_json::Value>,
     who: &Caller,
     parents: &[Cond],
 ) -> Result<R::Create, Error> {
-    let mut obj = json_object(req, body)?;
     check_members(shared, who, &obj, Operation::Post)?;
     match who {
         Caller::Public => {}

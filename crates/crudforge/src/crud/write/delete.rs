@@ -49,7 +49,7 @@ pub(crate) async fn delete<R: Resource>(
 
 /// In the transaction: the row when `If-Match` or a hook needs it, the before-delete hooks,
 /// then the delete.
-async fn write<R: Resource>(
+pub(crate) async fn write<R: Resource>(
     shared: &Shared<R>,
     ctx: &HookCtx,
     conn: &mut Conn,

@@ -2,8 +2,10 @@
 //! ([`run`]): the idempotency claim, the transaction, the operation's own body, the
 //! in-transaction hooks, the stored answer, the end of the transaction (commit, the replay of
 //! a lost claim, the 412 of a lost race) and the after-commit hooks. The handlers are in
-//! [`create`], [`update`] and [`delete`]; [`target`] holds what PATCH and DELETE share.
+//! [`create`], [`update`] and [`delete`]; [`target`] holds what PATCH and DELETE share;
+//! [`batch`] runs many of them in one request and one transaction.
 
+pub(crate) mod batch;
 pub(crate) mod create;
 pub(crate) mod delete;
 pub(crate) mod target;
@@ -13,7 +15,7 @@ use super::conditional;
 use super::hooks::HookCtx;
 use super::idempotency::{self, Answer, IdemKey};
 use super::options::Operation;
-use super::render::{custom_answer, represent};
+use super::render::{custom_answer, represent, represent_all};
 use super::request::{arg_json, key_cond, Caller};
 use super::rows::reload;
 use super::shared::Shared;
@@ -92,6 +94,17 @@ pub(crate) struct Plan<'k> {
 pub(crate) enum Change<R> {
     /// A created or updated row; the answer carries the status and location.
     Stored(R, Answer),
+    /// The rows a batch wrote, each with its after-write hooks already run (the body runs
+    /// them item by item, so each sees the batch as far as it went); the answer carries the
+    /// status (204 for deletions: no body).
+    Batch {
+        /// The created or updated rows, in the order of the request's items.
+        rows: Vec<R>,
+        /// The after-commit hooks' copies of deleted rows.
+        committed: Vec<Arc<R>>,
+        /// Status of the answer.
+        answer: Answer,
+    },
     /// A deletion: the row read before it (when a hook or `If-Match` needed it) and the
     /// after-commit hooks' copy of it.
     Deleted {
@@ -200,20 +213,57 @@ async fn settle<R: Resource>(
                     location: None,
                     etag: None,
                 },
-                committed,
+                committed: committed.into_iter().collect(),
             })
+        }
+        Change::Batch {
+            rows,
+            mut committed,
+            mut answer,
+        } => {
+            if shared.hooks.has_after_commit() {
+                for row in &rows {
+                    committed.push(Arc::new(reload(conn, row).await?));
+                }
+            }
+            if answer.status != 204 {
+                let (etags, bodies) = represent_all(shared, op, conn, &st.db, rows).await?;
+                answer.body = batch_body(&bodies, &etags)?;
+            }
+            if let Some(k) = key {
+                idempotency::complete(conn, k, &answer).await?;
+            }
+            Ok(Written::Answered { answer, committed })
         }
     }
 }
 
+/// The answer of a batch: `{"data": [items], "etags": [their tags]}`, in the items' order.
+fn batch_body(bodies: &[Vec<u8>], etags: &[String]) -> Result<Vec<u8>, Error> {
+    let mut out = Vec::with_capacity(bodies.iter().map(|b| b.len() + 1).sum::<usize>() + 48 * etags.len() + 24);
+    out.extend_from_slice(b"{\"data\":[");
+    for (i, body) in bodies.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(body);
+    }
+    out.extend_from_slice(b"],\"etags\":");
+    serde_json::to_writer(&mut out, etags)
+        .map_err(|e| Error::Internal(format!("serializing a batch answer: {e}")))?;
+    out.push(b'}');
+    Ok(out)
+}
+
 /// What a write's transaction produced.
 pub(crate) enum Written<R> {
-    /// Answered inside the transaction; `committed` is the after-commit hooks' copy of the row.
+    /// Answered inside the transaction; `committed` holds the after-commit hooks' copies of
+    /// the rows (none when there are no such hooks).
     Answered {
         /// The whole answer.
         answer: Answer,
-        /// The row for the after-commit hooks, when there are any.
-        committed: Option<Arc<R>>,
+        /// The rows for the after-commit hooks.
+        committed: Vec<Arc<R>>,
     },
     /// To be answered after the after-commit hooks, from the row they saw (no second read).
     Deferred {
@@ -250,9 +300,9 @@ async fn written<R: Resource>(
     }
     // A stored answer must be made in the transaction; the hooks then get a copy of the row.
     let committed = if hooks_after {
-        Some(Arc::new(reload(conn, &item).await?))
+        vec![Arc::new(reload(conn, &item).await?)]
     } else {
-        None
+        Vec::new()
     };
     let (etag, body) = represent(shared, op, conn, &st.db, item).await?;
     answer.body = body;
@@ -280,7 +330,7 @@ impl<R: Resource> Written<R> {
     ) -> Result<Answer, Error> {
         let (mut answer, row) = match self {
             Written::Answered { answer, committed } => {
-                if let Some(row) = committed {
+                for row in committed {
                     shared.hooks.after_commit(ctx, row).await;
                 }
                 return Ok(answer);
@@ -366,5 +416,13 @@ async fn named_constraint<R: Resource, T>(
         delete: op == Operation::Delete,
         key,
     };
+    // A batch's refused item: name the constraint of the one item that failed in the database.
+    if let Error::Items(mut items) = e {
+        if let [item] = items.as_mut_slice() {
+            let inner = std::mem::replace(&mut item.error, Error::Internal(String::new()));
+            item.error = crate::db::constraint::name_on_sqlite(conn, write, inner).await;
+        }
+        return Err(Error::Items(items));
+    }
     Err(crate::db::constraint::name_on_sqlite(conn, write, e).await)
 }

@@ -35,11 +35,16 @@ impl<'a> Target<'a> {
     ) -> Result<Target<'a>, Error> {
         let scope = who.write_scope(shared)?;
         let addressed = item_conds(shared, req)?;
-        Ok(Target {
+        Ok(Target::within(who, addressed, scope))
+    }
+
+    /// The item `addressed` names (its key and parents), within the caller's write `scope`.
+    pub(crate) fn within(who: &'a Caller, addressed: Vec<Cond>, scope: Condition) -> Target<'a> {
+        Target {
             who,
             conds: Condition::from(addressed.clone()).and(scope),
             addressed,
-        })
+        }
     }
 
     /// The current row, or why the caller may not change it.

@@ -60,7 +60,7 @@ pub(crate) async fn update<R: Resource>(
 
 /// In the transaction: the current row when `If-Match` or a `before_update` hook needs it,
 /// then the update.
-async fn write<R: Resource>(
+pub(crate) async fn write<R: Resource>(
     shared: &Shared<R>,
     ctx: &crate::crud::HookCtx,
     conn: &mut Conn,

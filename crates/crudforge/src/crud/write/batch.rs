@@ -1,0 +1,433 @@
+//! Batch writes: many creates, updates or deletes of one resource in one request and one
+//! transaction. Each item goes through what a single write of its kind goes through (the
+//! rules, the members a caller may send, the validators, the hooks, `If-Match` as the item's
+//! `if_match`), and the whole batch through one `Idempotency-Key`. A refusal writes nothing and
+//! answers one problem whose `errors` point at every item (and member) at fault.
+//!
+//! Bodies: `{"items": [...]}`. A create's items are the bodies a POST takes; an update's are
+//! `{"<key>": ..., "if_match": "\"tag\"", "changes": {...}}`; a delete's `{"<key>": ...,
+//! "if_match": ...}`. The answer of a create (201) or update (200) is
+//! `{"data": [items], "etags": [their tags]}`, in the order of the request; a delete answers
+//! 204.
+
+use super::create::{input, refuse_anonymous};
+use super::target::Target;
+use super::{run, update, Change, KeyCheck, Plan};
+use crate::condition::{parse_arg, Cond};
+use crate::crud::conditional::{self, Precondition};
+use crate::crud::idempotency::Answer;
+use crate::crud::options::Operation;
+use crate::crud::request::{
+    caller, check_members, decode, hash_passwords, parent_conds,
+};
+use crate::crud::shared::Shared;
+use crate::crud::{HookCtx, Resource};
+use crate::db::tx::TxMode;
+use crate::db::Conn;
+use crate::error::{Error, ItemError};
+use crate::state::ApiState;
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde_json::{Map, Value};
+
+/// The path of the batch create and update routes, after the blueprint's prefix.
+pub(crate) const PATH: &str = "batch/";
+/// The path of the batch delete route, after the blueprint's prefix.
+pub(crate) const DELETE_PATH: &str = "batch/delete/";
+
+/// `POST <prefix>batch/`: creates every item, or none (201 with `data` and `etags`).
+pub(crate) async fn create<R: Resource>(
+    shared: &Shared<R>,
+    req: HttpRequest,
+    body: web::Bytes,
+) -> Result<HttpResponse, Error> {
+    let st = ApiState::of(&req)?;
+    let who = caller(shared, &req, Operation::Post).await?;
+    refuse_anonymous(shared, &who)?;
+    let parents = parent_conds(shared, &req)?;
+    let held = match KeyCheck::of(shared, st, &req, &body, &who).await? {
+        KeyCheck::Replay(stored) => return Ok(stored),
+        held => held,
+    };
+    let items = items(&req, &body, st.config.http.batch_max_items)?;
+    let mut inputs = Vec::with_capacity(items.len());
+    let mut refused = Vec::new();
+    for (i, item) in items.into_iter().enumerate() {
+        match object(item).and_then(|obj| input(shared, obj, &who, &parents)) {
+            Ok(input) => inputs.push(input),
+            Err(e) => refused.push(ItemError::new(i, e)),
+        }
+    }
+    refuse(refused)?;
+    let ctx = who.hook_ctx(Operation::Post, &st.db, &req);
+    let policy = st.config.password_policy();
+    let mut ready = Vec::with_capacity(inputs.len());
+    for (i, mut input) in inputs.into_iter().enumerate() {
+        let prepared = async {
+            hash_passwords(&mut input, policy).await?;
+            shared.hooks.before_create(&ctx, input).await
+        };
+        ready.push(prepared.await.map_err(|e| at(i, e))?);
+    }
+    let plan = Plan {
+        op: Operation::Post,
+        in_tx: true,
+        mode: TxMode::Write,
+        key: held.key(),
+    };
+    let insert = async |conn: &mut Conn| {
+        let mut rows = Vec::with_capacity(ready.len());
+        for (i, input) in ready.into_iter().enumerate() {
+            let row = R::insert(conn, input).await.map_err(|e| at(i, e))?;
+            after_write(shared, conn, &ctx, i, &row).await?;
+            rows.push(row);
+        }
+        Ok(batch(rows, Vec::new(), 201))
+    };
+    Ok(run(shared, st, &req, &ctx, plan, insert)
+        .await?
+        .into_response())
+}
+
+/// `PATCH <prefix>batch/`: applies every item's `changes` to the item its key names, or none
+/// (200 with `data` and `etags`).
+pub(crate) async fn update<R: Resource>(
+    shared: &Shared<R>,
+    req: HttpRequest,
+    body: web::Bytes,
+) -> Result<HttpResponse, Error> {
+    let st = ApiState::of(&req)?;
+    let who = caller(shared, &req, Operation::Patch).await?;
+    let scope = who.write_scope(shared)?;
+    let parents = parent_conds(shared, &req)?;
+    let held = match KeyCheck::of(shared, st, &req, &body, &who).await? {
+        KeyCheck::Replay(stored) => return Ok(stored),
+        held => held,
+    };
+    let items = items(&req, &body, st.config.http.batch_max_items)?;
+    let addressed = addressed(shared, items, &parents, true)?;
+    let mut decoded = Vec::with_capacity(addressed.len());
+    let mut refused = Vec::new();
+    for (i, item) in addressed.into_iter().enumerate() {
+        let changes = item.changes.unwrap_or_default();
+        let input = check_members(shared, &who, &changes, Operation::Patch)
+            .and_then(|()| decode::<R, R::Update>(shared, Operation::Patch, changes, &[]));
+        match input {
+            Ok(input) => decoded.push((item.conds, item.if_match, input)),
+            Err(e) => refused.push(ItemError::within(i, "changes", e)),
+        }
+    }
+    refuse(refused)?;
+    let ctx = who.hook_ctx(Operation::Patch, &st.db, &req);
+    let policy = st.config.password_policy();
+    let mut ready = Vec::with_capacity(decoded.len());
+    for (i, (conds, if_match, mut input)) in decoded.into_iter().enumerate() {
+        let prepared = async {
+            hash_passwords(&mut input, policy).await?;
+            shared.hooks.before_update_input(&ctx, input).await
+        };
+        let input = prepared
+            .await
+            .map_err(|e| ItemError::within(i, "changes", e))
+            .map_err(|e| Error::Items(vec![e]))?;
+        ready.push((Target::within(&who, conds, scope.clone()), if_match, input));
+    }
+    let conditional = ready.iter().any(|(_, pre, _)| pre.is_some());
+    let plan = Plan {
+        op: Operation::Patch,
+        in_tx: true,
+        mode: if conditional || shared.hooks.serialized_update {
+            TxMode::Serialized
+        } else {
+            TxMode::Write
+        },
+        key: held.key(),
+    };
+    let write = async |conn: &mut Conn| {
+        let mut rows = Vec::with_capacity(ready.len());
+        for (i, (target, pre, input)) in ready.into_iter().enumerate() {
+            let written = update::write(shared, &ctx, conn, &target, pre.as_ref(), input).await;
+            let row = match written.map_err(|e| at(i, e))? {
+                Change::Stored(row, _) => row,
+                _ => return Err(Error::Internal("an update wrote no row".into())),
+            };
+            after_write(shared, conn, &ctx, i, &row).await?;
+            rows.push(row);
+        }
+        Ok(batch(rows, Vec::new(), 200))
+    };
+    Ok(run(shared, st, &req, &ctx, plan, write)
+        .await?
+        .into_response())
+}
+
+/// `POST <prefix>batch/delete/`: deletes every item its key names, or none (204).
+pub(crate) async fn delete<R: Resource>(
+    shared: &Shared<R>,
+    req: HttpRequest,
+    body: web::Bytes,
+) -> Result<HttpResponse, Error> {
+    let st = ApiState::of(&req)?;
+    let who = caller(shared, &req, Operation::Delete).await?;
+    let scope = who.write_scope(shared)?;
+    let parents = parent_conds(shared, &req)?;
+    let held = match KeyCheck::of(shared, st, &req, &body, &who).await? {
+        KeyCheck::Replay(stored) => return Ok(stored),
+        held => held,
+    };
+    let items = items(&req, &body, st.config.http.batch_max_items)?;
+    let targets: Vec<(Target<'_>, Option<Precondition>)> =
+        addressed(shared, items, &parents, false)?
+            .into_iter()
+            .map(|a| (Target::within(&who, a.conds, scope.clone()), a.if_match))
+            .collect();
+    let ctx = who.hook_ctx(Operation::Delete, &st.db, &req);
+    let conditional = targets.iter().any(|(_, pre)| pre.is_some());
+    let plan = Plan {
+        op: Operation::Delete,
+        in_tx: true,
+        mode: if conditional {
+            TxMode::Serialized
+        } else {
+            TxMode::Write
+        },
+        key: held.key(),
+    };
+    let write = async |conn: &mut Conn| {
+        let mut committed = Vec::new();
+        for (i, (target, pre)) in targets.iter().enumerate() {
+            let deleted = super::delete::write(shared, &ctx, conn, target, pre.as_ref()).await;
+            match deleted.map_err(|e| at(i, e))? {
+                Change::Deleted { row, committed: c } => {
+                    if let Some(row) = &row {
+                        after_write(shared, conn, &ctx, i, row).await?;
+                    }
+                    committed.extend(c);
+                }
+                _ => return Err(Error::Internal("a delete reported no deletion".into())),
+            }
+        }
+        Ok(batch(Vec::new(), committed, 204))
+    };
+    Ok(run(shared, st, &req, &ctx, plan, write)
+        .await?
+        .into_response())
+}
+
+/// What a batch wrote, answered with `status`.
+fn batch<R>(rows: Vec<R>, committed: Vec<std::sync::Arc<R>>, status: u16) -> Change<R> {
+    Change::Batch {
+        rows,
+        committed,
+        answer: Answer {
+            status,
+            body: Vec::new(),
+            location: None,
+            etag: None,
+        },
+    }
+}
+
+/// Runs the after-write hooks on item `i`'s row, naming the item when one refuses it.
+async fn after_write<R: Resource>(
+    shared: &Shared<R>,
+    conn: &mut Conn,
+    ctx: &HookCtx,
+    i: usize,
+    row: &R,
+) -> Result<(), Error> {
+    shared
+        .hooks
+        .after_write(conn, ctx, row)
+        .await
+        .map_err(|e| at(i, e))
+}
+
+/// The items of a batch body: `{"items": [...]}` with 1 to `max` items.
+///
+/// # Errors
+///
+/// 415/400 for a body that is not JSON, 422 naming `items` for any other shape or too many.
+fn items(req: &HttpRequest, body: &[u8], max: u32) -> Result<Vec<Value>, Error> {
+    let obj = match crate::json::parse(req, body)? {
+        Value::Object(obj) => obj,
+        _ => {
+            return Err(Error::Validation {
+                detail: "The request body must be a JSON object: {\"items\": [...]}.".into(),
+                field: None,
+            })
+        }
+    };
+    let mut items = None;
+    for (name, value) in obj {
+        match (name.as_str(), value) {
+            ("items", Value::Array(v)) => items = Some(v),
+            ("items", _) => return Err(Error::invalid_field("items", "must be an array")),
+            (other, _) => {
+                return Err(Error::invalid_field(
+                    other,
+                    "is not a member of a batch body; send only `items`",
+                ))
+            }
+        }
+    }
+    let items = items.ok_or_else(|| Error::invalid_field("items", "is required"))?;
+    if items.is_empty() {
+        return Err(Error::invalid_field("items", "must hold at least one item"));
+    }
+    if items.len() > max as usize {
+        return Err(Error::invalid_field(
+            "items",
+            format!(
+                "holds {} items; at most {max} are accepted per request (BATCH_MAX_ITEMS)",
+                items.len()
+            ),
+        ));
+    }
+    Ok(items)
+}
+
+/// An item that must be a JSON object.
+fn object(item: Value) -> Result<Map<String, Value>, Error> {
+    match item {
+        Value::Object(obj) => Ok(obj),
+        _ => Err(Error::Validation {
+            detail: "Each item must be a JSON object.".into(),
+            field: None,
+        }),
+    }
+}
+
+/// The refusal of the items in `refused`, if any.
+fn refuse(refused: Vec<ItemError>) -> Result<(), Error> {
+    if refused.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Items(refused))
+    }
+}
+
+/// An error met while writing item `i`: a refusal of the client's (4xx) names the item; a
+/// server error, or the loser's side of a write race (which becomes 412 for the whole
+/// batch), stays as it is.
+fn at(i: usize, e: Error) -> Error {
+    if matches!(e, Error::Items(_))
+        || conditional::is_write_race(&e)
+        || !e.problem().status_code().is_client_error()
+    {
+        return e;
+    }
+    Error::Items(vec![ItemError::new(i, e)])
+}
+
+/// An update or delete item: the conditions naming its row, its precondition, its changes.
+struct Addressed {
+    conds: Vec<Cond>,
+    if_match: Option<Precondition>,
+    changes: Option<Map<String, Value>>,
+}
+
+/// Reads the items of a batch update (`with_changes`) or delete: each names one row by the
+/// blueprint's key, at most once in the batch, with an optional `if_match` (required when the
+/// blueprint requires `If-Match`).
+///
+/// # Errors
+///
+/// [`Error::Items`] naming every item at fault.
+fn addressed<R: Resource>(
+    shared: &Shared<R>,
+    items: Vec<Value>,
+    parents: &[Cond],
+    with_changes: bool,
+) -> Result<Vec<Addressed>, Error> {
+    let key = shared.res_id.name;
+    let mut out = Vec::with_capacity(items.len());
+    let mut refused = Vec::new();
+    let mut seen: Vec<String> = Vec::with_capacity(items.len());
+    for (i, item) in items.into_iter().enumerate() {
+        let read = object(item).and_then(|obj| read_item(shared, obj, with_changes));
+        match read {
+            Ok((raw, a)) => {
+                if let Some(first) = seen.iter().position(|k| *k == raw) {
+                    refused.push(ItemError::new(
+                        i,
+                        Error::invalid_field(key, format!("names the same item as item {first}")),
+                    ));
+                }
+                seen.push(raw);
+                let mut conds = parents.to_vec();
+                conds.extend(a.conds);
+                out.push(Addressed { conds, ..a });
+            }
+            Err(e) => {
+                seen.push(String::new());
+                refused.push(ItemError::new(i, e));
+            }
+        }
+    }
+    refuse(refused)?;
+    Ok(out)
+}
+
+/// One update or delete item: its key as text (to find repeats) and what it asks.
+fn read_item<R: Resource>(
+    shared: &Shared<R>,
+    obj: Map<String, Value>,
+    with_changes: bool,
+) -> Result<(String, Addressed), Error> {
+    let key = shared.res_id.name;
+    let mut raw = None;
+    let mut if_match = None;
+    let mut changes = None;
+    for (name, value) in obj {
+        match name.as_str() {
+            n if n == key => {
+                raw = Some(match value {
+                    Value::String(s) => s,
+                    Value::Number(n) => n.to_string(),
+                    _ => return Err(Error::invalid_field(key, "must be a string or a number")),
+                });
+            }
+            "if_match" => {
+                let Value::String(text) = value else {
+                    return Err(Error::invalid_field("if_match", "must be a string"));
+                };
+                let pre = conditional::parse_text(&text)
+                    .map_err(|why| Error::invalid_field("if_match", why))?;
+                if_match = Some(pre);
+            }
+            "changes" if with_changes => match value {
+                Value::Object(m) => changes = Some(m),
+                _ => return Err(Error::invalid_field("changes", "must be an object")),
+            },
+            other => {
+                let members = if with_changes {
+                    format!("`{key}`, `if_match` and `changes`")
+                } else {
+                    format!("`{key}` and `if_match`")
+                };
+                return Err(Error::invalid_field(
+                    other,
+                    format!("is not a member of a batch item; send {members}"),
+                ));
+            }
+        }
+    }
+    let raw = raw.ok_or_else(|| Error::invalid_field(key, "is required"))?;
+    let arg = parse_arg(shared.res_id.kind, &raw)
+        .map_err(|_| Error::invalid_field(key, "is not a valid key"))?;
+    if with_changes && changes.is_none() {
+        return Err(Error::invalid_field("changes", "is required"));
+    }
+    if if_match.is_none() && shared.require_if_match {
+        return Err(conditional::required());
+    }
+    let conds = vec![Cond::eq(key, arg)];
+    Ok((
+        raw,
+        Addressed {
+            conds,
+            if_match,
+            changes,
+        },
+    ))
+}
