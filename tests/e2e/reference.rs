@@ -1910,6 +1910,9 @@ fn health_description_and_docs_list_every_endpoint() {
             ("/api/critters/{id}", "get", "getCritter"),
             ("/api/critters/{id}", "patch", "updateCritter"),
             ("/api/critters/{id}", "delete", "deleteCritter"),
+            ("/api/critters/batch/", "post", "batchCreateCritter"),
+            ("/api/critters/batch/", "patch", "batchUpdateCritter"),
+            ("/api/critters/batch/delete/", "post", "batchDeleteCritter"),
             ("/health", "get", "health"),
         ] {
             assert_eq!(paths[path][method]["operationId"], id, "{method} {path}");
@@ -2159,5 +2162,109 @@ fn critters_answer_with_etags_and_honour_if_match_and_idempotency_keys() {
             .unwrap()
             .iter()
             .any(|p| p["name"] == "Idempotency-Key" && p["in"] == "header"));
+    }
+}
+
+#[test]
+fn critters_are_written_in_batches_all_or_nothing() {
+    for b in backends() {
+        b.user("admin@example.com", &["--admin"]);
+        b.user("bob@example.com", &[]);
+        let app = App::start(b);
+        let bt = app.login("bob@example.com");
+        let at = app.login("admin@example.com");
+        let batch = "/api/critters/batch/";
+        let pointers = |problem: &Value| -> Vec<String> {
+            problem["errors"]
+                .as_array()
+                .expect("an errors array")
+                .iter()
+                .map(|e| e["pointer"].as_str().unwrap_or_default().to_owned())
+                .collect()
+        };
+
+        // Two items break declared rules: nothing is written, the problem points at both.
+        let bad = json!({"items": [
+            {"name": "Kit", "species": "cat"},
+            {"name": "Rex", "species": "dog", "cuteness_level": 101},
+            {"name": "", "species": "cat"},
+        ]});
+        let refused = app.post(batch, Some(&bt), bad);
+        let problem = app.problem(&refused, 422, batch);
+        assert_eq!(
+            pointers(&problem),
+            ["/items/1/cuteness_level", "/items/2/name"],
+            "{problem}"
+        );
+        // The before-create hook refuses a blank name, in a batch as alone.
+        let blank = json!({"items": [{"name": "Kit", "species": "cat"}, {"name": "   ", "species": "cat"}]});
+        let refused = app.post(batch, Some(&bt), blank);
+        assert_eq!(
+            pointers(&app.problem(&refused, 422, batch)),
+            ["/items/1/name"]
+        );
+        let none = app.json(&app.get("/api/critters/?name__in=Kit,Rex", Some(&bt)), 200);
+        assert_eq!(none["pagination"]["total"], 0, "nothing was written");
+
+        // The whole batch under one Idempotency-Key: the hook tidies each item, the retry is
+        // answered from the store.
+        let items = json!({"items": [
+            {"name": " Kit ", "species": "cat"},
+            {"name": "Rex", "species": " dog", "cuteness_level": 7},
+        ]});
+        let created = app.send(
+            "POST",
+            batch,
+            &bt,
+            &[("Idempotency-Key", "litter-1")],
+            Some(items.clone()),
+        );
+        let body = app.json(&created, 201);
+        assert_eq!(body["data"][0]["name"], "Kit");
+        assert_eq!(body["data"][1]["species"], "dog");
+        let retry = app.send(
+            "POST",
+            batch,
+            &bt,
+            &[("Idempotency-Key", "litter-1")],
+            Some(items),
+        );
+        assert_eq!(app.json(&retry, 201), body);
+        assert_eq!(retry.header("idempotent-replayed"), Some("true"));
+        let both = app.json(&app.get("/api/critters/?name__in=Kit,Rex", Some(&bt)), 200);
+        assert_eq!(both["pagination"]["total"], 2, "written once");
+        let ids: Vec<&str> = body["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["id"].as_str().unwrap())
+            .collect();
+        let tags: Vec<&str> = body["etags"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_str().unwrap())
+            .collect();
+
+        // Updates carry each item's tag; a stale one refuses the whole batch.
+        let change = json!({"items": [
+            {"id": ids[0], "if_match": tags[0], "changes": {"cuteness_level": 9}},
+            {"id": ids[1], "changes": {"name": "Rexy"}},
+        ]});
+        let updated = app.send("PATCH", batch, &bt, &[], Some(change.clone()));
+        assert_eq!(app.json(&updated, 200)["data"][0]["cuteness_level"], 9);
+        let stale = app.send("PATCH", batch, &bt, &[], Some(change));
+        assert_eq!(stale.status, 412, "{}", stale.text());
+        assert_eq!(pointers(&stale.json()), ["/items/0"]);
+
+        // Deletes are for administrators, in batches as one by one.
+        let delete = "/api/critters/batch/delete/";
+        let del = json!({"items": [{"id": ids[0]}, {"id": ids[1]}]});
+        let forbidden = app.send("POST", delete, &bt, &[], Some(del.clone()));
+        app.problem(&forbidden, 403, delete);
+        let deleted = app.send("POST", delete, &at, &[], Some(del));
+        assert_eq!(deleted.status, 204, "{}", deleted.text());
+        let gone = app.json(&app.get("/api/critters/?name__in=Kit,Rexy", Some(&bt)), 200);
+        assert_eq!(gone["pagination"]["total"], 0);
     }
 }

@@ -117,7 +117,10 @@ async fn api(t: &crudforge_tests::TestDb, max_items: u32) -> (Api, Database) {
     let mut conn = db.get().await.unwrap();
     with_conn!(conn, |c| c.batch_execute(ddl).await).unwrap();
     drop(conn);
-    let api = Api::new(cfg, db.clone()).unwrap().mount(blueprint()).unwrap();
+    let api = Api::new(cfg, db.clone())
+        .unwrap()
+        .mount(blueprint())
+        .unwrap();
     (api, db)
 }
 
@@ -204,11 +207,23 @@ where
     >,
     B: actix_web::body::MessageBody,
 {
-    let items: Vec<Value> = (0..n).map(|i| book(&format!("Book {i}"), &format!("isbn-{i}"))).collect();
+    let items: Vec<Value> = (0..n)
+        .map(|i| book(&format!("Book {i}"), &format!("isbn-{i}")))
+        .collect();
     let (status, _, body) = send(app, post("/api/books/batch/", json!({"items": items}))).await;
     assert_eq!(status, 201, "{body}");
-    let ids = body["data"].as_array().unwrap().iter().map(|b| b["id"].as_str().unwrap().to_owned()).collect();
-    let tags = body["etags"].as_array().unwrap().iter().map(|t| t.as_str().unwrap().to_owned()).collect();
+    let ids = body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["id"].as_str().unwrap().to_owned())
+        .collect();
+    let tags = body["etags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap().to_owned())
+        .collect();
     (ids, tags)
 }
 

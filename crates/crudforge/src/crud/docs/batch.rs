@@ -1,8 +1,8 @@
 //! What the batch form of POST, PATCH and DELETE adds to the OpenAPI description.
 
 use super::{
-    callers, create_input, field_schema, header_param, path_params, response_schema,
-    update_input, words, ENTITY_TAGS_PATTERN, IDEMPOTENCY_KEY_PATTERN,
+    callers, create_input, field_schema, header_param, path_params, response_schema, update_input,
+    words, ENTITY_TAGS_PATTERN, IDEMPOTENCY_KEY_PATTERN,
 };
 use crate::crud::options::Operation;
 use crate::crud::shared::Mounted;
@@ -43,7 +43,13 @@ fn document_op<R: Resource>(
                 json_response("Created: every item, in the order sent", answer),
             );
             responses.insert(k.clone(), v);
-            (PATH, OperationType::Post, "Create", create_input(doc, o, m), k)
+            (
+                PATH,
+                OperationType::Post,
+                "Create",
+                create_input(doc, o, m),
+                k,
+            )
         }
         Operation::Patch => {
             let answer = answer_schema(response_schema(doc, o));
@@ -65,7 +71,13 @@ fn document_op<R: Resource>(
                 }),
             );
             let item = addressed_item(doc, m, None);
-            (DELETE_PATH, OperationType::Post, "Delete", item, "204".to_owned())
+            (
+                DELETE_PATH,
+                OperationType::Post,
+                "Delete",
+                item,
+                "204".to_owned(),
+            )
         }
         Operation::Index | Operation::Get => return,
     };

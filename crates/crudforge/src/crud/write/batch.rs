@@ -17,9 +17,7 @@ use crate::condition::{parse_arg, Cond};
 use crate::crud::conditional::{self, Precondition};
 use crate::crud::idempotency::Answer;
 use crate::crud::options::Operation;
-use crate::crud::request::{
-    caller, check_members, decode, hash_passwords, parent_conds,
-};
+use crate::crud::request::{caller, check_members, decode, hash_passwords, parent_conds};
 use crate::crud::shared::Shared;
 use crate::crud::{HookCtx, Resource};
 use crate::db::tx::TxMode;

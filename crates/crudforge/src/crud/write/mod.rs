@@ -240,7 +240,9 @@ async fn settle<R: Resource>(
 
 /// The answer of a batch: `{"data": [items], "etags": [their tags]}`, in the items' order.
 fn batch_body(bodies: &[Vec<u8>], etags: &[String]) -> Result<Vec<u8>, Error> {
-    let mut out = Vec::with_capacity(bodies.iter().map(|b| b.len() + 1).sum::<usize>() + 48 * etags.len() + 24);
+    let mut out = Vec::with_capacity(
+        bodies.iter().map(|b| b.len() + 1).sum::<usize>() + 48 * etags.len() + 24,
+    );
     out.extend_from_slice(b"{\"data\":[");
     for (i, body) in bodies.iter().enumerate() {
         if i > 0 {
