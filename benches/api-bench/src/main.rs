@@ -68,7 +68,8 @@ pub(crate) struct Args {
     /// Warm-up seconds per workload and server before the rounds.
     #[arg(long, default_value_t = 1.0)]
     pub(crate) warmup: f64,
-    /// Workloads to run, comma-separated (w1,w2,w3,w4,w5,w6).
+    /// Workloads to run, comma-separated (w1,w2,w3,w4,w5,w6; w7, batch creates of 1,000
+    /// critters against 1,000 inserts in one transaction, only when named).
     #[arg(long, value_delimiter = ',', default_value = "w1,w2,w3,w4,w5,w6")]
     pub(crate) workloads: Vec<String>,
     /// Do not pin the servers to CPU 0 and the client to CPU 1.

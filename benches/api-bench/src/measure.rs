@@ -69,8 +69,8 @@ pub(crate) fn run(args: &Args, pin: Option<usize>) -> Result<bool, String> {
         return Err("--seconds must be in (0, 600] and --warmup in [0, 60]".into());
     }
     for w in &args.workloads {
-        if !["w1", "w2", "w3", "w4", "w5", "w6"].contains(&w.to_lowercase().as_str()) {
-            return Err(format!("unknown workload {w:?} (w1 … w6)"));
+        if !["w1", "w2", "w3", "w4", "w5", "w6", "w7"].contains(&w.to_lowercase().as_str()) {
+            return Err(format!("unknown workload {w:?} (w1 … w7)"));
         }
     }
     let bin = server_bin(args)?;
@@ -639,6 +639,11 @@ fn measure(
     } else {
         None
     };
+    let w7 = if want("w7") {
+        Some(w7(args, &app, &mut storage, &token, scratch.exclusive)?)
+    } else {
+        None
+    };
     // Each window reset the peak: the run's peak is the largest of the windows' peaks.
     let peak = workloads
         .iter()
@@ -668,7 +673,87 @@ fn measure(
             &matches
         )
     );
+    if let Some((app, stored)) = w7 {
+        let server = app.server_us + app.pg_us;
+        let limit = stored.map(|c| c.us_per_op());
+        println!(
+            "\nW7 `POST /api/critters/batch/` with {} items, one connection (medians): {:.1} batches/s, \
+             p50 {:.1} ms, p99 {:.1} ms, server CPU {:.0} µs/batch{}; storage reference ({} \
+             `INSERT … RETURNING` in one transaction): {}; ratio {}",
+            storage::BATCH,
+            app.rps,
+            app.p50,
+            app.p99,
+            server,
+            if args.backend == BackendArg::Postgres {
+                format!(" (PostgreSQL {:.0} of it)", app.pg_us)
+            } else {
+                String::new()
+            },
+            storage::BATCH,
+            limit.map_or("n/a (exclusive locking)".to_owned(), |l| format!("{l:.0} µs CPU/batch")),
+            limit.map_or("n/a".to_owned(), |l| format!("{:.2}x", server / l)),
+        );
+    }
     Ok(())
+}
+
+/// W7's request body number `n`: [`storage::BATCH`] critters of a species no filter matches.
+fn w7_req(n: u64) -> Req {
+    let items: Vec<serde_json::Value> = (0..storage::BATCH)
+        .map(|j| {
+            serde_json::json!({"name": format!("batch {n}-{j}"), "species": storage::INSERTED_SPECIES, "cuteness_level": 3})
+        })
+        .collect();
+    Req::json(
+        "POST",
+        "/api/critters/batch/",
+        serde_json::json!({ "items": items }).to_string(),
+        201,
+    )
+}
+
+/// W7: batch creates of [`storage::BATCH`] critters on one connection, against the storage
+/// reference's [`storage::BATCH`] inserts in one transaction (not with exclusive locking,
+/// where the server owns the file), interleaved round by round; medians.
+fn w7(
+    args: &Args,
+    app: &Server,
+    storage: &mut Storage,
+    token: &str,
+    exclusive: bool,
+) -> Result<(Sample, Option<storage::Cost>), String> {
+    let round = Duration::from_secs_f64(args.seconds);
+    let make = |k: usize, i: u64| w7_req((k as u64) << 40 | i);
+    let (mut samples, mut costs) = (Vec::new(), Vec::new());
+    for r in 0..args.rounds {
+        let what = format!("W7 round {} on the reference app", r + 1);
+        let (s, _) = window(app, 1, round, Some(token), storage, &make, &what)?;
+        storage.delete_inserted()?;
+        eprintln!(
+            "  {what}: {:.1} batches/s, p50 {:.1} ms, server CPU {:.0} µs/batch",
+            s.rps,
+            s.p50,
+            s.server_us + s.pg_us
+        );
+        samples.push(s);
+        if !exclusive {
+            let c = storage.measure(Op::InsertBatch, round)?;
+            eprintln!(
+                "  W7 round {} storage reference: {} batches, {:.0} µs CPU/batch",
+                r + 1,
+                c.ops,
+                c.us_per_op()
+            );
+            costs.push(c);
+        }
+    }
+    let stored = (!costs.is_empty()).then(|| {
+        let mut by_cost = costs.clone();
+        by_cost.sort_by(|a, b| a.us_per_op().total_cmp(&b.us_per_op()));
+        by_cost[by_cost.len() / 2]
+    });
+    Ok((medians(&samples), stored))
 }
 
 /// W5's figures.

@@ -37,7 +37,12 @@ pub(crate) enum Op {
     Insert,
     /// W4: `UPDATE … WHERE id = ? RETURNING`.
     Update,
+    /// W7: [`BATCH`] `INSERT … RETURNING` statements in one transaction (one operation).
+    InsertBatch,
 }
+
+/// Items of one W7 batch.
+pub(crate) const BATCH: usize = 1000;
 
 /// CPU time spent on `ops` operations.
 #[derive(Debug, Clone, Copy, Default)]
@@ -203,7 +208,7 @@ impl Storage {
         }
         let client = procfs::thread_cpu().saturating_sub(cpu_before);
         let postgres = self.postgres_cpu().saturating_sub(pg_before);
-        if op == Op::Insert {
+        if matches!(op, Op::Insert | Op::InsertBatch) {
             self.delete_inserted()?;
         }
         Ok(Cost {
@@ -252,6 +257,13 @@ impl Storage {
                     return Err(format!("the W2 filter matched {n} rows only"));
                 }
             }
+            Op::InsertBatch => {
+                self.execute("BEGIN")?;
+                for j in 0..BATCH as u64 {
+                    self.once(Op::Insert, i << 20 | j)?;
+                }
+                self.execute("COMMIT")?;
+            }
             Op::Insert => {
                 let now = Utc::now();
                 let _: Critter = run!(
@@ -292,6 +304,17 @@ impl Storage {
             }
         }
         Ok(())
+    }
+
+    /// Runs one SQL statement without results (`BEGIN`, `COMMIT`).
+    fn execute(&mut self, sql: &str) -> Result<(), String> {
+        let done = match self.conn()? {
+            Conn::Sqlite(c) => diesel::connection::SimpleConnection::batch_execute(c, sql),
+            Conn::Pg(c, rt) => rt.block_on(diesel_async::SimpleAsyncConnection::batch_execute(
+                &mut **c, sql,
+            )),
+        };
+        done.map_err(|e| format!("{sql}: {e}"))
     }
 
     /// Deletes the rows W3 and [`Op::Insert`] created, so that every workload sees the seeded
