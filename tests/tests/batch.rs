@@ -281,6 +281,9 @@ backend_tests! {
         let (status, _, p) = call!(app, post("/api/books/batch/", items));
         assert_eq!(status, 409, "{p}");
         assert_eq!(pointers(&p), ["/items/2/isbn"], "{p}");
+        let detail = p["detail"].as_str().unwrap();
+        assert!(detail.starts_with("Item 2 was refused; nothing was written: "), "{p}");
+        assert!(!detail.contains("UNIQUE") && !detail.contains("duplicate key"), "no database text: {p}");
         // A hook inside the transaction refuses the second item after it was written.
         let items = json!({"items": [book("Dune", "1"), book("Rollback", "2"), book("Emma", "3")]});
         let (status, _, p) = call!(app, post("/api/books/batch/", items));

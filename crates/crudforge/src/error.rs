@@ -448,9 +448,11 @@ fn invalid_detail(violations: &[Violation]) -> String {
 fn items_detail(items: &[ItemError]) -> String {
     match items {
         [] => "The batch was refused; nothing was written.".to_owned(),
+        // The inner problem's detail, never the error's own text (a database message).
         [one] => format!(
             "Item {} was refused; nothing was written: {}",
-            one.index, one.error
+            one.index,
+            one.error.problem().detail
         ),
         many => {
             let which = many
