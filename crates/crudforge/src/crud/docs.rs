@@ -960,15 +960,7 @@ fn document_writes(
             );
         }
         if matches!(op, Operation::Post | Operation::Patch) {
-            let flag = doc.generator().subschema_for::<bool>();
-            r.headers.insert(
-                "Idempotent-Replayed".to_owned(),
-                response_header(
-                    "`true` when this is the stored answer to an earlier request with the same `Idempotency-Key` (nothing was written again); absent otherwise.",
-                    false,
-                    flag,
-                ),
-            );
+            replayed_header(doc, r);
         }
     }
     match op {
@@ -1009,18 +1001,37 @@ fn document_writes(
         Operation::Index | Operation::Post => {}
     }
     if matches!(op, Operation::Post | Operation::Patch) {
-        params.push(header_param(
-            "Idempotency-Key",
-            false,
-            "Up to 255 characters chosen by the client. The request is processed once per caller and key: a retry with the same body receives the stored answer (header `Idempotent-Replayed: true`); another body with the same key is 422; a retry while the first is in progress is 409. Keys expire after IDEMPOTENCY_KEY_TTL seconds.",
-            IDEMPOTENCY_KEY_PATTERN,
-            255,
-        ));
+        params.push(idempotency_key_param("The request"));
         responses.extend([
             problem_response(doc, StatusCode::CONFLICT),
             problem_response(doc, StatusCode::UNPROCESSABLE_ENTITY),
         ]);
     }
+}
+
+/// The `Idempotency-Key` request header of a write; `what` is what a key makes happen once
+/// ("The request", "The whole batch").
+fn idempotency_key_param(what: &str) -> ReferenceOr<apistos::paths::Parameter> {
+    header_param(
+        "Idempotency-Key",
+        false,
+        &format!("Up to 255 characters chosen by the client. {what} is processed once per caller and key: a retry with the same body receives the stored answer (header `Idempotent-Replayed: true`); another body with the same key is 422; a retry while the first is in progress is 409. Keys expire after IDEMPOTENCY_KEY_TTL seconds."),
+        IDEMPOTENCY_KEY_PATTERN,
+        255,
+    )
+}
+
+/// The `Idempotent-Replayed` header of a write's success answer.
+fn replayed_header(doc: &mut ApiDoc, r: &mut apistos::paths::Response) {
+    let flag = doc.generator().subschema_for::<bool>();
+    r.headers.insert(
+        "Idempotent-Replayed".to_owned(),
+        response_header(
+            "`true` when this is the stored answer to an earlier request with the same `Idempotency-Key` (nothing was written again); absent otherwise.",
+            false,
+            flag,
+        ),
+    );
 }
 
 /// A resource name as words a person writes in a summary: `UserRole` → `user role`.

@@ -1,14 +1,14 @@
 //! What the batch form of POST, PATCH and DELETE adds to the OpenAPI description.
 
 use super::{
-    callers, create_input, field_schema, header_param, path_params, response_schema, update_input,
-    words, ENTITY_TAGS_PATTERN, IDEMPOTENCY_KEY_PATTERN,
+    callers, create_input, field_schema, idempotency_key_param, path_params, replayed_header,
+    response_schema, update_input, words, ENTITY_TAGS_PATTERN,
 };
 use crate::crud::options::Operation;
 use crate::crud::shared::Mounted;
 use crate::crud::write::batch::{DELETE_PATH, PATH};
 use crate::crud::Resource;
-use crate::openapi::{json_body, json_response, problem_response, response_header, ApiDoc};
+use crate::openapi::{json_body, json_response, problem_response, ApiDoc};
 use actix_web::http::StatusCode;
 use apistos::paths::{Operation as OpDoc, OperationType, Responses};
 use apistos::reference_or::ReferenceOr;
@@ -81,16 +81,8 @@ fn document_op<R: Resource>(
         }
         Operation::Index | Operation::Get => return,
     };
-    let flag = doc.generator().subschema_for::<bool>();
     if let Some(ReferenceOr::Object(r)) = responses.get_mut(&success) {
-        r.headers.insert(
-            "Idempotent-Replayed".to_owned(),
-            response_header(
-                "`true` when this is the stored answer to an earlier request with the same `Idempotency-Key` (nothing was written again); absent otherwise.",
-                false,
-                flag,
-            ),
-        );
+        replayed_header(doc, r);
     }
     let mut statuses = vec![StatusCode::CONFLICT, StatusCode::UNPROCESSABLE_ENTITY];
     if op != Operation::Post {
@@ -104,13 +96,7 @@ fn document_op<R: Resource>(
         responses.insert(k, v);
     }
     let mut params = path_params(doc, &m.shared.parents, None);
-    params.push(header_param(
-        "Idempotency-Key",
-        false,
-        "Up to 255 characters chosen by the client. The whole batch is processed once per caller and key: a retry with the same body receives the stored answer (header `Idempotent-Replayed: true`); another body with the same key is 422; a retry while the first is in progress is 409. Keys expire after IDEMPOTENCY_KEY_TTL seconds.",
-        IDEMPOTENCY_KEY_PATTERN,
-        255,
-    ));
+    params.push(idempotency_key_param("The whole batch"));
     let (extensions, who, security) = callers(doc, op, o, m, &mut responses);
     let about = format!(
         "Up to BATCH_MAX_ITEMS items in one request and one transaction: all are written or none. Each item goes through what a single {} goes through (rules, validators, hooks{}). A refusal answers one problem whose `errors` hold a JSON pointer to each item (and member) at fault, such as `/items/3/name`.",
