@@ -433,6 +433,52 @@ backend_tests! {
         assert_eq!(total(&app).await, 1);
     }
 
+    async fn each_item_meets_the_rules_of_its_single_write(t) {
+        use crudforge::crud::Operation;
+        use crudforge_tests::critters::{create_table, Critter};
+        let cfg = t.config().with(|c| c.auth.bcrypt_cost = 4);
+        let db = t.open(&cfg).await;
+        create_table(&db).await;
+        let alice = crudforge::users::create_user(&db, "alice@example.com", "alice-pass", true, 4).await.unwrap();
+        let bob = crudforge::users::create_user(&db, "bob@example.com", "bob-pass", true, 4).await.unwrap();
+        let blueprint = Critter::blueprint("/api/critters/")
+            .rules(crudforge::perms::OwnerRules::new("keeper_id"))
+            .batch([Operation::Post, Operation::Patch, Operation::Delete]);
+        let api = Api::new(cfg, db).unwrap().mount(blueprint).unwrap();
+        let bearer = |id| ("authorization", format!("Bearer {}", api.state().tokens.access(id).unwrap()));
+        let app = test::init_service(api.app()).await;
+        let two = json!({"items": [{"name": "a1", "species": "cat"}, {"name": "a2", "species": "dog"}]});
+        // Anonymous callers are refused before the body is read, as for a single create.
+        let (status, _, p) = call!(app, post("/api/critters/batch/", two.clone()));
+        assert_eq!(status, 401, "{p}");
+        // The rules fill the owner of each item; a member only the server sets is refused.
+        let (status, _, mine) = call!(app, post("/api/critters/batch/", two).insert_header(bearer(alice)));
+        assert_eq!(status, 201, "{mine}");
+        for c in mine["data"].as_array().unwrap() {
+            assert_eq!(c["keeper_id"], alice.to_string(), "{c}");
+        }
+        let theirs = json!({"items": [{"name": "b1", "species": "cat"}, {"name": "b2", "species": "cat", "keeper_id": alice}]});
+        let (status, _, p) = call!(app, post("/api/critters/batch/", theirs).insert_header(bearer(bob)));
+        assert!(status == 403 || status == 422, "{status} {p}");
+        assert_eq!(pointers(&p), ["/items/1/keeper_id"], "{p}");
+        let (status, _, bobs) = call!(app, post("/api/critters/batch/", json!({"items": [{"name": "b1", "species": "cat"}]})).insert_header(bearer(bob)));
+        assert_eq!(status, 201, "{bobs}");
+        // Bob may not change or delete Alice's critter: 404 at its item (he cannot read it),
+        // and his own item in the same batch is not changed either.
+        let (a1, b1) = (&mine["data"][0]["id"], &bobs["data"][0]["id"]);
+        let change = json!({"items": [{"id": b1, "changes": {"name": "b1x"}}, {"id": a1, "changes": {"name": "stolen"}}]});
+        let (status, _, p) = call!(app, patch("/api/critters/batch/", change).insert_header(bearer(bob)));
+        assert_eq!(status, 404, "{p}");
+        assert_eq!(pointers(&p), ["/items/1"]);
+        let del = json!({"items": [{"id": b1}, {"id": a1}]});
+        let (status, _, p) = call!(app, post("/api/critters/batch/delete/", del).insert_header(bearer(bob)));
+        assert_eq!(status, 404, "{p}");
+        let (_, _, seen) = call!(app, test::TestRequest::get().uri("/api/critters/").insert_header(bearer(bob)));
+        assert_eq!(seen["data"][0]["name"], "b1", "{seen}");
+        let (_, _, seen) = call!(app, test::TestRequest::get().uri("/api/critters/").insert_header(bearer(alice)));
+        assert_eq!(seen["pagination"]["total"], 2, "{seen}");
+    }
+
     async fn the_description_has_the_batch_operations(t) {
         let (api, _db) = api(&t, 1000).await;
         let app = test::init_service(api.app()).await;
