@@ -222,6 +222,11 @@ async fn settle<R: Resource>(
             mut answer,
         } => {
             if shared.hooks.has_after_commit() {
+                if key.is_none() && answer.status != 204 {
+                    // As for one row: the hooks see the rows, then the answer is made from them.
+                    let rows = rows.into_iter().map(Arc::new).collect();
+                    return Ok(Written::DeferredBatch { answer, rows });
+                }
                 for row in &rows {
                     committed.push(Arc::new(reload(conn, row).await?));
                 }
@@ -273,6 +278,13 @@ pub(crate) enum Written<R> {
         answer: Answer,
         /// The row the write returned.
         row: Arc<R>,
+    },
+    /// [`Written::Deferred`] for the rows of a batch.
+    DeferredBatch {
+        /// Status; the body is made from `rows`.
+        answer: Answer,
+        /// The rows the batch wrote, in the order of its items.
+        rows: Vec<Arc<R>>,
     },
 }
 
@@ -338,6 +350,9 @@ impl<R: Resource> Written<R> {
                 return Ok(answer);
             }
             Written::Deferred { answer, row } => (answer, row),
+            Written::DeferredBatch { answer, rows } => {
+                return finish_batch(shared, st, ctx, op, answer, rows).await;
+            }
         };
         shared.hooks.after_commit(ctx, row.clone()).await;
         let item = match Arc::try_unwrap(row) {
@@ -353,6 +368,49 @@ impl<R: Resource> Written<R> {
         answer.etag = Some(etag);
         Ok(answer)
     }
+}
+
+/// Runs the after-commit hooks on each row of a batch, then makes its answer from the rows the
+/// hooks saw (a row is read again only when a hook kept it).
+async fn finish_batch<R: Resource>(
+    shared: &Shared<R>,
+    st: &ApiState,
+    ctx: &HookCtx,
+    op: Operation,
+    mut answer: Answer,
+    rows: Vec<Arc<R>>,
+) -> Result<Answer, Error> {
+    for row in &rows {
+        shared.hooks.after_commit(ctx, row.clone()).await;
+    }
+    let mut items = Vec::with_capacity(rows.len());
+    let mut conn = None;
+    for row in rows {
+        items.push(match Arc::try_unwrap(row) {
+            Ok(item) => item,
+            Err(row) => {
+                let conn = match &mut conn {
+                    Some(c) => c,
+                    None => conn.insert(st.db.get().await?),
+                };
+                reload(conn, row.as_ref()).await?
+            }
+        });
+    }
+    let (etags, bodies) = if custom_answer(shared, op) {
+        let conn = match &mut conn {
+            Some(c) => c,
+            None => conn.insert(st.db.get().await?),
+        };
+        represent_all(shared, op, conn, &st.db, items).await?
+    } else {
+        items
+            .into_iter()
+            .map(conditional::tag_and_body)
+            .collect::<Result<_, _>>()?
+    };
+    answer.body = batch_body(&bodies, &etags)?;
+    Ok(answer)
 }
 
 /// How a write's transaction ended: with what it produced, or with the replay of the request
