@@ -118,7 +118,7 @@ impl<R: Resource> Hooks<R> {
     fn after(&self, op: Operation) -> &[AfterWrite<R>] {
         match op {
             Operation::Post => &self.after_create,
-            Operation::Patch => &self.after_update,
+            Operation::Patch | Operation::Restore => &self.after_update,
             Operation::Delete => &self.after_delete,
             Operation::Index | Operation::Get => &[],
         }
@@ -194,6 +194,8 @@ impl<R: Resource> Hooks<R> {
             || (op == Operation::Delete
                 && (!self.before_delete.is_empty() || self.has_after_commit()))
             || (op == Operation::Patch && self.reads_before_update())
+            || (op == Operation::Restore
+                && (self.reads_before_update() || !self.before_update_input.is_empty()))
     }
 
     /// Whether after-commit hooks exist (the handler then keeps a copy of the row).

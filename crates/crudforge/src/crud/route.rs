@@ -258,3 +258,9 @@ mod tests {
         );
     }
 }
+
+/// The path of the restore operation of the items at `item_path` (`/api/critters/{id}` gives
+/// `/api/critters/{id}/restore/`).
+pub(crate) fn restore_path(item_path: &str) -> String {
+    format!("{item_path}/restore/")
+}

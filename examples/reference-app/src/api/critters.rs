@@ -8,7 +8,8 @@ use diesel::prelude::*;
 use std::sync::Arc;
 use uuid::Uuid;
 
-/// The Critter demo resource: every generic CRUD feature on a small model.
+/// The Critter demo resource: every generic CRUD feature on a small model, soft delete
+/// included.
 ///
 /// Its indexes serve the unfiltered list in the default order, and the documented filtered
 /// list (`?species=cat&cuteness_level__gte=5`): its count, then its page (see
@@ -16,6 +17,7 @@ use uuid::Uuid;
 #[derive(Debug, Clone, Queryable, Selectable, Resource)]
 #[diesel(table_name = critters)]
 #[resource(
+    soft_delete,
     index("created_at", "id"),
     index("species", "cuteness_level"),
     index("species", "created_at", "id", "cuteness_level")
@@ -36,6 +38,9 @@ pub struct Critter {
     /// How cute, from 0 to 100 (default 10).
     #[resource(default = 10, min = 0, max = 100)]
     pub cuteness_level: i32,
+    /// When it was deleted (null while live): a DELETE keeps the row, an administrator can
+    /// list it (`include_deleted=true`) and restore it.
+    pub deleted_at: Option<DateTime<Utc>>,
 }
 
 /// Before create: trims surrounding whitespace from `name` and `species`, and refuses a name

@@ -1,0 +1,1 @@
+ALTER TABLE critters DROP COLUMN deleted_at;
