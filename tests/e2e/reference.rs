@@ -1956,6 +1956,13 @@ fn deleted_users_are_soft_deleted_as_the_contract_says() {
         assert!(gone["deleted_at"].is_string(), "{gone}");
         assert_eq!(gone["is_enabled"], false);
         app.problem(&app.get(&seen, Some(&bt)), 403, &seen);
+        // The address stays taken while the user is deleted.
+        let r = app.post(
+            "/api/user/",
+            Some(&at),
+            json!({"email": "dave@example.com", "password": PASSWORD}),
+        );
+        app.problem(&r, 409, "/api/user/");
         // Restore: deleted_at cleared, is_deleted false; the account stays disabled.
         let restore = format!("{path}/restore/");
         app.problem(&app.post(&restore, Some(&bt), json!({})), 404, &restore);
@@ -1963,7 +1970,10 @@ fn deleted_users_are_soft_deleted_as_the_contract_says() {
         assert_eq!(back["is_deleted"], false);
         assert_eq!(back["deleted_at"], Value::Null);
         assert_eq!(back["is_enabled"], false);
-        assert_eq!(app.json(&app.get(&path, Some(&at)), 200)["email"], "dave@example.com");
+        assert_eq!(
+            app.json(&app.get(&path, Some(&at)), 200)["email"],
+            "dave@example.com"
+        );
         let r = app.post(
             login,
             None,
@@ -1971,7 +1981,10 @@ fn deleted_users_are_soft_deleted_as_the_contract_says() {
         );
         app.problem(&r, 401, login);
         // Once an administrator enables it again, the account logs in.
-        app.json(&app.patch(&path, Some(&at), json!({"is_enabled": true})), 200);
+        app.json(
+            &app.patch(&path, Some(&at), json!({"is_enabled": true})),
+            200,
+        );
         app.login("dave@example.com");
     }
 }

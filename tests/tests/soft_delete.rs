@@ -80,7 +80,11 @@ impl Rules<Note> for ReadAllWriteOwn {
         Access::owned_by(user, "owner_id")
     }
 
-    fn create(&self, user: Option<&CurrentUser>, body: &mut Map<String, Value>) -> Result<(), Error> {
+    fn create(
+        &self,
+        user: Option<&CurrentUser>,
+        body: &mut Map<String, Value>,
+    ) -> Result<(), Error> {
         let u = user.ok_or_else(|| Error::Unauthorized("Authentication required.".into()))?;
         body.insert("owner_id".to_owned(), Value::String(u.id.to_string()));
         Ok(())
@@ -92,7 +96,11 @@ impl Rules<Note> for ReadAllWriteOwn {
 }
 
 /// Before update (and restore): a restored note's title says so.
-async fn mark_restored(ctx: HookCtx, mut input: NoteUpdate, current: Arc<Note>) -> crudforge::Result<NoteUpdate> {
+async fn mark_restored(
+    ctx: HookCtx,
+    mut input: NoteUpdate,
+    current: Arc<Note>,
+) -> crudforge::Result<NoteUpdate> {
     if ctx.operation == Operation::Restore {
         input.title = Some(format!("{} (restored)", current.title));
     }
@@ -100,7 +108,11 @@ async fn mark_restored(ctx: HookCtx, mut input: NoteUpdate, current: Arc<Note>) 
 }
 
 /// After update (and restore), in the transaction: a note titled `locked` cannot come back.
-fn refuse_locked<'a>(_c: &'a mut crudforge::db::Conn, ctx: &'a HookCtx, row: &'a Note) -> LocalBoxFuture<'a, crudforge::Result<()>> {
+fn refuse_locked<'a>(
+    _c: &'a mut crudforge::db::Conn,
+    ctx: &'a HookCtx,
+    row: &'a Note,
+) -> LocalBoxFuture<'a, crudforge::Result<()>> {
     let locked = ctx.operation == Operation::Restore && row.title.starts_with("locked");
     Box::pin(async move {
         if locked {
@@ -132,10 +144,16 @@ async fn world(t: &crudforge_tests::TestDb, retention: u32) -> World {
     let mut conn = db.get().await.unwrap();
     with_conn!(conn, |c| c.batch_execute(ddl).await).unwrap();
     drop(conn);
-    let admin = users::create_user(&db, "admin@example.com", "some-pass", true, 4).await.unwrap();
+    let admin = users::create_user(&db, "admin@example.com", "some-pass", true, 4)
+        .await
+        .unwrap();
     users::grant_role(&db, admin, "ADMIN", None).await.unwrap();
-    let alice = users::create_user(&db, "alice@example.com", "some-pass", true, 4).await.unwrap();
-    let bob = users::create_user(&db, "bob@example.com", "some-pass", true, 4).await.unwrap();
+    let alice = users::create_user(&db, "alice@example.com", "some-pass", true, 4)
+        .await
+        .unwrap();
+    let bob = users::create_user(&db, "bob@example.com", "some-pass", true, 4)
+        .await
+        .unwrap();
     crudforge_tests::critters::create_table(&db).await;
     let api = Api::new(cfg, db.clone())
         .unwrap()
@@ -145,26 +163,48 @@ async fn world(t: &crudforge_tests::TestDb, retention: u32) -> World {
                 .after_update(refuse_locked),
         )
         .unwrap()
-        .mount(crudforge_tests::critters::Critter::blueprint("/api/critters/"))
+        .mount(crudforge_tests::critters::Critter::blueprint(
+            "/api/critters/",
+        ))
         .unwrap();
-    World { api, db, admin, alice, bob }
+    World {
+        api,
+        db,
+        admin,
+        alice,
+        bob,
+    }
 }
 
 type Req = test::TestRequest;
 
 fn auth(req: Req, api: &Api, id: Uuid) -> Req {
-    req.insert_header(("authorization", format!("Bearer {}", api.state().tokens.access(id).unwrap())))
+    req.insert_header((
+        "authorization",
+        format!("Bearer {}", api.state().tokens.access(id).unwrap()),
+    ))
 }
 
 async fn send<S, B>(app: &S, req: Req) -> (u16, Value)
 where
-    S: actix_web::dev::Service<actix_http::Request, Response = actix_web::dev::ServiceResponse<B>, Error = actix_web::Error>,
+    S: actix_web::dev::Service<
+        actix_http::Request,
+        Response = actix_web::dev::ServiceResponse<B>,
+        Error = actix_web::Error,
+    >,
     B: actix_web::body::MessageBody,
 {
     let resp = test::call_service(app, req.to_request()).await;
     let status = resp.status().as_u16();
     let body = test::read_body(resp).await;
-    (status, if body.is_empty() { Value::Null } else { serde_json::from_slice(&body).unwrap() })
+    (
+        status,
+        if body.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&body).unwrap()
+        },
+    )
 }
 
 /// Every row of the table, deleted or not (no scope, no live-rows condition).
@@ -180,7 +220,8 @@ async fn deleted_ago(db: &Database, id: &str, secs: i64) {
     let mut conn = db.get().await.unwrap();
     with_conn!(conn, |c| {
         diesel_async::RunQueryDsl::execute(
-            diesel::update(notes::table.filter(notes::id.eq(Portable(id)))).set(notes::deleted_at.eq(Portable(Some(at)))),
+            diesel::update(notes::table.filter(notes::id.eq(Portable(id))))
+                .set(notes::deleted_at.eq(Portable(Some(at)))),
             c,
         )
         .await

@@ -341,7 +341,10 @@ fn check_soft_delete(cx: &Ctxt, m: &Model, span: proc_macro2::Span) {
     for (flag, what) in [
         (f.attrs.write_only, "write_only"),
         (f.attrs.skip, "skip"),
-        (f.attrs.filter.and_then(|(on, s)| (!on).then_some(s)), "filter = false"),
+        (
+            f.attrs.filter.and_then(|(on, s)| (!on).then_some(s)),
+            "filter = false",
+        ),
     ] {
         if let Some(s) = flag {
             cx.error_at(

@@ -364,8 +364,12 @@ impl Api {
         loop {
             match self.purge_deleted().await {
                 Ok(0) => {}
-                Ok(n) => tracing::info!(target: "crudforge::db", rows = n, "purged soft-deleted rows"),
-                Err(e) => tracing::warn!(target: "crudforge::db", error = %e, "purging soft-deleted rows failed"),
+                Ok(n) => {
+                    tracing::info!(target: "crudforge::db", rows = n, "purged soft-deleted rows")
+                }
+                Err(e) => {
+                    tracing::warn!(target: "crudforge::db", error = %e, "purging soft-deleted rows failed")
+                }
             }
             let until = std::time::Instant::now() + every;
             while std::time::Instant::now() < until {

@@ -3,10 +3,10 @@
 use crate::db::indexes::IndexSpec;
 use crate::db::Database;
 use crate::error::Error;
-use chrono::{DateTime, Utc};
-use futures_util::future::LocalBoxFuture;
 use crate::openapi::ApiDoc;
 use actix_web::web;
+use chrono::{DateTime, Utc};
+use futures_util::future::LocalBoxFuture;
 
 /// Something an [`Api`](crate::Api) can mount: it registers routes and documents them.
 pub trait Mount: Send + Sync + 'static {

@@ -525,7 +525,7 @@ fn purge_fn(g: &Gen<'_>, d: &Dialect) -> TokenStream {
         ) -> ::core::result::Result<u64, #k::Error> {
             let q = #p::diesel::delete(#table::table.filter(#table::deleted_at.lt(#p::bind(before))));
             let n = #p::diesel_async::RunQueryDsl::execute(q, c).await?;
-            ::core::result::Result::Ok(n as u64)
+            ::core::result::Result::Ok(u64::try_from(n).unwrap_or(u64::MAX))
         }
     }
 }

@@ -176,10 +176,7 @@ pub trait Resource: Sized + 'static {
 
     /// Removes for good the rows deleted before `before`; how many. Nothing for a resource
     /// without [`SOFT_DELETE`](Self::SOFT_DELETE).
-    fn purge(
-        conn: &mut Conn,
-        before: DateTime<Utc>,
-    ) -> impl Future<Output = Result<u64, Error>> {
+    fn purge(conn: &mut Conn, before: DateTime<Utc>) -> impl Future<Output = Result<u64, Error>> {
         let _ = (conn, before);
         std::future::ready(Ok(0))
     }
