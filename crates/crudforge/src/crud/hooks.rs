@@ -10,6 +10,10 @@
 //! | `after_create`, `after_update`, `after_delete` | in the transaction, after the write | caller, the connection, the written (or deleted) row | write more rows; an error rolls everything back |
 //! | `after_commit` | after a successful commit | caller, the written row | side effects; an error is logged, the answer stays a success |
 //!
+//! A restore (soft-delete resources) is an update of `deleted_at`: it runs the update hooks,
+//! `before_update_input` and `before_update` with an empty input, and `after_update`, with
+//! `HookCtx::operation` set to `Operation::Restore`.
+//!
 //! A refusal is any [`Error`]; the client receives its problem+json (for example
 //! [`Error::invalid_field`] gives a 422 naming the member).
 
