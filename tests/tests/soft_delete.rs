@@ -2,12 +2,14 @@
 //! stops seeing it (GET, lists, counts, cursors, PATCH, DELETE); administrators see deleted rows
 //! with `include_deleted=true` (others get 401/403) and restore them with the rules, hooks,
 //! `If-Match` and `Idempotency-Key` of an update; a unique index scoped to live rows lets a
-//! name be reused; the purge removes only rows deleted longer ago than the retention; the
-//! OpenAPI description shows the restore operation and `include_deleted`.
+//! name be reused; the purge removes only rows deleted longer ago than the retention (at once,
+//! and from a serving API's background task); the OpenAPI description shows the restore
+//! operation and `include_deleted`.
 #![allow(missing_docs, clippy::unwrap_used)]
 
 use actix_web::test;
 use crudforge::auth::CurrentUser;
+use crudforge::condition::{Arg, Cond};
 use crudforge::crud::{HookCtx, Operation};
 use crudforge::perms::{Access, Rules};
 use crudforge::sql_types::Portable;
@@ -386,6 +388,37 @@ backend_tests! {
         // Without a retention (the default) nothing is ever purged.
         let keep = world(&crudforge_tests::TestDb::sqlite().await, 0).await;
         assert_eq!(keep.api.purge_deleted().await.unwrap(), 0);
+    }
+
+    async fn a_serving_api_purges_in_the_background(t) {
+        let w = world(&t, 3600).await;
+        let mut conn = w.db.get().await.unwrap();
+        let mut ids = Vec::new();
+        for title in ["old", "kept"] {
+            let input: NoteCreate = serde_json::from_value(json!({"title": title, "owner_id": w.alice})).unwrap();
+            let id = Note::insert(&mut conn, input).await.unwrap().id;
+            assert!(Note::delete(&mut conn, &[Cond::eq("id", Arg::Uuid(id))]).await.unwrap());
+            ids.push(id.to_string());
+        }
+        drop(conn);
+        deleted_ago(&w.db, &ids[0], 7200).await;
+        // The server purges once it is ready, then every hour (the retention here).
+        let server = w.api.server("127.0.0.1:0").unwrap();
+        let handle = server.handle();
+        actix_web::rt::spawn(server);
+        let mut left = stored(&w.db).await;
+        for _ in 0..600 {
+            if left == 1 {
+                break;
+            }
+            actix_web::rt::time::sleep(std::time::Duration::from_millis(50)).await;
+            left = stored(&w.db).await;
+        }
+        handle.stop(false).await;
+        assert_eq!(left, 1, "the note deleted two hours ago is purged, the other kept");
+        let mut conn = w.db.get().await.unwrap();
+        let kept = Note::select(&mut conn, &[], &[], None).await.unwrap();
+        assert_eq!(kept[0].title, "kept");
     }
 
     async fn the_description_shows_restore_and_include_deleted(t) {
