@@ -214,6 +214,21 @@ async function main(): Promise<void> {
   check(deleted.response.status === 204, "deleted", deleted.response.status);
   problem(await user.GET("/api/critters/{id}", { params: item }), 404, "/errors/not_found_error");
 
+  // Critters keep deleted rows: administrators list them and restore one (a user may not).
+  const bin = await admin.GET("/api/critters/", {
+    params: { query: { include_deleted: true, deleted_at__isnull: false } },
+  });
+  check(bin.data?.data.map((c) => c.id).join() === item.path.id, "deleted listed", bin.data);
+  problem(
+    await user.POST("/api/critters/{id}/restore/", { params: item }),
+    403,
+    "/errors/forbidden_error",
+  );
+  const back = await admin.POST("/api/critters/{id}/restore/", { params: item });
+  check(back.response.status === 200 && back.data?.deleted_at == null, "restored", back.data);
+  const live = await user.GET("/api/critters/{id}", { params: item });
+  check(live.response.status === 200, "live again", live.response.status);
+
   // A domain, deleted with the documented `cascade` flag.
   const domain = await admin.POST("/api/domains/", { body: { name: "typescript-flow" } });
   if (domain.data === undefined) {

@@ -15,6 +15,7 @@ from crudforge_client.api.critter import (
     delete_critter,
     get_critter,
     list_critter,
+    restore_critter,
     update_critter,
 )
 from crudforge_client.api.domain import create_domain, delete_domain
@@ -176,6 +177,15 @@ assert r.headers["etag"] != etag
 problem(delete_critter.sync_detailed(tom.id, client=user), 403, "/errors/forbidden_error")
 expect(delete_critter.sync_detailed(tom.id, client=admin), 204, None)
 problem(get_critter.sync_detailed(tom.id, client=user), 404, "/errors/not_found_error")
+
+# Critters keep deleted rows: administrators list them and restore one (a user may not).
+page = list_critter.sync(client=admin, include_deleted=True, deleted_at_isnull=False)
+assert [c.id for c in page.data] == [tom.id], page
+problem(list_critter.sync_detailed(client=user, include_deleted=True), 403, "/errors/forbidden_error")
+problem(restore_critter.sync_detailed(tom.id, client=user), 403, "/errors/forbidden_error")
+back = expect(restore_critter.sync_detailed(tom.id, client=admin), 200, Critter)
+assert back.id == tom.id and back.deleted_at is None, back
+expect(get_critter.sync_detailed(tom.id, client=user), 200, object)
 
 # A domain, deleted with the documented `cascade` flag.
 r = create_domain.sync_detailed(client=admin, body=DomainCreate(name="python-flow"))

@@ -6,10 +6,11 @@ use crate::harness::cli;
 use crudforge_tests::TestDb;
 
 /// The statements of the indexes `Critter` declares, in declaration order.
-const CREATE: [&str; 3] = [
+const CREATE: [&str; 4] = [
     "CREATE INDEX IF NOT EXISTS critters_created_at_id_idx ON critters (created_at, id);",
-    "CREATE INDEX IF NOT EXISTS critters_species_cuteness_level_idx ON critters (species, cuteness_level);",
+    "CREATE INDEX IF NOT EXISTS critters_species_cuteness_level_deleted_at_idx ON critters (species, cuteness_level, deleted_at);",
     "CREATE INDEX IF NOT EXISTS critters_species_created_at_id_cuteness_level_idx ON critters (species, created_at, id, cuteness_level);",
+    "CREATE INDEX IF NOT EXISTS critters_deleted_at_idx ON critters (deleted_at);",
 ];
 
 #[test]
@@ -43,7 +44,7 @@ async fn check(t: &TestDb) {
     crudforge::with_conn!(conn, |c| {
         diesel_async::SimpleAsyncConnection::batch_execute(
             c,
-            "DROP INDEX critters_species_cuteness_level_idx",
+            "DROP INDEX critters_species_cuteness_level_deleted_at_idx",
         )
         .await
     })

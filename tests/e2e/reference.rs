@@ -1782,11 +1782,13 @@ fn critters_crud_for_signed_in_users_with_admin_only_delete() {
             &app.post(list, Some(&bt), json!({"name": "Fluffy", "species": "cat"})),
             201,
         );
+        // `deleted_at` (null while live) since critters keep deleted rows.
         assert_eq!(
             keys(&fluffy),
             [
                 "created_at",
                 "cuteness_level",
+                "deleted_at",
                 "id",
                 "name",
                 "species",
@@ -1866,6 +1868,124 @@ fn critters_crud_for_signed_in_users_with_admin_only_delete() {
             404,
             &item,
         );
+    }
+}
+
+#[test]
+fn deleted_critters_are_kept_for_administrators_to_restore() {
+    for b in backends() {
+        b.user("admin@example.com", &["--admin"]);
+        b.user("bob@example.com", &[]);
+        let app = App::start(b);
+        let bt = app.login("bob@example.com");
+        let at = app.login("admin@example.com");
+        let list = "/api/critters/";
+        let fluffy = app.json(
+            &app.post(list, Some(&bt), json!({"name": "Fluffy", "species": "cat"})),
+            201,
+        );
+        app.json(
+            &app.post(list, Some(&bt), json!({"name": "Rex", "species": "dog"})),
+            201,
+        );
+        let item = format!("{list}{}", fluffy["id"].as_str().unwrap());
+        let restore = format!("{item}/restore/");
+        // DELETE answers as before and the critter is gone for everyone's reads.
+        assert_eq!(app.delete(&item, Some(&at)).status, 204);
+        app.problem(&app.get(&item, Some(&bt)), 404, &item);
+        app.problem(&app.get(&item, Some(&at)), 404, &item);
+        let page = app.json(&app.get(list, Some(&bt)), 200);
+        assert_eq!(page["pagination"]["total"], 1);
+        // Administrators list and read it with include_deleted=true; others get 403.
+        let all = format!("{list}?include_deleted=true&deleted_at__isnull=false");
+        let deleted = app.json(&app.get(&all, Some(&at)), 200);
+        assert_eq!(deleted["pagination"]["total"], 1);
+        assert_eq!(data(&deleted)[0]["name"], "Fluffy");
+        assert!(data(&deleted)[0]["deleted_at"].is_string());
+        app.problem(&app.get(&all, Some(&bt)), 403, &all);
+        let one = format!("{item}?include_deleted=true");
+        assert!(app.json(&app.get(&one, Some(&at)), 200)["deleted_at"].is_string());
+        // Restore is admin-only here, like DELETE.
+        app.problem(&app.post(&restore, None, json!({})), 401, &restore);
+        app.problem(&app.post(&restore, Some(&bt), json!({})), 403, &restore);
+        let back = app.json(&app.post(&restore, Some(&at), json!({})), 200);
+        assert_eq!(back["deleted_at"], Value::Null);
+        assert_eq!(back["name"], "Fluffy");
+        assert_eq!(app.json(&app.get(&item, Some(&bt)), 200)["name"], "Fluffy");
+        app.problem(&app.post(&restore, Some(&at), json!({})), 409, &restore);
+        let spec = app.json(&app.get("/openapi.json", None), 200);
+        assert_eq!(
+            spec["paths"]["/api/critters/{id}/restore/"]["post"]["operationId"],
+            "restoreCritter"
+        );
+    }
+}
+
+#[test]
+fn deleted_users_are_soft_deleted_as_the_contract_says() {
+    for b in backends() {
+        b.user("admin@example.com", &["--admin"]);
+        b.user("bob@example.com", &[]);
+        let dave = b.user("dave@example.com", &[]);
+        let app = App::start(b);
+        let at = app.login("admin@example.com");
+        let bt = app.login("bob@example.com");
+        let dt = app.login("dave@example.com");
+        let path = format!("/api/user/{dave}");
+        let before = app.json(&app.get(&path, Some(&at)), 200);
+        assert_eq!(before["is_deleted"], false);
+        assert_eq!(before["deleted_at"], Value::Null);
+        assert_eq!(before["is_enabled"], true);
+        assert_eq!(app.delete(&path, Some(&at)).status, 204);
+        // Deleted: gone from reads, cannot log in nor use an earlier token.
+        app.problem(&app.get(&path, Some(&at)), 404, &path);
+        let list = app.json(&app.get("/api/user/", Some(&at)), 200);
+        assert_eq!(list["pagination"]["total"], 2);
+        let login = "/api/user/login/";
+        let r = app.post(
+            login,
+            None,
+            json!({"email": "dave@example.com", "password": PASSWORD}),
+        );
+        app.problem(&r, 401, login);
+        app.problem(&app.get("/api/user/me", Some(&dt)), 401, "/api/user/me");
+        // An administrator sees the soft-delete fields: is_deleted, deleted_at, is_enabled false.
+        let seen = format!("{path}?include_deleted=true");
+        let gone = app.json(&app.get(&seen, Some(&at)), 200);
+        assert_eq!(gone["is_deleted"], true);
+        assert!(gone["deleted_at"].is_string(), "{gone}");
+        assert_eq!(gone["is_enabled"], false);
+        app.problem(&app.get(&seen, Some(&bt)), 403, &seen);
+        // The address stays taken while the user is deleted.
+        let r = app.post(
+            "/api/user/",
+            Some(&at),
+            json!({"email": "dave@example.com", "password": PASSWORD}),
+        );
+        app.problem(&r, 409, "/api/user/");
+        // Restore: deleted_at cleared, is_deleted false; the account stays disabled.
+        let restore = format!("{path}/restore/");
+        app.problem(&app.post(&restore, Some(&bt), json!({})), 404, &restore);
+        let back = app.json(&app.post(&restore, Some(&at), json!({})), 200);
+        assert_eq!(back["is_deleted"], false);
+        assert_eq!(back["deleted_at"], Value::Null);
+        assert_eq!(back["is_enabled"], false);
+        assert_eq!(
+            app.json(&app.get(&path, Some(&at)), 200)["email"],
+            "dave@example.com"
+        );
+        let r = app.post(
+            login,
+            None,
+            json!({"email": "dave@example.com", "password": PASSWORD}),
+        );
+        app.problem(&r, 401, login);
+        // Once an administrator enables it again, the account logs in.
+        app.json(
+            &app.patch(&path, Some(&at), json!({"is_enabled": true})),
+            200,
+        );
+        app.login("dave@example.com");
     }
 }
 

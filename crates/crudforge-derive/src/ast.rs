@@ -219,6 +219,14 @@ pub(crate) fn parse(cx: &Ctxt, input: &DeriveInput) -> Option<Model> {
             docs,
         });
     }
+    // A soft-delete model's `deleted_at` is the server's: returned, filterable, never sent.
+    if attrs.soft_delete.is_some() {
+        for f in fields.iter_mut().filter(|f| f.ident == "deleted_at") {
+            if f.attrs.read_only.is_none() && f.attrs.write_only.is_none() {
+                f.attrs.read_only = Some(f.ident.span());
+            }
+        }
+    }
     Some(Model {
         ident: input.ident.clone(),
         vis: input.vis.clone(),

@@ -8,8 +8,8 @@
 use crate::ctxt::Ctxt;
 use crate::symbol::{
     Symbol, CRATE, DEFAULT, DIESEL, EMAIL, FILTER, ID, INDEX, MAX, MAX_LEN, MIN, MIN_LEN, NAME,
-    ONE_OF, PASSWORD, PATTERN, READ_ONLY, RESOURCE, RULES, SKIP, TABLE, TABLE_NAME, UNIQUE,
-    VALIDATE, WRITE_ONLY,
+    ONE_OF, PASSWORD, PATTERN, READ_ONLY, RESOURCE, RULES, SKIP, SOFT_DELETE, TABLE, TABLE_NAME,
+    UNIQUE, VALIDATE, WRITE_ONLY,
 };
 use proc_macro2::Span;
 use quote::ToTokens as _;
@@ -18,7 +18,7 @@ use syn::spanned::Spanned;
 use syn::{Attribute, Expr, Ident, LitBool, LitInt, LitStr, Path};
 
 /// Keys accepted on the struct, in the order errors list them.
-pub(crate) const STRUCT_KEYS: &[Symbol] = &[TABLE, NAME, RULES, CRATE, INDEX];
+pub(crate) const STRUCT_KEYS: &[Symbol] = &[TABLE, NAME, RULES, CRATE, INDEX, SOFT_DELETE];
 /// Keys accepted on a field, in the order errors list them.
 pub(crate) const FIELD_KEYS: &[Symbol] = &[
     ID, READ_ONLY, WRITE_ONLY, SKIP, FILTER, MAX_LEN, MIN_LEN, MIN, MAX, PATTERN, ONE_OF, VALIDATE,
@@ -37,6 +37,8 @@ pub(crate) struct StructAttrs {
     pub(crate) rules: Option<Expr>,
     /// Every `index("col_a", "col_b")`, in declaration order (the key may be repeated).
     pub(crate) indexes: Vec<IndexAttr>,
+    /// `soft_delete`: DELETE sets `deleted_at`; the span of the key.
+    pub(crate) soft_delete: Flag,
 }
 
 /// One `index("col_a", "col_b")`: the columns in order, each with its span.
@@ -353,6 +355,7 @@ pub(crate) fn struct_attrs(cx: &Ctxt, attrs: &[Attribute]) -> StructAttrs {
     let mut rules: Attr<'_, Expr> = Attr::none(cx, RULES);
     let mut krate: Attr<'_, Path> = Attr::none(cx, CRATE);
     let mut indexes: Vec<IndexAttr> = Vec::new();
+    let mut soft_delete = BoolAttr::none(cx, SOFT_DELETE);
     // The first `#[diesel(table_name = ...)]`, the table when no `table` key is given.
     let mut diesel_table: Option<Path> = None;
     for attr in attrs {
@@ -384,6 +387,9 @@ pub(crate) fn struct_attrs(cx: &Ctxt, attrs: &[Attribute]) -> StructAttrs {
                     let s: LitStr = meta.value()?.parse()?;
                     s.parse()
                 })
+            } else if meta.path == SOFT_DELETE {
+                soft_delete.set_true(&meta.path);
+                Ok(())
             } else if meta.path == INDEX {
                 let columns = index_columns(cx, &meta)?;
                 if !columns.is_empty() {
@@ -416,6 +422,7 @@ pub(crate) fn struct_attrs(cx: &Ctxt, attrs: &[Attribute]) -> StructAttrs {
         krate: krate.get(),
         rules: rules.get(),
         indexes,
+        soft_delete: soft_delete.get(),
     }
 }
 
@@ -576,7 +583,7 @@ mod tests {
     use crate::ctxt::Ctxt;
     use crate::symbol::{
         CRATE, DEFAULT, FILTER, INDEX, MAX, MAX_LEN, MIN, MIN_LEN, NAME, ONE_OF, PATTERN, RULES,
-        TABLE, VALIDATE,
+        SOFT_DELETE, TABLE, VALIDATE,
     };
     use quote::{quote, ToTokens};
     use syn::{Attribute, Ident};
@@ -663,6 +670,7 @@ mod tests {
                 RULES => quote!(= Rules::OWNER),
                 CRATE => quote!(= "::crudforge"),
                 INDEX => quote!(("species", "cuteness_level")),
+                SOFT_DELETE => quote!(),
                 _ => panic!("no sample value for struct key `{key}`"),
             };
             let attr: Attribute = syn::parse_quote!(#[resource(#ident #value)]);

@@ -35,6 +35,7 @@ use proc_macro::TokenStream;
 /// | `rules = expr` | the resource's permission rules, a `crudforge::perms::Rules` value (default: signed-in users may do everything, admins always) |
 /// | `crate = "path"` | where the runtime crate is (default: `::crudforge`) |
 /// | `index("col", ...)` | an index the resource's queries need, columns in order, each a field, as strings (repeatable; `Resource::INDEXES`, checked when the API starts) |
+/// | `soft_delete` | DELETE keeps the row and sets its `deleted_at`, a required `Option<chrono::DateTime<chrono::Utc>>` field (read-only, filterable); reads and writes see live rows only, administrators list deleted ones with `include_deleted=true` and restore them (`POST <prefix><id>/restore/`, `restore<Name>`) |
 ///
 /// Field attributes, in `#[resource(...)]`:
 ///

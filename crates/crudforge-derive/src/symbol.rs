@@ -26,6 +26,8 @@ pub(crate) const RULES: Symbol = Symbol("rules");
 pub(crate) const CRATE: Symbol = Symbol("crate");
 /// Struct key `index("col_a", "col_b")`, repeatable: an index the resource's queries need.
 pub(crate) const INDEX: Symbol = Symbol("index");
+/// Struct flag `soft_delete`: DELETE sets `deleted_at` instead of removing the row.
+pub(crate) const SOFT_DELETE: Symbol = Symbol("soft_delete");
 
 /// Field flag `id`.
 pub(crate) const ID: Symbol = Symbol("id");

@@ -82,6 +82,9 @@ pub(crate) fn check(cx: &Ctxt, m: &Model) {
             }
         }
     }
+    if let Some(span) = m.attrs.soft_delete {
+        check_soft_delete(cx, m, span);
+    }
     for index in &m.attrs.indexes {
         for col in &index.columns {
             if !m.fields.iter().any(|f| f.name() == col.value()) {
@@ -316,4 +319,38 @@ fn first_line(s: &str) -> String {
         .unwrap_or_else(|| s.lines().next().unwrap_or(s))
         .trim_start_matches("error: ")
         .to_owned()
+}
+
+/// `soft_delete` needs a `deleted_at: Option<DateTime<Utc>>` field that the service sets and
+/// that filters (and so the live-rows condition) can name.
+fn check_soft_delete(cx: &Ctxt, m: &Model, span: proc_macro2::Span) {
+    let help = "help: add `pub deleted_at: Option<chrono::DateTime<chrono::Utc>>,` (and `deleted_at -> Nullable<PortableTimestamp>` in the `table!`)";
+    let Some(f) = m.fields.iter().find(|f| f.ident == "deleted_at") else {
+        cx.error_at(
+            span,
+            format!("`soft_delete` needs a `deleted_at` field: a deleted row keeps the time it was deleted\n{help}"),
+        );
+        return;
+    };
+    if !f.nullable || f.kind != Some(Kind::DateTime) {
+        cx.error(
+            &f.ty,
+            format!("with `soft_delete`, `deleted_at` must be an `Option<chrono::DateTime<chrono::Utc>>`: null while the row is live\n{help}"),
+        );
+    }
+    for (flag, what) in [
+        (f.attrs.write_only, "write_only"),
+        (f.attrs.skip, "skip"),
+        (
+            f.attrs.filter.and_then(|(on, s)| (!on).then_some(s)),
+            "filter = false",
+        ),
+    ] {
+        if let Some(s) = flag {
+            cx.error_at(
+                s,
+                format!("with `soft_delete`, `deleted_at` cannot be `{what}`: the service filters on it and returns it\nhelp: remove `{what}`"),
+            );
+        }
+    }
 }

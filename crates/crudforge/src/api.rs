@@ -268,6 +268,26 @@ impl Api {
         self.server(addr)?.await
     }
 
+    /// Removes for good the rows of every mounted soft-delete resource that were deleted more
+    /// than `SOFT_DELETE_RETENTION` seconds ago; how many. Nothing when the setting is 0 (the
+    /// default: deleted rows are kept). [`Api::server`] runs it in the background.
+    ///
+    /// # Errors
+    ///
+    /// Database errors (the resources purged before the error stay purged).
+    pub async fn purge_deleted(&self) -> Result<u64, Error> {
+        let retention = self.state.config.db.soft_delete_retention;
+        if retention == 0 {
+            return Ok(0);
+        }
+        let before = chrono::Utc::now() - chrono::Duration::seconds(i64::from(retention));
+        let mut purged = 0;
+        for m in &self.mounts {
+            purged += m.purge_deleted(&self.state.db, before).await?;
+        }
+        Ok(purged)
+    }
+
     /// Binds `addr` and starts serving; await the returned server to wait until it stops.
     ///
     /// On SIGTERM or Ctrl-C the readiness turns 503 at once, the listener closes, and
@@ -277,7 +297,8 @@ impl Api {
     /// In the background, once the API is [ready](Api::readiness) (an application that
     /// migrates after binding marks it so), it [checks the declared
     /// indexes](Api::check_indexes), and on SQLite runs the database's upkeep
-    /// (`crate::db::maintenance::run`: WAL checkpoints, `PRAGMA optimize`) until it drains.
+    /// (`crate::db::maintenance::run`: WAL checkpoints, `PRAGMA optimize`) until it drains;
+    /// with `SOFT_DELETE_RETENTION`, it also [purges](Api::purge_deleted) old deleted rows.
     ///
     /// # Errors
     ///
@@ -326,12 +347,44 @@ impl Api {
             tracing::warn!(target: "crudforge::indexes", error = %e, "cannot check the declared indexes");
         }
         let readiness = self.readiness.clone();
-        crate::db::maintenance::run(self.state.db.clone(), move || {
+        let upkeep = crate::db::maintenance::run(self.state.db.clone(), move || {
             readiness.phase() == Phase::Draining
-        })
-        .await;
+        });
+        futures_util::future::join(upkeep, self.purge_loop()).await;
+    }
+
+    /// Purges old soft-deleted rows ([`Api::purge_deleted`]) now and then every
+    /// [`PURGE_INTERVAL`] (or every retention period, when shorter) until the API drains.
+    async fn purge_loop(&self) {
+        let retention = self.state.config.db.soft_delete_retention;
+        if retention == 0 {
+            return;
+        }
+        let every = PURGE_INTERVAL.min(std::time::Duration::from_secs(u64::from(retention)));
+        loop {
+            match self.purge_deleted().await {
+                Ok(0) => {}
+                Ok(n) => {
+                    tracing::info!(target: "crudforge::db", rows = n, "purged soft-deleted rows")
+                }
+                Err(e) => {
+                    tracing::warn!(target: "crudforge::db", error = %e, "purging soft-deleted rows failed")
+                }
+            }
+            let until = std::time::Instant::now() + every;
+            while std::time::Instant::now() < until {
+                if self.readiness.phase() == Phase::Draining {
+                    return;
+                }
+                tokio::time::sleep(std::time::Duration::from_secs(1).min(every)).await;
+            }
+        }
     }
 }
+
+/// How often a serving API purges old soft-deleted rows (more often with a shorter
+/// `SOFT_DELETE_RETENTION`).
+const PURGE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60 * 60);
 
 /// Waits for Ctrl-C, or on Unix also SIGTERM (what orchestrators send).
 async fn stop_signal() {

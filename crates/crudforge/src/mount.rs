@@ -1,8 +1,12 @@
 //! What an [`Api`](crate::Api) mounts: routes that document themselves.
 
 use crate::db::indexes::IndexSpec;
+use crate::db::Database;
+use crate::error::Error;
 use crate::openapi::ApiDoc;
 use actix_web::web;
+use chrono::{DateTime, Utc};
+use futures_util::future::LocalBoxFuture;
 
 /// Something an [`Api`](crate::Api) can mount: it registers routes and documents them.
 pub trait Mount: Send + Sync + 'static {
@@ -14,6 +18,17 @@ pub trait Mount: Send + Sync + 'static {
     /// [`Api`](crate::Api) checks for when it starts serving. None by default.
     fn indexes(&self) -> Vec<IndexSpec> {
         Vec::new()
+    }
+    /// Removes for good the rows of the mounted resource deleted before `before`, when it keeps
+    /// deleted rows (`#[resource(soft_delete)]`); how many. Nothing by default.
+    /// [`Api::purge_deleted`](crate::Api::purge_deleted) calls it.
+    fn purge_deleted<'a>(
+        &'a self,
+        db: &'a Database,
+        before: DateTime<Utc>,
+    ) -> LocalBoxFuture<'a, Result<u64, Error>> {
+        let _ = (db, before);
+        Box::pin(async { Ok(0) })
     }
 }
 

@@ -20,13 +20,14 @@ diesel::table! {
         internal -> Integer,
         bio -> Nullable<Text>,
         level -> Integer,
+        deleted_at -> Nullable<PortableTimestamp>,
     }
 }
 
 /// An account.
 #[derive(Queryable, Selectable, Resource)]
 #[resource(table = user_accounts, name = "Account", crate = "::crudforge")]
-#[resource(index("handle", "level"), index("created_at", "key"))]
+#[resource(index("handle", "level"), index("created_at", "key"), soft_delete)]
 pub struct UserAccount {
     /// The key, under another name than `id`.
     #[resource(id)]
@@ -52,6 +53,8 @@ pub struct UserAccount {
     pub bio: Option<String>,
     #[resource(default = 1, filter = true)]
     pub level: i32,
+    /// Set by DELETE (`soft_delete`): read-only without saying so.
+    pub deleted_at: Option<DateTime<Utc>>,
 }
 
 fn main() {
@@ -67,6 +70,9 @@ fn main() {
     assert!(!UserAccount::field("bio").unwrap().filterable);
     assert!(UserAccount::field("password").unwrap().write_only);
     assert!(UserAccount::field("score").unwrap().read_only);
+    assert!(UserAccount::SOFT_DELETE);
+    let deleted_at = UserAccount::field("deleted_at").unwrap();
+    assert!(deleted_at.read_only && deleted_at.filterable);
     let _: UserAccountCreate;
     let _: UserAccountUpdate;
     let _: UserAccountResponse;

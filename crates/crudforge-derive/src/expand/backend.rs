@@ -96,6 +96,8 @@ pub(super) fn backend(g: &Gen<'_>, b: BackendKind) -> TokenStream {
         insert_fn(g, &d),
         update_fn(g, &d),
         delete_fn(g, &d),
+        restore_fn(g, &d),
+        purge_fn(g, &d),
     ];
     quote! {
         mod #module {
@@ -442,10 +444,28 @@ fn update_fn(g: &Gen<'_>, d: &Dialect) -> TokenStream {
     }
 }
 
-/// Emits `delete`: removes the rows matching a filter; whether any was.
+/// Emits `delete`: removes the rows matching a filter; whether any was. With `soft_delete`,
+/// sets `deleted_at` (and `updated_at`) of the live rows matching it instead.
 fn delete_fn(g: &Gen<'_>, d: &Dialect) -> TokenStream {
     let (k, p, table) = (g.k, &g.p, table(g));
     let conn = &d.conn;
+    if soft(g) {
+        return quote! {
+            pub(super) async fn delete(c: &mut #conn, conds: #p::Node<'_>) -> ::core::result::Result<bool, #k::Error> {
+                let ::core::option::Option::Some(w) = condition(conds)? else {
+                    return ::core::result::Result::Err(everything());
+                };
+                let now = #k::__private::now();
+                let q = #p::diesel::update(#table::table.filter(w).filter(#table::deleted_at.is_null()))
+                    .set((
+                        #table::deleted_at.eq(#p::bind(::core::option::Option::Some(now))),
+                        #table::updated_at.eq(#p::bind(now)),
+                    ));
+                let n = #p::diesel_async::RunQueryDsl::execute(q, c).await?;
+                ::core::result::Result::Ok(n > 0)
+            }
+        };
+    }
     quote! {
         pub(super) async fn delete(c: &mut #conn, conds: #p::Node<'_>) -> ::core::result::Result<bool, #k::Error> {
             let ::core::option::Option::Some(w) = condition(conds)? else {
@@ -453,6 +473,59 @@ fn delete_fn(g: &Gen<'_>, d: &Dialect) -> TokenStream {
             };
             let n = #p::diesel_async::RunQueryDsl::execute(#p::diesel::delete(#table::table.filter(w)), c).await?;
             ::core::result::Result::Ok(n > 0)
+        }
+    }
+}
+
+/// Whether the model keeps deleted rows (`#[resource(soft_delete)]`).
+fn soft(g: &Gen<'_>) -> bool {
+    g.m.attrs.soft_delete.is_some()
+}
+
+/// Emits `restore` (for `soft_delete` models): clears `deleted_at` of the deleted row matching
+/// a filter, and sets `updated_at`; the restored row returned.
+fn restore_fn(g: &Gen<'_>, d: &Dialect) -> TokenStream {
+    if !soft(g) {
+        return TokenStream::new();
+    }
+    let (k, p, ident, table) = (g.k, &g.p, &g.m.ident, table(g));
+    let (conn, db, run_first) = (&d.conn, &d.db, &d.run_first);
+    quote! {
+        pub(super) async fn restore(
+            c: &mut #conn,
+            conds: #p::Node<'_>,
+        ) -> ::core::result::Result<::core::option::Option<#ident>, #k::Error> {
+            let ::core::option::Option::Some(w) = condition(conds)? else {
+                return ::core::result::Result::Err(everything());
+            };
+            let now = #k::__private::now();
+            let q = #p::diesel::update(#table::table.filter(w).filter(#table::deleted_at.is_not_null()))
+                .set((
+                    #table::deleted_at.eq(#p::bind(::core::option::Option::None::<#p::chrono::DateTime<#p::chrono::Utc>>)),
+                    #table::updated_at.eq(#p::bind(now)),
+                ))
+                .returning(<#ident as #p::diesel::SelectableHelper<#db>>::as_returning());
+            let row: ::core::option::Option<#ident> = #run_first?;
+            ::core::result::Result::Ok(row)
+        }
+    }
+}
+
+/// Emits `purge` (for `soft_delete` models): removes for good the rows deleted before a time.
+fn purge_fn(g: &Gen<'_>, d: &Dialect) -> TokenStream {
+    if !soft(g) {
+        return TokenStream::new();
+    }
+    let (k, p, table) = (g.k, &g.p, table(g));
+    let conn = &d.conn;
+    quote! {
+        pub(super) async fn purge(
+            c: &mut #conn,
+            before: #p::chrono::DateTime<#p::chrono::Utc>,
+        ) -> ::core::result::Result<u64, #k::Error> {
+            let q = #p::diesel::delete(#table::table.filter(#table::deleted_at.lt(#p::bind(before))));
+            let n = #p::diesel_async::RunQueryDsl::execute(q, c).await?;
+            ::core::result::Result::Ok(u64::try_from(n).unwrap_or(u64::MAX))
         }
     }
 }

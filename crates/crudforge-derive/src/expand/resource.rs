@@ -48,6 +48,7 @@ pub(super) fn resource_impl(g: &Gen<'_>) -> TokenStream {
     let insert = insert_method(g);
     let update = update_method(g);
     let delete = delete_method(g);
+    let soft_delete = soft_delete_methods(g);
     quote! {
         #[automatically_derived]
         impl #k::crud::Resource for #ident {
@@ -61,6 +62,7 @@ pub(super) fn resource_impl(g: &Gen<'_>) -> TokenStream {
             #insert
             #update
             #delete
+            #soft_delete
         }
     }
 }
@@ -268,6 +270,35 @@ fn delete_method(g: &Gen<'_>) -> TokenStream {
         async fn delete(conn: &mut #k::db::Conn, conds: &(impl #k::condition::Conditions + ?::core::marker::Sized)) -> ::core::result::Result<bool, #k::Error> {
             let conds = #k::condition::Conditions::node(conds);
             #arms
+        }
+    }
+}
+
+/// Emits, for a `soft_delete` model, `SOFT_DELETE`, `restore` and `purge`, each handed to the
+/// backend's function.
+fn soft_delete_methods(g: &Gen<'_>) -> TokenStream {
+    if g.m.attrs.soft_delete.is_none() {
+        return TokenStream::new();
+    }
+    let (k, p) = (g.k, &g.p);
+    let restore = dispatch(g, quote!(restore), quote!(conds));
+    let purge = dispatch(g, quote!(purge), quote!(before));
+    quote! {
+        const SOFT_DELETE: bool = true;
+
+        async fn restore(
+            conn: &mut #k::db::Conn,
+            conds: &(impl #k::condition::Conditions + ?::core::marker::Sized),
+        ) -> ::core::result::Result<::core::option::Option<Self>, #k::Error> {
+            let conds = #k::condition::Conditions::node(conds);
+            #restore
+        }
+
+        async fn purge(
+            conn: &mut #k::db::Conn,
+            before: #p::chrono::DateTime<#p::chrono::Utc>,
+        ) -> ::core::result::Result<u64, #k::Error> {
+            #purge
         }
     }
 }

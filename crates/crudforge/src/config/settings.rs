@@ -67,6 +67,9 @@ crate::settings! {
         ORM_PERFORMANCE_MONITORING => orm_performance_monitoring: bool = false, boolean, plain;
         /// Seconds above which a query is logged as slow.
         ORM_SLOW_QUERY_THRESHOLD => orm_slow_query_threshold: f64 = 0.5, slow_query_threshold, plain;
+        /// Seconds a soft-deleted row is kept before the server removes it for good (0: kept
+        /// for ever).
+        SOFT_DELETE_RETENTION => soft_delete_retention: u32 = 0, count, plain;
     }
 }
 

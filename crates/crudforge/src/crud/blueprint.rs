@@ -77,6 +77,10 @@ impl<R: Resource> CrudBlueprint<R> {
                 ops.insert(op, OpOptions::default());
             }
         }
+        // A resource that keeps deleted rows can restore them.
+        if R::SOFT_DELETE && parents.is_empty() {
+            ops.insert(Operation::Restore, OpOptions::default());
+        }
         CrudBlueprint {
             prefix,
             parents,
@@ -278,6 +282,13 @@ impl<R: Resource> CrudBlueprint<R> {
     pub(crate) fn into_mount(mut self) -> Result<Mounted<R>, String> {
         self.check_rule_fields();
         self.check_batch();
+        if self.ops.contains_key(&Operation::Restore) && !R::SOFT_DELETE {
+            self.errors.push(format!(
+                "{}: restore needs a resource that keeps deleted rows: add `#[resource(soft_delete)]` to {}",
+                self.prefix,
+                R::NAME
+            ));
+        }
         if !self.errors.is_empty() {
             return Err(self.errors.join("; "));
         }
@@ -458,6 +469,11 @@ impl<R: Resource> Mount for Mounted<R> {
                 item
             });
         }
+        if ops.contains_key(&Operation::Restore) {
+            routes.add(&super::route::restore_path(&self.item_path), |r| {
+                r.route(web::post().to(handler!(self.shared, write::restore::restore)))
+            });
+        }
         routes.register(cfg, &self.patterns);
     }
 
@@ -467,5 +483,13 @@ impl<R: Resource> Mount for Mounted<R> {
 
     fn indexes(&self) -> Vec<crate::db::indexes::IndexSpec> {
         R::indexes()
+    }
+
+    fn purge_deleted<'a>(
+        &'a self,
+        db: &'a crate::db::Database,
+        before: chrono::DateTime<chrono::Utc>,
+    ) -> futures_util::future::LocalBoxFuture<'a, Result<u64, crate::error::Error>> {
+        Box::pin(super::soft_delete::purge::<R>(db, before))
     }
 }

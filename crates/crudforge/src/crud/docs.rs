@@ -333,7 +333,11 @@ fn document_op<R: Resource>(doc: &mut ApiDoc, op: Operation, o: &OpOptions<R>, m
         Operation::Post => post_parts(doc, o, m, response),
         Operation::Patch => patch_parts(doc, o, m, response),
         Operation::Delete => delete_parts(doc, m),
+        Operation::Restore => restore_parts(doc, m, response),
     };
+    if R::SOFT_DELETE && matches!(op, Operation::Index | Operation::Get) {
+        parts.params.push(include_deleted_param(doc));
+    }
     document_writes(
         doc,
         op,
@@ -624,6 +628,45 @@ fn delete_parts<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) -> OpParts {
     }
 }
 
+/// `POST` of an item's restore path (soft-delete resources): no body, the restored item.
+fn restore_parts<R: Resource>(
+    doc: &mut ApiDoc,
+    m: &Mounted<R>,
+    response: ReferenceOr<Schema>,
+) -> OpParts {
+    let params = item_params(doc, m);
+    let mut responses = BTreeMap::new();
+    responses.insert(
+        "200".to_owned(),
+        json_response("The restored item", response),
+    );
+    // 404: no deleted item at this path; 409: the item is not deleted.
+    responses.extend([
+        problem_response(doc, StatusCode::NOT_FOUND),
+        problem_response(doc, StatusCode::CONFLICT),
+    ]);
+    OpParts {
+        path: super::route::restore_path(&m.item_path),
+        method: OperationType::Post,
+        summary: format!("Restore a deleted {}", words(R::NAME)),
+        params,
+        body: None,
+        responses,
+    }
+}
+
+/// The `include_deleted` query parameter of the reads of a soft-delete resource.
+fn include_deleted_param(doc: &mut ApiDoc) -> ReferenceOr<Parameter> {
+    let flag = doc.generator().subschema_for::<bool>();
+    parameter(
+        super::soft_delete::INCLUDE_DELETED,
+        ParameterIn::Query,
+        false,
+        Some("`true`: deleted items too (administrators only: 401 anonymous, 403 others). Deleted items have a `deleted_at` time; `deleted_at__isnull=false` keeps only them.".into()),
+        flag,
+    )
+}
+
 /// Who may call the operation, as the description tells it: the `x-admin-only` and
 /// `x-public` marks, the 401/403/409 answers that follow from the rules, and the security
 /// requirement (optional when the rules let anonymous callers in).
@@ -653,7 +696,9 @@ fn callers<R: Resource>(
     let anonymous_ok = !o.admin_only
         && match op {
             Operation::Index | Operation::Get => lets_in(shared.rules.read(None)),
-            Operation::Patch | Operation::Delete => lets_in(shared.rules.write(None)),
+            Operation::Patch | Operation::Delete | Operation::Restore => {
+                lets_in(shared.rules.write(None))
+            }
             Operation::Post => shared
                 .rules
                 .create(None, &mut serde_json::Map::new())
@@ -672,7 +717,11 @@ fn callers<R: Resource>(
     }
     // A write by key refuses a key that matches several rows, and hooks may refuse a write
     // that conflicts with other rows (409).
-    if matches!(op, Operation::Patch | Operation::Delete) && !responses.contains_key("409") {
+    if matches!(
+        op,
+        Operation::Patch | Operation::Delete | Operation::Restore
+    ) && !responses.contains_key("409")
+    {
         let (k, v) = problem_response(doc, StatusCode::CONFLICT);
         responses.insert(k, v);
     }
@@ -721,7 +770,7 @@ fn who_may_call<R: 'static>(
     } else {
         let access = |caller: Option<&CurrentUser>| match op {
             Operation::Index | Operation::Get => rules.read(caller),
-            Operation::Patch | Operation::Delete => rules.write(caller),
+            Operation::Patch | Operation::Delete | Operation::Restore => rules.write(caller),
             Operation::Post => {
                 // A domain's administrator creates in their domain.
                 let mut body = serde_json::Map::new();
@@ -940,7 +989,7 @@ fn document_writes(
 ) {
     let text = doc.generator().subschema_for::<String>();
     let success = match op {
-        Operation::Get | Operation::Patch => "200",
+        Operation::Get | Operation::Patch | Operation::Restore => "200",
         Operation::Post => "201",
         Operation::Index | Operation::Delete => "",
     };
@@ -959,7 +1008,7 @@ fn document_writes(
                 response_header("Path of the new item.", true, text.clone()),
             );
         }
-        if matches!(op, Operation::Post | Operation::Patch) {
+        if matches!(op, Operation::Post | Operation::Patch | Operation::Restore) {
             replayed_header(doc, r);
         }
     }
@@ -981,7 +1030,7 @@ fn document_writes(
                 }),
             );
         }
-        Operation::Patch | Operation::Delete => {
+        Operation::Patch | Operation::Delete | Operation::Restore => {
             params.push(header_param(
                 "If-Match",
                 require_if_match,
@@ -1000,7 +1049,7 @@ fn document_writes(
         }
         Operation::Index | Operation::Post => {}
     }
-    if matches!(op, Operation::Post | Operation::Patch) {
+    if matches!(op, Operation::Post | Operation::Patch | Operation::Restore) {
         params.push(idempotency_key_param("The request"));
         responses.extend([
             problem_response(doc, StatusCode::CONFLICT),

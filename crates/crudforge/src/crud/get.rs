@@ -32,7 +32,7 @@ async fn fetch<R: Resource>(
     conn: &mut Conn,
 ) -> Result<Fetched, Error> {
     let who = caller_on(shared, req, Operation::Get, conn).await?;
-    let scope = who.read_scope(shared)?;
+    let scope = who.read_scope_in(shared, who.rows_read::<R>(req)?)?;
     let sparse = super::sparse::requested(R::FIELDS, req.query_string())?;
     let members = shared.ops.get(&Operation::Get).and_then(|o| o.members);
     super::sparse::check_selectable(R::FIELDS, members, sparse.as_deref())?;

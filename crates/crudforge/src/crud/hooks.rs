@@ -10,6 +10,10 @@
 //! | `after_create`, `after_update`, `after_delete` | in the transaction, after the write | caller, the connection, the written (or deleted) row | write more rows; an error rolls everything back |
 //! | `after_commit` | after a successful commit | caller, the written row | side effects; an error is logged, the answer stays a success |
 //!
+//! A restore (soft-delete resources) is an update of `deleted_at`: it runs the update hooks,
+//! `before_update_input` and `before_update` with an empty input, and `after_update`, with
+//! `HookCtx::operation` set to `Operation::Restore`.
+//!
 //! A refusal is any [`Error`]; the client receives its problem+json (for example
 //! [`Error::invalid_field`] gives a 422 naming the member).
 
@@ -118,7 +122,7 @@ impl<R: Resource> Hooks<R> {
     fn after(&self, op: Operation) -> &[AfterWrite<R>] {
         match op {
             Operation::Post => &self.after_create,
-            Operation::Patch => &self.after_update,
+            Operation::Patch | Operation::Restore => &self.after_update,
             Operation::Delete => &self.after_delete,
             Operation::Index | Operation::Get => &[],
         }
@@ -194,6 +198,8 @@ impl<R: Resource> Hooks<R> {
             || (op == Operation::Delete
                 && (!self.before_delete.is_empty() || self.has_after_commit()))
             || (op == Operation::Patch && self.reads_before_update())
+            || (op == Operation::Restore
+                && (self.reads_before_update() || !self.before_update_input.is_empty()))
     }
 
     /// Whether after-commit hooks exist (the handler then keeps a copy of the row).

@@ -37,7 +37,7 @@ async fn list<R: Resource>(
     let who = caller_on(shared, req, Operation::Index, conn).await?;
     // The caller's scope first: an anonymous caller the rules refuse gets 401 before any
     // parameter is judged.
-    let scope = who.read_scope(shared)?;
+    let scope = who.read_scope_in(shared, who.rows_read::<R>(req)?)?;
     let limits = super::ListLimits::of(&st.config);
     let mut q = super::Filter::<R>::parse_with(req.query_string(), &limits)?.query;
     super::ListCaps::of(&st.config).check(&q)?;

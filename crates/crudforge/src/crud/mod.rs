@@ -35,6 +35,7 @@ pub(crate) mod route;
 mod rows;
 mod scope;
 mod shared;
+mod soft_delete;
 
 // The OpenAPI description of a mounted blueprint.
 mod docs;
@@ -149,11 +150,36 @@ pub trait Resource: Sized + 'static {
         input: Self::Update,
     ) -> impl Future<Output = Result<Option<Self>, Error>>;
 
-    /// Deletes the row matching `conds`; false when no row matches.
+    /// Deletes the row matching `conds`; false when no row matches. A
+    /// [`SOFT_DELETE`](Self::SOFT_DELETE) resource keeps the row: this sets its `deleted_at`
+    /// (and `updated_at`) to now, and only if the row is live.
     fn delete(
         conn: &mut Conn,
         conds: &(impl Conditions + ?Sized),
     ) -> impl Future<Output = Result<bool, Error>>;
+
+    /// Whether DELETE keeps rows (`#[resource(soft_delete)]`): a deleted row has a
+    /// `deleted_at` time, and every generated read and write sees live rows only, unless it
+    /// asks for deleted ones (see `docs/resources.md`, "Soft delete").
+    const SOFT_DELETE: bool = false;
+
+    /// Clears `deleted_at` of the deleted row matching `conds` (and sets `updated_at`): the
+    /// restored row, or `None` when no deleted row matches (always, for a resource without
+    /// [`SOFT_DELETE`](Self::SOFT_DELETE)).
+    fn restore(
+        conn: &mut Conn,
+        conds: &(impl Conditions + ?Sized),
+    ) -> impl Future<Output = Result<Option<Self>, Error>> {
+        let _ = (conn, conds);
+        std::future::ready(Ok(None))
+    }
+
+    /// Removes for good the rows deleted before `before`; how many. Nothing for a resource
+    /// without [`SOFT_DELETE`](Self::SOFT_DELETE).
+    fn purge(conn: &mut Conn, before: DateTime<Utc>) -> impl Future<Output = Result<u64, Error>> {
+        let _ = (conn, before);
+        std::future::ready(Ok(0))
+    }
 
     /// The resource's permission rules (set with `#[resource(rules = ...)]`; default
     /// [`DefaultRules`](crate::perms::DefaultRules)).

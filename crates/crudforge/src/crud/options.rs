@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::fmt;
 
-/// The five generated operations.
+/// The generated operations: the five of every resource, and the restore of a soft-delete one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum Operation {
@@ -24,10 +24,13 @@ pub enum Operation {
     Patch,
     /// `DELETE <prefix><id>`: delete.
     Delete,
+    /// `POST <prefix><id>/restore/`: restore a deleted item of a soft-delete resource (not in
+    /// [`Operation::ALL`]; blueprints of `#[resource(soft_delete)]` resources enable it).
+    Restore,
 }
 
 impl Operation {
-    /// All five, in order.
+    /// The five of every resource, in order.
     pub const ALL: [Operation; 5] = [
         Operation::Index,
         Operation::Get,
@@ -44,6 +47,7 @@ impl Operation {
             Operation::Post => "create",
             Operation::Patch => "update",
             Operation::Delete => "delete",
+            Operation::Restore => "restore",
         };
         format!("{verb}{model}")
     }

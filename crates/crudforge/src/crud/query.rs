@@ -167,6 +167,8 @@ pub(crate) fn parse_list_query_with(
                 });
             }
             "cursor" => q.cursor = Some(value),
+            // Which rows: read by the handler (crud::soft_delete), which knows the caller.
+            "include_deleted" => {}
             "count" => {
                 q.count = CountMode::parse(&value).ok_or_else(|| {
                     Error::bad_param(

@@ -5,6 +5,7 @@
 use super::hooks::HookCtx;
 use super::options::Operation;
 use super::shared::Shared;
+use super::soft_delete::Rows;
 use super::{Resource, Validate};
 use crate::condition::{parse_arg, Arg, Cond, Condition};
 use crate::db::Conn;
@@ -109,17 +110,59 @@ pub(crate) enum Caller {
 }
 
 impl Caller {
+    /// The rows the caller may read: the rules' read scope, live rows only (see
+    /// [`Rows`]). Every generated read builds on it.
     pub(crate) fn read_scope<R: Resource>(&self, shared: &Shared<R>) -> Result<Condition, Error> {
-        match self {
-            Caller::Public | Caller::Admin(_) => Ok(Condition::always()),
-            Caller::User(u) => shared.rules.read(u.as_ref()).into_conds(),
-        }
+        self.read_scope_in(shared, Rows::Live)
     }
 
+    /// The rows the caller may write: the rules' write scope, live rows only. Every generated
+    /// write (PATCH, DELETE) builds on it.
     pub(crate) fn write_scope<R: Resource>(&self, shared: &Shared<R>) -> Result<Condition, Error> {
+        self.write_scope_in(shared, Rows::Live)
+    }
+
+    /// The rules' read scope among `rows` (deleted rows are asked for explicitly).
+    pub(crate) fn read_scope_in<R: Resource>(
+        &self,
+        shared: &Shared<R>,
+        rows: Rows,
+    ) -> Result<Condition, Error> {
+        let scope = match self {
+            Caller::Public | Caller::Admin(_) => Condition::always(),
+            Caller::User(u) => shared.rules.read(u.as_ref()).into_conds()?,
+        };
+        Ok(rows.narrow::<R>(scope))
+    }
+
+    /// The rules' write scope among `rows` (a restore writes deleted rows).
+    pub(crate) fn write_scope_in<R: Resource>(
+        &self,
+        shared: &Shared<R>,
+        rows: Rows,
+    ) -> Result<Condition, Error> {
+        let scope = match self {
+            Caller::Public | Caller::Admin(_) => Condition::always(),
+            Caller::User(u) => shared.rules.write(u.as_ref()).into_conds()?,
+        };
+        Ok(rows.narrow::<R>(scope))
+    }
+
+    /// The rows a read (GET, INDEX) asks for: live ones, or with `include_deleted=true`
+    /// deleted ones too, which only administrators may ask for (401 anonymous, 403 others).
+    ///
+    /// # Errors
+    ///
+    /// A malformed `include_deleted` (400), or the refusal.
+    pub(crate) fn rows_read<R: Resource>(&self, req: &HttpRequest) -> Result<Rows, Error> {
+        if !super::soft_delete::include_deleted::<R>(req.query_string())? {
+            return Ok(Rows::Live);
+        }
+        let why = "Only administrators may see deleted items (`include_deleted`).";
         match self {
-            Caller::Public | Caller::Admin(_) => Ok(Condition::always()),
-            Caller::User(u) => shared.rules.write(u.as_ref()).into_conds(),
+            Caller::Admin(_) => Ok(Rows::All),
+            Caller::User(None) => Err(Error::Unauthorized(why.into())),
+            Caller::Public | Caller::User(Some(_)) => Err(Error::Forbidden(why.into())),
         }
     }
 

@@ -228,6 +228,12 @@ pub(crate) fn normalize_prefix(prefix: &str) -> (String, Vec<String>) {
     (out, params)
 }
 
+/// The path of the restore operation of the items at `item_path` (`/api/critters/{id}` gives
+/// `/api/critters/{id}/restore/`).
+pub(crate) fn restore_path(item_path: &str) -> String {
+    format!("{item_path}/restore/")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,17 +8,23 @@ use diesel::prelude::*;
 use std::sync::Arc;
 use uuid::Uuid;
 
-/// The Critter demo resource: every generic CRUD feature on a small model.
+/// The Critter demo resource: every generic CRUD feature on a small model, soft delete
+/// included.
 ///
 /// Its indexes serve the unfiltered list in the default order, and the documented filtered
 /// list (`?species=cat&cuteness_level__gte=5`): its count, then its page (see
-/// `docs/database.md`). The migrations create them; the server warns if one is missing.
+/// `docs/database.md`). Since critters keep deleted rows, every query also tests
+/// `deleted_at IS NULL`: the count's index ends with `deleted_at`, and `deleted_at` alone
+/// counts the unfiltered list, so both counts stay covering index searches. The migrations
+/// create them; the server warns if one is missing.
 #[derive(Debug, Clone, Queryable, Selectable, Resource)]
 #[diesel(table_name = critters)]
 #[resource(
+    soft_delete,
     index("created_at", "id"),
-    index("species", "cuteness_level"),
-    index("species", "created_at", "id", "cuteness_level")
+    index("species", "cuteness_level", "deleted_at"),
+    index("species", "created_at", "id", "cuteness_level"),
+    index("deleted_at")
 )]
 pub struct Critter {
     /// Identifier.
@@ -36,6 +42,9 @@ pub struct Critter {
     /// How cute, from 0 to 100 (default 10).
     #[resource(default = 10, min = 0, max = 100)]
     pub cuteness_level: i32,
+    /// When it was deleted (null while live): a DELETE keeps the row, an administrator can
+    /// list it (`include_deleted=true`) and restore it.
+    pub deleted_at: Option<DateTime<Utc>>,
 }
 
 /// Before create: trims surrounding whitespace from `name` and `species`, and refuses a name

@@ -30,6 +30,8 @@ pub fn mount(api: Api, recovery_settings: RecoverySettings) -> Result<Api, Mount
         .me_present::<PublicUsers>()
         .crud(|bp| {
             bp.admin_only([Operation::Index, Operation::Post])
+                // DELETE is the contract's soft delete: it also disables the account.
+                .after_delete(super::users::disable_deleted)
                 .with(Operation::Index, |o| o.present::<PublicUsers>())
                 // POST answers with the public user schema too, as the contract's table says.
                 .with(Operation::Post, |o| o.present::<PublicUsers>())
@@ -148,9 +150,10 @@ pub fn mount(api: Api, recovery_settings: RecoverySettings) -> Result<Api, Mount
             // Every item answer carries an ETag; PATCH and DELETE honour If-Match, POST and
             // PATCH honour Idempotency-Key (all built into generated blueprints). Batch writes
             // at `batch/` (create, update) and `batch/delete/`, each item judged like a single
-            // write.
+            // write. DELETE keeps the row; administrators list deleted critters
+            // (`include_deleted=true`) and restore them.
             Critter::blueprint("/api/critters/")
-                .admin_only([Operation::Delete])
+                .admin_only([Operation::Delete, Operation::Restore])
                 .batch([Operation::Post, Operation::Patch, Operation::Delete])
                 .before_create(critters::tidy_new)
                 .before_update_input(critters::tidy_change)

@@ -129,5 +129,7 @@ diesel::table! {
         species -> Text,
         /// Cuteness.
         cuteness_level -> Integer,
+        /// Soft-delete time.
+        deleted_at -> Nullable<PortableTimestamp>,
     }
 }

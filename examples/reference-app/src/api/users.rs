@@ -1,5 +1,6 @@
 //! The reference application's user: the library's user model extended with profile fields
-//! and soft delete, and its display name.
+//! and soft delete (`#[resource(soft_delete)]`, plus the disabling of a deleted account), and
+//! its display name.
 
 use super::schema::app_users;
 use chrono::{DateTime, Utc};
@@ -12,7 +13,7 @@ use uuid::Uuid;
 /// The reference application's user: the library's user plus profile fields and soft delete.
 #[derive(Debug, Clone, Queryable, Selectable, Resource)]
 #[diesel(table_name = app_users)]
-#[resource(name = "User", rules = UserRules)]
+#[resource(name = "User", rules = UserRules, soft_delete)]
 pub struct AppUser {
     /// Identifier.
     pub id: Uuid,
@@ -56,11 +57,13 @@ pub struct AppUser {
     /// Country.
     #[resource(max_len = 255)]
     pub country: Option<String>,
-    /// When the account was soft-deleted.
-    #[resource(read_only)]
+    /// When the account was soft-deleted (set by DELETE, cleared by restore).
     pub deleted_at: Option<DateTime<Utc>>,
-    /// Whether the account is soft-deleted.
-    #[resource(read_only)]
+    /// Whether the account is soft-deleted: read as `deleted_at IS NOT NULL`, so it always
+    /// agrees with `deleted_at`.
+    #[diesel(select_expression = app_users::deleted_at.is_not_null())]
+    #[diesel(select_expression_type = diesel::dsl::IsNotNull<app_users::deleted_at>)]
+    #[resource(read_only, filter = false)]
     pub is_deleted: bool,
 }
 
@@ -94,59 +97,46 @@ impl AppUser {
         )
     }
 
-    /// Soft-deletes the account: `is_deleted`, `deleted_at` now, and `is_enabled` false, so
-    /// the user can no longer log in.
+    /// Soft-deletes the account, as `DELETE /api/user/<id>` does: `deleted_at` now (so
+    /// `is_deleted`), through the resource's soft delete, and `is_enabled` false, so the user
+    /// can no longer log in. Nothing happens to an account already deleted.
     ///
     /// # Errors
     ///
     /// Database errors.
     pub async fn soft_delete(&mut self, db: &Database) -> Result<(), Error> {
-        let now = super::now();
-        let id = self.id;
         let mut conn = db.get().await?;
-        with_conn!(conn, |c| {
-            diesel_async::RunQueryDsl::execute(
-                diesel::update(app_users::table.filter(app_users::id.eq(Portable(id)))).set((
-                    app_users::is_deleted.eq(true),
-                    app_users::deleted_at.eq(Portable(Some(now))),
-                    app_users::is_enabled.eq(false),
-                    app_users::updated_at.eq(Portable(now)),
-                )),
-                c,
-            )
-            .await
-        })?;
-        self.is_deleted = true;
-        self.deleted_at = Some(now);
-        self.is_enabled = false;
-        self.updated_at = now;
-        Ok(())
+        if <AppUser as Resource>::delete(&mut conn, &self.key()).await? {
+            disable(&mut conn, self.id).await?;
+        }
+        self.reload(&mut conn).await
     }
 
-    /// Restores a soft-deleted account: clears `deleted_at` and `is_deleted`. `is_enabled`
-    /// stays false until an administrator enables the account again.
+    /// Restores a soft-deleted account, as `POST /api/user/<id>/restore/` does: clears
+    /// `deleted_at` (so `is_deleted`). `is_enabled` stays false until an administrator
+    /// enables the account again.
     ///
     /// # Errors
     ///
     /// Database errors.
     pub async fn restore(&mut self, db: &Database) -> Result<(), Error> {
-        let now = super::now();
-        let id = self.id;
         let mut conn = db.get().await?;
-        with_conn!(conn, |c| {
-            diesel_async::RunQueryDsl::execute(
-                diesel::update(app_users::table.filter(app_users::id.eq(Portable(id)))).set((
-                    app_users::is_deleted.eq(false),
-                    app_users::deleted_at.eq(Portable(None::<DateTime<Utc>>)),
-                    app_users::updated_at.eq(Portable(now)),
-                )),
-                c,
-            )
-            .await
-        })?;
-        self.is_deleted = false;
-        self.deleted_at = None;
-        self.updated_at = now;
+        <AppUser as Resource>::restore(&mut conn, &self.key()).await?;
+        self.reload(&mut conn).await
+    }
+
+    /// The condition of this user's id.
+    fn key(&self) -> [crudforge::condition::Cond; 1] {
+        [crudforge::condition::Cond::eq(
+            "id",
+            crudforge::condition::Arg::Uuid(self.id),
+        )]
+    }
+
+    /// Reads this user's row again.
+    async fn reload(&mut self, conn: &mut crudforge::db::Conn) -> Result<(), Error> {
+        let row = AppUser::select(conn, &self.key(), &[], None).await?.pop();
+        *self = row.ok_or_else(|| Error::NotFound("No User exists at this path.".into()))?;
         Ok(())
     }
 
@@ -206,6 +196,33 @@ impl AppUser {
         })?;
         Ok(())
     }
+}
+
+/// After a DELETE of a user (inside its transaction): disables the account, so that it cannot
+/// log in nor use its tokens, as the contract's soft delete says.
+///
+/// # Errors
+///
+/// Database errors.
+pub fn disable_deleted<'a>(
+    conn: &'a mut crudforge::db::Conn,
+    _ctx: &'a crudforge::crud::HookCtx,
+    user: &'a AppUser,
+) -> futures_util::future::LocalBoxFuture<'a, Result<(), Error>> {
+    Box::pin(disable(conn, user.id))
+}
+
+/// Sets `is_enabled` false on user `id`.
+async fn disable(conn: &mut crudforge::db::Conn, id: Uuid) -> Result<(), Error> {
+    with_conn!(conn, |c| {
+        diesel_async::RunQueryDsl::execute(
+            diesel::update(app_users::table.filter(app_users::id.eq(Portable(id))))
+                .set(app_users::is_enabled.eq(false)),
+            c,
+        )
+        .await
+    })?;
+    Ok(())
 }
 
 #[cfg(test)]

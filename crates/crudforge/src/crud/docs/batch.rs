@@ -79,7 +79,7 @@ fn document_op<R: Resource>(
                 "204".to_owned(),
             )
         }
-        Operation::Index | Operation::Get => return,
+        Operation::Index | Operation::Get | Operation::Restore => return,
     };
     if let Some(ReferenceOr::Object(r)) = responses.get_mut(&success) {
         replayed_header(doc, r);

@@ -2,12 +2,14 @@
 //! ([`run`]): the idempotency claim, the transaction, the operation's own body, the
 //! in-transaction hooks, the stored answer, the end of the transaction (commit, the replay of
 //! a lost claim, the 412 of a lost race) and the after-commit hooks. The handlers are in
-//! [`create`], [`update`] and [`delete`]; [`target`] holds what PATCH and DELETE share;
-//! [`batch`] runs many of them in one request and one transaction.
+//! [`create`], [`update`], [`delete`] and [`restore`]; [`target`] holds what PATCH, DELETE
+//! and restore share; [`batch`] runs creates, updates and deletes in one request and one
+//! transaction.
 
 pub(crate) mod batch;
 pub(crate) mod create;
 pub(crate) mod delete;
+pub(crate) mod restore;
 pub(crate) mod target;
 pub(crate) mod update;
 

@@ -1,4 +1,4 @@
-//! The item a PATCH or DELETE addresses: its conditions, the `If-Match` precondition, the
+//! The item a PATCH, DELETE or restore addresses: its conditions, the `If-Match` precondition, the
 //! guard against a key that matches several rows, and why a write that matched no row was
 //! refused (403 or 404).
 
@@ -7,6 +7,7 @@ use crate::crud::conditional::{self, Precondition};
 use crate::crud::request::{item_conds, not_found, Caller};
 use crate::crud::rows::select_one;
 use crate::crud::shared::Shared;
+use crate::crud::soft_delete::Rows;
 use crate::crud::Resource;
 use crate::db::Conn;
 use crate::error::Error;
@@ -20,6 +21,8 @@ pub(crate) struct Target<'a> {
     pub(crate) conds: Condition,
     /// The key and the parents alone, to tell a row the caller may not change from none.
     addressed: Vec<Cond>,
+    /// Which rows the write addresses: live ones, or deleted ones for a restore.
+    rows: Rows,
 }
 
 impl<'a> Target<'a> {
@@ -44,7 +47,29 @@ impl<'a> Target<'a> {
             who,
             conds: Condition::from(addressed.clone()).and(scope),
             addressed,
+            rows: Rows::Live,
         }
+    }
+
+    /// The deleted item the request's path addresses, within the caller's write scope: what a
+    /// restore changes.
+    ///
+    /// # Errors
+    ///
+    /// The rules' refusal (401, 403), or 404 for a key that does not parse.
+    pub(crate) fn deleted<R: Resource>(
+        shared: &Shared<R>,
+        req: &HttpRequest,
+        who: &'a Caller,
+    ) -> Result<Target<'a>, Error> {
+        let scope = who.write_scope_in(shared, Rows::Deleted)?;
+        let addressed = item_conds(shared, req)?;
+        Ok(Target {
+            who,
+            conds: Condition::from(addressed.clone()).and(scope),
+            addressed,
+            rows: Rows::Deleted,
+        })
     }
 
     /// The current row, or why the caller may not change it.
@@ -65,16 +90,41 @@ impl<'a> Target<'a> {
 
     /// Why a write matched no row: 403 when the caller can read the row (it exists but is not
     /// writable for them), 404 otherwise (so existence does not leak).
+    /// A restore of an item that is not deleted (but readable) is 409.
     pub(crate) async fn refused<R: Resource>(&self, shared: &Shared<R>, conn: &mut Conn) -> Error {
-        let Ok(read) = self.who.read_scope(shared) else {
-            return not_found::<R>();
+        match self.readable(shared, conn, self.rows).await {
+            Ok(true) => return Error::Forbidden("You may not change this item.".into()),
+            Ok(false) => {}
+            Err(e) => return e,
+        }
+        if self.rows == Rows::Deleted {
+            match self.readable(shared, conn, Rows::Live).await {
+                Ok(true) => {
+                    return Error::Conflict(format!("This {} is not deleted.", R::NAME).into())
+                }
+                Ok(false) => {}
+                Err(e) => return e,
+            }
+        }
+        not_found::<R>()
+    }
+
+    /// Whether the addressed item is among `rows` and the caller may read it.
+    async fn readable<R: Resource>(
+        &self,
+        shared: &Shared<R>,
+        conn: &mut Conn,
+        rows: Rows,
+    ) -> Result<bool, Error> {
+        let read = match rows {
+            Rows::Live => self.who.read_scope(shared),
+            _ => self.who.read_scope_in(shared, rows),
+        };
+        let Ok(read) = read else {
+            return Ok(false);
         };
         let addressed = Condition::from(self.addressed.clone()).and(read);
-        match R::count(conn, &addressed).await {
-            Ok(n) if n > 0 => Error::Forbidden("You may not change this item.".into()),
-            Ok(_) => not_found::<R>(),
-            Err(e) => e,
-        }
+        Ok(R::count(conn, &addressed).await? > 0)
     }
 
     /// 409 when the write addresses its item by a key other than the id field and the
