@@ -2386,5 +2386,23 @@ fn critters_are_written_in_batches_all_or_nothing() {
         assert_eq!(deleted.status, 204, "{}", deleted.text());
         let gone = app.json(&app.get("/api/critters/?name__in=Kit,Rexy", Some(&bt)), 200);
         assert_eq!(gone["pagination"]["total"], 0);
+        // Critters keep deleted rows: a batch delete is a soft delete like a single one, and
+        // each row can be restored.
+        let kept = app.json(
+            &app.get(
+                "/api/critters/?name__in=Kit,Rexy&include_deleted=true",
+                Some(&at),
+            ),
+            200,
+        );
+        assert_eq!(kept["pagination"]["total"], 2, "{kept}");
+        assert!(kept["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["deleted_at"].is_string()));
+        let restore = format!("/api/critters/{}/restore/", ids[0]);
+        let restored = app.send("POST", &restore, &at, &[], None);
+        assert_eq!(app.json(&restored, 200)["name"], "Kit");
     }
 }
