@@ -295,6 +295,32 @@ fn select_by_key(g: &Gen<'_>, d: &Dialect) -> TokenStream {
     let (k, p, ident, table) = (g.k, &g.p, &g.m.ident, table(g));
     let (db, run_first) = (&d.db, &d.run_first);
     let (id_ident, id_name) = (&g.id.ident, g.id.name());
+    // A soft-delete model's reads add `deleted_at IS NULL`: the key and that alone are static
+    // too.
+    let live = if soft(g) {
+        quote! {
+            if let #p::Node::All([only, live]) = conds {
+                if sort.is_empty()
+                    && only.op == #k::condition::Op::Eq
+                    && only.field == #id_name
+                    && live.field == "deleted_at"
+                    && live.op == #k::condition::Op::IsNull
+                    && live.arg == #k::condition::Arg::Bool(true)
+                    && page.is_none_or(|w| w.limit >= 1 && w.offset == 0)
+                {
+                    let key = #p::arg::<#p::uuid::Uuid>(only)?;
+                    let q = #table::table
+                        .filter(#table::#id_ident.eq(#p::bind(key)))
+                        .filter(#table::deleted_at.is_null())
+                        .select(<#ident as #p::diesel::SelectableHelper<#db>>::as_select());
+                    let row: ::core::option::Option<#ident> = #run_first?;
+                    return ::core::result::Result::Ok(row.into_iter().collect());
+                }
+            }
+        }
+    } else {
+        quote! {}
+    };
     quote! {
         if let #p::Node::All([only]) = conds {
             if sort.is_empty()
@@ -310,6 +336,7 @@ fn select_by_key(g: &Gen<'_>, d: &Dialect) -> TokenStream {
                 return ::core::result::Result::Ok(row.into_iter().collect());
             }
         }
+        #live
     }
 }
 
