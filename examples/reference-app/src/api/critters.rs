@@ -14,17 +14,16 @@ use uuid::Uuid;
 /// Its indexes serve the unfiltered list in the default order, and the documented filtered
 /// list (`?species=cat&cuteness_level__gte=5`): its count, then its page (see
 /// `docs/database.md`). Since critters keep deleted rows, every query also tests
-/// `deleted_at IS NULL`: the count's index ends with `deleted_at`, and `deleted_at` alone
-/// counts the unfiltered list, so both counts stay covering index searches. The migrations
-/// create them; the server warns if one is missing.
+/// `deleted_at IS NULL`, an equality for an index: `deleted_at` comes right after the other
+/// equality columns, so the counts stay covering index searches and the pages come out of
+/// their index in order. The migrations create them; the server warns if one is missing.
 #[derive(Debug, Clone, Queryable, Selectable, Resource)]
 #[diesel(table_name = critters)]
 #[resource(
     soft_delete,
-    index("created_at", "id"),
-    index("species", "cuteness_level", "deleted_at"),
-    index("species", "created_at", "id", "cuteness_level"),
-    index("deleted_at")
+    index("deleted_at", "created_at", "id"),
+    index("species", "deleted_at", "cuteness_level"),
+    index("species", "deleted_at", "created_at", "id", "cuteness_level")
 )]
 pub struct Critter {
     /// Identifier.
