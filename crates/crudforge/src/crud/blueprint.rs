@@ -486,7 +486,10 @@ impl<R: Resource> Mount for Mounted<R> {
     }
 
     fn table(&self) -> Option<crate::db::schema_check::TableSpec> {
-        Some(crate::db::schema_check::TableSpec::new(R::TABLE, R::FIELDS))
+        Some(crate::db::schema_check::TableSpec::new(
+            R::sql_table(),
+            R::FIELDS,
+        ))
     }
 
     fn purge_deleted<'a>(
