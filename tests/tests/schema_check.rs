@@ -352,3 +352,45 @@ backend_tests! {
         assert_eq!(api.check_schema().await.unwrap().len(), 2);
     }
 }
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crudforge::sql_types::*;
+
+    /// `drift_notes` under another Rust name.
+    #[sql_name = "drift_notes"]
+    renamed_notes (id) {
+        id -> PortableUuid,
+        created_at -> PortableTimestamp,
+        updated_at -> PortableTimestamp,
+        title -> Text,
+    }
+}
+
+/// Part of `drift_notes`, through a `table!` whose Rust name differs from the SQL one.
+#[derive(Debug, Clone, Queryable, Selectable, Resource)]
+#[diesel(table_name = renamed_notes)]
+#[resource(rules = crudforge::perms::Open, index("title"))]
+pub struct RenamedNote {
+    pub id: Uuid,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub title: String,
+}
+
+backend_tests! {
+    async fn the_sql_name_of_a_table_is_checked(t) {
+        assert_eq!(RenamedNote::TABLE, "renamed_notes");
+        assert_eq!(RenamedNote::sql_table(), "drift_notes");
+        assert_eq!(RenamedNote::indexes()[0].table, "drift_notes");
+        let (_, db) = api(&t, SchemaCheck::Warn).await;
+        let api = Api::new(config(&t, SchemaCheck::Warn), db.clone())
+            .unwrap()
+            .mount(RenamedNote::blueprint("/api/renamed/"))
+            .unwrap();
+        // `drift_notes_title_level_idx` starts with `title`: it serves the declared index.
+        assert_eq!(lines(&api).await, Vec::<String>::new());
+        execute(&db, "DROP TABLE drift_notes").await;
+        assert_eq!(lines(&api).await, ["drift_notes: missing"]);
+    }
+}
