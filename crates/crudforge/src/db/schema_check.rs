@@ -2,7 +2,7 @@
 //! resources expect (tables, columns, nullability, column types, declared indexes).
 //!
 //! Each mounted resource describes its table as a [`TableSpec`] (its name and
-//! [`Resource::FIELDS`](crate::Resource::FIELDS)); [`compare`] reads each table's columns from
+//! [`Resource::FIELDS`](crate::Resource::FIELDS)); `compare` reads each table's columns from
 //! the catalog once (the query is `dialect::table_columns`; what type fits which kind is
 //! `dialect::column_fits`), checks the declared indexes with [`indexes::missing`], and
 //! returns every difference as a [`SchemaDrift`]. [`Api::check_schema`](crate::Api::check_schema)
