@@ -45,6 +45,7 @@ const CONFIG_KEYS: &[&str] = &[
     "SHUTDOWN_TIMEOUT",
     "SQLITE_SYNCHRONOUS",
     "SQLITE_LOCKING",
+    "SCHEMA_CHECK",
 ];
 
 pub fn binary() -> PathBuf {

@@ -10,4 +10,5 @@ mod instances;
 mod locking;
 mod operations;
 mod reference;
+mod schema;
 mod throttle;

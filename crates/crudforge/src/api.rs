@@ -2,8 +2,9 @@
 //! problem+json errors everywhere, request ids, metrics, CORS, query statistics, readiness,
 //! the OpenAPI description and docs page; serves it with a graceful shutdown.
 
-use crate::config::{Config, ConfigError};
+use crate::config::{Config, ConfigError, SchemaCheck};
 use crate::db::indexes::IndexSpec;
+use crate::db::schema_check::{self, SchemaDrift, SchemaError, TableSpec};
 use crate::db::{Database, DbError};
 use crate::error::{self, Error};
 use crate::middleware;
@@ -15,6 +16,7 @@ use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
 use actix_web::http::Method;
 use actix_web::middleware::{from_fn, Condition};
 use actix_web::{web, App, HttpRequest, HttpResponse};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 pub(crate) use crate::mount::{IntoMount, Mount, MountError};
@@ -39,6 +41,9 @@ pub struct Api {
     spec: Arc<OnceLock<Arc<str>>>,
     operation_ids: Arc<OnceLock<Arc<OperationIds>>>,
     readiness: Readiness,
+    /// Whether [`Api::apply_schema_check`] has run (shared by clones), so that the server's
+    /// background task does not compare again.
+    schema_checked: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for Api {
@@ -76,6 +81,7 @@ impl Api {
             spec: Arc::new(OnceLock::new()),
             operation_ids: Arc::new(OnceLock::new()),
             readiness: Readiness::new(Phase::Ready),
+            schema_checked: Arc::new(AtomicBool::new(false)),
         })
     }
 
@@ -130,13 +136,81 @@ impl Api {
     /// Checks that the database has every [declared index](Api::declared_indexes) and logs a
     /// warning (target `crudforge::indexes`) naming each missing one with the statement that
     /// creates it; returns the missing ones. It never creates them: the schema belongs to
-    /// migrations. [`Api::server`] runs it once the API is ready (after migrations).
+    /// migrations. A serving API checks them as part of the [schema
+    /// check](Api::apply_schema_check), which [`Api::check_schema`] runs on demand.
     ///
     /// # Errors
     ///
     /// The database cannot be reached or a catalog query fails.
     pub async fn check_indexes(&self) -> Result<Vec<IndexSpec>, DbError> {
         crate::db::indexes::warn_missing(&self.state.db, &self.declared_indexes()).await
+    }
+
+    /// The table of every mounted resource with the fields it expects there, in mount order
+    /// (a resource mounted twice appears twice; the check reads each table once).
+    fn declared_tables(&self) -> Vec<TableSpec> {
+        self.mounts.iter().filter_map(|m| m.table()).collect()
+    }
+
+    /// Compares the live database with every mounted resource (the user blueprint's model
+    /// included) and returns every difference, in mount order, each once: a missing table; per
+    /// field, a missing column, a nullability that differs from the field's `Option`, a column
+    /// type that cannot hold the field's kind; a missing [declared index](Api::declared_indexes).
+    /// Each difference displays as one line, `table.column: what differs`; none means the
+    /// schema agrees. It reads the catalog only, whatever `SCHEMA_CHECK` says, and logs nothing:
+    /// for a command that prints the lines and exits 0 or 1. See `docs/database.md` for which
+    /// column types fit which field on each backend.
+    ///
+    /// # Errors
+    ///
+    /// The database cannot be reached or a catalog query fails.
+    pub async fn check_schema(&self) -> Result<Vec<SchemaDrift>, DbError> {
+        schema_check::compare(
+            &self.state.db,
+            &self.declared_tables(),
+            &self.declared_indexes(),
+        )
+        .await
+    }
+
+    /// Runs the start-up schema check as `SCHEMA_CHECK` says: `off` compares nothing; `warn`
+    /// logs one warning per difference (target `crudforge::schema`; a missing index with the
+    /// statement that adds it) and returns them, also when the check itself fails (logged);
+    /// `strict` logs each difference as an error and refuses. [`Api::serve`] runs it before
+    /// binding when the API is already ready, and [`Api::server`]'s background task once the
+    /// API turns ready, unless it has run already: an application that binds first and
+    /// migrates after calls it between its migrations and `Readiness::set_ready`, and stops
+    /// when it fails.
+    ///
+    /// # Errors
+    ///
+    /// With `SCHEMA_CHECK=strict`: the database differs (the error names every difference),
+    /// or the check could not run.
+    pub async fn apply_schema_check(&self) -> Result<Vec<SchemaDrift>, SchemaError> {
+        self.schema_checked.store(true, Ordering::SeqCst);
+        match self.state.config.db.schema_check {
+            SchemaCheck::Off => Ok(Vec::new()),
+            SchemaCheck::Warn => match self.check_schema().await {
+                Ok(drifts) => {
+                    schema_check::warn(&drifts);
+                    Ok(drifts)
+                }
+                Err(e) => {
+                    tracing::warn!(target: "crudforge::schema", error = %e, "cannot check the database schema");
+                    Ok(Vec::new())
+                }
+            },
+            SchemaCheck::Strict => {
+                let drifts = self.check_schema().await?;
+                if drifts.is_empty() {
+                    return Ok(drifts);
+                }
+                for drift in &drifts {
+                    tracing::error!(target: "crudforge::schema", "schema drift: {drift}");
+                }
+                Err(SchemaError::Drift(drifts))
+            }
+        }
     }
 
     /// The operation id of every documented route, plus the built-in undocumented ones
@@ -260,11 +334,20 @@ impl Api {
     }
 
     /// Serves the application on `addr` until the process is stopped (see [`Api::server`]).
+    /// When the API is ready (migrated) already, the [schema check](Api::apply_schema_check)
+    /// runs first, and with `SCHEMA_CHECK=strict` a differing database stops it before it
+    /// binds.
     ///
     /// # Errors
     ///
-    /// The address cannot be bound.
+    /// The address cannot be bound, or `SCHEMA_CHECK=strict` refuses the database (an error
+    /// of kind `InvalidData` whose message names every difference).
     pub async fn serve(self, addr: &str) -> std::io::Result<()> {
+        if self.readiness.phase() == Phase::Ready {
+            self.apply_schema_check()
+                .await
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+        }
         self.server(addr)?.await
     }
 
@@ -295,8 +378,12 @@ impl Api {
     /// `PRAGMA optimize` runs once more as the shutdown begins.
     ///
     /// In the background, once the API is [ready](Api::readiness) (an application that
-    /// migrates after binding marks it so), it [checks the declared
-    /// indexes](Api::check_indexes), and on SQLite runs the database's upkeep
+    /// migrates after binding marks it so), it runs the [schema
+    /// check](Api::apply_schema_check) (declared indexes included) unless the application ran
+    /// it already; when `SCHEMA_CHECK=strict` refuses, it logs each difference as an error and
+    /// stops the server, which then returns without an error, so an application that wants
+    /// the error runs the check itself before it turns ready. Then on SQLite it runs the
+    /// database's upkeep
     /// (`crate::db::maintenance::run`: WAL checkpoints, `PRAGMA optimize`) until it drains;
     /// with `SOFT_DELETE_RETENTION`, it also [purges](Api::purge_deleted) old deleted rows.
     ///
@@ -327,13 +414,14 @@ impl Api {
             }
             handle.stop(true).await;
         });
-        actix_web::rt::spawn(self.clone().background());
+        actix_web::rt::spawn(self.clone().background(server.handle()));
         Ok(server)
     }
 
-    /// What a serving API does besides answering: once ready, the index check, then the
-    /// database's upkeep until it drains.
-    async fn background(self) {
+    /// What a serving API does besides answering: once ready, the schema check (unless the
+    /// application ran it; a strict refusal stops the server), then the database's upkeep
+    /// until it drains.
+    async fn background(self, server: actix_web::dev::ServerHandle) {
         loop {
             match self.readiness.phase() {
                 Phase::Starting => {
@@ -343,8 +431,13 @@ impl Api {
                 Phase::Draining => return,
             }
         }
-        if let Err(e) = self.check_indexes().await {
-            tracing::warn!(target: "crudforge::indexes", error = %e, "cannot check the declared indexes");
+        if !self.schema_checked.load(Ordering::SeqCst) {
+            if let Err(e) = self.apply_schema_check().await {
+                tracing::error!(target: "crudforge::schema", error = %e, "refusing to serve");
+                self.readiness.begin_shutdown();
+                server.stop(false).await;
+                return;
+            }
         }
         let readiness = self.readiness.clone();
         let upkeep = crate::db::maintenance::run(self.state.db.clone(), move || {

@@ -61,6 +61,149 @@ WHERE ix.indrelid = to_regclass(quote_ident($1)) AND ix.indisvalid AND ix.indpre
   AND k.ord <= ix.indnkeyatts \
 ORDER BY ic.relname, k.ord";
 
+/// The columns of the table bound as the one parameter, one row each in column order
+/// (`column_name`, `column_type` as the catalog spells it, `not_null`); no row when there is
+/// no such table.
+pub(crate) fn table_columns(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Sqlite => SQLITE_TABLE_COLUMNS,
+        Backend::Postgres => POSTGRES_TABLE_COLUMNS,
+    }
+}
+
+/// [`table_columns`] on SQLite: the declared type as written (`VARCHAR(100)`, or empty). A
+/// primary-key column counts as NOT NULL: SQLite lets a non-integer key hold NULL only as a
+/// compatibility quirk, and every row a resource writes has its key.
+const SQLITE_TABLE_COLUMNS: &str = "\
+SELECT name AS column_name, type AS column_type, (\"notnull\" <> 0 OR pk > 0) AS not_null \
+FROM pragma_table_info(?) \
+ORDER BY cid";
+
+/// [`table_columns`] on PostgreSQL: the type without modifiers (`character varying`, not
+/// `character varying(100)`), a domain as its base type; NOT NULL on the column or its
+/// domain.
+const POSTGRES_TABLE_COLUMNS: &str = "\
+SELECT a.attname::text AS column_name, \
+       format_type(CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE a.atttypid END, NULL) \
+         AS column_type, \
+       (a.attnotnull OR t.typnotnull) AS not_null \
+FROM pg_attribute a \
+JOIN pg_type t ON t.oid = a.atttypid \
+WHERE a.attrelid = to_regclass(quote_ident($1)) AND a.attnum > 0 AND NOT a.attisdropped \
+ORDER BY a.attnum";
+
+// ---- Column types ----
+
+/// Whether a column of type `column_type` (as [`table_columns`] reports it) holds a field of
+/// `kind`; `Err` with the types that would, for a message. `int_range` is the range of a
+/// narrow integer field (`i16`, `i32`), `None` for `i64`. [`Kind::Other`] fits anything: the
+/// runtime cannot know what it needs.
+///
+/// PostgreSQL: the type Diesel reads the field from, exactly where Diesel checks the width of
+/// what it receives (`smallint`, `integer` and `bigint` for `i16`, `i32` and `i64`); the
+/// portable types are `uuid`, `timestamp with time zone` and `jsonb` (or `json`); text may be
+/// `text`, `character varying`, `character` or `citext`, a float `real` or `double precision`.
+///
+/// SQLite stores any value in any column, so only the column's type affinity counts (SQLite's
+/// rules, section 3.1 of "Datatypes In SQLite"), and leniently: a column fails only when its
+/// affinity would convert what the field stores, or compare it wrongly. Text (and the kinds
+/// stored as text: UUIDs, timestamps, dates, JSON) wants TEXT affinity or none (`BLOB`, no
+/// type); the kinds stored as text whose values never look like numbers also take NUMERIC
+/// (`UUID`, `DATETIME`, `DATE`, `JSON` land there). Integers and booleans want INTEGER,
+/// NUMERIC or none; floats also REAL. A TEXT column for a number is refused: SQLite would
+/// store the number as text, and `10` would sort before `9`.
+pub(crate) fn column_fits(
+    backend: Backend,
+    kind: crudforge_core::Kind,
+    int_range: Option<(i64, i64)>,
+    column_type: &str,
+) -> Result<(), &'static str> {
+    match backend {
+        Backend::Sqlite => sqlite_fits(kind, sqlite_affinity(column_type)),
+        Backend::Postgres => postgres_fits(kind, int_range, column_type),
+    }
+}
+
+/// SQLite's type affinity of a declared column type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Affinity {
+    Integer,
+    Text,
+    /// `BLOB` or no declared type: values are stored as given.
+    Blob,
+    Real,
+    Numeric,
+}
+
+/// The affinity SQLite gives a column declared `declared`, by its rules, in their order.
+fn sqlite_affinity(declared: &str) -> Affinity {
+    let t = declared.to_ascii_uppercase();
+    if t.contains("INT") {
+        Affinity::Integer
+    } else if t.contains("CHAR") || t.contains("CLOB") || t.contains("TEXT") {
+        Affinity::Text
+    } else if t.contains("BLOB") || t.trim().is_empty() {
+        Affinity::Blob
+    } else if t.contains("REAL") || t.contains("FLOA") || t.contains("DOUB") {
+        Affinity::Real
+    } else {
+        Affinity::Numeric
+    }
+}
+
+fn sqlite_fits(kind: crudforge_core::Kind, affinity: Affinity) -> Result<(), &'static str> {
+    use crudforge_core::Kind;
+    use Affinity::{Blob, Integer, Numeric, Real, Text};
+    let (fits, expected): (&[Affinity], &'static str) = match kind {
+        Kind::Text => (&[Text, Blob], "TEXT affinity"),
+        Kind::Uuid | Kind::DateTime | Kind::Date | Kind::Json => {
+            (&[Text, Blob, Numeric], "TEXT or NUMERIC affinity")
+        }
+        Kind::Integer | Kind::Bool => (&[Integer, Numeric, Blob], "INTEGER or NUMERIC affinity"),
+        Kind::Float => (
+            &[Real, Integer, Numeric, Blob],
+            "REAL, INTEGER or NUMERIC affinity",
+        ),
+        Kind::Other => return Ok(()),
+    };
+    if fits.contains(&affinity) {
+        Ok(())
+    } else {
+        Err(expected)
+    }
+}
+
+fn postgres_fits(
+    kind: crudforge_core::Kind,
+    int_range: Option<(i64, i64)>,
+    column_type: &str,
+) -> Result<(), &'static str> {
+    use crudforge_core::Kind;
+    let (fits, expected): (&[&str], &'static str) = match kind {
+        Kind::Text => (
+            &["text", "character varying", "character", "citext"],
+            "text or character varying",
+        ),
+        Kind::Integer => match int_range {
+            Some((min, _)) if min >= i64::from(i16::MIN) => (&["smallint"], "smallint"),
+            Some((min, _)) if min >= i64::from(i32::MIN) => (&["integer"], "integer"),
+            _ => (&["bigint"], "bigint"),
+        },
+        Kind::Float => (&["real", "double precision"], "real or double precision"),
+        Kind::Bool => (&["boolean"], "boolean"),
+        Kind::Uuid => (&["uuid"], "uuid"),
+        Kind::DateTime => (&["timestamp with time zone"], "timestamp with time zone"),
+        Kind::Date => (&["date"], "date"),
+        Kind::Json => (&["jsonb", "json"], "jsonb"),
+        Kind::Other => return Ok(()),
+    };
+    if fits.contains(&column_type) {
+        Ok(())
+    } else {
+        Err(expected)
+    }
+}
+
 // ---- SQLite's schema, for what its messages leave out ----
 
 /// The single-column foreign keys of every table (composite keys left out).

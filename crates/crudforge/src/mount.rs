@@ -1,6 +1,7 @@
 //! What an [`Api`](crate::Api) mounts: routes that document themselves.
 
 use crate::db::indexes::IndexSpec;
+use crate::db::schema_check::TableSpec;
 use crate::db::Database;
 use crate::error::Error;
 use crate::openapi::ApiDoc;
@@ -18,6 +19,12 @@ pub trait Mount: Send + Sync + 'static {
     /// [`Api`](crate::Api) checks for when it starts serving. None by default.
     fn indexes(&self) -> Vec<IndexSpec> {
         Vec::new()
+    }
+    /// The table the mounted resource uses and the fields it expects there, which the
+    /// [`Api`](crate::Api) compares with the database
+    /// ([`Api::check_schema`](crate::Api::check_schema)). None by default.
+    fn table(&self) -> Option<TableSpec> {
+        None
     }
     /// Removes for good the rows of the mounted resource deleted before `before`, when it keeps
     /// deleted rows (`#[resource(soft_delete)]`); how many. Nothing by default.

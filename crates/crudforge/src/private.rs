@@ -29,6 +29,20 @@ pub use serde;
 pub use serde_json;
 pub use uuid;
 
+/// The SQL name of a Diesel table from its `table!` declaration (`#[sql_name]` included), or
+/// `fallback` for a table qualified by a schema.
+pub fn sql_table_name<C: std::any::Any>(
+    component: &'static C,
+    fallback: &'static str,
+) -> &'static str {
+    match (component as &dyn std::any::Any)
+        .downcast_ref::<diesel::internal::table_macro::Identifier<'static>>()
+    {
+        Some(name) => name.0,
+        None => fallback,
+    }
+}
+
 /// Binds a value for its column (see [`IntoBind`]).
 pub fn bind<T: IntoBind>(v: T) -> T::Bind {
     v.into_bind()

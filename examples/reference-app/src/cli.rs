@@ -1,4 +1,5 @@
-//! The command line: serve, migrate, and fixtures (users, tokens, domains, critters).
+//! The command line: serve, migrate, schema check, and fixtures (users, tokens, domains,
+//! critters).
 
 use crate::api::domains::{RefDomain, RefDomainCreate};
 use crate::api::schema::critters;
@@ -94,6 +95,9 @@ pub enum Command {
         #[arg(long)]
         down: bool,
     },
+    /// Compare the database with the mounted resources without migrating it: prints one
+    /// `table.column: what differs` line per difference and fails when there is one.
+    SchemaCheck,
     /// Insert demo critters; prints their ids, one a line.
     SeedCritters {
         /// How many.
@@ -223,6 +227,11 @@ pub async fn serve(config: Config, bind: &str) -> Result<(), Box<dyn std::error:
             if !applied.is_empty() {
                 tracing::info!(count = applied.len(), "applied migrations");
             }
+            // SCHEMA_CHECK: warn logs each difference; strict refuses to start.
+            if let Err(e) = api.apply_schema_check().await {
+                handle.stop(false).await;
+                return Err(e.into());
+            }
             api.readiness().set_ready();
             tracing::info!("ready");
         }
@@ -291,10 +300,25 @@ pub async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         }
         return Ok(());
     }
+    if let Command::SchemaCheck = command {
+        let db = Database::connect(&config)
+            .await
+            .map_err(|e| describe(&config, e))?;
+        let drifts = build_api(config, db)?.check_schema().await?;
+        for drift in &drifts {
+            println!("{drift}");
+        }
+        return match drifts.len() {
+            0 => Ok(()),
+            n => Err(format!("{n} difference(s) between the database and the resources").into()),
+        };
+    }
     let (db, applied) = open_and_migrate(&config).await?;
     let policy = config.password_policy();
     match command {
-        Command::Serve { .. } | Command::PrintIndexes { .. } => unreachable!("handled above"),
+        Command::Serve { .. } | Command::PrintIndexes { .. } | Command::SchemaCheck => {
+            unreachable!("handled above")
+        }
         Command::Migrate if applied.is_empty() => eprintln!("migrations are up to date"),
         Command::Migrate => eprintln!("applied {} migration(s)", applied.len()),
         Command::CreateUser {

@@ -39,6 +39,7 @@ pub(super) fn type_checks(g: &Gen<'_>) -> TokenStream {
 pub(super) fn resource_impl(g: &Gen<'_>) -> TokenStream {
     let (k, ident) = (g.k, &g.m.ident);
     let associated = associated_items(g);
+    let sql_table = sql_table(g);
     let rules_fn = rules_fn(g);
     let key_of = key_of(g);
     let select = select_method(g);
@@ -53,6 +54,7 @@ pub(super) fn resource_impl(g: &Gen<'_>) -> TokenStream {
         #[automatically_derived]
         impl #k::crud::Resource for #ident {
             #associated
+            #sql_table
             #rules_fn
             #key_of
             #select
@@ -97,6 +99,21 @@ fn associated_items(g: &Gen<'_>) -> TokenStream {
         const TABLE: &'static str = #table_name;
         const INDEXES: &'static [&'static [&'static str]] = &[#(#indexes),*];
     }
+}
+
+/// Emits `sql_table`: the table's SQL name as Diesel's `table!` declares it (its
+/// `#[sql_name]`, when the Rust name differs).
+fn sql_table(g: &Gen<'_>) -> Option<TokenStream> {
+    let (k, p) = (g.k, &g.p);
+    let table = g.m.attrs.table.as_ref()?;
+    Some(quote! {
+        fn sql_table() -> &'static str {
+            #p::sql_table_name(
+                <#table::table as #p::diesel::internal::table_macro::StaticQueryFragment>::STATIC_COMPONENT,
+                <Self as #k::crud::Resource>::TABLE,
+            )
+        }
+    })
 }
 
 /// One entry of `FIELDS`: the field's name, kind and what clients may do with it.

@@ -155,6 +155,39 @@ impl SqliteLocking {
     }
 }
 
+/// What a server does when the live database differs from the mounted resources
+/// (`SCHEMA_CHECK`): a missing table or column, a wrong nullability or column type, a missing
+/// declared index (see [`Api::check_schema`](crate::Api::check_schema)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum SchemaCheck {
+    /// Logs one warning per difference and starts anyway (the default).
+    #[default]
+    Warn,
+    /// Refuses to start, naming every difference.
+    Strict,
+    /// Does not compare.
+    Off,
+}
+
+impl SchemaCheck {
+    /// The value as `SCHEMA_CHECK` spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SchemaCheck::Warn => "warn",
+            SchemaCheck::Strict => "strict",
+            SchemaCheck::Off => "off",
+        }
+    }
+
+    /// `warn`, `strict` or `off`, in any case; `None` for anything else.
+    pub(crate) fn parse(value: &str) -> Option<SchemaCheck> {
+        [SchemaCheck::Warn, SchemaCheck::Strict, SchemaCheck::Off]
+            .into_iter()
+            .find(|s| s.as_str().eq_ignore_ascii_case(value.trim()))
+    }
+}
+
 /// A secret value whose `Debug` output never shows it.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Secret(Vec<u8>);
@@ -421,6 +454,7 @@ mod tests {
             ("BCRYPT_COST", "4"),
             ("SQLITE_SYNCHRONOUS", "full"),
             ("SQLITE_LOCKING", "Exclusive"),
+            ("SCHEMA_CHECK", "Strict"),
             ("IDEMPOTENCY_KEY_TTL", "600"),
             ("LOGIN_MAX_FAILURES_PER_ACCOUNT_AND_ADDRESS", "3"),
             ("LOGIN_MAX_FAILURES_PER_ACCOUNT", "5"),
@@ -448,6 +482,7 @@ mod tests {
         assert_eq!(c.auth.bcrypt_cost, 4);
         assert_eq!(c.db.sqlite_synchronous, SqliteSynchronous::Full);
         assert_eq!(c.db.sqlite_locking, SqliteLocking::Exclusive);
+        assert_eq!(c.db.schema_check, SchemaCheck::Strict);
         assert_eq!(c.auth.login_max_failures_per_account_and_address, 3);
         assert_eq!(c.auth.login_max_failures_per_account, 5);
         assert_eq!(c.auth.login_max_failures_per_address, 0);
@@ -458,6 +493,11 @@ mod tests {
             SqliteSynchronous::Normal
         );
         assert_eq!(from(&[]).unwrap().db.sqlite_locking, SqliteLocking::Shared);
+        assert_eq!(from(&[]).unwrap().db.schema_check, SchemaCheck::Warn);
+        assert_eq!(
+            from(&[("SCHEMA_CHECK", " OFF ")]).unwrap().db.schema_check,
+            SchemaCheck::Off
+        );
         let dbg = format!("{c:?}");
         assert!(!dbg.contains("pw@"), "password leaked in {dbg}");
         assert!(!dbg.contains("jjjj"), "secret leaked in {dbg}");
@@ -493,6 +533,9 @@ mod tests {
             .to_string();
         assert!(e.contains("SQLITE_LOCKING"), "{e}");
         assert!(e.contains("SHARED or EXCLUSIVE"), "{e}");
+        let e = from(&[("SCHEMA_CHECK", "loud")]).unwrap_err().to_string();
+        assert!(e.contains("SCHEMA_CHECK"), "{e}");
+        assert!(e.contains("warn, strict or off"), "{e}");
         for (key, value) in [
             ("LOGIN_MAX_FAILURES_PER_ACCOUNT", "-1"),
             ("LOGIN_MAX_FAILURES_PER_ACCOUNT_AND_ADDRESS", "ten"),
@@ -650,7 +693,7 @@ mod tests {
         assert_eq!(unique.len(), documented.len(), "a key is documented twice");
         assert_eq!(
             declared.len(),
-            43,
+            44,
             "the count of keys changed: update this test"
         );
     }

@@ -5,10 +5,12 @@
 
 use super::value::{
     bcrypt_cost, body_size, boolean, count, file_path, log_format, networks, origins,
-    password_length, path, positive, seconds, secret, slow_query_threshold, some_text,
-    sqlite_locking, sqlite_synchronous, text, trimmed, trimmed_secret, whole_seconds,
+    password_length, path, positive, schema_check, seconds, secret, slow_query_threshold,
+    some_text, sqlite_locking, sqlite_synchronous, text, trimmed, trimmed_secret, whole_seconds,
 };
-use super::{LogFormat, Secret, SqliteLocking, SqliteSynchronous, DEFAULT_MIN_PASSWORD_CHARS};
+use super::{
+    LogFormat, SchemaCheck, Secret, SqliteLocking, SqliteSynchronous, DEFAULT_MIN_PASSWORD_CHARS,
+};
 use crate::net::IpNet;
 use std::path::PathBuf;
 
@@ -67,6 +69,9 @@ crate::settings! {
         ORM_PERFORMANCE_MONITORING => orm_performance_monitoring: bool = false, boolean, plain;
         /// Seconds above which a query is logged as slow.
         ORM_SLOW_QUERY_THRESHOLD => orm_slow_query_threshold: f64 = 0.5, slow_query_threshold, plain;
+        /// What a starting server does when the database differs from the mounted resources:
+        /// `warn` (log each difference), `strict` (refuse to start) or `off`.
+        SCHEMA_CHECK => schema_check: SchemaCheck = SchemaCheck::Warn, schema_check, plain;
         /// Seconds a soft-deleted row is kept before the server removes it for good (0: kept
         /// for ever).
         SOFT_DELETE_RETENTION => soft_delete_retention: u32 = 0, count, plain;

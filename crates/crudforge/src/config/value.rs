@@ -5,7 +5,7 @@
 //! or a [`ConfigError::Invalid`] naming the key, the accepted form and the value given. A value
 //! that is unset, empty or only whitespace never reaches a reader: the key keeps its default.
 
-use super::{ConfigError, LogFormat, Secret, SqliteLocking, SqliteSynchronous};
+use super::{ConfigError, LogFormat, SchemaCheck, Secret, SqliteLocking, SqliteSynchronous};
 use crate::net::IpNet;
 use std::fmt;
 use std::path::PathBuf;
@@ -186,6 +186,10 @@ pub(crate) fn sqlite_locking(key: &'static str, v: &str) -> Result<SqliteLocking
     SqliteLocking::parse(v).ok_or_else(|| invalid(key, "SHARED or EXCLUSIVE", v))
 }
 
+pub(crate) fn schema_check(key: &'static str, v: &str) -> Result<SchemaCheck, ConfigError> {
+    SchemaCheck::parse(v).ok_or_else(|| invalid(key, "warn, strict or off", v))
+}
+
 pub(crate) fn networks(key: &'static str, v: &str) -> Result<Vec<IpNet>, ConfigError> {
     crate::net::parse_list(v).map_err(|_| {
         invalid(
@@ -269,6 +273,12 @@ impl Shown for SqliteSynchronous {
 }
 
 impl Shown for SqliteLocking {
+    fn shown(&self) -> String {
+        self.as_str().to_owned()
+    }
+}
+
+impl Shown for SchemaCheck {
     fn shown(&self) -> String {
         self.as_str().to_owned()
     }

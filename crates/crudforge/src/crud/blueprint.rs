@@ -485,6 +485,13 @@ impl<R: Resource> Mount for Mounted<R> {
         R::indexes()
     }
 
+    fn table(&self) -> Option<crate::db::schema_check::TableSpec> {
+        Some(crate::db::schema_check::TableSpec::new(
+            R::sql_table(),
+            R::FIELDS,
+        ))
+    }
+
     fn purge_deleted<'a>(
         &'a self,
         db: &'a crate::db::Database,

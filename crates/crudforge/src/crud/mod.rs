@@ -99,11 +99,19 @@ pub trait Resource: Sized + 'static {
     const FIELDS: &'static [FieldInfo];
     /// Name of the primary-key field.
     const ID_FIELD: &'static str;
-    /// The table's name in SQL (the last segment of the model's Diesel table path).
+    /// The last segment of the model's Diesel table path: the table's name in SQL, unless
+    /// its `table!` gives another with `#[sql_name]` (see [`sql_table`](Self::sql_table)).
     const TABLE: &'static str;
     /// The indexes the resource's queries need, declared with `#[resource(index("a", "b"))]`:
     /// one column list each, in index order. [`Resource::indexes`] gives them with the table.
     const INDEXES: &'static [&'static [&'static str]] = &[];
+
+    /// The table's name in SQL, as its Diesel `table!` declares it (`#[sql_name = "users"]`
+    /// over `app_users`); the derive reads it from the declaration, and a table qualified by
+    /// a schema keeps [`TABLE`](Self::TABLE). What the index and schema checks look up.
+    fn sql_table() -> &'static str {
+        Self::TABLE
+    }
 
     /// The value of `field` as it appears in a URL (for `Location` headers).
     fn key_of(&self, field: &str) -> Option<String>;
@@ -197,13 +205,13 @@ pub trait Resource: Sized + 'static {
         Self::FIELDS.iter().find(|f| f.name == name)
     }
 
-    /// The declared [`INDEXES`](Self::INDEXES) on [`TABLE`](Self::TABLE): each one's name and
+    /// The declared [`INDEXES`](Self::INDEXES) on [`sql_table`](Self::sql_table): each one's name and
     /// `CREATE INDEX` statement come from [`IndexSpec`]; an [`Api`](crate::Api) checks at
     /// start that the database has them.
     fn indexes() -> Vec<IndexSpec> {
         Self::INDEXES
             .iter()
-            .map(|columns| IndexSpec::new(Self::TABLE, columns))
+            .map(|columns| IndexSpec::new(Self::sql_table(), columns))
             .collect()
     }
 }

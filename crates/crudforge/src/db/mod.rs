@@ -14,6 +14,7 @@ pub(crate) mod maintenance;
 pub(crate) mod monitor;
 pub(crate) mod plans;
 pub(crate) mod runner;
+pub mod schema_check;
 pub(crate) mod snapshot;
 pub(crate) mod sqlite_direct;
 pub(crate) mod sqlite_global;

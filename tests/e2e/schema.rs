@@ -1,0 +1,118 @@
+//! The reference application's schema: its migrated database agrees with every mounted
+//! resource (on SQLite, and on PostgreSQL when configured); `schema-check` prints one line per
+//! difference and exits 1 when there is one; `serve` with `SCHEMA_CHECK=strict` refuses a
+//! drifted database and exits non-zero, and with the default `warn` logs the difference and
+//! serves.
+
+use crate::harness::{cli, Server};
+use crudforge_tests::TestDb;
+use std::path::Path;
+use std::process::Stdio;
+
+async fn execute(db: &crudforge::Database, sql: &str) {
+    let mut conn = db.get().await.unwrap();
+    crudforge::with_conn!(conn, |c| {
+        diesel_async::SimpleAsyncConnection::batch_execute(c, sql).await
+    })
+    .unwrap();
+}
+
+async fn check(t: &TestDb) {
+    let config = t.config();
+    let (db, _) = reference_app::cli::open_and_migrate(&config).await.unwrap();
+    let api = reference_app::cli::build_api(config, db.clone()).unwrap();
+    let drifts = api.check_schema().await.unwrap();
+    assert!(drifts.is_empty(), "{:?}: {drifts:?}", t.backend);
+    // A column dropped by hand is found, on the application's own table and on the library's
+    // table its user model extends.
+    execute(
+        &db,
+        "ALTER TABLE critters DROP COLUMN name; ALTER TABLE users DROP COLUMN city",
+    )
+    .await;
+    let lines: Vec<String> = api
+        .check_schema()
+        .await
+        .unwrap()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(lines, ["users.city: missing", "critters.name: missing"]);
+}
+
+#[test]
+fn the_migrated_reference_database_has_no_drift() {
+    actix_web::rt::System::new().block_on(async {
+        check(&TestDb::sqlite().await).await;
+        if let Some(t) = TestDb::postgres().await {
+            check(&t).await;
+        }
+    });
+}
+
+/// Migrates the SQLite file `app.db` in `dir` with the binary, then drops `critters.name`.
+fn drifted(dir: &Path) -> Vec<(&'static str, String)> {
+    let uri = format!("sqlite://{}", dir.join("app.db").display());
+    let env = vec![("ORM_DATABASE_URI", uri.clone())];
+    let out = cli(dir, &env, &["migrate"]);
+    assert!(out.status.success(), "{out:?}");
+    let out = cli(dir, &env, &["schema-check"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "");
+    actix_web::rt::System::new().block_on(async {
+        let config = crudforge::Config::default().with(|c| {
+            c.db.database_uri = Some(uri.clone());
+            c.db.data_dir = dir.join("data");
+        });
+        let db = crudforge::Database::connect(&config).await.unwrap();
+        execute(&db, "ALTER TABLE critters DROP COLUMN name").await;
+    });
+    env
+}
+
+#[test]
+fn schema_check_prints_each_difference_and_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = drifted(dir.path());
+    let out = cli(dir.path(), &env, &["schema-check"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "critters.name: missing\n"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: 1 difference(s) between the database and the resources\n"
+    );
+}
+
+#[test]
+fn strict_serve_refuses_a_drifted_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut env = drifted(dir.path());
+    env.push(("SCHEMA_CHECK", "strict".to_owned()));
+    let out = cli(dir.path(), &env, &["serve", "--bind", "127.0.0.1:0"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("error: the database schema differs from the mounted resources (SCHEMA_CHECK=strict): critters.name: missing"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn warn_serve_logs_the_difference_and_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = drifted(dir.path());
+    let log = dir.path().join("serve.log");
+    let file = std::fs::File::create(&log).unwrap();
+    let mut server = Server::spawn(dir.path(), &env, Stdio::from(file));
+    server.wait_ready();
+    assert_eq!(server.get("/ready").status, 200);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.contains("schema drift: critters.name: missing"),
+        "{text}"
+    );
+    assert!(server.try_wait().is_none(), "still serving");
+}
