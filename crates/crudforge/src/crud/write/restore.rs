@@ -3,7 +3,7 @@
 //! is an update of `deleted_at`) and clears `deleted_at`.
 
 use super::target::{self, Target};
-use super::{run, Change, KeyCheck, Plan};
+use super::{run, Change, KeyCheck};
 use crate::condition::{parse_arg, Cond};
 use crate::crud::conditional::Precondition;
 use crate::crud::idempotency::Answer;
@@ -12,7 +12,6 @@ use crate::crud::request::caller;
 use crate::crud::rows::reload;
 use crate::crud::shared::Shared;
 use crate::crud::{HookCtx, Resource};
-use crate::db::tx::TxMode;
 use crate::db::Conn;
 use crate::error::Error;
 use crate::state::ApiState;
@@ -45,19 +44,7 @@ pub(crate) async fn restore<R: Resource>(
     } else {
         None
     };
-    let plan = Plan {
-        op: Operation::Restore,
-        in_tx: held.key().is_some()
-            || if_match.is_some()
-            || target::by_other_key(shared)
-            || hooks.wrap(Operation::Restore),
-        mode: if if_match.is_some() || hooks.serialized_update {
-            TxMode::Serialized
-        } else {
-            TxMode::Write
-        },
-        key: held.key(),
-    };
+    let plan = super::update::plan(shared, Operation::Restore, held.key(), if_match.is_some());
     let pre = if_match.as_ref();
     let write = async |conn: &mut Conn| write(shared, &ctx, conn, &target, pre, input).await;
     let ended = run(shared, st, &req, &ctx, plan, write).await?;

@@ -38,24 +38,32 @@ pub(crate) async fn update<R: Resource>(
     hash_passwords(&mut input, st.config.password_policy()).await?;
     let ctx = who.hook_ctx(Operation::Patch, &st.db, &req);
     let input = shared.hooks.before_update_input(&ctx, input).await?;
-    let hooks = &shared.hooks;
-    let plan = Plan {
-        op: Operation::Patch,
-        in_tx: held.key().is_some()
-            || if_match.is_some()
-            || target::by_other_key(shared)
-            || hooks.wrap(Operation::Patch),
-        mode: if if_match.is_some() || hooks.serialized_update {
-            TxMode::Serialized
-        } else {
-            TxMode::Write
-        },
-        key: held.key(),
-    };
+    let plan = plan(shared, Operation::Patch, held.key(), if_match.is_some());
     let pre = if_match.as_ref();
     let write = async |conn: &mut Conn| write(shared, &ctx, conn, &target, pre, input).await;
     let ended = run(shared, st, &req, &ctx, plan, write).await?;
     Ok(ended.into_response())
+}
+
+/// The transaction of a PATCH (or a restore, `op`): needed for a key, `If-Match`, a write by
+/// another key or hooks of `op`; serialized for `If-Match` or guards that judge the row as read.
+pub(crate) fn plan<'k, R: Resource>(
+    shared: &Shared<R>,
+    op: Operation,
+    key: Option<&'k crate::crud::idempotency::IdemKey>,
+    if_match: bool,
+) -> Plan<'k> {
+    let hooks = &shared.hooks;
+    Plan {
+        op,
+        in_tx: key.is_some() || if_match || target::by_other_key(shared) || hooks.wrap(op),
+        mode: if if_match || hooks.serialized_update {
+            TxMode::Serialized
+        } else {
+            TxMode::Write
+        },
+        key,
+    }
 }
 
 /// In the transaction: the current row when `If-Match` or a `before_update` hook needs it,
