@@ -1,5 +1,6 @@
 //! The storage reference: the SQL statements the reference application runs for W1–W4 (point
-//! read by id; count and page of W2's filter and order; INSERT; UPDATE), executed directly with
+//! read by id; count and page of W2's filter and order; INSERT; UPDATE; the reads and the
+//! UPDATE among live rows, `deleted_at IS NULL`, since critters keep deleted rows), executed directly with
 //! Diesel on the same database, without HTTP, in a loop, with their CPU time per operation.
 //!
 //! SQLite runs on a synchronous `SqliteConnection` in this thread with the pragmas crudforge
@@ -229,6 +230,7 @@ impl Storage {
                     get_result,
                     c::critters
                         .filter(c::id.eq(Portable(id)))
+                        .filter(c::deleted_at.is_null())
                         .select(Critter::as_select())
                 )
                 .map_err(|e| format!("point read: {e}"))?;
@@ -239,6 +241,7 @@ impl Storage {
                     get_result,
                     c::critters
                         .filter(c::species.eq("cat").and(c::cuteness_level.ge(5)))
+                        .filter(c::deleted_at.is_null())
                         .count()
                 )
                 .map_err(|e| format!("count: {e}"))?;
@@ -247,6 +250,7 @@ impl Storage {
                     load,
                     c::critters
                         .filter(c::species.eq("cat").and(c::cuteness_level.ge(5)))
+                        .filter(c::deleted_at.is_null())
                         .order((c::created_at.asc(), c::id.asc()))
                         .limit(25)
                         .offset(25)
@@ -296,7 +300,7 @@ impl Storage {
                             c::updated_at.eq(Portable(now)),
                         )
                             .as_changeset(),
-                        c::id.eq(Portable(id)),
+                        c::id.eq(Portable(id)).and(c::deleted_at.is_null()),
                         Critter::as_returning(),
                     )
                 )
