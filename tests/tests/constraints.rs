@@ -66,6 +66,31 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    use diesel::sql_types::*;
+    use crudforge::sql_types::*;
+
+    /// The racks table under another Rust name.
+    #[sql_name = "racks"]
+    rack_rows (id) {
+        id -> PortableUuid,
+        created_at -> PortableTimestamp,
+        updated_at -> PortableTimestamp,
+        label -> Text,
+    }
+}
+
+/// The same racks through a `table!` that renames the table (`#[sql_name]`).
+#[derive(Debug, Queryable, Selectable, Resource)]
+#[diesel(table_name = rack_rows)]
+#[resource(rules = crudforge::perms::Open)]
+pub struct RackRow {
+    pub id: Uuid,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub label: String,
+}
+
 /// Referenced by shelves (`NO ACTION`, the only table that references it).
 #[derive(Debug, Queryable, Selectable, Resource)]
 #[diesel(table_name = racks)]
@@ -146,6 +171,8 @@ async fn api(t: &TestDb) -> (Api, Database) {
         .mount(Book::blueprint("/api/books/"))
         .unwrap()
         .mount(Sticker::blueprint("/api/stickers/"))
+        .unwrap()
+        .mount(RackRow::blueprint("/api/rack_rows/"))
         .unwrap();
     (api, db)
 }
@@ -213,6 +240,10 @@ backend_tests! {
         conflict(s, &p, "stickers", None);
         // NO ACTION, the only table that references racks.
         let (s, p) = send(&app, delete(&format!("/api/racks/{rack}"))).await;
+        conflict(s, &p, "shelves", None);
+        // The same through a model whose `table!` renames the table: SQLite's catalog is asked
+        // about `racks`, the SQL name, so the referencing table is still named.
+        let (s, p) = send(&app, delete(&format!("/api/rack_rows/{rack}"))).await;
         conflict(s, &p, "shelves", None);
         // Nothing was deleted.
         for uri in [format!("/api/shelves/{a}"), format!("/api/shelves/{b}"), format!("/api/racks/{rack}")] {

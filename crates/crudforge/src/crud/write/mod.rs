@@ -474,7 +474,7 @@ async fn named_constraint<R: Resource, T>(
         })
         .map(|k| (shared.res_id.name, k));
     let write = crate::db::constraint::Write {
-        table: R::TABLE,
+        table: R::sql_table(),
         delete: op == Operation::Delete,
         key,
     };
