@@ -96,7 +96,7 @@ pub struct ItemError {
 
 impl ItemError {
     /// Item `index` refused for `error`; the error's members are those of the item itself.
-    pub fn new(index: usize, error: Error) -> Self {
+    pub(crate) fn new(index: usize, error: Error) -> Self {
         ItemError {
             index,
             pointer: format!("/items/{index}"),
@@ -106,7 +106,7 @@ impl ItemError {
 
     /// Item `index` refused for `error`, whose members are those of the item's member `part`
     /// (`changes`).
-    pub fn within(index: usize, part: &str, error: Error) -> Self {
+    pub(crate) fn within(index: usize, part: &str, error: Error) -> Self {
         ItemError {
             index,
             pointer: format!("/items/{index}/{}", pointer_token(part)),

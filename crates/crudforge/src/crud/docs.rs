@@ -1,6 +1,7 @@
 //! What each generated operation and custom route adds to the OpenAPI description.
 
 mod batch;
+mod soft_delete;
 
 use super::options::{OpOptions, Operation};
 use super::route::normalize_prefix;
@@ -333,10 +334,10 @@ fn document_op<R: Resource>(doc: &mut ApiDoc, op: Operation, o: &OpOptions<R>, m
         Operation::Post => post_parts(doc, o, m, response),
         Operation::Patch => patch_parts(doc, o, m, response),
         Operation::Delete => delete_parts(doc, m),
-        Operation::Restore => restore_parts(doc, m, response),
+        Operation::Restore => soft_delete::restore_parts(doc, m, response),
     };
     if R::SOFT_DELETE && matches!(op, Operation::Index | Operation::Get) {
-        parts.params.push(include_deleted_param(doc));
+        parts.params.push(soft_delete::include_deleted_param(doc));
     }
     document_writes(
         doc,
@@ -626,45 +627,6 @@ fn delete_parts<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) -> OpParts {
         body: None,
         responses,
     }
-}
-
-/// `POST` of an item's restore path (soft-delete resources): no body, the restored item.
-fn restore_parts<R: Resource>(
-    doc: &mut ApiDoc,
-    m: &Mounted<R>,
-    response: ReferenceOr<Schema>,
-) -> OpParts {
-    let params = item_params(doc, m);
-    let mut responses = BTreeMap::new();
-    responses.insert(
-        "200".to_owned(),
-        json_response("The restored item", response),
-    );
-    // 404: no deleted item at this path; 409: the item is not deleted.
-    responses.extend([
-        problem_response(doc, StatusCode::NOT_FOUND),
-        problem_response(doc, StatusCode::CONFLICT),
-    ]);
-    OpParts {
-        path: super::route::restore_path(&m.item_path),
-        method: OperationType::Post,
-        summary: format!("Restore a deleted {}", words(R::NAME)),
-        params,
-        body: None,
-        responses,
-    }
-}
-
-/// The `include_deleted` query parameter of the reads of a soft-delete resource.
-fn include_deleted_param(doc: &mut ApiDoc) -> ReferenceOr<Parameter> {
-    let flag = doc.generator().subschema_for::<bool>();
-    parameter(
-        super::soft_delete::INCLUDE_DELETED,
-        ParameterIn::Query,
-        false,
-        Some("`true`: deleted items too (administrators only: 401 anonymous, 403 others). Deleted items have a `deleted_at` time; `deleted_at__isnull=false` keeps only them.".into()),
-        flag,
-    )
 }
 
 /// Who may call the operation, as the description tells it: the `x-admin-only` and

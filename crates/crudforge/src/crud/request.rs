@@ -128,11 +128,7 @@ impl Caller {
         shared: &Shared<R>,
         rows: Rows,
     ) -> Result<Condition, Error> {
-        let scope = match self {
-            Caller::Public | Caller::Admin(_) => Condition::always(),
-            Caller::User(u) => shared.rules.read(u.as_ref()).into_conds()?,
-        };
-        Ok(rows.narrow::<R>(scope))
+        self.scope_in::<R>(rows, |u| shared.rules.read(u))
     }
 
     /// The rules' write scope among `rows` (a restore writes deleted rows).
@@ -141,9 +137,19 @@ impl Caller {
         shared: &Shared<R>,
         rows: Rows,
     ) -> Result<Condition, Error> {
+        self.scope_in::<R>(rows, |u| shared.rules.write(u))
+    }
+
+    /// The scope `access` gives the caller (everything for public operations and
+    /// administrators), narrowed to `rows`.
+    fn scope_in<R: Resource>(
+        &self,
+        rows: Rows,
+        access: impl FnOnce(Option<&crate::auth::CurrentUser>) -> crate::perms::Access,
+    ) -> Result<Condition, Error> {
         let scope = match self {
             Caller::Public | Caller::Admin(_) => Condition::always(),
-            Caller::User(u) => shared.rules.write(u.as_ref()).into_conds()?,
+            Caller::User(u) => access(u.as_ref()).into_conds()?,
         };
         Ok(rows.narrow::<R>(scope))
     }

@@ -123,10 +123,7 @@ pub(crate) async fn update<R: Resource>(
             hash_passwords(&mut input, policy).await?;
             shared.hooks.before_update_input(&ctx, input).await
         };
-        let input = prepared
-            .await
-            .map_err(|e| ItemError::within(i, "changes", e))
-            .map_err(|e| Error::Items(vec![e]))?;
+        let input = prepared.await.map_err(|e| at_changes(i, e))?;
         ready.push((Target::within(&who, conds, scope.clone()), if_match, input));
     }
     let conditional = ready.iter().any(|(_, pre, _)| pre.is_some());
@@ -308,13 +305,23 @@ fn refuse(refused: Vec<ItemError>) -> Result<(), Error> {
 /// server error, or the loser's side of a write race (which becomes 412 for the whole
 /// batch), stays as it is.
 fn at(i: usize, e: Error) -> Error {
+    refused_item(e, |e| ItemError::new(i, e))
+}
+
+/// [`at`] for an error of item `i`'s `changes`.
+fn at_changes(i: usize, e: Error) -> Error {
+    refused_item(e, |e| ItemError::within(i, "changes", e))
+}
+
+/// `e` as the refusal `item` makes of it, when it is the client's.
+fn refused_item(e: Error, item: impl FnOnce(Error) -> ItemError) -> Error {
     if matches!(e, Error::Items(_))
         || conditional::is_write_race(&e)
         || !e.problem().status_code().is_client_error()
     {
         return e;
     }
-    Error::Items(vec![ItemError::new(i, e)])
+    Error::Items(vec![item(e)])
 }
 
 /// An update or delete item: the conditions naming its row, its precondition, its changes.

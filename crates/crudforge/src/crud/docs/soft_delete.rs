@@ -1,0 +1,51 @@
+//! What soft delete adds to the OpenAPI description: the restore operation and the
+//! `include_deleted` parameter of the reads.
+
+use super::{item_params, words, OpParts};
+use crate::crud::shared::Mounted;
+use crate::crud::Resource;
+use crate::openapi::{json_response, parameter, problem_response, ApiDoc};
+use actix_web::http::StatusCode;
+use apistos::paths::{OperationType, Parameter, ParameterIn};
+use apistos::reference_or::ReferenceOr;
+use schemars::schema::Schema;
+use std::collections::BTreeMap;
+
+/// `POST` of an item's restore path (soft-delete resources): no body, the restored item.
+pub(super) fn restore_parts<R: Resource>(
+    doc: &mut ApiDoc,
+    m: &Mounted<R>,
+    response: ReferenceOr<Schema>,
+) -> OpParts {
+    let params = item_params(doc, m);
+    let mut responses = BTreeMap::new();
+    responses.insert(
+        "200".to_owned(),
+        json_response("The restored item", response),
+    );
+    // 404: no deleted item at this path; 409: the item is not deleted.
+    responses.extend([
+        problem_response(doc, StatusCode::NOT_FOUND),
+        problem_response(doc, StatusCode::CONFLICT),
+    ]);
+    OpParts {
+        path: crate::crud::route::restore_path(&m.item_path),
+        method: OperationType::Post,
+        summary: format!("Restore a deleted {}", words(R::NAME)),
+        params,
+        body: None,
+        responses,
+    }
+}
+
+/// The `include_deleted` query parameter of the reads of a soft-delete resource.
+pub(super) fn include_deleted_param(doc: &mut ApiDoc) -> ReferenceOr<Parameter> {
+    let flag = doc.generator().subschema_for::<bool>();
+    parameter(
+        crate::crud::soft_delete::INCLUDE_DELETED,
+        ParameterIn::Query,
+        false,
+        Some("`true`: deleted items too (administrators only: 401 anonymous, 403 others). Deleted items have a `deleted_at` time; `deleted_at__isnull=false` keeps only them.".into()),
+        flag,
+    )
+}
