@@ -40,6 +40,7 @@
 //! | [`logging`] | the log subscriber (text or JSON) and one line per request |
 //! | [`crud`] | generated CRUD: resources, blueprints, options, custom routes, lifecycle hooks, the registry of resources by name |
 //! | [`users`] | the user system: users, roles, tokens, settings, domains, login |
+//! | [`cli`] | the command line every application embeds: serve, migrate, schema check, create-user, create-token, print-indexes |
 //!
 //! `docs/architecture.md` in the repository draws how they fit together.
 
@@ -47,6 +48,7 @@ extern crate self as crudforge;
 
 pub(crate) mod api;
 pub mod auth;
+pub mod cli;
 pub mod condition;
 pub mod config;
 pub(crate) mod cors;

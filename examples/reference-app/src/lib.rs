@@ -1,5 +1,6 @@
 //! The crudforge reference application as a library: its API (models, handlers, routes) and
-//! command-line commands. The `reference-app` binary is a thin wrapper around [`cli::main`].
+//! command line (the library's `crudforge::cli` with its own commands). The `reference-app`
+//! binary is a thin wrapper around [`cli::main`].
 
 pub mod api;
 pub mod cli;

@@ -1,0 +1,54 @@
+//! `schema check` (the live database against the mounted resources) and `print-indexes` (the
+//! SQL of the declared indexes).
+
+use super::database::connect;
+use super::{BoxError, Shared};
+use crate::config::{Config, Secret};
+use crate::db::{Database, DbOptions, Target};
+
+/// One `table.column: what differs` line per difference between the database and the
+/// mounted resources; the database is opened, not migrated.
+///
+/// # Errors
+///
+/// Bad configuration, an unreachable database, or a catalog query that failed.
+pub(crate) async fn schema_drift(shared: &Shared, config: Config) -> Result<Vec<String>, BoxError> {
+    let db = connect(&config).await?;
+    let api = (shared.build)(config, db)?;
+    let drifts = api.check_schema().await?;
+    Ok(drifts.iter().map(ToString::to_string).collect())
+}
+
+/// The `CREATE INDEX` (or, with `down`, `DROP INDEX`) statement of every index the mounted
+/// resources declare. The API is built over a private in-memory database and a placeholder
+/// signing key, so no file is opened, created or migrated.
+///
+/// # Errors
+///
+/// Bad configuration, or a blueprint that cannot be mounted.
+pub(crate) async fn index_statements(
+    shared: &Shared,
+    config: Config,
+    down: bool,
+) -> Result<Vec<String>, BoxError> {
+    let scratch = Database::open(Target::Sqlite(":memory:".into()), DbOptions::default()).await?;
+    // No token is ever signed here: a fixed key keeps `Api::new` from generating a key file.
+    let config = config.with(|c| {
+        c.db.database_uri = None;
+        c.auth.jwt_secret_key = Some(Secret::new(
+            "print-indexes signs nothing with this placeholder key",
+        ));
+    });
+    let api = (shared.build)(config, scratch)?;
+    Ok(api
+        .declared_indexes()
+        .iter()
+        .map(|spec| {
+            if down {
+                spec.drop_sql()
+            } else {
+                spec.create_sql()
+            }
+        })
+        .collect())
+}
