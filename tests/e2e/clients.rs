@@ -4,7 +4,7 @@
 //! from it each run the whole flow of `tests/clients/` with no hand-written request. Skipped
 //! with a message where the tools are missing, mandatory with `CRUDFORGE_REQUIRE_TOOLS=1`.
 
-use crate::harness::{cli, Server};
+use crate::harness::Server;
 use crudforge_tests::tools;
 use std::path::Path;
 use std::process::Command;
@@ -21,18 +21,8 @@ fn start(dir: &Path) -> Server {
         ("DEBUG", "true".to_owned()),
         ("LOGIN_MAX_FAILURES_PER_ACCOUNT_AND_ADDRESS", "3".to_owned()),
     ];
-    let out = cli(
-        dir,
-        &env,
-        &[
-            "create-user",
-            "--email",
-            ADMIN_EMAIL,
-            "--password",
-            ADMIN_PASSWORD,
-            "--superadmin",
-        ],
-    );
+    let out =
+        crate::harness::create_user(dir, &env, ADMIN_EMAIL, ADMIN_PASSWORD, &["--superadmin"]);
     tools::check("create-user", &out);
     Server::start(dir, &env)
 }

@@ -75,6 +75,25 @@ pub fn cli(cwd: &Path, env: &[(&str, String)], args: &[&str]) -> Output {
         .expect("run reference-app")
 }
 
+/// `create-user --email <email> <extra>` with the password in `CRUDFORGE_PASSWORD` (the
+/// command line refuses `--password`: every local user sees a process's arguments).
+pub fn create_user(
+    cwd: &Path,
+    env: &[(&str, String)],
+    email: &str,
+    password: &str,
+    extra: &[&str],
+) -> Output {
+    let mut args = vec!["create-user", "--email", email];
+    args.extend_from_slice(extra);
+    command(cwd, env)
+        .env("CRUDFORGE_PASSWORD", password)
+        .args(&args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run reference-app")
+}
+
 /// A running server; killed when dropped.
 pub struct Server {
     child: Child,

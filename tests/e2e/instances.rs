@@ -5,7 +5,7 @@
 //! Skipped with a message when `CRUDFORGE_TEST_POSTGRES_URL` is unset (a failure when
 //! `CRUDFORGE_REQUIRE_POSTGRES=1`).
 
-use crate::harness::{cli, request, Reply, Server};
+use crate::harness::{request, Reply, Server};
 use serde_json::{json, Value};
 use std::process::Stdio;
 use std::sync::Barrier;
@@ -145,9 +145,7 @@ fn two_instances_on_one_postgres_behave_as_one() {
     b.wait_ready();
 
     let user = |email: &str, extra: &[&str]| -> String {
-        let mut args = vec!["create-user", "--email", email, "--password", PASSWORD];
-        args.extend_from_slice(extra);
-        let out = cli(dir_a.path(), &env, &args);
+        let out = crate::harness::create_user(dir_a.path(), &env, email, PASSWORD, extra);
         assert!(out.status.success(), "create-user {email}");
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
     };

@@ -2,7 +2,7 @@
 //! process can use its SQLite file while it runs (and the refusal says why), and once it has
 //! stopped the file is an ordinary SQLite file again, with everything the server wrote.
 
-use crate::harness::{cli, request, Reply, Server};
+use crate::harness::{request, Reply, Server};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -38,11 +38,7 @@ fn login(server: &Server, email: &str) -> String {
 }
 
 fn create_user(dir: &std::path::Path, env: &[(&str, String)], email: &str) -> std::process::Output {
-    cli(
-        dir,
-        env,
-        &["create-user", "--email", email, "--password", PASSWORD],
-    )
+    crate::harness::create_user(dir, env, email, PASSWORD, &[])
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! with request and operation ids and no secrets, a Prometheus scrape, CORS on a preflight,
 //! and a graceful stop on SIGTERM.
 
-use crate::harness::{cli, request, Server};
+use crate::harness::{request, Server};
 use serde_json::{json, Value};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -64,17 +64,7 @@ fn json_logs_metrics_cors_and_a_graceful_stop() {
         ("CORS_ALLOWED_ORIGINS", ORIGIN.to_owned()),
         ("SHUTDOWN_TIMEOUT", "5".to_owned()),
     ];
-    let out = cli(
-        dir.path(),
-        &env,
-        &[
-            "create-user",
-            "--email",
-            "ann@example.com",
-            "--password",
-            PASSWORD,
-        ],
-    );
+    let out = crate::harness::create_user(dir.path(), &env, "ann@example.com", PASSWORD, &[]);
     assert!(out.status.success(), "create-user");
     let log = std::fs::File::create(&log_path).unwrap();
     let mut server = Server::spawn(dir.path(), &env, Stdio::from(log));

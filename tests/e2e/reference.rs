@@ -5,7 +5,7 @@
 //! Every scenario runs against SQLite, and again against PostgreSQL when
 //! `CRUDFORGE_TEST_POSTGRES_URL` is set (a fresh database per scenario).
 
-use crate::harness::{cli, request, Reply, Server};
+use crate::harness::{cli, create_user, request, Reply, Server};
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::process::Output;
@@ -85,12 +85,28 @@ impl Backend {
         one_line_failure(&out, expect, &format!("[{}] {args:?}", self.name));
     }
 
-    /// `create-user --email <email> --password PASSWORD <extra>`; returns the printed id,
-    /// checking it is the only thing on stdout.
+    /// `create-user --email <email> <extra>` with PASSWORD in `CRUDFORGE_PASSWORD`; returns
+    /// the printed id, checking it is the only thing on stdout.
     fn user(&self, email: &str, extra: &[&str]) -> String {
-        let mut args = vec!["create-user", "--email", email, "--password", PASSWORD];
-        args.extend_from_slice(extra);
-        only_a_uuid(&self.ok(&args))
+        let out = create_user(self.dir.path(), &self.env, email, PASSWORD, extra);
+        assert!(
+            out.status.success(),
+            "[{}] create-user {email} failed: {}",
+            self.name,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        only_a_uuid(&String::from_utf8(out.stdout).unwrap())
+    }
+
+    /// `create-user --email <email>` with `password` in `CRUDFORGE_PASSWORD`, which must fail
+    /// with one line containing `expect`.
+    fn user_fails(&self, email: &str, password: &str, expect: &str) {
+        let out = create_user(self.dir.path(), &self.env, email, password, &[]);
+        one_line_failure(
+            &out,
+            expect,
+            &format!("[{}] create-user {email}", self.name),
+        );
     }
 
     /// `create-domain --name <name>`; returns the printed id.
@@ -283,30 +299,18 @@ fn cli_creates_fixtures_and_reports_failures_on_one_line() {
 
         // Duplicate e-mail, also in another letter case.
         for email in ["plain@example.com", "PLAIN@Example.com"] {
-            b.fails(
-                &["create-user", "--email", email, "--password", "long enough"],
-                "already exists",
-            );
+            b.user_fails(email, "long enough", "already exists");
         }
-        b.fails(
-            &["create-user", "--email", "not-an-email", "--password", "x"],
-            "email",
-        );
-        b.fails(
-            &["create-user", "--email", "e@example.com", "--password", ""],
-            "password",
-        );
+        b.user_fails("not-an-email", "x", "email");
+        b.user_fails("e@example.com", "", "password");
         // PASSWORD_MIN_LENGTH (8 by default) applies to the CLI too.
-        b.fails(
-            &[
-                "create-user",
-                "--email",
-                "e@example.com",
-                "--password",
-                "seven77",
-            ],
-            "at least 8 characters",
-        );
+        b.user_fails("e@example.com", "seven77", "at least 8 characters");
+        // A password on the command line is refused, whatever it is: `ps` shows it.
+        for password in [&["--password", PASSWORD][..], &["--password"]] {
+            let mut args = vec!["create-user", "--email", "argv@example.com"];
+            args.extend_from_slice(password);
+            b.fails(&args, "--password is refused");
+        }
 
         // Tokens: stored for a known user, refused for an unknown one or a duplicate value.
         let out = b.ok(&[
@@ -496,7 +500,12 @@ fn cli_reports_an_unreachable_database_on_one_line() {
     let commands: [&[&str]; 6] = [
         &["serve", "--bind", "127.0.0.1:0"],
         &["migrate"],
-        &["create-user", "--email", "a@example.com", "--password", "x"],
+        &[
+            "create-user",
+            "--email",
+            "a@example.com",
+            "--password-stdin",
+        ],
         &["create-token", "--email", "a@example.com", "--token", "t"],
         &["create-domain", "--name", "d"],
         &["seed-critters", "--count", "3"],
@@ -516,16 +525,7 @@ fn an_address_in_any_case_is_one_account_for_the_cli_login_crud_and_recovery() {
     for b in backends_with(&[("DEBUG", "true")]) {
         let jorg = b.user("JÖRG@Example.com", &["--first-name", "Jörg"]);
         // Another spelling of the same address is the same account.
-        b.fails(
-            &[
-                "create-user",
-                "--email",
-                "jo\u{308}rg@example.com",
-                "--password",
-                PASSWORD,
-            ],
-            "already exists",
-        );
+        b.user_fails("jo\u{308}rg@example.com", PASSWORD, "already exists");
         b.user("admin@example.com", &["--admin"]);
         let app = App::start(b);
         let token = app.login("jörg@example.com");

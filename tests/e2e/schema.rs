@@ -1,5 +1,5 @@
 //! The reference application's schema: its migrated database agrees with every mounted
-//! resource (on SQLite, and on PostgreSQL when configured); `schema-check` prints one line per
+//! resource (on SQLite, and on PostgreSQL when configured); `schema check` prints one line per
 //! difference and exits 1 when there is one; `serve` with `SCHEMA_CHECK=strict` refuses a
 //! drifted database and exits non-zero, and with the default `warn` logs the difference and
 //! serves.
@@ -56,7 +56,7 @@ fn drifted(dir: &Path) -> Vec<(&'static str, String)> {
     let env = vec![("ORM_DATABASE_URI", uri.clone())];
     let out = cli(dir, &env, &["migrate"]);
     assert!(out.status.success(), "{out:?}");
-    let out = cli(dir, &env, &["schema-check"]);
+    let out = cli(dir, &env, &["schema", "check"]);
     assert!(out.status.success(), "{out:?}");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "");
     actix_web::rt::System::new().block_on(async {
@@ -74,7 +74,7 @@ fn drifted(dir: &Path) -> Vec<(&'static str, String)> {
 fn schema_check_prints_each_difference_and_fails() {
     let dir = tempfile::tempdir().unwrap();
     let env = drifted(dir.path());
-    let out = cli(dir.path(), &env, &["schema-check"]);
+    let out = cli(dir.path(), &env, &["schema", "check"]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),

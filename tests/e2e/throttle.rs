@@ -54,18 +54,12 @@ fn servers() -> Vec<Throttled> {
                 ("ada@example.com", "Ada"),
                 ("bea@example.com", "Bea"),
             ] {
-                let out = cli(
+                let out = crate::harness::create_user(
                     dir.path(),
                     &env,
-                    &[
-                        "create-user",
-                        "--email",
-                        email,
-                        "--password",
-                        PASSWORD,
-                        "--first-name",
-                        first,
-                    ],
+                    email,
+                    PASSWORD,
+                    &["--first-name", first],
                 );
                 assert!(out.status.success(), "[{name}] create-user {email}");
             }

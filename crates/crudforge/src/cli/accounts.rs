@@ -103,15 +103,13 @@ pub(crate) async fn create_user<U>(
         Ok(id)
     }
     .await;
-    tx::finish(&mut conn, work)
-        .await
-        .map_err(|e| -> BoxError {
-            if e.problem().status == 409 {
-                format!("a user with e-mail {email} already exists").into()
-            } else {
-                e.problem().detail.into()
-            }
-        })
+    tx::finish(&mut conn, work).await.map_err(|e| -> BoxError {
+        if e.problem().status == 409 {
+            format!("a user with e-mail {email} already exists").into()
+        } else {
+            e.problem().detail.into()
+        }
+    })
 }
 
 /// Stores a token (API key) for the user with e-mail `email`.

@@ -555,8 +555,7 @@ impl<C: Subcommand + 'static, U: Args + 'static> App<C, U> {
             Command::CreateToken(args) => {
                 let token = accounts::token(console, args.token, args.token_stdin)?;
                 let (db, _) = open_and_migrate(&config, shared.migrations()).await?;
-                accounts::create_token(&db, &args.email, &token, args.description.as_deref())
-                    .await
+                accounts::create_token(&db, &args.email, &token, args.description.as_deref()).await
             }
             Command::App(c) => {
                 let Some(handler) = &self.commands else {
@@ -611,6 +610,9 @@ fn usage(e: &clap::Error, console: &mut Console) -> u8 {
         | ErrorKind::DisplayVersion
         | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             console.out.write(&text);
+            if !text.ends_with('\n') {
+                console.out.write("\n");
+            }
             0
         }
         _ => {
