@@ -2406,3 +2406,41 @@ fn critters_are_written_in_batches_all_or_nothing() {
         assert_eq!(app.json(&restored, 200)["name"], "Kit");
     }
 }
+
+// ---- the user model's description ----
+
+/// The application's own user model keeps the schema names it gives (`#[resource(name =
+/// "User")]` and its presenter's), and its `POST` stays for administrators (SPEC: create is
+/// admin only in the reference application; it uses no sign-up).
+#[actix_web::test]
+async fn the_user_schemas_keep_their_names_and_creation_stays_admin_only() {
+    let t = crudforge_tests::TestDb::sqlite().await;
+    let config = t.config();
+    let (db, _) = reference_app::cli::open_and_migrate(&config).await.unwrap();
+    let api = reference_app::cli::build_api(config, db).unwrap();
+    let doc: Value = serde_json::from_str(&api.openapi_json()).unwrap();
+    let schemas = doc["components"]["schemas"].as_object().unwrap();
+    for name in [
+        "User",
+        "UserCreate",
+        "UserUpdate",
+        "PartialUser",
+        "PublicUser",
+        "PartialPublicUser",
+    ] {
+        assert!(schemas.contains_key(name), "{name}: {:?}", schemas.keys());
+    }
+    let post = &doc["paths"]["/api/user/"]["post"];
+    assert_eq!(post["security"], json!([{"bearerAuth": []}]), "{post}");
+    assert!(
+        post["description"]
+            .as_str()
+            .unwrap()
+            .contains("administrators only"),
+        "{post}"
+    );
+    assert_eq!(
+        post["requestBody"]["content"]["application/json"]["schema"]["$ref"],
+        "#/components/schemas/UserCreate"
+    );
+}

@@ -1,6 +1,7 @@
 //! The user blueprint: the CRUD operations of a user model plus `login/`, `refresh/` and `me/`.
 
 use super::model::{User, UserModel};
+use super::sign_up::{check_members as check_sign_up_members, SignUpRules};
 use super::store::{find_by_email, set_password_hash_in, store_rehash, users_password};
 use super::tokens::{
     end_sessions, lock_user_in, refresh_record_in, revoke_family_in, revoke_record_in,
@@ -121,6 +122,9 @@ pub struct UserBlueprint<U: UserModel> {
     /// How `me/` renders the user, when not as `U::Response`.
     me: Option<(SchemaFn, PresentFn<U>)>,
     name: String,
+    /// With sign-up: the members a self-registering caller may send besides e-mail and
+    /// password.
+    sign_up: Option<Vec<&'static str>>,
 }
 
 impl<U: UserModel> std::fmt::Debug for UserBlueprint<U> {
@@ -154,7 +158,25 @@ impl<U: UserModel> UserBlueprint<U> {
             hook_errors: Vec::new(),
             me: None,
             name: U::NAME.to_owned(),
+            sign_up: None,
         }
+    }
+
+    /// Opens `POST <prefix>` to everyone: sign-up (public registration) with the library's
+    /// user model or any other. A caller who is not an administrator may send `email`,
+    /// `password` and the `members` listed here, nothing else: any other member is refused
+    /// with 422 naming it (members only administrators may set, such as `is_enabled`, are
+    /// refused as on every operation: 401 without a token, 403 with one). The account is
+    /// created with no role, enabled as the model's default says. Administrators still create
+    /// users with every member. The model's rules keep deciding every other operation.
+    ///
+    /// Mounting fails when a listed member is not one clients may send on create, or is one
+    /// only administrators or the server set. It replaces the public `POST` of
+    /// [`UserModel::PUBLIC_REGISTRATION`].
+    #[must_use]
+    pub fn sign_up(mut self, members: &[&'static str]) -> Self {
+        self.sign_up = Some(members.to_vec());
+        self
     }
 
     /// The blueprint's name (default: the model's name, as its CRUD operations are tagged);
@@ -199,7 +221,10 @@ impl<U: UserModel> UserBlueprint<U> {
 }
 
 impl<U: UserModel> IntoMount for UserBlueprint<U> {
-    fn into_mount(self) -> Result<Box<dyn Mount>, String> {
+    fn into_mount(mut self) -> Result<Box<dyn Mount>, String> {
+        if let Some(members) = self.sign_up.take() {
+            self.crud = with_sign_up(self.crud, members)?;
+        }
         let hook = self.hook.clone();
         let tag = self.name.clone();
         let mut login_errors = vec![400, 401, 422, 429];
@@ -283,6 +308,27 @@ impl<U: UserModel> IntoMount for UserBlueprint<U> {
                 .route(me),
         )
     }
+}
+
+/// The user CRUD with sign-up: `POST` judged by [`SignUpRules`] (not public in the sense of
+/// skipping rules, which would skip the sign-up members' check too).
+fn with_sign_up<U: UserModel>(
+    mut crud: CrudBlueprint<U>,
+    members: Vec<&'static str>,
+) -> Result<CrudBlueprint<U>, String> {
+    match crud.ops.get(&Operation::Post) {
+        None => return Err(format!("sign_up of {}: POST is not enabled", U::NAME)),
+        Some(o) if o.admin_only => {
+            return Err(format!("sign_up of {}: POST is admin_only", U::NAME))
+        }
+        Some(_) => {}
+    }
+    check_sign_up_members::<U>(&members, crud.rules.as_ref())?;
+    crud.rules = Arc::new(SignUpRules {
+        inner: Arc::clone(&crud.rules),
+        members,
+    });
+    Ok(crud.with(Operation::Post, |o| o.public(false)))
 }
 
 fn bad_login() -> Error {

@@ -9,6 +9,7 @@
 //! | `identity` | e-mail addresses: one normalized form for storage, uniqueness and lookup |
 //! | `privilege` | who may grant which role; nobody changes a user who outranks them |
 //! | `domains` | domain deletion refused while roles reference the domain |
+//! | `sign_up` | public registration on a user blueprint: which members a self-registering caller may send |
 //! | `blueprint` | the user endpoints: CRUD plus login, refresh and me |
 
 pub(crate) mod blueprint;
@@ -18,6 +19,7 @@ pub(crate) mod identity;
 pub(crate) mod model;
 pub(crate) mod privilege;
 pub(crate) mod rules;
+mod sign_up;
 pub(crate) mod store;
 pub(crate) mod tokens;
 
