@@ -473,7 +473,8 @@ impl<C: Subcommand + 'static, U: Args + 'static> App<C, U> {
     /// Runs one command line (`args`, the program's name first) on `console`; returns the
     /// exit status: 0 on success, 1 when the command failed (one `error: ...` line on
     /// stderr; for `schema check`, when the database differs from the resources), 2 for a
-    /// malformed command line. `--help` and `--version` print on stdout and return 0.
+    /// malformed command line (clap's message on one line) or a missing subcommand (its help
+    /// on stderr). `--help` and `--version` print on stdout and return 0.
     pub async fn run<I, T>(&self, args: I, console: &mut Console) -> u8
     where
         I: IntoIterator<Item = T>,
@@ -600,15 +601,18 @@ impl<C: Subcommand + 'static, U: Args + 'static> App<C, U> {
     }
 }
 
-/// A malformed command line: clap's message on one line (exit 2); `--help` and `--version`
-/// on stdout (exit 0).
+/// A malformed command line: clap's message on one line (exit 2); a command without its
+/// subcommand: its help on stderr (exit 2); `--help` and `--version` on stdout (exit 0).
 fn usage(e: &clap::Error, console: &mut Console) -> u8 {
     use clap::error::ErrorKind;
     let text = e.render().to_string();
     match e.kind() {
-        ErrorKind::DisplayHelp
-        | ErrorKind::DisplayVersion
-        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+        // `<app> schema`: what the subcommands are, on stderr.
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            console.err.write(&text);
+            2
+        }
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
             console.out.write(&text);
             if !text.ends_with('\n') {
                 console.out.write("\n");

@@ -1,0 +1,275 @@
+//! The command line applications embed (`crudforge::cli::App`), driven with argument vectors on
+//! both backends: `create-user` (password from standard input, never from the command line;
+//! roles; the application's options and hook, in the user's transaction) then login;
+//! `create-token`; `schema check` exit codes and lines; `print-indexes`; `migrate`; the
+//! application's own commands; bad input as one `error:` line and a non-zero status.
+#![allow(missing_docs, clippy::unwrap_used)]
+
+use actix_web::test;
+use chrono::{DateTime, Utc};
+use clap::{Args, Subcommand};
+use crudforge::cli::{App, BoxError, Console, Context};
+use crudforge::db::Conn;
+use crudforge::users::UserBlueprint;
+use crudforge::{with_conn, Api, Config, Database, Resource};
+use crudforge_tests::{backend_tests, Backend, TestDb};
+use diesel::prelude::*;
+use diesel_async::SimpleAsyncConnection;
+use futures_util::future::LocalBoxFuture;
+use serde_json::json;
+use uuid::Uuid;
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crudforge::sql_types::*;
+
+    cli_notes (id) {
+        id -> PortableUuid,
+        created_at -> PortableTimestamp,
+        updated_at -> PortableTimestamp,
+        title -> Text,
+        body -> Text,
+    }
+}
+
+/// A resource with a declared index, so that `schema check` and `print-indexes` have work.
+#[derive(Debug, Clone, Queryable, Selectable, Resource)]
+#[diesel(table_name = cli_notes)]
+#[resource(rules = crudforge::perms::Open, index("title"))]
+pub struct CliNote {
+    pub id: Uuid,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub title: String,
+    pub body: String,
+}
+
+fn build(config: Config, db: Database) -> Result<Api, BoxError> {
+    Ok(Api::new(config, db)?
+        .mount(UserBlueprint::default())?
+        .mount(CliNote::blueprint("/api/notes/"))?)
+}
+
+/// The application's own command.
+#[derive(Debug, Subcommand)]
+enum Extra {
+    /// Counts the users.
+    CountUsers {
+        /// Added to the count.
+        #[arg(long, default_value_t = 0)]
+        plus: i64,
+    },
+}
+
+async fn extra(command: Extra, ctx: Context) -> Result<(), BoxError> {
+    let Extra::CountUsers { plus } = command;
+    let db = ctx.database().await?;
+    ctx.println(users(&db).await + plus);
+    Ok(())
+}
+
+/// The application's options of `create-user`.
+#[derive(Debug, Args)]
+struct Refusal {
+    /// Makes the hook fail, after the user's row is written.
+    #[arg(long)]
+    refuse: bool,
+}
+
+fn hook(_: &mut Conn, _: Uuid, r: Refusal) -> LocalBoxFuture<'_, Result<(), crudforge::Error>> {
+    Box::pin(async move {
+        if r.refuse {
+            return Err(crudforge::Error::invalid_field(
+                "refuse",
+                "the hook said no",
+            ));
+        }
+        Ok(())
+    })
+}
+
+async fn setup(t: &TestDb) -> (Config, Database) {
+    let config = t.config().with(|c| c.auth.bcrypt_cost = 4);
+    let db = t.open(&config).await;
+    let (id, at) = match db.backend() {
+        Backend::Sqlite => ("TEXT", "TEXT"),
+        Backend::Postgres => ("UUID", "TIMESTAMPTZ"),
+    };
+    execute(
+        &db,
+        &format!(
+            "CREATE TABLE cli_notes (id {id} PRIMARY KEY, created_at {at} NOT NULL,
+             updated_at {at} NOT NULL, title TEXT NOT NULL, body TEXT NOT NULL);
+             CREATE INDEX cli_notes_title_idx ON cli_notes (title);"
+        ),
+    )
+    .await;
+    (config, db)
+}
+
+fn app(config: &Config) -> App<Extra, Refusal> {
+    App::new("notes-app", build)
+        .version("1.2.3")
+        .config(config.clone())
+        .commands(extra)
+        .create_user_args(hook)
+}
+
+async fn execute(db: &Database, sql: &str) {
+    let mut conn = db.get().await.unwrap();
+    with_conn!(conn, |c| c.batch_execute(sql).await).unwrap();
+}
+
+async fn users(db: &Database) -> i64 {
+    let mut conn = db.get().await.unwrap();
+    with_conn!(conn, |c| {
+        diesel_async::RunQueryDsl::get_result::<i64>(crudforge::schema::users::table.count(), c)
+            .await
+    })
+    .unwrap()
+}
+
+/// Runs `args` with `stdin`; returns the status, stdout and stderr.
+async fn run(app: &App<Extra, Refusal>, args: &[&str], stdin: &str) -> (u8, String, String) {
+    let mut console = Console::captured(stdin);
+    let mut argv = vec!["notes-app"];
+    argv.extend_from_slice(args);
+    let status = app.run(argv, &mut console).await;
+    (status, console.output(), console.errors())
+}
+
+/// A failure: the status, nothing on stdout, one `error:` line containing `expect`.
+fn one_error_line(got: &(u8, String, String), status: u8, expect: &str) {
+    let (code, out, err) = got;
+    assert_eq!(*code, status, "status; stderr: {err}");
+    assert_eq!(out, "", "nothing on stdout");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "one line: {err:?}");
+    assert!(
+        lines[0].starts_with("error: ") && lines[0].contains(expect),
+        "`{expect}` in {:?}",
+        lines[0]
+    );
+}
+
+async fn login(api: &Api, email: &str, password: &str) -> u16 {
+    let app = test::init_service(api.app()).await;
+    let req = test::TestRequest::post()
+        .uri("/api/users/login/")
+        .set_json(json!({"email": email, "password": password}));
+    test::call_service(&app, req.to_request())
+        .await
+        .status()
+        .as_u16()
+}
+
+backend_tests! {
+    async fn create_user_with_the_password_on_stdin_then_login(t) {
+        let (config, db) = setup(&t).await;
+        let cli = app(&config);
+        let (status, out, err) = run(&cli, &["create-user", "--email", "Root@Example.com", "--password-stdin", "--superadmin"], "root secret\n").await;
+        assert_eq!(status, 0, "{err}");
+        let id: Uuid = out.strip_suffix('\n').unwrap().parse().unwrap();
+        let user = crudforge::auth::load_user(&db, id).await.unwrap().unwrap();
+        assert!(user.is_superadmin(), "{:?}", user.roles);
+        assert!(user.roles.iter().all(|r| r.domain_id.is_none()));
+        let api = build(config.clone(), db.clone()).unwrap();
+        assert_eq!(login(&api, "root@example.com", "root secret").await, 200);
+        assert_eq!(login(&api, "root@example.com", "root secret\n").await, 401, "the line ending is not part of it");
+        // --admin, --disabled: a disabled account cannot log in.
+        let (status, out, _) = run(&cli, &["create-user", "--email", "off@example.com", "--password-stdin", "--admin", "--disabled"], "off secret\r\n").await;
+        assert_eq!(status, 0);
+        let off = crudforge::auth::load_user(&db, out.trim().parse().unwrap()).await.unwrap().unwrap();
+        assert!(!off.is_enabled && off.is_admin() && !off.is_superadmin());
+        assert_eq!(login(&api, "off@example.com", "off secret").await, 401);
+        // A token (API key) for the user, its value from stdin.
+        let key = "k".repeat(40);
+        let (status, out, err) = run(&cli, &["create-token", "--email", "root@example.com", "--token-stdin", "--description", "ci"], &format!("{key}\n")).await;
+        assert_eq!((status, out.as_str()), (0, ""), "{err}");
+        assert_eq!(crudforge::users::token_owner(&db, &key).await.unwrap(), Some(id));
+        one_error_line(&run(&cli, &["create-token", "--email", "ghost@example.com", "--token-stdin"], &format!("{key}\n")).await, 1, "no user with e-mail ghost@example.com");
+    }
+
+    async fn a_password_is_never_taken_from_the_command_line(t) {
+        let (config, db) = setup(&t).await;
+        let cli = app(&config);
+        for args in [
+            &["create-user", "--email", "a@example.com", "--password", "long enough"][..],
+            &["create-user", "--email", "a@example.com", "--password-stdin", "--password", "long enough"],
+            &["create-user", "--email", "a@example.com", "--password"],
+        ] {
+            one_error_line(&run(&cli, args, "from stdin ok\n").await, 1, "--password is refused");
+        }
+        one_error_line(&run(&cli, &["create-user", "--email", "a@example.com"], "").await, 1, "--password-stdin");
+        assert_eq!(users(&db).await, 0, "no user was created");
+    }
+
+    async fn bad_input_is_one_error_line_and_changes_nothing(t) {
+        let (config, db) = setup(&t).await;
+        let cli = app(&config);
+        one_error_line(&run(&cli, &["create-user", "--email", "not-an-email", "--password-stdin"], "long enough\n").await, 1, "email");
+        one_error_line(&run(&cli, &["create-user", "--email", "a@example.com", "--password-stdin"], "short\n").await, 1, "at least 8 characters");
+        one_error_line(&run(&cli, &["create-user", "--email", "a@example.com", "--password-stdin"], "").await, 1, "password");
+        // The application's hook fails after the user's row is written: nothing is kept.
+        one_error_line(&run(&cli, &["create-user", "--email", "a@example.com", "--password-stdin", "--refuse"], "long enough\n").await, 1, "the hook said no");
+        assert_eq!(users(&db).await, 0);
+        assert_eq!(run(&cli, &["create-user", "--email", "a@example.com", "--password-stdin"], "long enough\n").await.0, 0);
+        one_error_line(&run(&cli, &["create-user", "--email", "A@EXAMPLE.com", "--password-stdin"], "long enough\n").await, 1, "a user with e-mail A@EXAMPLE.com already exists");
+        assert_eq!(users(&db).await, 1);
+        // Malformed command lines: clap's message on one line, status 2.
+        one_error_line(&run(&cli, &["make-coffee"], "").await, 2, "make-coffee");
+        one_error_line(&run(&cli, &["create-user"], "").await, 2, "--email");
+        let (status, out, err) = run(&cli, &["schema"], "").await;
+        assert_eq!((status, out.as_str()), (2, ""));
+        assert!(err.contains("check"), "the subcommands are listed: {err}");
+        one_error_line(&run(&cli, &["schema", "fix"], "").await, 2, "fix");
+        one_error_line(&run(&cli, &["extra", "count-users", "--plus", "many"], "").await, 2, "");
+        one_error_line(&run(&cli, &["count-users", "--plus", "many"], "").await, 2, "many");
+        // A configuration the library refuses: one line too.
+        let broken = App::new("notes-app", build).config(config.clone().with(|c| c.db.database_uri = Some("mysql://x".into())));
+        let mut console = Console::captured("");
+        assert_eq!(broken.run(["notes-app", "migrate"], &mut console).await, 1);
+        assert_eq!(console.errors().lines().count(), 1, "{}", console.errors());
+    }
+
+    async fn schema_check_exits_0_when_all_agree_and_1_with_a_line_per_difference(t) {
+        let (config, db) = setup(&t).await;
+        let cli = app(&config);
+        let (status, out, err) = run(&cli, &["schema", "check"], "").await;
+        assert_eq!((status, out.as_str(), err.as_str()), (0, "", ""));
+        execute(&db, "ALTER TABLE cli_notes DROP COLUMN body; DROP INDEX cli_notes_title_idx;").await;
+        let (status, out, err) = run(&cli, &["schema", "check"], "").await;
+        assert_eq!(status, 1, "{err}");
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 2, "{out}");
+        assert!(lines.contains(&"cli_notes.body: missing"), "{out}");
+        assert!(lines.contains(&"cli_notes(title): index missing"), "{out}");
+        assert_eq!(err, "error: 2 difference(s) between the database and the resources\n");
+    }
+
+    async fn print_indexes_migrate_help_and_the_applications_own_commands(t) {
+        let (config, db) = setup(&t).await;
+        let cli = app(&config);
+        let (status, out, _) = run(&cli, &["print-indexes"], "").await;
+        assert_eq!(status, 0);
+        assert!(out.lines().any(|l| l.starts_with("CREATE INDEX") && l.contains("cli_notes (title")), "{out}");
+        let (status, out, _) = run(&cli, &["print-indexes", "--down"], "").await;
+        assert_eq!(status, 0);
+        assert!(out.lines().all(|l| l.starts_with("DROP INDEX")), "{out}");
+        let (status, out, err) = run(&cli, &["migrate"], "").await;
+        assert_eq!((status, out.as_str(), err.as_str()), (0, "", "migrations are up to date\n"));
+        let (status, out, _) = run(&cli, &["--help"], "").await;
+        assert_eq!(status, 0);
+        for command in ["serve", "migrate", "schema", "create-user", "create-token", "print-indexes", "count-users"] {
+            assert!(out.contains(command), "{command} in {out}");
+        }
+        let (status, out, _) = run(&cli, &["create-user", "--help"], "").await;
+        assert_eq!(status, 0);
+        assert!(out.contains("--superadmin") && out.contains("--refuse") && out.contains("--password-stdin"), "{out}");
+        assert!(!out.contains("--password <"), "the refused option is not offered: {out}");
+        assert_eq!(run(&cli, &["--version"], "").await.1, "notes-app 1.2.3\n");
+        let (status, out, err) = run(&cli, &["count-users", "--plus", "2"], "").await;
+        assert_eq!((status, out.as_str()), (0, "2\n"), "{err}");
+        drop(db);
+    }
+}
