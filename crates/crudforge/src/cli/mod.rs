@@ -21,16 +21,19 @@
 //!
 //! | Module | Owns |
 //! |---|---|
+//! | `console` | where commands read secrets from and print to: the process's streams, or memory |
 //! | `database` | `.env`, opening and migrating, connection errors without credentials |
 //! | `serve` | the `serve` command: readiness, migrations, schema check, graceful stop |
 //! | `schema` | `schema check` and `print-indexes` |
 //! | `accounts` | `create-user`, `create-token` and where their secrets come from |
 
 mod accounts;
+mod console;
 mod database;
 mod schema;
 mod serve;
 
+pub use console::Console;
 pub use database::{load_dotenv, open_and_migrate};
 
 use crate::api::Api;
@@ -42,7 +45,6 @@ use futures_util::future::LocalBoxFuture;
 use std::cell::RefCell;
 use std::ffi::OsString;
 use std::future::Future;
-use std::io::{BufRead, Write};
 use std::path::Path;
 use std::process::ExitCode;
 use std::rc::Rc;
@@ -221,90 +223,6 @@ struct CreateToken {
     /// What the token is for.
     #[arg(long)]
     description: Option<String>,
-}
-
-/// Where a command reads its secrets from and writes its output to: the process's own
-/// streams ([`Console::std`]), or memory ([`Console::captured`], for tests).
-pub struct Console {
-    input: Box<dyn BufRead>,
-    out: Sink,
-    err: Sink,
-}
-
-impl std::fmt::Debug for Console {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Console").finish_non_exhaustive()
-    }
-}
-
-enum Sink {
-    Stdout,
-    Stderr,
-    Memory(Vec<u8>),
-}
-
-impl Sink {
-    fn write(&mut self, text: &str) {
-        // A closed stdout (`| head`) is no reason to fail the command.
-        let _ = match self {
-            Sink::Stdout => std::io::stdout().lock().write_all(text.as_bytes()),
-            Sink::Stderr => std::io::stderr().lock().write_all(text.as_bytes()),
-            Sink::Memory(v) => v.write_all(text.as_bytes()),
-        };
-    }
-
-    fn text(&self) -> String {
-        match self {
-            Sink::Memory(v) => String::from_utf8_lossy(v).into_owned(),
-            _ => String::new(),
-        }
-    }
-}
-
-impl Console {
-    /// The process's standard input, output and error.
-    pub fn std() -> Console {
-        Console {
-            input: Box::new(std::io::BufReader::new(std::io::stdin())),
-            out: Sink::Stdout,
-            err: Sink::Stderr,
-        }
-    }
-
-    /// `input` as standard input; output and errors kept in memory
-    /// ([`Console::output`], [`Console::errors`]).
-    pub fn captured(input: &str) -> Console {
-        Console {
-            input: Box::new(std::io::Cursor::new(input.as_bytes().to_vec())),
-            out: Sink::Memory(Vec::new()),
-            err: Sink::Memory(Vec::new()),
-        }
-    }
-
-    /// What the commands wrote on standard output (captured consoles only).
-    pub fn output(&self) -> String {
-        self.out.text()
-    }
-
-    /// What the commands wrote on standard error (captured consoles only).
-    pub fn errors(&self) -> String {
-        self.err.text()
-    }
-
-    /// The first line of standard input, without its line ending.
-    fn read_line(&mut self) -> Result<String, BoxError> {
-        let mut line = String::new();
-        self.input.read_line(&mut line)?;
-        Ok(line.trim_end_matches(['\r', '\n']).to_owned())
-    }
-
-    fn println(&mut self, line: &str) {
-        self.out.write(&format!("{line}\n"));
-    }
-
-    fn eprintln(&mut self, line: &str) {
-        self.err.write(&format!("{line}\n"));
-    }
 }
 
 /// What an application's own command gets: the configuration, the database (opened and
