@@ -63,6 +63,7 @@ mod jwt;
 pub mod logging;
 pub mod metrics;
 pub(crate) mod middleware;
+pub mod migrations;
 pub(crate) mod mount;
 pub mod net;
 pub mod openapi;
@@ -80,6 +81,7 @@ pub use api::Api;
 pub use config::Config;
 pub use crud::{CrudBlueprint, Resource};
 pub use crudforge_derive::Resource;
+pub use crudforge_derive::embed_migrations;
 
 pub use db::Database;
 pub use error::{Error, Result};

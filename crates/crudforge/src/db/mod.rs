@@ -7,10 +7,12 @@
 
 pub(crate) mod constraint;
 pub(crate) mod deadline;
+pub mod ddl;
 pub mod functions;
 pub mod indexes;
 pub(crate) mod locking;
 pub(crate) mod maintenance;
+pub mod migrations_gen;
 pub(crate) mod monitor;
 pub(crate) mod plans;
 pub(crate) mod runner;
