@@ -27,10 +27,17 @@ pub(super) fn table_macro(g: &Gen<'_>) -> Option<TokenStream> {
             ty = quote!(#p::diesel::sql_types::Nullable<#ty>);
         }
         let col = &f.ident;
-        Some(quote!(#col -> #ty,))
+        let doc = format!("The `{col}` column.");
+        Some(quote!(#[doc = #doc] #col -> #ty,))
     });
+    let doc = format!(
+        "The `{}` table, declared by the model-first resource `{}`.",
+        quote!(#table),
+        g.m.ident
+    );
     Some(quote! {
         #p::diesel::table! {
+            #[doc = #doc]
             #table (#id) {
                 #(#columns)*
             }
