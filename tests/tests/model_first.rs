@@ -10,7 +10,10 @@
 
 use actix_web::test;
 use chrono::{DateTime, Utc};
-use crudforge::migrations::{make_migrations, run_migration_dir, MigrationReport, MANIFEST};
+use crudforge::db::AppMigrations;
+use crudforge::migrations::{
+    make_migrations, make_migrations_for, run_migration_dir, MigrationReport, MANIFEST,
+};
 use crudforge::{with_conn, Api, Database, Resource};
 use crudforge_tests::{backend_tests, Backend, TestDb};
 use diesel::prelude::*;
@@ -97,6 +100,41 @@ mod v3 {
     }
 }
 
+/// `tests/migrations`, written by `make_migrations` for `Author` and `Book` (the models of
+/// `docs/getting-started.md`) and embedded without a `build.rs`.
+const LIBRARY: AppMigrations = crudforge::embed_migrations!("migrations");
+
+/// The committed folder is what the generator writes for the models today: a copy gets no
+/// new migration. `CRUDFORGE_BLESS_MIGRATIONS=1` writes it afresh into an empty folder.
+#[::core::prelude::v1::test]
+fn the_embedded_folder_is_current() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
+    let models = [Author::MODEL.unwrap(), Book::MODEL.unwrap()];
+    if std::env::var("CRUDFORGE_BLESS_MIGRATIONS").as_deref() == Ok("1") {
+        let _ = std::fs::remove_dir_all(&fixture);
+        let report = make_migrations_for(&models, &fixture, "create_library").unwrap();
+        assert!(report.folder.is_some());
+    }
+    let copy = tempfile::tempdir().unwrap();
+    for backend in ["sqlite", "postgres"] {
+        for entry in std::fs::read_dir(fixture.join(backend)).unwrap() {
+            let entry = entry.unwrap();
+            let to = copy.path().join(backend).join(entry.file_name());
+            std::fs::create_dir_all(&to).unwrap();
+            for file in ["up.sql", "down.sql"] {
+                std::fs::copy(entry.path().join(file), to.join(file)).unwrap();
+            }
+        }
+    }
+    let report = make_migrations_for(&models, copy.path(), "again").unwrap();
+    assert_eq!(report.folder, None, "{report}");
+    assert_eq!(
+        std::fs::read_to_string(copy.path().join(MANIFEST)).unwrap(),
+        std::fs::read_to_string(fixture.join(MANIFEST)).unwrap(),
+        "the manifest lists the folders"
+    );
+}
+
 type Req = test::TestRequest;
 
 async fn send<S, B>(app: &S, req: Req) -> (u16, Value)
@@ -162,6 +200,14 @@ fn mount_v1(t: &TestDb, db: &Database) -> Api {
 }
 
 backend_tests! {
+    async fn the_embedded_migrations_build_the_models_tables(t) {
+        let db = Database::connect(&t.config()).await.unwrap();
+        let applied = db.run_migrations(Some(LIBRARY)).await.unwrap();
+        assert!(applied.iter().any(|v| v.starts_with("2")), "{applied:?}");
+        let api = mount_v1(&t, &db);
+        assert_eq!(schema_lines(&api).await, Vec::<String>::new());
+    }
+
     async fn an_application_grows_from_its_models(t) {
         let db = t.open(&t.config()).await;
         let dir = t.dir.path().join("migrations");

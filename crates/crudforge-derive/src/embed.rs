@@ -47,10 +47,19 @@ fn expand(input: TokenStream) -> syn::Result<TokenStream> {
     let sqlite = backend(&dir.join("sqlite"), lit.span())?;
     let postgres = backend(&dir.join("postgres"), lit.span())?;
     let manifest = dir.join(MANIFEST);
-    let manifest = manifest.is_file().then(|| {
-        let path = manifest.display().to_string();
-        quote!(const _: &str = ::core::include_str!(#path);)
-    });
+    if !manifest.is_file() {
+        // Without it, nothing would make the build expand this macro again when a folder is
+        // added.
+        return Err(syn::Error::new(
+            lit.span(),
+            format!(
+                "no {MANIFEST} in {}: the build would not notice new migration folders\nhelp: run `make-migrations`, which writes it (an empty file will do until then)",
+                dir.display()
+            ),
+        ));
+    }
+    let manifest = manifest.display().to_string();
+    let manifest = quote!(const _: &str = ::core::include_str!(#manifest););
     Ok(quote! {
         {
             #manifest
