@@ -559,13 +559,17 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
             } else if p == REFERENCES {
                 references.set_with(&meta, |meta| {
                     meta.value().and_then(|v| v.parse()).map_err(|_| {
-                        meta.error("expected the referenced table in quotes: `references = \"authors\"`")
+                        meta.error(
+                            "expected the referenced table in quotes: `references = \"authors\"`",
+                        )
                     })
                 })?;
             } else if p == ON_DELETE {
                 on_delete.set_with(&meta, |meta| {
                     meta.value().and_then(|v| v.parse()).map_err(|_| {
-                        meta.error("expected `on_delete = \"restrict\"`, `\"cascade\"` or `\"set_null\"`")
+                        meta.error(
+                            "expected `on_delete = \"restrict\"`, `\"cascade\"` or `\"set_null\"`",
+                        )
                     })
                 })?;
             } else if p == DEFAULT {

@@ -59,7 +59,9 @@ fn expand(input: TokenStream) -> syn::Result<TokenStream> {
         ));
     }
     let manifest = manifest.display().to_string();
-    let manifest = quote!(const _: &str = ::core::include_str!(#manifest););
+    let manifest = quote!(
+        const _: &str = ::core::include_str!(#manifest);
+    );
     Ok(quote! {
         {
             #manifest
@@ -76,9 +78,8 @@ fn backend(dir: &Path, span: Span) -> syn::Result<TokenStream> {
     let m = quote!(::crudforge::__private::diesel_migrations);
     let mut folders: Vec<PathBuf> = Vec::new();
     if dir.is_dir() {
-        let entries = std::fs::read_dir(dir).map_err(|e| {
-            syn::Error::new(span, format!("cannot read {}: {e}", dir.display()))
-        })?;
+        let entries = std::fs::read_dir(dir)
+            .map_err(|e| syn::Error::new(span, format!("cannot read {}: {e}", dir.display())))?;
         for entry in entries.flatten() {
             let path = entry.path();
             let hidden = entry.file_name().to_string_lossy().starts_with('.');

@@ -67,7 +67,9 @@ fn parse_reference(lit: &LitStr) -> Option<(String, String)> {
     let (table, column) = value.split_once('.').unwrap_or((value.as_str(), "id"));
     let plain = |s: &str| {
         !s.is_empty()
-            && s.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && s.chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
             && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
     };
     (plain(table) && plain(column)).then(|| (table.to_owned(), column.to_owned()))
@@ -99,9 +101,7 @@ pub(crate) fn literal_default(e: &Expr) -> Option<(&'static str, Lit, bool)> {
     match e {
         Expr::Lit(l) => lit_value(&l.lit, false),
         Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) => match &*u.expr {
-            Expr::Lit(l) if matches!(l.lit, Lit::Int(_) | Lit::Float(_)) => {
-                lit_value(&l.lit, true)
-            }
+            Expr::Lit(l) if matches!(l.lit, Lit::Int(_) | Lit::Float(_)) => lit_value(&l.lit, true),
             _ => None,
         },
         Expr::MethodCall(m)

@@ -207,7 +207,7 @@ fn postgres_fits(
 // ---- Model-first DDL ----
 
 /// The column type of a model-first field (`#[resource(model_first)]`), named after the Rust
-/// type it stores; [`column_type`] spells it for each backend. Public as
+/// type it stores; [`ModelColumn::sql_type`](crate::db::ddl::ModelColumn::sql_type) spells it for each backend. Public as
 /// `crudforge::db::ddl::ColumnType`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -296,7 +296,9 @@ pub(crate) fn alter_column(
     create_table: &str,
 ) -> String {
     match backend {
-        Backend::Postgres => format!("ALTER TABLE {table} ALTER COLUMN {column} {postgres_change};"),
+        Backend::Postgres => {
+            format!("ALTER TABLE {table} ALTER COLUMN {column} {postgres_change};")
+        }
         Backend::Sqlite => format!(
             "-- SQLite cannot alter {table}.{column} in place: rebuild the table.\n\
              PRAGMA foreign_keys = OFF;\n\

@@ -80,8 +80,8 @@ pub mod users;
 pub use api::Api;
 pub use config::Config;
 pub use crud::{CrudBlueprint, Resource};
-pub use crudforge_derive::Resource;
 pub use crudforge_derive::embed_migrations;
+pub use crudforge_derive::Resource;
 
 pub use db::Database;
 pub use error::{Error, Result};

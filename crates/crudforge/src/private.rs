@@ -11,10 +11,10 @@ pub mod validators;
 
 pub use crate::condition::{Builder, Node};
 pub use crate::crud::registry::{make, Registration};
+pub use crate::db::ddl::{ColumnType, ForeignKey, ModelColumn, ModelTable, OnDelete, SqlValue};
 pub use crate::db::functions::{unicode_lower, unicode_lower_nullable};
 pub use crate::db::sqlite_direct::{first as sqlite_first, load as sqlite_load, one as sqlite_one};
 pub use crate::db::statement_cache::{Cached, Shape};
-pub use crate::db::ddl::{ColumnType, ForeignKey, ModelColumn, ModelTable, OnDelete, SqlValue};
 pub use crate::db::update::Update;
 pub use crate::timestamp::{
     now, serialize as timestamp_serialize, serialize_opt as timestamp_serialize_opt,

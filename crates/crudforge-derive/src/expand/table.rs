@@ -84,7 +84,10 @@ fn column(g: &Gen<'_>, f: &Field) -> Option<TokenStream> {
     let min_len = f.attrs.min_len.as_ref().map(|(n, _)| *n as u64);
     let max_len = f.attrs.max_len.as_ref().map(|(n, _)| *n as u64);
     if min_len.is_some() || max_len.is_some() {
-        let (a, b) = (opt(min_len.map(|n| quote!(#n))), opt(max_len.map(|n| quote!(#n))));
+        let (a, b) = (
+            opt(min_len.map(|n| quote!(#n))),
+            opt(max_len.map(|n| quote!(#n))),
+        );
         e = quote!(#e.length(#a, #b));
     }
     let bound = |n: &crate::attr::Number| match (n.integer, float) {

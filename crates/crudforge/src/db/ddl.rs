@@ -9,9 +9,9 @@
 //! assembles statements. `migrations_gen` writes them into migration folders.
 
 use super::indexes::{ident, IndexSpec};
+pub use crate::dialect::ColumnType;
 use crate::dialect::{self, Backend};
 use crate::field::FieldInfo;
-pub use crate::dialect::ColumnType;
 
 /// A literal in the DDL: a column default or a bound of a `CHECK`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -355,10 +355,12 @@ mod tests {
         ModelColumn::new(FieldInfo::new("shelf", Kind::Text), ColumnType::Text)
             .default_value(SqlValue::Text("new's"))
             .one_of(&[SqlValue::Text("new's"), SqlValue::Text("old")]),
-        ModelColumn::new(FieldInfo::new("isbn", Kind::Text).unique(), ColumnType::Text),
-        ModelColumn::new(FieldInfo::new("author_id", Kind::Uuid), ColumnType::Uuid).references(
-            ForeignKey::new("authors", "id", OnDelete::Restrict),
+        ModelColumn::new(
+            FieldInfo::new("isbn", Kind::Text).unique(),
+            ColumnType::Text,
         ),
+        ModelColumn::new(FieldInfo::new("author_id", Kind::Uuid), ColumnType::Uuid)
+            .references(ForeignKey::new("authors", "id", OnDelete::Restrict)),
     ];
     const BOOKS: ModelTable = ModelTable::new("books", COLUMNS, &[&["author_id", "title"]]);
 

@@ -166,9 +166,12 @@ pub(crate) struct IndexColumn {
     pub(crate) column_name: Option<String>,
 }
 
+/// Each index's name and key columns in order (`None` for an expression).
+pub(crate) type Present = Vec<(String, Vec<Option<String>>)>;
+
 /// The rows of an index catalog query grouped by index: each index's name and key columns in
 /// order.
-pub(crate) fn group(rows: Vec<IndexColumn>) -> Vec<(String, Vec<Option<String>>)> {
+pub(crate) fn group(rows: Vec<IndexColumn>) -> Present {
     let mut out: Vec<(String, Vec<Option<String>>)> = Vec::new();
     for row in rows {
         match out.last_mut() {

@@ -84,8 +84,16 @@ impl fmt::Display for MigrationReport {
             )?;
             for todo in &self.todo {
                 writeln!(f, "  - {}", todo.what)?;
-                writeln!(f, "    SQLite:     {}", todo.sqlite.replace('\n', "\n                "))?;
-                writeln!(f, "    PostgreSQL: {}", todo.postgres.replace('\n', "\n                "))?;
+                writeln!(
+                    f,
+                    "    SQLite:     {}",
+                    todo.sqlite.replace('\n', "\n                ")
+                )?;
+                writeln!(
+                    f,
+                    "    PostgreSQL: {}",
+                    todo.postgres.replace('\n', "\n                ")
+                )?;
             }
         }
         Ok(())
@@ -181,7 +189,10 @@ pub fn make_migrations_for(
         for (i, backend) in BACKENDS.into_iter().enumerate() {
             let path = dir.join(backend_dir(backend)).join(&folder);
             std::fs::create_dir_all(&path)?;
-            std::fs::write(path.join("up.sql"), up_sql(&steps, &report.todo, i, backend))?;
+            std::fs::write(
+                path.join("up.sql"),
+                up_sql(&steps, &report.todo, i, backend),
+            )?;
             std::fs::write(path.join("down.sql"), down_sql(&steps, i))?;
             report.written.push(path);
         }
@@ -261,8 +272,8 @@ fn migrate_dir_blocking(
             let lock = super::MIGRATION_LOCK_KEY;
             diesel::sql_query(format!("SELECT pg_advisory_lock({lock})")).execute(&mut conn)?;
             let result = apply(&mut conn, super::POSTGRES_MIGRATIONS, source);
-            let _ = diesel::sql_query(format!("SELECT pg_advisory_unlock({lock})"))
-                .execute(&mut conn);
+            let _ =
+                diesel::sql_query(format!("SELECT pg_advisory_unlock({lock})")).execute(&mut conn);
             result
         }
     }
@@ -291,7 +302,8 @@ fn scratch(dir: &Path) -> Result<SqliteConnection, MakeMigrationsError> {
     conn.run_pending_migrations(super::SQLITE_MIGRATIONS)
         .map_err(|e| fail(e.to_string()))?;
     if sqlite_dir.is_dir() {
-        let source = FileBasedMigrations::from_path(&sqlite_dir).map_err(|e| fail(e.to_string()))?;
+        let source =
+            FileBasedMigrations::from_path(&sqlite_dir).map_err(|e| fail(e.to_string()))?;
         conn.run_pending_migrations(source)
             .map_err(|e| fail(e.to_string()))?;
     }
@@ -316,7 +328,7 @@ fn load_indexes(
     sql: &str,
     table: &str,
     dir: &Path,
-) -> Result<Vec<(String, Vec<Option<String>>)>, MakeMigrationsError> {
+) -> Result<indexes::Present, MakeMigrationsError> {
     let rows: Vec<IndexColumn> = diesel::sql_query(sql)
         .bind::<Text, _>(table)
         .load(conn)
@@ -393,7 +405,10 @@ fn diff_table(
         let needs_value = !column.field.nullable && column.default.is_none();
         if renamed || needs_value {
             let what = if renamed {
-                format!("{table}.{}: new column, while others are gone: a rename? (not written)", column.name())
+                format!(
+                    "{table}.{}: new column, while others are gone: a rename? (not written)",
+                    column.name()
+                )
             } else {
                 format!(
                     "{table}.{}: new NOT NULL column without a default: existing rows need a value (give the field `#[resource(default = ...)]` or make it an Option)",
@@ -448,7 +463,9 @@ fn diff_table(
         c.field.unique
             && !c.primary_key
             && !added.iter().any(|a| a.name() == c.name())
-            && !unique.iter().any(|(_, cols)| *cols == [Some(c.name().to_owned())])
+            && !unique
+                .iter()
+                .any(|(_, cols)| *cols == [Some(c.name().to_owned())])
     }) {
         let drop = format!(
             "DROP INDEX IF EXISTS {};",
@@ -671,7 +688,10 @@ mod tests {
 
     #[test]
     fn versions_sort_after_the_newest() {
-        assert_eq!(version_of("20260101000000_reference"), Some(20_260_101_000_000));
+        assert_eq!(
+            version_of("20260101000000_reference"),
+            Some(20_260_101_000_000)
+        );
         assert_eq!(version_of("2024-01-02-030405_x"), Some(20_240_102_030_405));
         assert_eq!(version_of("x"), None);
         let dir = tempfile::tempdir().unwrap();

@@ -6,8 +6,8 @@
 //! expression on whichever connection it holds, usually through [`with_conn!`](crate::with_conn).
 
 pub(crate) mod constraint;
-pub(crate) mod deadline;
 pub mod ddl;
+pub(crate) mod deadline;
 pub mod functions;
 pub mod indexes;
 pub(crate) mod locking;
