@@ -19,6 +19,12 @@ use std::path::PathBuf;
 #[cfg(doctest)]
 pub struct ResourcesGuide;
 
+/// The guide `docs/getting-started.md`, whose examples compile (and run) as doc tests; its
+/// `embed_migrations!("migrations")` embeds `tests/migrations`.
+#[doc = include_str!("../../docs/getting-started.md")]
+#[cfg(doctest)]
+pub struct GettingStartedGuide;
+
 /// The guide `docs/filtering.md`, whose examples run as doc tests.
 #[doc = include_str!("../../docs/filtering.md")]
 #[cfg(doctest)]

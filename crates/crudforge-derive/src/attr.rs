@@ -7,9 +7,9 @@
 
 use crate::ctxt::Ctxt;
 use crate::symbol::{
-    Symbol, CRATE, DEFAULT, DIESEL, EMAIL, FILTER, ID, INDEX, MAX, MAX_LEN, MIN, MIN_LEN, NAME,
-    ONE_OF, PASSWORD, PATTERN, READ_ONLY, RESOURCE, RULES, SKIP, SOFT_DELETE, TABLE, TABLE_NAME,
-    UNIQUE, VALIDATE, WRITE_ONLY,
+    Symbol, CRATE, DEFAULT, DIESEL, EMAIL, FILTER, ID, INDEX, MAX, MAX_LEN, MIN, MIN_LEN,
+    MODEL_FIRST, NAME, ONE_OF, ON_DELETE, PASSWORD, PATTERN, READ_ONLY, REFERENCES, RESOURCE,
+    RULES, SKIP, SOFT_DELETE, TABLE, TABLE_NAME, UNIQUE, VALIDATE, WRITE_ONLY,
 };
 use proc_macro2::Span;
 use quote::ToTokens as _;
@@ -18,11 +18,12 @@ use syn::spanned::Spanned;
 use syn::{Attribute, Expr, Ident, LitBool, LitInt, LitStr, Path};
 
 /// Keys accepted on the struct, in the order errors list them.
-pub(crate) const STRUCT_KEYS: &[Symbol] = &[TABLE, NAME, RULES, CRATE, INDEX, SOFT_DELETE];
+pub(crate) const STRUCT_KEYS: &[Symbol] =
+    &[TABLE, NAME, RULES, CRATE, INDEX, SOFT_DELETE, MODEL_FIRST];
 /// Keys accepted on a field, in the order errors list them.
 pub(crate) const FIELD_KEYS: &[Symbol] = &[
     ID, READ_ONLY, WRITE_ONLY, SKIP, FILTER, MAX_LEN, MIN_LEN, MIN, MAX, PATTERN, ONE_OF, VALIDATE,
-    EMAIL, DEFAULT, PASSWORD, UNIQUE,
+    EMAIL, DEFAULT, PASSWORD, UNIQUE, REFERENCES, ON_DELETE,
 ];
 
 /// Struct-level options.
@@ -39,6 +40,8 @@ pub(crate) struct StructAttrs {
     pub(crate) indexes: Vec<IndexAttr>,
     /// `soft_delete`: DELETE sets `deleted_at`; the span of the key.
     pub(crate) soft_delete: Flag,
+    /// `model_first`: the derive declares the table; the span of the key.
+    pub(crate) model_first: Flag,
 }
 
 /// One `index("col_a", "col_b")`: the columns in order, each with its span.
@@ -76,6 +79,10 @@ pub(crate) struct FieldAttrs {
     pub(crate) password: Flag,
     /// `unique`: a unique index backs the column (it may serve as `res_id`).
     pub(crate) unique: Flag,
+    /// `references = "authors"` (or `"authors.code"`): a foreign key, model-first only.
+    pub(crate) references: Option<(LitStr, proc_macro2::Span)>,
+    /// `on_delete = "cascade"`: `restrict` (default), `cascade` or `set_null`.
+    pub(crate) on_delete: Option<(LitStr, proc_macro2::Span)>,
 }
 
 /// A numeric bound (`min = -5`, `max = 2.5`).
@@ -356,6 +363,7 @@ pub(crate) fn struct_attrs(cx: &Ctxt, attrs: &[Attribute]) -> StructAttrs {
     let mut krate: Attr<'_, Path> = Attr::none(cx, CRATE);
     let mut indexes: Vec<IndexAttr> = Vec::new();
     let mut soft_delete = BoolAttr::none(cx, SOFT_DELETE);
+    let mut model_first = BoolAttr::none(cx, MODEL_FIRST);
     // The first `#[diesel(table_name = ...)]`, the table when no `table` key is given.
     let mut diesel_table: Option<Path> = None;
     for attr in attrs {
@@ -390,6 +398,9 @@ pub(crate) fn struct_attrs(cx: &Ctxt, attrs: &[Attribute]) -> StructAttrs {
             } else if meta.path == SOFT_DELETE {
                 soft_delete.set_true(&meta.path);
                 Ok(())
+            } else if meta.path == MODEL_FIRST {
+                model_first.set_true(&meta.path);
+                Ok(())
             } else if meta.path == INDEX {
                 let columns = index_columns(cx, &meta)?;
                 if !columns.is_empty() {
@@ -423,6 +434,7 @@ pub(crate) fn struct_attrs(cx: &Ctxt, attrs: &[Attribute]) -> StructAttrs {
         rules: rules.get(),
         indexes,
         soft_delete: soft_delete.get(),
+        model_first: model_first.get(),
     }
 }
 
@@ -444,6 +456,8 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
     let mut default: Attr<'_, Expr> = Attr::none(cx, DEFAULT);
     let mut password = BoolAttr::none(cx, PASSWORD);
     let mut unique = BoolAttr::none(cx, UNIQUE);
+    let mut references: Attr<'_, LitStr> = Attr::none(cx, REFERENCES);
+    let mut on_delete: Attr<'_, LitStr> = Attr::none(cx, ON_DELETE);
     for attr in attrs.iter().filter(|a| a.path() == RESOURCE) {
         let r = attr.parse_nested_meta(|meta| {
             let p = &meta.path;
@@ -542,6 +556,22 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
                         meta.error("expected a function's path: `validate = checks::isbn`")
                     })
                 })?;
+            } else if p == REFERENCES {
+                references.set_with(&meta, |meta| {
+                    meta.value().and_then(|v| v.parse()).map_err(|_| {
+                        meta.error(
+                            "expected the referenced table in quotes: `references = \"authors\"`",
+                        )
+                    })
+                })?;
+            } else if p == ON_DELETE {
+                on_delete.set_with(&meta, |meta| {
+                    meta.value().and_then(|v| v.parse()).map_err(|_| {
+                        meta.error(
+                            "expected `on_delete = \"restrict\"`, `\"cascade\"` or `\"set_null\"`",
+                        )
+                    })
+                })?;
             } else if p == DEFAULT {
                 default.set_with(&meta, |meta| {
                     meta.value()
@@ -574,6 +604,8 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
         unique: unique.get(),
         default: default.get(),
         password: password.get(),
+        references: references.get_with_span(),
+        on_delete: on_delete.get_with_span(),
     }
 }
 
@@ -582,8 +614,8 @@ mod tests {
     use super::{edit_distance, field_attrs, struct_attrs, FIELD_KEYS, STRUCT_KEYS};
     use crate::ctxt::Ctxt;
     use crate::symbol::{
-        CRATE, DEFAULT, FILTER, INDEX, MAX, MAX_LEN, MIN, MIN_LEN, NAME, ONE_OF, PATTERN, RULES,
-        SOFT_DELETE, TABLE, VALIDATE,
+        CRATE, DEFAULT, FILTER, INDEX, MAX, MAX_LEN, MIN, MIN_LEN, MODEL_FIRST, NAME, ONE_OF,
+        ON_DELETE, PATTERN, REFERENCES, RULES, SOFT_DELETE, TABLE, VALIDATE,
     };
     use quote::{quote, ToTokens};
     use syn::{Attribute, Ident};
@@ -655,6 +687,8 @@ mod tests {
                 PATTERN => quote!(= "^[a-z]+$"),
                 ONE_OF => quote!(= ["cat", "dog"]),
                 VALIDATE => quote!(= checks::isbn),
+                REFERENCES => quote!(= "authors"),
+                ON_DELETE => quote!(= "cascade"),
                 _ => quote!(),
             };
             let attr: Attribute = syn::parse_quote!(#[resource(#ident #value)]);
@@ -670,7 +704,7 @@ mod tests {
                 RULES => quote!(= Rules::OWNER),
                 CRATE => quote!(= "::crudforge"),
                 INDEX => quote!(("species", "cuteness_level")),
-                SOFT_DELETE => quote!(),
+                SOFT_DELETE | MODEL_FIRST => quote!(),
                 _ => panic!("no sample value for struct key `{key}`"),
             };
             let attr: Attribute = syn::parse_quote!(#[resource(#ident #value)]);

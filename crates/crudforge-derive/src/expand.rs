@@ -13,6 +13,7 @@ use quote::{format_ident, quote};
 mod backend;
 mod resource;
 mod schemas;
+mod table;
 mod validate;
 
 use backend::BackendKind;
@@ -124,7 +125,9 @@ pub(crate) fn expand(m: &Model) -> TokenStream {
     let pg = backend::backend(&g, BackendKind::Postgres);
     let resource_impl = resource::resource_impl(&g);
     let registration = resource::registration(&g);
+    let table = table::table_macro(&g);
     quote! {
+        #table
         #create
         #filter
         #create_defaults

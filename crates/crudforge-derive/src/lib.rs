@@ -7,7 +7,9 @@
 mod ast;
 mod attr;
 mod ctxt;
+mod embed;
 mod expand;
+mod model_first;
 mod symbol;
 mod valid;
 
@@ -35,6 +37,7 @@ use proc_macro::TokenStream;
 /// | `rules = expr` | the resource's permission rules, a `crudforge::perms::Rules` value (default: signed-in users may do everything, admins always) |
 /// | `crate = "path"` | where the runtime crate is (default: `::crudforge`) |
 /// | `index("col", ...)` | an index the resource's queries need, columns in order, each a field, as strings (repeatable; `Resource::INDEXES`, checked when the API starts) |
+/// | `model_first` | the struct declares the table: the derive writes its `table!` (named by `#[diesel(table_name = ...)]`) and `Resource::MODEL`, from which `crudforge::migrations::make_migrations` writes migrations |
 /// | `soft_delete` | DELETE keeps the row and sets its `deleted_at`, a required `Option<chrono::DateTime<chrono::Utc>>` field (read-only, filterable); reads and writes see live rows only, administrators list deleted ones with `include_deleted=true` and restore them (`POST <prefix><id>/restore/`, `restore<Name>`) |
 ///
 /// Field attributes, in `#[resource(...)]`:
@@ -55,10 +58,23 @@ use proc_macro::TokenStream;
 /// | `email` | must look like an e-mail address; a user model's (mounted with `UserBlueprint`) are stored normalized |
 /// | `default = expr` | value when a POST body omits the member |
 /// | `password` | plaintext in POST/PATCH bodies, checked against the password policy (`PASSWORD_MIN_LENGTH`), stored as a bcrypt hash, never returned nor filterable |
-/// | `unique` | a unique index backs the column: the field may serve as a blueprint's `res_id` |
+/// | `unique` | a unique index backs the column: the field may serve as a blueprint's `res_id` (model-first: `UNIQUE` in the DDL) |
+/// | `references = "table"` | model-first: a foreign key to `table(id)` (`"table.column"` for another column) |
+/// | `on_delete = "..."` | with `references`: `"restrict"` (default: a referenced row cannot be deleted, 409), `"cascade"` or `"set_null"` |
 #[proc_macro_derive(Resource, attributes(resource))]
 pub fn derive_resource(input: TokenStream) -> TokenStream {
     derive_resource_inner(input.into()).into()
+}
+
+/// Embeds an application's migration folder into the binary, both backends, as a
+/// `crudforge::db::AppMigrations`: `const MIGRATIONS: AppMigrations =
+/// crudforge::embed_migrations!("migrations");` reads `<dir>/sqlite/*/` and
+/// `<dir>/postgres/*/` (the path is relative to the crate's `Cargo.toml`) and includes
+/// `<dir>/migrations.lock`, the manifest `make-migrations` rewrites, so that a new folder is
+/// noticed by the build without a `build.rs`. See `docs/database.md`.
+#[proc_macro]
+pub fn embed_migrations(input: TokenStream) -> TokenStream {
+    embed::embed(input.into()).into()
 }
 
 fn derive_resource_inner(input: proc_macro2::TokenStream) -> proc_macro2::TokenStream {
@@ -70,6 +86,7 @@ fn derive_resource_inner(input: proc_macro2::TokenStream) -> proc_macro2::TokenS
     let model = ast::parse(&cx, &input);
     if let Some(m) = &model {
         valid::check(&cx, m);
+        model_first::check(&cx, m);
     }
     match (cx.check(), model) {
         (Ok(()), Some(m)) => {

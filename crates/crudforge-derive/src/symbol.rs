@@ -28,7 +28,13 @@ pub(crate) const CRATE: Symbol = Symbol("crate");
 pub(crate) const INDEX: Symbol = Symbol("index");
 /// Struct flag `soft_delete`: DELETE sets `deleted_at` instead of removing the row.
 pub(crate) const SOFT_DELETE: Symbol = Symbol("soft_delete");
+/// Struct flag `model_first`: the derive declares the table (`table!`, DDL) from the struct.
+pub(crate) const MODEL_FIRST: Symbol = Symbol("model_first");
 
+/// Field key `references = "authors"` (model-first): a foreign key to `authors(id)`.
+pub(crate) const REFERENCES: Symbol = Symbol("references");
+/// Field key `on_delete = "cascade"`: what deleting the referenced row does.
+pub(crate) const ON_DELETE: Symbol = Symbol("on_delete");
 /// Field flag `id`.
 pub(crate) const ID: Symbol = Symbol("id");
 /// Field flag `read_only`.

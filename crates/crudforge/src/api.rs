@@ -146,6 +146,19 @@ impl Api {
         crate::db::indexes::warn_missing(&self.state.db, &self.declared_indexes()).await
     }
 
+    /// The table of every model-first resource mounted (`#[resource(model_first)]`), in mount
+    /// order, each table once (the first resource mounted over it describes it): what
+    /// [`make_migrations`](crate::migrations::make_migrations) writes migrations for.
+    pub fn model_tables(&self) -> Vec<&'static crate::db::ddl::ModelTable> {
+        let mut out: Vec<&'static crate::db::ddl::ModelTable> = Vec::new();
+        for model in self.mounts.iter().filter_map(|m| m.model()) {
+            if !out.iter().any(|t| t.table == model.table) {
+                out.push(model);
+            }
+        }
+        out
+    }
+
     /// The table of every mounted resource with the fields it expects there, in mount order
     /// (a resource mounted twice appears twice; the check reads each table once).
     fn declared_tables(&self) -> Vec<TableSpec> {

@@ -204,6 +204,127 @@ fn postgres_fits(
     }
 }
 
+// ---- Model-first DDL ----
+
+/// The column type of a model-first field (`#[resource(model_first)]`), named after the Rust
+/// type it stores; [`ModelColumn::sql_type`](crate::db::ddl::ModelColumn::sql_type) spells it for each backend. Public as
+/// `crudforge::db::ddl::ColumnType`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ColumnType {
+    /// `String`.
+    Text,
+    /// `i16`.
+    SmallInt,
+    /// `i32`.
+    Integer,
+    /// `i64`.
+    BigInt,
+    /// `f32`.
+    Real,
+    /// `f64`.
+    Double,
+    /// `bool`.
+    Bool,
+    /// `uuid::Uuid` (`PortableUuid`).
+    Uuid,
+    /// `chrono::DateTime<Utc>` (`PortableTimestamp`).
+    Timestamp,
+    /// `serde_json::Value` (`PortableJson`).
+    Json,
+    /// `chrono::NaiveDate`.
+    Date,
+}
+
+/// The column type `ty` is declared with on `backend`; `max_len` makes PostgreSQL's text a
+/// `varchar(N)` (SQLite has no length in its types: [`length_function`] bounds it in a
+/// `CHECK`). The SQLite spellings are the ones [`column_fits`] accepts for the field's kind,
+/// with the affinity that stores its values as they are: text for the kinds kept as text.
+pub(crate) fn column_type(backend: Backend, ty: ColumnType, max_len: Option<u64>) -> String {
+    let name = match (backend, ty) {
+        (Backend::Postgres, ColumnType::Text) => {
+            return match max_len {
+                Some(n) => format!("VARCHAR({n})"),
+                None => "TEXT".to_owned(),
+            };
+        }
+        (
+            Backend::Sqlite,
+            ColumnType::Text
+            | ColumnType::Uuid
+            | ColumnType::Timestamp
+            | ColumnType::Json
+            | ColumnType::Date,
+        ) => "TEXT",
+        (_, ColumnType::SmallInt) => "SMALLINT",
+        (_, ColumnType::Integer) => "INTEGER",
+        (_, ColumnType::BigInt) => "BIGINT",
+        (_, ColumnType::Real) => "REAL",
+        (Backend::Sqlite, ColumnType::Double) => "DOUBLE",
+        (Backend::Postgres, ColumnType::Double) => "DOUBLE PRECISION",
+        (_, ColumnType::Bool) => "BOOLEAN",
+        (Backend::Postgres, ColumnType::Uuid) => "UUID",
+        (Backend::Postgres, ColumnType::Timestamp) => "TIMESTAMPTZ",
+        (Backend::Postgres, ColumnType::Json) => "JSONB",
+        (Backend::Postgres, ColumnType::Date) => "DATE",
+    };
+    name.to_owned()
+}
+
+/// The function that counts the characters of a text: `length` on SQLite (characters of a
+/// text value), `char_length` on PostgreSQL.
+pub(crate) fn length_function(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Sqlite => "length",
+        Backend::Postgres => "char_length",
+    }
+}
+
+/// Whether `max_len` needs a `CHECK` on `backend` (SQLite); PostgreSQL's `varchar(N)` holds it.
+pub(crate) fn max_len_needs_check(backend: Backend) -> bool {
+    backend == Backend::Sqlite
+}
+
+/// What changing a column's type or nullability takes on `backend`, for a migration's to-do:
+/// PostgreSQL alters the column in place; SQLite cannot, so the table is rebuilt (its new
+/// `CREATE TABLE` is `create_table`).
+pub(crate) fn alter_column(
+    backend: Backend,
+    table: &str,
+    column: &str,
+    postgres_change: &str,
+    create_table: &str,
+) -> String {
+    match backend {
+        Backend::Postgres => {
+            format!("ALTER TABLE {table} ALTER COLUMN {column} {postgres_change};")
+        }
+        Backend::Sqlite => format!(
+            "-- SQLite cannot alter {table}.{column} in place: rebuild the table.\n\
+             PRAGMA foreign_keys = OFF;\n\
+             {}\n\
+             INSERT INTO {table}_new SELECT * FROM {table};\n\
+             DROP TABLE {table};\n\
+             ALTER TABLE {table}_new RENAME TO {table};\n\
+             PRAGMA foreign_keys = ON;",
+            create_table.replacen(
+                &format!("CREATE TABLE {table} "),
+                &format!("CREATE TABLE {table}_new "),
+                1
+            )
+        ),
+    }
+}
+
+/// Each unique index of the SQLite table bound as the one parameter, one row per key column
+/// (`index_name`, `column_name`), in index and column order: what tells the migration
+/// generator whether a `#[resource(unique)]` column already has its index.
+pub(crate) const SQLITE_UNIQUE_INDEX_COLUMNS: &str = "\
+SELECT il.name AS index_name, ii.name AS column_name \
+FROM pragma_index_list(?) AS il, pragma_index_info(il.name) AS ii \
+WHERE il.\"unique\" = 1 AND il.partial = 0 \
+ORDER BY il.name, ii.seqno";
+
 // ---- SQLite's schema, for what its messages leave out ----
 
 /// The single-column foreign keys of every table (composite keys left out).

@@ -65,6 +65,7 @@ mod jwt;
 pub mod logging;
 pub mod metrics;
 pub(crate) mod middleware;
+pub mod migrations;
 pub(crate) mod mount;
 pub mod net;
 pub mod openapi;
@@ -81,6 +82,7 @@ pub mod users;
 pub use api::Api;
 pub use config::Config;
 pub use crud::{CrudBlueprint, Resource};
+pub use crudforge_derive::embed_migrations;
 pub use crudforge_derive::Resource;
 
 pub use db::Database;

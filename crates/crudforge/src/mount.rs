@@ -26,6 +26,12 @@ pub trait Mount: Send + Sync + 'static {
     fn table(&self) -> Option<TableSpec> {
         None
     }
+    /// The table a model-first resource declares (`#[resource(model_first)]`), from which
+    /// [`make_migrations`](crate::migrations::make_migrations) writes migrations. None by
+    /// default.
+    fn model(&self) -> Option<&'static crate::db::ddl::ModelTable> {
+        None
+    }
     /// Removes for good the rows of the mounted resource deleted before `before`, when it keeps
     /// deleted rows (`#[resource(soft_delete)]`); how many. Nothing by default.
     /// [`Api::purge_deleted`](crate::Api::purge_deleted) calls it.

@@ -11,6 +11,7 @@ pub mod validators;
 
 pub use crate::condition::{Builder, Node};
 pub use crate::crud::registry::{make, Registration};
+pub use crate::db::ddl::{ColumnType, ForeignKey, ModelColumn, ModelTable, OnDelete, SqlValue};
 pub use crate::db::functions::{unicode_lower, unicode_lower_nullable};
 pub use crate::db::sqlite_direct::{first as sqlite_first, load as sqlite_load, one as sqlite_one};
 pub use crate::db::statement_cache::{Cached, Shape};
@@ -23,6 +24,7 @@ pub use apistos;
 pub use chrono;
 pub use diesel;
 pub use diesel_async;
+pub use diesel_migrations;
 pub use inventory;
 pub use schemars;
 pub use serde;

@@ -50,6 +50,7 @@ pub(super) fn resource_impl(g: &Gen<'_>) -> TokenStream {
     let update = update_method(g);
     let delete = delete_method(g);
     let soft_delete = soft_delete_methods(g);
+    let model = super::table::model_const(g);
     quote! {
         #[automatically_derived]
         impl #k::crud::Resource for #ident {
@@ -65,6 +66,7 @@ pub(super) fn resource_impl(g: &Gen<'_>) -> TokenStream {
             #update
             #delete
             #soft_delete
+            #model
         }
     }
 }
@@ -117,7 +119,7 @@ fn sql_table(g: &Gen<'_>) -> Option<TokenStream> {
 }
 
 /// One entry of `FIELDS`: the field's name, kind and what clients may do with it.
-fn field_info(g: &Gen<'_>, f: &Field) -> TokenStream {
+pub(super) fn field_info(g: &Gen<'_>, f: &Field) -> TokenStream {
     let k = g.k;
     let fname = f.name();
     let kind = format_ident!("{}", f.kind.unwrap_or(Kind::Other).name());

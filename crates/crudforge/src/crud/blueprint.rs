@@ -492,6 +492,10 @@ impl<R: Resource> Mount for Mounted<R> {
         ))
     }
 
+    fn model(&self) -> Option<&'static crate::db::ddl::ModelTable> {
+        R::MODEL
+    }
+
     fn purge_deleted<'a>(
         &'a self,
         db: &'a crate::db::Database,

@@ -105,6 +105,11 @@ pub trait Resource: Sized + 'static {
     /// The indexes the resource's queries need, declared with `#[resource(index("a", "b"))]`:
     /// one column list each, in index order. [`Resource::indexes`] gives them with the table.
     const INDEXES: &'static [&'static [&'static str]] = &[];
+    /// The table a model-first resource (`#[resource(model_first)]`) declares: its columns'
+    /// types, constraints and foreign keys, from which migrations are written
+    /// ([`crate::migrations::make_migrations`]). `None` for a resource over a hand-written
+    /// `table!`.
+    const MODEL: Option<&'static crate::db::ddl::ModelTable> = None;
 
     /// The table's name in SQL, as its Diesel `table!` declares it (`#[sql_name = "users"]`
     /// over `app_users`); the derive reads it from the declaration, and a table qualified by

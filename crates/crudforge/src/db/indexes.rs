@@ -140,7 +140,7 @@ const RESERVED: &[&str] = &[
 
 /// `name` as an SQL identifier: bare when it is a plain lower-case name, double-quoted
 /// otherwise.
-fn ident(name: &str) -> String {
+pub(crate) fn ident(name: &str) -> String {
     let plain = name
         .chars()
         .next()
@@ -158,12 +158,39 @@ fn ident(name: &str) -> String {
 
 /// One column of one index, as the catalog queries return it.
 #[derive(diesel::QueryableByName)]
-struct IndexColumn {
+pub(crate) struct IndexColumn {
     #[diesel(sql_type = Text)]
-    index_name: String,
+    pub(crate) index_name: String,
     /// `None` for an expression.
     #[diesel(sql_type = Nullable<Text>)]
-    column_name: Option<String>,
+    pub(crate) column_name: Option<String>,
+}
+
+/// Each index's name and key columns in order (`None` for an expression).
+pub(crate) type Present = Vec<(String, Vec<Option<String>>)>;
+
+/// The rows of an index catalog query grouped by index: each index's name and key columns in
+/// order.
+pub(crate) fn group(rows: Vec<IndexColumn>) -> Present {
+    let mut out: Vec<(String, Vec<Option<String>>)> = Vec::new();
+    for row in rows {
+        match out.last_mut() {
+            Some((name, columns)) if *name == row.index_name => columns.push(row.column_name),
+            _ => out.push((row.index_name, vec![row.column_name])),
+        }
+    }
+    out
+}
+
+/// Whether some index of `present` (each one's key columns) starts with `wanted`, in order.
+pub(crate) fn served(present: &[(String, Vec<Option<String>>)], wanted: &[&str]) -> bool {
+    present.iter().any(|(_, columns)| {
+        columns.len() >= wanted.len()
+            && wanted
+                .iter()
+                .zip(columns)
+                .all(|(want, have)| have.as_deref() == Some(*want))
+    })
 }
 
 /// The key columns of each index `table` has, in order (empty when there is no such table).
@@ -180,14 +207,7 @@ pub async fn table_indexes(
     let rows: Vec<IndexColumn> = crate::with_conn!(conn, |c| {
         diesel::sql_query(sql).bind::<Text, _>(table).load(c).await
     })?;
-    let mut out: Vec<(String, Vec<Option<String>>)> = Vec::new();
-    for row in rows {
-        match out.last_mut() {
-            Some((name, columns)) if *name == row.index_name => columns.push(row.column_name),
-            _ => out.push((row.index_name, vec![row.column_name])),
-        }
-    }
-    Ok(out)
+    Ok(group(rows))
 }
 
 /// The indexes of `specs` the database lacks. An index is there when some complete index of
@@ -205,15 +225,7 @@ pub async fn missing(db: &Database, specs: &[IndexSpec]) -> Result<Vec<IndexSpec
     for table in tables {
         let present = table_indexes(db, table).await?;
         for spec in specs.iter().filter(|s| s.table == table) {
-            let served = present.iter().any(|(_, columns)| {
-                columns.len() >= spec.columns.len()
-                    && spec
-                        .columns
-                        .iter()
-                        .zip(columns)
-                        .all(|(want, have)| have.as_deref() == Some(*want))
-            });
-            if !served && !missing.contains(spec) {
+            if !served(&present, spec.columns) && !missing.contains(spec) {
                 missing.push(*spec);
             }
         }

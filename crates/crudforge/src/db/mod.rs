@@ -6,11 +6,13 @@
 //! expression on whichever connection it holds, usually through [`with_conn!`](crate::with_conn).
 
 pub(crate) mod constraint;
+pub mod ddl;
 pub(crate) mod deadline;
 pub mod functions;
 pub mod indexes;
 pub(crate) mod locking;
 pub(crate) mod maintenance;
+pub mod migrations_gen;
 pub(crate) mod monitor;
 pub(crate) mod plans;
 pub(crate) mod runner;

@@ -174,14 +174,15 @@ fn join(drifts: &[SchemaDrift]) -> String {
 }
 
 /// One column of a table, as `dialect::table_columns` returns it.
+/// Also what the migration generator (`migrations_gen`) reads from its scratch database.
 #[derive(diesel::QueryableByName)]
-struct Column {
+pub(crate) struct Column {
     #[diesel(sql_type = Text)]
-    column_name: String,
+    pub(crate) column_name: String,
     #[diesel(sql_type = Text)]
-    column_type: String,
+    pub(crate) column_type: String,
     #[diesel(sql_type = Bool)]
-    not_null: bool,
+    pub(crate) not_null: bool,
 }
 
 /// The columns of `table` in order; empty when there is no such table.
@@ -244,8 +245,9 @@ pub(crate) async fn compare(
     Ok(out)
 }
 
-/// The differences between one field and its column among `columns`.
-fn field_drift(
+/// The differences between one field and its column among `columns` (also the migration
+/// generator's test of a column it would otherwise leave alone).
+pub(crate) fn field_drift(
     backend: crate::dialect::Backend,
     table: &'static str,
     field: &FieldInfo,

@@ -1,0 +1,713 @@
+//! Migrations written from model-first resources: the difference between the tables the
+//! models declare ([`ModelTable`]) and the schema the migrations already present build, as a
+//! new migration folder per backend, plus the manifest that `crudforge::embed_migrations!`
+//! includes so that a new folder reaches the binary without a `build.rs`.
+//!
+//! The present schema is found by applying the library's migrations and the folder's SQLite
+//! migrations to a scratch in-memory SQLite database and reading its catalog with the drift
+//! check's queries (`dialect::table_columns`, `dialect::index_columns`) and its comparison of
+//! one field with its column (`schema_check::field_drift`). New tables, added columns and added
+//! indexes are written; what cannot be written safely (a column that would be added NOT NULL
+//! without a default, a type or nullability change, a dropped column, a possible rename) is
+//! returned as a [`Todo`] with the SQL to review, never written.
+
+use super::ddl::{ModelColumn, ModelTable};
+use super::indexes::{self, ident, IndexColumn, IndexSpec};
+use super::schema_check::{self, Column, SchemaDrift};
+use super::{functions, Database, DbError};
+use crate::dialect::{self, Backend};
+use diesel::connection::SimpleConnection as _;
+use diesel::sql_types::Text;
+use diesel::sqlite::SqliteConnection;
+use diesel::{Connection as _, RunQueryDsl as _};
+use diesel_migrations::{FileBasedMigrations, MigrationHarness as _};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// The file, beside the `sqlite` and `postgres` folders, that lists every migration folder:
+/// the generator rewrites it, and `crudforge::embed_migrations!` includes it, so the compiler
+/// sees a change when a folder is added.
+pub const MANIFEST: &str = "migrations.lock";
+
+/// What [`make_migrations_for`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MigrationReport {
+    /// The new folder's name (`<version>_<name>`), when one was written.
+    pub folder: Option<String>,
+    /// The folders written: `<dir>/sqlite/<folder>` and `<dir>/postgres/<folder>`.
+    pub written: Vec<PathBuf>,
+    /// One line per change written (`books: new table`, `books.isbn: new column`, ...).
+    pub changes: Vec<String>,
+    /// What differs but was not written, each with the SQL to review.
+    pub todo: Vec<Todo>,
+}
+
+/// A difference the generator does not write: a change that could lose data or needs a
+/// decision (a rename, a type or nullability change, a drop, a NOT NULL column without a
+/// default).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Todo {
+    /// One line, `table.column: what differs`.
+    pub what: String,
+    /// The SQL that would make the change on SQLite, to review and adapt.
+    pub sqlite: String,
+    /// The SQL that would make the change on PostgreSQL.
+    pub postgres: String,
+}
+
+impl fmt::Display for MigrationReport {
+    /// The report as a command prints it: the folder written and its changes, or that there
+    /// was nothing to write; then each to-do with its SQL.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.folder {
+            Some(folder) => {
+                writeln!(f, "wrote migration {folder}:")?;
+                for path in &self.written {
+                    writeln!(f, "  {}", path.display())?;
+                }
+                for change in &self.changes {
+                    writeln!(f, "  + {change}")?;
+                }
+            }
+            None => writeln!(
+                f,
+                "no changes: the migrations already create what the models declare; nothing written"
+            )?,
+        }
+        if !self.todo.is_empty() {
+            writeln!(
+                f,
+                "to do by hand ({} not written; review the SQL, then add it to a migration):",
+                self.todo.len()
+            )?;
+            for todo in &self.todo {
+                writeln!(f, "  - {}", todo.what)?;
+                writeln!(
+                    f,
+                    "    SQLite:     {}",
+                    todo.sqlite.replace('\n', "\n                ")
+                )?;
+                writeln!(
+                    f,
+                    "    PostgreSQL: {}",
+                    todo.postgres.replace('\n', "\n                ")
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Why no migration could be written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MakeMigrationsError {
+    /// The name is not a plain lower-case name.
+    #[error("migration name {0:?}: use lower-case letters, digits and `_`, e.g. add_books")]
+    BadName(String),
+    /// The migrations present do not apply to an empty SQLite database.
+    #[error("the migrations in {dir} do not apply: {message}")]
+    Existing {
+        /// The folder of SQLite migrations.
+        dir: PathBuf,
+        /// What failed.
+        message: String,
+    },
+    /// Reading the folder or writing the migration failed.
+    #[error("migration folder: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// One change that is written: its statements up and down, per backend.
+struct Step {
+    line: String,
+    up: [Vec<String>; 2],
+    down: [Vec<String>; 2],
+}
+
+const BACKENDS: [Backend; 2] = [Backend::Sqlite, Backend::Postgres];
+
+/// The same statements on both backends.
+fn both(sql: String) -> [Vec<String>; 2] {
+    [vec![sql.clone()], vec![sql]]
+}
+
+/// Writes into `dir` (`<dir>/sqlite/<version>_<name>/` and `<dir>/postgres/<version>_<name>/`,
+/// each with `up.sql` and `down.sql`) the migration that takes the schema the migrations in
+/// `dir` build to the one `models` declare, and rewrites the [`MANIFEST`]. With nothing to
+/// write, no folder is written (the manifest is still brought up to date). The version is the
+/// current UTC time (`YYYYMMDDHHMMSS`), or one more than the newest folder's when that is
+/// later.
+///
+/// # Errors
+///
+/// A bad `name`, migrations in `dir` that fail on SQLite, or a file that cannot be read or
+/// written.
+pub fn make_migrations_for(
+    models: &[&'static ModelTable],
+    dir: &Path,
+    name: &str,
+) -> Result<MigrationReport, MakeMigrationsError> {
+    let plain = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if !plain {
+        return Err(MakeMigrationsError::BadName(name.to_owned()));
+    }
+    let mut conn = scratch(dir)?;
+    let mut steps: Vec<Step> = Vec::new();
+    let mut todo: Vec<Todo> = Vec::new();
+    let mut new_tables: Vec<&'static ModelTable> = Vec::new();
+    for &model in models {
+        let columns = load_columns(&mut conn, model.table, dir)?;
+        if columns.is_empty() {
+            new_tables.push(model);
+        } else {
+            diff_table(&mut conn, model, &columns, dir, &mut steps, &mut todo)?;
+        }
+    }
+    for model in in_reference_order(&new_tables) {
+        let mut up = [Vec::new(), Vec::new()];
+        for (i, backend) in BACKENDS.into_iter().enumerate() {
+            up[i] = model.create_sql(backend);
+        }
+        steps.push(Step {
+            line: format!("{}: new table", model.table),
+            up,
+            down: both(model.drop_sql()),
+        });
+    }
+    let mut report = MigrationReport {
+        todo,
+        ..MigrationReport::default()
+    };
+    if !steps.is_empty() {
+        let folder = format!("{}_{name}", next_version(dir)?);
+        for (i, backend) in BACKENDS.into_iter().enumerate() {
+            let path = dir.join(backend_dir(backend)).join(&folder);
+            std::fs::create_dir_all(&path)?;
+            std::fs::write(
+                path.join("up.sql"),
+                up_sql(&steps, &report.todo, i, backend),
+            )?;
+            std::fs::write(path.join("down.sql"), down_sql(&steps, i))?;
+            report.written.push(path);
+        }
+        report.changes = steps.iter().map(|s| s.line.clone()).collect();
+        report.folder = Some(folder);
+    }
+    write_manifest(dir)?;
+    Ok(report)
+}
+
+/// Runs the library's pending migrations, then the pending ones of `<dir>/sqlite` or
+/// `<dir>/postgres` (the database's backend), read from disk; returns the versions applied.
+/// For tools and tests: an application embeds its migrations with
+/// `crudforge::embed_migrations!` and runs them with [`Database::run_migrations`].
+///
+/// # Errors
+///
+/// The database cannot be reached, the folder is not a migration folder, or a migration fails.
+pub async fn run_migration_dir(db: &Database, dir: &Path) -> Result<Vec<String>, DbError> {
+    let target = db.inner.target.clone();
+    let backend = db.backend();
+    let synchronous = db.inner.sqlite_synchronous;
+    let path = dir.join(backend_dir(backend));
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(migrate_dir_blocking(backend, &target, synchronous, &path));
+    });
+    rx.await
+        .map_err(|_| DbError::Migration("the migration thread stopped".into()))?
+}
+
+/// The work of [`run_migration_dir`], on a thread of its own.
+fn migrate_dir_blocking(
+    backend: Backend,
+    target: &str,
+    synchronous: crate::config::SqliteSynchronous,
+    path: &Path,
+) -> Result<Vec<String>, DbError> {
+    let failed = |e: diesel_migrations::MigrationError| DbError::Migration(e.to_string());
+    let source = if path.is_dir() {
+        Some(FileBasedMigrations::from_path(path).map_err(failed)?)
+    } else {
+        None
+    };
+    fn apply<B: diesel::backend::Backend>(
+        conn: &mut impl diesel_migrations::MigrationHarness<B>,
+        library: diesel_migrations::EmbeddedMigrations,
+        source: Option<FileBasedMigrations>,
+    ) -> Result<Vec<String>, DbError> {
+        let run = |e: Box<dyn std::error::Error + Send + Sync>| DbError::Migration(e.to_string());
+        let mut applied: Vec<String> = conn
+            .run_pending_migrations(library)
+            .map_err(run)?
+            .into_iter()
+            .map(|v| v.to_string())
+            .collect();
+        if let Some(source) = source {
+            applied.extend(
+                conn.run_pending_migrations(source)
+                    .map_err(run)?
+                    .into_iter()
+                    .map(|v| v.to_string()),
+            );
+        }
+        Ok(applied)
+    }
+    match backend {
+        Backend::Sqlite => {
+            let mut conn = SqliteConnection::establish(target)?;
+            conn.batch_execute(&super::sqlite_pragmas(synchronous))?;
+            functions::register_sqlite_functions(&mut conn)?;
+            apply(&mut conn, super::SQLITE_MIGRATIONS, source)
+        }
+        Backend::Postgres => {
+            use diesel_async::async_connection_wrapper::AsyncConnectionWrapper;
+            let mut conn = <AsyncConnectionWrapper<diesel_async::AsyncPgConnection> as diesel::Connection>::establish(target)?;
+            let lock = super::MIGRATION_LOCK_KEY;
+            diesel::sql_query(format!("SELECT pg_advisory_lock({lock})")).execute(&mut conn)?;
+            let result = apply(&mut conn, super::POSTGRES_MIGRATIONS, source);
+            let _ =
+                diesel::sql_query(format!("SELECT pg_advisory_unlock({lock})")).execute(&mut conn);
+            result
+        }
+    }
+}
+
+/// The folder of `backend`'s migrations under the migration directory.
+fn backend_dir(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Sqlite => "sqlite",
+        Backend::Postgres => "postgres",
+    }
+}
+
+/// A scratch in-memory SQLite database with the library's migrations and those of
+/// `<dir>/sqlite` applied.
+fn scratch(dir: &Path) -> Result<SqliteConnection, MakeMigrationsError> {
+    let sqlite_dir = dir.join("sqlite");
+    let fail = |message: String| MakeMigrationsError::Existing {
+        dir: sqlite_dir.clone(),
+        message,
+    };
+    let mut conn = SqliteConnection::establish(":memory:").map_err(|e| fail(e.to_string()))?;
+    conn.batch_execute("PRAGMA foreign_keys = ON;")
+        .map_err(|e| fail(e.to_string()))?;
+    functions::register_sqlite_functions(&mut conn).map_err(|e| fail(e.to_string()))?;
+    conn.run_pending_migrations(super::SQLITE_MIGRATIONS)
+        .map_err(|e| fail(e.to_string()))?;
+    if sqlite_dir.is_dir() {
+        let source =
+            FileBasedMigrations::from_path(&sqlite_dir).map_err(|e| fail(e.to_string()))?;
+        conn.run_pending_migrations(source)
+            .map_err(|e| fail(e.to_string()))?;
+    }
+    Ok(conn)
+}
+
+/// The columns of `table` in the scratch database (empty: no such table).
+fn load_columns(
+    conn: &mut SqliteConnection,
+    table: &str,
+    dir: &Path,
+) -> Result<Vec<Column>, MakeMigrationsError> {
+    diesel::sql_query(dialect::table_columns(Backend::Sqlite))
+        .bind::<Text, _>(table)
+        .load(conn)
+        .map_err(|e| catalog(dir, e))
+}
+
+/// The indexes of `table` in the scratch database, by `sql` (all, or the unique ones).
+fn load_indexes(
+    conn: &mut SqliteConnection,
+    sql: &str,
+    table: &str,
+    dir: &Path,
+) -> Result<indexes::Present, MakeMigrationsError> {
+    let rows: Vec<IndexColumn> = diesel::sql_query(sql)
+        .bind::<Text, _>(table)
+        .load(conn)
+        .map_err(|e| catalog(dir, e))?;
+    Ok(indexes::group(rows))
+}
+
+fn catalog(dir: &Path, e: diesel::result::Error) -> MakeMigrationsError {
+    MakeMigrationsError::Existing {
+        dir: dir.join("sqlite"),
+        message: format!("reading the schema they build: {}", DbError::from(e)),
+    }
+}
+
+/// The steps and to-dos that take the existing `table` (its `columns`) to `model`.
+fn diff_table(
+    conn: &mut SqliteConnection,
+    model: &'static ModelTable,
+    columns: &[Column],
+    dir: &Path,
+    steps: &mut Vec<Step>,
+    todo: &mut Vec<Todo>,
+) -> Result<(), MakeMigrationsError> {
+    let table = model.table;
+    let added: Vec<&'static ModelColumn> = model
+        .columns
+        .iter()
+        .filter(|c| !columns.iter().any(|col| col.column_name == c.name()))
+        .collect();
+    let gone: Vec<&Column> = columns
+        .iter()
+        .filter(|col| model.column(&col.column_name).is_none())
+        .collect();
+    let renamed = !added.is_empty() && !gone.is_empty();
+    for col in &gone {
+        let c = ident(&col.column_name);
+        let what = if renamed {
+            let new: Vec<&str> = added.iter().map(|a| a.name()).collect();
+            format!(
+                "{table}.{}: no field any more, and {} {} new: a rename? (nothing written for either)",
+                col.column_name,
+                new.join(", "),
+                if new.len() == 1 { "is" } else { "are" }
+            )
+        } else {
+            format!("{table}.{}: no field any more (drop it?)", col.column_name)
+        };
+        let rename = added
+            .first()
+            .filter(|_| renamed)
+            .map(|a| {
+                format!(
+                    "ALTER TABLE {} RENAME COLUMN {c} TO {};\n-- or: ",
+                    ident(table),
+                    ident(a.name())
+                )
+            })
+            .unwrap_or_default();
+        let sql = format!("{rename}ALTER TABLE {} DROP COLUMN {c};", ident(table));
+        todo.push(Todo {
+            what,
+            sqlite: sql.clone(),
+            postgres: sql,
+        });
+    }
+    for column in &added {
+        let add = |backend| {
+            format!(
+                "ALTER TABLE {} ADD COLUMN {};",
+                ident(table),
+                column.definition(backend, false)
+            )
+        };
+        let needs_value = !column.field.nullable && column.default.is_none();
+        if renamed || needs_value {
+            let what = if renamed {
+                format!(
+                    "{table}.{}: new column, while others are gone: a rename? (not written)",
+                    column.name()
+                )
+            } else {
+                format!(
+                    "{table}.{}: new NOT NULL column without a default: existing rows need a value (give the field `#[resource(default = ...)]` or make it an Option)",
+                    column.name()
+                )
+            };
+            todo.push(Todo {
+                what,
+                sqlite: add(Backend::Sqlite),
+                postgres: add(Backend::Postgres),
+            });
+            continue;
+        }
+        let mut up = [vec![add(Backend::Sqlite)], vec![add(Backend::Postgres)]];
+        let mut down = both(format!(
+            "ALTER TABLE {} DROP COLUMN {};",
+            ident(table),
+            ident(column.name())
+        ));
+        if column.field.unique {
+            let index = column.unique_index_sql(table);
+            let drop = format!(
+                "DROP INDEX IF EXISTS {};",
+                ident(&format!("{table}_{}_key", column.name()))
+            );
+            for i in 0..2 {
+                up[i].push(index.clone());
+                down[i].insert(0, drop.clone());
+            }
+        }
+        steps.push(Step {
+            line: format!("{table}.{}: new column", column.name()),
+            up,
+            down,
+        });
+    }
+    for column in model.columns {
+        if added.iter().any(|a| a.name() == column.name()) {
+            continue;
+        }
+        changed_column(model, column, columns, todo);
+    }
+    let present = load_indexes(conn, dialect::index_columns(Backend::Sqlite), table, dir)?;
+    for spec in model.index_specs() {
+        if indexes::served(&present, spec.columns) {
+            continue;
+        }
+        steps.push(index_step(spec));
+    }
+    let unique = load_indexes(conn, dialect::SQLITE_UNIQUE_INDEX_COLUMNS, table, dir)?;
+    for column in model.columns.iter().filter(|c| {
+        c.field.unique
+            && !c.primary_key
+            && !added.iter().any(|a| a.name() == c.name())
+            && !unique
+                .iter()
+                .any(|(_, cols)| *cols == [Some(c.name().to_owned())])
+    }) {
+        let drop = format!(
+            "DROP INDEX IF EXISTS {};",
+            ident(&format!("{table}_{}_key", column.name()))
+        );
+        steps.push(Step {
+            line: format!("{table}.{}: new unique index", column.name()),
+            up: both(column.unique_index_sql(table)),
+            down: both(drop),
+        });
+    }
+    Ok(())
+}
+
+/// The step that adds a declared index.
+fn index_step(spec: IndexSpec) -> Step {
+    Step {
+        line: format!("{}({}): new index", spec.table, spec.columns.join(", ")),
+        up: both(spec.create_sql()),
+        down: both(spec.drop_sql()),
+    }
+}
+
+/// The to-dos of a column present in both: a nullability or type the drift check would
+/// report (read on the scratch SQLite database), or an integer of another width.
+fn changed_column(
+    model: &'static ModelTable,
+    column: &'static ModelColumn,
+    columns: &[Column],
+    todo: &mut Vec<Todo>,
+) {
+    let table = model.table;
+    let name = column.name();
+    let mut drifts = schema_check::field_drift(Backend::Sqlite, table, &column.field, columns);
+    if let Some(col) = columns.iter().find(|c| c.column_name == name) {
+        let integers = ["SMALLINT", "INTEGER", "BIGINT"];
+        let declared = col.column_type.to_ascii_uppercase();
+        let wanted = column.sql_type(Backend::Sqlite);
+        if integers.contains(&declared.as_str())
+            && integers.contains(&wanted.as_str())
+            && declared != wanted
+        {
+            drifts.push(SchemaDrift::Type {
+                table,
+                column: name,
+                kind: column.field.kind,
+                found: col.column_type.clone(),
+                expected: "another integer width",
+            });
+        }
+    }
+    for drift in drifts {
+        let (what, change) = match &drift {
+            SchemaDrift::Nullable { .. } => (
+                format!("{drift} (make it NOT NULL once every row has a value)"),
+                "SET NOT NULL".to_owned(),
+            ),
+            SchemaDrift::NotNull { .. } => (drift.to_string(), "DROP NOT NULL".to_owned()),
+            SchemaDrift::Type { found, .. } => {
+                let ty = column.sql_type(Backend::Postgres);
+                (
+                    format!(
+                        "{table}.{name}: declared {found}, the field needs {} (a type change)",
+                        column.sql_type(Backend::Sqlite)
+                    ),
+                    format!("TYPE {ty} USING {}::{ty}", ident(name)),
+                )
+            }
+            _ => continue,
+        };
+        todo.push(Todo {
+            what,
+            sqlite: dialect::alter_column(
+                Backend::Sqlite,
+                &ident(table),
+                &ident(name),
+                &change,
+                &model.create_table_sql(Backend::Sqlite),
+            ),
+            postgres: dialect::alter_column(
+                Backend::Postgres,
+                &ident(table),
+                &ident(name),
+                &change,
+                "",
+            ),
+        });
+    }
+}
+
+/// `tables` ordered so that each comes after the new tables it references (a cycle keeps
+/// the given order).
+fn in_reference_order(tables: &[&'static ModelTable]) -> Vec<&'static ModelTable> {
+    let mut left: Vec<&'static ModelTable> = tables.to_vec();
+    let mut out: Vec<&'static ModelTable> = Vec::new();
+    while !left.is_empty() {
+        let ready = left.iter().position(|t| {
+            t.referenced_tables()
+                .iter()
+                .all(|r| !left.iter().any(|l| l.table == *r))
+        });
+        out.push(left.remove(ready.unwrap_or(0)));
+    }
+    out
+}
+
+/// `up.sql` for the backend at `i`: the steps in order, then the to-dos as comments.
+fn up_sql(steps: &[Step], todo: &[Todo], i: usize, backend: Backend) -> String {
+    let mut out = String::from(
+        "-- Written by crudforge's make-migrations from the mounted model-first resources.\n",
+    );
+    for step in steps {
+        out.push_str(&format!("\n-- {}\n", step.line));
+        for sql in &step.up[i] {
+            out.push_str(sql);
+            out.push('\n');
+        }
+    }
+    if !todo.is_empty() {
+        out.push_str("\n-- Not written (review, then add by hand):\n");
+        for t in todo {
+            let sql = match backend {
+                Backend::Sqlite => &t.sqlite,
+                Backend::Postgres => &t.postgres,
+            };
+            out.push_str(&format!("-- {}\n", t.what));
+            for line in sql.lines() {
+                out.push_str(&format!("--   {line}\n"));
+            }
+        }
+    }
+    out
+}
+
+/// `down.sql` for the backend at `i`: the steps undone in reverse order.
+fn down_sql(steps: &[Step], i: usize) -> String {
+    let mut out = String::from("-- Undoes up.sql, in reverse order.\n");
+    for step in steps.iter().rev() {
+        for sql in &step.down[i] {
+            out.push_str(sql);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The migration folders of `<dir>/<backend>`, sorted (a folder counts when it has `up.sql`).
+fn folders(dir: &Path, backend: Backend) -> Result<Vec<String>, std::io::Error> {
+    let path = dir.join(backend_dir(backend));
+    if !path.is_dir() {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(path)? {
+        let entry = entry?;
+        if entry.path().join("up.sql").is_file() {
+            out.push(entry.file_name().to_string_lossy().into_owned());
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// The leading digits of a folder name, as a number.
+fn version_of(folder: &str) -> Option<u64> {
+    let digits: String = folder
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '-')
+        .filter(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+/// The version of a new migration: now (`YYYYMMDDHHMMSS`, UTC), or one more than the newest
+/// existing version when that is not earlier, so the new folder always sorts last.
+fn next_version(dir: &Path) -> Result<u64, std::io::Error> {
+    let now: u64 = chrono::Utc::now()
+        .format("%Y%m%d%H%M%S")
+        .to_string()
+        .parse()
+        .unwrap_or(0);
+    let mut newest = 0;
+    for backend in BACKENDS {
+        for folder in folders(dir, backend)? {
+            newest = newest.max(version_of(&folder).unwrap_or(0));
+        }
+    }
+    Ok(if now > newest { now } else { newest + 1 })
+}
+
+/// The manifest's text: every migration folder, one a line.
+fn manifest_text(dir: &Path) -> Result<String, std::io::Error> {
+    let mut out = String::from(
+        "# The migration folders crudforge::embed_migrations! embeds, rewritten by make-migrations.\n\
+         # The macro includes this file, so the build notices when it changes: after adding a\n\
+         # folder by hand, run make-migrations (or add its line here).\n",
+    );
+    for backend in BACKENDS {
+        for folder in folders(dir, backend)? {
+            out.push_str(&format!("{}/{folder}\n", backend_dir(backend)));
+        }
+    }
+    Ok(out)
+}
+
+/// Rewrites `<dir>/`[`MANIFEST`] when the folders changed.
+fn write_manifest(dir: &Path) -> Result<(), std::io::Error> {
+    let text = manifest_text(dir)?;
+    let path = dir.join(MANIFEST);
+    if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+        std::fs::create_dir_all(dir)?;
+        std::fs::write(path, text)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_sort_after_the_newest() {
+        assert_eq!(
+            version_of("20260101000000_reference"),
+            Some(20_260_101_000_000)
+        );
+        assert_eq!(version_of("2024-01-02-030405_x"), Some(20_240_102_030_405));
+        assert_eq!(version_of("x"), None);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("sqlite/99990101000000_later")).unwrap();
+        std::fs::write(dir.path().join("sqlite/99990101000000_later/up.sql"), "").unwrap();
+        assert_eq!(next_version(dir.path()).unwrap(), 99_990_101_000_001);
+    }
+
+    #[test]
+    fn a_bad_name_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["", "Add Books", "../x"] {
+            assert!(matches!(
+                make_migrations_for(&[], dir.path(), name),
+                Err(MakeMigrationsError::BadName(_))
+            ));
+        }
+    }
+}

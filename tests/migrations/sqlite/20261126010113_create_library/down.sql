@@ -1,0 +1,3 @@
+-- Undoes up.sql, in reverse order.
+DROP TABLE books;
+DROP TABLE authors;
