@@ -1,5 +1,5 @@
-//! The command line every application gets: `serve`, `migrate`, `schema check`,
-//! `create-user`, `create-token` and `print-indexes`, with the application's own subcommands
+//! The command line every application gets: `serve`, `migrate`, `make-migrations`,
+//! `schema check`, `create-user`, `create-token` and `print-indexes`, with the application's own subcommands
 //! beside them.
 //!
 //! An application's `main` gives the function that builds its [`Api`], its migrations and,
@@ -24,7 +24,7 @@
 //! | `console` | where commands read secrets from and print to: the process's streams, or memory |
 //! | `database` | `.env`, opening and migrating, connection errors without credentials |
 //! | `serve` | the `serve` command: readiness, migrations, schema check, graceful stop |
-//! | `schema` | `schema check` and `print-indexes` |
+//! | `schema` | `schema check`, `make-migrations` and `print-indexes` |
 //! | `accounts` | `create-user`, `create-token` and where their secrets come from |
 
 mod accounts;
@@ -45,7 +45,7 @@ use futures_util::future::LocalBoxFuture;
 use std::cell::RefCell;
 use std::ffi::OsString;
 use std::future::Future;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::rc::Rc;
 use uuid::Uuid;
@@ -144,11 +144,16 @@ enum Command<C: Subcommand, U: Args> {
     },
     /// Run pending migrations and exit.
     Migrate,
-    // `make-migrations` goes here: a variant `MakeMigrations { name: String, dir: PathBuf }`
-    // (`<app> make-migrations --name add_loans [--dir migrations]`) whose arm in `run_library`
-    // builds the Api over a scratch database as `schema::index_statements` does, calls the
-    // generator `(api: &Api, dir: &Path, name: &str) -> Result<Report, Error>` and prints
-    // the report (files written, to-do items) on stdout.
+    /// Write the next migration, for both backends, from the model-first resources: new
+    /// tables, added columns and indexes; prints what it wrote, and what it left for you to
+    /// review. Touches no database.
+    MakeMigrations {
+        /// The migration's name: lower-case letters, digits and `_` (e.g. `add_loans`).
+        name: String,
+        /// The migrations folder, holding `sqlite/` and `postgres/`.
+        #[arg(long, default_value = "migrations")]
+        dir: PathBuf,
+    },
     /// Compare the database with the mounted resources.
     Schema {
         /// Which check.
@@ -463,6 +468,13 @@ impl<C: Subcommand + 'static, U: Args + 'static> App<C, U> {
                         format!("{n} difference(s) between the database and the resources").into(),
                     ),
                 }
+            }
+            Command::MakeMigrations { name, dir } => {
+                let report = schema::make_migrations(shared, config, &dir, &name).await?;
+                for line in report.to_string().lines() {
+                    console.println(line);
+                }
+                Ok(())
             }
             Command::PrintIndexes { down } => {
                 for line in schema::index_statements(shared, config, down).await? {

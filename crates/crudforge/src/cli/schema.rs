@@ -1,9 +1,13 @@
-//! `schema check` (the live database against the mounted resources) and `print-indexes` (the
-//! SQL of the declared indexes).
+//! `schema check` (the live database against the mounted resources), `make-migrations` (the
+//! next migration of the model-first resources) and `print-indexes` (the SQL of the declared
+//! indexes).
 
 use super::database::connect;
 use super::{BoxError, Shared};
+use crate::api::Api;
 use crate::config::{Config, Secret};
+use crate::migrations::MigrationReport;
+use std::path::Path;
 use crate::db::{Database, DbOptions, Target};
 
 /// One `table.column: what differs` line per difference between the database and the
@@ -20,8 +24,7 @@ pub(crate) async fn schema_drift(shared: &Shared, config: Config) -> Result<Vec<
 }
 
 /// The `CREATE INDEX` (or, with `down`, `DROP INDEX`) statement of every index the mounted
-/// resources declare. The API is built over a private in-memory database and a placeholder
-/// signing key, so no file is opened, created or migrated.
+/// resources declare, without touching a database (see [`scratch_api`]).
 ///
 /// # Errors
 ///
@@ -31,15 +34,7 @@ pub(crate) async fn index_statements(
     config: Config,
     down: bool,
 ) -> Result<Vec<String>, BoxError> {
-    let scratch = Database::open(Target::Sqlite(":memory:".into()), DbOptions::default()).await?;
-    // No token is ever signed here: a fixed key keeps `Api::new` from generating a key file.
-    let config = config.with(|c| {
-        c.db.database_uri = None;
-        c.auth.jwt_secret_key = Some(Secret::new(
-            "print-indexes signs nothing with this placeholder key",
-        ));
-    });
-    let api = (shared.build)(config, scratch)?;
+    let api = scratch_api(shared, config).await?;
     Ok(api
         .declared_indexes()
         .iter()
@@ -51,4 +46,36 @@ pub(crate) async fn index_statements(
             }
         })
         .collect())
+}
+
+/// Writes the next migration of `dir` for the model-first resources the application mounts
+/// (see [`crate::migrations::make_migrations`]), without touching the application's database.
+///
+/// # Errors
+///
+/// Bad configuration, a blueprint that cannot be mounted, a malformed name, migrations in
+/// `dir` that fail, or a file that cannot be read or written.
+pub(crate) async fn make_migrations(
+    shared: &Shared,
+    config: Config,
+    dir: &Path,
+    name: &str,
+) -> Result<MigrationReport, BoxError> {
+    let api = scratch_api(shared, config).await?;
+    Ok(crate::migrations::make_migrations(&api, dir, name)?)
+}
+
+/// The application's API built over a private in-memory database and a placeholder signing
+/// key, so no file is opened, created or migrated: for the commands that only read what the
+/// resources declare.
+async fn scratch_api(shared: &Shared, config: Config) -> Result<Api, BoxError> {
+    let scratch = Database::open(Target::Sqlite(":memory:".into()), DbOptions::default()).await?;
+    // No token is ever signed here: a fixed key keeps `Api::new` from generating a key file.
+    let config = config.with(|c| {
+        c.db.database_uri = None;
+        c.auth.jwt_secret_key = Some(Secret::new(
+            "commands that sign nothing use this placeholder key",
+        ));
+    });
+    (shared.build)(config, scratch)
 }
