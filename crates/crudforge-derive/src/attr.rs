@@ -8,9 +8,12 @@
 use crate::ctxt::Ctxt;
 use crate::symbol::{
     Symbol, CRATE, DEFAULT, DIESEL, EMAIL, FILTER, ID, INDEX, MAX, MAX_LEN, MIN, MIN_LEN, NAME,
-    ONE_OF, PASSWORD, PATTERN, READ_ONLY, RESOURCE, RULES, SKIP, SOFT_DELETE, TABLE, TABLE_NAME,
-    UNIQUE, VALIDATE, WRITE_ONLY,
+    ONE_OF, PASSWORD, PATTERN, READ, READ_ONLY, RESOURCE, RULES, SCOPE, SKIP, SOFT_DELETE, TABLE,
+    TABLE_NAME, UNIQUE, VALIDATE, WRITE_ONLY,
 };
+
+mod rules;
+pub(crate) use rules::{ReadAttr, ScopeAttr};
 use proc_macro2::Span;
 use quote::ToTokens as _;
 use syn::meta::ParseNestedMeta;
@@ -18,11 +21,11 @@ use syn::spanned::Spanned;
 use syn::{Attribute, Expr, Ident, LitBool, LitInt, LitStr, Path};
 
 /// Keys accepted on the struct, in the order errors list them.
-pub(crate) const STRUCT_KEYS: &[Symbol] = &[TABLE, NAME, RULES, CRATE, INDEX, SOFT_DELETE];
+pub(crate) const STRUCT_KEYS: &[Symbol] = &[TABLE, NAME, RULES, CRATE, INDEX, SOFT_DELETE, SCOPE];
 /// Keys accepted on a field, in the order errors list them.
 pub(crate) const FIELD_KEYS: &[Symbol] = &[
     ID, READ_ONLY, WRITE_ONLY, SKIP, FILTER, MAX_LEN, MIN_LEN, MIN, MAX, PATTERN, ONE_OF, VALIDATE,
-    EMAIL, DEFAULT, PASSWORD, UNIQUE,
+    EMAIL, DEFAULT, PASSWORD, UNIQUE, READ,
 ];
 
 /// Struct-level options.
@@ -39,6 +42,8 @@ pub(crate) struct StructAttrs {
     pub(crate) indexes: Vec<IndexAttr>,
     /// `soft_delete`: DELETE sets `deleted_at`; the span of the key.
     pub(crate) soft_delete: Flag,
+    /// Every named filter of every `scope(...)`, in declaration order.
+    pub(crate) scopes: Vec<ScopeAttr>,
 }
 
 /// One `index("col_a", "col_b")`: the columns in order, each with its span.
@@ -76,6 +81,8 @@ pub(crate) struct FieldAttrs {
     pub(crate) password: Flag,
     /// `unique`: a unique index backs the column (it may serve as `res_id`).
     pub(crate) unique: Flag,
+    /// `read = ...`: who may read the member (besides administrators).
+    pub(crate) read: Option<(ReadAttr, proc_macro2::Span)>,
 }
 
 /// A numeric bound (`min = -5`, `max = 2.5`).
@@ -356,6 +363,7 @@ pub(crate) fn struct_attrs(cx: &Ctxt, attrs: &[Attribute]) -> StructAttrs {
     let mut krate: Attr<'_, Path> = Attr::none(cx, CRATE);
     let mut indexes: Vec<IndexAttr> = Vec::new();
     let mut soft_delete = BoolAttr::none(cx, SOFT_DELETE);
+    let mut scopes: Vec<ScopeAttr> = Vec::new();
     // The first `#[diesel(table_name = ...)]`, the table when no `table` key is given.
     let mut diesel_table: Option<Path> = None;
     for attr in attrs {
@@ -390,6 +398,8 @@ pub(crate) fn struct_attrs(cx: &Ctxt, attrs: &[Attribute]) -> StructAttrs {
             } else if meta.path == SOFT_DELETE {
                 soft_delete.set_true(&meta.path);
                 Ok(())
+            } else if meta.path == SCOPE {
+                rules::scopes(cx, &meta, &mut scopes)
             } else if meta.path == INDEX {
                 let columns = index_columns(cx, &meta)?;
                 if !columns.is_empty() {
@@ -423,6 +433,7 @@ pub(crate) fn struct_attrs(cx: &Ctxt, attrs: &[Attribute]) -> StructAttrs {
         rules: rules.get(),
         indexes,
         soft_delete: soft_delete.get(),
+        scopes,
     }
 }
 
@@ -444,6 +455,7 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
     let mut default: Attr<'_, Expr> = Attr::none(cx, DEFAULT);
     let mut password = BoolAttr::none(cx, PASSWORD);
     let mut unique = BoolAttr::none(cx, UNIQUE);
+    let mut read: Attr<'_, ReadAttr> = Attr::none(cx, READ);
     for attr in attrs.iter().filter(|a| a.path() == RESOURCE) {
         let r = attr.parse_nested_meta(|meta| {
             let p = &meta.path;
@@ -542,6 +554,8 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
                         meta.error("expected a function's path: `validate = checks::isbn`")
                     })
                 })?;
+            } else if p == READ {
+                read.set_with(&meta, rules::read_rule)?;
             } else if p == DEFAULT {
                 default.set_with(&meta, |meta| {
                     meta.value()
@@ -574,6 +588,7 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
         unique: unique.get(),
         default: default.get(),
         password: password.get(),
+        read: read.get_with_span(),
     }
 }
 
@@ -582,8 +597,8 @@ mod tests {
     use super::{edit_distance, field_attrs, struct_attrs, FIELD_KEYS, STRUCT_KEYS};
     use crate::ctxt::Ctxt;
     use crate::symbol::{
-        CRATE, DEFAULT, FILTER, INDEX, MAX, MAX_LEN, MIN, MIN_LEN, NAME, ONE_OF, PATTERN, RULES,
-        SOFT_DELETE, TABLE, VALIDATE,
+        CRATE, DEFAULT, FILTER, INDEX, MAX, MAX_LEN, MIN, MIN_LEN, NAME, ONE_OF, PATTERN, READ,
+        RULES, SCOPE, SOFT_DELETE, TABLE, VALIDATE,
     };
     use quote::{quote, ToTokens};
     use syn::{Attribute, Ident};
@@ -655,6 +670,7 @@ mod tests {
                 PATTERN => quote!(= "^[a-z]+$"),
                 ONE_OF => quote!(= ["cat", "dog"]),
                 VALIDATE => quote!(= checks::isbn),
+                READ => quote!(= admin),
                 _ => quote!(),
             };
             let attr: Attribute = syn::parse_quote!(#[resource(#ident #value)]);
@@ -671,6 +687,7 @@ mod tests {
                 CRATE => quote!(= "::crudforge"),
                 INDEX => quote!(("species", "cuteness_level")),
                 SOFT_DELETE => quote!(),
+                SCOPE => quote!((overdue = "due < now")),
                 _ => panic!("no sample value for struct key `{key}`"),
             };
             let attr: Attribute = syn::parse_quote!(#[resource(#ident #value)]);
