@@ -163,7 +163,11 @@ where
         "due_day": (now.date_naive() + Duration::days(days)).to_string(),
         "returned_at": returned.then(|| (now - Duration::hours(1)).to_rfc3339()),
     });
-    let (s, l) = send(app, auth(Req::post().uri("/api/loans/").set_json(body), &w.api, who)).await;
+    let (s, l) = send(
+        app,
+        auth(Req::post().uri("/api/loans/").set_json(body), &w.api, who),
+    )
+    .await;
     assert_eq!(s, 201, "{l}");
 }
 
@@ -178,16 +182,29 @@ where
     B: actix_web::body::MessageBody,
 {
     let sep = if uri.contains('?') { '&' } else { '?' };
-    let (s, list) = send(app, auth(Req::get().uri(&format!("{uri}{sep}sort=title")), &w.api, who)).await;
+    let (s, list) = send(
+        app,
+        auth(
+            Req::get().uri(&format!("{uri}{sep}sort=title")),
+            &w.api,
+            who,
+        ),
+    )
+    .await;
     assert_eq!(s, 200, "{uri}: {list}");
     let data = list["data"].as_array().unwrap();
     assert_eq!(list["pagination"]["total"], data.len(), "{uri}: {list}");
-    data.iter().map(|l| l["title"].as_str().unwrap().to_owned()).collect()
+    data.iter()
+        .map(|l| l["title"].as_str().unwrap().to_owned())
+        .collect()
 }
 
 /// A `filter` expression as a query string.
 fn filter(expr: &str) -> String {
-    format!("/api/loans/?{}", serde_urlencoded::to_string([("filter", expr)]).unwrap())
+    format!(
+        "/api/loans/?{}",
+        serde_urlencoded::to_string([("filter", expr)]).unwrap()
+    )
 }
 
 backend_tests! {

@@ -214,17 +214,48 @@ where
     B: actix_web::body::MessageBody,
 {
     let body = json!({"title": "Dune", "owner_note": "mine", "vip_note": "gold"});
-    let (s, created, _) = call(app, auth(Req::post().uri("/api/loans/").set_json(body), &w.api, w.alice)).await;
+    let (s, created, _) = call(
+        app,
+        auth(
+            Req::post().uri("/api/loans/").set_json(body),
+            &w.api,
+            w.alice,
+        ),
+    )
+    .await;
     assert_eq!(s, 201, "{created}");
     // The write answer shows the owner's note to its owner, never the others.
     assert_eq!(members(&created), with(&["owner_note"]), "{created}");
     let item = format!("/api/loans/{}", created["id"].as_str().unwrap());
     // Only administrators write the staff note; the admin's answer shows every member.
-    let (s, p, _) = call(app, auth(Req::patch().uri(&item).set_json(json!({"staff_note": "late twice"})), &w.api, w.alice)).await;
+    let (s, p, _) = call(
+        app,
+        auth(
+            Req::patch()
+                .uri(&item)
+                .set_json(json!({"staff_note": "late twice"})),
+            &w.api,
+            w.alice,
+        ),
+    )
+    .await;
     assert_eq!(s, 403, "{p}");
-    let (s, changed, _) = call(app, auth(Req::patch().uri(&item).set_json(json!({"staff_note": "late twice"})), &w.api, w.admin)).await;
+    let (s, changed, _) = call(
+        app,
+        auth(
+            Req::patch()
+                .uri(&item)
+                .set_json(json!({"staff_note": "late twice"})),
+            &w.api,
+            w.admin,
+        ),
+    )
+    .await;
     assert_eq!(s, 200, "{changed}");
-    assert_eq!(members(&changed), with(&["owner_note", "staff_note", "vip_note"]));
+    assert_eq!(
+        members(&changed),
+        with(&["owner_note", "staff_note", "vip_note"])
+    );
     assert_eq!(changed["staff_note"], "late twice");
     item
 }

@@ -13,9 +13,9 @@ use crate::symbol::{
 };
 
 mod rules;
-pub(crate) use rules::{ReadAttr, ScopeAttr};
 use proc_macro2::Span;
 use quote::ToTokens as _;
+pub(crate) use rules::{ReadAttr, ScopeAttr};
 use syn::meta::ParseNestedMeta;
 use syn::spanned::Spanned;
 use syn::{Attribute, Expr, Ident, LitBool, LitInt, LitStr, Path};

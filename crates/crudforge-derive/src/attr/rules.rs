@@ -53,11 +53,11 @@ pub(crate) fn read_rule(meta: &ParseNestedMeta<'_>) -> syn::Result<ReadAttr> {
             };
             match (is_owner, field) {
                 (true, Some(field)) => Ok(ReadAttr::Owner(field)),
-                (true, None) => Err(bad(
-                    call.args.span(),
-                    "`owner(...)` takes one field name",
+                (true, None) => Err(bad(call.args.span(), "`owner(...)` takes one field name")),
+                (false, _) => Err(bad(
+                    call.func.span(),
+                    "expected `admin`, `owner(field)` or a function's path",
                 )),
-                (false, _) => Err(bad(call.func.span(), "expected `admin`, `owner(field)` or a function's path")),
             }
         }
         other => Err(bad(

@@ -10,27 +10,26 @@ use syn::spanned::Spanned;
 /// `READ_RULES` and `SCOPES`, when the model declares any.
 pub(super) fn consts(g: &Gen<'_>) -> TokenStream {
     let k = g.k;
-    let rules: Vec<TokenStream> = g
-        .m
-        .fields
-        .iter()
-        .filter_map(|f| {
-            let (read, _) = f.attrs.read.as_ref()?;
-            let name = f.name();
-            let readers = match read {
-                ReadAttr::Admins => quote!(#k::crud::Readers::Admins),
-                ReadAttr::Owner(owner) => {
-                    let owner = owner.to_string();
-                    quote!(#k::crud::Readers::Owner(#owner))
-                }
-                // A function of another signature fails here, on the path the user wrote.
-                ReadAttr::Rule(path) => quote_spanned! {path.span()=>
-                    #k::crud::Readers::Rule(#path)
-                },
-            };
-            Some(quote!((#name, #readers)))
-        })
-        .collect();
+    let rules: Vec<TokenStream> =
+        g.m.fields
+            .iter()
+            .filter_map(|f| {
+                let (read, _) = f.attrs.read.as_ref()?;
+                let name = f.name();
+                let readers = match read {
+                    ReadAttr::Admins => quote!(#k::crud::Readers::Admins),
+                    ReadAttr::Owner(owner) => {
+                        let owner = owner.to_string();
+                        quote!(#k::crud::Readers::Owner(#owner))
+                    }
+                    // A function of another signature fails here, on the path the user wrote.
+                    ReadAttr::Rule(path) => quote_spanned! {path.span()=>
+                        #k::crud::Readers::Rule(#path)
+                    },
+                };
+                Some(quote!((#name, #readers)))
+            })
+            .collect();
     let scopes: Vec<TokenStream> =
         g.m.attrs
             .scopes

@@ -18,7 +18,9 @@ pub(crate) fn value_of(word: &str, kind: Kind) -> Option<Arg> {
         let day = now.date_naive();
         return match kind {
             Kind::Date => Some(Arg::Date(day)),
-            Kind::DateTime => Some(Arg::DateTime(day.and_time(chrono::NaiveTime::MIN).and_utc())),
+            Kind::DateTime => Some(Arg::DateTime(
+                day.and_time(chrono::NaiveTime::MIN).and_utc(),
+            )),
             _ => None,
         };
     }

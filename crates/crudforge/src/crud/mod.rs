@@ -30,11 +30,11 @@ mod write;
 // handlers read from a request, how they answer, and the shared state of a mounted blueprint.
 pub(crate) mod blueprint;
 pub(crate) mod options;
+mod read_rules;
 pub mod registry;
 mod render;
 mod request;
 pub(crate) mod route;
-mod read_rules;
 mod rows;
 mod scope;
 mod shared;

@@ -56,8 +56,9 @@ impl Readers {
         match self {
             Readers::Admins => "administrators only".to_owned(),
             Readers::Owner(f) => format!("the user whose id `{f}` holds, and administrators"),
-            Readers::Rule(_) => "the callers the resource's read rule accepts, and administrators"
-                .to_owned(),
+            Readers::Rule(_) => {
+                "the callers the resource's read rule accepts, and administrators".to_owned()
+            }
         }
     }
 

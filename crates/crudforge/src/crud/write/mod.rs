@@ -235,7 +235,8 @@ async fn settle<R: Resource>(
                 }
             }
             if answer.status != 204 {
-                let (etags, bodies) = represent_all(shared, op, conn, &st.db, rows, ctx.user.as_ref()).await?;
+                let (etags, bodies) =
+                    represent_all(shared, op, conn, &st.db, rows, ctx.user.as_ref()).await?;
                 answer.body = batch_body(&bodies, &etags)?;
             }
             if let Some(k) = key {
