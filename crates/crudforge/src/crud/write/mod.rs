@@ -202,8 +202,7 @@ async fn settle<R: Resource>(
     match change {
         Change::Stored(item, answer) => {
             shared.hooks.after_write(conn, ctx, &item).await?;
-            let viewer = ctx.user.as_ref();
-            written(shared, st, conn, op, item, answer, key, viewer).await
+            written(shared, ctx, conn, op, item, answer, key).await
         }
         Change::Deleted { row, committed } => {
             if let Some(row) = &row {
@@ -302,13 +301,12 @@ pub(crate) enum Written<R> {
 /// Database errors.
 async fn written<R: Resource>(
     shared: &Shared<R>,
-    st: &ApiState,
+    ctx: &HookCtx,
     conn: &mut Conn,
     op: Operation,
     item: R,
     mut answer: Answer,
     key: Option<&IdemKey>,
-    viewer: crate::crud::read_rules::Viewer<'_>,
 ) -> Result<Written<R>, Error> {
     let hooks_after = shared.hooks.has_after_commit();
     if hooks_after && key.is_none() {
@@ -323,7 +321,8 @@ async fn written<R: Resource>(
     } else {
         Vec::new()
     };
-    let (etag, body) = represent(shared, op, conn, &st.db, item, viewer).await?;
+    // Rendered for the caller (the hooks' context: the API's database, the caller's account).
+    let (etag, body) = represent(shared, op, conn, &ctx.db, item, ctx.user.as_ref()).await?;
     answer.body = body;
     answer.etag = Some(etag);
     if let Some(k) = key {
