@@ -8,6 +8,7 @@
 
 use actix_web::test;
 use crudforge::auth::CurrentUser;
+use crudforge::crud::Operation;
 use crudforge::perms::{Access, Rules};
 use crudforge::users;
 use crudforge::{with_conn, Api, Error, Resource};
@@ -142,7 +143,7 @@ async fn world(t: &crudforge_tests::TestDb) -> World {
     users::grant_role(&db, vip, "VIP", None).await.unwrap();
     let api = Api::new(cfg, db.clone())
         .unwrap()
-        .mount(Loan::blueprint("/api/loans/"))
+        .mount(Loan::blueprint("/api/loans/").batch([Operation::Post, Operation::Patch]))
         .unwrap();
     World {
         api,
@@ -301,7 +302,19 @@ backend_tests! {
         let (s, changed, _) = call(&app, auth(Req::patch().uri(&item).set_json(json!({"title": "Dune II"})), &w.api, w.alice)).await;
         assert_eq!(s, 200, "{changed}");
         assert_eq!(members(&changed), with(&["owner_note"]), "{changed}");
-        // Batch-free anonymous callers never get this far: reads need an account.
+        // Batch answers too: each item as its caller may read it.
+        let items = json!({"items": [{"title": "Kim", "owner_note": "n", "vip_note": "v"}]});
+        let (s, batch, _) = call(&app, auth(Req::post().uri("/api/loans/batch/").set_json(items), &w.api, w.bob)).await;
+        assert_eq!(s, 201, "{batch}");
+        assert_eq!(members(&batch["data"][0]), with(&["owner_note"]), "{batch}");
+        let id = batch["data"][0]["id"].clone();
+        let changes = json!({"items": [{"id": id, "changes": {"title": "Kim II"}}]});
+        let (s, batch, _) = call(&app, auth(Req::patch().uri("/api/loans/batch/").set_json(changes.clone()), &w.api, w.vip)).await;
+        assert_eq!(s, 403, "Bob's loan is Bob's to write: {batch}");
+        let (s, batch, _) = call(&app, auth(Req::patch().uri("/api/loans/batch/").set_json(changes), &w.api, w.bob)).await;
+        assert_eq!(s, 200, "{batch}");
+        assert_eq!(members(&batch["data"][0]), with(&["owner_note"]), "{batch}");
+        // Anonymous callers never get this far: reads need an account.
         assert_eq!(call(&app, Req::get().uri(&item)).await.0, 401);
     }
 
