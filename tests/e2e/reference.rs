@@ -1922,6 +1922,84 @@ fn deleted_critters_are_kept_for_administrators_to_restore() {
 }
 
 #[test]
+fn critters_vet_notes_are_for_administrators_only() {
+    for b in backends() {
+        b.user("admin@example.com", &["--admin"]);
+        b.user("bob@example.com", &[]);
+        let app = App::start(b);
+        let bt = app.login("bob@example.com");
+        let at = app.login("admin@example.com");
+        let list = "/api/critters/";
+        let fluffy = app.json(
+            &app.post(list, Some(&bt), json!({"name": "Fluffy", "species": "cat"})),
+            201,
+        );
+        assert!(fluffy.get("vet_notes").is_none(), "{fluffy}");
+        let item = format!("{list}{}", fluffy["id"].as_str().unwrap());
+        // Only administrators write it (403 for others, on POST and PATCH).
+        app.problem(
+            &app.post(
+                list,
+                Some(&bt),
+                json!({"name": "Rex", "species": "dog", "vet_notes": "x"}),
+            ),
+            403,
+            list,
+        );
+        app.problem(
+            &app.patch(&item, Some(&bt), json!({"vet_notes": "x"})),
+            403,
+            &item,
+        );
+        let noted = app.json(
+            &app.patch(&item, Some(&at), json!({"vet_notes": "bites"})),
+            200,
+        );
+        assert_eq!(noted["vet_notes"], "bites");
+        // Administrators read it everywhere; for Bob it is absent from the item, the list and
+        // his own write answers, and naming it is 400.
+        let admin_view = app.get(&item, Some(&at));
+        assert_eq!(app.json(&admin_view, 200)["vet_notes"], "bites");
+        let bob_view = app.get(&item, Some(&bt));
+        let mine = app.json(&bob_view, 200);
+        assert!(mine.get("vet_notes").is_none(), "{mine}");
+        assert_ne!(admin_view.header("etag"), bob_view.header("etag"));
+        let page = app.json(&app.get(list, Some(&bt)), 200);
+        assert!(data(&page).iter().all(|c| c.get("vet_notes").is_none()));
+        let changed = app.json(
+            &app.patch(&item, Some(&bt), json!({"cuteness_level": 12})),
+            200,
+        );
+        assert!(changed.get("vet_notes").is_none(), "{changed}");
+        for query in [
+            "?vet_notes=bites",
+            "?sort=vet_notes",
+            "?fields=id,vet_notes",
+            "?filter=vet_notes%20is%20not%20null",
+        ] {
+            let uri = format!("{list}{query}");
+            app.problem(&app.get(&uri, Some(&bt)), 400, list);
+            let found = app.json(&app.get(&uri, Some(&at)), 200);
+            assert!(
+                data(&found).iter().all(|c| c["id"] == fluffy["id"]),
+                "{query}"
+            );
+        }
+        // The description says who reads it, and leaves it optional.
+        let spec = app.json(&app.get("/openapi.json", None), 200);
+        let critter = &spec["components"]["schemas"]["Critter"];
+        assert_eq!(
+            critter["properties"]["vet_notes"]["x-crudforge-read"],
+            "admin"
+        );
+        assert!(!critter["required"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("vet_notes")));
+    }
+}
+
+#[test]
 fn deleted_users_are_soft_deleted_as_the_contract_says() {
     for b in backends() {
         b.user("admin@example.com", &["--admin"]);
@@ -2265,7 +2343,12 @@ fn critters_answer_with_etags_and_honour_if_match_and_idempotency_keys() {
         assert_eq!(second.json()["type"], "/errors/precondition_failed_error");
         let stale_delete = app.send("DELETE", &item, &at, &[("If-Match", &tag)], None);
         assert_eq!(stale_delete.status, 412);
-        let deleted = app.send("DELETE", &item, &at, &[("If-Match", &new_tag)], None);
+        // Tags are computed on what each caller sees, and administrators also see
+        // `vet_notes`: the administrator deletes with the tag of their own read.
+        let admin_read = app.get(&item, Some(&at));
+        let admin_tag = admin_read.header("etag").expect("ETag").to_owned();
+        assert_ne!(admin_tag, new_tag);
+        let deleted = app.send("DELETE", &item, &at, &[("If-Match", &admin_tag)], None);
         assert_eq!(deleted.status, 204);
 
         // The description names the headers and the answers, and external tools accept it.

@@ -8,22 +8,25 @@
 use crate::ctxt::Ctxt;
 use crate::symbol::{
     Symbol, CRATE, DEFAULT, DIESEL, EMAIL, FILTER, ID, INDEX, MAX, MAX_LEN, MIN, MIN_LEN,
-    MODEL_FIRST, NAME, ONE_OF, ON_DELETE, PASSWORD, PATTERN, READ_ONLY, REFERENCES, RESOURCE,
-    RULES, SKIP, SOFT_DELETE, TABLE, TABLE_NAME, UNIQUE, VALIDATE, WRITE_ONLY,
+    MODEL_FIRST, NAME, ONE_OF, ON_DELETE, PASSWORD, PATTERN, READ, READ_ONLY, REFERENCES,
+    RESOURCE, RULES, SCOPE, SKIP, SOFT_DELETE, TABLE, TABLE_NAME, UNIQUE, VALIDATE, WRITE_ONLY,
 };
+
+mod rules;
 use proc_macro2::Span;
 use quote::ToTokens as _;
+pub(crate) use rules::{ReadAttr, ScopeAttr};
 use syn::meta::ParseNestedMeta;
 use syn::spanned::Spanned;
 use syn::{Attribute, Expr, Ident, LitBool, LitInt, LitStr, Path};
 
 /// Keys accepted on the struct, in the order errors list them.
 pub(crate) const STRUCT_KEYS: &[Symbol] =
-    &[TABLE, NAME, RULES, CRATE, INDEX, SOFT_DELETE, MODEL_FIRST];
+    &[TABLE, NAME, RULES, CRATE, INDEX, SOFT_DELETE, MODEL_FIRST, SCOPE];
 /// Keys accepted on a field, in the order errors list them.
 pub(crate) const FIELD_KEYS: &[Symbol] = &[
     ID, READ_ONLY, WRITE_ONLY, SKIP, FILTER, MAX_LEN, MIN_LEN, MIN, MAX, PATTERN, ONE_OF, VALIDATE,
-    EMAIL, DEFAULT, PASSWORD, UNIQUE, REFERENCES, ON_DELETE,
+    EMAIL, DEFAULT, PASSWORD, UNIQUE, REFERENCES, ON_DELETE, READ,
 ];
 
 /// Struct-level options.
@@ -42,6 +45,8 @@ pub(crate) struct StructAttrs {
     pub(crate) soft_delete: Flag,
     /// `model_first`: the derive declares the table; the span of the key.
     pub(crate) model_first: Flag,
+    /// Every named filter of every `scope(...)`, in declaration order.
+    pub(crate) scopes: Vec<ScopeAttr>,
 }
 
 /// One `index("col_a", "col_b")`: the columns in order, each with its span.
@@ -83,6 +88,8 @@ pub(crate) struct FieldAttrs {
     pub(crate) references: Option<(LitStr, proc_macro2::Span)>,
     /// `on_delete = "cascade"`: `restrict` (default), `cascade` or `set_null`.
     pub(crate) on_delete: Option<(LitStr, proc_macro2::Span)>,
+    /// `read = ...`: who may read the member (besides administrators).
+    pub(crate) read: Option<(ReadAttr, proc_macro2::Span)>,
 }
 
 /// A numeric bound (`min = -5`, `max = 2.5`).
@@ -364,6 +371,7 @@ pub(crate) fn struct_attrs(cx: &Ctxt, attrs: &[Attribute]) -> StructAttrs {
     let mut indexes: Vec<IndexAttr> = Vec::new();
     let mut soft_delete = BoolAttr::none(cx, SOFT_DELETE);
     let mut model_first = BoolAttr::none(cx, MODEL_FIRST);
+    let mut scopes: Vec<ScopeAttr> = Vec::new();
     // The first `#[diesel(table_name = ...)]`, the table when no `table` key is given.
     let mut diesel_table: Option<Path> = None;
     for attr in attrs {
@@ -401,6 +409,8 @@ pub(crate) fn struct_attrs(cx: &Ctxt, attrs: &[Attribute]) -> StructAttrs {
             } else if meta.path == MODEL_FIRST {
                 model_first.set_true(&meta.path);
                 Ok(())
+            } else if meta.path == SCOPE {
+                rules::scopes(cx, &meta, &mut scopes)
             } else if meta.path == INDEX {
                 let columns = index_columns(cx, &meta)?;
                 if !columns.is_empty() {
@@ -435,6 +445,7 @@ pub(crate) fn struct_attrs(cx: &Ctxt, attrs: &[Attribute]) -> StructAttrs {
         indexes,
         soft_delete: soft_delete.get(),
         model_first: model_first.get(),
+        scopes,
     }
 }
 
@@ -458,6 +469,7 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
     let mut unique = BoolAttr::none(cx, UNIQUE);
     let mut references: Attr<'_, LitStr> = Attr::none(cx, REFERENCES);
     let mut on_delete: Attr<'_, LitStr> = Attr::none(cx, ON_DELETE);
+    let mut read: Attr<'_, ReadAttr> = Attr::none(cx, READ);
     for attr in attrs.iter().filter(|a| a.path() == RESOURCE) {
         let r = attr.parse_nested_meta(|meta| {
             let p = &meta.path;
@@ -572,6 +584,8 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
                         )
                     })
                 })?;
+            } else if p == READ {
+                read.set_with(&meta, rules::read_rule)?;
             } else if p == DEFAULT {
                 default.set_with(&meta, |meta| {
                     meta.value()
@@ -606,6 +620,7 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
         password: password.get(),
         references: references.get_with_span(),
         on_delete: on_delete.get_with_span(),
+        read: read.get_with_span(),
     }
 }
 
@@ -615,7 +630,7 @@ mod tests {
     use crate::ctxt::Ctxt;
     use crate::symbol::{
         CRATE, DEFAULT, FILTER, INDEX, MAX, MAX_LEN, MIN, MIN_LEN, MODEL_FIRST, NAME, ONE_OF,
-        ON_DELETE, PATTERN, REFERENCES, RULES, SOFT_DELETE, TABLE, VALIDATE,
+        ON_DELETE, PATTERN, READ, REFERENCES, RULES, SCOPE, SOFT_DELETE, TABLE, VALIDATE,
     };
     use quote::{quote, ToTokens};
     use syn::{Attribute, Ident};
@@ -689,6 +704,7 @@ mod tests {
                 VALIDATE => quote!(= checks::isbn),
                 REFERENCES => quote!(= "authors"),
                 ON_DELETE => quote!(= "cascade"),
+                READ => quote!(= admin),
                 _ => quote!(),
             };
             let attr: Attribute = syn::parse_quote!(#[resource(#ident #value)]);
@@ -705,6 +721,7 @@ mod tests {
                 CRATE => quote!(= "::crudforge"),
                 INDEX => quote!(("species", "cuteness_level")),
                 SOFT_DELETE | MODEL_FIRST => quote!(),
+                SCOPE => quote!((overdue = "due < now")),
                 _ => panic!("no sample value for struct key `{key}`"),
             };
             let attr: Attribute = syn::parse_quote!(#[resource(#ident #value)]);

@@ -12,6 +12,7 @@ use quote::{format_ident, quote};
 
 mod backend;
 mod resource;
+mod rules;
 mod schemas;
 mod table;
 mod validate;

@@ -26,6 +26,8 @@ pub(crate) const RULES: Symbol = Symbol("rules");
 pub(crate) const CRATE: Symbol = Symbol("crate");
 /// Struct key `index("col_a", "col_b")`, repeatable: an index the resource's queries need.
 pub(crate) const INDEX: Symbol = Symbol("index");
+/// Struct key `scope(overdue = "...")`, repeatable: named filters clients ask for by name.
+pub(crate) const SCOPE: Symbol = Symbol("scope");
 /// Struct flag `soft_delete`: DELETE sets `deleted_at` instead of removing the row.
 pub(crate) const SOFT_DELETE: Symbol = Symbol("soft_delete");
 /// Struct flag `model_first`: the derive declares the table (`table!`, DDL) from the struct.
@@ -65,6 +67,8 @@ pub(crate) const VALIDATE: Symbol = Symbol("validate");
 pub(crate) const EMAIL: Symbol = Symbol("email");
 /// Field key `default = expr`.
 pub(crate) const DEFAULT: Symbol = Symbol("default");
+/// Field key `read = admin` / `read = owner(user_id)` / `read = path::to::rule`.
+pub(crate) const READ: Symbol = Symbol("read");
 /// Field flag `password`.
 pub(crate) const PASSWORD: Symbol = Symbol("password");
 

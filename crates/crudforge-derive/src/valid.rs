@@ -4,6 +4,8 @@
 use crate::ast::{Field, Kind, Model};
 use crate::ctxt::Ctxt;
 
+mod rules;
+
 pub(crate) fn check(cx: &Ctxt, m: &Model) {
     if m.attrs.table.is_none() {
         cx.error(
@@ -85,6 +87,7 @@ pub(crate) fn check(cx: &Ctxt, m: &Model) {
     if let Some(span) = m.attrs.soft_delete {
         check_soft_delete(cx, m, span);
     }
+    rules::check(cx, m);
     for index in &m.attrs.indexes {
         for col in &index.columns {
             if !m.fields.iter().any(|f| f.name() == col.value()) {

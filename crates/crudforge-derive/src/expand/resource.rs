@@ -42,6 +42,7 @@ pub(super) fn resource_impl(g: &Gen<'_>) -> TokenStream {
     let sql_table = sql_table(g);
     let rules_fn = rules_fn(g);
     let key_of = key_of(g);
+    let read_rules = super::rules::consts(g);
     let select = select_method(g);
     let count = count_method(g);
     let estimate_count = estimate_count_method(g);
@@ -55,6 +56,7 @@ pub(super) fn resource_impl(g: &Gen<'_>) -> TokenStream {
         #[automatically_derived]
         impl #k::crud::Resource for #ident {
             #associated
+            #read_rules
             #sql_table
             #rules_fn
             #key_of

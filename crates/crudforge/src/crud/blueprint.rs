@@ -282,6 +282,10 @@ impl<R: Resource> CrudBlueprint<R> {
     pub(crate) fn into_mount(mut self) -> Result<Mounted<R>, String> {
         self.check_rule_fields();
         self.check_batch();
+        // Named filters parse against the resource's fields, or the API does not start.
+        if let Err(e) = super::named_filters::check_declared::<R>() {
+            self.errors.push(format!("{}: {e}", self.prefix));
+        }
         if self.ops.contains_key(&Operation::Restore) && !R::SOFT_DELETE {
             self.errors.push(format!(
                 "{}: restore needs a resource that keeps deleted rows: add `#[resource(soft_delete)]` to {}",

@@ -1,6 +1,7 @@
 //! What each generated operation and custom route adds to the OpenAPI description.
 
 mod batch;
+mod rules;
 mod soft_delete;
 
 use super::options::{OpOptions, Operation};
@@ -412,6 +413,7 @@ fn index_parts<R: Resource>(
         sort_schema::<R>(),
     ));
     list_params::<R>(doc, o, &mut params);
+    params.extend(rules::scope_param::<R>());
     filter_params::<R>(doc, &mut params);
     let mut responses = BTreeMap::new();
     let response = doc.partial(response);
@@ -574,7 +576,11 @@ fn update_input<R: Resource>(
 fn response_schema<R: Resource>(doc: &mut ApiDoc, o: &OpOptions<R>) -> ReferenceOr<Schema> {
     match (o.presenter, o.response) {
         (Some((schema, _)), _) | (None, Some((schema, _))) => schema(doc),
-        (None, None) => doc.schema::<R::Response>(),
+        (None, None) => {
+            let schema = doc.schema::<R::Response>();
+            rules::mark_readers::<R>(doc, &schema);
+            schema
+        }
     }
 }
 

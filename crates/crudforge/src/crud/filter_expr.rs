@@ -463,6 +463,12 @@ impl Parser {
     fn value(&mut self, field: &FieldInfo) -> Result<Arg, Error> {
         let (t, pos) = self.next();
         let name = field.name;
+        // `now` and `today`: the server's clock (crud::clock).
+        if let Tok::Ident(w) = &t {
+            if let Some(arg) = super::clock::value_of(w, field.kind) {
+                return Ok(arg);
+            }
+        }
         let text = match (&t, field.kind) {
             (Tok::Str(s), Kind::Text | Kind::Other | Kind::Uuid | Kind::Date | Kind::DateTime) => {
                 s.clone()
@@ -483,8 +489,8 @@ impl Parser {
                 let want = match kind {
                     Kind::Integer | Kind::Float => "a number",
                     Kind::Bool => "true or false",
-                    Kind::Date => "a quoted date ('YYYY-MM-DD')",
-                    Kind::DateTime => "a quoted date or RFC 3339 date-time",
+                    Kind::Date => "a quoted date ('YYYY-MM-DD') or `today`",
+                    Kind::DateTime => "a quoted date or RFC 3339 date-time, `now` or `today`",
                     Kind::Uuid => "a quoted UUID",
                     _ => "a quoted string",
                 };

@@ -36,6 +36,7 @@ async fn fetch<R: Resource>(
     let sparse = super::sparse::requested(R::FIELDS, req.query_string())?;
     let members = shared.ops.get(&Operation::Get).and_then(|o| o.members);
     super::sparse::check_selectable(R::FIELDS, members, sparse.as_deref())?;
+    super::read_rules::check_fields::<R>(sparse.as_deref(), who.viewer())?;
     let addressed = item_conds(shared, req)?;
     let if_none_match = conditional::if_none_match(req.headers())?;
     let conds = if scope.is_always() {
@@ -47,7 +48,7 @@ async fn fetch<R: Resource>(
     let item = select_one::<R>(conn, &conds)
         .await?
         .ok_or_else(not_found::<R>)?;
-    let (etag, out) = represent(shared, Operation::Get, conn, &st.db, item).await?;
+    let (etag, out) = represent(shared, Operation::Get, conn, &st.db, item, who.viewer()).await?;
     Ok(Fetched {
         etag,
         out,

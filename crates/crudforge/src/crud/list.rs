@@ -22,6 +22,8 @@ struct Listed<R> {
     total: Option<i64>,
     q: super::query::ListQuery,
     page: u32,
+    /// The account the page is rendered for (read rules).
+    viewer: Option<crate::auth::CurrentUser>,
 }
 
 /// The reading part of a list request, on `conn`: the caller, the parameters, the page and
@@ -43,12 +45,17 @@ async fn list<R: Resource>(
     super::ListCaps::of(&st.config).check(&q)?;
     let members = shared.ops.get(&Operation::Index).and_then(|o| o.members);
     super::sparse::check_selectable(R::FIELDS, members, q.fields.as_deref())?;
+    // Members the caller may not read cannot be selected, sorted or filtered on.
+    super::read_rules::check_list::<R>(&mut q, who.viewer())?;
     // The read scope is one member of the top-level AND: no `or` of the caller's can widen it.
     let mut conds = Condition::from(parent_conds(shared, req)?)
         .and(scope)
         .and(std::mem::take(&mut q.conds));
     if let Some(f) = q.filter.take() {
         conds = conds.and(Condition::All(vec![f]));
+    }
+    if let Some(named) = super::named_filters::requested::<R>(req.query_string())? {
+        conds = conds.and(named);
     }
     let key = st.signing_key.expose();
     let (page, offset, after) = match &q.cursor {
@@ -86,6 +93,7 @@ async fn list<R: Resource>(
         total,
         q,
         page,
+        viewer: who.viewer().cloned(),
     })
 }
 
@@ -103,6 +111,7 @@ pub(crate) async fn index<R: Resource>(
         total,
         q,
         page,
+        viewer,
     } = snapshot::read(&st.db, async |conn| list(shared, &req, st, conn).await).await?;
     let key = st.signing_key.expose();
     let more = items.len() > q.page_size as usize;
@@ -114,7 +123,15 @@ pub(crate) async fn index<R: Resource>(
     };
     let mut out = Vec::with_capacity(64 + items.len() * 256);
     out.extend_from_slice(b"{\"data\":[");
-    write_items(shared, &st.db, &mut out, items, q.fields.as_deref()).await?;
+    write_items(
+        shared,
+        &st.db,
+        &mut out,
+        items,
+        q.fields.as_deref(),
+        viewer.as_ref(),
+    )
+    .await?;
     out.extend_from_slice(b"],\"pagination\":");
     let pagination = Pagination::counted(page, q.page_size, total, next_cursor);
     serde_json::to_writer(&mut out, &pagination).map_err(|e| Error::Internal(e.to_string()))?;
@@ -130,6 +147,7 @@ async fn write_items<R: Resource>(
     out: &mut Vec<u8>,
     items: Vec<R>,
     sparse: Option<&[&'static str]>,
+    viewer: super::read_rules::Viewer<'_>,
 ) -> Result<(), Error> {
     if shared
         .ops
@@ -137,7 +155,7 @@ async fn write_items<R: Resource>(
         .and_then(|o| o.presenter)
         .is_some()
     {
-        let rendered = render_all(shared, Operation::Index, db, items).await?;
+        let rendered = render_all(shared, Operation::Index, db, items, viewer).await?;
         for (i, item) in rendered.into_iter().enumerate() {
             if i > 0 {
                 out.push(b',');
@@ -156,10 +174,10 @@ async fn write_items<R: Resource>(
             match sparse {
                 Some(f) => {
                     one.clear();
-                    render(shared, Operation::Index, &mut one, item)?;
+                    render(shared, Operation::Index, &mut one, item, viewer)?;
                     out.extend_from_slice(&super::sparse::project(&one, f)?);
                 }
-                None => render(shared, Operation::Index, out, item)?,
+                None => render(shared, Operation::Index, out, item, viewer)?,
             }
         }
     }

@@ -7,10 +7,12 @@
 
 // Listing: the list parameters, the `filter` expression, cursors, sparse fields, the caps,
 // and the INDEX handler that combines them.
+pub(crate) mod clock;
 pub(crate) mod cursor;
 pub(crate) mod filter_expr;
 pub(crate) mod limits;
 mod list;
+mod named_filters;
 pub(crate) mod query;
 pub(crate) mod sparse;
 
@@ -28,6 +30,7 @@ mod write;
 // handlers read from a request, how they answer, and the shared state of a mounted blueprint.
 pub(crate) mod blueprint;
 pub(crate) mod options;
+mod read_rules;
 pub mod registry;
 mod render;
 mod request;
@@ -47,6 +50,7 @@ pub use hooks::HookCtx;
 pub use limits::ListCaps;
 pub use options::{OpOptions, OpSetting, Operation, Present};
 pub use query::{CountMode, ListLimits, ListQuery};
+pub use read_rules::Readers;
 pub use route::{CustomRoute, OperationType, RouteDoc};
 
 use crate::db::indexes::IndexSpec;
@@ -110,6 +114,14 @@ pub trait Resource: Sized + 'static {
     /// ([`crate::migrations::make_migrations`]). `None` for a resource over a hand-written
     /// `table!`.
     const MODEL: Option<&'static crate::db::ddl::ModelTable> = None;
+    /// The members only some callers read, each with who may (`#[resource(read = ...)]` on
+    /// the field): hidden from every answer, `fields`, `sort`, filter and `ETag` of the
+    /// others (see [`Readers`]).
+    const READ_RULES: &'static [(&'static str, Readers)] = &[];
+    /// The named filters clients ask for with `scope=name` (`#[resource(scope(name =
+    /// "expression"))]`): each name with its `filter` expression, checked when the blueprint
+    /// is mounted and evaluated (with `now` and `today`) at each request.
+    const SCOPES: &'static [(&'static str, &'static str)] = &[];
 
     /// The table's name in SQL, as its Diesel `table!` declares it (`#[sql_name = "users"]`
     /// over `app_users`); the derive reads it from the declaration, and a table qualified by

@@ -169,6 +169,8 @@ pub(crate) fn parse_list_query_with(
             "cursor" => q.cursor = Some(value),
             // Which rows: read by the handler (crud::soft_delete), which knows the caller.
             "include_deleted" => {}
+            // Named filters: read by the handler (crud::named_filters).
+            "scope" => {}
             "count" => {
                 q.count = CountMode::parse(&value).ok_or_else(|| {
                     Error::bad_param(
@@ -223,6 +225,7 @@ pub(crate) fn parse_list_query_with(
 /// comma form (`id__in=a,b`).
 fn is_list_param(name: &str) -> bool {
     name == "fields"
+        || name == "scope"
         || name
             .rsplit_once("__")
             .and_then(|(_, s)| operator(s))

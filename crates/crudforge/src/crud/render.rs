@@ -1,8 +1,8 @@
 //! How a generated handler answers: an item through the operation's schema or presenter, its
 //! `ETag` (always from the generated representation), and the JSON response.
 
-use super::conditional;
 use super::options::Operation;
+use super::read_rules::{self, Viewer};
 use super::rows::reload;
 use super::shared::Shared;
 use super::Resource;
@@ -11,35 +11,49 @@ use actix_web::http::header;
 use actix_web::HttpResponse;
 
 /// Writes `item` as operation `op` renders it (a substituted schema, or the generated
-/// response) to `out`.
+/// response) to `out`, without the members `viewer` may not read (see [`read_rules`]).
 pub(crate) fn render<R: Resource>(
     shared: &Shared<R>,
     op: Operation,
     out: &mut Vec<u8>,
     item: R,
+    viewer: Viewer<'_>,
 ) -> Result<(), Error> {
+    let hidden = read_rules::hidden(&item, viewer);
+    let start = out.len();
     let r = match shared.ops.get(&op).and_then(|o| o.response) {
         Some((_, render)) => render(out, item),
         None => serde_json::to_writer(&mut *out, &R::Response::from(item)),
     };
-    r.map_err(|e| Error::Internal(format!("serializing a response: {e}")))
+    r.map_err(|e| Error::Internal(format!("serializing a response: {e}")))?;
+    read_rules::strip(out, start, &hidden)
 }
 
-/// Renders items through the operation's presenter (with database access) or schema.
+/// Renders items through the operation's presenter (with database access) or schema, each
+/// without the members `viewer` may not read on it.
 pub(crate) async fn render_all<R: Resource>(
     shared: &Shared<R>,
     op: Operation,
     db: &crate::db::Database,
     items: Vec<R>,
+    viewer: Viewer<'_>,
 ) -> Result<Vec<Vec<u8>>, Error> {
     if let Some((_, present)) = shared.ops.get(&op).and_then(|o| o.presenter) {
-        return present(db, items).await;
+        let hidden: Vec<_> = items
+            .iter()
+            .map(|item| read_rules::hidden(item, viewer))
+            .collect();
+        let mut out = present(db, items).await?;
+        for (body, hidden) in out.iter_mut().zip(&hidden) {
+            read_rules::strip(body, 0, hidden)?;
+        }
+        return Ok(out);
     }
     items
         .into_iter()
         .map(|item| {
             let mut out = Vec::with_capacity(256);
-            render(shared, op, &mut out, item).map(|()| out)
+            render(shared, op, &mut out, item, viewer).map(|()| out)
         })
         .collect()
 }
@@ -49,13 +63,14 @@ pub(crate) async fn render_one<R: Resource>(
     op: Operation,
     db: &crate::db::Database,
     item: R,
+    viewer: Viewer<'_>,
 ) -> Result<Vec<u8>, Error> {
     if shared.ops.get(&op).and_then(|o| o.presenter).is_none() {
         let mut out = Vec::with_capacity(256);
-        render(shared, op, &mut out, item)?;
+        render(shared, op, &mut out, item, viewer)?;
         return Ok(out);
     }
-    render_all(shared, op, db, vec![item])
+    render_all(shared, op, db, vec![item], viewer)
         .await?
         .pop()
         .ok_or_else(|| Error::Internal("the presenter returned nothing".into()))
@@ -68,20 +83,22 @@ pub(crate) fn json(status: actix_web::http::StatusCode, body: Vec<u8>) -> HttpRe
         .body(body)
 }
 
-/// The item's `ETag` and its body as operation `op` renders it. The tag is computed from the
-/// generated representation (see [`conditional`]), so it is the same for every operation.
+/// The item's `ETag` and its body as operation `op` renders it for `viewer`. The tag is
+/// computed from the generated representation as `viewer` sees it (see
+/// [`read_rules::tag_and_body`]), so it is the same for every operation.
 pub(crate) async fn represent<R: Resource>(
     shared: &Shared<R>,
     op: Operation,
     conn: &mut crate::db::Conn,
     db: &crate::db::Database,
     item: R,
+    viewer: Viewer<'_>,
 ) -> Result<(String, Vec<u8>), Error> {
     if !custom_answer(shared, op) {
-        return conditional::tag_and_body(item);
+        return read_rules::tag_and_body(item, viewer);
     }
-    let (etag, _) = conditional::tag_and_body(reload(conn, &item).await?)?;
-    let out = render_one(shared, op, db, item).await?;
+    let (etag, _) = read_rules::tag_and_body(reload(conn, &item).await?, viewer)?;
+    let out = render_one(shared, op, db, item, viewer).await?;
     Ok((etag, out))
 }
 
@@ -93,15 +110,19 @@ pub(crate) async fn represent_all<R: Resource>(
     conn: &mut crate::db::Conn,
     db: &crate::db::Database,
     items: Vec<R>,
+    viewer: Viewer<'_>,
 ) -> Result<(Vec<String>, Vec<Vec<u8>>), Error> {
     if !custom_answer(shared, op) {
-        return items.into_iter().map(conditional::tag_and_body).collect();
+        return items
+            .into_iter()
+            .map(|item| read_rules::tag_and_body(item, viewer))
+            .collect();
     }
     let mut etags = Vec::with_capacity(items.len());
     for item in &items {
-        etags.push(conditional::tag_and_body(reload(conn, item).await?)?.0);
+        etags.push(read_rules::tag_and_body(reload(conn, item).await?, viewer)?.0);
     }
-    let bodies = render_all(shared, op, db, items).await?;
+    let bodies = render_all(shared, op, db, items, viewer).await?;
     Ok((etags, bodies))
 }
 

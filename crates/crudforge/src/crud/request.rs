@@ -175,6 +175,16 @@ impl Caller {
     pub(crate) fn is_admin(&self) -> bool {
         matches!(self, Caller::Admin(_))
     }
+
+    /// The account answers are rendered for (`None`: anonymous, or a public operation, which
+    /// identifies nobody): what read rules judge (see `crud::read_rules`).
+    pub(crate) fn viewer(&self) -> Option<&crate::auth::CurrentUser> {
+        match self {
+            Caller::Public => None,
+            Caller::Admin(u) => Some(u),
+            Caller::User(u) => u.as_ref(),
+        }
+    }
 }
 
 /// Checks members only the server or administrators may send.

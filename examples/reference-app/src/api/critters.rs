@@ -2,7 +2,9 @@
 
 use super::schema::critters;
 use chrono::{DateTime, Utc};
+use crudforge::auth::CurrentUser;
 use crudforge::crud::HookCtx;
+use crudforge::perms::{Access, Rules};
 use crudforge::Resource;
 use diesel::prelude::*;
 use std::sync::Arc;
@@ -17,10 +19,14 @@ use uuid::Uuid;
 /// `deleted_at IS NULL`, an equality for an index: `deleted_at` comes right after the other
 /// equality columns, so the counts stay covering index searches and the pages come out of
 /// their index in order. The migrations create them; the server warns if one is missing.
+///
+/// `vet_notes` is for administrators: only they read it (it is absent from every answer others
+/// get, and they cannot select, sort or filter by it) and only they write it ([`CritterRules`]).
 #[derive(Debug, Clone, Queryable, Selectable, Resource)]
 #[diesel(table_name = critters)]
 #[resource(
     soft_delete,
+    rules = CritterRules,
     index("deleted_at", "created_at", "id"),
     index("species", "deleted_at", "cuteness_level"),
     index("species", "deleted_at", "created_at", "id", "cuteness_level")
@@ -44,6 +50,29 @@ pub struct Critter {
     /// When it was deleted (null while live): a DELETE keeps the row, an administrator can
     /// list it (`include_deleted=true`) and restore it.
     pub deleted_at: Option<DateTime<Utc>>,
+    /// Administrators' notes (up to 2,000 characters): read and written by administrators
+    /// only.
+    #[resource(read = admin, max_len = 2000)]
+    pub vet_notes: Option<String>,
+}
+
+/// The critters' rules: any signed-in user reads, writes and creates (the library's default),
+/// and only administrators send `vet_notes`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CritterRules;
+
+impl Rules<Critter> for CritterRules {
+    fn read(&self, user: Option<&CurrentUser>) -> Access {
+        Access::authenticated(user)
+    }
+
+    fn write(&self, user: Option<&CurrentUser>) -> Access {
+        Access::authenticated(user)
+    }
+
+    fn admin_fields(&self) -> &[&'static str] {
+        &["vet_notes"]
+    }
 }
 
 /// Before create: trims surrounding whitespace from `name` and `species`, and refuses a name

@@ -131,5 +131,7 @@ diesel::table! {
         cuteness_level -> Integer,
         /// Soft-delete time.
         deleted_at -> Nullable<PortableTimestamp>,
+        /// Administrators' notes.
+        vet_notes -> Nullable<Text>,
     }
 }

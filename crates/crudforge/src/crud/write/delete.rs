@@ -58,7 +58,7 @@ pub(crate) async fn write<R: Resource>(
 ) -> Result<Change<R>, Error> {
     target.at_most_one(shared, conn).await?;
     let (row, committed) = if if_match.is_some() || wants_row(shared) {
-        read(shared, conn, target, if_match).await?
+        read(shared, conn, target, if_match, ctx.user.as_ref()).await?
     } else {
         (None, None)
     };
@@ -84,6 +84,7 @@ async fn read<R: Resource>(
     conn: &mut Conn,
     target: &Target<'_>,
     if_match: Option<&Precondition>,
+    viewer: crate::crud::read_rules::Viewer<'_>,
 ) -> Result<(Option<R>, Option<Arc<R>>), Error> {
     let current = target.current::<R>(shared, conn).await?;
     let committed = if shared.hooks.has_after_commit() {
@@ -99,6 +100,6 @@ async fn read<R: Resource>(
     } else {
         None
     };
-    target::check(pre, current)?;
+    target::check(pre, current, viewer)?;
     Ok((row, committed))
 }

@@ -202,7 +202,7 @@ async fn settle<R: Resource>(
     match change {
         Change::Stored(item, answer) => {
             shared.hooks.after_write(conn, ctx, &item).await?;
-            written(shared, st, conn, op, item, answer, key).await
+            written(shared, ctx, conn, op, item, answer, key).await
         }
         Change::Deleted { row, committed } => {
             if let Some(row) = &row {
@@ -234,7 +234,8 @@ async fn settle<R: Resource>(
                 }
             }
             if answer.status != 204 {
-                let (etags, bodies) = represent_all(shared, op, conn, &st.db, rows).await?;
+                let (etags, bodies) =
+                    represent_all(shared, op, conn, &st.db, rows, ctx.user.as_ref()).await?;
                 answer.body = batch_body(&bodies, &etags)?;
             }
             if let Some(k) = key {
@@ -300,7 +301,7 @@ pub(crate) enum Written<R> {
 /// Database errors.
 async fn written<R: Resource>(
     shared: &Shared<R>,
-    st: &ApiState,
+    ctx: &HookCtx,
     conn: &mut Conn,
     op: Operation,
     item: R,
@@ -320,7 +321,8 @@ async fn written<R: Resource>(
     } else {
         Vec::new()
     };
-    let (etag, body) = represent(shared, op, conn, &st.db, item).await?;
+    // Rendered for the caller (the hooks' context: the API's database, the caller's account).
+    let (etag, body) = represent(shared, op, conn, &ctx.db, item, ctx.user.as_ref()).await?;
     answer.body = body;
     answer.etag = Some(etag);
     if let Some(k) = key {
@@ -362,9 +364,10 @@ impl<R: Resource> Written<R> {
             Err(row) => reload(&mut st.db.get().await?, row.as_ref()).await?,
         };
         let (etag, body) = if custom_answer(shared, op) {
-            represent(shared, op, &mut st.db.get().await?, &st.db, item).await?
+            let conn = &mut st.db.get().await?;
+            represent(shared, op, conn, &st.db, item, ctx.user.as_ref()).await?
         } else {
-            conditional::tag_and_body(item)?
+            crate::crud::read_rules::tag_and_body(item, ctx.user.as_ref())?
         };
         answer.body = body;
         answer.etag = Some(etag);
@@ -404,11 +407,11 @@ async fn finish_batch<R: Resource>(
             Some(c) => c,
             None => conn.insert(st.db.get().await?),
         };
-        represent_all(shared, op, conn, &st.db, items).await?
+        represent_all(shared, op, conn, &st.db, items, ctx.user.as_ref()).await?
     } else {
         items
             .into_iter()
-            .map(conditional::tag_and_body)
+            .map(|item| crate::crud::read_rules::tag_and_body(item, ctx.user.as_ref()))
             .collect::<Result<_, _>>()?
     };
     answer.body = batch_body(&bodies, &etags)?;

@@ -70,7 +70,7 @@ async fn write<R: Resource>(
             None
         };
         if let Some(pre) = if_match {
-            target::check(pre, current)?;
+            target::check(pre, current, ctx.user.as_ref())?;
         }
         if let (Some(row), Some(i)) = (seen, input.take()) {
             input = Some(shared.hooks.before_update(ctx, i, Arc::new(row)).await?);

@@ -178,12 +178,17 @@ pub(crate) fn precondition<R: Resource>(
     Ok(pre)
 }
 
-/// Checks `If-Match` against the current row's tag (which consumes the row).
+/// Checks `If-Match` against the current row's tag as `viewer` sees it, the tag their reads
+/// gave them (which consumes the row).
 ///
 /// # Errors
 ///
 /// 412 when the tag does not match.
-pub(crate) fn check<R: Resource>(pre: &Precondition, current: R) -> Result<(), Error> {
-    let (etag, _) = conditional::tag_and_body(current)?;
+pub(crate) fn check<R: Resource>(
+    pre: &Precondition,
+    current: R,
+    viewer: crate::crud::read_rules::Viewer<'_>,
+) -> Result<(), Error> {
+    let (etag, _) = crate::crud::read_rules::tag_and_body(current, viewer)?;
     conditional::check_if_match(Some(pre), &etag)
 }

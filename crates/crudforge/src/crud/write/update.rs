@@ -79,7 +79,7 @@ pub(crate) async fn write<R: Resource>(
     target.at_most_one(shared, conn).await?;
     if if_match.is_some() || shared.hooks.reads_before_update() {
         let current = target.current::<R>(shared, conn).await?;
-        if let Some(current) = checked(shared, conn, if_match, current).await? {
+        if let Some(current) = checked(shared, conn, if_match, current, ctx.user.as_ref()).await? {
             input = shared
                 .hooks
                 .before_update(ctx, input, Arc::new(current))
@@ -105,6 +105,7 @@ async fn checked<R: Resource>(
     conn: &mut Conn,
     if_match: Option<&Precondition>,
     current: R,
+    viewer: crate::crud::read_rules::Viewer<'_>,
 ) -> Result<Option<R>, Error> {
     let Some(pre) = if_match else {
         return Ok(Some(current));
@@ -114,6 +115,6 @@ async fn checked<R: Resource>(
     } else {
         None
     };
-    target::check(pre, current)?;
+    target::check(pre, current, viewer)?;
     Ok(copy)
 }
