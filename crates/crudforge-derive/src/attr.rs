@@ -569,21 +569,9 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
                     })
                 })?;
             } else if p == REFERENCES {
-                references.set_with(&meta, |meta| {
-                    meta.value().and_then(|v| v.parse()).map_err(|_| {
-                        meta.error(
-                            "expected the referenced table in quotes: `references = \"authors\"`",
-                        )
-                    })
-                })?;
+                references.set_with(&meta, crate::model_first::read_references)?;
             } else if p == ON_DELETE {
-                on_delete.set_with(&meta, |meta| {
-                    meta.value().and_then(|v| v.parse()).map_err(|_| {
-                        meta.error(
-                            "expected `on_delete = \"restrict\"`, `\"cascade\"` or `\"set_null\"`",
-                        )
-                    })
-                })?;
+                on_delete.set_with(&meta, crate::model_first::read_on_delete)?;
             } else if p == READ {
                 read.set_with(&meta, rules::read_rule)?;
             } else if p == DEFAULT {

@@ -129,6 +129,43 @@ mod tests {
     }
 
     #[test]
+    fn a_model_first_model_declares_its_table_and_model() {
+        let out = derive_resource_inner(quote! {
+            #[diesel(table_name = books)]
+            #[resource(model_first)]
+            pub struct Book {
+                pub id: Uuid,
+                pub created_at: DateTime<Utc>,
+                pub updated_at: DateTime<Utc>,
+                #[resource(max_len = 100, default = "x")]
+                pub title: String,
+                #[resource(references = "authors", on_delete = "set_null")]
+                pub author_id: Option<Uuid>,
+            }
+        })
+        .to_string();
+        assert!(!out.contains("compile_error"), "{out}");
+        assert!(out.contains("diesel :: table !"), "{out}");
+        assert!(
+            out.contains("author_id -> :: crudforge :: __private :: diesel :: sql_types :: Nullable < :: crudforge :: __private :: sql_types :: PortableUuid >"),
+            "{out}"
+        );
+        assert!(out.contains("const MODEL"), "{out}");
+        assert!(out.contains("OnDelete :: SetNull"), "{out}");
+        assert!(out.contains("SqlValue :: Text (\"x\")"), "{out}");
+        let schema_first = derive_resource_inner(quote! {
+            #[diesel(table_name = books)]
+            pub struct Book {
+                pub id: Uuid,
+                pub created_at: DateTime<Utc>,
+                pub updated_at: DateTime<Utc>,
+            }
+        })
+        .to_string();
+        assert!(!schema_first.contains("table !") && !schema_first.contains("const MODEL"));
+    }
+
+    #[test]
     fn every_mistake_is_reported_at_once() {
         let out = derive_resource_inner(quote! {
             pub struct Critter {

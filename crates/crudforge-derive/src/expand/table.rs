@@ -12,14 +12,14 @@ use quote::{format_ident, quote};
 /// Emits `table!` for a model-first model, at the struct's level (nothing otherwise).
 pub(super) fn table_macro(g: &Gen<'_>) -> Option<TokenStream> {
     g.m.attrs.model_first?;
-    let (k, p) = (g.k, &g.p);
+    let p = &g.p;
     let table = g.m.attrs.table.as_ref()?;
     let id = &g.id.ident;
     let columns = g.m.fields.iter().filter_map(|f| {
         let sql = sql_of(&f.inner)?;
         let name = format_ident!("{}", sql.diesel);
         let mut ty = if sql.portable {
-            quote!(#k::sql_types::#name)
+            quote!(#p::sql_types::#name)
         } else {
             quote!(#p::diesel::sql_types::#name)
         };
