@@ -7,9 +7,9 @@
 
 use crate::ctxt::Ctxt;
 use crate::symbol::{
-    Symbol, CRATE, DEFAULT, DIESEL, EMAIL, FILTER, ID, INDEX, MAX, MAX_LEN, MIN, MIN_LEN, NAME,
-    ONE_OF, PASSWORD, PATTERN, READ_ONLY, RESOURCE, RULES, SKIP, SOFT_DELETE, TABLE, TABLE_NAME,
-    UNIQUE, VALIDATE, WRITE_ONLY,
+    Symbol, BELONGS_TO, CRATE, DEFAULT, DIESEL, EMAIL, FILTER, HAS_MANY, ID, INDEX, MAX, MAX_LEN,
+    MIN, MIN_LEN, NAME, ONE_OF, PASSWORD, PATTERN, READ_ONLY, RESOURCE, RULES, SKIP, SOFT_DELETE,
+    TABLE, TABLE_NAME, UNIQUE, VALIDATE, WRITE_ONLY,
 };
 use proc_macro2::Span;
 use quote::ToTokens as _;
@@ -18,11 +18,12 @@ use syn::spanned::Spanned;
 use syn::{Attribute, Expr, Ident, LitBool, LitInt, LitStr, Path};
 
 /// Keys accepted on the struct, in the order errors list them.
-pub(crate) const STRUCT_KEYS: &[Symbol] = &[TABLE, NAME, RULES, CRATE, INDEX, SOFT_DELETE];
+pub(crate) const STRUCT_KEYS: &[Symbol] =
+    &[TABLE, NAME, RULES, CRATE, INDEX, SOFT_DELETE, HAS_MANY];
 /// Keys accepted on a field, in the order errors list them.
 pub(crate) const FIELD_KEYS: &[Symbol] = &[
     ID, READ_ONLY, WRITE_ONLY, SKIP, FILTER, MAX_LEN, MIN_LEN, MIN, MAX, PATTERN, ONE_OF, VALIDATE,
-    EMAIL, DEFAULT, PASSWORD, UNIQUE,
+    EMAIL, DEFAULT, PASSWORD, UNIQUE, BELONGS_TO,
 ];
 
 /// Struct-level options.
@@ -39,6 +40,8 @@ pub(crate) struct StructAttrs {
     pub(crate) indexes: Vec<IndexAttr>,
     /// `soft_delete`: DELETE sets `deleted_at`; the span of the key.
     pub(crate) soft_delete: Flag,
+    /// Every `has_many(...)`, in declaration order.
+    pub(crate) has_many: Vec<crate::relations::HasMany>,
 }
 
 /// One `index("col_a", "col_b")`: the columns in order, each with its span.
@@ -76,6 +79,8 @@ pub(crate) struct FieldAttrs {
     pub(crate) password: Flag,
     /// `unique`: a unique index backs the column (it may serve as `res_id`).
     pub(crate) unique: Flag,
+    /// `belongs_to(Target)`: the field holds the id of a `Target` item.
+    pub(crate) belongs_to: Option<crate::relations::BelongsTo>,
 }
 
 /// A numeric bound (`min = -5`, `max = 2.5`).
@@ -356,6 +361,7 @@ pub(crate) fn struct_attrs(cx: &Ctxt, attrs: &[Attribute]) -> StructAttrs {
     let mut krate: Attr<'_, Path> = Attr::none(cx, CRATE);
     let mut indexes: Vec<IndexAttr> = Vec::new();
     let mut soft_delete = BoolAttr::none(cx, SOFT_DELETE);
+    let mut has_many = Vec::new();
     // The first `#[diesel(table_name = ...)]`, the table when no `table` key is given.
     let mut diesel_table: Option<Path> = None;
     for attr in attrs {
@@ -390,6 +396,9 @@ pub(crate) fn struct_attrs(cx: &Ctxt, attrs: &[Attribute]) -> StructAttrs {
             } else if meta.path == SOFT_DELETE {
                 soft_delete.set_true(&meta.path);
                 Ok(())
+            } else if meta.path == HAS_MANY {
+                has_many.push(crate::relations::has_many(&meta)?);
+                Ok(())
             } else if meta.path == INDEX {
                 let columns = index_columns(cx, &meta)?;
                 if !columns.is_empty() {
@@ -423,6 +432,7 @@ pub(crate) fn struct_attrs(cx: &Ctxt, attrs: &[Attribute]) -> StructAttrs {
         rules: rules.get(),
         indexes,
         soft_delete: soft_delete.get(),
+        has_many,
     }
 }
 
@@ -444,6 +454,7 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
     let mut default: Attr<'_, Expr> = Attr::none(cx, DEFAULT);
     let mut password = BoolAttr::none(cx, PASSWORD);
     let mut unique = BoolAttr::none(cx, UNIQUE);
+    let mut belongs_to: Attr<'_, crate::relations::BelongsTo> = Attr::none(cx, BELONGS_TO);
     for attr in attrs.iter().filter(|a| a.path() == RESOURCE) {
         let r = attr.parse_nested_meta(|meta| {
             let p = &meta.path;
@@ -542,6 +553,8 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
                         meta.error("expected a function's path: `validate = checks::isbn`")
                     })
                 })?;
+            } else if p == BELONGS_TO {
+                belongs_to.set_with(&meta, crate::relations::belongs_to)?;
             } else if p == DEFAULT {
                 default.set_with(&meta, |meta| {
                     meta.value()
@@ -574,6 +587,7 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
         unique: unique.get(),
         default: default.get(),
         password: password.get(),
+        belongs_to: belongs_to.get(),
     }
 }
 

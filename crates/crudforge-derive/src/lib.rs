@@ -8,6 +8,7 @@ mod ast;
 mod attr;
 mod ctxt;
 mod expand;
+mod relations;
 mod symbol;
 mod valid;
 

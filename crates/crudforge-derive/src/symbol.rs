@@ -29,6 +29,12 @@ pub(crate) const INDEX: Symbol = Symbol("index");
 /// Struct flag `soft_delete`: DELETE sets `deleted_at` instead of removing the row.
 pub(crate) const SOFT_DELETE: Symbol = Symbol("soft_delete");
 
+/// Struct key `has_many(critters = Critter, key = "habitat_id")`, repeatable: a relation to
+/// the items of another resource whose field holds this item's id.
+pub(crate) const HAS_MANY: Symbol = Symbol("has_many");
+/// Field key `belongs_to(Habitat)`: the field holds the id of an item of another resource.
+pub(crate) const BELONGS_TO: Symbol = Symbol("belongs_to");
+
 /// Field flag `id`.
 pub(crate) const ID: Symbol = Symbol("id");
 /// Field flag `read_only`.

@@ -5,6 +5,7 @@ use crate::ast::{Field, Kind, Model};
 use crate::ctxt::Ctxt;
 
 pub(crate) fn check(cx: &Ctxt, m: &Model) {
+    crate::relations::check(cx, m);
     if m.attrs.table.is_none() {
         cx.error(
             &m.ident,
