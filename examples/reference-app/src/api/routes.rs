@@ -2,6 +2,7 @@
 //! nested roles, domains and critters.
 
 use super::critters::{self, Critter};
+use super::habitats::Habitat;
 use super::domains::RefDomain;
 use super::invites::{self, Invite};
 use super::profile::{self, PublicUsers};
@@ -158,5 +159,14 @@ pub fn mount(api: Api, recovery_settings: RecoverySettings) -> Result<Api, Mount
                 .before_create(critters::tidy_new)
                 .before_update_input(critters::tidy_change)
                 .after_commit(critters::announce),
+        )?
+        // Signed-in users read habitats; administrators write them. A habitat that critters
+        // name is not deleted (409).
+        .mount(
+            Habitat::blueprint("/api/habitats/").admin_only([
+                Operation::Post,
+                Operation::Patch,
+                Operation::Delete,
+            ]),
         )
 }
