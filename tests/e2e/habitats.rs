@@ -35,7 +35,11 @@ fn habitats_and_expanded_critters() {
         );
         app.problem(&app.post(list, Some(&at), body), 409, list);
         let tundra = app.json(
-            &app.post(list, Some(&at), json!({"name": "Tundra", "climate": "cold"})),
+            &app.post(
+                list,
+                Some(&at),
+                json!({"name": "Tundra", "climate": "cold"}),
+            ),
             201,
         );
         let empty = app.json(
@@ -49,9 +53,18 @@ fn habitats_and_expanded_critters() {
         // Critters name their habitat.
         let critters = "/api/critters/";
         let mut made = Vec::new();
-        for (name, habitat) in [("Leo", Some(sid)), ("Yuki", Some(tid)), ("Stray", None), ("Zara", Some(sid))] {
+        for (name, habitat) in [
+            ("Leo", Some(sid)),
+            ("Yuki", Some(tid)),
+            ("Stray", None),
+            ("Zara", Some(sid)),
+        ] {
             let c = app.json(
-                &app.post(critters, Some(&bt), json!({"name": name, "species": "cat", "habitat_id": habitat})),
+                &app.post(
+                    critters,
+                    Some(&bt),
+                    json!({"name": name, "species": "cat", "habitat_id": habitat}),
+                ),
                 201,
             );
             made.push(c);
@@ -68,32 +81,82 @@ fn habitats_and_expanded_critters() {
         let stray = format!("{critters}{}", made[2]["id"].as_str().unwrap());
         let expanded = app.json(&app.get(&format!("{stray}?expand=habitat"), Some(&bt)), 200);
         assert_eq!(expanded["habitat"], Value::Null);
-        let trimmed = app.json(&app.get(&format!("{leo}?expand=habitat&fields=name,habitat.name"), Some(&bt)), 200);
-        assert_eq!(trimmed, json!({"name": "Leo", "habitat": {"name": "Savanna"}}));
+        let trimmed = app.json(
+            &app.get(
+                &format!("{leo}?expand=habitat&fields=name,habitat.name"),
+                Some(&bt),
+            ),
+            200,
+        );
+        assert_eq!(
+            trimmed,
+            json!({"name": "Leo", "habitat": {"name": "Savanna"}})
+        );
         // Lists expand too, filter and sort across the relation.
-        let page = app.json(&app.get(&format!("{critters}?expand=habitat"), Some(&bt)), 200);
-        let habitats: Vec<Value> = data(&page).iter().map(|c| c["habitat"]["name"].clone()).collect();
-        assert_eq!(habitats, [json!("Savanna"), json!("Tundra"), Value::Null, json!("Savanna")]);
-        let page = app.json(&app.get(&format!("{critters}?habitat.name=Savanna"), Some(&bt)), 200);
+        let page = app.json(
+            &app.get(&format!("{critters}?expand=habitat"), Some(&bt)),
+            200,
+        );
+        let habitats: Vec<Value> = data(&page)
+            .iter()
+            .map(|c| c["habitat"]["name"].clone())
+            .collect();
+        assert_eq!(
+            habitats,
+            [
+                json!("Savanna"),
+                json!("Tundra"),
+                Value::Null,
+                json!("Savanna")
+            ]
+        );
+        let page = app.json(
+            &app.get(&format!("{critters}?habitat.name=Savanna"), Some(&bt)),
+            200,
+        );
         assert_eq!(names(&page), ["Leo", "Zara"]);
         assert_eq!(page["pagination"]["total"], 2);
-        let page = app.json(&app.get(&format!("{critters}?habitat.name__ilike=%25UND%25"), Some(&bt)), 200);
+        let page = app.json(
+            &app.get(
+                &format!("{critters}?habitat.name__ilike=%25UND%25"),
+                Some(&bt),
+            ),
+            200,
+        );
         assert_eq!(names(&page), ["Yuki"]);
         let page = app.json(&app.get(&format!("{critters}?filter=habitat.climate%20%3D%20'cold'%20or%20habitat_id%20is%20null"), Some(&bt)), 200);
         assert_eq!(names(&page), ["Yuki", "Stray"]);
-        let page = app.json(&app.get(&format!("{critters}?sort=-habitat.name,name"), Some(&bt)), 200);
+        let page = app.json(
+            &app.get(&format!("{critters}?sort=-habitat.name,name"), Some(&bt)),
+            200,
+        );
         assert_eq!(names(&page), ["Stray", "Yuki", "Leo", "Zara"]);
         let r = app.get(&format!("{critters}?expand=owner"), Some(&bt));
         let p = app.problem(&r, 400, critters);
         assert!(p["detail"].as_str().unwrap().contains("`owner`"), "{p}");
         // A habitat embeds its live critters.
-        let h = app.json(&app.get(&format!("{list}{sid}?expand=critters"), Some(&bt)), 200);
-        let inner: Vec<&str> = h["critters"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+        let h = app.json(
+            &app.get(&format!("{list}{sid}?expand=critters"), Some(&bt)),
+            200,
+        );
+        let inner: Vec<&str> = h["critters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
         assert_eq!(inner, ["Leo", "Zara"]);
         let zara = format!("{critters}{}", made[3]["id"].as_str().unwrap());
         assert_eq!(app.delete(&zara, Some(&at)).status, 204);
-        let h = app.json(&app.get(&format!("{list}{sid}?expand=critters"), Some(&bt)), 200);
-        assert_eq!(h["critters"].as_array().unwrap().len(), 1, "deleted critters are left out");
+        let h = app.json(
+            &app.get(&format!("{list}{sid}?expand=critters"), Some(&bt)),
+            200,
+        );
+        assert_eq!(
+            h["critters"].as_array().unwrap().len(),
+            1,
+            "deleted critters are left out"
+        );
         // Deleting a habitat that critters name is refused; a deleted critter still names its
         // habitat (a restore brings it back there).
         let tundra_item = format!("{list}{tid}");

@@ -254,7 +254,8 @@ where
 
 macro_rules! get {
     ($app:expr, $w:expr, $who:expr, $uri:expr) => {{
-        let (s, b, _, _) = call(&$app, auth(Req::get().uri(&$uri), &$w.api, $who)).await;
+        let uri: String = $uri;
+        let (s, b, _, _) = call(&$app, auth(Req::get().uri(&uri), &$w.api, $who)).await;
         (s, b)
     }};
 }
@@ -381,14 +382,14 @@ backend_tests! {
         let app = test::init_service(w.api.app()).await;
         let p = pet(&app, &w, "one", None).await;
         for uri in [format!("/api/pets/{p}?expand=zone,nope,other"), "/api/pets/?expand=zone,nope,other".to_owned()] {
-            let (s, e) = get!(app, w, w.alice, uri);
+            let (s, e) = get!(app, w, w.alice, uri.clone());
             assert_eq!(s, 400, "{e}");
             let d = e["detail"].as_str().unwrap();
             assert!(d.contains("`nope`") && d.contains("`other`") && !d.contains("`zone`"), "{d}");
         }
         // Keepers are not mounted: nobody may read them through a relation.
         for uri in [format!("/api/pets/{p}?expand=keeper"), "/api/pets/?expand=keeper".to_owned(), "/api/pets/?keeper.name=x".to_owned(), "/api/pets/?sort=keeper.name".to_owned()] {
-            let (s, e) = get!(app, w, w.admin, uri);
+            let (s, e) = get!(app, w, w.admin, uri.clone());
             assert_eq!(s, 400, "{uri}: {e}");
             assert!(e["detail"].as_str().unwrap().contains("keeper"), "{e}");
         }

@@ -18,8 +18,8 @@
 //! The module itself holds what they share: the migrations and the current time ([`now`]).
 
 pub mod critters;
-pub mod habitats;
 pub mod domains;
+pub mod habitats;
 pub mod invites;
 pub mod login;
 pub mod profile;

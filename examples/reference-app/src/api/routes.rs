@@ -2,8 +2,8 @@
 //! nested roles, domains and critters.
 
 use super::critters::{self, Critter};
-use super::habitats::Habitat;
 use super::domains::RefDomain;
+use super::habitats::Habitat;
 use super::invites::{self, Invite};
 use super::profile::{self, PublicUsers};
 use super::recovery::{self, RecoverySettings};
@@ -162,11 +162,9 @@ pub fn mount(api: Api, recovery_settings: RecoverySettings) -> Result<Api, Mount
         )?
         // Signed-in users read habitats; administrators write them. A habitat that critters
         // name is not deleted (409).
-        .mount(
-            Habitat::blueprint("/api/habitats/").admin_only([
-                Operation::Post,
-                Operation::Patch,
-                Operation::Delete,
-            ]),
-        )
+        .mount(Habitat::blueprint("/api/habitats/").admin_only([
+            Operation::Post,
+            Operation::Patch,
+            Operation::Delete,
+        ]))
 }
