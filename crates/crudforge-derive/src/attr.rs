@@ -596,8 +596,8 @@ mod tests {
     use super::{edit_distance, field_attrs, struct_attrs, FIELD_KEYS, STRUCT_KEYS};
     use crate::ctxt::Ctxt;
     use crate::symbol::{
-        CRATE, DEFAULT, FILTER, INDEX, MAX, MAX_LEN, MIN, MIN_LEN, NAME, ONE_OF, PATTERN, RULES,
-        SOFT_DELETE, TABLE, VALIDATE,
+        BELONGS_TO, CRATE, DEFAULT, FILTER, HAS_MANY, INDEX, MAX, MAX_LEN, MIN, MIN_LEN, NAME,
+        ONE_OF, PATTERN, RULES, SOFT_DELETE, TABLE, VALIDATE,
     };
     use quote::{quote, ToTokens};
     use syn::{Attribute, Ident};
@@ -669,6 +669,7 @@ mod tests {
                 PATTERN => quote!(= "^[a-z]+$"),
                 ONE_OF => quote!(= ["cat", "dog"]),
                 VALIDATE => quote!(= checks::isbn),
+                BELONGS_TO => quote!((Habitat)),
                 _ => quote!(),
             };
             let attr: Attribute = syn::parse_quote!(#[resource(#ident #value)]);
@@ -685,6 +686,7 @@ mod tests {
                 CRATE => quote!(= "::crudforge"),
                 INDEX => quote!(("species", "cuteness_level")),
                 SOFT_DELETE => quote!(),
+                HAS_MANY => quote!((critters = Critter, key = "habitat_id")),
                 _ => panic!("no sample value for struct key `{key}`"),
             };
             let attr: Attribute = syn::parse_quote!(#[resource(#ident #value)]);

@@ -37,6 +37,7 @@ use proc_macro::TokenStream;
 /// | `crate = "path"` | where the runtime crate is (default: `::crudforge`) |
 /// | `index("col", ...)` | an index the resource's queries need, columns in order, each a field, as strings (repeatable; `Resource::INDEXES`, checked when the API starts) |
 /// | `soft_delete` | DELETE keeps the row and sets its `deleted_at`, a required `Option<chrono::DateTime<chrono::Utc>>` field (read-only, filterable); reads and writes see live rows only, administrators list deleted ones with `include_deleted=true` and restore them (`POST <prefix><id>/restore/`, `restore<Name>`) |
+/// | `has_many(name = Target, key = "field")` | a has-many relation `name`: the `Target` items whose UUID field `field` holds this item's id (repeatable; `expand=name`, filters `name.member=...`; `Resource::RELATIONS`) |
 ///
 /// Field attributes, in `#[resource(...)]`:
 ///
@@ -57,6 +58,7 @@ use proc_macro::TokenStream;
 /// | `default = expr` | value when a POST body omits the member |
 /// | `password` | plaintext in POST/PATCH bodies, checked against the password policy (`PASSWORD_MIN_LENGTH`), stored as a bcrypt hash, never returned nor filterable |
 /// | `unique` | a unique index backs the column: the field may serve as a blueprint's `res_id` |
+/// | `belongs_to(Target)`, `belongs_to(Target, name = "rel")` | the UUID field holds a `Target` item's id: a belongs-to relation named after the field without `_id` (`expand=rel`, filters `rel.member=...`, `sort=rel.member`) |
 #[proc_macro_derive(Resource, attributes(resource))]
 pub fn derive_resource(input: TokenStream) -> TokenStream {
     derive_resource_inner(input.into()).into()
