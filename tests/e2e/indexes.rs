@@ -5,11 +5,13 @@
 use crate::harness::cli;
 use crudforge_tests::TestDb;
 
-/// The statements of the indexes `Critter` declares, in declaration order.
-const CREATE: [&str; 3] = [
+/// The statements of the indexes `Critter` declares, in declaration order (the last one serves
+/// a habitat's critters).
+const CREATE: [&str; 4] = [
     "CREATE INDEX IF NOT EXISTS critters_deleted_at_created_at_id_idx ON critters (deleted_at, created_at, id);",
     "CREATE INDEX IF NOT EXISTS critters_species_deleted_at_cuteness_level_idx ON critters (species, deleted_at, cuteness_level);",
     "CREATE INDEX IF NOT EXISTS critters_species_deleted_at_created_at_id_cuteness_level_idx ON critters (species, deleted_at, created_at, id, cuteness_level);",
+    "CREATE INDEX IF NOT EXISTS critters_habitat_id_idx ON critters (habitat_id);",
 ];
 
 #[test]

@@ -271,6 +271,11 @@ fn data(v: &Value) -> &Vec<Value> {
     v["data"].as_array().expect("a pagination envelope")
 }
 
+// ---- habitats (a file of its own, with this file's helpers) ----
+
+#[path = "habitats.rs"]
+mod habitats;
+
 // ---- the CLI ----
 
 #[test]
@@ -1789,6 +1794,7 @@ fn critters_crud_for_signed_in_users_with_admin_only_delete() {
                 "created_at",
                 "cuteness_level",
                 "deleted_at",
+                "habitat_id",
                 "id",
                 "name",
                 "species",

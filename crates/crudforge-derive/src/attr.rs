@@ -7,9 +7,10 @@
 
 use crate::ctxt::Ctxt;
 use crate::symbol::{
-    Symbol, CRATE, DEFAULT, DIESEL, EMAIL, FILTER, ID, INDEX, MAX, MAX_LEN, MIN, MIN_LEN,
-    MODEL_FIRST, NAME, ONE_OF, ON_DELETE, PASSWORD, PATTERN, READ, READ_ONLY, REFERENCES,
-    RESOURCE, RULES, SCOPE, SKIP, SOFT_DELETE, TABLE, TABLE_NAME, UNIQUE, VALIDATE, WRITE_ONLY,
+    Symbol, BELONGS_TO, CRATE, DEFAULT, DIESEL, EMAIL, FILTER, HAS_MANY, ID, INDEX, MAX, MAX_LEN,
+    MIN, MIN_LEN, MODEL_FIRST, NAME, ONE_OF, ON_DELETE, PASSWORD, PATTERN, READ, READ_ONLY,
+    REFERENCES, RESOURCE, RULES, SCOPE, SKIP, SOFT_DELETE, TABLE, TABLE_NAME, UNIQUE, VALIDATE,
+    WRITE_ONLY,
 };
 
 mod rules;
@@ -22,11 +23,11 @@ use syn::{Attribute, Expr, Ident, LitBool, LitInt, LitStr, Path};
 
 /// Keys accepted on the struct, in the order errors list them.
 pub(crate) const STRUCT_KEYS: &[Symbol] =
-    &[TABLE, NAME, RULES, CRATE, INDEX, SOFT_DELETE, MODEL_FIRST, SCOPE];
+    &[TABLE, NAME, RULES, CRATE, INDEX, SOFT_DELETE, MODEL_FIRST, SCOPE, HAS_MANY];
 /// Keys accepted on a field, in the order errors list them.
 pub(crate) const FIELD_KEYS: &[Symbol] = &[
     ID, READ_ONLY, WRITE_ONLY, SKIP, FILTER, MAX_LEN, MIN_LEN, MIN, MAX, PATTERN, ONE_OF, VALIDATE,
-    EMAIL, DEFAULT, PASSWORD, UNIQUE, REFERENCES, ON_DELETE, READ,
+    EMAIL, DEFAULT, PASSWORD, UNIQUE, REFERENCES, ON_DELETE, READ, BELONGS_TO,
 ];
 
 /// Struct-level options.
@@ -47,6 +48,8 @@ pub(crate) struct StructAttrs {
     pub(crate) model_first: Flag,
     /// Every named filter of every `scope(...)`, in declaration order.
     pub(crate) scopes: Vec<ScopeAttr>,
+    /// Every `has_many(...)`, in declaration order.
+    pub(crate) has_many: Vec<crate::relations::HasMany>,
 }
 
 /// One `index("col_a", "col_b")`: the columns in order, each with its span.
@@ -90,6 +93,8 @@ pub(crate) struct FieldAttrs {
     pub(crate) on_delete: Option<(LitStr, proc_macro2::Span)>,
     /// `read = ...`: who may read the member (besides administrators).
     pub(crate) read: Option<(ReadAttr, proc_macro2::Span)>,
+    /// `belongs_to(Target)`: the field holds the id of a `Target` item.
+    pub(crate) belongs_to: Option<crate::relations::BelongsTo>,
 }
 
 /// A numeric bound (`min = -5`, `max = 2.5`).
@@ -372,6 +377,7 @@ pub(crate) fn struct_attrs(cx: &Ctxt, attrs: &[Attribute]) -> StructAttrs {
     let mut soft_delete = BoolAttr::none(cx, SOFT_DELETE);
     let mut model_first = BoolAttr::none(cx, MODEL_FIRST);
     let mut scopes: Vec<ScopeAttr> = Vec::new();
+    let mut has_many = Vec::new();
     // The first `#[diesel(table_name = ...)]`, the table when no `table` key is given.
     let mut diesel_table: Option<Path> = None;
     for attr in attrs {
@@ -411,6 +417,9 @@ pub(crate) fn struct_attrs(cx: &Ctxt, attrs: &[Attribute]) -> StructAttrs {
                 Ok(())
             } else if meta.path == SCOPE {
                 rules::scopes(cx, &meta, &mut scopes)
+            } else if meta.path == HAS_MANY {
+                has_many.push(crate::relations::has_many(&meta)?);
+                Ok(())
             } else if meta.path == INDEX {
                 let columns = index_columns(cx, &meta)?;
                 if !columns.is_empty() {
@@ -446,6 +455,7 @@ pub(crate) fn struct_attrs(cx: &Ctxt, attrs: &[Attribute]) -> StructAttrs {
         soft_delete: soft_delete.get(),
         model_first: model_first.get(),
         scopes,
+        has_many,
     }
 }
 
@@ -470,6 +480,7 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
     let mut references: Attr<'_, LitStr> = Attr::none(cx, REFERENCES);
     let mut on_delete: Attr<'_, LitStr> = Attr::none(cx, ON_DELETE);
     let mut read: Attr<'_, ReadAttr> = Attr::none(cx, READ);
+    let mut belongs_to: Attr<'_, crate::relations::BelongsTo> = Attr::none(cx, BELONGS_TO);
     for attr in attrs.iter().filter(|a| a.path() == RESOURCE) {
         let r = attr.parse_nested_meta(|meta| {
             let p = &meta.path;
@@ -574,6 +585,8 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
                 on_delete.set_with(&meta, crate::model_first::read_on_delete)?;
             } else if p == READ {
                 read.set_with(&meta, rules::read_rule)?;
+            } else if p == BELONGS_TO {
+                belongs_to.set_with(&meta, crate::relations::belongs_to)?;
             } else if p == DEFAULT {
                 default.set_with(&meta, |meta| {
                     meta.value()
@@ -609,6 +622,7 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
         references: references.get_with_span(),
         on_delete: on_delete.get_with_span(),
         read: read.get_with_span(),
+        belongs_to: belongs_to.get(),
     }
 }
 
@@ -617,8 +631,9 @@ mod tests {
     use super::{edit_distance, field_attrs, struct_attrs, FIELD_KEYS, STRUCT_KEYS};
     use crate::ctxt::Ctxt;
     use crate::symbol::{
-        CRATE, DEFAULT, FILTER, INDEX, MAX, MAX_LEN, MIN, MIN_LEN, MODEL_FIRST, NAME, ONE_OF,
-        ON_DELETE, PATTERN, READ, REFERENCES, RULES, SCOPE, SOFT_DELETE, TABLE, VALIDATE,
+        BELONGS_TO, CRATE, DEFAULT, FILTER, HAS_MANY, INDEX, MAX, MAX_LEN, MIN, MIN_LEN,
+        MODEL_FIRST, NAME, ONE_OF, ON_DELETE, PATTERN, READ, REFERENCES, RULES, SCOPE, SOFT_DELETE,
+        TABLE, VALIDATE,
     };
     use quote::{quote, ToTokens};
     use syn::{Attribute, Ident};
@@ -693,6 +708,7 @@ mod tests {
                 REFERENCES => quote!(= "authors"),
                 ON_DELETE => quote!(= "cascade"),
                 READ => quote!(= admin),
+                BELONGS_TO => quote!((Habitat)),
                 _ => quote!(),
             };
             let attr: Attribute = syn::parse_quote!(#[resource(#ident #value)]);
@@ -710,6 +726,7 @@ mod tests {
                 INDEX => quote!(("species", "cuteness_level")),
                 SOFT_DELETE | MODEL_FIRST => quote!(),
                 SCOPE => quote!((overdue = "due < now")),
+                HAS_MANY => quote!((critters = Critter, key = "habitat_id")),
                 _ => panic!("no sample value for struct key `{key}`"),
             };
             let attr: Attribute = syn::parse_quote!(#[resource(#ident #value)]);

@@ -10,6 +10,7 @@ mod ctxt;
 mod embed;
 mod expand;
 mod model_first;
+mod relations;
 mod symbol;
 mod valid;
 
@@ -39,6 +40,7 @@ use proc_macro::TokenStream;
 /// | `index("col", ...)` | an index the resource's queries need, columns in order, each a field, as strings (repeatable; `Resource::INDEXES`, checked when the API starts) |
 /// | `model_first` | the struct declares the table: the derive writes its `table!` (named by `#[diesel(table_name = ...)]`) and `Resource::MODEL`, from which `crudforge::migrations::make_migrations` writes migrations |
 /// | `soft_delete` | DELETE keeps the row and sets its `deleted_at`, a required `Option<chrono::DateTime<chrono::Utc>>` field (read-only, filterable); reads and writes see live rows only, administrators list deleted ones with `include_deleted=true` and restore them (`POST <prefix><id>/restore/`, `restore<Name>`) |
+/// | `has_many(name = Target, key = "field")` | a has-many relation `name`: the `Target` items whose UUID field `field` holds this item's id (repeatable; `expand=name`, filters `name.member=...`; `Resource::RELATIONS`) |
 ///
 /// Field attributes, in `#[resource(...)]`:
 ///
@@ -61,6 +63,8 @@ use proc_macro::TokenStream;
 /// | `unique` | a unique index backs the column: the field may serve as a blueprint's `res_id` (model-first: `UNIQUE` in the DDL) |
 /// | `references = "table"` | model-first: a foreign key to `table(id)` (`"table.column"` for another column) |
 /// | `on_delete = "..."` | with `references`: `"restrict"` (default: a referenced row cannot be deleted, 409), `"cascade"` or `"set_null"` |
+/// | `unique` | a unique index backs the column: the field may serve as a blueprint's `res_id` |
+/// | `belongs_to(Target)`, `belongs_to(Target, name = "rel")` | the UUID field holds a `Target` item's id: a belongs-to relation named after the field without `_id` (`expand=rel`, filters `rel.member=...`, `sort=rel.member`) |
 #[proc_macro_derive(Resource, attributes(resource))]
 pub fn derive_resource(input: TokenStream) -> TokenStream {
     derive_resource_inner(input.into()).into()

@@ -37,6 +37,12 @@ pub(crate) const MODEL_FIRST: Symbol = Symbol("model_first");
 pub(crate) const REFERENCES: Symbol = Symbol("references");
 /// Field key `on_delete = "cascade"`: what deleting the referenced row does.
 pub(crate) const ON_DELETE: Symbol = Symbol("on_delete");
+/// Struct key `has_many(critters = Critter, key = "habitat_id")`, repeatable: a relation to
+/// the items of another resource whose field holds this item's id.
+pub(crate) const HAS_MANY: Symbol = Symbol("has_many");
+/// Field key `belongs_to(Habitat)`: the field holds the id of an item of another resource.
+pub(crate) const BELONGS_TO: Symbol = Symbol("belongs_to");
+
 /// Field flag `id`.
 pub(crate) const ID: Symbol = Symbol("id");
 /// Field flag `read_only`.

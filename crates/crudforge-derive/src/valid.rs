@@ -7,6 +7,7 @@ use crate::ctxt::Ctxt;
 mod rules;
 
 pub(crate) fn check(cx: &Ctxt, m: &Model) {
+    crate::relations::check(cx, m);
     if m.attrs.table.is_none() {
         cx.error(
             &m.ident,

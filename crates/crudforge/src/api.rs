@@ -281,6 +281,9 @@ impl Api {
         cfg.app_data(web::Data::from(state.clone()))
             .app_data(web::Data::new(state.db.clone()))
             .app_data(web::Data::new(self.readiness.clone()))
+            .app_data(web::Data::new(crate::crud::relations::Readers::new(
+                self.mounts.iter().filter_map(|m| m.reader()),
+            )))
             .app_data(
                 web::JsonConfig::default()
                     .limit(limit)

@@ -74,6 +74,107 @@ pub enum Condition {
     Not(Box<Condition>),
     /// One comparison.
     Is(Cond),
+    /// A condition on the rows of a related resource (`habitat.name=Savanna`), which the
+    /// handler completes with that resource's read scope (see [`Related`]).
+    Related(Related),
+}
+
+/// A condition across a declared relation: the related rows' own condition, and what the
+/// node asks of them ([`Reach`]). The list parameters produce it unlinked; the handler links
+/// it (the tables and keys) and ANDs the related resource's read scope into `cond`, so no
+/// relation reaches rows the caller could not read. A node that was never linked matches no
+/// row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Related {
+    /// The relation's name, as clients write it (`habitat`).
+    pub name: &'static str,
+    /// What the node asks.
+    pub reach: Reach,
+    /// The related rows' condition.
+    pub cond: Box<Condition>,
+    /// The tables and keys, once the handler has linked the node.
+    pub link: Option<Link>,
+}
+
+/// What a [`Related`] node asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// The rows with a related row that matches (`EXISTS`).
+    Exists,
+    /// Every row: the node only carries the related rows a sort by a related field may look
+    /// at (their read scope).
+    Order,
+    /// The first `n` rows of each value of the link's outer key, in the default order
+    /// (`created_at`, then id): the bound of a has-many expansion.
+    FirstPerKey(u32),
+}
+
+/// The SQL of a related resource's condition on one backend, from its generated queries.
+pub type WhereFn<DB> =
+    fn(
+        &Condition,
+    ) -> Result<Option<Box<dyn diesel::query_builder::QueryFragment<DB> + Send>>, Error>;
+
+/// How a [`Related`] node's rows link to the outer rows: `outer.outer_key = table.key`.
+#[derive(Clone, Copy)]
+pub struct Link {
+    /// The outer table's column.
+    pub outer_key: &'static str,
+    /// The related table's name in SQL.
+    pub table: &'static str,
+    /// The related table's column.
+    pub key: &'static str,
+    /// The related condition's SQL on SQLite.
+    pub sqlite: WhereFn<diesel::sqlite::Sqlite>,
+    /// The related condition's SQL on PostgreSQL.
+    pub pg: WhereFn<diesel::pg::Pg>,
+}
+
+impl Related {
+    /// An unlinked node of the related condition `cond` on relation `name`, as the list
+    /// parameters' parsers write it (`habitat.name=Savanna`).
+    pub(crate) fn pending(name: &'static str, cond: Condition) -> Condition {
+        Condition::Related(Related {
+            name,
+            reach: Reach::Exists,
+            cond: Box::new(cond),
+            link: None,
+        })
+    }
+}
+
+/// `s` as a static string: the names of related fields (`habitat.name`), which are few (each
+/// relation's fields, checked before they get here), kept once for the process.
+pub(crate) fn intern(s: &str) -> &'static str {
+    use std::collections::HashSet;
+    use std::sync::{Mutex, OnceLock};
+    static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+    let mut names = NAMES
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(found) = names.get(s) {
+        return found;
+    }
+    let leaked: &'static str = Box::leak(s.to_owned().into_boxed_str());
+    names.insert(leaked);
+    leaked
+}
+
+impl std::fmt::Debug for Link {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Link")
+            .field("outer_key", &self.outer_key)
+            .field("table", &self.table)
+            .field("key", &self.key)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PartialEq for Link {
+    fn eq(&self, other: &Self) -> bool {
+        (self.outer_key, self.table, self.key) == (other.outer_key, other.table, other.key)
+    }
 }
 
 impl Condition {
@@ -182,6 +283,19 @@ pub trait Builder {
     /// An expression no row matches.
     fn never(&self) -> Self::Expr;
 
+    /// The expression of a condition across a relation; `None` when it matches every row.
+    /// Refused unless the builder supports relations (the derive's does).
+    ///
+    /// # Errors
+    ///
+    /// A 400 naming the relation.
+    fn related(&self, r: &Related) -> Result<Option<Self::Expr>, Error> {
+        Err(Error::bad_param(
+            r.name,
+            "conditions across a relation are not supported here",
+        ))
+    }
+
     /// The expression of `conds`; `None` when they match every row.
     ///
     /// # Errors
@@ -242,6 +356,7 @@ pub trait Builder {
                 Some(e) => Some(self.not(e)),
                 None => Some(self.never()),
             },
+            Condition::Related(r) => self.related(r)?,
         })
     }
 }

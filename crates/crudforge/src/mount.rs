@@ -32,6 +32,18 @@ pub trait Mount: Send + Sync + 'static {
     fn model(&self) -> Option<&'static crate::db::ddl::ModelTable> {
         None
     }
+    /// The mounted resource's name and the shared state of its handlers, through which
+    /// relations from other resources read it (`expand`, filters across relations). None by
+    /// default; a mounted blueprint without parent parameters gives its own.
+    #[doc(hidden)]
+    fn reader(
+        &self,
+    ) -> Option<(
+        &'static str,
+        std::sync::Arc<dyn std::any::Any + Send + Sync>,
+    )> {
+        None
+    }
     /// Removes for good the rows of the mounted resource deleted before `before`, when it keeps
     /// deleted rows (`#[resource(soft_delete)]`); how many. Nothing by default.
     /// [`Api::purge_deleted`](crate::Api::purge_deleted) calls it.

@@ -12,6 +12,7 @@ pub mod validators;
 pub use crate::condition::{Builder, Node};
 pub use crate::crud::registry::{make, Registration};
 pub use crate::db::ddl::{ColumnType, ForeignKey, ModelColumn, ModelTable, OnDelete, SqlValue};
+pub use crate::crud::relations::{related_order, related_sql, LinkSql, RelSql, WhereSql};
 pub use crate::db::functions::{unicode_lower, unicode_lower_nullable};
 pub use crate::db::sqlite_direct::{first as sqlite_first, load as sqlite_load, one as sqlite_one};
 pub use crate::db::statement_cache::{Cached, Shape};
@@ -211,4 +212,33 @@ pub fn check_max_len(field: &str, value: &str, max: usize) -> Result<(), Error> 
 /// A 422 naming the field.
 pub fn check_email(field: &str, value: &str) -> Result<(), Error> {
     validators::email(value).map_err(|e| Error::invalid_field(field, e))
+}
+
+/// A type named by `belongs_to(...)` or `has_many(...)`: a resource.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a resource, so no relation can point to it",
+    label = "named as a relation's target",
+    note = "help: name a type that derives `Resource`, or add `#[derive(Resource)]` to `{Self}`"
+)]
+pub trait RelationTarget {}
+
+impl<R: crate::crud::Resource> RelationTarget for R {}
+
+/// Checks that `T` is a resource (a relation's target).
+pub fn relation_target<T: RelationTarget>() {}
+
+/// A field that holds the id of another resource's item.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot hold the key of a related item",
+    label = "the relation's key field",
+    note = "help: a relation's key holds a resource id: make the field `uuid::Uuid` or `Option<uuid::Uuid>`"
+)]
+pub trait RelationKey {}
+
+impl RelationKey for uuid::Uuid {}
+impl RelationKey for Option<uuid::Uuid> {}
+
+/// Checks that `key` can hold a resource id.
+pub fn foreign_key<K: RelationKey>(key: &K) {
+    let _ = key;
 }

@@ -202,7 +202,7 @@ fn op_sql(g: &Gen<'_>, d: &Dialect, f: &Field, op: Op) -> TokenStream {
 /// Emits the builder that combines `cond`'s expressions into a filter's (`Sql`), and
 /// `condition`, which builds a filter's whole expression.
 fn condition_builder(g: &Gen<'_>) -> TokenStream {
-    let (k, p) = (g.k, &g.p);
+    let (k, p, ident) = (g.k, &g.p, &g.m.ident);
     quote! {
         struct Sql;
 
@@ -223,9 +223,15 @@ fn condition_builder(g: &Gen<'_>) -> TokenStream {
             fn never(&self) -> Boxed {
                 ::std::boxed::Box::new(#p::diesel::dsl::sql::<#p::diesel::sql_types::Nullable<#p::diesel::sql_types::Bool>>("1 = 0"))
             }
+            fn related(&self, r: &#k::condition::Related) -> ::core::result::Result<::core::option::Option<Boxed>, #k::Error> {
+                ::core::result::Result::Ok(
+                    #p::related_sql(r, <#ident as #k::crud::Resource>::sql_table())?
+                        .map(|e| ::std::boxed::Box::new(e) as Boxed),
+                )
+            }
         }
 
-        fn condition(conds: #p::Node<'_>) -> ::core::result::Result<::core::option::Option<Boxed>, #k::Error> {
+        pub(super) fn condition(conds: #p::Node<'_>) -> ::core::result::Result<::core::option::Option<Boxed>, #k::Error> {
             #p::Builder::build(&Sql, conds)
         }
     }
@@ -265,7 +271,15 @@ fn select_fn(g: &Gen<'_>, d: &Dialect) -> TokenStream {
             for s in sort {
                 q = match (s.field, s.desc) {
                     #(#sort_arms)*
-                    _ => return ::core::result::Result::Err(#k::Error::bad_param("sort", ::std::format!("cannot sort by `{}`", s.field))),
+                    _ => {
+                        // A related field (`habitat.name`), through the relation's scope.
+                        let (null, value) = #p::related_order::<#db>(conds, s, <#ident as #k::crud::Resource>::sql_table())?;
+                        if s.desc {
+                            q.then_order_by(null.desc()).then_order_by(value.desc())
+                        } else {
+                            q.then_order_by(null.asc()).then_order_by(value.asc())
+                        }
+                    }
                 };
             }
             if sort.is_empty() {

@@ -26,7 +26,9 @@ pub(super) fn type_checks(g: &Gen<'_>) -> TokenStream {
         // The same path as in the backends' filters, so rustc reports one error, not two.
         quote_spanned! {f.inner.span()=> let _ = #p::arg::<#ty>; }
     });
+    let relation_checks = crate::relations::type_checks(g.m, p);
     quote! {
+        #relation_checks
         fn __crudforge_assert_stored<T: #k::crud::IntoBind>() {}
         fn __crudforge_checks() {
             #(#stored_checks)*
@@ -52,6 +54,20 @@ pub(super) fn resource_impl(g: &Gen<'_>) -> TokenStream {
     let delete = delete_method(g);
     let soft_delete = soft_delete_methods(g);
     let model = super::table::model_const(g);
+    let relations = crate::relations::relations_const(g.m, k);
+    let p = &g.p;
+    let wheres = quote! {
+        fn __where_sqlite(cond: &#k::condition::Condition) -> #p::WhereSql<#p::diesel::sqlite::Sqlite> {
+            ::core::result::Result::Ok(sqlite::condition(#p::Node::Tree(cond))?.map(|e| {
+                ::std::boxed::Box::new(e) as ::std::boxed::Box<dyn #p::diesel::query_builder::QueryFragment<#p::diesel::sqlite::Sqlite> + ::core::marker::Send>
+            }))
+        }
+        fn __where_pg(cond: &#k::condition::Condition) -> #p::WhereSql<#p::diesel::pg::Pg> {
+            ::core::result::Result::Ok(pg::condition(#p::Node::Tree(cond))?.map(|e| {
+                ::std::boxed::Box::new(e) as ::std::boxed::Box<dyn #p::diesel::query_builder::QueryFragment<#p::diesel::pg::Pg> + ::core::marker::Send>
+            }))
+        }
+    };
     quote! {
         #[automatically_derived]
         impl #k::crud::Resource for #ident {
@@ -69,6 +85,8 @@ pub(super) fn resource_impl(g: &Gen<'_>) -> TokenStream {
             #delete
             #soft_delete
             #model
+            #relations
+            #wheres
         }
     }
 }

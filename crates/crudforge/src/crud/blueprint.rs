@@ -380,6 +380,8 @@ fn collect_fields(c: &Condition, out: &mut Vec<&'static str>) {
         Condition::Is(c) => out.push(c.field),
         Condition::All(v) | Condition::Any(v) => v.iter().for_each(|c| collect_fields(c, out)),
         Condition::Not(c) => collect_fields(c, out),
+        // Another resource's fields.
+        Condition::Related(_) => {}
     }
 }
 
@@ -401,6 +403,14 @@ macro_rules! handler {
 }
 
 impl<R: Resource> Mount for Mounted<R> {
+    fn reader(&self) -> Option<(&'static str, Arc<dyn std::any::Any + Send + Sync>)> {
+        if !self.shared.parents.is_empty() {
+            return None;
+        }
+        let shared: Arc<dyn std::any::Any + Send + Sync> = self.shared.clone();
+        Some((R::NAME, shared))
+    }
+
     fn register(&self, cfg: &mut web::ServiceConfig) {
         let mut routes = super::scope::Routes::new(&self.prefix);
         // Custom routes first, so that `stats/` is not taken for an item id. Routes sharing a

@@ -417,6 +417,7 @@ fn index_parts<R: Resource>(
     filter_params::<R>(doc, &mut params);
     let mut responses = BTreeMap::new();
     let response = doc.partial(response);
+    super::relations::docs::describe::<R>(doc, &mut params, &response);
     let page = page_schema(doc, response);
     responses.insert("200".to_owned(), json_response("One page of items", page));
     responses.extend([problem_response(doc, StatusCode::BAD_REQUEST)]);
@@ -495,6 +496,7 @@ fn get_parts<R: Resource>(
     let mut params = item_params(doc, m);
     params.push(fields_parameter::<R>(o));
     let response = doc.partial(response);
+    super::relations::docs::describe::<R>(doc, &mut params, &response);
     let mut responses = BTreeMap::new();
     responses.extend([problem_response(doc, StatusCode::BAD_REQUEST)]);
     responses.insert("200".to_owned(), json_response("The item", response));
@@ -822,6 +824,7 @@ fn describe_rows(c: &crate::condition::Condition, probes: &Probes) -> String {
         Condition::All(parts) => join(parts, " and "),
         Condition::Any(parts) => format!("({})", join(parts, " or ")),
         Condition::Not(inner) => format!("not ({})", describe_rows(inner, probes)),
+        Condition::Related(r) => format!("a `{}` the caller may read", r.name),
         Condition::Is(cond) => {
             let value = match &cond.arg {
                 Arg::Uuid(u) if *u == probes.caller => "the caller's id".to_owned(),

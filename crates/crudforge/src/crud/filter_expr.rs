@@ -161,10 +161,12 @@ fn lex(src: &str) -> Result<Vec<Spanned>, Error> {
             }
             c if c.is_alphabetic() || c == '_' => {
                 let start = i;
-                while chars
-                    .get(i)
-                    .is_some_and(|d| d.is_alphanumeric() || *d == '_')
-                {
+                // A dot followed by a letter joins a relation and its field (`habitat.name`).
+                while chars.get(i).is_some_and(|d| {
+                    d.is_alphanumeric()
+                        || *d == '_'
+                        || (*d == '.' && chars.get(i + 1).is_some_and(|n| n.is_alphabetic()))
+                }) {
                     i += 1;
                 }
                 Tok::Ident(chars[start..i].iter().collect())
@@ -196,6 +198,22 @@ pub(crate) fn parse_filter_expr(
     src: &str,
     limits: ExprLimits,
 ) -> Result<Condition, Error> {
+    parse_filter_expr_rel(fields, &[], src, limits)
+}
+
+/// Parses a `filter` expression against `fields`, where a comparison may also name a field of
+/// one of the relations `rels` (`habitat.name = 'Savanna'`): it becomes an unlinked
+/// [`Condition::Related`].
+///
+/// # Errors
+///
+/// A 400 naming `filter`, as `parse_filter_expr`.
+pub(crate) fn parse_filter_expr_rel(
+    fields: &'static [FieldInfo],
+    rels: super::query::RelFields<'_>,
+    src: &str,
+    limits: ExprLimits,
+) -> Result<Condition, Error> {
     let len = src.chars().count();
     if len > limits.max_length {
         return Err(Error::bad_param(
@@ -211,6 +229,7 @@ pub(crate) fn parse_filter_expr(
         toks,
         at: 0,
         fields,
+        rels,
         max_depth: limits.max_depth,
     };
     if p.peek().0 == Tok::End {
@@ -230,14 +249,15 @@ pub(crate) fn parse_filter_expr(
     Ok(c)
 }
 
-struct Parser {
+struct Parser<'r> {
     toks: Vec<Spanned>,
     at: usize,
     fields: &'static [FieldInfo],
+    rels: super::query::RelFields<'r>,
     max_depth: usize,
 }
 
-impl Parser {
+impl Parser<'_> {
     fn peek(&self) -> &Spanned {
         // The lexer always ends the list with `End`, and `next` never moves past it.
         &self.toks[self.at.min(self.toks.len() - 1)]
@@ -327,8 +347,12 @@ impl Parser {
                 ))
             }
         };
-        let field = self
-            .fields
+        // A field of a relation (`habitat.name`): compared among the related rows.
+        let (fields, related, name) = match super::query::related_param(self.rels, &name) {
+            Some((rel, target, rest)) => (target, Some(rel), rest.to_owned()),
+            None => (self.fields, None, name),
+        };
+        let field = fields
             .iter()
             .find(|f| f.name == name && f.filterable)
             .ok_or_else(|| {
@@ -336,7 +360,7 @@ impl Parser {
                     pos,
                     format!(
                         "`{name}` is not a filterable field; filterable fields: {}",
-                        self.fields
+                        fields
                             .iter()
                             .filter(|f| f.filterable)
                             .map(|f| f.name)
@@ -451,12 +475,16 @@ impl Parser {
             }
             op => (op, self.value(field)?),
         };
-        Ok(Condition::Is(Cond {
+        let c = Condition::Is(Cond {
             field: field.name,
             op,
             arg,
             param: PARAM.to_owned(),
-        }))
+        });
+        Ok(match related {
+            Some(rel) => crate::condition::Related::pending(rel, c),
+            None => c,
+        })
     }
 
     /// One literal, typed by `field`.

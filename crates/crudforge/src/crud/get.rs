@@ -3,6 +3,7 @@
 
 use super::conditional;
 use super::options::Operation;
+use super::relations;
 use super::render::{json, represent, set_etag};
 use super::request::{caller_on, item_conds, not_found};
 use super::rows::select_one;
@@ -20,6 +21,8 @@ struct Fetched {
     etag: String,
     out: Vec<u8>,
     sparse: Option<Vec<&'static str>>,
+    /// Whether relations are embedded (`expand`).
+    expanded: bool,
     if_none_match: Option<conditional::Precondition>,
 }
 
@@ -33,10 +36,13 @@ async fn fetch<R: Resource>(
 ) -> Result<Fetched, Error> {
     let who = caller_on(shared, req, Operation::Get, conn).await?;
     let scope = who.read_scope_in(shared, who.rows_read::<R>(req)?)?;
-    let sparse = super::sparse::requested(R::FIELDS, req.query_string())?;
+    let expand = relations::expand::parse::<R>(req.query_string())?;
+    let sparse = relations::expand::requested::<R>(req.query_string())?;
     let members = shared.ops.get(&Operation::Get).and_then(|o| o.members);
-    super::sparse::check_selectable(R::FIELDS, members, sparse.as_deref())?;
-    super::read_rules::check_fields::<R>(sparse.as_deref(), who.viewer())?;
+    let own = relations::expand::own_fields::<R>(sparse.as_deref());
+    super::sparse::check_selectable(R::FIELDS, members, own.as_deref())?;
+    super::read_rules::check_fields::<R>(own.as_deref(), who.viewer())?;
+    relations::expand::check_fields::<R>(sparse.as_deref(), &expand, who.viewer())?;
     let addressed = item_conds(shared, req)?;
     let if_none_match = conditional::if_none_match(req.headers())?;
     let conds = if scope.is_always() {
@@ -48,10 +54,26 @@ async fn fetch<R: Resource>(
     let item = select_one::<R>(conn, &conds)
         .await?
         .ok_or_else(not_found::<R>)?;
-    let (etag, out) = represent(shared, Operation::Get, conn, &st.db, item, who.viewer()).await?;
+    let extra = if expand.is_empty() {
+        None
+    } else {
+        let cx = relations::expand::Cx { req, db: &st.db };
+        relations::expand::members::<R>(&cx, conn, std::slice::from_ref(&item), &expand)
+            .await?
+            .pop()
+    };
+    let (mut etag, mut out) =
+        represent(shared, Operation::Get, conn, &st.db, item, who.viewer()).await?;
+    if let Some(extra) = extra {
+        // The tag of an expanded answer is computed on the body sent, embedded items
+        // included.
+        out = relations::expand::merge(&out, extra)?;
+        etag = conditional::tag_of(&out);
+    }
     Ok(Fetched {
         etag,
         out,
+        expanded: !expand.is_empty(),
         sparse,
         if_none_match,
     })
@@ -69,6 +91,7 @@ pub(crate) async fn get<R: Resource>(
         etag,
         out,
         sparse,
+        expanded,
         if_none_match,
     } = snapshot::read(&st.db, async |conn| fetch(shared, &req, st, conn).await).await?;
     if if_none_match.is_some_and(|p| p.matches_weak(&etag)) {
@@ -77,6 +100,7 @@ pub(crate) async fn get<R: Resource>(
             .finish());
     }
     let out = match sparse {
+        Some(f) if expanded => relations::expand::project(&out, &f)?,
         Some(f) => super::sparse::project(&out, &f)?,
         None => out,
     };

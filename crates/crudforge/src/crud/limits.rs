@@ -70,6 +70,7 @@ fn collect<'a>(c: &'a Condition, out: &mut Vec<&'a Cond>) {
         Condition::Is(c) => out.push(c),
         Condition::All(v) | Condition::Any(v) => v.iter().for_each(|c| collect(c, out)),
         Condition::Not(c) => collect(c, out),
+        Condition::Related(r) => collect(&r.cond, out),
     }
 }
 

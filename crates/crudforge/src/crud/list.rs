@@ -5,6 +5,7 @@
 //! rendered straight into the body, trimmed to `fields` ([`sparse`](super::sparse)).
 
 use super::options::Operation;
+use super::relations;
 use super::render::{json, render, render_all};
 use super::request::{caller_on, parent_conds};
 use super::shared::Shared;
@@ -19,6 +20,8 @@ use actix_web::{web, HttpRequest, HttpResponse};
 /// the parsed query and the page's number.
 struct Listed<R> {
     items: Vec<R>,
+    /// The embedded members of the page's items, with `expand`.
+    extra: Option<Vec<Vec<(&'static str, serde_json::Value)>>>,
     total: Option<i64>,
     q: super::query::ListQuery,
     page: u32,
@@ -41,10 +44,14 @@ async fn list<R: Resource>(
     // parameter is judged.
     let scope = who.read_scope_in(shared, who.rows_read::<R>(req)?)?;
     let limits = super::ListLimits::of(&st.config);
-    let mut q = super::Filter::<R>::parse_with(req.query_string(), &limits)?.query;
+    let expand = relations::expand::parse::<R>(req.query_string())?;
+    let rels = relations::rel_fields::<R>();
+    let mut q = super::query::parse_list_query_rel(R::FIELDS, &rels, req.query_string(), &limits)?;
     super::ListCaps::of(&st.config).check(&q)?;
     let members = shared.ops.get(&Operation::Index).and_then(|o| o.members);
-    super::sparse::check_selectable(R::FIELDS, members, q.fields.as_deref())?;
+    let own = relations::expand::own_fields::<R>(q.fields.as_deref());
+    super::sparse::check_selectable(R::FIELDS, members, own.as_deref())?;
+    relations::expand::check_fields::<R>(q.fields.as_deref(), &expand, who.viewer())?;
     // Members the caller may not read cannot be selected, sorted or filtered on.
     super::read_rules::check_list::<R>(&mut q, who.viewer())?;
     // The read scope is one member of the top-level AND: no `or` of the caller's can widen it.
@@ -57,6 +64,8 @@ async fn list<R: Resource>(
     if let Some(named) = super::named_filters::requested::<R>(req.query_string())? {
         conds = conds.and(named);
     }
+    // Filters and sort keys across relations, with the related resources' read scopes.
+    let conds = relations::link::<R>(req, conn, conds, &q.sort, who.viewer()).await?;
     let key = st.signing_key.expose();
     let (page, offset, after) = match &q.cursor {
         Some(token) => {
@@ -83,6 +92,13 @@ async fn list<R: Resource>(
         }),
     )
     .await?;
+    let extra = if expand.is_empty() {
+        None
+    } else {
+        let shown = items.len().min(q.page_size as usize);
+        let cx = relations::expand::Cx { req, db: &st.db };
+        Some(relations::expand::members::<R>(&cx, conn, &items[..shown], &expand).await?)
+    };
     let total = match q.count {
         CountMode::Exact => Some(R::count(conn, &total_conds).await?),
         CountMode::Estimated => Some(R::estimate_count(conn, &total_conds).await?),
@@ -90,6 +106,7 @@ async fn list<R: Resource>(
     };
     Ok(Listed {
         items,
+        extra,
         total,
         q,
         page,
@@ -108,6 +125,7 @@ pub(crate) async fn index<R: Resource>(
     // The caller's account, the page and its total are read in one snapshot.
     let Listed {
         mut items,
+        extra,
         total,
         q,
         page,
@@ -123,15 +141,31 @@ pub(crate) async fn index<R: Resource>(
     };
     let mut out = Vec::with_capacity(64 + items.len() * 256);
     out.extend_from_slice(b"{\"data\":[");
-    write_items(
-        shared,
-        &st.db,
-        &mut out,
-        items,
-        q.fields.as_deref(),
-        viewer.as_ref(),
-    )
-    .await?;
+    match extra {
+        Some(extra) => {
+            relations::expand::write_items(
+                shared,
+                &st.db,
+                &mut out,
+                items,
+                extra,
+                q.fields.as_deref(),
+                viewer.as_ref(),
+            )
+            .await?;
+        }
+        None => {
+            write_items(
+                shared,
+                &st.db,
+                &mut out,
+                items,
+                q.fields.as_deref(),
+                viewer.as_ref(),
+            )
+            .await?;
+        }
+    }
     out.extend_from_slice(b"],\"pagination\":");
     let pagination = Pagination::counted(page, q.page_size, total, next_cursor);
     serde_json::to_writer(&mut out, &pagination).map_err(|e| Error::Internal(e.to_string()))?;

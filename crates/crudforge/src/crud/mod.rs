@@ -26,6 +26,9 @@ pub(crate) mod hooks;
 pub(crate) mod idempotency;
 mod write;
 
+// Relations between resources: filters and sorts across them, and `expand`.
+pub(crate) mod relations;
+
 // HTTP glue: the blueprint and its options, custom routes, the scope its routes share, what
 // handlers read from a request, how they answer, and the shared state of a mounted blueprint.
 pub(crate) mod blueprint;
@@ -51,6 +54,9 @@ pub use limits::ListCaps;
 pub use options::{OpOptions, OpSetting, Operation, Present};
 pub use query::{CountMode, ListLimits, ListQuery};
 pub use read_rules::Readers;
+pub use relations::{
+    Relation, RelationKind, Target, HAS_MANY_EXPAND_MAX, MAX_EXPANSIONS, MAX_RELATION_JOINS,
+};
 pub use route::{CustomRoute, OperationType, RouteDoc};
 
 use crate::db::indexes::IndexSpec;
@@ -122,6 +128,40 @@ pub trait Resource: Sized + 'static {
     /// "expression"))]`): each name with its `filter` expression, checked when the blueprint
     /// is mounted and evaluated (with `now` and `today`) at each request.
     const SCOPES: &'static [(&'static str, &'static str)] = &[];
+
+    /// The relations the resource declares (`#[resource(belongs_to(...))]` on a foreign key,
+    /// `#[resource(has_many(...))]` on the struct): what `expand`, filters such as
+    /// `habitat.name=Savanna` and `sort=habitat.name` may cross.
+    const RELATIONS: &'static [Relation] = &[];
+
+    /// The SQL of `cond` on this resource's table, on SQLite: what a relation from another
+    /// resource embeds in its subqueries. Generated.
+    ///
+    /// # Errors
+    ///
+    /// A comparison does not apply to its field.
+    #[doc(hidden)]
+    fn __where_sqlite(
+        cond: &crate::condition::Condition,
+    ) -> relations::WhereSql<diesel::sqlite::Sqlite> {
+        let _ = cond;
+        Err(Error::Internal(
+            "this resource cannot be the target of a relation".into(),
+        ))
+    }
+
+    /// [`__where_sqlite`](Self::__where_sqlite) on PostgreSQL.
+    ///
+    /// # Errors
+    ///
+    /// A comparison does not apply to its field.
+    #[doc(hidden)]
+    fn __where_pg(cond: &crate::condition::Condition) -> relations::WhereSql<diesel::pg::Pg> {
+        let _ = cond;
+        Err(Error::Internal(
+            "this resource cannot be the target of a relation".into(),
+        ))
+    }
 
     /// The table's name in SQL, as its Diesel `table!` declares it (`#[sql_name = "users"]`
     /// over `app_users`); the derive reads it from the declaration, and a table qualified by

@@ -1,7 +1,7 @@
 //! List query parameters: filters, sorting and pagination, parsed and checked against a
 //! resource's fields before anything reaches SQL.
 
-use super::filter_expr::{parse_filter_expr, ExprLimits};
+use super::filter_expr::{parse_filter_expr_rel, ExprLimits};
 use crate::condition::Condition;
 use crate::condition::{
     operator, operators_for, parse_arg, parse_bool, parse_bound, text_arg, Arg, Cond, Operator,
@@ -143,6 +143,26 @@ pub(crate) fn parse_list_query_with(
     query: &str,
     limits: &ListLimits,
 ) -> Result<ListQuery, Error> {
+    parse_list_query_rel(fields, &[], query, limits)
+}
+
+/// A resource's relations as the parsers read them: each one's name and its target's fields.
+pub(crate) type RelFields<'a> = &'a [(&'static str, &'static [FieldInfo])];
+
+/// [`parse_list_query_with`], where filters, `filter`, `sort` and `fields` may also name the
+/// fields of the relations `rels` (`habitat.name`). A filter across a relation becomes an
+/// unlinked [`Condition::Related`] in `filter`, which the handler links (with the related
+/// resource's read scope) before the query runs; `expand` is left to the handler.
+///
+/// # Errors
+///
+/// A 400 naming the parameter, as [`parse_list_query_with`].
+pub(crate) fn parse_list_query_rel(
+    fields: &'static [FieldInfo],
+    rels: RelFields<'_>,
+    query: &str,
+    limits: &ListLimits,
+) -> Result<ListQuery, Error> {
     let max_page_size = limits.max_page_size;
     let pairs = query_pairs(query)?;
     let mut q = ListQuery {
@@ -160,7 +180,7 @@ pub(crate) fn parse_list_query_with(
         match name.as_str() {
             "filter" => {
                 // Several expressions combine with AND, like the other filters.
-                let e = parse_filter_expr(fields, &value, limits.expr)?;
+                let e = parse_filter_expr_rel(fields, rels, &value, limits.expr)?;
                 q.filter = Some(match q.filter.take() {
                     Some(prev) => Condition::All(vec![prev, e]),
                     None => e,
@@ -171,6 +191,8 @@ pub(crate) fn parse_list_query_with(
             "include_deleted" => {}
             // Named filters: read by the handler (crud::named_filters).
             "scope" => {}
+            // Embedded relations: read by the handler (crud::relations::expand).
+            "expand" if !rels.is_empty() => {}
             "count" => {
                 q.count = CountMode::parse(&value).ok_or_else(|| {
                     Error::bad_param(
@@ -179,7 +201,7 @@ pub(crate) fn parse_list_query_with(
                     )
                 })?;
             }
-            "fields" => q.fields = Some(parse_fields(fields, &value)?),
+            "fields" => q.fields = Some(parse_fields_rel(fields, rels, &value)?),
             "page" => {
                 page_given = true;
                 q.page = value
@@ -207,8 +229,19 @@ pub(crate) fn parse_list_query_with(
                 }
                 q.page_size = n;
             }
-            "sort" => q.sort = parse_sort(fields, &value)?,
-            _ => q.conds.push(parse_filter(fields, &name, &value)?),
+            "sort" => q.sort = parse_sort_rel(fields, rels, &value)?,
+            _ => match related_param(rels, &name) {
+                Some((rel, target, rest)) => {
+                    let mut c = parse_filter(target, rest, &value)?;
+                    c.param.clone_from(&name);
+                    let e = crate::condition::Related::pending(rel, Condition::Is(c));
+                    q.filter = Some(match q.filter.take() {
+                        Some(prev) => Condition::All(vec![prev, e]),
+                        None => e,
+                    });
+                }
+                None => q.conds.push(parse_filter(fields, &name, &value)?),
+            },
         }
     }
     if page_given && q.cursor.is_some() {
@@ -269,19 +302,51 @@ pub(crate) fn query_pairs(query: &str) -> Result<Vec<(String, String)>, Error> {
     Ok(out)
 }
 
-/// Parses `fields`: a comma-separated list of members each item keeps.
+/// The relation and its target's fields a dotted name (`habitat.name`, `habitat.name__ilike`)
+/// starts with, and the rest of the name.
+pub(crate) fn related_param<'n>(
+    rels: RelFields<'_>,
+    name: &'n str,
+) -> Option<(&'static str, &'static [FieldInfo], &'n str)> {
+    let (rel, rest) = name.split_once('.')?;
+    rels.iter()
+        .find(|(r, _)| *r == rel)
+        .map(|(r, f)| (*r, *f, rest))
+}
+
+/// Parses `fields`: a comma-separated list of members each item keeps, where a member may
+/// also be a relation of `rels` (`habitat`, the whole embedded object) or a readable field of
+/// one (`habitat.name`).
 ///
 /// # Errors
 ///
 /// A 400 naming `fields` and listing every name that is unknown or never returned
 /// (`write_only`, passwords).
-pub(crate) fn parse_fields(
+pub(crate) fn parse_fields_rel(
     fields: &'static [FieldInfo],
+    rels: RelFields<'_>,
     value: &str,
 ) -> Result<Vec<&'static str>, Error> {
     let mut out = Vec::new();
     let mut bad = Vec::new();
     for name in value.split(',').map(str::trim) {
+        if let Some((rel, _)) = rels.iter().find(|(r, _)| *r == name) {
+            if !out.contains(rel) {
+                out.push(*rel);
+            }
+            continue;
+        }
+        if let Some((_, target, rest)) = related_param(rels, name) {
+            if target.iter().any(|f| f.name == rest && !f.write_only) {
+                let name = crate::condition::intern(name);
+                if !out.contains(&name) {
+                    out.push(name);
+                }
+            } else {
+                bad.push(format!("`{name}`"));
+            }
+            continue;
+        }
         match fields.iter().find(|f| f.name == name && !f.write_only) {
             Some(f) => {
                 if !out.contains(&f.name) {
@@ -304,7 +369,11 @@ pub(crate) fn parse_fields(
     Ok(out)
 }
 
-fn parse_sort(fields: &'static [FieldInfo], value: &str) -> Result<Vec<Sort>, Error> {
+fn parse_sort_rel(
+    fields: &'static [FieldInfo],
+    rels: RelFields<'_>,
+    value: &str,
+) -> Result<Vec<Sort>, Error> {
     let mut out = Vec::new();
     // `sort=` (as an empty form field sends it) asks for nothing: the default order.
     if value.trim().is_empty() {
@@ -316,6 +385,22 @@ fn parse_sort(fields: &'static [FieldInfo], value: &str) -> Result<Vec<Sort>, Er
             Some(n) => (true, n),
             None => (false, part.strip_prefix('+').unwrap_or(part)),
         };
+        if let Some((_, target, rest)) = related_param(rels, name) {
+            if !target.iter().any(|f| f.name == rest && f.comparable()) {
+                return Err(Error::bad_param(
+                    "sort",
+                    format!(
+                        "cannot sort by `{name}`; sortable fields of the relation: {}",
+                        names(target.iter().filter(|f| f.comparable()))
+                    ),
+                ));
+            }
+            out.push(Sort {
+                field: crate::condition::intern(name),
+                desc,
+            });
+            continue;
+        }
         let field = fields
             .iter()
             .find(|f| f.name == name && f.comparable())

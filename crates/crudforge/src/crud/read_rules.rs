@@ -150,6 +150,28 @@ fn unreadable(param: &str, name: &str, what: &str) -> Error {
 }
 
 /// The readers of `name`, if a read rule covers it.
+/// Refuses (400 naming `param`) the member `name` of a related resource, whose read rules are
+/// `rules`, unless `viewer` reads it on every row: a filter, a sort or `fields` across a
+/// relation must not reveal what the related resource hides. An owner's member is refused
+/// too, since the subquery cannot confine it to the caller's own related rows.
+///
+/// # Errors
+///
+/// The 400.
+pub(crate) fn check_related(
+    rules: &[(&'static str, Readers)],
+    name: &str,
+    param: &str,
+    viewer: Viewer<'_>,
+) -> Result<(), Error> {
+    match rules.iter().find(|(n, _)| *n == name) {
+        Some((_, r)) if r.reach(viewer) != Reach::Every => {
+            Err(unreadable(param, name, "a request across a relation"))
+        }
+        _ => Ok(()),
+    }
+}
+
 fn readers_of<R: Resource>(name: &str) -> Option<Readers> {
     R::READ_RULES
         .iter()
@@ -229,6 +251,8 @@ fn guard<R: Resource>(c: Condition, viewer: Viewer<'_>) -> Result<Condition, Err
                 .collect::<Result<_, _>>()?,
         ),
         Condition::Not(c) => Condition::Not(Box::new(guard::<R>(*c, viewer)?)),
+        // The related resource's own read rules judge these (crud::relations::link).
+        Condition::Related(r) => Condition::Related(r),
         Condition::Is(c) => match readers_of::<R>(c.field).map(|r| r.reach(viewer)) {
             None | Some(Reach::Every) => Condition::Is(c),
             Some(Reach::None) => return Err(unreadable(&c.param, c.field, "a filter")),

@@ -1,6 +1,6 @@
 //! Sparse fields: `fields=id,name` keeps only those members of each rendered item (INDEX and
 //! GET). The names are checked against the resource's readable fields when the query is
-//! parsed ([`parse_fields`](super::query::parse_fields)); here a rendered JSON object loses
+//! parsed ([`parse_fields_rel`](super::query::parse_fields_rel)); here a rendered JSON object loses
 //! its other members.
 
 use crate::error::Error;
@@ -79,24 +79,4 @@ pub(crate) fn check_selectable(
             ok.join(", ")
         ),
     ))
-}
-
-/// The `fields` parameter of a query string, if any, checked against `fields`.
-///
-/// # Errors
-///
-/// A 400 naming `fields` (see [`parse_fields`](super::query::parse_fields)), or `query` for a
-/// malformed query string.
-pub(crate) fn requested(
-    fields: &'static [crate::field::FieldInfo],
-    query: &str,
-) -> Result<Option<Vec<&'static str>>, Error> {
-    let pairs = super::query::query_pairs(query)?;
-    let mut out = None;
-    for (name, value) in pairs {
-        if name == "fields" {
-            out = Some(super::query::parse_fields(fields, &value)?);
-        }
-    }
-    Ok(out)
 }

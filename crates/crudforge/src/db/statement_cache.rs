@@ -109,6 +109,12 @@ impl Shape {
                 self.tree(inner);
             }
             Condition::Is(cond) => self.leaf(cond),
+            Condition::Related(r) => {
+                self.mark(b'.', 1);
+                r.name.hash(&mut self.hasher);
+                format!("{:?}", r.reach).hash(&mut self.hasher);
+                self.tree(&r.cond);
+            }
         }
     }
 

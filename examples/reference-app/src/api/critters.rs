@@ -1,5 +1,6 @@
 //! The Critter demo resource, with lifecycle hooks that tidy its input and log its changes.
 
+use super::habitats::Habitat;
 use super::schema::critters;
 use chrono::{DateTime, Utc};
 use crudforge::auth::CurrentUser;
@@ -29,7 +30,8 @@ use uuid::Uuid;
     rules = CritterRules,
     index("deleted_at", "created_at", "id"),
     index("species", "deleted_at", "cuteness_level"),
-    index("species", "deleted_at", "created_at", "id", "cuteness_level")
+    index("species", "deleted_at", "created_at", "id", "cuteness_level"),
+    index("habitat_id")
 )]
 pub struct Critter {
     /// Identifier.
@@ -50,6 +52,10 @@ pub struct Critter {
     /// When it was deleted (null while live): a DELETE keeps the row, an administrator can
     /// list it (`include_deleted=true`) and restore it.
     pub deleted_at: Option<DateTime<Utc>>,
+    /// The habitat it lives in, if any (`expand=habitat` embeds it). A deleted critter keeps
+    /// it, so a habitat that deleted critters name cannot be deleted either (409).
+    #[resource(belongs_to(Habitat))]
+    pub habitat_id: Option<Uuid>,
     /// Administrators' notes (up to 2,000 characters): read and written by administrators
     /// only.
     #[resource(read = admin, max_len = 2000)]

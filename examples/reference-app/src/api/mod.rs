@@ -12,12 +12,14 @@
 //! | [`recovery`] | password recovery |
 //! | [`domains`] | the domain model |
 //! | [`critters`] | the Critter demo resource |
+//! | [`habitats`] | habitats, which critters belong to |
 //! | [`routes`] | what is mounted where |
 //!
 //! The module itself holds what they share: the migrations and the current time ([`now`]).
 
 pub mod critters;
 pub mod domains;
+pub mod habitats;
 pub mod invites;
 pub mod login;
 pub mod profile;

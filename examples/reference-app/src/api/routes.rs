@@ -3,6 +3,7 @@
 
 use super::critters::{self, Critter};
 use super::domains::RefDomain;
+use super::habitats::Habitat;
 use super::invites::{self, Invite};
 use super::profile::{self, PublicUsers};
 use super::recovery::{self, RecoverySettings};
@@ -158,5 +159,12 @@ pub fn mount(api: Api, recovery_settings: RecoverySettings) -> Result<Api, Mount
                 .before_create(critters::tidy_new)
                 .before_update_input(critters::tidy_change)
                 .after_commit(critters::announce),
-        )
+        )?
+        // Signed-in users read habitats; administrators write them. A habitat that critters
+        // name is not deleted (409).
+        .mount(Habitat::blueprint("/api/habitats/").admin_only([
+            Operation::Post,
+            Operation::Patch,
+            Operation::Delete,
+        ]))
 }

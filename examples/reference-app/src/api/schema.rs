@@ -5,7 +5,7 @@
 //! `crudforge::schema`): this application's migration adds columns to them, and a
 //! Diesel model can only select columns its `table!` declares, so the application declares
 //! each whole table, library columns included, under a name of its own (`sql_name` keeps the
-//! SQL table the same). `invites` and `critters` are the application's own tables.
+//! SQL table the same). `invites`, `critters` and `habitats` are the application's own tables.
 
 diesel::table! {
     use diesel::sql_types::*;
@@ -133,5 +133,26 @@ diesel::table! {
         deleted_at -> Nullable<PortableTimestamp>,
         /// Administrators' notes.
         vet_notes -> Nullable<Text>,
+        /// Habitat.
+        habitat_id -> Nullable<PortableUuid>,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crudforge::sql_types::*;
+
+    /// Habitats critters live in.
+    habitats (id) {
+        /// Id.
+        id -> PortableUuid,
+        /// Created.
+        created_at -> PortableTimestamp,
+        /// Updated.
+        updated_at -> PortableTimestamp,
+        /// Name.
+        name -> Text,
+        /// Climate.
+        climate -> Text,
     }
 }

@@ -1,0 +1,30 @@
+//! Habitats: where critters live. Any signed-in user reads them, administrators write them
+//! (the blueprint makes POST, PATCH and DELETE admin-only); each critter may name one.
+
+use super::critters::Critter;
+use super::schema::habitats;
+use chrono::{DateTime, Utc};
+use crudforge::Resource;
+use diesel::prelude::*;
+use uuid::Uuid;
+
+/// A habitat. `GET /api/habitats/{id}?expand=critters` embeds its critters (the first
+/// [`HAS_MANY_EXPAND_MAX`](crudforge::crud::HAS_MANY_EXPAND_MAX) live ones, by creation);
+/// deleting a habitat that critters name, deleted ones included, is a 409.
+#[derive(Debug, Clone, Queryable, Selectable, Resource)]
+#[diesel(table_name = habitats)]
+#[resource(has_many(critters = Critter, key = "habitat_id"))]
+pub struct Habitat {
+    /// Identifier.
+    pub id: Uuid,
+    /// Creation time.
+    pub created_at: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+    /// Its name, unique (1 to 100 characters).
+    #[resource(unique, min_len = 1, max_len = 100)]
+    pub name: String,
+    /// Its climate (at most 50 characters).
+    #[resource(max_len = 50)]
+    pub climate: String,
+}

@@ -1,0 +1,54 @@
+use chrono::{DateTime, Utc};
+use crudforge::Resource;
+use diesel::prelude::*;
+use uuid::Uuid;
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crudforge::sql_types::*;
+
+    habitats (id) {
+        id -> PortableUuid,
+        created_at -> PortableTimestamp,
+        updated_at -> PortableTimestamp,
+        name -> Text,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crudforge::sql_types::*;
+
+    critters (id) {
+        id -> PortableUuid,
+        created_at -> PortableTimestamp,
+        updated_at -> PortableTimestamp,
+        habitat_id -> Nullable<PortableUuid>,
+        nickname -> Text,
+    }
+}
+
+#[derive(Queryable, Selectable, Resource)]
+#[diesel(table_name = habitats)]
+#[resource(has_many(critters = Critter, key = "habitat"))]
+//~^ ERROR no field `habitat` on `Critter`; the note lists its fields
+#[resource(has_many(names = Critter, key = "nickname"))]
+//~^ ERROR `String` cannot hold the key of a related item; the help says `uuid::Uuid`
+pub struct Habitat {
+    pub id: Uuid,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub name: String,
+}
+
+#[derive(Queryable, Selectable, Resource)]
+#[diesel(table_name = critters)]
+pub struct Critter {
+    pub id: Uuid,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub habitat_id: Option<Uuid>,
+    pub nickname: String,
+}
+
+fn main() {}
