@@ -36,6 +36,8 @@ diesel::table! {
         name -> Text,
         /// Climate.
         climate -> Text,
+        /// Administrators' notes.
+        notes -> Nullable<Text>,
     }
 }
 
@@ -96,6 +98,9 @@ pub struct Zone {
     pub name: String,
     /// Its climate.
     pub climate: String,
+    /// Notes only administrators read.
+    #[resource(read = admin)]
+    pub notes: Option<String>,
 }
 
 /// A pet: every signed-in user reads and writes every pet.
@@ -175,10 +180,10 @@ async fn world(t: &crudforge_tests::TestDb) -> World {
     });
     let db = t.open(&cfg).await;
     let ddl = match db.backend() {
-        Backend::Sqlite => "CREATE TABLE zones (id TEXT PRIMARY KEY, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, owner_id TEXT NOT NULL, name TEXT NOT NULL, climate TEXT NOT NULL); \
+        Backend::Sqlite => "CREATE TABLE zones (id TEXT PRIMARY KEY, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, owner_id TEXT NOT NULL, name TEXT NOT NULL, climate TEXT NOT NULL, notes TEXT); \
              CREATE TABLE keepers (id TEXT PRIMARY KEY, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, name TEXT NOT NULL); \
              CREATE TABLE pets (id TEXT PRIMARY KEY, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, name TEXT NOT NULL, zone_id TEXT REFERENCES zones (id), keeper_id TEXT REFERENCES keepers (id))",
-        Backend::Postgres => "CREATE TABLE zones (id UUID PRIMARY KEY, created_at TIMESTAMPTZ NOT NULL, updated_at TIMESTAMPTZ NOT NULL, owner_id UUID NOT NULL, name TEXT NOT NULL, climate TEXT NOT NULL); \
+        Backend::Postgres => "CREATE TABLE zones (id UUID PRIMARY KEY, created_at TIMESTAMPTZ NOT NULL, updated_at TIMESTAMPTZ NOT NULL, owner_id UUID NOT NULL, name TEXT NOT NULL, climate TEXT NOT NULL, notes TEXT); \
              CREATE TABLE keepers (id UUID PRIMARY KEY, created_at TIMESTAMPTZ NOT NULL, updated_at TIMESTAMPTZ NOT NULL, name TEXT NOT NULL); \
              CREATE TABLE pets (id UUID PRIMARY KEY, created_at TIMESTAMPTZ NOT NULL, updated_at TIMESTAMPTZ NOT NULL, name TEXT NOT NULL, zone_id UUID REFERENCES zones (id), keeper_id UUID REFERENCES keepers (id))",
     };
@@ -501,6 +506,49 @@ backend_tests! {
         assert!(e["detail"].as_str().unwrap().contains(&format!("at most {}", crudforge::crud::MAX_RELATION_JOINS)), "{e}");
         let (s, _) = get!(app, w, w.alice, "/api/pets/?zone.name=a&zone.climate=b&sort=zone.name".to_owned());
         assert_eq!(s, 200);
+    }
+
+    async fn related_members_the_caller_may_not_read_stay_hidden(t) {
+        let w = world(&t).await;
+        let app = test::init_service(w.api.app()).await;
+        let mine = zone(&app, &w, w.alice, "Marsh").await;
+        let req = auth(Req::patch().uri(&format!("/api/zones/{mine}")), &w.api, w.admin)
+            .set_json(json!({"notes": "flooded"}));
+        let (s, z, _, _) = call(&app, req).await;
+        assert_eq!(s, 200, "{z}");
+        let p = pet(&app, &w, "frog", Some(&mine)).await;
+        // Embedded as the zone's own GET shows it: without the notes for its owner.
+        let (s, one) = get!(app, w, w.alice, format!("/api/pets/{p}?expand=zone"));
+        assert_eq!(s, 200, "{one}");
+        assert_eq!(one["zone"]["name"], "Marsh");
+        assert!(one["zone"].get("notes").is_none(), "{one}");
+        let (_, list) = get!(app, w, w.alice, "/api/pets/?expand=zone".to_owned());
+        assert_eq!(list["data"][0]["zone"]["name"], "Marsh", "{list}");
+        assert!(list["data"][0]["zone"].get("notes").is_none(), "{list}");
+        let (_, one) = get!(app, w, w.admin, format!("/api/pets/{p}?expand=zone"));
+        assert_eq!(one["zone"]["notes"], "flooded", "{one}");
+        // Filtering, sorting or selecting by it across the relation is 400 for the others,
+        // whatever the form (no oracle for the hidden value) ...
+        for q in [
+            "zone.notes=flooded",
+            "zone.notes__ne=dry",
+            "filter=not%20(zone.notes%20%3D%20'dry')",
+            "sort=zone.notes",
+            "expand=zone&fields=name,zone.notes",
+        ] {
+            let (s, e) = get!(app, w, w.alice, format!("/api/pets/?{q}"));
+            assert_eq!(s, 400, "{q}: {e}");
+            assert!(e["detail"].as_str().unwrap().contains("notes"), "{q}: {e}");
+        }
+        let (s, e) = get!(app, w, w.alice, format!("/api/pets/{p}?expand=zone&fields=name,zone.notes"));
+        assert_eq!(s, 400, "{e}");
+        // ... and works for an administrator.
+        let (s, list) = get!(app, w, w.admin, "/api/pets/?zone.notes=flooded".to_owned());
+        assert_eq!(s, 200, "{list}");
+        assert_eq!(names(&list), ["frog"]);
+        let (s, one) = get!(app, w, w.admin, format!("/api/pets/{p}?expand=zone&fields=name,zone.notes"));
+        assert_eq!(s, 200, "{one}");
+        assert_eq!(one["zone"]["notes"], "flooded", "{one}");
     }
 
     async fn sorting_by_a_related_field_does_not_reveal_hidden_rows(t) {
