@@ -2,7 +2,7 @@
 //! resource (on SQLite, and on PostgreSQL when configured); `schema check` prints one line per
 //! difference and exits 1 when there is one; `serve` with `SCHEMA_CHECK=strict` refuses a
 //! drifted database and exits non-zero, and with the default `warn` logs the difference and
-//! serves.
+//! serves; `make-migrations` has nothing to write for its schema-first resources.
 
 use crate::harness::{cli, Server};
 use crudforge_tests::TestDb;
@@ -115,4 +115,56 @@ fn warn_serve_logs_the_difference_and_serves() {
         "{text}"
     );
     assert!(server.try_wait().is_none(), "still serving");
+}
+
+/// Copies the folder `from` into `to`, recursively.
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// The migration folders under `dir/sqlite` and `dir/postgres`.
+fn folders(dir: &Path) -> Vec<String> {
+    let mut names = Vec::new();
+    for backend in ["sqlite", "postgres"] {
+        for entry in std::fs::read_dir(dir.join(backend)).unwrap() {
+            names.push(format!("{backend}/{}", entry.unwrap().file_name().to_string_lossy()));
+        }
+    }
+    names.sort();
+    names
+}
+
+/// `make-migrations` is one of the application's commands: over a copy of its own migrations
+/// (its resources are schema-first) it finds nothing to write, writes no folder and says so,
+/// opening no database; a malformed name is one error line and a non-zero exit.
+#[test]
+fn make_migrations_has_nothing_to_write_for_schema_first_resources() {
+    let dir = tempfile::tempdir().unwrap();
+    let migrations = dir.path().join("migrations");
+    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations"), &migrations);
+    let before = folders(&migrations);
+    let out = cli(dir.path(), &[], &["make-migrations", "more"]);
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.starts_with("no changes"), "{stdout}");
+    assert_eq!(folders(&migrations), before, "no folder written");
+    let out = cli(dir.path(), &[], &["make-migrations", "Not A Name"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.starts_with("error: ") && stderr.lines().count() == 1, "{stderr}");
+    assert_eq!(folders(&migrations), before);
+    let data: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(data, ["migrations"], "no database, no key file");
 }

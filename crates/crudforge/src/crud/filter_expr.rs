@@ -186,6 +186,21 @@ fn lex(src: &str) -> Result<Vec<Spanned>, Error> {
     Ok(out)
 }
 
+/// A resource's relations as the parsers read them: each one's name and its target's fields.
+pub(crate) type RelFields<'a> = &'a [(&'static str, &'static [FieldInfo])];
+
+/// The relation and its target's fields a dotted name (`habitat.name`, `habitat.name__ilike`)
+/// starts with, and the rest of the name.
+pub(crate) fn related_param<'n>(
+    rels: RelFields<'_>,
+    name: &'n str,
+) -> Option<(&'static str, &'static [FieldInfo], &'n str)> {
+    let (rel, rest) = name.split_once('.')?;
+    rels.iter()
+        .find(|(r, _)| *r == rel)
+        .map(|(r, f)| (*r, *f, rest))
+}
+
 /// Parses a `filter` expression against `fields`.
 ///
 /// # Errors
@@ -210,7 +225,7 @@ pub(crate) fn parse_filter_expr(
 /// A 400 naming `filter`, as `parse_filter_expr`.
 pub(crate) fn parse_filter_expr_rel(
     fields: &'static [FieldInfo],
-    rels: super::query::RelFields<'_>,
+    rels: RelFields<'_>,
     src: &str,
     limits: ExprLimits,
 ) -> Result<Condition, Error> {
@@ -253,7 +268,7 @@ struct Parser<'r> {
     toks: Vec<Spanned>,
     at: usize,
     fields: &'static [FieldInfo],
-    rels: super::query::RelFields<'r>,
+    rels: RelFields<'r>,
     max_depth: usize,
 }
 
@@ -348,7 +363,7 @@ impl Parser<'_> {
             }
         };
         // A field of a relation (`habitat.name`): compared among the related rows.
-        let (fields, related, name) = match super::query::related_param(self.rels, &name) {
+        let (fields, related, name) = match related_param(self.rels, &name) {
             Some((rel, target, rest)) => (target, Some(rel), rest.to_owned()),
             None => (self.fields, None, name),
         };

@@ -1,7 +1,8 @@
 //! List query parameters: filters, sorting and pagination, parsed and checked against a
 //! resource's fields before anything reaches SQL.
 
-use super::filter_expr::{parse_filter_expr_rel, ExprLimits};
+pub(crate) use super::filter_expr::RelFields;
+use super::filter_expr::{parse_filter_expr_rel, related_param, ExprLimits};
 use crate::condition::Condition;
 use crate::condition::{
     operator, operators_for, parse_arg, parse_bool, parse_bound, text_arg, Arg, Cond, Operator,
@@ -145,9 +146,6 @@ pub(crate) fn parse_list_query_with(
 ) -> Result<ListQuery, Error> {
     parse_list_query_rel(fields, &[], query, limits)
 }
-
-/// A resource's relations as the parsers read them: each one's name and its target's fields.
-pub(crate) type RelFields<'a> = &'a [(&'static str, &'static [FieldInfo])];
 
 /// [`parse_list_query_with`], where filters, `filter`, `sort` and `fields` may also name the
 /// fields of the relations `rels` (`habitat.name`). A filter across a relation becomes an
@@ -300,18 +298,6 @@ pub(crate) fn query_pairs(query: &str) -> Result<Vec<(String, String)>, Error> {
         }
     }
     Ok(out)
-}
-
-/// The relation and its target's fields a dotted name (`habitat.name`, `habitat.name__ilike`)
-/// starts with, and the rest of the name.
-pub(crate) fn related_param<'n>(
-    rels: RelFields<'_>,
-    name: &'n str,
-) -> Option<(&'static str, &'static [FieldInfo], &'n str)> {
-    let (rel, rest) = name.split_once('.')?;
-    rels.iter()
-        .find(|(r, _)| *r == rel)
-        .map(|(r, f)| (*r, *f, rest))
 }
 
 /// Parses `fields`: a comma-separated list of members each item keeps, where a member may
