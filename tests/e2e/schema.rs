@@ -136,7 +136,10 @@ fn folders(dir: &Path) -> Vec<String> {
     let mut names = Vec::new();
     for backend in ["sqlite", "postgres"] {
         for entry in std::fs::read_dir(dir.join(backend)).unwrap() {
-            names.push(format!("{backend}/{}", entry.unwrap().file_name().to_string_lossy()));
+            names.push(format!(
+                "{backend}/{}",
+                entry.unwrap().file_name().to_string_lossy()
+            ));
         }
     }
     names.sort();
@@ -150,7 +153,10 @@ fn folders(dir: &Path) -> Vec<String> {
 fn make_migrations_has_nothing_to_write_for_schema_first_resources() {
     let dir = tempfile::tempdir().unwrap();
     let migrations = dir.path().join("migrations");
-    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations"), &migrations);
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations"),
+        &migrations,
+    );
     let before = folders(&migrations);
     let out = cli(dir.path(), &[], &["make-migrations", "more"]);
     assert!(out.status.success(), "{out:?}");
@@ -160,7 +166,10 @@ fn make_migrations_has_nothing_to_write_for_schema_first_resources() {
     let out = cli(dir.path(), &[], &["make-migrations", "Not A Name"]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let stderr = String::from_utf8(out.stderr).unwrap();
-    assert!(stderr.starts_with("error: ") && stderr.lines().count() == 1, "{stderr}");
+    assert!(
+        stderr.starts_with("error: ") && stderr.lines().count() == 1,
+        "{stderr}"
+    );
     assert_eq!(folders(&migrations), before);
     let data: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()

@@ -22,8 +22,17 @@ use syn::spanned::Spanned;
 use syn::{Attribute, Expr, Ident, LitBool, LitInt, LitStr, Path};
 
 /// Keys accepted on the struct, in the order errors list them.
-pub(crate) const STRUCT_KEYS: &[Symbol] =
-    &[TABLE, NAME, RULES, CRATE, INDEX, SOFT_DELETE, MODEL_FIRST, SCOPE, HAS_MANY];
+pub(crate) const STRUCT_KEYS: &[Symbol] = &[
+    TABLE,
+    NAME,
+    RULES,
+    CRATE,
+    INDEX,
+    SOFT_DELETE,
+    MODEL_FIRST,
+    SCOPE,
+    HAS_MANY,
+];
 /// Keys accepted on a field, in the order errors list them.
 pub(crate) const FIELD_KEYS: &[Symbol] = &[
     ID, READ_ONLY, WRITE_ONLY, SKIP, FILTER, MAX_LEN, MIN_LEN, MIN, MAX, PATTERN, ONE_OF, VALIDATE,

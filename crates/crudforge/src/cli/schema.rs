@@ -6,9 +6,9 @@ use super::database::connect;
 use super::{BoxError, Shared};
 use crate::api::Api;
 use crate::config::{Config, Secret};
+use crate::db::{Database, DbOptions, Target};
 use crate::migrations::MigrationReport;
 use std::path::Path;
-use crate::db::{Database, DbOptions, Target};
 
 /// One `table.column: what differs` line per difference between the database and the
 /// mounted resources; the database is opened, not migrated.

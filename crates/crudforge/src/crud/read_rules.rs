@@ -106,7 +106,8 @@ pub(crate) fn hidden<R: Resource>(item: &R, viewer: Viewer<'_>) -> Vec<&'static 
 
 /// Removes the members `hidden` from the JSON object written to `out` from `start` on: the one
 /// place a rendered item loses what its caller may not read (a presenter's or substituted
-/// schema's answer too, by member name).
+/// schema's answer too, by member name). The other members keep their order and their bytes:
+/// each value is passed through as written, never parsed into a tree.
 ///
 /// # Errors
 ///
@@ -115,11 +116,54 @@ pub(crate) fn strip(out: &mut Vec<u8>, start: usize, hidden: &[&str]) -> Result<
     if hidden.is_empty() {
         return Ok(());
     }
-    let mut obj: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(&out[start..])
+    let members: Members<'_> = serde_json::from_slice(&out[start..])
         .map_err(|e| Error::Internal(format!("read rules on a non-object item: {e}")))?;
-    obj.retain(|k, _| !hidden.contains(&k.as_str()));
+    let mut kept = Vec::with_capacity(out.len() - start);
+    kept.push(b'{');
+    for (name, value) in members
+        .0
+        .iter()
+        .filter(|(n, _)| !hidden.contains(&n.as_str()))
+    {
+        if kept.len() > 1 {
+            kept.push(b',');
+        }
+        serde_json::to_writer(&mut kept, name).map_err(|e| Error::Internal(e.to_string()))?;
+        kept.push(b':');
+        kept.extend_from_slice(value.get().as_bytes());
+    }
+    kept.push(b'}');
     out.truncate(start);
-    serde_json::to_writer(&mut *out, &obj).map_err(|e| Error::Internal(e.to_string()))
+    out.extend_from_slice(&kept);
+    Ok(())
+}
+
+/// A JSON object's members in the order written, each value as its raw text.
+struct Members<'a>(Vec<(String, &'a serde_json::value::RawValue)>);
+
+impl<'de> serde::Deserialize<'de> for Members<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Members<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Members<'de>, A::Error> {
+                let mut members = Vec::with_capacity(map.size_hint().unwrap_or(16));
+                while let Some(entry) =
+                    map.next_entry::<String, &'de serde_json::value::RawValue>()?
+                {
+                    members.push(entry);
+                }
+                Ok(Members(members))
+            }
+        }
+        d.deserialize_map(Visit)
+    }
 }
 
 /// The item's strong `ETag` and generated representation as `viewer` gets it: the tag is
@@ -277,6 +321,21 @@ mod tests {
         strip(&mut same, 0, &[]).unwrap();
         assert_eq!(same, br#"{"a":1}"#);
         assert!(strip(&mut b"[1]".to_vec(), 0, &["a"]).is_err());
+    }
+
+    #[test]
+    fn strip_keeps_the_other_members_in_order_and_as_written() {
+        let mut out = b"[".to_vec();
+        out.extend_from_slice(
+            br#"{"id":1,"secret":{"a":[1,"}"]},"name":"a\"b","z":null,"s\u00e9":2}"#,
+        );
+        strip(&mut out, 1, &["secret", "s\u{e9}"]).unwrap();
+        assert_eq!(out, br#"[{"id":1,"name":"a\"b","z":null}"#);
+        let mut out = br#"{"only":true}"#.to_vec();
+        strip(&mut out, 0, &["only"]).unwrap();
+        assert_eq!(out, b"{}");
+        let mut out = b"[1]".to_vec();
+        assert!(strip(&mut out, 0, &["x"]).is_err());
     }
 
     #[test]

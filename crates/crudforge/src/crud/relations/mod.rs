@@ -14,9 +14,9 @@ mod sql;
 pub use sql::{related_order, related_sql, LinkSql, RelSql};
 
 use super::options::Operation;
+use super::read_rules::{self, Readers as ReadRule, Viewer};
 use super::request::{caller_on, Caller};
 use super::shared::Shared;
-use super::read_rules::{self, Readers as ReadRule, Viewer};
 use super::{FieldInfo, Resource};
 use crate::condition::{Condition, Link, Reach, Related, Sort, WhereFn};
 use crate::db::Conn;
