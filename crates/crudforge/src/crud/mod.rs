@@ -33,7 +33,7 @@ pub(crate) mod relations;
 // handlers read from a request, how they answer, and the shared state of a mounted blueprint.
 pub(crate) mod blueprint;
 pub(crate) mod options;
-mod read_rules;
+pub(crate) mod read_rules;
 pub mod registry;
 mod render;
 mod request;
@@ -50,13 +50,11 @@ pub(crate) use crate::condition::{Arg, Cond, Conditions, Sort};
 pub(crate) use crate::field::{FieldInfo, Kind};
 pub use blueprint::CrudBlueprint;
 pub use hooks::HookCtx;
-pub use limits::ListCaps;
+pub(crate) use limits::ListCaps;
 pub use options::{OpOptions, OpSetting, Operation, Present};
 pub use query::{CountMode, ListLimits, ListQuery};
-pub use read_rules::Readers;
-pub use relations::{
-    Relation, RelationKind, Target, HAS_MANY_EXPAND_MAX, MAX_EXPANSIONS, MAX_RELATION_JOINS,
-};
+pub(crate) use read_rules::Readers;
+pub(crate) use relations::Relation;
 pub use route::{CustomRoute, OperationType, RouteDoc};
 
 use crate::db::indexes::IndexSpec;
@@ -122,16 +120,19 @@ pub trait Resource: Sized + 'static {
     const MODEL: Option<&'static crate::db::ddl::ModelTable> = None;
     /// The members only some callers read, each with who may (`#[resource(read = ...)]` on
     /// the field): hidden from every answer, `fields`, `sort`, filter and `ETag` of the
-    /// others (see [`Readers`]).
+    /// others. Generated.
+    #[doc(hidden)]
     const READ_RULES: &'static [(&'static str, Readers)] = &[];
     /// The named filters clients ask for with `scope=name` (`#[resource(scope(name =
     /// "expression"))]`): each name with its `filter` expression, checked when the blueprint
-    /// is mounted and evaluated (with `now` and `today`) at each request.
+    /// is mounted and evaluated (with `now` and `today`) at each request. Generated.
+    #[doc(hidden)]
     const SCOPES: &'static [(&'static str, &'static str)] = &[];
 
     /// The relations the resource declares (`#[resource(belongs_to(...))]` on a foreign key,
     /// `#[resource(has_many(...))]` on the struct): what `expand`, filters such as
-    /// `habitat.name=Savanna` and `sort=habitat.name` may cross.
+    /// `habitat.name=Savanna` and `sort=habitat.name` may cross. Generated.
+    #[doc(hidden)]
     const RELATIONS: &'static [Relation] = &[];
 
     /// The SQL of `cond` on this resource's table, on SQLite: what a relation from another
