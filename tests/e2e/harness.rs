@@ -94,6 +94,25 @@ pub fn create_user(
         .expect("run reference-app")
 }
 
+/// `create-token --email <email> <extra>` with the value in `CRUDFORGE_TOKEN` (the command
+/// line refuses `--token`, as it refuses `--password`).
+pub fn create_token(
+    cwd: &Path,
+    env: &[(&str, String)],
+    email: &str,
+    token: &str,
+    extra: &[&str],
+) -> Output {
+    let mut args = vec!["create-token", "--email", email];
+    args.extend_from_slice(extra);
+    command(cwd, env)
+        .env("CRUDFORGE_TOKEN", token)
+        .args(&args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run reference-app")
+}
+
 /// A running server; killed when dropped.
 pub struct Server {
     child: Child,
