@@ -179,6 +179,30 @@ impl Server {
         }
     }
 
+    /// `GET path` while the server starts: until it answers, a connection refused (not
+    /// listening yet), reset, aborted or closed without an answer is tried again every 20 ms,
+    /// for up to 30 s. The first answer is returned whatever its status; the process exiting
+    /// or any other error fails the test.
+    pub fn get_starting(&mut self, path: &str) -> Reply {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.try_wait() {
+                panic!("reference-app exited early: {status}");
+            }
+            match try_request(&self.addr, "GET", path, &[], None) {
+                Ok(reply) => return reply,
+                Err(e) if starting_up(&e) => {
+                    assert!(
+                        Instant::now() < deadline,
+                        "reference-app did not answer GET {path}: {e}"
+                    );
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => panic!("GET {path}: {e}"),
+            }
+        }
+    }
+
     /// Whether the process has exited, and how.
     pub fn try_wait(&mut self) -> Option<std::process::ExitStatus> {
         self.child.try_wait().expect("try_wait")
@@ -197,6 +221,18 @@ impl Server {
     pub fn get(&self, path: &str) -> Reply {
         request(&self.addr, "GET", path, &[], None)
     }
+}
+
+/// Whether a request failed the way one does while a server is still starting: nothing listens
+/// yet, or the connection was dropped before an answer.
+fn starting_up(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{
+        BrokenPipe, ConnectionAborted, ConnectionRefused, ConnectionReset, UnexpectedEof,
+    };
+    matches!(
+        e.kind(),
+        ConnectionRefused | ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof
+    )
 }
 
 /// A parsed HTTP response.
@@ -260,6 +296,12 @@ pub fn try_request(
     }
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw)?;
+    if raw.is_empty() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "the connection closed without an answer",
+        ));
+    }
     Ok(parse(&raw))
 }
 
