@@ -94,6 +94,25 @@ pub fn create_user(
         .expect("run reference-app")
 }
 
+/// `create-token --email <email> <extra>` with the value in `CRUDFORGE_TOKEN` (the command
+/// line refuses `--token`, as it refuses `--password`).
+pub fn create_token(
+    cwd: &Path,
+    env: &[(&str, String)],
+    email: &str,
+    token: &str,
+    extra: &[&str],
+) -> Output {
+    let mut args = vec!["create-token", "--email", email];
+    args.extend_from_slice(extra);
+    command(cwd, env)
+        .env("CRUDFORGE_TOKEN", token)
+        .args(&args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run reference-app")
+}
+
 /// A running server; killed when dropped.
 pub struct Server {
     child: Child,
@@ -160,6 +179,30 @@ impl Server {
         }
     }
 
+    /// `GET path` while the server starts: until it answers, a connection refused (not
+    /// listening yet), reset, aborted or closed without an answer is tried again every 20 ms,
+    /// for up to 30 s. The first answer is returned whatever its status; the process exiting
+    /// or any other error fails the test.
+    pub fn get_starting(&mut self, path: &str) -> Reply {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.try_wait() {
+                panic!("reference-app exited early: {status}");
+            }
+            match try_request(&self.addr, "GET", path, &[], None) {
+                Ok(reply) => return reply,
+                Err(e) if starting_up(&e) => {
+                    assert!(
+                        Instant::now() < deadline,
+                        "reference-app did not answer GET {path}: {e}"
+                    );
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => panic!("GET {path}: {e}"),
+            }
+        }
+    }
+
     /// Whether the process has exited, and how.
     pub fn try_wait(&mut self) -> Option<std::process::ExitStatus> {
         self.child.try_wait().expect("try_wait")
@@ -178,6 +221,18 @@ impl Server {
     pub fn get(&self, path: &str) -> Reply {
         request(&self.addr, "GET", path, &[], None)
     }
+}
+
+/// Whether a request failed the way one does while a server is still starting: nothing listens
+/// yet, or the connection was dropped before an answer.
+fn starting_up(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{
+        BrokenPipe, ConnectionAborted, ConnectionRefused, ConnectionReset, UnexpectedEof,
+    };
+    matches!(
+        e.kind(),
+        ConnectionRefused | ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof
+    )
 }
 
 /// A parsed HTTP response.
@@ -241,6 +296,12 @@ pub fn try_request(
     }
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw)?;
+    if raw.is_empty() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "the connection closed without an answer",
+        ));
+    }
     Ok(parse(&raw))
 }
 

@@ -5,7 +5,7 @@
 //! Every scenario runs against SQLite, and again against PostgreSQL when
 //! `CRUDFORGE_TEST_POSTGRES_URL` is set (a fresh database per scenario).
 
-use crate::harness::{cli, create_user, request, Reply, Server};
+use crate::harness::{cli, create_token, create_user, request, Reply, Server};
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::process::Output;
@@ -114,10 +114,27 @@ impl Backend {
         only_a_uuid(&self.ok(&["create-domain", "--name", name]))
     }
 
-    /// `create-token`; prints nothing.
+    /// `create-token` with the value in `CRUDFORGE_TOKEN`; prints nothing.
     fn token(&self, email: &str, token: &str) {
-        let out = self.ok(&["create-token", "--email", email, "--token", token]);
-        assert_eq!(out, "", "create-token prints nothing");
+        let out = create_token(self.dir.path(), &self.env, email, token, &[]);
+        assert!(
+            out.status.success(),
+            "[{}] create-token {email} failed: {}",
+            self.name,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.stdout.is_empty(), "create-token prints nothing");
+    }
+
+    /// `create-token --email <email>` with `token` in `CRUDFORGE_TOKEN`, which must fail with
+    /// one line containing `expect`.
+    fn token_fails(&self, email: &str, token: &str, expect: &str) {
+        let out = create_token(self.dir.path(), &self.env, email, token, &[]);
+        one_line_failure(
+            &out,
+            expect,
+            &format!("[{}] create-token {email}", self.name),
+        );
     }
 }
 
@@ -318,48 +335,36 @@ fn cli_creates_fixtures_and_reports_failures_on_one_line() {
         }
 
         // Tokens: stored for a known user, refused for an unknown one or a duplicate value.
-        let out = b.ok(&[
-            "create-token",
-            "--email",
+        let out = create_token(
+            b.dir.path(),
+            &b.env,
             "plain@example.com",
-            "--token",
             "plain-key-0123456789abcdefghijklmnopq",
-            "--description",
-            "CI key",
-        ]);
-        assert_eq!(out, "");
-        b.fails(
-            &[
-                "create-token",
-                "--email",
-                "ghost@example.com",
-                "--token",
-                "t",
-            ],
+            &["--description", "CI key"],
+        );
+        assert!(out.status.success() && out.stdout.is_empty());
+        b.token_fails(
+            "ghost@example.com",
+            "t",
             "no user with e-mail ghost@example.com",
         );
-        b.fails(
-            &[
-                "create-token",
-                "--email",
-                "off@example.com",
-                "--token",
-                "plain-key-0123456789abcdefghijklmnopq",
-            ],
+        b.token_fails(
+            "off@example.com",
+            "plain-key-0123456789abcdefghijklmnopq",
             "already stored",
         );
-        // Keys too short to resist guessing are refused; secrets can come from standard
-        // input or the environment instead of the command line, where `ps` shows them.
-        b.fails(
-            &[
-                "create-token",
-                "--email",
-                "plain@example.com",
-                "--token",
-                "short-key",
-            ],
-            "at least 32 characters",
-        );
+        // Keys too short to resist guessing are refused.
+        b.token_fails("plain@example.com", "short-key", "at least 32 characters");
+        // Secrets come from standard input or the environment, never from the command line,
+        // where `ps` shows them: nothing is stored.
+        for args in [
+            &["--token", "argv-key-0123456789abcdefghijklmnopq"][..],
+            &["--token=argv-key-0123456789abcdefghijklmnopq"],
+        ] {
+            let mut all = vec!["create-token", "--email", "plain@example.com"];
+            all.extend_from_slice(args);
+            b.fails(&all, "--token is refused");
+        }
         let piped = |args: &[&str], input: &str| {
             use std::io::Write as _;
             let mut child = crate::harness::command(b.dir.path(), &b.env)
@@ -469,6 +474,13 @@ fn cli_creates_fixtures_and_reports_failures_on_one_line() {
             json!({"token": "plain-key-0123456789abcdefghijklmnopq"}),
         );
         app.json(&r, 200);
+        // The value refused on the command line was not stored.
+        let r = app.post(
+            "/api/user/token_login",
+            None,
+            json!({"token": "argv-key-0123456789abcdefghijklmnopq"}),
+        );
+        assert_eq!(r.status, 401, "{}", r.text());
 
         // The domain exists under the printed id.
         let d = app.json(&app.get(&format!("/api/domains/{acme}"), None), 200);
@@ -511,7 +523,7 @@ fn cli_reports_an_unreachable_database_on_one_line() {
             "a@example.com",
             "--password-stdin",
         ],
-        &["create-token", "--email", "a@example.com", "--token", "t"],
+        &["create-token", "--email", "a@example.com", "--token-stdin"],
         &["create-domain", "--name", "d"],
         &["seed-critters", "--count", "3"],
     ];

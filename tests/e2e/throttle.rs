@@ -5,7 +5,7 @@
 //!
 //! Runs against SQLite, and again against PostgreSQL when `CRUDFORGE_TEST_POSTGRES_URL` is set.
 
-use crate::harness::{cli, request, Reply, Server};
+use crate::harness::{request, Reply, Server};
 use serde_json::{json, Value};
 
 const PASSWORD: &str = "correct horse";
@@ -63,16 +63,12 @@ fn servers() -> Vec<Throttled> {
                 );
                 assert!(out.status.success(), "[{name}] create-user {email}");
             }
-            let out = cli(
+            let out = crate::harness::create_token(
                 dir.path(),
                 &env,
-                &[
-                    "create-token",
-                    "--email",
-                    "ann@example.com",
-                    "--token",
-                    "ann-key-0123456789abcdefghijklmnopq",
-                ],
+                "ann@example.com",
+                "ann-key-0123456789abcdefghijklmnopq",
+                &[],
             );
             assert!(out.status.success(), "[{name}] create-token");
             eprintln!("== backend {name}");

@@ -1,7 +1,7 @@
 //! The command line applications embed (`crudforge::cli::App`), driven with argument vectors on
 //! both backends: `create-user` (password from standard input, never from the command line;
 //! roles; the application's options and hook, in the user's transaction) then login;
-//! `create-token`; `schema check` exit codes and lines; `print-indexes`; `migrate`; the
+//! `create-token` (the token from standard input, never from the command line); `schema check` exit codes and lines; `print-indexes`; `migrate`; the
 //! application's own commands; bad input as one `error:` line and a non-zero status.
 #![allow(missing_docs, clippy::unwrap_used)]
 
@@ -202,6 +202,26 @@ backend_tests! {
         }
         one_error_line(&run(&cli, &["create-user", "--email", "a@example.com"], "").await, 1, "--password-stdin");
         assert_eq!(users(&db).await, 0, "no user was created");
+    }
+
+    async fn a_token_is_never_taken_from_the_command_line(t) {
+        let (config, db) = setup(&t).await;
+        let cli = app(&config);
+        assert_eq!(run(&cli, &["create-user", "--email", "a@example.com", "--password-stdin"], "long enough\n").await.0, 0);
+        let key = "k".repeat(40);
+        let stdin = format!("{}\n", "s".repeat(40));
+        let joined = format!("--token={key}");
+        for args in [
+            &["create-token", "--email", "a@example.com", "--token", key.as_str()][..],
+            &["create-token", "--email", "a@example.com", joined.as_str()],
+            &["create-token", "--email", "a@example.com", "--token-stdin", "--token", key.as_str()],
+            &["create-token", "--email", "a@example.com", "--token"],
+        ] {
+            one_error_line(&run(&cli, args, &stdin).await, 1, "--token is refused");
+        }
+        one_error_line(&run(&cli, &["create-token", "--email", "a@example.com"], "").await, 1, "--token-stdin");
+        assert_eq!(crudforge::users::token_owner(&db, &key).await.unwrap(), None, "the value on the command line was not stored");
+        assert_eq!(crudforge::users::token_owner(&db, &"s".repeat(40)).await.unwrap(), None, "nor the one on stdin");
     }
 
     async fn bad_input_is_one_error_line_and_changes_nothing(t) {

@@ -10,10 +10,9 @@
 
 use actix_web::test;
 use chrono::{DateTime, Utc};
+use crudforge::__bench::{make_migrations_for, MANIFEST};
 use crudforge::db::AppMigrations;
-use crudforge::migrations::{
-    make_migrations, make_migrations_for, run_migration_dir, MigrationReport, MANIFEST,
-};
+use crudforge::migrations::{make_migrations, run_migration_dir, MigrationReport};
 use crudforge::{with_conn, Api, Database, Resource};
 use crudforge_tests::{backend_tests, Backend, TestDb};
 use diesel::prelude::*;

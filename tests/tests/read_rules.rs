@@ -3,12 +3,13 @@
 //! accepts (`read = vip_only`) is absent for everyone else from items, lists, `fields` and write
 //! answers; sorting or filtering by it (simple filters and the `filter` expression) is 400, or,
 //! for an owner's member, confined to the caller's own rows; `ETag`s are computed on what the
-//! caller sees; the OpenAPI description says who reads each member.
+//! caller sees; the OpenAPI description says who reads each member; a custom route's
+//! `<Name>Filter` judges its parameters as INDEX does for the request's caller.
 #![allow(missing_docs, clippy::unwrap_used)]
 
-use actix_web::test;
+use actix_web::{test, web, HttpResponse};
 use crudforge::auth::CurrentUser;
-use crudforge::crud::Operation;
+use crudforge::crud::{CustomRoute, Operation, OperationType};
 use crudforge::perms::{Access, Rules};
 use crudforge::users;
 use crudforge::{with_conn, Api, Error, Resource};
@@ -48,7 +49,7 @@ type DateTime = chrono::DateTime<chrono::Utc>;
 /// A loan: signed-in users read every loan, owners write theirs.
 #[derive(Debug, Clone, Queryable, Selectable, Resource)]
 #[diesel(table_name = loans)]
-#[resource(rules = ReadAllWriteOwn)]
+#[resource(rules = ReadAllWriteOwn, scope(noted = "staff_note is not null"))]
 pub struct Loan {
     /// Identifier.
     pub id: Uuid,
@@ -141,9 +142,15 @@ async fn world(t: &crudforge_tests::TestDb) -> World {
     let bob = user("bob@example.com").await;
     let vip = user("vip@example.com").await;
     users::grant_role(&db, vip, "VIP", None).await.unwrap();
+    let count = CustomRoute::new(OperationType::Get, "count/", || web::get().to(count_loans))
+        .operation_id("countLoans");
     let api = Api::new(cfg, db.clone())
         .unwrap()
-        .mount(Loan::blueprint("/api/loans/").batch([Operation::Post, Operation::Patch]))
+        .mount(
+            Loan::blueprint("/api/loans/")
+                .batch([Operation::Post, Operation::Patch])
+                .route(count),
+        )
         .unwrap();
     World {
         api,
@@ -152,6 +159,17 @@ async fn world(t: &crudforge_tests::TestDb) -> World {
         bob,
         vip,
     }
+}
+
+/// A custom route taking the INDEX parameters through the generated extractor: how many loans
+/// match them.
+async fn count_loans(
+    filter: LoanFilter,
+    db: web::Data<crudforge::Database>,
+) -> crudforge::Result<HttpResponse> {
+    let mut conn = db.get().await?;
+    let n = Loan::count(&mut conn, &filter.query.condition()).await?;
+    Ok(HttpResponse::Ok().json(json!({ "count": n })))
 }
 
 type Req = test::TestRequest;
@@ -371,6 +389,61 @@ backend_tests! {
         let (s, p, _) = call(&app, auth(Req::get().uri("/api/loans/?sort=owner_note"), &w.api, w.bob)).await;
         assert_eq!((s, p["field"].clone()), (400, json!("sort")), "{p}");
         assert_eq!(call(&app, auth(Req::get().uri("/api/loans/?sort=owner_note"), &w.api, w.admin)).await.0, 200);
+    }
+
+    async fn the_filter_extractor_of_custom_routes_follows_the_read_rules(t) {
+        let w = world(&t).await;
+        let app = test::init_service(w.api.app()).await;
+        let _ = alices_loan(&app, &w).await;
+        let (s, bobs, _) = call(&app, auth(Req::post().uri("/api/loans/").set_json(json!({"title": "Emma", "owner_note": "mine"})), &w.api, w.bob)).await;
+        assert_eq!(s, 201, "{bobs}");
+        // A member the caller never reads: 400 naming the parameter, as the generated INDEX
+        // answers; administrators get the count.
+        for (uri, param) in [
+            ("/api/loans/count/?staff_note=late%20twice", "staff_note"),
+            ("/api/loans/count/?sort=staff_note", "sort"),
+            ("/api/loans/count/?filter=staff_note%20is%20null", "filter"),
+            ("/api/loans/count/?fields=id,staff_note", "fields"),
+            ("/api/loans/count/?vip_note=gold", "vip_note"),
+        ] {
+            let (s, p, _) = call(&app, auth(Req::get().uri(uri), &w.api, w.bob)).await;
+            assert_eq!(s, 400, "{uri}: {p}");
+            assert_eq!(p["field"], param, "{uri}: {p}");
+            assert!(p["detail"].as_str().unwrap().contains("may not read"), "{p}");
+            let (s, p, _) = call(&app, Req::get().uri(uri)).await;
+            assert_eq!(s, 400, "anonymous: {uri}: {p}");
+            let (s, v, _) = call(&app, auth(Req::get().uri(uri), &w.api, w.admin)).await;
+            assert_eq!(s, 200, "{uri}: {v}");
+        }
+        let (_, v, _) = call(&app, auth(Req::get().uri("/api/loans/count/?staff_note=late%20twice"), &w.api, w.admin)).await;
+        assert_eq!(v["count"], 1, "the admin's filter applies: {v}");
+        // The VIP reads the VIP note, so filters by it.
+        let (s, v, _) = call(&app, auth(Req::get().uri("/api/loans/count/?vip_note=gold"), &w.api, w.vip)).await;
+        assert_eq!((s, v["count"].clone()), (200, json!(1)), "{v}");
+        // An owner's member filters the caller's own rows only, as in INDEX.
+        for (who, n) in [(w.bob, 1), (w.alice, 1), (w.admin, 2)] {
+            let (s, v, _) = call(&app, auth(Req::get().uri("/api/loans/count/?owner_note=mine"), &w.api, who)).await;
+            assert_eq!((s, v["count"].clone()), (200, json!(n)), "{v}");
+            let (s, v, _) = call(&app, auth(Req::get().uri("/api/loans/count/?filter=not%20(owner_note%20%3D%20%27mine%27)"), &w.api, who)).await;
+            assert_eq!((s, v["count"].clone()), (200, json!(2 - n)), "{v}");
+        }
+        let (s, p, _) = call(&app, auth(Req::get().uri("/api/loans/count/?sort=owner_note"), &w.api, w.bob)).await;
+        assert_eq!((s, p["field"].clone()), (400, json!("sort")), "{p}");
+        // Named filters apply as in INDEX (they are the resource's own, so they may compare
+        // members the caller cannot read); an unknown name is 400.
+        for (who, n) in [(w.bob, 1), (w.admin, 1)] {
+            let (s, v, _) = call(&app, auth(Req::get().uri("/api/loans/count/?scope=noted"), &w.api, who)).await;
+            assert_eq!((s, v["count"].clone()), (200, json!(n)), "{v}");
+            let (_, list, _) = call(&app, auth(Req::get().uri("/api/loans/?scope=noted"), &w.api, who)).await;
+            assert_eq!(list["pagination"]["total"], n, "INDEX agrees: {list}");
+        }
+        let (s, v, _) = call(&app, auth(Req::get().uri("/api/loans/count/?scope=noted&title=Emma"), &w.api, w.bob)).await;
+        assert_eq!((s, v["count"].clone()), (200, json!(0)), "ANDed with the other filters: {v}");
+        let (s, p, _) = call(&app, auth(Req::get().uri("/api/loans/count/?scope=nope"), &w.api, w.bob)).await;
+        assert_eq!((s, p["field"].clone()), (400, json!("scope")), "{p}");
+        // An invalid token is 401, as everywhere.
+        let (s, _, _) = call(&app, Req::get().uri("/api/loans/count/?title=Dune").insert_header(("authorization", "Bearer nope"))).await;
+        assert_eq!(s, 401);
     }
 
     async fn etags_are_computed_on_what_the_caller_sees(t) {

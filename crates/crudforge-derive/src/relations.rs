@@ -198,29 +198,29 @@ pub(crate) fn relations_const(m: &Model, k: &Path) -> TokenStream {
         let name = belongs_to_name(f, b)?;
         let (target, local) = (&b.target, f.name());
         Some(quote! {
-            #k::crud::Relation {
+            #k::__private::Relation {
                 name: #name,
-                kind: #k::crud::RelationKind::BelongsTo,
+                kind: #k::__private::RelationKind::BelongsTo,
                 local: #local,
                 remote: <#target as #k::crud::Resource>::ID_FIELD,
-                target: #k::crud::Target::of::<#target>,
+                target: #k::__private::Target::of::<#target>,
             }
         })
     });
     let many = m.attrs.has_many.iter().map(|h| {
         let (name, target, key) = (h.name.to_string(), &h.target, &h.key);
         quote! {
-            #k::crud::Relation {
+            #k::__private::Relation {
                 name: #name,
-                kind: #k::crud::RelationKind::HasMany,
+                kind: #k::__private::RelationKind::HasMany,
                 local: #id,
                 remote: #key,
-                target: #k::crud::Target::of::<#target>,
+                target: #k::__private::Target::of::<#target>,
             }
         }
     });
     quote! {
-        const RELATIONS: &'static [#k::crud::Relation] = &[#(#belongs,)* #(#many,)*];
+        const RELATIONS: &'static [#k::__private::Relation] = &[#(#belongs,)* #(#many,)*];
     }
 }
 

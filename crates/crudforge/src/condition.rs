@@ -75,7 +75,9 @@ pub enum Condition {
     /// One comparison.
     Is(Cond),
     /// A condition on the rows of a related resource (`habitat.name=Savanna`), which the
-    /// handler completes with that resource's read scope (see [`Related`]).
+    /// handler completes with that resource's read scope; only the list parameters' parsers
+    /// write it.
+    #[doc(hidden)]
     Related(Related),
 }
 
@@ -85,6 +87,7 @@ pub enum Condition {
 /// relation reaches rows the caller could not read. A node that was never linked matches no
 /// row.
 #[derive(Debug, Clone, PartialEq)]
+#[doc(hidden)]
 pub struct Related {
     /// The relation's name, as clients write it (`habitat`).
     pub name: &'static str,
@@ -98,6 +101,7 @@ pub struct Related {
 
 /// What a [`Related`] node asks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[doc(hidden)]
 pub enum Reach {
     /// The rows with a related row that matches (`EXISTS`).
     Exists,
@@ -110,6 +114,7 @@ pub enum Reach {
 }
 
 /// The SQL of a related resource's condition on one backend, from its generated queries.
+#[doc(hidden)]
 pub type WhereFn<DB> =
     fn(
         &Condition,
@@ -117,6 +122,7 @@ pub type WhereFn<DB> =
 
 /// How a [`Related`] node's rows link to the outer rows: `outer.outer_key = table.key`.
 #[derive(Clone, Copy)]
+#[doc(hidden)]
 pub struct Link {
     /// The outer table's column.
     pub outer_key: &'static str,
@@ -219,6 +225,7 @@ impl From<Vec<Cond>> for Condition {
 
 /// A borrowed view of conditions, as generated queries walk them.
 #[derive(Debug, Clone, Copy)]
+#[doc(hidden)]
 pub enum Node<'a> {
     /// Comparisons combined with AND.
     All(&'a [Cond]),
@@ -229,7 +236,8 @@ pub enum Node<'a> {
 /// Anything that selects rows: a [`Condition`] tree, or comparisons combined with AND
 /// (`&[Cond]`, `Vec<Cond>`, `[Cond; N]`, one `Cond`).
 pub trait Conditions {
-    /// The conditions as a [`Node`].
+    /// The conditions as generated queries walk them.
+    #[doc(hidden)]
     fn node(&self) -> Node<'_>;
 }
 
@@ -264,7 +272,9 @@ impl Conditions for Condition {
 }
 
 /// How a query builder combines expressions of type `E`; generated queries implement it for
-/// their backend's boxed expression, and [`Builder::build`] walks a condition with it.
+/// their backend's boxed expression, and [`Builder::build`] walks a condition with it. Only
+/// generated code implements it (through `crudforge::__private`).
+#[doc(hidden)]
 pub trait Builder {
     /// The SQL expression.
     type Expr;
@@ -553,7 +563,7 @@ impl FromArg for NaiveDate {
 /// # Errors
 ///
 /// A member out of range.
-pub fn list_of<T: FromArg>(arg: &Arg) -> Result<Vec<T>, String> {
+pub(crate) fn list_of<T: FromArg>(arg: &Arg) -> Result<Vec<T>, String> {
     match arg {
         Arg::List(items) => items.iter().map(T::from_arg).collect(),
         one => Ok(vec![T::from_arg(one)?]),

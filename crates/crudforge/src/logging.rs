@@ -2,8 +2,7 @@
 //! id, operation id, status and duration.
 //!
 //! Lines are formatted by `tracing-subscriber`'s own `fmt` formatter and go to stderr in
-//! batches, written by a thread of their own ([`writer`]); call [`flush`] before the process
-//! exits.
+//! batches, written by a thread of their own; call [`flush`] before the process exits.
 //!
 //! No line carries a header, a body or a query string, so passwords and tokens never reach
 //! the logs.
@@ -21,14 +20,14 @@ use tracing::Dispatch;
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::EnvFilter;
 
-pub mod writer;
+pub(crate) mod writer;
 
 /// Installs the process's log subscriber on stderr: `tracing-subscriber`'s default text
 /// lines (time in RFC 3339 UTC, level, the spans with their fields, target, the event's
 /// fields), or with [`LogFormat::Json`] one JSON object per line (the event's fields at the
 /// top level, the request span's fields, `request_id` among them, under `span`). `RUST_LOG`
 /// filters, as `info` by default. Text lines are coloured only when stderr is a terminal.
-/// Lines are written in batches by a thread of their own (see [`writer`]); [`flush`] writes
+/// Lines are written in batches by a thread of their own; [`flush`] writes
 /// what waits.
 ///
 /// # Errors

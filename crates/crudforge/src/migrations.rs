@@ -9,8 +9,9 @@
 use crate::api::Api;
 use std::path::Path;
 
+use crate::db::migrations_gen::make_migrations_for;
 pub use crate::db::migrations_gen::{
-    make_migrations_for, run_migration_dir, MakeMigrationsError, MigrationReport, Todo, MANIFEST,
+    run_migration_dir, MakeMigrationsError, MigrationReport, Todo,
 };
 
 /// Writes the next migration of `dir` for the model-first resources mounted on `api`

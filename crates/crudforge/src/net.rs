@@ -179,7 +179,7 @@ pub fn client_ip<'a>(
 /// The unit an address is counted in: an IPv4 address itself, an IPv6 address by its /64
 /// network (one subscriber usually holds a whole /64, so counting single IPv6 addresses would
 /// let one client spread its attempts over billions of them).
-pub fn counting_unit(ip: IpAddr) -> IpNet {
+pub(crate) fn counting_unit(ip: IpAddr) -> IpNet {
     match canonical(ip) {
         IpAddr::V4(v4) => IpNet {
             addr: IpAddr::V4(v4),

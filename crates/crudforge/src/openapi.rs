@@ -389,14 +389,13 @@ pub fn parameter(
     })
 }
 
-/// Minimal HTML escaping for text placed in the docs page.
 /// The pattern of every free-text string: no NUL character, which PostgreSQL cannot store
 /// and which the service refuses on both backends (docs/errors.md).
-pub const NO_NUL_PATTERN: &str = "^[^\\u0000]*$";
+pub(crate) const NO_NUL_PATTERN: &str = "^[^\\u0000]*$";
 
 /// Adds [`NO_NUL_PATTERN`] to every string schema of a description that has no format, enum
 /// or pattern of its own, so that the description states what the service accepts.
-pub fn forbid_nul_in_text(v: &mut serde_json::Value) {
+pub(crate) fn forbid_nul_in_text(v: &mut serde_json::Value) {
     match v {
         serde_json::Value::Object(m) => {
             let free_text = m.get("type").and_then(|t| t.as_str()) == Some("string")

@@ -52,7 +52,8 @@ pub struct Critter {
 }
 
 fn main() {
-    use crudforge::crud::{RelationKind, Resource as _};
+    use crudforge::__private::RelationKind;
+    use crudforge::crud::Resource as _;
     let r = &Critter::RELATIONS[0];
     assert_eq!((r.name, r.kind, r.local, r.remote), ("habitat", RelationKind::BelongsTo, "habitat_id", "id"));
     let r = &Habitat::RELATIONS[0];

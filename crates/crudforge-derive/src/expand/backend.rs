@@ -223,7 +223,7 @@ fn condition_builder(g: &Gen<'_>) -> TokenStream {
             fn never(&self) -> Boxed {
                 ::std::boxed::Box::new(#p::diesel::dsl::sql::<#p::diesel::sql_types::Nullable<#p::diesel::sql_types::Bool>>("1 = 0"))
             }
-            fn related(&self, r: &#k::condition::Related) -> ::core::result::Result<::core::option::Option<Boxed>, #k::Error> {
+            fn related(&self, r: &#p::Related) -> ::core::result::Result<::core::option::Option<Boxed>, #k::Error> {
                 ::core::result::Result::Ok(
                     #p::related_sql(r, <#ident as #k::crud::Resource>::sql_table())?
                         .map(|e| ::std::boxed::Box::new(e) as Boxed),

@@ -17,14 +17,14 @@ pub(super) fn consts(g: &Gen<'_>) -> TokenStream {
                 let (read, _) = f.attrs.read.as_ref()?;
                 let name = f.name();
                 let readers = match read {
-                    ReadAttr::Admins => quote!(#k::crud::Readers::Admins),
+                    ReadAttr::Admins => quote!(#k::__private::Readers::Admins),
                     ReadAttr::Owner(owner) => {
                         let owner = owner.to_string();
-                        quote!(#k::crud::Readers::Owner(#owner))
+                        quote!(#k::__private::Readers::Owner(#owner))
                     }
                     // A function of another signature fails here, on the path the user wrote.
                     ReadAttr::Rule(path) => quote_spanned! {path.span()=>
-                        #k::crud::Readers::Rule(#path)
+                        #k::__private::Readers::Rule(#path)
                     },
                 };
                 Some(quote!((#name, #readers)))
@@ -42,7 +42,7 @@ pub(super) fn consts(g: &Gen<'_>) -> TokenStream {
     let mut out = TokenStream::new();
     if !rules.is_empty() {
         out.extend(quote! {
-            const READ_RULES: &'static [(&'static str, #k::crud::Readers)] = &[#(#rules),*];
+            const READ_RULES: &'static [(&'static str, #k::__private::Readers)] = &[#(#rules),*];
         });
     }
     if !scopes.is_empty() {

@@ -11,6 +11,9 @@ use uuid::Uuid;
 /// The environment variable `create-user` reads the password from.
 pub(crate) const PASSWORD_VAR: &str = "CRUDFORGE_PASSWORD";
 
+/// The environment variable `create-token` reads the token from.
+pub(crate) const TOKEN_VAR: &str = "CRUDFORGE_TOKEN";
+
 /// What `create-user` writes.
 pub(crate) struct NewUser<'a, U> {
     pub(crate) email: &'a str,
@@ -52,23 +55,33 @@ pub(crate) fn password(
     }
 }
 
-/// The value of `create-token`: `--token` (or `CRUDFORGE_TOKEN`), else the first line of
-/// standard input with `--token-stdin`.
+/// The value of `create-token`: the first line of standard input with `--token-stdin`, else
+/// `CRUDFORGE_TOKEN`. A token on the command line is refused, never used, as a password is.
 ///
 /// # Errors
 ///
-/// None given, or standard input unreadable.
+/// A token given on the command line, none given, or standard input unreadable.
 pub(crate) fn token(
     console: &mut Console,
-    given: Option<String>,
+    on_argv: bool,
     from_stdin: bool,
 ) -> Result<String, BoxError> {
-    match (given, from_stdin) {
-        (Some(v), _) => Ok(v),
-        (None, true) => console.read_line(),
-        (None, false) => {
-            Err("give the token with --token-stdin, CRUDFORGE_TOKEN or --token".into())
-        }
+    if on_argv {
+        return Err(format!(
+            "--token is refused: the command line is visible to every local user; \
+             pipe the token with --token-stdin or set {TOKEN_VAR}"
+        )
+        .into());
+    }
+    if from_stdin {
+        return console.read_line();
+    }
+    match std::env::var(TOKEN_VAR) {
+        Ok(v) => Ok(v),
+        Err(_) => Err(format!(
+            "give the token on standard input with --token-stdin, or in {TOKEN_VAR}"
+        )
+        .into()),
     }
 }
 

@@ -218,13 +218,13 @@ struct CreateToken {
     /// The user's e-mail address.
     #[arg(long)]
     email: String,
-    /// The token value, at least 32 characters (visible in the process list: prefer
-    /// `--token-stdin` or the CRUDFORGE_TOKEN environment variable).
-    #[arg(long, env = "CRUDFORGE_TOKEN", hide_env_values = true)]
-    token: Option<String>,
-    /// Read the token value from the first line of standard input.
-    #[arg(long, conflicts_with = "token")]
+    /// Read the token value, at least 32 characters, from the first line of standard input
+    /// (without it, the value comes from the CRUDFORGE_TOKEN environment variable).
+    #[arg(long)]
     token_stdin: bool,
+    /// Refused: a token on the command line is visible to every local user.
+    #[arg(long, hide = true, num_args = 0..=1)]
+    token: Option<Option<String>>,
     /// What the token is for.
     #[arg(long)]
     description: Option<String>,
@@ -484,7 +484,7 @@ impl<C: Subcommand + 'static, U: Args + 'static> App<C, U> {
             }
             Command::CreateUser(args) => self.create_user(config, args, console).await,
             Command::CreateToken(args) => {
-                let token = accounts::token(console, args.token, args.token_stdin)?;
+                let token = accounts::token(console, args.token.is_some(), args.token_stdin)?;
                 let (db, _) = open_and_migrate(&config, shared.migrations()).await?;
                 accounts::create_token(&db, &args.email, &token, args.description.as_deref()).await
             }

@@ -9,16 +9,16 @@ use crate::error::Error;
 
 /// The caps of list requests (`MAX_FILTERS`, `MAX_IN_VALUES`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ListCaps {
+pub(crate) struct ListCaps {
     /// Most filters in one request.
-    pub max_filters: usize,
+    pub(crate) max_filters: usize,
     /// Most values in one `__in` filter.
-    pub max_in_values: usize,
+    pub(crate) max_in_values: usize,
 }
 
 impl ListCaps {
     /// The caps a configuration sets (`MAX_FILTERS`, `MAX_IN_VALUES`).
-    pub fn of(config: &Config) -> Self {
+    pub(crate) fn of(config: &Config) -> Self {
         ListCaps {
             max_filters: config.list.max_filters as usize,
             max_in_values: config.list.max_in_values as usize,
@@ -30,7 +30,7 @@ impl ListCaps {
     /// # Errors
     ///
     /// 400 naming `MAX_FILTERS` (parameter `query`) or `MAX_IN_VALUES` (the `__in` parameter).
-    pub fn check(&self, q: &ListQuery) -> Result<(), Error> {
+    pub(crate) fn check(&self, q: &ListQuery) -> Result<(), Error> {
         // The comparisons of a `filter` expression count as filters too.
         let mut leaves: Vec<&Cond> = q.conds.iter().collect();
         if let Some(tree) = &q.filter {

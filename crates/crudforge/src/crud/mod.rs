@@ -33,7 +33,7 @@ pub(crate) mod relations;
 // handlers read from a request, how they answer, and the shared state of a mounted blueprint.
 pub(crate) mod blueprint;
 pub(crate) mod options;
-mod read_rules;
+pub(crate) mod read_rules;
 pub mod registry;
 mod render;
 mod request;
@@ -46,17 +46,15 @@ mod soft_delete;
 // The OpenAPI description of a mounted blueprint.
 mod docs;
 
-pub(crate) use crate::condition::{Arg, Cond, Conditions, Sort};
+pub(crate) use crate::condition::{Arg, Cond, Condition, Conditions, Sort};
 pub(crate) use crate::field::{FieldInfo, Kind};
 pub use blueprint::CrudBlueprint;
 pub use hooks::HookCtx;
-pub use limits::ListCaps;
+pub(crate) use limits::ListCaps;
 pub use options::{OpOptions, OpSetting, Operation, Present};
 pub use query::{CountMode, ListLimits, ListQuery};
-pub use read_rules::Readers;
-pub use relations::{
-    Relation, RelationKind, Target, HAS_MANY_EXPAND_MAX, MAX_EXPANSIONS, MAX_RELATION_JOINS,
-};
+pub(crate) use read_rules::Readers;
+pub(crate) use relations::Relation;
 pub use route::{CustomRoute, OperationType, RouteDoc};
 
 use crate::db::indexes::IndexSpec;
@@ -122,16 +120,19 @@ pub trait Resource: Sized + 'static {
     const MODEL: Option<&'static crate::db::ddl::ModelTable> = None;
     /// The members only some callers read, each with who may (`#[resource(read = ...)]` on
     /// the field): hidden from every answer, `fields`, `sort`, filter and `ETag` of the
-    /// others (see [`Readers`]).
+    /// others. Generated.
+    #[doc(hidden)]
     const READ_RULES: &'static [(&'static str, Readers)] = &[];
     /// The named filters clients ask for with `scope=name` (`#[resource(scope(name =
     /// "expression"))]`): each name with its `filter` expression, checked when the blueprint
-    /// is mounted and evaluated (with `now` and `today`) at each request.
+    /// is mounted and evaluated (with `now` and `today`) at each request. Generated.
+    #[doc(hidden)]
     const SCOPES: &'static [(&'static str, &'static str)] = &[];
 
     /// The relations the resource declares (`#[resource(belongs_to(...))]` on a foreign key,
     /// `#[resource(has_many(...))]` on the struct): what `expand`, filters such as
-    /// `habitat.name=Savanna` and `sort=habitat.name` may cross.
+    /// `habitat.name=Savanna` and `sort=habitat.name` may cross. Generated.
+    #[doc(hidden)]
     const RELATIONS: &'static [Relation] = &[];
 
     /// The SQL of `cond` on this resource's table, on SQLite: what a relation from another
@@ -383,7 +384,8 @@ impl Pagination {
 
 /// The parsed list parameters (filters, sort, page) of resource `R`, as an actix-web
 /// extractor. `#[derive(Resource)]` names it `<Name>Filter`; use it in custom routes to accept
-/// exactly the filters of the generated INDEX:
+/// exactly the filters of the generated INDEX, judged as INDEX judges them for the request's
+/// caller:
 ///
 /// ```ignore
 /// async fn count(filter: CritterFilter, db: web::Data<Database>) -> crudforge::Result<HttpResponse> {
@@ -393,7 +395,13 @@ impl Pagination {
 /// }
 /// ```
 ///
-/// Unknown parameters and malformed values are 400 problems naming the parameter.
+/// Unknown parameters and malformed values are 400 problems naming the parameter. The
+/// resource's read rules (`#[resource(read = ...)]`) apply to the caller of the request (from
+/// `Authorization`, as [`crate::auth::current_user`] reads it; an invalid token is 401): a
+/// member they may not read in `fields`, `sort` or a filter is 400, and a filter on an owner's
+/// member matches the caller's own rows only. Named filters (`scope=`) are ANDed into
+/// `query.filter`. Filters across relations (`rel.field`) and `expand` are refused like any
+/// unknown parameter; `include_deleted` is left to the generated INDEX.
 pub struct Filter<R> {
     /// Filters, sort keys and page.
     pub query: ListQuery,
@@ -409,26 +417,30 @@ impl<R> std::fmt::Debug for Filter<R> {
 }
 
 impl<R: Resource> Filter<R> {
-    /// Parses a query string against `R`'s fields.
-    ///
-    /// # Errors
-    ///
-    /// A 400 naming the parameter.
-    pub fn parse(query: &str, default_page_size: u32, max_page_size: u32) -> Result<Self, Error> {
+    /// The list parameters of `req`, parsed and judged as the generated INDEX does for the
+    /// request's caller: the caps on filters, the read rules, the named filters.
+    async fn of_request(req: &actix_web::HttpRequest) -> Result<Self, Error> {
+        let state = req.app_data::<actix_web::web::Data<crate::state::ApiState>>();
+        let limits = state.map_or_else(
+            || ListLimits::of(&crate::config::Config::default()),
+            |s| ListLimits::of(&s.config),
+        );
+        let mut query = query::parse_list_query_with(R::FIELDS, req.query_string(), &limits)?;
+        if let Some(s) = state {
+            ListCaps::of(&s.config).check(&query)?;
+        }
+        if !R::READ_RULES.is_empty() {
+            let viewer = crate::auth::current_user(req).await?;
+            read_rules::check_list::<R>(&mut query, viewer.as_ref())?;
+        }
+        if let Some(named) = named_filters::requested::<R>(req.query_string())? {
+            query.filter = Some(match query.filter.take() {
+                Some(f) => Condition::All(vec![f]).and(named),
+                None => named,
+            });
+        }
         Ok(Filter {
-            query: query::parse_list_query(R::FIELDS, query, default_page_size, max_page_size)?,
-            marker: std::marker::PhantomData,
-        })
-    }
-
-    /// Parses a query string against `R`'s fields with `limits`.
-    ///
-    /// # Errors
-    ///
-    /// A 400 naming the parameter.
-    pub fn parse_with(query: &str, limits: &ListLimits) -> Result<Self, Error> {
-        Ok(Filter {
-            query: query::parse_list_query_with(R::FIELDS, query, limits)?,
+            query,
             marker: std::marker::PhantomData,
         })
     }
@@ -436,26 +448,11 @@ impl<R: Resource> Filter<R> {
 
 impl<R: Resource> actix_web::FromRequest for Filter<R> {
     type Error = Error;
-    type Future = std::future::Ready<Result<Self, Error>>;
+    type Future = futures_util::future::LocalBoxFuture<'static, Result<Self, Error>>;
 
     fn from_request(req: &actix_web::HttpRequest, _: &mut actix_web::dev::Payload) -> Self::Future {
-        let limits = req
-            .app_data::<actix_web::web::Data<crate::state::ApiState>>()
-            .map_or_else(
-                || ListLimits::of(&crate::config::Config::default()),
-                |s| ListLimits::of(&s.config),
-            );
-        let caps = req
-            .app_data::<actix_web::web::Data<crate::state::ApiState>>()
-            .map(|s| ListCaps::of(&s.config));
-        std::future::ready(
-            Filter::parse_with(req.query_string(), &limits).and_then(|f| {
-                if let Some(caps) = caps {
-                    caps.check(&f.query)?;
-                }
-                Ok(f)
-            }),
-        )
+        let req = req.clone();
+        Box::pin(async move { Filter::of_request(&req).await })
     }
 }
 

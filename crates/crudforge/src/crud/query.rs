@@ -116,6 +116,7 @@ pub(crate) fn suffixes(kind: Kind, nullable: bool) -> Vec<&'static str> {
 ///
 /// A 400 naming the parameter for an unknown name, an operator the field's type does not
 /// support, a malformed value, or a bad `page`, `page_size` or `sort`.
+#[cfg(test)]
 pub(crate) fn parse_list_query(
     fields: &'static [FieldInfo],
     query: &str,

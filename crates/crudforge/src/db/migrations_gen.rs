@@ -10,6 +10,10 @@
 //! indexes are written; what cannot be written safely (a column that would be added NOT NULL
 //! without a default, a type or nullability change, a dropped column, a possible rename) is
 //! returned as a [`Todo`] with the SQL to review, never written.
+//!
+//! Applications reach it through `crudforge::migrations` (the workspace's tests through
+//! `crudforge::__bench`); this path is hidden from the documentation.
+#![doc(hidden)]
 
 mod folder;
 

@@ -14,13 +14,13 @@ use std::time::Duration;
 use tracing_subscriber::fmt::MakeWriter;
 
 /// Bytes waiting past which a line's own thread writes them (1 MiB).
-pub const MAX_PENDING: usize = 1 << 20;
+pub(crate) const MAX_PENDING: usize = 1 << 20;
 
 /// How long the writer thread lets lines gather after a write before it looks again.
-pub const GATHER: Duration = Duration::from_millis(2);
+pub(crate) const GATHER: Duration = Duration::from_millis(2);
 
 /// The process's one batched stderr writer, its thread started on first use.
-pub fn stderr() -> Batched {
+pub(crate) fn stderr() -> Batched {
     static STDERR: OnceLock<Batched> = OnceLock::new();
     STDERR
         .get_or_init(|| Batched::new(Box::new(std::io::stderr()), MAX_PENDING))
@@ -29,7 +29,7 @@ pub fn stderr() -> Batched {
 
 /// A [`MakeWriter`] for `tracing-subscriber` that batches lines to stderr.
 #[derive(Clone)]
-pub struct Batched(Arc<Shared>);
+pub(crate) struct Batched(Arc<Shared>);
 
 impl Batched {
     /// A writer to `out`, with a thread of its own; a line's own thread writes once
@@ -53,7 +53,7 @@ impl Batched {
     }
 
     /// Writes the lines that wait, on the calling thread.
-    pub fn flush(&self) {
+    pub(crate) fn flush(&self) {
         let mut state = lock(&self.0.state);
         let pending = std::mem::take(&mut state.pending);
         let mut out = lock(&self.0.out);
@@ -132,7 +132,7 @@ impl Shared {
 }
 
 /// What one log event writes through.
-pub struct Line<'a>(&'a Shared);
+pub(crate) struct Line<'a>(&'a Shared);
 
 impl Write for Line<'_> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {

@@ -8,8 +8,8 @@ use crudforge::Resource;
 use diesel::prelude::*;
 use uuid::Uuid;
 
-/// A habitat. `GET /api/habitats/{id}?expand=critters` embeds its critters (the first
-/// [`HAS_MANY_EXPAND_MAX`](crudforge::crud::HAS_MANY_EXPAND_MAX) live ones, by creation);
+/// A habitat. `GET /api/habitats/{id}?expand=critters` embeds its critters (the first 10
+/// live ones, by creation);
 /// deleting a habitat that critters name, deleted ones included, is a 409.
 #[derive(Debug, Clone, Queryable, Selectable, Resource)]
 #[diesel(table_name = habitats)]

@@ -28,12 +28,12 @@ use std::sync::Arc;
 
 /// The most relations one request may cross in its filters and sort keys (each one is a
 /// correlated subquery); beyond it the request is refused with a 400.
-pub const MAX_RELATION_JOINS: usize = 3;
+pub(crate) const MAX_RELATION_JOINS: usize = 3;
 /// The most relations one request may expand (nested ones included).
-pub const MAX_EXPANSIONS: usize = 4;
+pub(crate) const MAX_EXPANSIONS: usize = 4;
 /// The most items a has-many expansion embeds per item (the first ones by `created_at`,
 /// then id); the related list endpoint, filtered by the key, has the rest.
-pub const HAS_MANY_EXPAND_MAX: u32 = 10;
+pub(crate) const HAS_MANY_EXPAND_MAX: u32 = 10;
 
 /// The SQL of a condition on one backend (see [`WhereFn`]).
 pub type WhereSql<DB> =
