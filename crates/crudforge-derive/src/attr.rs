@@ -1,9 +1,12 @@
 //! Parsing of `#[resource(...)]` (and the `#[diesel(table_name = ...)]` it reads).
 //!
 //! Every key is a [`Symbol`] constant, used both to recognise the key and to list the valid keys
-//! in errors. While the attributes are read, each key's value collects in an [`Attr`] (a
-//! [`BoolAttr`] for flags), which reports a key given twice; [`StructAttrs`] and [`FieldAttrs`]
-//! are built from those once every attribute has been read.
+//! in errors. While the attributes are read, each key's value collects in a [`keys::Attr`] (a
+//! [`keys::BoolAttr`] for flags), which reports a key given twice; [`StructAttrs`] and
+//! [`FieldAttrs`] are built from those once every attribute has been read. The values of the
+//! keys are read by the files beside this one, one concern each: `validators` (the validation
+//! keys), `model_first` (`references`, `on_delete`, `default`, `index`), `relations`
+//! (`belongs_to`, `has_many`) and `rules` (`read`, `scope`).
 
 use crate::ctxt::Ctxt;
 use crate::symbol::{
@@ -13,13 +16,17 @@ use crate::symbol::{
     WRITE_ONLY,
 };
 
+mod keys;
+mod model_first;
+mod relations;
 mod rules;
-use proc_macro2::Span;
-use quote::ToTokens as _;
+mod validators;
+use keys::{skip_value, unknown_key, Attr, BoolAttr};
+pub(crate) use model_first::IndexAttr;
+pub(crate) use relations::{BelongsTo, HasMany};
 pub(crate) use rules::{ReadAttr, ScopeAttr};
-use syn::meta::ParseNestedMeta;
-use syn::spanned::Spanned;
-use syn::{Attribute, Expr, Ident, LitBool, LitInt, LitStr, Path};
+use syn::{Attribute, Expr, LitBool, LitStr, Path};
+pub(crate) use validators::Number;
 
 /// Keys accepted on the struct, in the order errors list them.
 pub(crate) const STRUCT_KEYS: &[Symbol] = &[
@@ -58,12 +65,7 @@ pub(crate) struct StructAttrs {
     /// Every named filter of every `scope(...)`, in declaration order.
     pub(crate) scopes: Vec<ScopeAttr>,
     /// Every `has_many(...)`, in declaration order.
-    pub(crate) has_many: Vec<crate::relations::HasMany>,
-}
-
-/// One `index("col_a", "col_b")`: the columns in order, each with its span.
-pub(crate) struct IndexAttr {
-    pub(crate) columns: Vec<LitStr>,
+    pub(crate) has_many: Vec<HasMany>,
 }
 
 /// A flag and the token that set it (for error spans).
@@ -103,277 +105,7 @@ pub(crate) struct FieldAttrs {
     /// `read = ...`: who may read the member (besides administrators).
     pub(crate) read: Option<(ReadAttr, proc_macro2::Span)>,
     /// `belongs_to(Target)`: the field holds the id of a `Target` item.
-    pub(crate) belongs_to: Option<crate::relations::BelongsTo>,
-}
-
-/// A numeric bound (`min = -5`, `max = 2.5`).
-pub(crate) struct Number {
-    /// Its value.
-    pub(crate) value: f64,
-    /// Its exact value when written as an integer (no `.`, no exponent).
-    pub(crate) integer: Option<i64>,
-}
-
-/// Reads a numeric bound: an integer or float literal, optionally negated.
-fn number(meta: &ParseNestedMeta<'_>, key: Symbol) -> syn::Result<Number> {
-    let bad = || meta.error(format!("expected a number: `{key} = 10`"));
-    let e: Expr = meta.value()?.parse().map_err(|_| bad())?;
-    let (negative, lit) = match &e {
-        Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) => (true, &*u.expr),
-        other => (false, other),
-    };
-    let Expr::Lit(syn::ExprLit { lit, .. }) = lit else {
-        return Err(bad());
-    };
-    let sign: i32 = if negative { -1 } else { 1 };
-    Ok(match lit {
-        syn::Lit::Int(i) => {
-            let n = i64::from(sign) * i.base10_parse::<i64>()?;
-            // Only compared with the other bound, where a rounded value is fine.
-            #[allow(clippy::cast_precision_loss)]
-            let value = n as f64;
-            Number {
-                value,
-                integer: Some(n),
-            }
-        }
-        syn::Lit::Float(f) => {
-            let value = f64::from(sign) * f.base10_parse::<f64>()?;
-            if !value.is_finite() {
-                return Err(bad());
-            }
-            Number {
-                value,
-                integer: None,
-            }
-        }
-        _ => return Err(bad()),
-    })
-}
-
-/// The value of one key while attributes are read, with the span of the key that gave it.
-struct Attr<'c, T> {
-    cx: &'c Ctxt,
-    name: Symbol,
-    value: Option<(T, Span)>,
-}
-
-impl<'c, T> Attr<'c, T> {
-    /// A key not given yet.
-    fn none(cx: &'c Ctxt, name: Symbol) -> Self {
-        Attr {
-            cx,
-            name,
-            value: None,
-        }
-    }
-
-    /// Reports `key` if this key already has a value.
-    fn report_repeat(&self, key: &Path) {
-        if self.value.is_some() {
-            let name = self.name;
-            self.cx.error(
-                key,
-                format!(
-                    "duplicate resource attribute `{name}`\nhelp: give `{name}` once; remove this one"
-                ),
-            );
-        }
-    }
-
-    /// Stores `value`, given by `key`. A repeated key is reported at its second occurrence and
-    /// its value replaces the earlier one, so later rules point at the last occurrence (the
-    /// expansion fails anyway).
-    fn set(&mut self, key: &Path, value: T) {
-        self.report_repeat(key);
-        self.value = Some((value, key.span()));
-    }
-
-    /// Reads the value of the key `meta` is at with `read`, then stores it as [`Attr::set`]
-    /// does. A repeat is reported before its value is read, so a malformed repeat shows both
-    /// mistakes.
-    fn set_with(
-        &mut self,
-        meta: &ParseNestedMeta<'_>,
-        read: impl FnOnce(&ParseNestedMeta<'_>) -> syn::Result<T>,
-    ) -> syn::Result<()> {
-        self.report_repeat(&meta.path);
-        let value = read(meta)?;
-        self.value = Some((value, meta.path.span()));
-        Ok(())
-    }
-
-    /// The value, if the key was given.
-    fn get(self) -> Option<T> {
-        self.value.map(|(value, _)| value)
-    }
-
-    /// The value and the span of its key, if the key was given.
-    fn get_with_span(self) -> Option<(T, Span)> {
-        self.value
-    }
-}
-
-/// A flag key, such as `read_only`: given or not.
-struct BoolAttr<'c>(Attr<'c, ()>);
-
-impl<'c> BoolAttr<'c> {
-    /// A flag not given yet.
-    fn none(cx: &'c Ctxt, name: Symbol) -> Self {
-        BoolAttr(Attr::none(cx, name))
-    }
-
-    /// Records the flag, given by `key`; a repeat is reported.
-    fn set_true(&mut self, key: &Path) {
-        self.0.set(key, ());
-    }
-
-    /// The span of the key that set the flag, if it was given.
-    fn get(self) -> Flag {
-        self.0.get_with_span().map(|((), span)| span)
-    }
-}
-
-/// Skips the value of the key `meta` is at (`key = value` or `key(...)`; nothing for a bare
-/// `key`), so the keys after it are still read.
-fn skip_value(meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
-    if meta.input.peek(syn::Token![=]) {
-        let _: Expr = meta.value()?.parse()?;
-    } else if meta.input.peek(syn::token::Paren) {
-        let content;
-        syn::parenthesized!(content in meta.input);
-        let _: proc_macro2::TokenStream = content.parse()?;
-    }
-    Ok(())
-}
-
-/// Reports an unknown key, suggesting the closest valid one, and skips its value so the keys
-/// after it are still read.
-fn unknown_key(cx: &Ctxt, meta: &ParseNestedMeta<'_>, allowed: &[Symbol]) -> syn::Result<()> {
-    let path = &meta.path;
-    let name = path
-        .get_ident()
-        .map_or_else(|| quote::quote!(#path).to_string(), ToString::to_string);
-    let guess = allowed
-        .iter()
-        .map(|k| k.as_str())
-        .filter(|k| edit_distance(k, &name) <= 2)
-        .min_by_key(|k| edit_distance(k, &name))
-        .map_or_else(String::new, |k| format!("did you mean `{k}`? "));
-    let valid = allowed
-        .iter()
-        .map(|k| k.as_str())
-        .collect::<Vec<_>>()
-        .join(", ");
-    cx.error(
-        path,
-        format!("unknown resource attribute `{name}`\nhelp: {guess}valid keys here are: {valid}"),
-    );
-    skip_value(meta)
-}
-
-/// Levenshtein distance, for "did you mean" hints.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
-
-/// How an index is written, for the help of every error about one.
-const INDEX_HELP: &str = "help: write `index(\"species\", \"cuteness_level\")`";
-
-/// Reads the columns of `index("col_a", "col_b")`, the key `meta` is at. A column that is
-/// not a string literal holding a plain name, or a list without columns, is reported; the keys
-/// after it are still read.
-///
-/// The columns are strings, not bare names: Clippy's `duplicated_attributes` reads bare words
-/// inside an attribute as attributes, and would flag every column two indexes share.
-fn index_columns(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Vec<LitStr>> {
-    if !meta.input.peek(syn::token::Paren) {
-        skip_value(meta)?;
-        cx.error(
-            &meta.path,
-            format!("expected the indexed columns in parentheses\n{INDEX_HELP}"),
-        );
-        return Ok(Vec::new());
-    }
-    let content;
-    syn::parenthesized!(content in meta.input);
-    let mut columns: Vec<LitStr> = Vec::new();
-    let mut malformed = false;
-    while !content.is_empty() {
-        // One entry: the tokens up to the next comma.
-        let mut entry = proc_macro2::TokenStream::new();
-        while !content.is_empty() && !content.peek(syn::Token![,]) {
-            let tt: proc_macro2::TokenTree = content.parse()?;
-            entry.extend([tt]);
-        }
-        if !content.is_empty() {
-            let _: syn::Token![,] = content.parse()?;
-        }
-        let at = if entry.is_empty() {
-            meta.path.to_token_stream()
-        } else {
-            entry.clone()
-        };
-        match syn::parse2::<LitStr>(entry.clone()) {
-            Ok(col) if syn::parse_str::<Ident>(&col.value()).is_ok() => {
-                if columns.iter().any(|c| c.value() == col.value()) {
-                    cx.error(
-                        &col,
-                        format!(
-                            "`{}` appears twice in this index\nhelp: name each column once",
-                            col.value()
-                        ),
-                    );
-                }
-                columns.push(col);
-            }
-            Ok(col) => {
-                malformed = true;
-                cx.error(
-                    &col,
-                    format!(
-                        "expected a column name, not {:?}: an index lists fields of the struct, without `DESC` or expressions\n{INDEX_HELP}",
-                        col.value()
-                    ),
-                );
-            }
-            Err(_) => {
-                malformed = true;
-                let bare = syn::parse2::<Ident>(entry).ok();
-                cx.error(
-                    at,
-                    match bare {
-                        Some(ident) => format!(
-                            "write the column as a string: `\"{ident}\"` (bare names inside an attribute trip Clippy's `duplicated_attributes` when two indexes share a column)\n{INDEX_HELP}"
-                        ),
-                        None => format!(
-                            "expected a column name in quotes: an index lists fields of the struct, without `DESC` or expressions\n{INDEX_HELP}"
-                        ),
-                    },
-                );
-            }
-        }
-    }
-    if malformed {
-        return Ok(Vec::new());
-    }
-    if columns.is_empty() {
-        cx.error(
-            &meta.path,
-            format!("an index needs at least one column\n{INDEX_HELP}"),
-        );
-    }
-    Ok(columns)
+    pub(crate) belongs_to: Option<BelongsTo>,
 }
 
 /// Reads the struct's attributes.
@@ -427,26 +159,10 @@ pub(crate) fn struct_attrs(cx: &Ctxt, attrs: &[Attribute]) -> StructAttrs {
             } else if meta.path == SCOPE {
                 rules::scopes(cx, &meta, &mut scopes)
             } else if meta.path == HAS_MANY {
-                has_many.push(crate::relations::has_many(&meta)?);
+                has_many.push(relations::has_many(&meta)?);
                 Ok(())
             } else if meta.path == INDEX {
-                let columns = index_columns(cx, &meta)?;
-                if !columns.is_empty() {
-                    let same = |i: &IndexAttr| {
-                        i.columns
-                            .iter()
-                            .map(LitStr::value)
-                            .eq(columns.iter().map(LitStr::value))
-                    };
-                    if indexes.iter().any(same) {
-                        cx.error(
-                            &meta.path,
-                            "this index is declared twice\nhelp: remove this `index(...)`",
-                        );
-                    }
-                    indexes.push(IndexAttr { columns });
-                }
-                Ok(())
+                model_first::index(cx, &meta, &mut indexes)
             } else {
                 unknown_key(cx, &meta, STRUCT_KEYS)
             }
@@ -489,7 +205,7 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
     let mut references: Attr<'_, LitStr> = Attr::none(cx, REFERENCES);
     let mut on_delete: Attr<'_, LitStr> = Attr::none(cx, ON_DELETE);
     let mut read: Attr<'_, ReadAttr> = Attr::none(cx, READ);
-    let mut belongs_to: Attr<'_, crate::relations::BelongsTo> = Attr::none(cx, BELONGS_TO);
+    let mut belongs_to: Attr<'_, BelongsTo> = Attr::none(cx, BELONGS_TO);
     for attr in attrs.iter().filter(|a| a.path() == RESOURCE) {
         let r = attr.parse_nested_meta(|meta| {
             let p = &meta.path;
@@ -516,92 +232,29 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
                     Ok(b.value)
                 })?;
             } else if p == MAX_LEN {
-                max_len.set_with(&meta, |meta| {
-                    let n: LitInt = meta
-                        .value()
-                        .and_then(|v| v.parse())
-                        .map_err(|_| meta.error("expected a length: `max_len = 100`"))?;
-                    let n: usize = n.base10_parse()?;
-                    if n == 0 {
-                        cx.error(&meta.path, "`max_len` must be at least 1");
-                    }
-                    Ok(n)
-                })?;
+                max_len.set_with(&meta, |meta| validators::max_len(cx, meta))?;
             } else if p == MIN_LEN {
-                min_len.set_with(&meta, |meta| {
-                    let n: LitInt = meta
-                        .value()
-                        .and_then(|v| v.parse())
-                        .map_err(|_| meta.error("expected a length: `min_len = 1`"))?;
-                    n.base10_parse()
-                })?;
+                min_len.set_with(&meta, validators::min_len)?;
             } else if p == MIN {
-                min.set_with(&meta, |meta| number(meta, MIN))?;
+                min.set_with(&meta, |meta| validators::number(meta, MIN))?;
             } else if p == MAX {
-                max.set_with(&meta, |meta| number(meta, MAX))?;
+                max.set_with(&meta, |meta| validators::number(meta, MAX))?;
             } else if p == PATTERN {
-                pattern.set_with(&meta, |meta| {
-                    meta.value().and_then(|v| v.parse()).map_err(|_| {
-                        meta.error(
-                            "expected a regular expression in quotes: `pattern = \"^[a-z]+$\"`",
-                        )
-                    })
-                })?;
+                pattern.set_with(&meta, validators::pattern)?;
             } else if p == ONE_OF {
-                one_of.set_with(&meta, |meta| {
-                    let bad =
-                        || meta.error("expected a list of literals: `one_of = [\"cat\", \"dog\"]`");
-                    let e: Expr = meta.value()?.parse().map_err(|_| bad())?;
-                    let Expr::Array(a) = e else { return Err(bad()) };
-                    a.elems
-                        .iter()
-                        .map(|el| match el {
-                            Expr::Lit(l) => Ok(l.lit.clone()),
-                            // A negative integer: `-1` is a negation of the literal `1`.
-                            Expr::Unary(syn::ExprUnary {
-                                op: syn::UnOp::Neg(_),
-                                expr,
-                                ..
-                            }) => match &**expr {
-                                Expr::Lit(syn::ExprLit {
-                                    lit: syn::Lit::Int(i),
-                                    ..
-                                }) => Ok(syn::Lit::Int(LitInt::new(
-                                    &format!("-{}", i.base10_digits()),
-                                    el.span(),
-                                ))),
-                                _ => Err(syn::Error::new(
-                                    el.span(),
-                                    "expected a string or integer literal",
-                                )),
-                            },
-                            _ => Err(syn::Error::new(
-                                el.span(),
-                                "expected a string or integer literal",
-                            )),
-                        })
-                        .collect()
-                })?;
+                one_of.set_with(&meta, validators::one_of)?;
             } else if p == VALIDATE {
-                validate.set_with(&meta, |meta| {
-                    meta.value().and_then(|v| v.parse()).map_err(|_| {
-                        meta.error("expected a function's path: `validate = checks::isbn`")
-                    })
-                })?;
+                validate.set_with(&meta, validators::validate)?;
             } else if p == REFERENCES {
-                references.set_with(&meta, crate::model_first::read_references)?;
+                references.set_with(&meta, model_first::references)?;
             } else if p == ON_DELETE {
-                on_delete.set_with(&meta, crate::model_first::read_on_delete)?;
+                on_delete.set_with(&meta, model_first::on_delete)?;
             } else if p == READ {
                 read.set_with(&meta, rules::read_rule)?;
             } else if p == BELONGS_TO {
-                belongs_to.set_with(&meta, crate::relations::belongs_to)?;
+                belongs_to.set_with(&meta, relations::belongs_to)?;
             } else if p == DEFAULT {
-                default.set_with(&meta, |meta| {
-                    meta.value()
-                        .and_then(|v| v.parse())
-                        .map_err(|_| meta.error("expected a value: `default = 10`"))
-                })?;
+                default.set_with(&meta, model_first::default)?;
             } else {
                 unknown_key(cx, &meta, FIELD_KEYS)?;
             }
@@ -637,7 +290,7 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
 
 #[cfg(test)]
 mod tests {
-    use super::{edit_distance, field_attrs, struct_attrs, FIELD_KEYS, STRUCT_KEYS};
+    use super::{field_attrs, struct_attrs, FIELD_KEYS, STRUCT_KEYS};
     use crate::ctxt::Ctxt;
     use crate::symbol::{
         BELONGS_TO, CRATE, DEFAULT, FILTER, HAS_MANY, INDEX, MAX, MAX_LEN, MIN, MIN_LEN,
@@ -652,13 +305,6 @@ mod tests {
         cx.check()
             .err()
             .map_or_else(String::new, |e| e.to_compile_error().to_string())
-    }
-
-    #[test]
-    fn typos_are_close() {
-        assert_eq!(edit_distance("tabel", "table"), 2);
-        assert_eq!(edit_distance("max_length", "max_len"), 3);
-        assert_eq!(edit_distance("", "id"), 2);
     }
 
     #[test]

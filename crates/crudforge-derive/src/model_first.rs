@@ -1,10 +1,10 @@
 //! Model-first resources (`#[resource(model_first)]`): what the struct must say for the derive
 //! to declare its table, and the readings of its attributes the table needs (column types,
-//! literal defaults, bounds, the foreign keys of `references` and `on_delete`).
+//! literal defaults, bounds, the foreign keys of `references` and `on_delete`, whose values
+//! `attr/model_first.rs` reads).
 
 use crate::ast::{Field, Model};
 use crate::ctxt::Ctxt;
-use syn::meta::ParseNestedMeta;
 use syn::{Expr, Lit, LitStr, Type};
 
 /// The column type of a Rust type: the runtime's `ColumnType` variant and the Diesel SQL type
@@ -146,20 +146,6 @@ fn lit_value(lit: &Lit, negative: bool) -> Option<(&'static str, Lit, bool)> {
         _ => return None,
     };
     Some((kind, lit.clone(), negative))
-}
-
-/// Reads the value of `references = "authors"` (checked in [`check`]).
-pub(crate) fn read_references(meta: &ParseNestedMeta<'_>) -> syn::Result<LitStr> {
-    meta.value().and_then(|v| v.parse()).map_err(|_| {
-        meta.error("expected the referenced table in quotes: `references = \"authors\"`")
-    })
-}
-
-/// Reads the value of `on_delete = "cascade"` (checked in [`check`]).
-pub(crate) fn read_on_delete(meta: &ParseNestedMeta<'_>) -> syn::Result<LitStr> {
-    meta.value().and_then(|v| v.parse()).map_err(|_| {
-        meta.error("expected `on_delete = \"restrict\"`, `\"cascade\"` or `\"set_null\"`")
-    })
 }
 
 /// The help of every error about a model-first field's type.

@@ -7,6 +7,7 @@
 //! parser never recurses deeper than the configured depth and refuses input over the
 //! configured length before reading it, so no input overflows the stack.
 
+use super::relation_names::{related_param, RelFields};
 use crate::condition::{operator, parse_arg, text_arg, Arg, Cond, Condition, Op, OPERATORS};
 use crate::error::Error;
 use crate::field::{FieldInfo, Kind};
@@ -184,21 +185,6 @@ fn lex(src: &str) -> Result<Vec<Spanned>, Error> {
     }
     out.push((Tok::End, chars.len() + 1));
     Ok(out)
-}
-
-/// A resource's relations as the parsers read them: each one's name and its target's fields.
-pub(crate) type RelFields<'a> = &'a [(&'static str, &'static [FieldInfo])];
-
-/// The relation and its target's fields a dotted name (`habitat.name`, `habitat.name__ilike`)
-/// starts with, and the rest of the name.
-pub(crate) fn related_param<'n>(
-    rels: RelFields<'_>,
-    name: &'n str,
-) -> Option<(&'static str, &'static [FieldInfo], &'n str)> {
-    let (rel, rest) = name.split_once('.')?;
-    rels.iter()
-        .find(|(r, _)| *r == rel)
-        .map(|(r, f)| (*r, *f, rest))
 }
 
 /// Parses a `filter` expression against `fields`.

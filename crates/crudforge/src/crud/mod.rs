@@ -5,8 +5,8 @@
 //! create, update and response schemas; everything that does not depend on the model's types
 //! lives here.
 
-// Listing: the list parameters, the `filter` expression, cursors, sparse fields, the caps,
-// and the INDEX handler that combines them.
+// Listing: the list parameters, the `filter` expression, relation names in dotted parameter
+// names, cursors, sparse fields, the caps, and the INDEX handler that combines them.
 pub(crate) mod clock;
 pub(crate) mod cursor;
 pub(crate) mod filter_expr;
@@ -14,6 +14,7 @@ pub(crate) mod limits;
 mod list;
 mod named_filters;
 pub(crate) mod query;
+mod relation_names;
 pub(crate) mod sparse;
 
 // Reading one item.

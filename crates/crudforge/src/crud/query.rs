@@ -1,8 +1,9 @@
 //! List query parameters: filters, sorting and pagination, parsed and checked against a
 //! resource's fields before anything reaches SQL.
 
-pub(crate) use super::filter_expr::RelFields;
-use super::filter_expr::{parse_filter_expr_rel, related_param, ExprLimits};
+use super::filter_expr::{parse_filter_expr_rel, ExprLimits};
+use super::relation_names::related_param;
+pub(crate) use super::relation_names::RelFields;
 use crate::condition::Condition;
 use crate::condition::{
     operator, operators_for, parse_arg, parse_bool, parse_bound, text_arg, Arg, Cond, Operator,

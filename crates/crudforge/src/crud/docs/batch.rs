@@ -1,9 +1,11 @@
 //! What the batch form of POST, PATCH and DELETE adds to the OpenAPI description.
 
-use super::{
-    callers, create_input, field_schema, idempotency_key_param, path_params, replayed_header,
-    response_schema, update_input, words, ENTITY_TAGS_PATTERN,
-};
+use super::callers::callers;
+use super::headers::{idempotency_key_param, replayed_header, ENTITY_TAGS_PATTERN};
+use super::response_schema;
+use super::schema::{field_schema, path_params};
+use super::words::{plural, words};
+use super::write::{create_input, update_input};
 use crate::crud::options::Operation;
 use crate::crud::shared::Mounted;
 use crate::crud::write::batch::{DELETE_PATH, PATH};
@@ -27,15 +29,75 @@ pub(super) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
     }
 }
 
+/// Adds the batch form of one operation.
 fn document_op<R: Resource>(
     doc: &mut ApiDoc,
     op: Operation,
     o: &crate::crud::options::OpOptions<R>,
     m: &Mounted<R>,
 ) {
-    let plural = super::plural(&words(R::NAME));
+    let plural = plural(&words(R::NAME));
     let mut responses = BTreeMap::new();
-    let (path, method, verb, item, success) = match op {
+    let Some(form) = form(doc, op, o, m, &mut responses) else {
+        return;
+    };
+    if let Some(ReferenceOr::Object(r)) = responses.get_mut(&form.success) {
+        replayed_header(doc, r);
+    }
+    for status in error_statuses(op, m.shared.require_if_match) {
+        let (k, v) = problem_response(doc, status);
+        responses.insert(k, v);
+    }
+    let mut params = path_params(doc, &m.shared.parents, None);
+    params.push(idempotency_key_param("The whole batch"));
+    let (extensions, who, security) = callers(doc, op, o, m, &mut responses);
+    let about = about(op);
+    let description = match who {
+        Some(who) => format!("{about}\n\n{who}"),
+        None => about,
+    };
+    let op_doc = OpDoc {
+        tags: vec![R::NAME.to_owned()],
+        summary: Some(format!("{} several {plural} at once", form.verb)),
+        description: Some(description),
+        operation_id: Some(format!("batch{}", capitalized(&op.operation_id(R::NAME)))),
+        parameters: params,
+        request_body: Some(json_body(items_body(form.item))),
+        responses: Responses {
+            responses,
+            ..Default::default()
+        },
+        security,
+        extensions,
+        ..Default::default()
+    };
+    doc.add_operation(&format!("{}{}", m.prefix, form.path), form.method, op_doc);
+}
+
+/// What the batch form of an operation is: where it is mounted, how it is named and what each
+/// of its items holds.
+struct Form {
+    /// Its path under the prefix.
+    path: &'static str,
+    method: OperationType,
+    /// The verb of its summary.
+    verb: &'static str,
+    /// The schema of one item of the body.
+    item: ReferenceOr<Schema>,
+    /// The status of its success answer.
+    success: String,
+}
+
+/// The batch form of `op` with its success answer put in `responses`; `None` for the
+/// operations without a batch form.
+fn form<R: Resource>(
+    doc: &mut ApiDoc,
+    op: Operation,
+    o: &crate::crud::options::OpOptions<R>,
+    m: &Mounted<R>,
+    responses: &mut BTreeMap<String, ReferenceOr<apistos::paths::Response>>,
+) -> Option<Form> {
+    Some(match op {
         Operation::Post => {
             let answer = answer_schema(response_schema(doc, o));
             let (k, v) = (
@@ -43,13 +105,13 @@ fn document_op<R: Resource>(
                 json_response("Created: every item, in the order sent", answer),
             );
             responses.insert(k.clone(), v);
-            (
-                PATH,
-                OperationType::Post,
-                "Create",
-                create_input(doc, o, m),
-                k,
-            )
+            Form {
+                path: PATH,
+                method: OperationType::Post,
+                verb: "Create",
+                item: create_input(doc, o, m),
+                success: k,
+            }
         }
         Operation::Patch => {
             let answer = answer_schema(response_schema(doc, o));
@@ -60,7 +122,13 @@ fn document_op<R: Resource>(
             responses.insert(k.clone(), v);
             let changes = update_input(doc, o, m);
             let item = addressed_item(doc, m, Some(changes));
-            (PATH, OperationType::Patch, "Update", item, k)
+            Form {
+                path: PATH,
+                method: OperationType::Patch,
+                verb: "Update",
+                item,
+                success: k,
+            }
         }
         Operation::Delete => {
             responses.insert(
@@ -71,34 +139,34 @@ fn document_op<R: Resource>(
                 }),
             );
             let item = addressed_item(doc, m, None);
-            (
-                DELETE_PATH,
-                OperationType::Post,
-                "Delete",
+            Form {
+                path: DELETE_PATH,
+                method: OperationType::Post,
+                verb: "Delete",
                 item,
-                "204".to_owned(),
-            )
+                success: "204".to_owned(),
+            }
         }
-        Operation::Index | Operation::Get | Operation::Restore => return,
-    };
-    if let Some(ReferenceOr::Object(r)) = responses.get_mut(&success) {
-        replayed_header(doc, r);
-    }
+        Operation::Index | Operation::Get | Operation::Restore => return None,
+    })
+}
+
+/// The refusals of a batch: a conflict or an invalid item, and for writes by key a missing
+/// item and the `If-Match` answers.
+fn error_statuses(op: Operation, require_if_match: bool) -> Vec<StatusCode> {
     let mut statuses = vec![StatusCode::CONFLICT, StatusCode::UNPROCESSABLE_ENTITY];
     if op != Operation::Post {
         statuses.extend([StatusCode::NOT_FOUND, StatusCode::PRECONDITION_FAILED]);
-        if m.shared.require_if_match {
+        if require_if_match {
             statuses.push(StatusCode::PRECONDITION_REQUIRED);
         }
     }
-    for status in statuses {
-        let (k, v) = problem_response(doc, status);
-        responses.insert(k, v);
-    }
-    let mut params = path_params(doc, &m.shared.parents, None);
-    params.push(idempotency_key_param("The whole batch"));
-    let (extensions, who, security) = callers(doc, op, o, m, &mut responses);
-    let about = format!(
+    statuses
+}
+
+/// What a batch of `op` does, before who may call it.
+fn about(op: Operation) -> String {
+    format!(
         "Up to BATCH_MAX_ITEMS items in one request and one transaction: all are written or none. Each item goes through what a single {} goes through (rules, validators, hooks{}). A refusal answers one problem whose `errors` hold a JSON pointer to each item (and member) at fault, such as `/items/3/name`.",
         match op {
             Operation::Post => "create",
@@ -110,27 +178,7 @@ fn document_op<R: Resource>(
         } else {
             ", the item's `if_match` as `If-Match`"
         },
-    );
-    let description = match who {
-        Some(who) => format!("{about}\n\n{who}"),
-        None => about,
-    };
-    let op_doc = OpDoc {
-        tags: vec![R::NAME.to_owned()],
-        summary: Some(format!("{verb} several {plural} at once")),
-        description: Some(description),
-        operation_id: Some(format!("batch{}", capitalized(&op.operation_id(R::NAME)))),
-        parameters: params,
-        request_body: Some(json_body(items_body(item))),
-        responses: Responses {
-            responses,
-            ..Default::default()
-        },
-        security,
-        extensions,
-        ..Default::default()
-    };
-    doc.add_operation(&format!("{}{path}", m.prefix), method, op_doc);
+    )
 }
 
 /// `createCritter` → `CreateCritter`.

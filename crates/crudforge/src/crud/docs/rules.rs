@@ -2,7 +2,7 @@
 //! rule-protected member of the response (in its description and `x-crudforge-read`; never
 //! required) and the `scope` parameter of a list, whose items are the resource's named filters.
 
-use super::list_parameter;
+use super::schema::list_parameter;
 use crate::crud::named_filters::PARAM;
 use crate::crud::Resource;
 use crate::openapi::ApiDoc;

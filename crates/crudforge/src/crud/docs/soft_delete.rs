@@ -1,7 +1,9 @@
 //! What soft delete adds to the OpenAPI description: the restore operation and the
 //! `include_deleted` parameter of the reads.
 
-use super::{item_params, words, OpParts};
+use super::schema::item_params;
+use super::words::words;
+use super::OpParts;
 use crate::crud::shared::Mounted;
 use crate::crud::Resource;
 use crate::openapi::{json_response, parameter, problem_response, ApiDoc};

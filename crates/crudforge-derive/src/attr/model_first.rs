@@ -1,0 +1,152 @@
+//! Reading the keys that describe the table beyond its columns' types: a field's
+//! `references = "authors"`, `on_delete = "cascade"` and `default = ...`, and the struct's
+//! `index("col_a", "col_b")` (repeatable). `unique` is a flag. A model-first table's DDL reads
+//! them, and `default` and `index` serve every model (the API's defaults, `Resource::INDEXES`);
+//! `crate::model_first` checks them against the model.
+
+use super::keys::skip_value;
+use crate::ctxt::Ctxt;
+use quote::ToTokens as _;
+use syn::meta::ParseNestedMeta;
+use syn::{Expr, Ident, LitStr};
+
+/// One `index("col_a", "col_b")`: the columns in order, each with its span.
+pub(crate) struct IndexAttr {
+    pub(crate) columns: Vec<LitStr>,
+}
+
+/// Reads the value of `references = "authors"` (checked in [`crate::model_first::check`]).
+pub(super) fn references(meta: &ParseNestedMeta<'_>) -> syn::Result<LitStr> {
+    meta.value().and_then(|v| v.parse()).map_err(|_| {
+        meta.error("expected the referenced table in quotes: `references = \"authors\"`")
+    })
+}
+
+/// Reads the value of `on_delete = "cascade"` (checked in [`crate::model_first::check`]).
+pub(super) fn on_delete(meta: &ParseNestedMeta<'_>) -> syn::Result<LitStr> {
+    meta.value().and_then(|v| v.parse()).map_err(|_| {
+        meta.error("expected `on_delete = \"restrict\"`, `\"cascade\"` or `\"set_null\"`")
+    })
+}
+
+/// Reads the value of `default = ...`, the key `meta` is at: any expression.
+pub(super) fn default(meta: &ParseNestedMeta<'_>) -> syn::Result<Expr> {
+    meta.value()
+        .and_then(|v| v.parse())
+        .map_err(|_| meta.error("expected a value: `default = 10`"))
+}
+
+/// Reads `index(...)`, the key `meta` is at, into `indexes`; an index declared twice is
+/// reported at its second occurrence, and an index with mistakes is left out.
+pub(super) fn index(
+    cx: &Ctxt,
+    meta: &ParseNestedMeta<'_>,
+    indexes: &mut Vec<IndexAttr>,
+) -> syn::Result<()> {
+    let columns = index_columns(cx, meta)?;
+    if !columns.is_empty() {
+        let same = |i: &IndexAttr| {
+            i.columns
+                .iter()
+                .map(LitStr::value)
+                .eq(columns.iter().map(LitStr::value))
+        };
+        if indexes.iter().any(same) {
+            cx.error(
+                &meta.path,
+                "this index is declared twice\nhelp: remove this `index(...)`",
+            );
+        }
+        indexes.push(IndexAttr { columns });
+    }
+    Ok(())
+}
+
+/// How an index is written, for the help of every error about one.
+const INDEX_HELP: &str = "help: write `index(\"species\", \"cuteness_level\")`";
+
+/// Reads the columns of `index("col_a", "col_b")`, the key `meta` is at. A column that is
+/// not a string literal holding a plain name, or a list without columns, is reported; the keys
+/// after it are still read.
+///
+/// The columns are strings, not bare names: Clippy's `duplicated_attributes` reads bare words
+/// inside an attribute as attributes, and would flag every column two indexes share.
+fn index_columns(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Vec<LitStr>> {
+    if !meta.input.peek(syn::token::Paren) {
+        skip_value(meta)?;
+        cx.error(
+            &meta.path,
+            format!("expected the indexed columns in parentheses\n{INDEX_HELP}"),
+        );
+        return Ok(Vec::new());
+    }
+    let content;
+    syn::parenthesized!(content in meta.input);
+    let mut columns: Vec<LitStr> = Vec::new();
+    let mut malformed = false;
+    while !content.is_empty() {
+        // One entry: the tokens up to the next comma.
+        let mut entry = proc_macro2::TokenStream::new();
+        while !content.is_empty() && !content.peek(syn::Token![,]) {
+            let tt: proc_macro2::TokenTree = content.parse()?;
+            entry.extend([tt]);
+        }
+        if !content.is_empty() {
+            let _: syn::Token![,] = content.parse()?;
+        }
+        let at = if entry.is_empty() {
+            meta.path.to_token_stream()
+        } else {
+            entry.clone()
+        };
+        match syn::parse2::<LitStr>(entry.clone()) {
+            Ok(col) if syn::parse_str::<Ident>(&col.value()).is_ok() => {
+                if columns.iter().any(|c| c.value() == col.value()) {
+                    cx.error(
+                        &col,
+                        format!(
+                            "`{}` appears twice in this index\nhelp: name each column once",
+                            col.value()
+                        ),
+                    );
+                }
+                columns.push(col);
+            }
+            Ok(col) => {
+                malformed = true;
+                cx.error(
+                    &col,
+                    format!(
+                        "expected a column name, not {:?}: an index lists fields of the struct, without `DESC` or expressions\n{INDEX_HELP}",
+                        col.value()
+                    ),
+                );
+            }
+            Err(_) => {
+                malformed = true;
+                let bare = syn::parse2::<Ident>(entry).ok();
+                cx.error(
+                    at,
+                    match bare {
+                        Some(ident) => format!(
+                            "write the column as a string: `\"{ident}\"` (bare names inside an attribute trip Clippy's `duplicated_attributes` when two indexes share a column)\n{INDEX_HELP}"
+                        ),
+                        None => format!(
+                            "expected a column name in quotes: an index lists fields of the struct, without `DESC` or expressions\n{INDEX_HELP}"
+                        ),
+                    },
+                );
+            }
+        }
+    }
+    if malformed {
+        return Ok(Vec::new());
+    }
+    if columns.is_empty() {
+        cx.error(
+            &meta.path,
+            format!("an index needs at least one column\n{INDEX_HELP}"),
+        );
+    }
+    Ok(columns)
+}
