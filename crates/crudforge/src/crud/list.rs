@@ -5,6 +5,8 @@
 //! rendered straight into the body, trimmed to `fields` ([`sparse`](super::sparse)).
 
 use super::options::Operation;
+use super::query::ListQuery;
+use super::read_rules::Viewer;
 use super::relations;
 use super::render::{json, render, render_all};
 use super::request::{caller_on, parent_conds};
@@ -37,50 +39,19 @@ async fn list<R: Resource>(
     st: &ApiState,
     conn: &mut Conn,
 ) -> Result<Listed<R>, Error> {
-    use super::cursor;
     use super::query::CountMode;
     let who = caller_on(shared, req, Operation::Index, conn).await?;
     // The caller's scope first: an anonymous caller the rules refuse gets 401 before any
     // parameter is judged.
     let scope = who.read_scope_in(shared, who.rows_read::<R>(req)?)?;
-    let limits = super::ListLimits::of(&st.config);
-    let expand = relations::expand::parse::<R>(req.query_string())?;
-    let rels = relations::rel_fields::<R>();
-    let mut q = super::query::parse_list_query_rel(R::FIELDS, &rels, req.query_string(), &limits)?;
-    super::ListCaps::of(&st.config).check(&q)?;
-    let members = shared.ops.get(&Operation::Index).and_then(|o| o.members);
-    let own = relations::expand::own_fields::<R>(q.fields.as_deref());
-    super::sparse::check_selectable(R::FIELDS, members, own.as_deref())?;
-    relations::expand::check_fields::<R>(q.fields.as_deref(), &expand, who.viewer())?;
-    // Members the caller may not read cannot be selected, sorted or filtered on.
-    super::read_rules::check_list::<R>(&mut q, who.viewer())?;
-    // The read scope is one member of the top-level AND: no `or` of the caller's can widen it.
-    let mut conds = Condition::from(parent_conds(shared, req)?)
-        .and(scope)
-        .and(std::mem::take(&mut q.conds));
-    if let Some(f) = q.filter.take() {
-        conds = conds.and(Condition::All(vec![f]));
-    }
-    if let Some(named) = super::named_filters::requested::<R>(req.query_string())? {
-        conds = conds.and(named);
-    }
-    // Filters and sort keys across relations, with the related resources' read scopes.
-    let conds = relations::link::<R>(req, conn, conds, &q.sort, who.viewer()).await?;
-    let key = st.signing_key.expose();
-    let (page, offset, after) = match &q.cursor {
-        Some(token) => {
-            let at = cursor::decode(key, R::NAME, R::FIELDS, R::ID_FIELD, &q.sort, token)?;
-            let after = cursor::keyset(R::FIELDS, &q.sort, R::ID_FIELD, &at);
-            (at.page, 0, Some(after))
-        }
-        None => (q.page, q.offset(), None),
-    };
-    // Rows before the cursor are excluded from the page, not from the total.
-    let total_conds = conds.clone();
-    let page_conds = match after {
-        Some(a) => conds.and(Condition::All(vec![a])),
-        None => conds,
-    };
+    let (mut q, expand) = judged_query(shared, req, st, who.viewer())?;
+    let conds = conditions(shared, req, conn, scope, &mut q, who.viewer()).await?;
+    let PageAt {
+        page,
+        offset,
+        page_conds,
+        total_conds,
+    } = window::<R>(st, &q, conds)?;
     // One row more than the page tells whether a next page exists, without a count.
     let items = R::select(
         conn,
@@ -111,6 +82,83 @@ async fn list<R: Resource>(
         q,
         page,
         viewer: who.viewer().cloned(),
+    })
+}
+
+/// The list parameters and the `expand` list of `req`, parsed and judged for `viewer`: the
+/// caps, the selectable members, and the members the caller may not read (which cannot be
+/// selected, sorted or filtered on).
+fn judged_query<R: Resource>(
+    shared: &Shared<R>,
+    req: &HttpRequest,
+    st: &ApiState,
+    viewer: Viewer<'_>,
+) -> Result<(ListQuery, Vec<relations::expand::Expand>), Error> {
+    let limits = super::ListLimits::of(&st.config);
+    let expand = relations::expand::parse::<R>(req.query_string())?;
+    let rels = relations::rel_fields::<R>();
+    let mut q = super::query::parse_list_query_rel(R::FIELDS, &rels, req.query_string(), &limits)?;
+    super::ListCaps::of(&st.config).check(&q)?;
+    let members = shared.ops.get(&Operation::Index).and_then(|o| o.members);
+    let own = relations::expand::own_fields::<R>(q.fields.as_deref());
+    super::sparse::check_selectable(R::FIELDS, members, own.as_deref())?;
+    relations::expand::check_fields::<R>(q.fields.as_deref(), &expand, viewer)?;
+    super::read_rules::check_list::<R>(&mut q, viewer)?;
+    Ok((q, expand))
+}
+
+/// Everything the rows must match: the parent parameters, the caller's `scope`, the filters
+/// and the filter expression of `q` (taken out of it), the named filters, and, linked with the
+/// related resources' read scopes, the filters across relations.
+async fn conditions<R: Resource>(
+    shared: &Shared<R>,
+    req: &HttpRequest,
+    conn: &mut Conn,
+    scope: Condition,
+    q: &mut ListQuery,
+    viewer: Viewer<'_>,
+) -> Result<Condition, Error> {
+    // The read scope is one member of the top-level AND: no `or` of the caller's can widen it.
+    let mut conds = Condition::from(parent_conds(shared, req)?)
+        .and(scope)
+        .and(std::mem::take(&mut q.conds));
+    if let Some(f) = q.filter.take() {
+        conds = conds.and(Condition::All(vec![f]));
+    }
+    if let Some(named) = super::named_filters::requested::<R>(req.query_string())? {
+        conds = conds.and(named);
+    }
+    relations::link::<R>(req, conn, conds, &q.sort, viewer).await
+}
+
+/// Where the page starts: its number, its offset, and the conditions of the page and of the
+/// total.
+struct PageAt {
+    page: u32,
+    offset: i64,
+    page_conds: Condition,
+    total_conds: Condition,
+}
+
+/// The page `q` asks for, by number or by a signed cursor. Rows before the cursor are
+/// excluded from the page, not from the total.
+fn window<R: Resource>(st: &ApiState, q: &ListQuery, conds: Condition) -> Result<PageAt, Error> {
+    let Some(token) = &q.cursor else {
+        return Ok(PageAt {
+            page: q.page,
+            offset: q.offset(),
+            page_conds: conds.clone(),
+            total_conds: conds,
+        });
+    };
+    let key = st.signing_key.expose();
+    let at = super::cursor::decode(key, R::NAME, R::FIELDS, R::ID_FIELD, &q.sort, token)?;
+    let after = super::cursor::keyset(R::FIELDS, &q.sort, R::ID_FIELD, &at);
+    Ok(PageAt {
+        page: at.page,
+        offset: 0,
+        page_conds: conds.clone().and(Condition::All(vec![after])),
+        total_conds: conds,
     })
 }
 
