@@ -8,14 +8,12 @@
 #![allow(missing_docs, clippy::unwrap_used)]
 
 use actix_web::test;
-use crudforge::auth::CurrentUser;
-use crudforge::perms::{Access, Rules};
 use crudforge::users;
-use crudforge::{with_conn, Api, Error, Resource};
+use crudforge::{with_conn, Api, Resource};
 use crudforge_tests::{backend_tests, Backend};
 use diesel::prelude::*;
 use diesel_async::SimpleAsyncConnection;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use uuid::Uuid;
 
 diesel::table! {
@@ -84,7 +82,10 @@ type DateTime = chrono::DateTime<chrono::Utc>;
 /// A zone: each user reads and writes their own; administrators all.
 #[derive(Debug, Clone, Queryable, Selectable, Resource)]
 #[diesel(table_name = zones)]
-#[resource(rules = OwnZones, has_many(pets = Pet, key = "zone_id"))]
+#[resource(
+    rules = crudforge::perms::OwnerRules::new("owner_id"),
+    has_many(pets = Pet, key = "zone_id")
+)]
 pub struct Zone {
     /// Identifier.
     pub id: Uuid,
@@ -135,34 +136,6 @@ pub struct Keeper {
     pub updated_at: DateTime,
     /// Name.
     pub name: String,
-}
-
-/// Owners read and write their zones; the server sets the owner.
-#[derive(Debug, Clone, Copy)]
-pub struct OwnZones;
-
-impl Rules<Zone> for OwnZones {
-    fn read(&self, user: Option<&CurrentUser>) -> Access {
-        Access::owned_by(user, "owner_id")
-    }
-
-    fn write(&self, user: Option<&CurrentUser>) -> Access {
-        Access::owned_by(user, "owner_id")
-    }
-
-    fn create(
-        &self,
-        user: Option<&CurrentUser>,
-        body: &mut Map<String, Value>,
-    ) -> Result<(), Error> {
-        let u = user.ok_or_else(|| Error::Unauthorized("Authentication required.".into()))?;
-        body.insert("owner_id".to_owned(), Value::String(u.id.to_string()));
-        Ok(())
-    }
-
-    fn server_fields(&self) -> &[&'static str] {
-        &["owner_id"]
-    }
 }
 
 struct World {
