@@ -408,8 +408,13 @@ fn compare(client: &mut Client, pair: &Pair, sample: &[usize]) -> Result<(usize,
         let parse = |b: &[u8], path: &str| -> Result<serde_json::Value, String> {
             serde_json::from_slice(b).map_err(|e| format!("GET {path}: not JSON: {e}"))
         };
-        let gv = parse(&g, &pair.generated[i])?;
+        let mut gv = parse(&g, &pair.generated[i])?;
         let hv = parse(&h, &pair.hand[i])?;
+        // The generated list also links its next page by a cursor, which the hand-written
+        // handler does not offer: that member aside, the answers must agree.
+        if let Some(p) = gv.get_mut("pagination").and_then(|p| p.as_object_mut()) {
+            p.remove("next_cursor");
+        }
         if gv != hv {
             return Err(format!(
                 "{}: responses differ\n  generated:    {gv}\n  hand-written: {hv}",

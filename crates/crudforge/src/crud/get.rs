@@ -3,6 +3,7 @@
 
 use super::conditional;
 use super::options::Operation;
+use super::query::Params;
 use super::relations;
 use super::render::{json, represent, set_etag};
 use super::request::{caller_on, item_conds, not_found};
@@ -35,9 +36,10 @@ async fn fetch<R: Resource>(
     conn: &mut Conn,
 ) -> Result<Fetched, Error> {
     let who = caller_on(shared, req, Operation::Get, conn).await?;
-    let scope = who.read_scope_in(shared, who.rows_read::<R>(req)?)?;
-    let expand = relations::expand::parse::<R>(req.query_string())?;
-    let sparse = relations::expand::requested::<R>(req.query_string())?;
+    let params = Params::of(req.query_string())?;
+    let scope = who.read_scope_in(shared, who.rows_read::<R>(&params)?)?;
+    let expand = relations::expand::parse::<R>(&params)?;
+    let sparse = relations::expand::requested::<R>(&params)?;
     let members = shared.ops.get(&Operation::Get).and_then(|o| o.members);
     let own = relations::expand::own_fields::<R>(sparse.as_deref());
     super::sparse::check_selectable(R::FIELDS, members, own.as_deref())?;

@@ -5,7 +5,7 @@
 //! rendered straight into the body, trimmed to `fields` ([`sparse`](super::sparse)).
 
 use super::options::Operation;
-use super::query::ListQuery;
+use super::query::{ListQuery, Params};
 use super::read_rules::Viewer;
 use super::relations;
 use super::render::{json, render, render_all};
@@ -41,11 +41,12 @@ async fn list<R: Resource>(
 ) -> Result<Listed<R>, Error> {
     use super::query::CountMode;
     let who = caller_on(shared, req, Operation::Index, conn).await?;
+    let params = Params::of(req.query_string())?;
     // The caller's scope first: an anonymous caller the rules refuse gets 401 before any
-    // parameter is judged.
-    let scope = who.read_scope_in(shared, who.rows_read::<R>(req)?)?;
-    let (mut q, expand) = judged_query(shared, req, st, who.viewer())?;
-    let conds = conditions(shared, req, conn, scope, &mut q, who.viewer()).await?;
+    // other parameter is judged.
+    let scope = who.read_scope_in(shared, who.rows_read::<R>(&params)?)?;
+    let (mut q, expand) = judged_query(shared, &params, st, who.viewer())?;
+    let conds = conditions(shared, req, &params, conn, scope, &mut q, who.viewer()).await?;
     let PageAt {
         page,
         offset,
@@ -85,19 +86,19 @@ async fn list<R: Resource>(
     })
 }
 
-/// The list parameters and the `expand` list of `req`, parsed and judged for `viewer`: the
+/// The list parameters and the `expand` list of `params`, parsed and judged for `viewer`: the
 /// caps, the selectable members, and the members the caller may not read (which cannot be
 /// selected, sorted or filtered on).
 fn judged_query<R: Resource>(
     shared: &Shared<R>,
-    req: &HttpRequest,
+    params: &Params,
     st: &ApiState,
     viewer: Viewer<'_>,
 ) -> Result<(ListQuery, Vec<relations::expand::Expand>), Error> {
     let limits = super::ListLimits::of(&st.config);
-    let expand = relations::expand::parse::<R>(req.query_string())?;
+    let expand = relations::expand::parse::<R>(params)?;
     let rels = relations::rel_fields::<R>();
-    let mut q = super::query::parse_list_query_rel(R::FIELDS, &rels, req.query_string(), &limits)?;
+    let mut q = super::query::parse_list_query_rel(R::FIELDS, &rels, params, &limits)?;
     super::ListCaps::of(&st.config).check(&q)?;
     let members = shared.ops.get(&Operation::Index).and_then(|o| o.members);
     let own = relations::expand::own_fields::<R>(q.fields.as_deref());
@@ -108,11 +109,12 @@ fn judged_query<R: Resource>(
 }
 
 /// Everything the rows must match: the parent parameters, the caller's `scope`, the filters
-/// and the filter expression of `q` (taken out of it), the named filters, and, linked with the
-/// related resources' read scopes, the filters across relations.
+/// and the filter expression of `q` (taken out of it), the named filters of `params`, and,
+/// linked with the related resources' read scopes, the filters across relations.
 async fn conditions<R: Resource>(
     shared: &Shared<R>,
     req: &HttpRequest,
+    params: &Params,
     conn: &mut Conn,
     scope: Condition,
     q: &mut ListQuery,
@@ -125,7 +127,7 @@ async fn conditions<R: Resource>(
     if let Some(f) = q.filter.take() {
         conds = conds.and(Condition::All(vec![f]));
     }
-    if let Some(named) = super::named_filters::requested::<R>(req.query_string())? {
+    if let Some(named) = super::named_filters::requested::<R>(params)? {
         conds = conds.and(named);
     }
     relations::link::<R>(req, conn, conds, &q.sort, viewer).await

@@ -426,7 +426,8 @@ impl<R: Resource> Filter<R> {
             || ListLimits::of(&crate::config::Config::default()),
             |s| ListLimits::of(&s.config),
         );
-        let mut query = query::parse_list_query_with(R::FIELDS, req.query_string(), &limits)?;
+        let params = query::Params::of(req.query_string())?;
+        let mut query = query::parse_list_query_rel(R::FIELDS, &[], &params, &limits)?;
         if let Some(s) = state {
             ListCaps::of(&s.config).check(&query)?;
         }
@@ -434,7 +435,7 @@ impl<R: Resource> Filter<R> {
             let viewer = crate::auth::current_user(req).await?;
             read_rules::check_list::<R>(&mut query, viewer.as_ref())?;
         }
-        if let Some(named) = named_filters::requested::<R>(req.query_string())? {
+        if let Some(named) = named_filters::requested::<R>(&params)? {
             query.filter = Some(match query.filter.take() {
                 Some(f) => Condition::All(vec![f]).and(named),
                 None => named,

@@ -6,6 +6,7 @@
 //! client's other filters.
 
 use super::filter_expr::{parse_filter_expr, ExprLimits};
+use super::query::Params;
 use super::Resource;
 use crate::condition::Condition;
 use crate::error::Error;
@@ -44,19 +45,15 @@ pub(crate) fn check_declared<R: Resource>() -> Result<(), String> {
     Ok(())
 }
 
-/// The named filters the query string asks for (`scope=a,b`, or the parameter repeated), ANDed,
-/// with `now` and `today` read from the clock now; `None` when it asks for none.
+/// The named filters the query parameters ask for (`scope=a,b`, or the parameter repeated),
+/// ANDed, with `now` and `today` read from the clock now; `None` when they ask for none.
 ///
 /// # Errors
 ///
-/// A 400 naming `scope` and the unknown name (with the names `R` declares), or `query` for a
-/// malformed query string.
-pub(crate) fn requested<R: Resource>(query: &str) -> Result<Option<Condition>, Error> {
+/// A 400 naming `scope` and the unknown name (with the names `R` declares).
+pub(crate) fn requested<R: Resource>(params: &Params) -> Result<Option<Condition>, Error> {
     let mut out: Option<Condition> = None;
-    for (param, value) in super::query::query_pairs(query)? {
-        if param != PARAM {
-            continue;
-        }
+    if let Some(value) = params.get(PARAM) {
         for name in value.split(',').map(str::trim) {
             let Some((_, expr)) = R::SCOPES.iter().find(|(n, _)| *n == name) else {
                 let known: Vec<String> = R::SCOPES.iter().map(|(n, _)| format!("`{n}`")).collect();

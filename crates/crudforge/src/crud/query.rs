@@ -124,47 +124,32 @@ pub(crate) fn parse_list_query(
     default_page_size: u32,
     max_page_size: u32,
 ) -> Result<ListQuery, Error> {
-    parse_list_query_with(
-        fields,
-        query,
-        &ListLimits {
-            default_page_size,
-            max_page_size,
-            expr: ExprLimits::default(),
-        },
-    )
+    let limits = ListLimits {
+        default_page_size,
+        max_page_size,
+        expr: ExprLimits::default(),
+    };
+    parse_list_query_rel(fields, &[], &Params::of(query)?, &limits)
 }
 
-/// Parses an INDEX query string against `fields`, with `limits`.
+/// Parses the INDEX parameters `params` against `fields`, with `limits`, where filters,
+/// `filter`, `sort` and `fields` may also name the fields of the relations `rels`
+/// (`habitat.name`). A filter across a relation becomes an unlinked [`Condition::Related`] in
+/// `filter`, which the handler links (with the related resource's read scope) before the query
+/// runs; `include_deleted`, `scope` and `expand` are left to the handler.
 ///
 /// # Errors
 ///
-/// A 400 naming the parameter, as [`parse_list_query`], and for a malformed `filter`
-/// expression, a `cursor` sent with `page`, an unknown `count` mode or a bad `fields` list.
-pub(crate) fn parse_list_query_with(
-    fields: &'static [FieldInfo],
-    query: &str,
-    limits: &ListLimits,
-) -> Result<ListQuery, Error> {
-    parse_list_query_rel(fields, &[], query, limits)
-}
-
-/// [`parse_list_query_with`], where filters, `filter`, `sort` and `fields` may also name the
-/// fields of the relations `rels` (`habitat.name`). A filter across a relation becomes an
-/// unlinked [`Condition::Related`] in `filter`, which the handler links (with the related
-/// resource's read scope) before the query runs; `expand` is left to the handler.
-///
-/// # Errors
-///
-/// A 400 naming the parameter, as [`parse_list_query_with`].
+/// A 400 naming the parameter for an unknown name, an operator the field's type does not
+/// support, a malformed value, a bad `page`, `page_size`, `sort` or `fields` list, a malformed
+/// `filter` expression, a `cursor` sent with `page`, or an unknown `count` mode.
 pub(crate) fn parse_list_query_rel(
     fields: &'static [FieldInfo],
     rels: RelFields<'_>,
-    query: &str,
+    params: &Params,
     limits: &ListLimits,
 ) -> Result<ListQuery, Error> {
     let max_page_size = limits.max_page_size;
-    let pairs = query_pairs(query)?;
     let mut q = ListQuery {
         page: 1,
         page_size: limits.default_page_size,
@@ -176,17 +161,18 @@ pub(crate) fn parse_list_query_rel(
         fields: None,
     };
     let mut page_given = false;
-    for (name, value) in pairs {
-        match name.as_str() {
+    for (name, value) in params.pairs() {
+        let (name, value) = (name.as_str(), value.as_str());
+        match name {
             "filter" => {
                 // Several expressions combine with AND, like the other filters.
-                let e = parse_filter_expr_rel(fields, rels, &value, limits.expr)?;
+                let e = parse_filter_expr_rel(fields, rels, value, limits.expr)?;
                 q.filter = Some(match q.filter.take() {
                     Some(prev) => Condition::All(vec![prev, e]),
                     None => e,
                 });
             }
-            "cursor" => q.cursor = Some(value),
+            "cursor" => q.cursor = Some(value.to_owned()),
             // Which rows: read by the handler (crud::soft_delete), which knows the caller.
             "include_deleted" => {}
             // Named filters: read by the handler (crud::named_filters).
@@ -194,14 +180,14 @@ pub(crate) fn parse_list_query_rel(
             // Embedded relations: read by the handler (crud::relations::expand).
             "expand" if !rels.is_empty() => {}
             "count" => {
-                q.count = CountMode::parse(&value).ok_or_else(|| {
+                q.count = CountMode::parse(value).ok_or_else(|| {
                     Error::bad_param(
                         "count",
                         format!("expected one of {}", CountMode::NAMES.join(", ")),
                     )
                 })?;
             }
-            "fields" => q.fields = Some(parse_fields_rel(fields, rels, &value)?),
+            "fields" => q.fields = Some(parse_fields_rel(fields, rels, value)?),
             "page" => {
                 page_given = true;
                 q.page = value
@@ -229,18 +215,18 @@ pub(crate) fn parse_list_query_rel(
                 }
                 q.page_size = n;
             }
-            "sort" => q.sort = parse_sort_rel(fields, rels, &value)?,
-            _ => match related_param(rels, &name) {
+            "sort" => q.sort = parse_sort_rel(fields, rels, value)?,
+            _ => match related_param(rels, name) {
                 Some((rel, target, rest)) => {
-                    let mut c = parse_filter(target, rest, &value)?;
-                    c.param.clone_from(&name);
+                    let mut c = parse_filter(target, rest, value)?;
+                    name.clone_into(&mut c.param);
                     let e = crate::condition::Related::pending(rel, Condition::Is(c));
                     q.filter = Some(match q.filter.take() {
                         Some(prev) => Condition::All(vec![prev, e]),
                         None => e,
                     });
                 }
-                None => q.conds.push(parse_filter(fields, &name, &value)?),
+                None => q.conds.push(parse_filter(fields, name, value)?),
             },
         }
     }
@@ -263,6 +249,36 @@ fn is_list_param(name: &str) -> bool {
             .rsplit_once("__")
             .and_then(|(_, s)| operator(s))
             .is_some_and(|o| matches!(o.value, Value::List))
+}
+
+/// A request's query string, read once: its `name=value` pairs as [`query_pairs`] gives them.
+/// Every reader of a list or item request (the list parameters, `include_deleted`, `expand`,
+/// `scope`) takes its parameter from here.
+pub(crate) struct Params(Vec<(String, String)>);
+
+impl Params {
+    /// Reads `query` (see [`query_pairs`]).
+    ///
+    /// # Errors
+    ///
+    /// A 400 naming `query` for a malformed query string, or the repeated parameter.
+    pub(crate) fn of(query: &str) -> Result<Self, Error> {
+        query_pairs(query).map(Params)
+    }
+
+    /// The value of the parameter `name`, if given (a list parameter given several times comes
+    /// joined; `filter`, which may be repeated, is read with [`Params::pairs`]).
+    pub(crate) fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Every pair, in the order given.
+    pub(crate) fn pairs(&self) -> &[(String, String)] {
+        &self.0
+    }
 }
 
 /// The `name=value` pairs of a query string, each name once: the values of a repeated list
@@ -525,6 +541,28 @@ mod tests {
             Error::BadRequest { field, .. } => field.unwrap_or_default(),
             other => panic!("expected 400, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn params_are_read_once_decoded_and_joined() {
+        let p = Params::of("%65xpand=habitat&scope=a&scope=b&include_deleted=true&filter=x&filter=y")
+            .unwrap();
+        assert_eq!(p.get("expand"), Some("habitat"));
+        assert_eq!(p.get("scope"), Some("a,b"));
+        assert_eq!(p.get("include_deleted"), Some("true"));
+        assert_eq!(p.get("sort"), None);
+        // `filter` stays repeated: its expressions are ANDed one by one.
+        let filters: Vec<&str> = p
+            .pairs()
+            .iter()
+            .filter(|(n, _)| n == "filter")
+            .map(|(_, v)| v.as_str())
+            .collect();
+        assert_eq!(filters, ["x", "y"]);
+        assert_eq!(
+            param_of(Params::of("include_deleted=true&include_deleted=false").err().unwrap()),
+            "include_deleted"
+        );
     }
 
     #[test]

@@ -9,6 +9,8 @@ use crate::auth::CurrentUser;
 use crate::condition::{Arg, Cond, Condition};
 use crate::error::Error;
 
+mod without;
+
 /// Who is looking at a rendered item: the caller's account (`None` when anonymous or on a
 /// public operation, which identifies nobody).
 pub(crate) type Viewer<'a> = Option<&'a CurrentUser>;
@@ -180,9 +182,29 @@ pub(crate) fn tag_and_body<R: Resource>(
     if hide.is_empty() {
         return super::conditional::tag_and_body(item);
     }
-    let (_, mut body) = super::conditional::tag_and_body(item)?;
-    strip(&mut body, 0, &hide)?;
+    let mut body = Vec::with_capacity(512);
+    write_response(&mut body, item, &hide)?;
     Ok((super::conditional::tag_of(&body), body))
+}
+
+/// Writes the generated representation of `item` to `out` without the members `hidden`
+/// (left out while it is written; see [`strip`] for answers of other shapes).
+///
+/// # Errors
+///
+/// The representation cannot be serialized (500).
+pub(crate) fn write_response<R: Resource>(
+    out: &mut Vec<u8>,
+    item: R,
+    hidden: &[&str],
+) -> Result<(), Error> {
+    let response = R::Response::from(item);
+    let written = if hidden.is_empty() {
+        serde_json::to_writer(&mut *out, &response)
+    } else {
+        without::to_writer(out, &response, hidden)
+    };
+    written.map_err(|e| Error::Internal(format!("serializing a response: {e}")))
 }
 
 /// The error of a request that names a member its caller may not read.

@@ -20,12 +20,12 @@ pub(crate) fn render<R: Resource>(
     viewer: Viewer<'_>,
 ) -> Result<(), Error> {
     let hidden = read_rules::hidden(&item, viewer);
-    let start = out.len();
-    let r = match shared.ops.get(&op).and_then(|o| o.response) {
-        Some((_, render)) => render(out, item),
-        None => serde_json::to_writer(&mut *out, &R::Response::from(item)),
+    let Some((_, render)) = shared.ops.get(&op).and_then(|o| o.response) else {
+        return read_rules::write_response(out, item, &hidden);
     };
-    r.map_err(|e| Error::Internal(format!("serializing a response: {e}")))?;
+    // A substituted schema may have any shape: its members are removed once written.
+    let start = out.len();
+    render(out, item).map_err(|e| Error::Internal(format!("serializing a response: {e}")))?;
     read_rules::strip(out, start, &hidden)
 }
 

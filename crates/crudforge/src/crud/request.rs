@@ -4,6 +4,7 @@
 
 use super::hooks::HookCtx;
 use super::options::Operation;
+use super::query::Params;
 use super::shared::Shared;
 use super::soft_delete::Rows;
 use super::{Resource, Validate};
@@ -160,8 +161,8 @@ impl Caller {
     /// # Errors
     ///
     /// A malformed `include_deleted` (400), or the refusal.
-    pub(crate) fn rows_read<R: Resource>(&self, req: &HttpRequest) -> Result<Rows, Error> {
-        if !super::soft_delete::include_deleted::<R>(req.query_string())? {
+    pub(crate) fn rows_read<R: Resource>(&self, params: &Params) -> Result<Rows, Error> {
+        if !super::soft_delete::include_deleted::<R>(params)? {
             return Ok(Rows::Live);
         }
         let why = "Only administrators may see deleted items (`include_deleted`).";

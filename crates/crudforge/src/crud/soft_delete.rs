@@ -6,6 +6,7 @@
 //! `write_scope`), so every read and write built on them sees live rows only; the storage
 //! step of a delete is the generated `Resource::delete`, which sets `deleted_at`.
 
+use super::query::Params;
 use super::Resource;
 use crate::condition::{Arg, Cond, Condition, Op};
 use crate::db::Database;
@@ -60,28 +61,24 @@ impl Rows {
     }
 }
 
-/// Whether the query string asks for deleted rows (`include_deleted=true`).
+/// Whether the query parameters ask for deleted rows (`include_deleted=true`).
 ///
 /// # Errors
 ///
 /// 400 naming the parameter for a value other than `true` or `false`, or when `R` keeps no
 /// deleted rows.
-pub(crate) fn include_deleted<R: Resource>(query: &str) -> Result<bool, Error> {
-    let mut asked = false;
-    for (name, value) in super::query::query_pairs(query)? {
-        if name != INCLUDE_DELETED {
-            continue;
-        }
-        if !R::SOFT_DELETE {
-            return Err(Error::bad_param(
-                INCLUDE_DELETED,
-                format!("{} keeps no deleted items", R::NAME),
-            ));
-        }
-        asked = crate::condition::parse_bool(&value)
-            .map_err(|_| Error::bad_param(INCLUDE_DELETED, "expected true or false"))?;
+pub(crate) fn include_deleted<R: Resource>(params: &Params) -> Result<bool, Error> {
+    let Some(value) = params.get(INCLUDE_DELETED) else {
+        return Ok(false);
+    };
+    if !R::SOFT_DELETE {
+        return Err(Error::bad_param(
+            INCLUDE_DELETED,
+            format!("{} keeps no deleted items", R::NAME),
+        ));
     }
-    Ok(asked)
+    crate::condition::parse_bool(value)
+        .map_err(|_| Error::bad_param(INCLUDE_DELETED, "expected true or false"))
 }
 
 /// Removes for good the rows of `R` deleted before `before`; how many.

@@ -6,6 +6,7 @@
 use super::{reader, unreadable, Relation, RelationKind, HAS_MANY_EXPAND_MAX, MAX_EXPANSIONS};
 use crate::condition::{Arg, Cond, Condition, Link, Op, Reach, Related};
 use crate::crud::options::Operation;
+use crate::crud::query::Params;
 use crate::crud::read_rules::{self, Viewer};
 use crate::crud::render::render_all;
 use crate::crud::Resource;
@@ -52,19 +53,14 @@ fn bad(detail: impl std::fmt::Display) -> Error {
     Error::bad_param("expand", detail)
 }
 
-/// Parses `expand` in `query` against `R`'s relations: empty when absent.
+/// Parses `expand` in `params` against `R`'s relations: empty when absent.
 ///
 /// # Errors
 ///
 /// A 400 naming `expand`: unknown relations (all of them), more than one level of nesting, or
 /// more than [`MAX_EXPANSIONS`] relations.
-pub(crate) fn parse<R: Resource>(query: &str) -> Result<Vec<Expand>, Error> {
-    // Most requests expand nothing: no second reading of their query string.
-    if !query.contains("expand") {
-        return Ok(Vec::new());
-    }
-    let pairs = crate::crud::query::query_pairs(query)?;
-    let Some((_, value)) = pairs.into_iter().find(|(n, _)| n == "expand") else {
+pub(crate) fn parse<R: Resource>(params: &Params) -> Result<Vec<Expand>, Error> {
+    let Some(value) = params.get("expand") else {
         return Ok(Vec::new());
     };
     let mut out: Vec<Expand> = Vec::new();
@@ -352,20 +348,14 @@ pub(crate) fn project(body: &[u8], fields: &[&str]) -> Result<Vec<u8>, Error> {
 ///
 /// # Errors
 ///
-/// A 400 naming `fields`, or `query` for a malformed query string.
-pub(crate) fn requested<R: Resource>(query: &str) -> Result<Option<Vec<&'static str>>, Error> {
-    let rels = super::rel_fields::<R>();
-    let mut out = None;
-    for (name, value) in crate::crud::query::query_pairs(query)? {
-        if name == "fields" {
-            out = Some(crate::crud::query::parse_fields_rel(
-                R::FIELDS,
-                &rels,
-                &value,
-            )?);
-        }
-    }
-    Ok(out)
+/// A 400 naming `fields`.
+pub(crate) fn requested<R: Resource>(params: &Params) -> Result<Option<Vec<&'static str>>, Error> {
+    params
+        .get("fields")
+        .map(|value| {
+            crate::crud::query::parse_fields_rel(R::FIELDS, &super::rel_fields::<R>(), value)
+        })
+        .transpose()
 }
 
 /// Writes a page's items, comma-separated, to `out`, each rendered as the list renders it,
