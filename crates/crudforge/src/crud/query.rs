@@ -545,8 +545,9 @@ mod tests {
 
     #[test]
     fn params_are_read_once_decoded_and_joined() {
-        let p = Params::of("%65xpand=habitat&scope=a&scope=b&include_deleted=true&filter=x&filter=y")
-            .unwrap();
+        let p =
+            Params::of("%65xpand=habitat&scope=a&scope=b&include_deleted=true&filter=x&filter=y")
+                .unwrap();
         assert_eq!(p.get("expand"), Some("habitat"));
         assert_eq!(p.get("scope"), Some("a,b"));
         assert_eq!(p.get("include_deleted"), Some("true"));
@@ -560,7 +561,11 @@ mod tests {
             .collect();
         assert_eq!(filters, ["x", "y"]);
         assert_eq!(
-            param_of(Params::of("include_deleted=true&include_deleted=false").err().unwrap()),
+            param_of(
+                Params::of("include_deleted=true&include_deleted=false")
+                    .err()
+                    .unwrap()
+            ),
             "include_deleted"
         );
     }

@@ -176,7 +176,10 @@ mod tests {
 
     #[test]
     fn leaves_out_the_hidden_members_and_keeps_the_others_in_order() {
-        assert_eq!(written(&[]), r#"[{"id":7,"name":"a \"b\"","notes":"secret"}"#);
+        assert_eq!(
+            written(&[]),
+            r#"[{"id":7,"name":"a \"b\"","notes":"secret"}"#
+        );
         assert_eq!(written(&["notes"]), r#"[{"id":7,"name":"a \"b\""}"#);
         assert_eq!(written(&["id"]), r#"[{"name":"a \"b\"","notes":"secret"}"#);
         assert_eq!(written(&["id", "name", "notes"]), "[{}");
@@ -188,7 +191,12 @@ mod tests {
     fn refuses_what_is_not_a_struct() {
         let mut out = Vec::new();
         assert!(to_writer(&mut out, &vec![1, 2], &["x"]).is_err());
-        assert!(to_writer(&mut out, &std::collections::BTreeMap::from([("x", 1)]), &["x"]).is_err());
+        assert!(to_writer(
+            &mut out,
+            &std::collections::BTreeMap::from([("x", 1)]),
+            &["x"]
+        )
+        .is_err());
         assert!(to_writer(&mut out, &3, &["x"]).is_err());
     }
 }
