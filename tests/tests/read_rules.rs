@@ -500,3 +500,54 @@ backend_tests! {
         assert!(props["title"].get("x-crudforge-read").is_none());
     }
 }
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crudforge::sql_types::*;
+
+    /// Tags, whose `type` column is a Rust keyword.
+    tags (id) {
+        /// Id.
+        id -> PortableUuid,
+        /// Created.
+        created_at -> PortableTimestamp,
+        /// Updated.
+        updated_at -> PortableTimestamp,
+        /// Kind.
+        r#type -> Text,
+    }
+}
+
+/// A member named with a raw identifier, readable by administrators only.
+#[derive(Debug, Clone, Queryable, Selectable, Resource)]
+#[diesel(table_name = tags)]
+pub struct Tag {
+    /// Identifier.
+    pub id: Uuid,
+    /// Creation time.
+    pub created_at: DateTime,
+    /// Last change.
+    pub updated_at: DateTime,
+    /// Its kind.
+    #[resource(read = admin)]
+    pub r#type: String,
+}
+
+/// A raw identifier's member is named as it is serialized (`type`, not `r#type`): in the
+/// fields that filters, `sort` and `fields` accept, and in the read rules, which hide members
+/// by that name (under the other name the member would reach every caller).
+#[actix_web::test]
+async fn a_raw_identifier_is_named_as_serialized() {
+    let tag = Tag {
+        id: Uuid::nil(),
+        created_at: DateTime::default(),
+        updated_at: DateTime::default(),
+        r#type: "secret kind".into(),
+    };
+    let body = serde_json::to_value(TagResponse::from(tag)).unwrap();
+    assert_eq!(body["type"], "secret kind");
+    let names: Vec<&str> = Tag::FIELDS.iter().map(|f| f.name).collect();
+    assert_eq!(names, ["id", "created_at", "updated_at", "type"]);
+    let hidden: Vec<&str> = Tag::READ_RULES.iter().map(|(name, _)| *name).collect();
+    assert_eq!(hidden, ["type"]);
+}

@@ -2,6 +2,7 @@
 
 use crate::attr::{self, FieldAttrs, StructAttrs};
 use crate::ctxt::Ctxt;
+use syn::ext::IdentExt as _;
 use syn::{
     Attribute, Data, DeriveInput, Fields, GenericArgument, Ident, Path, PathArguments, Type,
     Visibility,
@@ -73,8 +74,10 @@ pub(crate) struct Field {
 }
 
 impl Field {
+    /// The member's name, as serde writes it and as the table names the column: a raw
+    /// identifier (`r#type`) without its `r#`.
     pub(crate) fn name(&self) -> String {
-        self.ident.to_string()
+        self.ident.unraw().to_string()
     }
 
     pub(crate) fn is_base(&self) -> bool {
@@ -97,7 +100,7 @@ impl Model {
         self.attrs
             .name
             .as_ref()
-            .map_or_else(|| self.ident.to_string(), syn::LitStr::value)
+            .map_or_else(|| self.ident.unraw().to_string(), syn::LitStr::value)
     }
 
     /// The primary-key field.
