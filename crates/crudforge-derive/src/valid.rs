@@ -8,12 +8,31 @@ mod rules;
 
 pub(crate) fn check(cx: &Ctxt, m: &Model) {
     crate::relations::check(cx, m);
+    check_table(cx, m);
+    check_id(cx, m);
+    check_base_fields(cx, m);
+    if let Some(span) = m.attrs.soft_delete {
+        check_soft_delete(cx, m, span);
+    }
+    rules::check(cx, m);
+    check_indexes(cx, m);
+    for f in &m.fields {
+        check_field(cx, m, f);
+    }
+}
+
+/// The model names its table.
+fn check_table(cx: &Ctxt, m: &Model) {
     if m.attrs.table.is_none() {
         cx.error(
             &m.ident,
             "Resource needs the model's table\nhelp: add `#[diesel(table_name = critters)]` (as Selectable needs) or `#[resource(table = critters)]`",
         );
     }
+}
+
+/// One id field, a `uuid::Uuid` that clients can filter on and see.
+fn check_id(cx: &Ctxt, m: &Model) {
     let ids: Vec<_> = m.fields.iter().filter(|f| f.attrs.id.is_some()).collect();
     if ids.len() > 1 {
         for f in &ids[1..] {
@@ -59,6 +78,10 @@ pub(crate) fn check(cx: &Ctxt, m: &Model) {
             }
         }
     }
+}
+
+/// `created_at` and `updated_at`, timestamps the service maintains and returns.
+fn check_base_fields(cx: &Ctxt, m: &Model) {
     for (base, article) in [("created_at", "a"), ("updated_at", "an")] {
         match m.fields.iter().find(|f| f.ident == base) {
             None => cx.error(
@@ -85,10 +108,10 @@ pub(crate) fn check(cx: &Ctxt, m: &Model) {
             }
         }
     }
-    if let Some(span) = m.attrs.soft_delete {
-        check_soft_delete(cx, m, span);
-    }
-    rules::check(cx, m);
+}
+
+/// Declared indexes name fields of the model.
+fn check_indexes(cx: &Ctxt, m: &Model) {
     for index in &m.attrs.indexes {
         for col in &index.columns {
             if !m.fields.iter().any(|f| f.name() == col.value()) {
@@ -109,104 +132,127 @@ pub(crate) fn check(cx: &Ctxt, m: &Model) {
             }
         }
     }
-    for f in &m.fields {
-        let a = &f.attrs;
-        if let (Some(_), Some(w)) = (a.read_only, a.write_only) {
-            cx.error_at(
-                w,
-                "a field cannot be both `read_only` and `write_only`\nhelp: keep one: `read_only` fields are returned but never written by clients; `write_only` fields are written but never returned",
-            );
-        }
-        if let Some(s) = a.skip {
-            let others: Vec<&str> = [
-                (a.read_only.is_some(), "read_only"),
-                (a.write_only.is_some(), "write_only"),
-                (a.filter.is_some(), "filter"),
-                (a.max_len.is_some(), "max_len"),
-                (a.email.is_some(), "email"),
-                (a.default.is_some(), "default"),
-                (a.min_len.is_some(), "min_len"),
-                (a.min.is_some(), "min"),
-                (a.max.is_some(), "max"),
-                (a.pattern.is_some(), "pattern"),
-                (a.one_of.is_some(), "one_of"),
-                (a.validate.is_some(), "validate"),
-            ]
-            .into_iter()
-            .filter_map(|(set, name)| set.then_some(name))
-            .collect();
-            if !others.is_empty() {
-                let others = others
-                    .iter()
-                    .map(|o| format!("`{o}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                cx.error_at(
-                    s,
-                    format!("`skip` hides the field from the API, so {others} cannot apply to it\nhelp: remove `skip` to expose the field, or remove {others}"),
-                );
-            }
-        }
-        if let (Some(_), Some((true, span))) = (a.write_only, a.filter) {
+}
+
+/// One field's flags: which combine, and which apply to its kind.
+fn check_field(cx: &Ctxt, m: &Model, f: &Field) {
+    let a = &f.attrs;
+    if let (Some(_), Some(w)) = (a.read_only, a.write_only) {
+        cx.error_at(
+            w,
+            "a field cannot be both `read_only` and `write_only`\nhelp: keep one: `read_only` fields are returned but never written by clients; `write_only` fields are written but never returned",
+        );
+    }
+    check_skip(cx, f);
+    if let (Some(_), Some((true, span))) = (a.write_only, a.filter) {
+        cx.error_at(
+            span,
+            "a `write_only` field can never be filtered: a filter would reveal its value\nhelp: remove `filter = true`",
+        );
+    }
+    // A field whose type was already refused gets no second error here.
+    let not_text = f.kind.is_some_and(|k| k != Kind::Text);
+    if let Some((_, span)) = a.max_len {
+        if not_text {
             cx.error_at(
                 span,
-                "a `write_only` field can never be filtered: a filter would reveal its value\nhelp: remove `filter = true`",
+                "`max_len` applies to String fields only\nhelp: remove `max_len`, or make the field a `String` or `Option<String>`",
             );
         }
-        // A field whose type was already refused gets no second error here.
-        let not_text = f.kind.is_some_and(|k| k != Kind::Text);
-        if let Some((_, span)) = a.max_len {
-            if not_text {
-                cx.error_at(
-                    span,
-                    "`max_len` applies to String fields only\nhelp: remove `max_len`, or make the field a `String` or `Option<String>`",
-                );
-            }
+    }
+    if let Some(span) = a.email {
+        if not_text {
+            cx.error_at(
+                span,
+                "`email` applies to String fields only\nhelp: remove `email`, or make the field a `String` or `Option<String>`",
+            );
         }
-        if let Some(span) = a.email {
-            if not_text {
-                cx.error_at(
-                    span,
-                    "`email` applies to String fields only\nhelp: remove `email`, or make the field a `String` or `Option<String>`",
-                );
-            }
+    }
+    check_validators(cx, f);
+    check_default(cx, m, f);
+    check_password(cx, f);
+    if f.kind == Some(Kind::Json) {
+        if let Some((true, span)) = a.filter {
+            cx.error_at(
+                span,
+                "JSON fields cannot be filtered; remove `filter = true`",
+            );
         }
-        check_validators(cx, f);
-        if let Some(d) = &a.default {
-            let is_id = m.id_field().is_some_and(|id| id.ident == f.ident);
-            if a.read_only.is_some() {
-                cx.error(d, "a `read_only` field is never written by clients, so it takes no `default`\nhelp: remove `default = ..` and set a default in the table's migration");
-            } else if is_id || f.is_base() || f.ident == "id" {
-                cx.error(
-                    d,
-                    format!("the service sets `{}`, so it takes no `default`\nhelp: remove `default = ..`", f.ident),
-                );
-            }
+    }
+}
+
+/// `skip` hides a field from the API, so no other API flag applies to it.
+fn check_skip(cx: &Ctxt, f: &Field) {
+    let a = &f.attrs;
+    if let Some(s) = a.skip {
+        let others: Vec<&str> = [
+            (a.read_only.is_some(), "read_only"),
+            (a.write_only.is_some(), "write_only"),
+            (a.filter.is_some(), "filter"),
+            (a.max_len.is_some(), "max_len"),
+            (a.email.is_some(), "email"),
+            (a.default.is_some(), "default"),
+            (a.min_len.is_some(), "min_len"),
+            (a.min.is_some(), "min"),
+            (a.max.is_some(), "max"),
+            (a.pattern.is_some(), "pattern"),
+            (a.one_of.is_some(), "one_of"),
+            (a.validate.is_some(), "validate"),
+        ]
+        .into_iter()
+        .filter_map(|(set, name)| set.then_some(name))
+        .collect();
+        if !others.is_empty() {
+            let others = others
+                .iter()
+                .map(|o| format!("`{o}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            cx.error_at(
+                s,
+                format!("`skip` hides the field from the API, so {others} cannot apply to it\nhelp: remove `skip` to expose the field, or remove {others}"),
+            );
         }
-        if let Some(span) = a.password {
-            if f.kind != Some(Kind::Text) {
-                cx.error_at(
-                    span,
-                    "`password` applies to a `String` or `Option<String>` field",
-                );
-            }
-            if a.read_only.is_some() || a.skip.is_some() {
-                cx.error_at(span, "a `password` field is written by clients (and stored hashed); it cannot be `read_only` or `skip`");
-            }
-            if let Some((true, fs)) = a.filter {
-                cx.error_at(
-                    fs,
-                    "a `password` field can never be filtered; remove `filter = true`",
-                );
-            }
+    }
+}
+
+/// A `default` belongs to fields clients write and the service does not set.
+fn check_default(cx: &Ctxt, m: &Model, f: &Field) {
+    let a = &f.attrs;
+    if let Some(d) = &a.default {
+        let is_id = m.id_field().is_some_and(|id| id.ident == f.ident);
+        if a.read_only.is_some() {
+            cx.error(d, "a `read_only` field is never written by clients, so it takes no `default`\nhelp: remove `default = ..` and set a default in the table's migration");
+        } else if is_id || f.is_base() || f.ident == "id" {
+            cx.error(
+                d,
+                format!(
+                    "the service sets `{}`, so it takes no `default`\nhelp: remove `default = ..`",
+                    f.ident
+                ),
+            );
         }
-        if f.kind == Some(Kind::Json) {
-            if let Some((true, span)) = a.filter {
-                cx.error_at(
-                    span,
-                    "JSON fields cannot be filtered; remove `filter = true`",
-                );
-            }
+    }
+}
+
+/// A `password` field is text that clients write and nobody reads or filters.
+fn check_password(cx: &Ctxt, f: &Field) {
+    let a = &f.attrs;
+    if let Some(span) = a.password {
+        if f.kind != Some(Kind::Text) {
+            cx.error_at(
+                span,
+                "`password` applies to a `String` or `Option<String>` field",
+            );
+        }
+        if a.read_only.is_some() || a.skip.is_some() {
+            cx.error_at(span, "a `password` field is written by clients (and stored hashed); it cannot be `read_only` or `skip`");
+        }
+        if let Some((true, fs)) = a.filter {
+            cx.error_at(
+                fs,
+                "a `password` field can never be filtered; remove `filter = true`",
+            );
         }
     }
 }
