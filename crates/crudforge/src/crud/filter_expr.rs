@@ -8,7 +8,9 @@
 //! configured length before reading it, so no input overflows the stack.
 
 use super::relation_names::{related_param, RelFields};
-use crate::condition::{operator, parse_arg, text_arg, Arg, Cond, Condition, Op, OPERATORS};
+use crate::condition::{
+    operator, parse_arg, text_arg, Arg, Cond, Condition, Op, Operator, OPERATORS,
+};
 use crate::error::Error;
 use crate::field::{FieldInfo, Kind};
 use crudforge_core::operator_spelled;
@@ -72,6 +74,7 @@ fn error(pos: usize, msg: impl std::fmt::Display) -> Error {
     Error::bad_param(PARAM, format!("at character {pos}: {msg}"))
 }
 
+/// The tokens of a `filter` expression, each with its position (1-based, in characters).
 fn lex(src: &str) -> Result<Vec<Spanned>, Error> {
     let chars: Vec<char> = src.chars().collect();
     let mut out = Vec::new();
@@ -83,108 +86,107 @@ fn lex(src: &str) -> Result<Vec<Spanned>, Error> {
             i += 1;
             continue;
         }
-        let tok = match c {
-            '(' => {
-                i += 1;
-                Tok::LParen
-            }
-            ')' => {
-                i += 1;
-                Tok::RParen
-            }
-            ',' => {
-                i += 1;
-                Tok::Comma
-            }
-            '=' => {
-                i += 1;
-                Tok::Cmp("=")
-            }
-            '!' if chars.get(i + 1) == Some(&'=') => {
-                i += 2;
-                Tok::Cmp("!=")
-            }
-            '<' | '>' => {
-                let next = chars.get(i + 1).copied();
-                let (t, n) = match (c, next) {
-                    ('<', Some('=')) => ("<=", 2),
-                    ('<', Some('>')) => ("!=", 2),
-                    ('>', Some('=')) => (">=", 2),
-                    ('<', _) => ("<", 1),
-                    _ => (">", 1),
-                };
-                i += n;
-                Tok::Cmp(t)
-            }
-            '\'' => {
-                let mut s = String::new();
-                i += 1;
-                loop {
-                    match chars.get(i) {
-                        None => {
-                            return Err(error(
-                                pos,
-                                "expected a closing quote `'` for the string that starts here",
-                            ))
-                        }
-                        Some('\'') if chars.get(i + 1) == Some(&'\'') => {
-                            s.push('\'');
-                            i += 2;
-                        }
-                        Some('\'') => {
-                            i += 1;
-                            break;
-                        }
-                        Some(ch) => {
-                            s.push(*ch);
-                            i += 1;
-                        }
-                    }
-                }
-                Tok::Str(s)
-            }
-            c if c.is_ascii_digit()
-                || ((c == '-' || c == '.')
-                    && chars.get(i + 1).is_some_and(char::is_ascii_digit)) =>
-            {
-                let start = i;
-                i += 1;
-                while let Some(&d) = chars.get(i) {
-                    let exp_sign =
-                        (d == '+' || d == '-') && matches!(chars.get(i - 1), Some('e' | 'E'));
-                    if d.is_ascii_alphanumeric() || d == '.' || exp_sign {
-                        i += 1;
-                    } else {
-                        break;
-                    }
-                }
-                Tok::Num(chars[start..i].iter().collect())
-            }
-            c if c.is_alphabetic() || c == '_' => {
-                let start = i;
-                // A dot followed by a letter joins a relation and its field (`habitat.name`).
-                while chars.get(i).is_some_and(|d| {
-                    d.is_alphanumeric()
-                        || *d == '_'
-                        || (*d == '.' && chars.get(i + 1).is_some_and(|n| n.is_alphabetic()))
-                }) {
-                    i += 1;
-                }
-                Tok::Ident(chars[start..i].iter().collect())
-            }
-            other => {
-                return Err(error(
-                    pos,
-                    format!(
-                    "expected a field name, a value, an operator or a parenthesis, found {other:?}"
+        let (tok, next) = if let Some(found) = punctuation(&chars, i) {
+            found
+        } else if c == '\'' {
+            quoted(&chars, i)?
+        } else if starts_number(&chars, i) {
+            number(&chars, i)
+        } else if c.is_alphabetic() || c == '_' {
+            word(&chars, i)
+        } else {
+            return Err(error(
+                pos,
+                format!(
+                    "expected a field name, a value, an operator or a parenthesis, found {c:?}"
                 ),
-                ))
-            }
+            ));
         };
         out.push((tok, pos));
+        i = next;
     }
     out.push((Tok::End, chars.len() + 1));
     Ok(out)
+}
+
+/// A parenthesis, a comma or a comparison operator at `i`, and where the next token starts.
+fn punctuation(chars: &[char], i: usize) -> Option<(Tok, usize)> {
+    let next = chars.get(i + 1).copied();
+    let (tok, len) = match (chars[i], next) {
+        ('(', _) => (Tok::LParen, 1),
+        (')', _) => (Tok::RParen, 1),
+        (',', _) => (Tok::Comma, 1),
+        ('=', _) => (Tok::Cmp("="), 1),
+        ('!', Some('=')) | ('<', Some('>')) => (Tok::Cmp("!="), 2),
+        ('<', Some('=')) => (Tok::Cmp("<="), 2),
+        ('>', Some('=')) => (Tok::Cmp(">="), 2),
+        ('<', _) => (Tok::Cmp("<"), 1),
+        ('>', _) => (Tok::Cmp(">"), 1),
+        _ => return None,
+    };
+    Some((tok, i + len))
+}
+
+/// The string quoted from `i` (a quote is written twice inside), and where the next token
+/// starts.
+fn quoted(chars: &[char], start: usize) -> Result<(Tok, usize), Error> {
+    let mut s = String::new();
+    let mut i = start + 1;
+    loop {
+        match chars.get(i) {
+            None => {
+                return Err(error(
+                    start + 1,
+                    "expected a closing quote `'` for the string that starts here",
+                ))
+            }
+            Some('\'') if chars.get(i + 1) == Some(&'\'') => {
+                s.push('\'');
+                i += 2;
+            }
+            Some('\'') => return Ok((Tok::Str(s), i + 1)),
+            Some(ch) => {
+                s.push(*ch);
+                i += 1;
+            }
+        }
+    }
+}
+
+/// Whether a number starts at `i`: a digit, or a sign or a point before one.
+fn starts_number(chars: &[char], i: usize) -> bool {
+    let c = chars[i];
+    c.is_ascii_digit()
+        || ((c == '-' || c == '.') && chars.get(i + 1).is_some_and(char::is_ascii_digit))
+}
+
+/// The number from `start` (its exponent's sign included), and where the next token starts;
+/// whether it is a valid number is for the field's kind to say.
+fn number(chars: &[char], start: usize) -> (Tok, usize) {
+    let mut i = start + 1;
+    while let Some(&d) = chars.get(i) {
+        let exp_sign = (d == '+' || d == '-') && matches!(chars.get(i - 1), Some('e' | 'E'));
+        if d.is_ascii_alphanumeric() || d == '.' || exp_sign {
+            i += 1;
+        } else {
+            break;
+        }
+    }
+    (Tok::Num(chars[start..i].iter().collect()), i)
+}
+
+/// The word from `start` (a field name, a keyword, or a relation's field: a dot followed by
+/// a letter joins them, as in `habitat.name`), and where the next token starts.
+fn word(chars: &[char], start: usize) -> (Tok, usize) {
+    let mut i = start;
+    while chars.get(i).is_some_and(|d| {
+        d.is_alphanumeric()
+            || *d == '_'
+            || (*d == '.' && chars.get(i + 1).is_some_and(|n| n.is_alphabetic()))
+    }) {
+        i += 1;
+    }
+    (Tok::Ident(chars[start..i].iter().collect()), i)
 }
 
 /// Parses a `filter` expression against `fields`.
@@ -334,7 +336,32 @@ impl Parser<'_> {
         self.comparison()
     }
 
+    /// One comparison: a field, an operator and the operator's argument.
     fn comparison(&mut self) -> Result<Condition, Error> {
+        let (field, related) = self.filterable_field()?;
+        let (o, spelled) = self.operator_for(field)?;
+        let (op, arg) = match o.op {
+            Op::IsNull => (Op::IsNull, self.null_check()?),
+            Op::In => (Op::In, self.list(field)?),
+            Op::Like | Op::ILike => (o.op, self.pattern(&spelled)?),
+            op => (op, self.value(field)?),
+        };
+        let c = Condition::Is(Cond {
+            field: field.name,
+            op,
+            arg,
+            param: PARAM.to_owned(),
+        });
+        Ok(match related {
+            Some(rel) => crate::condition::Related::pending(rel, c),
+            None => c,
+        })
+    }
+
+    /// The field a comparison starts with, which must be filterable; with the relation it
+    /// belongs to when it is a related row's field (`habitat.name`, compared among the related
+    /// rows).
+    fn filterable_field(&mut self) -> Result<(&'static FieldInfo, Option<&'static str>), Error> {
         let (t, pos) = self.next();
         let name = match t {
             Tok::Ident(n) if !is_keyword(&n) => n,
@@ -348,10 +375,9 @@ impl Parser<'_> {
                 ))
             }
         };
-        // A field of a relation (`habitat.name`): compared among the related rows.
         let (fields, related, name) = match related_param(self.rels, &name) {
-            Some((rel, target, rest)) => (target, Some(rel), rest.to_owned()),
-            None => (self.fields, None, name),
+            Some((rel, target, rest)) => (target, Some(rel), rest),
+            None => (self.fields, None, name.as_str()),
         };
         let field = fields
             .iter()
@@ -370,9 +396,15 @@ impl Parser<'_> {
                     ),
                 )
             })?;
+        Ok((field, related))
+    }
+
+    /// The operator after `field`, looked up by its spelling in the operator table (which
+    /// says how a `filter` expression writes each one), and that spelling as messages show
+    /// it. The operator must apply to the field's kind.
+    fn operator_for(&mut self, field: &FieldInfo) -> Result<(&'static Operator, String), Error> {
+        let name = field.name;
         let (t, op_pos) = self.next();
-        // The spelling is looked up in the operator table, which says how a `filter`
-        // expression writes each operator.
         let word = match &t {
             Tok::Cmp(c) => Some(*c),
             Tok::Ident(w) => Some(w.as_str()),
@@ -393,13 +425,13 @@ impl Parser<'_> {
                 ),
             ));
         };
-        let (suffix, spelled) = if found.op == Op::IsNull {
-            (found.suffix, "is null".to_owned())
+        let spelled = if found.op == Op::IsNull {
+            "is null".to_owned()
         } else {
-            (found.suffix, found.expression.to_owned())
+            found.expression.to_owned()
         };
-        let o = operator(suffix).filter(|o| o.applies(field.kind, field.nullable));
-        let Some(o) = o else {
+        let suffix = found.suffix;
+        let Some(o) = operator(suffix).filter(|o| o.applies(field.kind, field.nullable)) else {
             let why = if field.kind == Kind::Json {
                 "JSON fields cannot be filtered".to_owned()
             } else if suffix == "isnull" {
@@ -409,83 +441,78 @@ impl Parser<'_> {
             };
             return Err(error(op_pos, why));
         };
-        let (op, arg) = match o.op {
-            Op::IsNull => {
-                let negated = self.peek().0.is_word("not");
-                if negated {
-                    self.next();
-                }
-                let (t, p) = self.next();
-                if !t.is_word("null") {
+        Ok((o, spelled))
+    }
+
+    /// The rest of `is null` / `is not null` (after `is`): whether the field must be null.
+    fn null_check(&mut self) -> Result<Arg, Error> {
+        let negated = self.peek().0.is_word("not");
+        if negated {
+            self.next();
+        }
+        let (t, p) = self.next();
+        if !t.is_word("null") {
+            return Err(error(
+                p,
+                format!(
+                    "expected `null` or `not null` after `is`, found {}",
+                    t.describe()
+                ),
+            ));
+        }
+        Ok(Arg::Bool(!negated))
+    }
+
+    /// The parenthesized list after `in`: one or more values of `field`'s kind.
+    fn list(&mut self, field: &FieldInfo) -> Result<Arg, Error> {
+        let (t, p) = self.next();
+        if t != Tok::LParen {
+            return Err(error(
+                p,
+                format!("expected `(` after `in`, found {}", t.describe()),
+            ));
+        }
+        let mut items = vec![self.value(field)?];
+        loop {
+            let (t, p) = self.next();
+            match t {
+                Tok::Comma => items.push(self.value(field)?),
+                Tok::RParen => break,
+                other => {
                     return Err(error(
                         p,
                         format!(
-                            "expected `null` or `not null` after `is`, found {}",
-                            t.describe()
+                            "expected `,` or `)` in the list, found {}",
+                            other.describe()
                         ),
-                    ));
+                    ))
                 }
-                (Op::IsNull, Arg::Bool(!negated))
             }
-            Op::In => {
-                let (t, p) = self.next();
-                if t != Tok::LParen {
-                    return Err(error(
-                        p,
-                        format!("expected `(` after `in`, found {}", t.describe()),
-                    ));
-                }
-                let mut items = vec![self.value(field)?];
-                loop {
-                    let (t, p) = self.next();
-                    match t {
-                        Tok::Comma => items.push(self.value(field)?),
-                        Tok::RParen => break,
-                        other => {
-                            return Err(error(
-                                p,
-                                format!(
-                                    "expected `,` or `)` in the list, found {}",
-                                    other.describe()
-                                ),
-                            ))
-                        }
-                    }
-                }
-                (Op::In, Arg::List(items))
-            }
-            Op::Like | Op::ILike => {
-                let (t, p) = self.next();
-                let Tok::Str(pat) = t else {
-                    return Err(error(
-                        p,
-                        format!(
-                            "expected a quoted pattern after `{spelled}`, found {}",
-                            t.describe()
-                        ),
-                    ));
-                };
-                let trailing = pat.chars().rev().take_while(|c| *c == '\\').count();
-                if trailing % 2 == 1 {
-                    return Err(error(
-                        p,
-                        "a pattern cannot end with a lone escape character `\\`",
-                    ));
-                }
-                (o.op, text_arg(&pat).map_err(|e| error(p, e))?)
-            }
-            op => (op, self.value(field)?),
+        }
+        Ok(Arg::List(items))
+    }
+
+    /// The quoted pattern after `like` or `ilike` (`spelled`), which cannot end with a lone
+    /// escape character.
+    fn pattern(&mut self, spelled: &str) -> Result<Arg, Error> {
+        let (t, p) = self.next();
+        let Tok::Str(pat) = t else {
+            return Err(error(
+                p,
+                format!(
+                    "expected a quoted pattern after `{spelled}`, found {}",
+                    t.describe()
+                ),
+            ));
         };
-        let c = Condition::Is(Cond {
-            field: field.name,
-            op,
-            arg,
-            param: PARAM.to_owned(),
-        });
-        Ok(match related {
-            Some(rel) => crate::condition::Related::pending(rel, c),
-            None => c,
-        })
+        let trailing = pat.chars().rev().take_while(|c| *c == '\\').count();
+        if trailing % 2 == 1 {
+            return Err(error(
+                p,
+                "a pattern cannot end with a lone escape character `\\`",
+            ));
+        }
+        text_arg(&pat).map_err(|e| error(p, e))
     }
 
     /// One literal, typed by `field`.
