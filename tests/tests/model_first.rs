@@ -361,6 +361,13 @@ backend_tests! {
         assert!(pg.contains("ALTER TABLE books ADD COLUMN isbn VARCHAR(20);"), "{pg}");
         let down = read(&dir, "sqlite", &folder2, "down.sql");
         assert!(down.contains("ALTER TABLE books DROP COLUMN pages;"), "{down}");
+        // The new column's unique index goes before the column does.
+        let drop_index = down.find("DROP INDEX IF EXISTS books_isbn_key;");
+        let drop_isbn = down.find("ALTER TABLE books DROP COLUMN isbn;");
+        assert!(
+            drop_index.is_some() && drop_index < drop_isbn,
+            "{down}"
+        );
         let applied = run_migration_dir(&db, &dir).await.unwrap();
         assert_eq!(applied.len(), 1, "{applied:?}");
         assert_eq!(schema_lines(&api2).await, Vec::<String>::new());

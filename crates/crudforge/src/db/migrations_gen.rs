@@ -351,7 +351,6 @@ fn diff_table(
     steps: &mut Vec<Step>,
     todo: &mut Vec<Todo>,
 ) -> Result<(), MakeMigrationsError> {
-    let table = model.table;
     let added: Vec<&'static ModelColumn> = model
         .columns
         .iter()
@@ -363,86 +362,13 @@ fn diff_table(
         .collect();
     let renamed = !added.is_empty() && !gone.is_empty();
     for col in &gone {
-        let c = ident(&col.column_name);
-        let what = if renamed {
-            let new: Vec<&str> = added.iter().map(|a| a.name()).collect();
-            format!(
-                "{table}.{}: no field any more, and {} {} new: a rename? (nothing written for either)",
-                col.column_name,
-                new.join(", "),
-                if new.len() == 1 { "is" } else { "are" }
-            )
-        } else {
-            format!("{table}.{}: no field any more (drop it?)", col.column_name)
-        };
-        let rename = added
-            .first()
-            .filter(|_| renamed)
-            .map(|a| {
-                format!(
-                    "ALTER TABLE {} RENAME COLUMN {c} TO {};\n-- or: ",
-                    ident(table),
-                    ident(a.name())
-                )
-            })
-            .unwrap_or_default();
-        let sql = format!("{rename}ALTER TABLE {} DROP COLUMN {c};", ident(table));
-        todo.push(Todo {
-            what,
-            sqlite: sql.clone(),
-            postgres: sql,
-        });
+        todo.push(gone_column(model.table, col, &added, renamed));
     }
     for column in &added {
-        let add = |backend| {
-            format!(
-                "ALTER TABLE {} ADD COLUMN {};",
-                ident(table),
-                column.definition(backend, false)
-            )
-        };
-        let needs_value = !column.field.nullable && column.default.is_none();
-        if renamed || needs_value {
-            let what = if renamed {
-                format!(
-                    "{table}.{}: new column, while others are gone: a rename? (not written)",
-                    column.name()
-                )
-            } else {
-                format!(
-                    "{table}.{}: new NOT NULL column without a default: existing rows need a value (give the field `#[resource(default = ...)]` or make it an Option)",
-                    column.name()
-                )
-            };
-            todo.push(Todo {
-                what,
-                sqlite: add(Backend::Sqlite),
-                postgres: add(Backend::Postgres),
-            });
-            continue;
+        match added_column(model.table, column, renamed) {
+            Ok(step) => steps.push(step),
+            Err(t) => todo.push(t),
         }
-        let mut up = [vec![add(Backend::Sqlite)], vec![add(Backend::Postgres)]];
-        let mut down = both(format!(
-            "ALTER TABLE {} DROP COLUMN {};",
-            ident(table),
-            ident(column.name())
-        ));
-        if column.field.unique {
-            let index = column.unique_index_sql(table);
-            let drop = format!(
-                "DROP INDEX IF EXISTS {};",
-                ident(&format!("{table}_{}_key", column.name()))
-            );
-            for i in 0..2 {
-                up[i].push(index.clone());
-                down[i].insert(0, drop.clone());
-            }
-        }
-        steps.push(Step {
-            line: format!("{table}.{}: new column", column.name()),
-            up,
-            down,
-        });
     }
     for column in model.columns {
         if added.iter().any(|a| a.name() == column.name()) {
@@ -450,6 +376,104 @@ fn diff_table(
         }
         changed_column(model, column, columns, todo);
     }
+    missing_indexes(conn, model, &added, dir, steps)
+}
+
+/// What to do about a column of the table that no field declares any more: drop it, or, when
+/// other fields are new, perhaps rename it (left to the user either way).
+fn gone_column(table: &str, col: &Column, added: &[&'static ModelColumn], renamed: bool) -> Todo {
+    let c = ident(&col.column_name);
+    let what = if renamed {
+        let new: Vec<&str> = added.iter().map(|a| a.name()).collect();
+        format!(
+            "{table}.{}: no field any more, and {} {} new: a rename? (nothing written for either)",
+            col.column_name,
+            new.join(", "),
+            if new.len() == 1 { "is" } else { "are" }
+        )
+    } else {
+        format!("{table}.{}: no field any more (drop it?)", col.column_name)
+    };
+    let rename = added
+        .first()
+        .filter(|_| renamed)
+        .map(|a| {
+            format!(
+                "ALTER TABLE {} RENAME COLUMN {c} TO {};\n-- or: ",
+                ident(table),
+                ident(a.name())
+            )
+        })
+        .unwrap_or_default();
+    let sql = format!("{rename}ALTER TABLE {} DROP COLUMN {c};", ident(table));
+    Todo {
+        what,
+        sqlite: sql.clone(),
+        postgres: sql,
+    }
+}
+
+/// The step that adds a new field's column (and its unique index), or, when that cannot be
+/// written safely (a possible rename, a `NOT NULL` column without a default), what the user
+/// must decide.
+fn added_column(table: &str, column: &ModelColumn, renamed: bool) -> Result<Step, Todo> {
+    let add = |backend| {
+        format!(
+            "ALTER TABLE {} ADD COLUMN {};",
+            ident(table),
+            column.definition(backend, false)
+        )
+    };
+    let needs_value = !column.field.nullable && column.default.is_none();
+    if renamed || needs_value {
+        let what = if renamed {
+            format!(
+                "{table}.{}: new column, while others are gone: a rename? (not written)",
+                column.name()
+            )
+        } else {
+            format!(
+                "{table}.{}: new NOT NULL column without a default: existing rows need a value (give the field `#[resource(default = ...)]` or make it an Option)",
+                column.name()
+            )
+        };
+        return Err(Todo {
+            what,
+            sqlite: add(Backend::Sqlite),
+            postgres: add(Backend::Postgres),
+        });
+    }
+    let mut up = [vec![add(Backend::Sqlite)], vec![add(Backend::Postgres)]];
+    let mut down = both(format!(
+        "ALTER TABLE {} DROP COLUMN {};",
+        ident(table),
+        ident(column.name())
+    ));
+    if column.field.unique {
+        let index = column.unique_index_sql(table);
+        let drop = unique_index_drop(table, column);
+        for i in 0..2 {
+            up[i].push(index.clone());
+            down[i].insert(0, drop.clone());
+        }
+    }
+    Ok(Step {
+        line: format!("{table}.{}: new column", column.name()),
+        up,
+        down,
+    })
+}
+
+/// The steps that add the declared indexes, and the unique indexes of existing unique fields,
+/// that the table does not have (new columns' unique indexes come with the column).
+fn missing_indexes(
+    conn: &mut SqliteConnection,
+    model: &'static ModelTable,
+    added: &[&'static ModelColumn],
+    dir: &Path,
+    steps: &mut Vec<Step>,
+) -> Result<(), MakeMigrationsError> {
+    let table = model.table;
     let present = load_indexes(conn, dialect::index_columns(Backend::Sqlite), table, dir)?;
     for spec in model.index_specs() {
         if indexes::served(&present, spec.columns) {
@@ -466,17 +490,21 @@ fn diff_table(
                 .iter()
                 .any(|(_, cols)| *cols == [Some(c.name().to_owned())])
     }) {
-        let drop = format!(
-            "DROP INDEX IF EXISTS {};",
-            ident(&format!("{table}_{}_key", column.name()))
-        );
         steps.push(Step {
             line: format!("{table}.{}: new unique index", column.name()),
             up: both(column.unique_index_sql(table)),
-            down: both(drop),
+            down: both(unique_index_drop(table, column)),
         });
     }
     Ok(())
+}
+
+/// The statement that drops the unique index of `column` (named `<table>_<column>_key`).
+fn unique_index_drop(table: &str, column: &ModelColumn) -> String {
+    format!(
+        "DROP INDEX IF EXISTS {};",
+        ident(&format!("{table}_{}_key", column.name()))
+    )
 }
 
 /// The step that adds a declared index.
