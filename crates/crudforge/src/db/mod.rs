@@ -308,6 +308,125 @@ impl Target {
     }
 }
 
+/// The pool of SQLite connections to the file at `path` (its folder created if need be), and
+/// the target its connections open. Each new connection gets the pragmas, the functions and
+/// the optimize step, and runs its statements through the [`Runner`] `options` ask for.
+fn sqlite_pool(path: &std::path::Path, options: DbOptions) -> Result<(Pools, String), DbError> {
+    let DbOptions {
+        monitor,
+        sqlite_synchronous,
+        sqlite_locking,
+        statement_timeout,
+        sqlite_inline,
+        ..
+    } = options;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let url = locking::connection_target(path, sqlite_locking)?;
+    sqlite_global::configure();
+    if !plans::install() {
+        tracing::warn!("SQLite may compile cached statements again when rebound");
+    }
+    if statement_timeout.is_some() && !deadline::install() {
+        tracing::warn!("SQLite statements are not bounded (DB_STATEMENT_TIMEOUT)");
+    }
+    let runner = if sqlite_inline {
+        Runner::inline(statement_timeout)
+    } else {
+        Runner::pooled(statement_timeout)
+    };
+    let mut cfg = ManagerConfig::<SqliteConn>::default();
+    cfg.recycling_method = RecyclingMethod::Fast;
+    cfg.custom_setup = Box::new(move |url| {
+        let url = url.to_owned();
+        async move {
+            // Opening the file, the pragmas (WAL set-up), the functions and the optimize step
+            // are file I/O: done on the blocking pool, once per connection.
+            let conn = tokio::task::spawn_blocking(move || {
+                let mut c = SqliteConnection::establish(&url)?;
+                c.batch_execute(&sqlite_pragmas(sqlite_synchronous))
+                    .and_then(|()| functions::register_sqlite_functions(&mut c))
+                    .and_then(|()| optimize_on_open(&mut c))
+                    .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
+                Ok::<_, diesel::ConnectionError>(c)
+            })
+            .await
+            .map_err(|e| {
+                diesel::ConnectionError::BadConnection(format!("opening the SQLite file: {e}"))
+            })??;
+            let mut conn = SqliteConn::with_runtime(conn, runner);
+            conn.set_instrumentation(QueryMonitor::new(monitor, None));
+            Ok(conn)
+        }
+        .boxed()
+    });
+    let mgr = AsyncDieselConnectionManager::new_with_config(url.clone(), cfg);
+    let pool = Pool::builder(mgr)
+        .max_size(8)
+        .build()
+        .map_err(|e| DbError::Pool(e.to_string()))?;
+    Ok((Pools::Sqlite(pool), url))
+}
+
+/// Opens (and creates) the SQLite file now, so that a bad path fails at start-up. The wait may
+/// outlast the busy timeout, so that a file another process holds fails with SQLite's own
+/// "database is locked" (and what may hold it), not a pool timeout.
+async fn open_first(pool: &Pool<SqliteConn>, options: DbOptions) -> Result<(), DbError> {
+    let first = pool.get();
+    let opened = match options.checkout_timeout {
+        Some(limit) => {
+            let busy = Duration::from_millis(u64::from(BUSY_TIMEOUT_MS));
+            tokio::time::timeout(limit + busy, first)
+                .await
+                .map_err(|_| {
+                    DbError::Pool(format!(
+                        "opening the SQLite file took longer than {} s",
+                        (limit + busy).as_secs()
+                    ))
+                })?
+        }
+        None => first.await,
+    };
+    opened
+        .map(drop)
+        .map_err(|e| DbError::Pool(locking::locked_hint(&e.to_string(), options.sqlite_locking)))
+}
+
+/// The pool of PostgreSQL connections to `url`, made lazily; each new one gets the statement
+/// timeout `options` ask for.
+fn postgres_pool(url: &str, options: DbOptions) -> Result<Pool<PgConn>, DbError> {
+    let DbOptions {
+        monitor,
+        statement_timeout,
+        ..
+    } = options;
+    let mut cfg = ManagerConfig::<PgConn>::default();
+    cfg.recycling_method = RecyclingMethod::Fast;
+    let set =
+        statement_timeout.map(|limit| format!("SET statement_timeout = {}", limit.as_millis()));
+    cfg.custom_setup = Box::new(move |url| {
+        let url = url.to_owned();
+        let set = set.clone();
+        async move {
+            let mut conn = PgConn::establish(&url).await?;
+            if let Some(set) = set {
+                diesel_async::SimpleAsyncConnection::batch_execute(&mut conn, &set)
+                    .await
+                    .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
+            }
+            conn.set_instrumentation(QueryMonitor::new(monitor, None));
+            Ok(conn)
+        }
+        .boxed()
+    });
+    let mgr = AsyncDieselConnectionManager::new_with_config(url.to_owned(), cfg);
+    Pool::builder(mgr)
+        .max_size(16)
+        .build()
+        .map_err(|e| DbError::Pool(e.to_string()))
+}
+
 impl Database {
     /// Opens the database the configuration names (`ORM_DATABASE_URI`, else a SQLite file in
     /// the data directory, created on first start), with monitoring as configured.
@@ -328,138 +447,24 @@ impl Database {
     ///
     /// A SQLite file that cannot be created or opened, or a pool that cannot be built.
     pub async fn open(target: Target, options: DbOptions) -> Result<Database, DbError> {
-        let DbOptions {
-            monitor,
-            sqlite_synchronous,
-            sqlite_locking,
-            checkout_timeout,
-            statement_timeout,
-            sqlite_inline,
-        } = options;
         let (pools, target) = match target {
-            Target::Sqlite(path) => {
-                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(dir)?;
-                }
-                let url = locking::connection_target(&path, sqlite_locking)?;
-                sqlite_global::configure();
-                if !plans::install() {
-                    tracing::warn!("SQLite may compile cached statements again when rebound");
-                }
-                if statement_timeout.is_some() && !deadline::install() {
-                    tracing::warn!("SQLite statements are not bounded (DB_STATEMENT_TIMEOUT)");
-                }
-                let runner = if sqlite_inline {
-                    Runner::inline(statement_timeout)
-                } else {
-                    Runner::pooled(statement_timeout)
-                };
-                let mut cfg = ManagerConfig::<SqliteConn>::default();
-                cfg.recycling_method = RecyclingMethod::Fast;
-                cfg.custom_setup = Box::new(move |url| {
-                    let url = url.to_owned();
-                    async move {
-                        // Opening the file, the pragmas (WAL set-up), the functions and the
-                        // optimize step are file I/O: done on the blocking pool, once per
-                        // connection.
-                        let conn = tokio::task::spawn_blocking(move || {
-                            let mut c = SqliteConnection::establish(&url)?;
-                            c.batch_execute(&sqlite_pragmas(sqlite_synchronous))
-                                .and_then(|()| functions::register_sqlite_functions(&mut c))
-                                .and_then(|()| optimize_on_open(&mut c))
-                                .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
-                            Ok::<_, diesel::ConnectionError>(c)
-                        })
-                        .await
-                        .map_err(|e| {
-                            diesel::ConnectionError::BadConnection(format!(
-                                "opening the SQLite file: {e}"
-                            ))
-                        })??;
-                        let mut conn = SqliteConn::with_runtime(conn, runner);
-                        conn.set_instrumentation(QueryMonitor::new(monitor, None));
-                        Ok(conn)
-                    }
-                    .boxed()
-                });
-                let mgr = AsyncDieselConnectionManager::new_with_config(url.clone(), cfg);
-                let pool = Pool::builder(mgr)
-                    .max_size(8)
-                    .build()
-                    .map_err(|e| DbError::Pool(e.to_string()))?;
-                let db = Database {
-                    inner: Arc::new(Inner {
-                        pools: Pools::Sqlite(pool),
-                        target: url,
-                        monitor,
-                        sqlite_synchronous,
-                        checkout_timeout,
-                        upkeep: Arc::default(),
-                    }),
-                };
-                // Open (and create) the file now, so a bad path fails at start-up. The wait
-                // may outlast the busy timeout, so that a file another process holds fails with
-                // SQLite's own "database is locked" (and what may hold it), not a pool timeout.
-                if let Pools::Sqlite(p) = &db.inner.pools {
-                    let first = p.get();
-                    let opened = match checkout_timeout {
-                        Some(limit) => {
-                            let busy = Duration::from_millis(u64::from(BUSY_TIMEOUT_MS));
-                            tokio::time::timeout(limit + busy, first)
-                                .await
-                                .map_err(|_| {
-                                    DbError::Pool(format!(
-                                        "opening the SQLite file took longer than {} s",
-                                        (limit + busy).as_secs()
-                                    ))
-                                })?
-                        }
-                        None => first.await,
-                    };
-                    let _first = opened.map_err(|e| {
-                        DbError::Pool(locking::locked_hint(&e.to_string(), sqlite_locking))
-                    })?;
-                }
-                return Ok(db);
-            }
-            Target::Postgres(url) => {
-                let mut cfg = ManagerConfig::<PgConn>::default();
-                cfg.recycling_method = RecyclingMethod::Fast;
-                let set = statement_timeout
-                    .map(|limit| format!("SET statement_timeout = {}", limit.as_millis()));
-                cfg.custom_setup = Box::new(move |url| {
-                    let url = url.to_owned();
-                    let set = set.clone();
-                    async move {
-                        let mut conn = PgConn::establish(&url).await?;
-                        if let Some(set) = set {
-                            diesel_async::SimpleAsyncConnection::batch_execute(&mut conn, &set)
-                                .await
-                                .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
-                        }
-                        conn.set_instrumentation(QueryMonitor::new(monitor, None));
-                        Ok(conn)
-                    }
-                    .boxed()
-                });
-                let mgr = AsyncDieselConnectionManager::new_with_config(url.clone(), cfg);
-                let pool = Pool::builder(mgr)
-                    .max_size(16)
-                    .build()
-                    .map_err(|e| DbError::Pool(e.to_string()))?;
-                (Pools::Postgres(pool), url)
-            }
+            Target::Sqlite(path) => sqlite_pool(&path, options)?,
+            Target::Postgres(url) => (Pools::Postgres(postgres_pool(&url, options)?), url),
         };
-        Ok(Database {
+        let db = Database {
             inner: Arc::new(Inner {
                 pools,
                 target,
-                monitor,
-                sqlite_synchronous,
-                checkout_timeout,
+                monitor: options.monitor,
+                sqlite_synchronous: options.sqlite_synchronous,
+                checkout_timeout: options.checkout_timeout,
                 upkeep: Arc::default(),
             }),
-        })
+        };
+        if let Pools::Sqlite(p) = &db.inner.pools {
+            open_first(p, options).await?;
+        }
+        Ok(db)
     }
 
     /// The backend in use.
