@@ -328,7 +328,6 @@ impl Error {
 
     /// The problem body of this error.
     pub fn problem(&self) -> Problem {
-        use diesel::result::Error as D;
         match self {
             Error::BadRequest { detail, field } => {
                 let mut p = Problem::new(StatusCode::BAD_REQUEST, detail);
@@ -377,47 +376,7 @@ impl Error {
                 p.debug = Some(msg.clone());
                 p
             }
-            Error::Database(D::NotFound) => Problem::new(
-                StatusCode::NOT_FOUND,
-                "The requested resource does not exist.",
-            ),
-            // A library trigger refused a change (`crudforge_refused:<field>:<why>`).
-            Error::Database(D::DatabaseError(_, info))
-                if info.message().contains("crudforge_refused:") =>
-            {
-                let msg = info.message();
-                let rest = msg.split_once("crudforge_refused:").map_or("", |(_, r)| r);
-                let (field, why) = rest.split_once(':').unwrap_or(("", rest));
-                let mut p = Problem::new(StatusCode::UNPROCESSABLE_ENTITY, why.trim().to_owned());
-                p.field = (!field.is_empty()).then(|| field.to_owned());
-                p
-            }
-            // A statement stopped at DB_STATEMENT_TIMEOUT: PostgreSQL cancels it (SQLSTATE
-            // 57014), SQLite's progress handler interrupts it.
-            Error::Database(D::DatabaseError(_, info))
-                if crate::dialect::is_statement_timeout(info.message()) =>
-            {
-                let mut p = Problem::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "The query took longer than the service allows (DB_STATEMENT_TIMEOUT).",
-                );
-                p.debug = Some(info.message().to_owned());
-                p
-            }
-            // Unique, foreign-key, check, not-null and exclusion constraints: 409.
-            Error::Database(D::DatabaseError(kind, info))
-                if constraint::Failure::of(*kind, info.as_ref()).is_some() =>
-            {
-                constraint::Failure::of(*kind, info.as_ref()).map_or_else(
-                    || Problem::from_status(StatusCode::CONFLICT),
-                    |f| f.problem(),
-                )
-            }
-            Error::Database(e) => {
-                let mut p = Problem::from_status(StatusCode::INTERNAL_SERVER_ERROR);
-                p.debug = Some(e.to_string());
-                p
-            }
+            Error::Database(e) => database_problem(e),
             Error::Internal(msg) => {
                 let mut p = Problem::from_status(StatusCode::INTERNAL_SERVER_ERROR);
                 p.debug = Some(msg.clone());
@@ -425,6 +384,51 @@ impl Error {
             }
         }
     }
+}
+
+/// The problem of a database error: a missing row is 404, a library trigger's refusal 422, a
+/// statement stopped by `DB_STATEMENT_TIMEOUT` 503, a constraint failure 409, anything else
+/// 500 (the database's message goes in `debug`, sent only in debug mode).
+fn database_problem(e: &diesel::result::Error) -> Problem {
+    use diesel::result::Error as D;
+    match e {
+        D::NotFound => Problem::new(
+            StatusCode::NOT_FOUND,
+            "The requested resource does not exist.",
+        ),
+        // A library trigger refused a change (`crudforge_refused:<field>:<why>`).
+        D::DatabaseError(_, info) if info.message().contains("crudforge_refused:") => {
+            let msg = info.message();
+            let rest = msg.split_once("crudforge_refused:").map_or("", |(_, r)| r);
+            let (field, why) = rest.split_once(':').unwrap_or(("", rest));
+            let mut p = Problem::new(StatusCode::UNPROCESSABLE_ENTITY, why.trim().to_owned());
+            p.field = (!field.is_empty()).then(|| field.to_owned());
+            p
+        }
+        // A statement stopped at DB_STATEMENT_TIMEOUT: PostgreSQL cancels it (SQLSTATE
+        // 57014), SQLite's progress handler interrupts it.
+        D::DatabaseError(_, info) if crate::dialect::is_statement_timeout(info.message()) => {
+            let mut p = Problem::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "The query took longer than the service allows (DB_STATEMENT_TIMEOUT).",
+            );
+            p.debug = Some(info.message().to_owned());
+            p
+        }
+        // Unique, foreign-key, check, not-null and exclusion constraints: 409.
+        D::DatabaseError(kind, info) => match constraint::Failure::of(*kind, info.as_ref()) {
+            Some(f) => f.problem(),
+            None => internal(e),
+        },
+        e => internal(e),
+    }
+}
+
+/// The 500 of any other database error.
+fn internal(e: &diesel::result::Error) -> Problem {
+    let mut p = Problem::from_status(StatusCode::INTERNAL_SERVER_ERROR);
+    p.debug = Some(e.to_string());
+    p
 }
 
 /// The `detail` of a problem with several members at fault: the one member's, or how many
