@@ -99,6 +99,34 @@ mod v3 {
     }
 }
 
+/// A version with a unique index on an existing column (`title`) and a new NOT NULL column
+/// without a default (`shelf`), nothing gone: the index is written, the column is a to-do.
+mod v4 {
+    use super::*;
+
+    #[derive(Debug, Clone, Queryable, Selectable, Resource)]
+    #[diesel(table_name = books)]
+    #[resource(model_first, name = "BookV4", rules = crudforge::perms::Open)]
+    pub(crate) struct Book {
+        pub id: Uuid,
+        pub created_at: DateTime<Utc>,
+        pub updated_at: DateTime<Utc>,
+        #[resource(max_len = 200, unique)]
+        pub title: String,
+        #[resource(min = 1450, max = 2100)]
+        pub year: i32,
+        #[resource(references = "authors")]
+        pub author_id: Uuid,
+        #[resource(one_of = ["new", "used"], default = "new")]
+        pub condition: String,
+        #[resource(max_len = 20, unique)]
+        pub isbn: Option<String>,
+        #[resource(default = 0, min = 0)]
+        pub pages: i32,
+        pub shelf: String,
+    }
+}
+
 /// `tests/migrations`, written by `make_migrations` for `Author` and `Book` (the models of
 /// `docs/getting-started.md`) and embedded without a `build.rs`.
 const LIBRARY: AppMigrations = crudforge::embed_migrations!("migrations");
@@ -412,5 +440,38 @@ backend_tests! {
         // 6. A column dropped by hand: the schema check names it.
         execute(&db, "ALTER TABLE books DROP COLUMN pages").await.unwrap();
         assert_eq!(schema_lines(&api2).await, ["books.pages: missing"]);
+
+        // 7. An existing column made unique gets its index; a new NOT NULL column without a
+        // default is a to-do (existing rows need a value).
+        let api4 = Api::new(t.config(), db.clone())
+            .unwrap()
+            .mount(v4::Book::blueprint("/api/books/"))
+            .unwrap();
+        let fourth = make_migrations(&api4, &dir, "title_key").unwrap();
+        let folder4 = written(&fourth, &dir);
+        assert!(
+            fourth.changes.iter().any(|c| c == "books.title: new unique index"),
+            "{fourth}"
+        );
+        assert!(
+            !fourth.changes.iter().any(|c| c.starts_with("books.shelf")),
+            "{fourth}"
+        );
+        for backend in ["sqlite", "postgres"] {
+            let up = read(&dir, backend, &folder4, "up.sql");
+            assert!(
+                up.contains("CREATE UNIQUE INDEX IF NOT EXISTS books_title_key ON books (title);"),
+                "{up}"
+            );
+            let down = read(&dir, backend, &folder4, "down.sql");
+            assert!(down.contains("DROP INDEX IF EXISTS books_title_key;"), "{down}");
+        }
+        let shelf = fourth
+            .todo
+            .iter()
+            .find(|t| t.what.starts_with("books.shelf: new NOT NULL column without a default"))
+            .unwrap_or_else(|| panic!("{fourth}"));
+        assert!(shelf.sqlite.starts_with("ALTER TABLE books ADD COLUMN shelf TEXT NOT NULL"), "{}", shelf.sqlite);
+        assert!(shelf.postgres.starts_with("ALTER TABLE books ADD COLUMN shelf"), "{}", shelf.postgres);
     }
 }
