@@ -12,6 +12,7 @@ use actix_web::http::header;
 use actix_web::http::{Method, StatusCode};
 use actix_web::middleware::Next;
 use actix_web::{HttpRequest, HttpResponse};
+use prometheus::core::Collector;
 use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
     IntGaugeVec, Opts, Registry, TextEncoder,
@@ -49,104 +50,100 @@ const REQUEST_LABELS: &[&str] = &["operation", "method", "status"];
 
 impl Metrics {
     fn new() -> Metrics {
-        let registry = Registry::new();
-        let requests = IntCounterVec::new(
-            Opts::new(
-                "crudforge_http_requests_total",
-                "HTTP requests answered, by operation id, method and status class.",
-            ),
-            REQUEST_LABELS,
-        )
-        .expect("valid metric");
-        let request_duration = HistogramVec::new(
-            HistogramOpts::new(
-                "crudforge_http_request_duration_seconds",
-                "Time to answer HTTP requests, by operation id, method and status class.",
-            ),
-            REQUEST_LABELS,
-        )
-        .expect("valid metric");
-        let pool_size = IntGauge::new(
-            "crudforge_db_pool_connections",
-            "Open connections in the database pool.",
-        )
-        .expect("valid metric");
-        let pool_in_use = IntGauge::new(
-            "crudforge_db_pool_in_use",
-            "Connections of the pool checked out now.",
-        )
-        .expect("valid metric");
-        let pool_waiting = IntGauge::new(
-            "crudforge_db_pool_waiting",
-            "Requests waiting for a connection of the pool.",
-        )
-        .expect("valid metric");
-        let queries = IntCounter::new("crudforge_db_queries_total", "Database queries run.")
-            .expect("valid metric");
-        let query_duration = Histogram::with_opts(HistogramOpts::new(
-            "crudforge_db_query_duration_seconds",
-            "Time database queries took.",
-        ))
-        .expect("valid metric");
-        let statements_cached = IntCounter::new(
-            "crudforge_db_statements_cached_total",
-            "Statements prepared into a pooled connection's statement cache.",
-        )
-        .expect("valid metric");
-        let statements_uncached = IntCounter::new(
-            "crudforge_db_uncached_statements_total",
-            "Per-request queries run as one-off statements because their shape is not admitted \
-             to the statement cache (too many shapes, or too many terms).",
-        )
-        .expect("valid metric");
-        let login_failures = IntCounter::new(
-            "crudforge_login_failures_total",
-            "Failed credential checks (wrong password, unknown account, bad token).",
-        )
-        .expect("valid metric");
-        let throttled = IntCounter::new(
-            "crudforge_throttled_total",
-            "Credential checks refused with 429 because of too many failures.",
-        )
-        .expect("valid metric");
-        let build_info = IntGaugeVec::new(
-            Opts::new(
-                "crudforge_build_info",
-                "Always 1; the labels name the crudforge version and the API version.",
-            ),
-            &["version", "api_version"],
-        )
-        .expect("valid metric");
-        for c in [
-            Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
-            Box::new(request_duration.clone()),
-            Box::new(pool_size.clone()),
-            Box::new(pool_in_use.clone()),
-            Box::new(pool_waiting.clone()),
-            Box::new(queries.clone()),
-            Box::new(query_duration.clone()),
-            Box::new(statements_cached.clone()),
-            Box::new(statements_uncached.clone()),
-            Box::new(login_failures.clone()),
-            Box::new(throttled.clone()),
-            Box::new(build_info.clone()),
-        ] {
-            registry.register(c).expect("unique metric");
-        }
+        let r = Registry::new();
         Metrics {
-            registry,
-            requests,
-            request_duration,
-            pool_size,
-            pool_in_use,
-            pool_waiting,
-            queries,
-            query_duration,
-            statements_cached,
-            statements_uncached,
-            login_failures,
-            throttled,
-            build_info,
+            requests: add(
+                &r,
+                IntCounterVec::new(
+                    Opts::new(
+                        "crudforge_http_requests_total",
+                        "HTTP requests answered, by operation id, method and status class.",
+                    ),
+                    REQUEST_LABELS,
+                ),
+            ),
+            request_duration: add(
+                &r,
+                HistogramVec::new(
+                    HistogramOpts::new(
+                        "crudforge_http_request_duration_seconds",
+                        "Time to answer HTTP requests, by operation id, method and status class.",
+                    ),
+                    REQUEST_LABELS,
+                ),
+            ),
+            pool_size: add(
+                &r,
+                IntGauge::new(
+                    "crudforge_db_pool_connections",
+                    "Open connections in the database pool.",
+                ),
+            ),
+            pool_in_use: add(
+                &r,
+                IntGauge::new(
+                    "crudforge_db_pool_in_use",
+                    "Connections of the pool checked out now.",
+                ),
+            ),
+            pool_waiting: add(
+                &r,
+                IntGauge::new(
+                    "crudforge_db_pool_waiting",
+                    "Requests waiting for a connection of the pool.",
+                ),
+            ),
+            queries: add(
+                &r,
+                IntCounter::new("crudforge_db_queries_total", "Database queries run."),
+            ),
+            query_duration: add(
+                &r,
+                Histogram::with_opts(HistogramOpts::new(
+                    "crudforge_db_query_duration_seconds",
+                    "Time database queries took.",
+                )),
+            ),
+            statements_cached: add(
+                &r,
+                IntCounter::new(
+                    "crudforge_db_statements_cached_total",
+                    "Statements prepared into a pooled connection's statement cache.",
+                ),
+            ),
+            statements_uncached: add(
+                &r,
+                IntCounter::new(
+                    "crudforge_db_uncached_statements_total",
+                    "Per-request queries run as one-off statements because their shape is not \
+                     admitted to the statement cache (too many shapes, or too many terms).",
+                ),
+            ),
+            login_failures: add(
+                &r,
+                IntCounter::new(
+                    "crudforge_login_failures_total",
+                    "Failed credential checks (wrong password, unknown account, bad token).",
+                ),
+            ),
+            throttled: add(
+                &r,
+                IntCounter::new(
+                    "crudforge_throttled_total",
+                    "Credential checks refused with 429 because of too many failures.",
+                ),
+            ),
+            build_info: add(
+                &r,
+                IntGaugeVec::new(
+                    Opts::new(
+                        "crudforge_build_info",
+                        "Always 1; the labels name the crudforge version and the API version.",
+                    ),
+                    &["version", "api_version"],
+                ),
+            ),
+            registry: r,
         }
     }
 
@@ -215,6 +212,16 @@ impl Metrics {
         }
         String::from_utf8(out).unwrap_or_default()
     }
+}
+
+/// Registers a metric just made in `registry` and hands it back. The names and help texts
+/// are constants of this module, so neither step can fail at run time.
+fn add<C: Collector + Clone + 'static>(registry: &Registry, made: prometheus::Result<C>) -> C {
+    let metric = made.expect("valid metric");
+    registry
+        .register(Box::new(metric.clone()))
+        .expect("unique metric");
+    metric
 }
 
 /// The method as a label: one of the standard methods, or `OTHER`.
