@@ -402,20 +402,11 @@ macro_rules! handler {
     }};
 }
 
-impl<R: Resource> Mount for Mounted<R> {
-    fn reader(&self) -> Option<(&'static str, Arc<dyn std::any::Any + Send + Sync>)> {
-        if !self.shared.parents.is_empty() {
-            return None;
-        }
-        let shared: Arc<dyn std::any::Any + Send + Sync> = self.shared.clone();
-        Some((R::NAME, shared))
-    }
-
-    fn register(&self, cfg: &mut web::ServiceConfig) {
-        let mut routes = super::scope::Routes::new(&self.prefix);
-        // Custom routes first, so that `stats/` is not taken for an item id. Routes sharing a
-        // path (GET and POST `settings/`) go on one resource: actix stops at the first resource
-        // whose path matches, so a second resource for the same path would never be reached.
+impl<R: Resource> Mounted<R> {
+    /// The routes the application added. Routes sharing a path (GET and POST `settings/`) go
+    /// on one resource: actix stops at the first resource whose path matches, so a second
+    /// resource for the same path would never be reached.
+    fn custom_routes(&self, routes: &mut super::scope::Routes) {
         let mut paths: Vec<&str> = Vec::new();
         for c in &self.custom {
             if !paths.contains(&c.path.as_str()) {
@@ -430,7 +421,11 @@ impl<R: Resource> Mount for Mounted<R> {
                 resource
             });
         }
-        // Batch routes before the item's, so that `batch/` is not taken for an item id.
+    }
+
+    /// The batch routes the blueprint enables: `batch/` for creates and updates, and the
+    /// batch delete's own path.
+    fn batch_routes(&self, routes: &mut super::scope::Routes) {
         let batch = &self.batch;
         if batch.contains(&Operation::Post) || batch.contains(&Operation::Patch) {
             let path = format!("{}{}", self.prefix, write::batch::PATH);
@@ -452,6 +447,10 @@ impl<R: Resource> Mount for Mounted<R> {
                 resource.route(web::post().to(handler!(self.shared, write::batch::delete)))
             });
         }
+    }
+
+    /// The list, the item and the restore routes, for the operations the blueprint enables.
+    fn standard_routes(&self, routes: &mut super::scope::Routes) {
         let ops = &self.shared.ops;
         if ops.contains_key(&Operation::Index) || ops.contains_key(&Operation::Post) {
             routes.add(&self.prefix, |mut list| {
@@ -488,6 +487,25 @@ impl<R: Resource> Mount for Mounted<R> {
                 r.route(web::post().to(handler!(self.shared, write::restore::restore)))
             });
         }
+    }
+}
+
+impl<R: Resource> Mount for Mounted<R> {
+    fn reader(&self) -> Option<(&'static str, Arc<dyn std::any::Any + Send + Sync>)> {
+        if !self.shared.parents.is_empty() {
+            return None;
+        }
+        let shared: Arc<dyn std::any::Any + Send + Sync> = self.shared.clone();
+        Some((R::NAME, shared))
+    }
+
+    fn register(&self, cfg: &mut web::ServiceConfig) {
+        let mut routes = super::scope::Routes::new(&self.prefix);
+        // Custom and batch routes first, so that `stats/` or `batch/` is not taken for an
+        // item id.
+        self.custom_routes(&mut routes);
+        self.batch_routes(&mut routes);
+        self.standard_routes(&mut routes);
         routes.register(cfg, &self.patterns);
     }
 

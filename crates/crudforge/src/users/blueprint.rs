@@ -225,15 +225,32 @@ impl<U: UserModel> IntoMount for UserBlueprint<U> {
         if let Some(members) = self.sign_up.take() {
             self.crud = with_sign_up(self.crud, members)?;
         }
-        let hook = self.hook.clone();
         let tag = self.name.clone();
-        let mut login_errors = vec![400, 401, 422, 429];
+        let login = self.login_route();
+        let me = self.me_route();
+        IntoMount::into_mount(
+            self.crud
+                .route(login)
+                .route(refresh_route::<U>(&tag))
+                .route(logout_route::<U>(&tag))
+                .route(password_route::<U>(&tag))
+                .route(me),
+        )
+    }
+}
+
+impl<U: UserModel> UserBlueprint<U> {
+    /// `POST login/`, public, with the login hook; its documented errors include the
+    /// statuses the hook may answer with.
+    fn login_route(&self) -> CustomRoute {
+        let hook = self.hook.clone();
+        let mut errors = vec![400, 401, 422, 429];
         for status in &self.hook_errors {
-            if !login_errors.contains(status) {
-                login_errors.push(*status);
+            if !errors.contains(status) {
+                errors.push(*status);
             }
         }
-        let login = CustomRoute::new(OperationType::Post, "login/", move || {
+        CustomRoute::new(OperationType::Post, "login/", move || {
             let hook = hook.clone();
             web::post().to(move |req: HttpRequest, body: crate::Json<LoginRequest>| {
                 let hook = hook.clone();
@@ -244,49 +261,13 @@ impl<U: UserModel> IntoMount for UserBlueprint<U> {
         .summary("Log in with e-mail and password")
         .body::<LoginRequest>()
         .responds::<LoginResponse>()
-        .errors(&login_errors)
-        .tag(&tag)
-        .public();
-        let refresh = CustomRoute::new(OperationType::Post, "refresh/", || {
-            web::post().to(
-                |req: HttpRequest, body: crate::Json<RefreshRequest>| async move {
-                    refresh(req, body.into_inner()).await
-                },
-            )
-        })
-        .operation_id(&format!("refresh{}Tokens", U::NAME))
-        .summary("Exchange a refresh token for new tokens")
-        .body::<RefreshRequest>()
-        .responds::<LoginResponse>()
-        .errors(&[400, 401, 422, 429])
-        .tag(&tag)
-        .public();
-        let logout = CustomRoute::new(OperationType::Post, "logout/", || {
-            web::post().to(
-                |req: HttpRequest, body: crate::Json<LogoutRequest>| async move {
-                    logout(req, body.into_inner()).await
-                },
-            )
-        })
-        .operation_id(&format!("logout{}", U::NAME))
-        .summary("Log out: revoke a refresh token, or end every session")
-        .body::<LogoutRequest>()
-        .status(204)
-        .errors(&[400, 401, 422])
-        .tag(&tag);
-        let password = CustomRoute::new(OperationType::Post, "me/password/", || {
-            web::post().to(
-                |req: HttpRequest, body: crate::Json<PasswordChange>| async move {
-                    change_password(req, body.into_inner()).await
-                },
-            )
-        })
-        .operation_id(&format!("change{}Password", U::NAME))
-        .summary("Change one's own password (the current one is required)")
-        .body::<PasswordChange>()
-        .responds::<LoginResponse>()
-        .errors(&[400, 401, 422, 429])
-        .tag(&tag);
+        .errors(&errors)
+        .tag(&self.name)
+        .public()
+    }
+
+    /// `GET me/`, shown through the blueprint's presentation when it has one.
+    fn me_route(&self) -> CustomRoute {
         let present = self.me.map(|(_, p)| p);
         let mut me = CustomRoute::new(OperationType::Get, "me/", move || {
             web::get().to(move |req: HttpRequest| me::<U>(req, present))
@@ -295,19 +276,64 @@ impl<U: UserModel> IntoMount for UserBlueprint<U> {
         .summary("The current user")
         .responds::<U::Response>()
         .errors(&[401])
-        .tag(&tag);
+        .tag(&self.name);
         if let Some((schema, _)) = self.me {
             me.doc.response = Some(schema);
         }
-        IntoMount::into_mount(
-            self.crud
-                .route(login)
-                .route(refresh)
-                .route(logout)
-                .route(password)
-                .route(me),
-        )
+        me
     }
+}
+
+/// `POST refresh/`, public: a refresh token exchanged for new tokens.
+fn refresh_route<U: UserModel>(tag: &str) -> CustomRoute {
+    CustomRoute::new(OperationType::Post, "refresh/", || {
+        web::post().to(
+            |req: HttpRequest, body: crate::Json<RefreshRequest>| async move {
+                refresh(req, body.into_inner()).await
+            },
+        )
+    })
+    .operation_id(&format!("refresh{}Tokens", U::NAME))
+    .summary("Exchange a refresh token for new tokens")
+    .body::<RefreshRequest>()
+    .responds::<LoginResponse>()
+    .errors(&[400, 401, 422, 429])
+    .tag(tag)
+    .public()
+}
+
+/// `POST logout/`: one refresh token revoked, or every session ended.
+fn logout_route<U: UserModel>(tag: &str) -> CustomRoute {
+    CustomRoute::new(OperationType::Post, "logout/", || {
+        web::post().to(
+            |req: HttpRequest, body: crate::Json<LogoutRequest>| async move {
+                logout(req, body.into_inner()).await
+            },
+        )
+    })
+    .operation_id(&format!("logout{}", U::NAME))
+    .summary("Log out: revoke a refresh token, or end every session")
+    .body::<LogoutRequest>()
+    .status(204)
+    .errors(&[400, 401, 422])
+    .tag(tag)
+}
+
+/// `POST me/password/`: one's own password changed, the current one required.
+fn password_route<U: UserModel>(tag: &str) -> CustomRoute {
+    CustomRoute::new(OperationType::Post, "me/password/", || {
+        web::post().to(
+            |req: HttpRequest, body: crate::Json<PasswordChange>| async move {
+                change_password(req, body.into_inner()).await
+            },
+        )
+    })
+    .operation_id(&format!("change{}Password", U::NAME))
+    .summary("Change one's own password (the current one is required)")
+    .body::<PasswordChange>()
+    .responds::<LoginResponse>()
+    .errors(&[400, 401, 422, 429])
+    .tag(tag)
 }
 
 /// The user CRUD with sign-up: `POST` judged by [`SignUpRules`] (not public in the sense of
