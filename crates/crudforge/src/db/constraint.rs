@@ -111,58 +111,17 @@ pub(crate) async fn name_on_sqlite(conn: &mut Conn, write: Write<'_>, e: Error) 
     else {
         return e;
     };
-    let same = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
     let own: Vec<&ForeignKey> = keys
         .iter()
-        .filter(|k| same(&k.child, write.table))
+        .filter(|k| k.child.eq_ignore_ascii_case(write.table))
         .collect();
     // An insert or update whose own table has foreign keys refers to a missing row; a delete
     // (or an update of a table without any) removes a referenced one.
     let named = if write.delete || own.is_empty() {
-        let referencing: Vec<&ForeignKey> = keys
-            .iter()
-            .filter(|k| {
-                same(&k.parent, write.table)
-                    && matches!(k.on_delete.as_str(), "RESTRICT" | "NO ACTION")
-            })
-            .collect();
-        let mut found = None;
-        let mut children: Vec<&str> = referencing.iter().map(|k| k.child.as_str()).collect();
-        children.dedup();
-        if let [only] = children.as_slice() {
-            found = Some((*only).to_owned());
-        } else if let Some((key_col, key)) = &write.key {
-            for k in &referencing {
-                let target = match &k.target {
-                    Some(t) => t.clone(),
-                    None => match primary_key(c, write.table).await {
-                        Some(pk) => pk,
-                        None => continue,
-                    },
-                };
-                let sql = format!(
-                    "SELECT EXISTS(SELECT 1 FROM {} WHERE {} IN (SELECT {} FROM {} WHERE {} = ?)) \
-                     AS found",
-                    quoted(&k.child),
-                    quoted(&k.col),
-                    quoted(&target),
-                    quoted(write.table),
-                    quoted(key_col),
-                );
-                let hit = diesel::sql_query(sql)
-                    .bind::<Text, _>(key.as_str())
-                    .get_result::<Exists>(&mut **c)
-                    .await;
-                if hit.is_ok_and(|h| h.found) {
-                    found = Some(k.child.clone());
-                    break;
-                }
-            }
-        }
         Named {
             message,
             details: Some("is still referenced".to_owned()),
-            table: found,
+            table: referencing_table(c, &keys, &write).await,
             column: None,
         }
     } else {
@@ -179,6 +138,56 @@ pub(crate) async fn name_on_sqlite(conn: &mut Conn, write: Write<'_>, e: Error) 
         }
     };
     Error::Database(D::DatabaseError(K::ForeignKeyViolation, Box::new(named)))
+}
+
+/// The table whose rows still reference the row a write removed: the only table with a
+/// restricting foreign key to `write.table`, or else the first such table that holds a row
+/// referring to the addressed key. `None` when neither finds one.
+async fn referencing_table(
+    c: &mut SqliteConn,
+    keys: &[ForeignKey],
+    write: &Write<'_>,
+) -> Option<String> {
+    use diesel_async::RunQueryDsl;
+    let referencing: Vec<&ForeignKey> = keys
+        .iter()
+        .filter(|k| {
+            k.parent.eq_ignore_ascii_case(write.table)
+                && matches!(k.on_delete.as_str(), "RESTRICT" | "NO ACTION")
+        })
+        .collect();
+    let mut children: Vec<&str> = referencing.iter().map(|k| k.child.as_str()).collect();
+    children.dedup();
+    if let [only] = children.as_slice() {
+        return Some((*only).to_owned());
+    }
+    let (key_col, key) = write.key.as_ref()?;
+    for k in &referencing {
+        let target = match &k.target {
+            Some(t) => t.clone(),
+            None => match primary_key(c, write.table).await {
+                Some(pk) => pk,
+                None => continue,
+            },
+        };
+        let sql = format!(
+            "SELECT EXISTS(SELECT 1 FROM {} WHERE {} IN (SELECT {} FROM {} WHERE {} = ?)) \
+             AS found",
+            quoted(&k.child),
+            quoted(&k.col),
+            quoted(&target),
+            quoted(write.table),
+            quoted(key_col),
+        );
+        let hit = diesel::sql_query(sql)
+            .bind::<Text, _>(key.as_str())
+            .get_result::<Exists>(&mut *c)
+            .await;
+        if hit.is_ok_and(|h| h.found) {
+            return Some(k.child.clone());
+        }
+    }
+    None
 }
 
 /// The single primary-key column of a SQLite table.
