@@ -3,8 +3,9 @@
 use crate::attr::{self, FieldAttrs, StructAttrs};
 use crate::ctxt::Ctxt;
 use syn::ext::IdentExt as _;
+use syn::punctuated::Punctuated;
 use syn::{
-    Attribute, Data, DeriveInput, Fields, GenericArgument, Ident, Path, PathArguments, Type,
+    Attribute, Data, DeriveInput, Fields, GenericArgument, Ident, Path, PathArguments, Token, Type,
     Visibility,
 };
 
@@ -131,17 +132,46 @@ fn option_inner(ty: &Type) -> Option<&Type> {
 /// `None`.
 pub(crate) fn parse(cx: &Ctxt, input: &DeriveInput) -> Option<Model> {
     let attrs = attr::struct_attrs(cx, &input.attrs);
+    reject_generics(cx, input);
+    let named = named_fields(cx, input)?;
+    let krate = attrs
+        .krate
+        .clone()
+        .unwrap_or_else(|| syn::parse_quote!(::crudforge));
+    let mut fields: Vec<Field> = named.iter().filter_map(|f| field(cx, f)).collect();
+    if attrs.soft_delete.is_some() {
+        deleted_at_read_only(&mut fields);
+    }
+    Some(Model {
+        ident: input.ident.clone(),
+        vis: input.vis.clone(),
+        attrs,
+        fields,
+        krate,
+    })
+}
+
+/// Reports generic parameters: a resource maps one table with fixed column types.
+fn reject_generics(cx: &Ctxt, input: &DeriveInput) {
     if !input.generics.params.is_empty() {
         cx.error(
             &input.generics,
             "a resource cannot be generic: it maps one table with fixed column types\nhelp: remove the parameters and name concrete types in the fields",
         );
     }
+}
+
+/// The struct's named fields; any other shape (tuple or unit struct, enum, union) is reported
+/// and gives `None`.
+fn named_fields<'a>(
+    cx: &Ctxt,
+    input: &'a DeriveInput,
+) -> Option<&'a Punctuated<syn::Field, Token![,]>> {
     let ident = &input.ident;
     let named_help = format!(
         "help: write `struct {ident} {{ id: uuid::Uuid, created_at: DateTime<Utc>, updated_at: DateTime<Utc>, .. }}`, one named field per column"
     );
-    let named = match &input.data {
+    match &input.data {
         Data::Struct(s) => match &s.fields {
             Fields::Named(n) => Some(&n.named),
             Fields::Unnamed(u) => {
@@ -175,66 +205,60 @@ pub(crate) fn parse(cx: &Ctxt, input: &DeriveInput) -> Option<Model> {
             );
             None
         }
-    }?;
-    let krate = attrs
-        .krate
-        .clone()
-        .unwrap_or_else(|| syn::parse_quote!(::crudforge));
-    let mut fields = Vec::new();
-    for f in named {
-        let Some(ident) = f.ident.clone() else {
-            continue;
-        };
-        let fa = attr::field_attrs(cx, &f.attrs);
-        let (inner, nullable) = match option_inner(&f.ty) {
-            Some(t) => (t.clone(), true),
-            None => (f.ty.clone(), false),
-        };
-        let kind = if fa.skip.is_some() {
-            Kind::of(&inner).ok()
-        } else {
-            match Kind::of(&inner) {
-                Ok(k) => Some(k),
-                Err(why) => {
-                    cx.error(
-                        &inner,
-                        format!(
-                            "{why}\nhelp: resource fields are String, i16, i32, i64, f32, f64, bool, uuid::Uuid, chrono::DateTime<Utc>, chrono::NaiveDate, serde_json::Value, or Option of one of them"
-                        ),
-                    );
-                    None
-                }
-            }
-        };
-        let docs = f
-            .attrs
-            .iter()
-            .filter(|a| a.path().is_ident("doc"))
-            .cloned()
-            .collect();
-        fields.push(Field {
-            ident,
-            ty: f.ty.clone(),
-            inner,
-            nullable,
-            kind,
-            attrs: fa,
-            docs,
-        });
     }
-    // A soft-delete model's `deleted_at` is the server's: returned, filterable, never sent.
-    if attrs.soft_delete.is_some() {
-        for f in fields.iter_mut().filter(|f| f.ident == "deleted_at") {
-            if f.attrs.read_only.is_none() && f.attrs.write_only.is_none() {
-                f.attrs.read_only = Some(f.ident.span());
-            }
+}
+
+/// Reads one named field: its attributes, its type with `Option` unwrapped, its kind and docs.
+fn field(cx: &Ctxt, f: &syn::Field) -> Option<Field> {
+    let ident = f.ident.clone()?;
+    let fa = attr::field_attrs(cx, &f.attrs);
+    let (inner, nullable) = match option_inner(&f.ty) {
+        Some(t) => (t.clone(), true),
+        None => (f.ty.clone(), false),
+    };
+    let kind = field_kind(cx, &inner, fa.skip.is_some());
+    let docs = f
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .cloned()
+        .collect();
+    Some(Field {
+        ident,
+        ty: f.ty.clone(),
+        inner,
+        nullable,
+        kind,
+        attrs: fa,
+        docs,
+    })
+}
+
+/// The kind of the stored type `inner`; a type that cannot be stored is reported, unless the
+/// field is skipped.
+fn field_kind(cx: &Ctxt, inner: &Type, skipped: bool) -> Option<Kind> {
+    if skipped {
+        return Kind::of(inner).ok();
+    }
+    match Kind::of(inner) {
+        Ok(k) => Some(k),
+        Err(why) => {
+            cx.error(
+                inner,
+                format!(
+                    "{why}\nhelp: resource fields are String, i16, i32, i64, f32, f64, bool, uuid::Uuid, chrono::DateTime<Utc>, chrono::NaiveDate, serde_json::Value, or Option of one of them"
+                ),
+            );
+            None
         }
     }
-    Some(Model {
-        ident: input.ident.clone(),
-        vis: input.vis.clone(),
-        attrs,
-        fields,
-        krate,
-    })
+}
+
+/// Makes a soft-delete model's `deleted_at` the server's: returned, filterable, never sent.
+fn deleted_at_read_only(fields: &mut [Field]) {
+    for f in fields.iter_mut().filter(|f| f.ident == "deleted_at") {
+        if f.attrs.read_only.is_none() && f.attrs.write_only.is_none() {
+            f.attrs.read_only = Some(f.ident.span());
+        }
+    }
 }
