@@ -433,6 +433,39 @@ backend_tests! {
         assert_eq!(total(&app).await, 1);
     }
 
+    async fn a_key_written_another_way_is_the_same_item(t) {
+        let (api, _db) = api(&t, 1000).await;
+        let app = test::init_service(api.app()).await;
+        let (ids, _) = created(&app, 1).await;
+        let id: Uuid = ids[0].parse().unwrap();
+        // Every spelling a UUID parses from names the one row: each is a repeat of item 0.
+        let spellings = [
+            id.hyphenated().to_string().to_uppercase(),
+            id.braced().to_string(),
+            id.urn().to_string(),
+            id.simple().to_string(),
+        ];
+        for other in &spellings {
+            let change = json!({"items": [
+                {"id": ids[0], "changes": {"year": 1990}},
+                {"id": other, "changes": {"year": 1991}},
+            ]});
+            let (status, _, p) = call!(app, patch("/api/books/batch/", change));
+            assert_eq!(status, 422, "{other}: {p}");
+            assert_eq!(pointers(&p), ["/items/1/id"], "{other}: {p}");
+            let del = json!({"items": [{"id": ids[0]}, {"id": other}]});
+            let (status, _, p) = call!(app, post("/api/books/batch/delete/", del));
+            assert_eq!(status, 422, "{other}: {p}");
+            assert_eq!(pointers(&p), ["/items/1/id"], "{other}: {p}");
+        }
+        let (_, _, row) = call!(app, test::TestRequest::get().uri(&format!("/api/books/{}", ids[0])));
+        assert_eq!(row["year"], 1965, "no refused batch changed anything");
+        // One spelling alone still addresses the row.
+        let change = json!({"items": [{"id": spellings[1], "changes": {"year": 1991}}]});
+        let (status, _, p) = call!(app, patch("/api/books/batch/", change));
+        assert_eq!(status, 200, "{p}");
+    }
+
     async fn each_item_meets_the_rules_of_its_single_write(t) {
         use crudforge::crud::Operation;
         use crudforge_tests::critters::{create_table, Critter};

@@ -13,7 +13,7 @@
 use super::create::{input, refuse_anonymous};
 use super::target::Target;
 use super::{run, update, Change, KeyCheck, Plan};
-use crate::condition::{parse_arg, Cond};
+use crate::condition::{parse_arg, Arg, Cond};
 use crate::crud::conditional::{self, Precondition};
 use crate::crud::idempotency::Answer;
 use crate::crud::options::Operation;
@@ -347,24 +347,26 @@ fn addressed<R: Resource>(
     let key = shared.res_id.name;
     let mut out = Vec::with_capacity(items.len());
     let mut refused = Vec::new();
-    let mut seen: Vec<String> = Vec::with_capacity(items.len());
+    // Keys as parsed, not as sent: `ABC…`, `{abc…}` and `urn:uuid:abc…` name one row.
+    let mut seen: Vec<Option<Arg>> = Vec::with_capacity(items.len());
     for (i, item) in items.into_iter().enumerate() {
         let read = object(item).and_then(|obj| read_item(shared, obj, with_changes));
         match read {
-            Ok((raw, a)) => {
-                if let Some(first) = seen.iter().position(|k| *k == raw) {
+            Ok((parsed, a)) => {
+                let parsed = Some(parsed);
+                if let Some(first) = seen.iter().position(|k| *k == parsed) {
                     refused.push(ItemError::new(
                         i,
                         Error::invalid_field(key, format!("names the same item as item {first}")),
                     ));
                 }
-                seen.push(raw);
+                seen.push(parsed);
                 let mut conds = parents.to_vec();
                 conds.extend(a.conds);
                 out.push(Addressed { conds, ..a });
             }
             Err(e) => {
-                seen.push(String::new());
+                seen.push(None);
                 refused.push(ItemError::new(i, e));
             }
         }
@@ -373,12 +375,12 @@ fn addressed<R: Resource>(
     Ok(out)
 }
 
-/// One update or delete item: its key as text (to find repeats) and what it asks.
+/// One update or delete item: its key as parsed (to find repeats) and what it asks.
 fn read_item<R: Resource>(
     shared: &Shared<R>,
     obj: Map<String, Value>,
     with_changes: bool,
-) -> Result<(String, Addressed), Error> {
+) -> Result<(Arg, Addressed), Error> {
     let key = shared.res_id.name;
     let mut raw = None;
     let mut if_match = None;
@@ -426,9 +428,9 @@ fn read_item<R: Resource>(
     if if_match.is_none() && shared.require_if_match {
         return Err(conditional::required());
     }
-    let conds = vec![Cond::eq(key, arg)];
+    let conds = vec![Cond::eq(key, arg.clone())];
     Ok((
-        raw,
+        arg,
         Addressed {
             conds,
             if_match,
