@@ -199,6 +199,36 @@ impl std::io::Write for CaptureWriter {
 }
 
 backend_tests! {
+    async fn the_data_folder_and_its_files_are_private(t) {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        // A data folder that does not exist yet, a generated key, and on SQLite the default
+        // database file in that folder.
+        let data = t.dir.path().join("var/data");
+        let cfg = t.config().with(|c| {
+            c.db.data_dir = data.clone();
+            c.auth.jwt_secret_key = None;
+            c.auth.secret_key = None;
+            if t.backend == Backend::Sqlite {
+                c.db.database_uri = None;
+            }
+        });
+        cfg.signing_key().unwrap();
+        let db = t.open(&cfg).await;
+        let app = test::init_service(Api::new(cfg, db).unwrap().app()).await;
+        let resp = test::call_service(&app, test::TestRequest::get().uri("/health").to_request()).await;
+        assert_eq!(resp.status(), 200);
+        assert_eq!(mode(&t.dir.path().join("var")), 0o700);
+        assert_eq!(mode(&data), 0o700);
+        assert_eq!(mode(&data.join("jwt_secret.key")), 0o600);
+        if t.backend == Backend::Sqlite {
+            // Migrations wrote through the WAL, so all three files exist.
+            for name in ["crudforge.db", "crudforge.db-wal", "crudforge.db-shm"] {
+                assert_eq!(mode(&data.join(name)), 0o600, "{name}");
+            }
+        }
+    }
+
     async fn health_reports_healthy_and_connected(t) {
         let cfg = t.config().with(|c| c.http.api_version = "9.8.7".into());
         let db = t.open(&cfg).await;

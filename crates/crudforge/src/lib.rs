@@ -70,6 +70,7 @@ pub(crate) mod mount;
 pub mod net;
 pub mod openapi;
 pub(crate) mod operation;
+pub(crate) mod owner_only;
 pub mod perms;
 pub(crate) mod readiness;
 pub(crate) mod request_id;

@@ -49,7 +49,7 @@ fn load_or_generate_key(path: &Path) -> Result<Secret, ConfigError> {
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             if let Some(dir) = path.parent() {
-                fs::create_dir_all(dir).map_err(key_err)?;
+                crate::owner_only::create_dir(dir).map_err(key_err)?;
             }
             let mut raw = [0u8; 48];
             getrandom::fill(&mut raw).map_err(|e| key_err(std::io::Error::other(e.to_string())))?;

@@ -25,6 +25,7 @@ pub mod tx;
 pub(crate) mod update;
 
 use crate::config::{Config, SqliteSynchronous};
+use crate::owner_only;
 use diesel::connection::SimpleConnection;
 use diesel::{Connection, RunQueryDsl as _};
 use diesel_async::async_connection_wrapper::AsyncConnectionWrapper;
@@ -320,9 +321,7 @@ fn sqlite_pool(path: &std::path::Path, options: DbOptions) -> Result<(Pools, Str
         sqlite_inline,
         ..
     } = options;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
-    }
+    private_file(path)?;
     let url = locking::connection_target(path, sqlite_locking)?;
     sqlite_global::configure();
     if !plans::install() {
@@ -367,6 +366,46 @@ fn sqlite_pool(path: &std::path::Path, options: DbOptions) -> Result<(Pools, Str
         .build()
         .map_err(|e| DbError::Pool(e.to_string()))?;
     Ok((Pools::Sqlite(pool), url))
+}
+
+/// Creates the SQLite file at `path` readable by its owner alone, in a private folder, before
+/// SQLite opens it (SQLite gives the `-wal` and `-shm` files the database file's mode), and
+/// warns about an existing database file, or its companions, that other users may read: they
+/// hold password hashes, personal data and stored answers. `:memory:` and `file:` URIs are
+/// SQLite's own to open.
+fn private_file(path: &std::path::Path) -> Result<(), DbError> {
+    let text = path.to_string_lossy();
+    if text == ":memory:" || text.starts_with("file:") {
+        return Ok(());
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        owner_only::create_dir(dir)?;
+    }
+    owner_only::create_file(path)?;
+    for (file, mode) in loose_files(path) {
+        tracing::warn!(
+            "{} has mode {mode:04o}: other users of this machine may read the database \
+             (password hashes, personal data); restrict it with `chmod 600 {}`",
+            file.display(),
+            file.display()
+        );
+    }
+    Ok(())
+}
+
+/// The files of the SQLite database at `path` (the file, `-wal`, `-shm`) whose mode lets other
+/// users in, with that mode.
+fn loose_files(path: &std::path::Path) -> Vec<(PathBuf, u32)> {
+    let mut files = vec![path.to_owned()];
+    for suffix in ["-wal", "-shm"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        files.push(PathBuf::from(name));
+    }
+    files
+        .into_iter()
+        .filter_map(|f| owner_only::loose_mode(&f).map(|m| (f, m)))
+        .collect()
 }
 
 /// Opens (and creates) the SQLite file now, so that a bad path fails at start-up. The wait may
