@@ -4,7 +4,10 @@
 use crate::ast::{Field, Kind, Model};
 use crate::ctxt::Ctxt;
 
+mod pattern;
 mod rules;
+
+pub(crate) use pattern::ecma as ecma_pattern;
 
 pub(crate) fn check(cx: &Ctxt, m: &Model) {
     crate::relations::check(cx, m);
@@ -315,6 +318,8 @@ fn check_validators(cx: &Ctxt, f: &Field) {
             );
         } else if let Err(e) = regex_syntax::Parser::new().parse(&p.value()) {
             cx.error(p, format!("this regular expression does not compile: {}\nhelp: the syntax is the `regex` crate's; keep to what JSON Schema's `pattern` also reads (no look-around, no back-references)", first_line(&e.to_string())));
+        } else if let Err(e) = pattern::ecma(&p.value()) {
+            cx.error(p, e);
         }
     }
     if let Some((values, span)) = &a.one_of {

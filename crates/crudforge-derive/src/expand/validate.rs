@@ -79,8 +79,11 @@ fn field_checks(g: &Gen<'_>, f: &Field) -> Vec<TokenStream> {
         add(quote!(#p::email(__v)));
     }
     if let Some((pattern, _)) = &a.pattern {
+        // What the description's readers take the pattern to mean (checked by the derive, so
+        // this falls back only on a pattern already reported).
+        let ecma = crate::valid::ecma_pattern(&pattern.value()).unwrap_or_else(|_| pattern.value());
         add(quote!({
-            static __PATTERN: #p::Pattern = #p::Pattern::new(#pattern);
+            static __PATTERN: #p::Pattern = #p::Pattern::new(#pattern, #ecma);
             __PATTERN.check(__v)
         }));
     }

@@ -140,14 +140,19 @@ pub fn one_of<T: PartialEq + std::fmt::Debug>(value: T, allowed: &[T]) -> Found 
 #[derive(Debug)]
 pub struct Pattern {
     source: &'static str,
+    ecma: &'static str,
     compiled: OnceLock<Result<regex::Regex, String>>,
 }
 
 impl Pattern {
-    /// The pattern written in the attribute (the derive has checked that it parses).
-    pub const fn new(source: &'static str) -> Pattern {
+    /// The pattern written in the attribute (`source`, as the description publishes it and
+    /// messages name it), and the same pattern as JSON Schema's readers (ECMA-262) read it,
+    /// written for the `regex` crate (`ecma`: `\d` as `[0-9]` and so on), which is checked.
+    /// The derive has checked that both parse.
+    pub const fn new(source: &'static str, ecma: &'static str) -> Pattern {
         Pattern {
             source,
+            ecma,
             compiled: OnceLock::new(),
         }
     }
@@ -162,7 +167,7 @@ impl Pattern {
     pub fn check(&self, value: &str) -> Found {
         let re = self
             .compiled
-            .get_or_init(|| regex::Regex::new(self.source).map_err(|e| e.to_string()));
+            .get_or_init(|| regex::Regex::new(self.ecma).map_err(|e| e.to_string()));
         match re {
             Ok(re) if re.is_match(value) => Ok(()),
             Ok(_) => Err(format!("must match the pattern {}", self.source)),
@@ -229,13 +234,26 @@ mod tests {
 
     #[test]
     fn a_pattern_matches_anywhere_unless_anchored() {
-        static LOOSE: Pattern = Pattern::new("[0-9]");
-        static ANCHORED: Pattern = Pattern::new("^[0-9]+$");
+        static LOOSE: Pattern = Pattern::new("[0-9]", "[0-9]");
+        static ANCHORED: Pattern = Pattern::new("^[0-9]+$", "^[0-9]+$");
         assert!(LOOSE.check("ab3").is_ok());
         assert!(ANCHORED.check("123").is_ok());
         assert_eq!(
             ANCHORED.check("12a").unwrap_err(),
             "must match the pattern ^[0-9]+$"
+        );
+    }
+
+    #[test]
+    fn the_checked_form_is_the_ecma_one() {
+        // What the derive writes for `^\d{4}\b`: ASCII digits and an ASCII word boundary.
+        static YEAR: Pattern = Pattern::new(r"^\d{4}\b", r"^[0-9]{4}(?-u:\b)");
+        assert!(YEAR.check("2024").is_ok());
+        assert!(YEAR.check("2024 AD").is_ok());
+        assert_eq!(
+            YEAR.check("\u{664}\u{660}\u{662}\u{664}").unwrap_err(),
+            r"must match the pattern ^\d{4}\b",
+            "Arabic-Indic digits are not `\\d` in JSON Schema"
         );
     }
 
