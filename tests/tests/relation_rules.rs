@@ -191,6 +191,8 @@ async fn world(t: &crudforge_tests::TestDb) -> World {
         .mount(Cub::blueprint("/api/cubs/").batch([Operation::Post, Operation::Patch]))
         .unwrap()
         .mount(Twig::blueprint("/api/twigs/"))
+        .unwrap()
+        .mount(Cub::blueprint("/api/dens/{home_id}/cubs/"))
         .unwrap();
     World {
         api,
@@ -492,6 +494,13 @@ backend_tests! {
             assert_eq!(e["errors"][0]["pointer"], "/items/0/changes/home_id", "{e}");
             answers.push(json!({"batch update": e["errors"][0]["detail"]}));
         }
+        // A nested prefix's parent from the path is a key the write sets too.
+        for den in [&theirs, &gone, &missing] {
+            let (s, e) = send!(app, w, w.alice, Req::post().uri(&format!("/api/dens/{den}/cubs/")), json!({"name": "x", "owner_id": w.alice}));
+            assert_eq!(s, 422, "{e}");
+            assert_eq!(e["field"], "home_id", "{e}");
+            assert_eq!(e["detail"], answers[0]["detail"], "{e}");
+        }
         let n = answers.len() / 3;
         assert_eq!(answers[..n], answers[n..2 * n], "bob's den and a deleted den answer alike");
         assert_eq!(answers[..n], answers[2 * n..], "and like a den that does not exist");
@@ -499,8 +508,11 @@ backend_tests! {
         let (_, list) = get!(app, w, w.admin, "/api/cubs/".to_owned());
         assert_eq!(names(&list), ["kit"]);
         assert_eq!(list["data"][0]["home_id"], own.as_str());
+        assert_eq!(list["pagination"]["total"], 1);
         assert_eq!(list["data"][0]["den_id"], Value::Null);
         // Her own live den, or none, is accepted.
+        let (s, c) = send!(app, w, w.alice, Req::post().uri(&format!("/api/dens/{own}/cubs/")), json!({"name": "nested", "owner_id": w.alice}));
+        assert_eq!(s, 201, "{c}");
         let (s, c) = send!(app, w, w.alice, Req::patch().uri(&format!("/api/cubs/{cub}")), json!({"den_id": own, "home_id": null}));
         assert_eq!(s, 200, "{c}");
         let (s, c) = send!(app, w, w.alice, Req::post().uri("/api/cubs/batch/"), json!({"items": [{"name": "y", "owner_id": w.alice, "home_id": own}]}));
