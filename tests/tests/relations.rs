@@ -265,7 +265,9 @@ where
     >,
     B: actix_web::body::MessageBody,
 {
-    let req = auth(Req::post().uri("/api/pets/"), &w.api, w.alice)
+    // As an administrator, who may place a pet in anyone's zone (alice may only place pets in
+    // the zones she reads).
+    let req = auth(Req::post().uri("/api/pets/"), &w.api, w.admin)
         .set_json(json!({"name": name, "zone_id": zone}));
     let (s, p, _, _) = call(app, req).await;
     assert_eq!(s, 201, "{p}");

@@ -60,7 +60,8 @@ async fn fetch<R: Resource>(
         None
     } else {
         let cx = relations::expand::Cx { req, db: &st.db };
-        relations::expand::members::<R>(&cx, conn, std::slice::from_ref(&item), &expand)
+        let one = std::slice::from_ref(&item);
+        relations::expand::members::<R>(&cx, conn, one, &expand, who.viewer())
             .await?
             .pop()
     };

@@ -69,7 +69,8 @@ async fn list<R: Resource>(
     } else {
         let shown = items.len().min(q.page_size as usize);
         let cx = relations::expand::Cx { req, db: &st.db };
-        Some(relations::expand::members::<R>(&cx, conn, &items[..shown], &expand).await?)
+        let viewer = who.viewer();
+        Some(relations::expand::members::<R>(&cx, conn, &items[..shown], &expand, viewer).await?)
     };
     let total = match q.count {
         CountMode::Exact => Some(R::count(conn, &total_conds).await?),

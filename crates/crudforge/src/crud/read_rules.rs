@@ -215,7 +215,6 @@ fn unreadable(param: &str, name: &str, what: &str) -> Error {
     )
 }
 
-/// The readers of `name`, if a read rule covers it.
 /// Refuses (400 naming `param`) the member `name` of a related resource, whose read rules are
 /// `rules`, unless `viewer` reads it on every row: a filter, a sort or `fields` across a
 /// relation must not reveal what the related resource hides. An owner's member is refused
@@ -238,6 +237,34 @@ pub(crate) fn check_related(
     }
 }
 
+/// How a request across a relation may use the relation's key member `name` (a belongs-to
+/// foreign key, or the member a has-many relation joins on), whose resource's read rules are
+/// `rules`: as a direct filter on that member would. `None` when `viewer` reads it on every
+/// row; the condition that confines the rows of its resource to the caller's own when it is
+/// an owner's member (ANDed with each use of the relation, so the relation tells nothing about
+/// other rows' keys); a 400 naming `param` when `viewer` never reads it.
+///
+/// # Errors
+///
+/// The 400.
+pub(crate) fn key_filter(
+    rules: &[(&'static str, Readers)],
+    name: &str,
+    param: &str,
+    viewer: Viewer<'_>,
+) -> Result<Option<Cond>, Error> {
+    match rules
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, r)| r.reach(viewer))
+    {
+        None | Some(Reach::Every) => Ok(None),
+        Some(Reach::Own(field, id)) => Ok(Some(owner_cond(field, id))),
+        Some(Reach::None) => Err(unreadable(param, name, "a request across a relation")),
+    }
+}
+
+/// The readers of `name`, if a read rule covers it.
 fn readers_of<R: Resource>(name: &str) -> Option<Readers> {
     R::READ_RULES
         .iter()

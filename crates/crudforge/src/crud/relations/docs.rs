@@ -52,8 +52,10 @@ fn expand_param<R: Resource>() -> ReferenceOr<Parameter> {
              of the related items (one level). Each embedded item is what the related \
              resource's own GET shows the caller: an item the caller may not read embeds as \
              null (or is left out of a list). At most {MAX_EXPANSIONS} relations; an unknown \
-             or unreadable one is a 400 naming it. Filters and `sort` may also name related \
-             fields (`rel.field=value`, `rel.field__op=value`, `rel.field` in `filter`), \
+             or unreadable one is a 400 naming it, and so is one through a key the caller \
+             may not read (a key read by its owner only links the caller's own rows). \
+             Filters and `sort` may also name related fields (`rel.field=value`, \
+             `rel.field__op=value`, `rel.field` in `filter`), \
              through at most {MAX_RELATION_JOINS} relations per request, among the related \
              items the caller may read.",
             rels.join(", ")

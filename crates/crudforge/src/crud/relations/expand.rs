@@ -37,6 +37,9 @@ pub(crate) struct Load<'a> {
     keys: Vec<Arg>,
     per_key: Option<u32>,
     nested: &'a [&'static Relation],
+    /// The condition that confines the related items to the caller's own, when the key is an
+    /// owner's member of the related resource.
+    only: Option<Cond>,
 }
 
 /// The read of one relation's items, for a target of any type: each item's value of the key
@@ -171,6 +174,10 @@ pub(crate) fn own_fields<R: Resource>(
 /// (or null) or the list of related objects. One query per relation (and one per nested
 /// relation), whatever the number of items.
 ///
+/// The relation's keys are read as `viewer` (who sees `items`) may read them: a key they never
+/// read is a 400, as a filter on it would be; a key that is an owner's member links the
+/// caller's own rows only (the others embed null, or an empty list).
+///
 /// # Errors
 ///
 /// A 400 for a relation the caller cannot read; database errors.
@@ -179,13 +186,21 @@ pub(crate) async fn members<R: Resource>(
     conn: &mut Conn,
     items: &[R],
     expand: &[Expand],
+    viewer: Viewer<'_>,
 ) -> Result<Vec<Vec<(&'static str, Value)>>, Error> {
+    check_keys::<R>(expand, viewer)?;
     let mut out: Vec<Vec<(&'static str, Value)>> = items.iter().map(|_| Vec::new()).collect();
     for e in expand {
         let rel = e.rel;
+        let mine = read_rules::key_filter(R::READ_RULES, rel.local, "expand", viewer)?;
+        let only = read_rules::key_filter((rel.target)().read_rules, rel.remote, "expand", viewer)?;
         let own: Vec<Option<Arg>> = items
             .iter()
-            .map(|i| i.sort_value(rel.local).flatten())
+            .map(|i| match &mine {
+                // An item whose key the caller may not read links nothing.
+                Some(_) if read_rules::hidden(i, viewer).contains(&rel.local) => None,
+                _ => i.sort_value(rel.local).flatten(),
+            })
             .collect();
         let mut keys: Vec<Arg> = Vec::new();
         for k in own.iter().flatten() {
@@ -200,6 +215,7 @@ pub(crate) async fn members<R: Resource>(
             keys,
             per_key,
             nested: &e.nested,
+            only,
         };
         let loaded = ((rel.target)().load)(cx, conn, load).await?;
         for (slot, k) in out.iter_mut().zip(&own) {
@@ -215,6 +231,22 @@ pub(crate) async fn members<R: Resource>(
         }
     }
     Ok(out)
+}
+
+/// Refuses (400 naming `expand`) an expansion, nested ones included, through a key `viewer`
+/// never reads, whatever the items (see [`members`]).
+fn check_keys<R: Resource>(expand: &[Expand], viewer: Viewer<'_>) -> Result<(), Error> {
+    let through = |rules, rel: &Relation| -> Result<(), Error> {
+        read_rules::key_filter(rules, rel.local, "expand", viewer)?;
+        read_rules::key_filter((rel.target)().read_rules, rel.remote, "expand", viewer)?;
+        Ok(())
+    };
+    for e in expand {
+        through(R::READ_RULES, e.rel)?;
+        let rules = (e.rel.target)().read_rules;
+        e.nested.iter().try_for_each(|n| through(rules, n))?;
+    }
+    Ok(())
 }
 
 /// Reads one relation's items of resource `R` (see [`Load`]): through `R`'s mounted
@@ -239,6 +271,9 @@ pub(crate) async fn load<R: Resource>(
         param: "expand".to_owned(),
     })
     .and(scope);
+    if let Some(only) = l.only {
+        conds = conds.and(only);
+    }
     if let Some(n) = l.per_key {
         let first = Condition::Related(Related {
             name: l.rel,
@@ -270,7 +305,7 @@ pub(crate) async fn load<R: Resource>(
     let extra = if nested.is_empty() {
         Vec::new()
     } else {
-        members::<R>(cx, conn, &items, &nested).await?
+        members::<R>(cx, conn, &items, &nested, who.viewer()).await?
     };
     // Rendered as the related resource's own GET renders them for this caller: the members
     // its read rules hide are left out.

@@ -2,13 +2,15 @@
 //! `#[resource(has_many(...))]`): what the derive declares ([`Relation`], [`Target`]), the
 //! mounted blueprints a relation reads through ([`Readers`]), linking the conditions and sorts
 //! a list request names across relations (each with the related resource's read scope, within
-//! the per-request cap), and `expand` ([`expand`]).
+//! the per-request cap), `expand` ([`expand`]), and the check of the keys writes set
+//! ([`keys`]).
 //!
 //! Every related row is read as the related resource's own `GET` reads it for the caller: its
 //! mounted blueprint's rules, live rows only, rendered by its `GET` rendering path.
 
 pub(crate) mod docs;
 pub(crate) mod expand;
+pub(crate) mod keys;
 mod sql;
 
 pub use sql::{related_order, related_sql, LinkSql, RelSql};
@@ -76,6 +78,7 @@ pub struct Target {
     pub(crate) pg: WhereFn<diesel::pg::Pg>,
     pub(crate) scope: ScopeFn,
     pub(crate) load: expand::LoadFn,
+    pub(crate) readable: keys::ReadableFn,
     pub(crate) schema: fn(
         &mut crate::openapi::ApiDoc,
     ) -> apistos::reference_or::ReferenceOr<schemars::schema::Schema>,
@@ -110,6 +113,9 @@ impl Target {
             pg: R::__where_pg,
             scope: |req, conn, rel| Box::pin(scope_of::<R>(req, conn, rel)),
             load: |cx, conn, load| Box::pin(expand::load::<R>(cx, conn, load)),
+            readable: |req, conn, key, value, admin| {
+                Box::pin(keys::readable::<R>(req, conn, key, value, admin))
+            },
             schema: |doc| doc.schema::<R::Response>(),
         }
     }
@@ -153,11 +159,7 @@ pub(crate) async fn reader<R: Resource>(
     param: &'static str,
     rel: &'static str,
 ) -> Result<(Arc<Shared<R>>, Caller, Condition), Error> {
-    let shared = req
-        .app_data::<actix_web::web::Data<Readers>>()
-        .and_then(|r| r.get::<R>())
-        .filter(|s| s.ops.contains_key(&Operation::Get))
-        .ok_or_else(|| unreadable(param, rel))?;
+    let shared = mounted::<R>(req).ok_or_else(|| unreadable(param, rel))?;
     let who = caller_on(&shared, req, Operation::Get, conn)
         .await
         .map_err(|e| refused(e, param, rel))?;
@@ -165,6 +167,13 @@ pub(crate) async fn reader<R: Resource>(
         .read_scope(&shared)
         .map_err(|e| refused(e, param, rel))?;
     Ok((shared, who, scope))
+}
+
+/// The mounted blueprint of `R` that relations read through, if it serves `GET`.
+pub(crate) fn mounted<R: Resource>(req: &HttpRequest) -> Option<Arc<Shared<R>>> {
+    req.app_data::<actix_web::web::Data<Readers>>()
+        .and_then(|r| r.get::<R>())
+        .filter(|s| s.ops.contains_key(&Operation::Get))
 }
 
 /// A refusal of the rules becomes the 400 of an unreadable relation; other errors stay.
@@ -218,8 +227,12 @@ pub(crate) async fn link<R: Resource>(
     for s in sort {
         if let Some((rel, member)) = s.field.split_once('.') {
             let r = relation::<R>(rel).ok_or_else(|| unreadable("sort", rel))?;
-            // An order by a member the caller may not read would reveal it.
-            read_rules::check_related((r.target)().read_rules, member, "sort", viewer)?;
+            // An order by a member the caller may not read would reveal it; so would an order
+            // through a key they may not read on every row (as a sort by the key itself).
+            let t = (r.target)();
+            read_rules::check_related(t.read_rules, member, "sort", viewer)?;
+            read_rules::check_related(R::READ_RULES, r.local, "sort", viewer)?;
+            read_rules::check_related(t.read_rules, r.remote, "sort", viewer)?;
             if r.kind == RelationKind::HasMany {
                 return Err(Error::bad_param(
                     "sort",
@@ -267,6 +280,14 @@ async fn link_tree<R: Resource>(
             let t = (rel.target)();
             // A filter on a member the caller may not read would be an oracle for it.
             check_readable(&t, &r.cond, viewer)?;
+            // So would the relation itself, through its keys: their read rules apply as to a
+            // direct filter on them (400, or confined to the caller's own rows).
+            let param = first_param(&r.cond).unwrap_or(r.name).to_owned();
+            let own = read_rules::key_filter(R::READ_RULES, rel.local, &param, viewer)?;
+            if let Some(theirs) = read_rules::key_filter(t.read_rules, rel.remote, &param, viewer)?
+            {
+                r.cond = Box::new((*r.cond).and(theirs));
+            }
             let scope = (t.scope)(req, conn, rel.name).await?;
             r.cond = Box::new((*r.cond).and(scope));
             r.link = Some(Link {
@@ -276,7 +297,12 @@ async fn link_tree<R: Resource>(
                 sqlite: t.sqlite,
                 pg: t.pg,
             });
-            Condition::Related(r)
+            match own {
+                // `(related and owner = me)`: under `not` or `or` too, other rows' keys stay
+                // out of it.
+                Some(own) => Condition::All(vec![Condition::Related(r), Condition::Is(own)]),
+                None => Condition::Related(r),
+            }
         }
     })
 }
@@ -293,6 +319,17 @@ async fn link_all<R: Resource>(
         out.push(Box::pin(link_tree::<R>(req, conn, c, joins, viewer)).await?);
     }
     Ok(out)
+}
+
+/// The parameter of the first comparison in `c` (`habitat.name`), which errors about the
+/// relation name.
+fn first_param(c: &Condition) -> Option<&str> {
+    match c {
+        Condition::All(v) | Condition::Any(v) => v.iter().find_map(first_param),
+        Condition::Not(c) => first_param(c),
+        Condition::Is(c) => Some(&c.param),
+        Condition::Related(_) => None,
+    }
 }
 
 /// Refuses (400) a comparison in `c` on a member of the related resource `t` that its read

@@ -134,12 +134,37 @@ fn find_order<'a>(c: &'a Condition, rel: &str) -> Option<&'a Related> {
     }
 }
 
+/// The name the related table goes by in a subquery across a relation from a table to itself
+/// (`parent`), so that the subquery tells the related row from the outer one.
+const ALIAS: &str = "__rel";
+
 impl<DB: Backend> RelSql<DB> {
+    /// Whether the relation leads from a table to itself: then the related table is aliased
+    /// ([`ALIAS`]) and its condition, written with the table's own name, selects the related
+    /// keys in an inner subquery of its own (`__rel.key IN (SELECT t.key FROM t WHERE cond)`).
+    fn to_itself(&self, link: &Link) -> bool {
+        link.table == self.outer_table
+    }
+
+    /// The name the related table goes by in the subquery.
+    fn related_name(&self, link: &Link) -> &'static str {
+        if self.to_itself(link) {
+            ALIAS
+        } else {
+            link.table
+        }
+    }
+
     fn linked_where<'b>(&'b self, link: &Link, out: &mut AstPass<'_, 'b, DB>) -> QueryResult<()> {
+        let related = self.related_name(link);
         out.push_sql(" FROM ");
         out.push_identifier(link.table)?;
+        if self.to_itself(link) {
+            out.push_sql(" AS ");
+            out.push_identifier(ALIAS)?;
+        }
         out.push_sql(" WHERE ");
-        out.push_identifier(link.table)?;
+        out.push_identifier(related)?;
         out.push_sql(".");
         out.push_identifier(link.key)?;
         out.push_sql(" = ");
@@ -147,9 +172,26 @@ impl<DB: Backend> RelSql<DB> {
         out.push_sql(".");
         out.push_identifier(link.outer_key)?;
         if let Some(inner) = &self.inner {
-            out.push_sql(" AND (");
-            inner.walk_ast(out.reborrow())?;
-            out.push_sql(")");
+            if self.to_itself(link) {
+                // The inner subquery's own `FROM t` is what the condition's `t.` names.
+                out.push_sql(" AND ");
+                out.push_identifier(ALIAS)?;
+                out.push_sql(".");
+                out.push_identifier(link.key)?;
+                out.push_sql(" IN (SELECT ");
+                out.push_identifier(link.table)?;
+                out.push_sql(".");
+                out.push_identifier(link.key)?;
+                out.push_sql(" FROM ");
+                out.push_identifier(link.table)?;
+                out.push_sql(" WHERE ");
+                inner.walk_ast(out.reborrow())?;
+                out.push_sql(")");
+            } else {
+                out.push_sql(" AND (");
+                inner.walk_ast(out.reborrow())?;
+                out.push_sql(")");
+            }
         }
         Ok(())
     }
@@ -171,7 +213,7 @@ impl<DB: Backend> QueryFragment<DB> for RelSql<DB> {
             }
             Shape::Value { column, is_null } => {
                 out.push_sql("(SELECT ");
-                out.push_identifier(link.table)?;
+                out.push_identifier(self.related_name(link))?;
                 out.push_sql(".");
                 out.push_identifier(column)?;
                 self.linked_where(link, &mut out)?;

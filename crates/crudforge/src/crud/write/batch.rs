@@ -17,6 +17,7 @@ use crate::condition::{parse_arg, Arg, Cond};
 use crate::crud::conditional::{self, Precondition};
 use crate::crud::idempotency::Answer;
 use crate::crud::options::Operation;
+use crate::crud::relations::keys::Keys;
 use crate::crud::request::{caller, check_members, decode, hash_passwords, parent_conds};
 use crate::crud::shared::Shared;
 use crate::crud::{HookCtx, Resource};
@@ -49,8 +50,14 @@ pub(crate) async fn create<R: Resource>(
     let items = items(&req, &body, st.config.http.batch_max_items)?;
     let mut inputs = Vec::with_capacity(items.len());
     let mut refused = Vec::new();
+    // One entry per item once no item is refused (the only case in which they are read).
+    let mut keys = Vec::with_capacity(items.len());
     for (i, item) in items.into_iter().enumerate() {
-        match object(item).and_then(|obj| input(shared, obj, &who, &parents)) {
+        let read = object(item).and_then(|obj| {
+            keys.push(Keys::of::<R>(&obj, &parents));
+            input(shared, obj, &who, &parents)
+        });
+        match read {
             Ok(input) => inputs.push(input),
             Err(e) => refused.push(ItemError::new(i, e)),
         }
@@ -74,7 +81,8 @@ pub(crate) async fn create<R: Resource>(
     };
     let insert = async |conn: &mut Conn| {
         let mut rows = Vec::with_capacity(ready.len());
-        for (i, input) in ready.into_iter().enumerate() {
+        for (i, (input, keys)) in ready.into_iter().zip(&keys).enumerate() {
+            keys.check(&req, conn, &who).await.map_err(|e| at(i, e))?;
             let row = R::insert(conn, input).await.map_err(|e| at(i, e))?;
             after_write(shared, conn, &ctx, i, &row).await?;
             rows.push(row);
@@ -104,9 +112,11 @@ pub(crate) async fn update<R: Resource>(
     let items = items(&req, &body, st.config.http.batch_max_items)?;
     let addressed = addressed(shared, items, &parents, true)?;
     let mut decoded = Vec::with_capacity(addressed.len());
+    let mut keys = Vec::with_capacity(addressed.len());
     let mut refused = Vec::new();
     for (i, item) in addressed.into_iter().enumerate() {
         let changes = item.changes.unwrap_or_default();
+        keys.push(Keys::of::<R>(&changes, &[]));
         let input = check_members(shared, &who, &changes, Operation::Patch)
             .and_then(|()| decode::<R, R::Update>(shared, Operation::Patch, changes, &[]));
         match input {
@@ -139,7 +149,10 @@ pub(crate) async fn update<R: Resource>(
     };
     let write = async |conn: &mut Conn| {
         let mut rows = Vec::with_capacity(ready.len());
-        for (i, (target, pre, input)) in ready.into_iter().enumerate() {
+        for (i, ((target, pre, input), keys)) in ready.into_iter().zip(&keys).enumerate() {
+            keys.check(&req, conn, &who)
+                .await
+                .map_err(|e| at_changes(i, e))?;
             let written = update::write(shared, &ctx, conn, &target, pre.as_ref(), input).await;
             let row = match written.map_err(|e| at(i, e))? {
                 Change::Stored(row, _) => row,

@@ -1,10 +1,11 @@
 //! The POST handler: the caller, the rules' fill of server-owned members, the input, then
-//! [`run`](super::run) inserts the row.
+//! [`run`](super::run) checks the belongs-to keys it sets ([`Keys`]) and inserts the row.
 
 use super::{run, Change, KeyCheck, Plan};
 use crate::condition::Cond;
 use crate::crud::idempotency::Answer;
 use crate::crud::options::Operation;
+use crate::crud::relations::keys::Keys;
 use crate::crud::request::{
     caller, check_members, decode, hash_passwords, json_object, parent_conds, Caller,
 };
@@ -30,7 +31,9 @@ pub(crate) async fn create<R: Resource>(
         KeyCheck::Replay(stored) => return Ok(stored),
         held => held,
     };
-    let mut input: R::Create = input(shared, json_object(&req, &body)?, &who, &parents)?;
+    let obj = json_object(&req, &body)?;
+    let keys = Keys::of::<R>(&obj, &parents);
+    let mut input: R::Create = input(shared, obj, &who, &parents)?;
     hash_passwords(&mut input, st.config.password_policy()).await?;
     let ctx = who.hook_ctx(Operation::Post, &st.db, &req);
     let input = shared.hooks.before_create(&ctx, input).await?;
@@ -41,7 +44,10 @@ pub(crate) async fn create<R: Resource>(
         mode: TxMode::Write,
         key: held.key(),
     };
-    let insert = async |conn: &mut Conn| insert(shared, &req, conn, input).await;
+    let insert = async |conn: &mut Conn| {
+        keys.check(&req, conn, &who).await?;
+        insert(shared, &req, conn, input).await
+    };
     let ended = run(shared, st, &req, &ctx, plan, insert).await?;
     Ok(ended.into_response())
 }

@@ -7,6 +7,7 @@ use super::{run, Change, KeyCheck, Plan};
 use crate::crud::conditional::Precondition;
 use crate::crud::idempotency::Answer;
 use crate::crud::options::Operation;
+use crate::crud::relations::keys::Keys;
 use crate::crud::request::{caller, check_members, decode, hash_passwords, json_object};
 use crate::crud::rows::reload;
 use crate::crud::shared::Shared;
@@ -34,13 +35,17 @@ pub(crate) async fn update<R: Resource>(
     };
     let obj = json_object(&req, &body)?;
     check_members(shared, &who, &obj, Operation::Patch)?;
+    let keys = Keys::of::<R>(&obj, &[]);
     let mut input: R::Update = decode(shared, Operation::Patch, obj, &[])?;
     hash_passwords(&mut input, st.config.password_policy()).await?;
     let ctx = who.hook_ctx(Operation::Patch, &st.db, &req);
     let input = shared.hooks.before_update_input(&ctx, input).await?;
     let plan = plan(shared, Operation::Patch, held.key(), if_match.is_some());
     let pre = if_match.as_ref();
-    let write = async |conn: &mut Conn| write(shared, &ctx, conn, &target, pre, input).await;
+    let write = async |conn: &mut Conn| {
+        keys.check(&req, conn, &who).await?;
+        write(shared, &ctx, conn, &target, pre, input).await
+    };
     let ended = run(shared, st, &req, &ctx, plan, write).await?;
     Ok(ended.into_response())
 }
