@@ -341,20 +341,23 @@ backend_tests! {
         let (status, v) = send(&app, list(&[("page_size", "2"), ("sort", "-cuteness_level"), ("cursor", &cursor)])).await;
         assert_eq!(status, 200, "{v}");
         assert_eq!(names(&v), ["Tom", "Rex"]);
-        let (body_part, tag) = cursor.split_once('.').unwrap();
-        let mut flipped = body_part.as_bytes().to_vec();
-        flipped[3] = if flipped[3] == b'A' { b'B' } else { b'A' };
-        let edited = format!("{}.{tag}", String::from_utf8(flipped).unwrap());
-        let forged_payload = {
-            use std::fmt::Write as _;
-            let mut s = String::new();
-            write!(s, "{body_part}.").unwrap();
-            s.push_str(&"A".repeat(43));
-            s
+        // One character changed (in the nonce, the sealed payload, the tag), cut short, or a
+        // cursor-shaped string of the same length that this API never issued.
+        let edit = |i: usize| {
+            let mut b = cursor.as_bytes().to_vec();
+            b[i] = if b[i] == b'A' { b'B' } else { b'A' };
+            String::from_utf8(b).unwrap()
         };
+        let edited = [edit(3), edit(cursor.len() / 2), edit(cursor.len() - 2)];
+        let truncated = cursor[..cursor.len() - 4].to_owned();
+        let forged = "A".repeat(cursor.len());
         for (q, detail) in [
-            (vec![("sort", "-cuteness_level"), ("cursor", edited.as_str())], "not a cursor this API issued"),
-            (vec![("sort", "-cuteness_level"), ("cursor", forged_payload.as_str())], "not a cursor this API issued"),
+            (vec![("sort", "-cuteness_level"), ("cursor", edited[0].as_str())], "not a cursor this API issued"),
+            (vec![("sort", "-cuteness_level"), ("cursor", edited[1].as_str())], "not a cursor this API issued"),
+            (vec![("sort", "-cuteness_level"), ("cursor", edited[2].as_str())], "not a cursor this API issued"),
+            (vec![("sort", "-cuteness_level"), ("cursor", truncated.as_str())], "not a cursor this API issued"),
+            (vec![("sort", "-cuteness_level"), ("cursor", forged.as_str())], "not a cursor this API issued"),
+            (vec![("sort", "-cuteness_level"), ("cursor", "forged.AAAA")], "not a cursor this API issued"),
             (vec![("sort", "-cuteness_level"), ("cursor", "garbage")], "not a cursor this API issued"),
             (vec![("sort", "-cuteness_level"), ("cursor", "")], "not a cursor this API issued"),
             (vec![("sort", "cuteness_level"), ("cursor", cursor.as_str())], "belongs to the sort `-cuteness_level`"),
@@ -377,6 +380,7 @@ backend_tests! {
         let app2 = test::init_service(api2.app()).await;
         let (status, v) = send(&app2, list(&[("sort", "-cuteness_level"), ("cursor", &cursor)])).await;
         assert_eq!(status, 400, "{v}");
+        assert_eq!(v["field"], "cursor");
     }
 
     async fn count_modes(t) {

@@ -142,7 +142,7 @@ struct PageAt {
     total_conds: Condition,
 }
 
-/// The page `q` asks for, by number or by a signed cursor. Rows before the cursor are
+/// The page `q` asks for, by number or by an encrypted cursor. Rows before the cursor are
 /// excluded from the page, not from the total.
 fn window<R: Resource>(st: &ApiState, q: &ListQuery, conds: Condition) -> Result<PageAt, Error> {
     let Some(token) = &q.cursor else {
@@ -186,7 +186,8 @@ pub(crate) async fn index<R: Resource>(
     items.truncate(q.page_size as usize);
     let next_cursor = match items.last() {
         Some(last) if more => position_of(last, &q.sort, page.saturating_add(1))
-            .map(|p| cursor::encode(key, R::NAME, &q.sort, &p)),
+            .map(|p| cursor::encode(key, R::NAME, &q.sort, &p))
+            .transpose()?,
         _ => None,
     };
     let mut out = Vec::with_capacity(64 + items.len() * 256);
