@@ -251,6 +251,53 @@ backend_tests! {
         assert!(v["pagination"]["next_cursor"].is_null(), "{v}");
     }
 
+    async fn estimated_counts_stay_in_the_read_scope(t) {
+        let cfg = t.config().with(|c| c.auth.bcrypt_cost = 4);
+        let db = t.open(&cfg).await;
+        create_table(&db).await;
+        let alice = users::create_user(&db, "alice@example.com", "alice-pass", true, 4).await.unwrap();
+        let bob = users::create_user(&db, "bob@example.com", "bob-pass", true, 4).await.unwrap();
+        let admin = users::create_user(&db, "admin@example.com", "admin-pass", true, 4).await.unwrap();
+        users::grant_role(&db, admin, "ADMIN", None).await.unwrap();
+        let api = Api::new(cfg, db.clone()).unwrap()
+            .mount(Critter::blueprint("/api/critters/").rules(OwnerRules::new("keeper_id"))).unwrap();
+        let bearer = |id| ("authorization", format!("Bearer {}", api.state().tokens.access(id).unwrap()));
+        let app = test::init_service(api.app()).await;
+        // Bob keeps thirty dogs named Secret; Alice keeps one cat.
+        let (status, v) = send(&app, post(json!({"name": "Mine", "species": "cat"})).insert_header(bearer(alice))).await;
+        assert_eq!(status, 201, "{v}");
+        for _ in 0..30 {
+            let (status, v) = send(&app, post(json!({"name": "Secret", "species": "dog"})).insert_header(bearer(bob))).await;
+            assert_eq!(status, 201, "{v}");
+        }
+        if db.backend() == crudforge_tests::Backend::Postgres {
+            let mut conn = db.get().await.unwrap();
+            crudforge::with_conn!(conn, |c| diesel_async::SimpleAsyncConnection::batch_execute(c, "ANALYZE critters").await).unwrap();
+        }
+        // Alice's scope is her own rows: her estimate is her exact count, whatever Bob keeps.
+        for (q, n) in [
+            (vec![("name", "Secret")], 0),
+            (vec![("filter", "species = 'dog'")], 0),
+            (vec![("name", "never-used")], 0),
+            (vec![("species", "cat")], 1),
+            (vec![], 1),
+        ] {
+            let mut q = q.clone();
+            q.push(("count", "estimated"));
+            let (status, v) = send(&app, list(&q).insert_header(bearer(alice))).await;
+            assert_eq!(status, 200, "{q:?}: {v}");
+            assert_eq!(v["pagination"]["total"], n, "{q:?}: {v}");
+        }
+        // An administrator reads the whole table: the planner's estimate (never below 1 on
+        // PostgreSQL, where the exact count is 0), exact on SQLite.
+        let (_, v) = send(&app, list(&[("count", "estimated"), ("name", "never-used")]).insert_header(bearer(admin))).await;
+        let estimate = v["pagination"]["total"].as_i64().unwrap();
+        match db.backend() {
+            crudforge_tests::Backend::Sqlite => assert_eq!(estimate, 0, "{v}"),
+            crudforge_tests::Backend::Postgres => assert!(estimate >= 1, "{v}"),
+        }
+    }
+
     async fn cursor_walks_never_repeat_or_skip(t) {
         let api = critter_api(&t, t.config().with(|c| c.list.max_page_size = 1000)).await;
         let app = test::init_service(api.app()).await;
