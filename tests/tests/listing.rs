@@ -251,6 +251,53 @@ backend_tests! {
         assert!(v["pagination"]["next_cursor"].is_null(), "{v}");
     }
 
+    async fn estimated_counts_stay_in_the_read_scope(t) {
+        let cfg = t.config().with(|c| c.auth.bcrypt_cost = 4);
+        let db = t.open(&cfg).await;
+        create_table(&db).await;
+        let alice = users::create_user(&db, "alice@example.com", "alice-pass", true, 4).await.unwrap();
+        let bob = users::create_user(&db, "bob@example.com", "bob-pass", true, 4).await.unwrap();
+        let admin = users::create_user(&db, "admin@example.com", "admin-pass", true, 4).await.unwrap();
+        users::grant_role(&db, admin, "ADMIN", None).await.unwrap();
+        let api = Api::new(cfg, db.clone()).unwrap()
+            .mount(Critter::blueprint("/api/critters/").rules(OwnerRules::new("keeper_id"))).unwrap();
+        let bearer = |id| ("authorization", format!("Bearer {}", api.state().tokens.access(id).unwrap()));
+        let app = test::init_service(api.app()).await;
+        // Bob keeps thirty dogs named Secret; Alice keeps one cat.
+        let (status, v) = send(&app, post(json!({"name": "Mine", "species": "cat"})).insert_header(bearer(alice))).await;
+        assert_eq!(status, 201, "{v}");
+        for _ in 0..30 {
+            let (status, v) = send(&app, post(json!({"name": "Secret", "species": "dog"})).insert_header(bearer(bob))).await;
+            assert_eq!(status, 201, "{v}");
+        }
+        if db.backend() == crudforge_tests::Backend::Postgres {
+            let mut conn = db.get().await.unwrap();
+            crudforge::with_conn!(conn, |c| diesel_async::SimpleAsyncConnection::batch_execute(c, "ANALYZE critters").await).unwrap();
+        }
+        // Alice's scope is her own rows: her estimate is her exact count, whatever Bob keeps.
+        for (q, n) in [
+            (vec![("name", "Secret")], 0),
+            (vec![("filter", "species = 'dog'")], 0),
+            (vec![("name", "never-used")], 0),
+            (vec![("species", "cat")], 1),
+            (vec![], 1),
+        ] {
+            let mut q = q.clone();
+            q.push(("count", "estimated"));
+            let (status, v) = send(&app, list(&q).insert_header(bearer(alice))).await;
+            assert_eq!(status, 200, "{q:?}: {v}");
+            assert_eq!(v["pagination"]["total"], n, "{q:?}: {v}");
+        }
+        // An administrator reads the whole table: the planner's estimate (never below 1 on
+        // PostgreSQL, where the exact count is 0), exact on SQLite.
+        let (_, v) = send(&app, list(&[("count", "estimated"), ("name", "never-used")]).insert_header(bearer(admin))).await;
+        let estimate = v["pagination"]["total"].as_i64().unwrap();
+        match db.backend() {
+            crudforge_tests::Backend::Sqlite => assert_eq!(estimate, 0, "{v}"),
+            crudforge_tests::Backend::Postgres => assert!(estimate >= 1, "{v}"),
+        }
+    }
+
     async fn cursor_walks_never_repeat_or_skip(t) {
         let api = critter_api(&t, t.config().with(|c| c.list.max_page_size = 1000)).await;
         let app = test::init_service(api.app()).await;
@@ -341,20 +388,23 @@ backend_tests! {
         let (status, v) = send(&app, list(&[("page_size", "2"), ("sort", "-cuteness_level"), ("cursor", &cursor)])).await;
         assert_eq!(status, 200, "{v}");
         assert_eq!(names(&v), ["Tom", "Rex"]);
-        let (body_part, tag) = cursor.split_once('.').unwrap();
-        let mut flipped = body_part.as_bytes().to_vec();
-        flipped[3] = if flipped[3] == b'A' { b'B' } else { b'A' };
-        let edited = format!("{}.{tag}", String::from_utf8(flipped).unwrap());
-        let forged_payload = {
-            use std::fmt::Write as _;
-            let mut s = String::new();
-            write!(s, "{body_part}.").unwrap();
-            s.push_str(&"A".repeat(43));
-            s
+        // One character changed (in the nonce, the sealed payload, the tag), cut short, or a
+        // cursor-shaped string of the same length that this API never issued.
+        let edit = |i: usize| {
+            let mut b = cursor.as_bytes().to_vec();
+            b[i] = if b[i] == b'A' { b'B' } else { b'A' };
+            String::from_utf8(b).unwrap()
         };
+        let edited = [edit(3), edit(cursor.len() / 2), edit(cursor.len() - 2)];
+        let truncated = cursor[..cursor.len() - 4].to_owned();
+        let forged = "A".repeat(cursor.len());
         for (q, detail) in [
-            (vec![("sort", "-cuteness_level"), ("cursor", edited.as_str())], "not a cursor this API issued"),
-            (vec![("sort", "-cuteness_level"), ("cursor", forged_payload.as_str())], "not a cursor this API issued"),
+            (vec![("sort", "-cuteness_level"), ("cursor", edited[0].as_str())], "not a cursor this API issued"),
+            (vec![("sort", "-cuteness_level"), ("cursor", edited[1].as_str())], "not a cursor this API issued"),
+            (vec![("sort", "-cuteness_level"), ("cursor", edited[2].as_str())], "not a cursor this API issued"),
+            (vec![("sort", "-cuteness_level"), ("cursor", truncated.as_str())], "not a cursor this API issued"),
+            (vec![("sort", "-cuteness_level"), ("cursor", forged.as_str())], "not a cursor this API issued"),
+            (vec![("sort", "-cuteness_level"), ("cursor", "forged.AAAA")], "not a cursor this API issued"),
             (vec![("sort", "-cuteness_level"), ("cursor", "garbage")], "not a cursor this API issued"),
             (vec![("sort", "-cuteness_level"), ("cursor", "")], "not a cursor this API issued"),
             (vec![("sort", "cuteness_level"), ("cursor", cursor.as_str())], "belongs to the sort `-cuteness_level`"),
@@ -377,6 +427,7 @@ backend_tests! {
         let app2 = test::init_service(api2.app()).await;
         let (status, v) = send(&app2, list(&[("sort", "-cuteness_level"), ("cursor", &cursor)])).await;
         assert_eq!(status, 400, "{v}");
+        assert_eq!(v["field"], "cursor");
     }
 
     async fn count_modes(t) {

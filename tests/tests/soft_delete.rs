@@ -277,6 +277,51 @@ backend_tests! {
         assert_eq!(seen, ["one", "three"]);
     }
 
+    async fn estimated_counts_do_not_count_deleted_notes(t) {
+        let w = world(&t, 0).await;
+        let app = test::init_service(w.api.app()).await;
+        // Fifty notes named Phantom, each deleted (a title is unique among live notes only),
+        // and one live note.
+        let mut conn = w.db.get().await.unwrap();
+        for _ in 0..50 {
+            let input: NoteCreate = serde_json::from_value(json!({"title": "Phantom", "owner_id": w.alice})).unwrap();
+            let id = Note::insert(&mut conn, input).await.unwrap().id;
+            assert!(Note::delete(&mut conn, &[Cond::eq("id", Arg::Uuid(id))]).await.unwrap());
+        }
+        let input: NoteCreate = serde_json::from_value(json!({"title": "kept", "owner_id": w.alice})).unwrap();
+        Note::insert(&mut conn, input).await.unwrap();
+        if w.db.backend() == Backend::Postgres {
+            // Statistics, as autovacuum would gather them: the planner now knows the Phantoms.
+            with_conn!(conn, |c| c.batch_execute("ANALYZE notes").await).unwrap();
+        }
+        drop(conn);
+        // Whoever may not list deleted notes, administrators without `include_deleted`
+        // included, gets the exact count: the estimate would count the deleted Phantoms (and
+        // is never below 1, so even an unused title would answer).
+        for who in [w.bob, w.alice, w.admin] {
+            for (title, n) in [("Phantom", 0), ("never-used", 0), ("kept", 1)] {
+                let uri = format!("/api/notes/?count=estimated&title={title}");
+                let (s, list) = send(&app, auth(Req::get().uri(&uri), &w.api, who)).await;
+                assert_eq!(s, 200, "{list}");
+                assert_eq!(list["pagination"]["total"], n, "{uri}: {list}");
+                assert_eq!(list["pagination"]["total_pages"], n, "{uri}: {list}");
+            }
+        }
+        // An administrator's list of every row, deleted ones included, is the whole table:
+        // there the estimate is the planner's (at least 1 on PostgreSQL, where the exact count
+        // is 0), and exact on SQLite.
+        let uri = "/api/notes/?count=estimated&include_deleted=true&title=never-used";
+        let (s, list) = send(&app, auth(Req::get().uri(uri), &w.api, w.admin)).await;
+        assert_eq!(s, 200, "{list}");
+        let estimate = list["pagination"]["total"].as_i64().unwrap();
+        match w.db.backend() {
+            Backend::Sqlite => assert_eq!(estimate, 0, "{list}"),
+            Backend::Postgres => assert!(estimate >= 1, "the planner's estimate: {list}"),
+        }
+        let (_, list) = send(&app, auth(Req::get().uri("/api/notes/?count=estimated&include_deleted=true&title=Phantom"), &w.api, w.admin)).await;
+        assert!(list["pagination"]["total"].as_i64().unwrap() >= 1, "{list}");
+    }
+
     async fn administrators_alone_see_deleted_notes(t) {
         let w = world(&t, 0).await;
         let app = test::init_service(w.api.app()).await;
@@ -318,13 +363,16 @@ backend_tests! {
         let (_, n) = send(&app, auth(Req::post().uri("/api/notes/").set_json(json!({"title": "plan"})), &w.api, w.alice)).await;
         let item = format!("/api/notes/{}", n["id"].as_str().unwrap());
         let restore = format!("{item}/restore/");
-        // Not deleted: 409; nothing at that path: 404.
-        assert_eq!(send(&app, auth(Req::post().uri(&restore), &w.api, w.alice)).await.0, 409);
+        // Not deleted: 409 for an administrator, 404 for anyone else (even the owner); nothing
+        // at that path: 404.
+        assert_eq!(send(&app, auth(Req::post().uri(&restore), &w.api, w.admin)).await.0, 409);
+        assert_eq!(send(&app, auth(Req::post().uri(&restore), &w.api, w.alice)).await.0, 404);
         let nowhere = format!("/api/notes/{}/restore/", Uuid::new_v4());
         assert_eq!(send(&app, auth(Req::post().uri(&nowhere), &w.api, w.admin)).await.0, 404);
         assert_eq!(send(&app, auth(Req::delete().uri(&item), &w.api, w.alice)).await.0, 204);
-        // Bob may read the note but not write it: 403; anonymous: 401.
-        assert_eq!(send(&app, auth(Req::post().uri(&restore), &w.api, w.bob)).await.0, 403);
+        // Bob may read the note but not write it: 404 (a deleted note is not his to know
+        // about); anonymous: 401.
+        assert_eq!(send(&app, auth(Req::post().uri(&restore), &w.api, w.bob)).await.0, 404);
         assert_eq!(send(&app, Req::post().uri(&restore)).await.0, 401);
         // If-Match is checked against the deleted row.
         let (s, p) = send(&app, auth(Req::post().uri(&restore).insert_header(("if-match", "\"nope\"")), &w.api, w.alice)).await;
@@ -349,6 +397,48 @@ backend_tests! {
         let (s, p) = send(&app, auth(Req::post().uri(&format!("{locked}/restore/")), &w.api, w.admin)).await;
         assert_eq!(s, 409, "{p}");
         assert_eq!(send(&app, auth(Req::get().uri(&locked), &w.api, w.admin)).await.0, 404);
+    }
+
+    async fn a_restore_does_not_tell_deleted_notes_from_live_ones_or_none(t) {
+        let w = world(&t, 0).await;
+        let app = test::init_service(w.api.app()).await;
+        let (_, live) = send(&app, auth(Req::post().uri("/api/notes/").set_json(json!({"title": "live"})), &w.api, w.alice)).await;
+        let (_, gone) = send(&app, auth(Req::post().uri("/api/notes/").set_json(json!({"title": "gone"})), &w.api, w.alice)).await;
+        let path = |n: &Value| format!("/api/notes/{}", n["id"].as_str().unwrap());
+        assert_eq!(send(&app, auth(Req::delete().uri(&path(&gone)), &w.api, w.alice)).await.0, 204);
+        let restore = |p: String| format!("{p}/restore/");
+        let targets = [
+            restore(path(&gone)),
+            restore(path(&live)),
+            format!("/api/notes/{}/restore/", Uuid::new_v4()),
+        ];
+        // Bob reads every note but writes none of Alice's: a deleted note, a live one and no
+        // note at all get the same 404, body and all, so he learns nothing from restores.
+        let mut answers = Vec::new();
+        for uri in &targets {
+            answers.push(send(&app, auth(Req::post().uri(uri), &w.api, w.bob)).await);
+        }
+        // (The problem's `instance` and `request_id` name the request, not the note.)
+        let problem = |p: &Value| (p["type"].clone(), p["title"].clone(), p["detail"].clone(), p["status"].clone());
+        for (uri, (s, p)) in targets.iter().zip(&answers) {
+            assert_eq!(*s, 404, "{uri}: {p}");
+            assert_eq!(problem(p), problem(&answers[2].1), "{uri}");
+        }
+        // So does If-Match, which reads the row first.
+        let (s, p) = send(&app, auth(Req::post().uri(&targets[0]).insert_header(("if-match", "\"nope\"")), &w.api, w.bob)).await;
+        assert_eq!((s, problem(&p)), (404, problem(&answers[2].1)));
+        // Alice, the owner, gets 404 for her live note too (she may not list deleted notes).
+        assert_eq!(send(&app, auth(Req::post().uri(&targets[1]), &w.api, w.alice)).await.0, 404);
+        // Administrators may list deleted notes, so they keep the detail: 409 for a live note,
+        // 404 for none.
+        let (s, p) = send(&app, auth(Req::post().uri(&targets[1]), &w.api, w.admin)).await;
+        assert_eq!(s, 409, "{p}");
+        assert!(p["detail"].as_str().unwrap().contains("not deleted"), "{p}");
+        assert_eq!(send(&app, auth(Req::post().uri(&targets[2]), &w.api, w.admin)).await.0, 404);
+        // Nothing was restored by any of it; the owner still can.
+        let (_, list) = send(&app, auth(Req::get().uri("/api/notes/"), &w.api, w.bob)).await;
+        assert_eq!(list["pagination"]["total"], 1, "{list}");
+        assert_eq!(send(&app, auth(Req::post().uri(&targets[0]), &w.api, w.alice)).await.0, 200);
     }
 
     async fn titles_are_unique_among_live_notes_only(t) {
@@ -430,6 +520,10 @@ backend_tests! {
         for status in ["200", "401", "403", "404", "409", "412"] {
             assert!(restore["responses"][status].is_object(), "{status}: {restore}");
         }
+        // The description says who gets which refusal.
+        let said = |status: &str| restore["responses"][status]["description"].as_str().unwrap().to_owned();
+        assert!(said("404").contains("Callers other than administrators get this answer to every restore that matches nothing"), "{}", said("404"));
+        assert!(said("409").contains("For administrators, the item is not deleted"), "{}", said("409"));
         let names = |op: &Value| -> Vec<String> {
             op["parameters"].as_array().unwrap().iter().filter_map(|p| p["name"].as_str().map(str::to_owned)).collect()
         };

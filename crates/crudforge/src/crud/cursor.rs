@@ -1,10 +1,16 @@
-//! Cursor pagination: the opaque, signed `next_cursor` of an INDEX page and the keyset
+//! Cursor pagination: the opaque, encrypted `next_cursor` of an INDEX page and the keyset
 //! condition that selects the rows after it.
 //!
-//! A cursor is `base64url(payload) "." base64url(HMAC-SHA256(key, resource, payload))`, where
-//! the payload is JSON holding the sort it was made for, the number of the page it opens, and
-//! the last row's sort values and id. The key is the API's signing key, so a client can
-//! neither forge nor edit one; a cursor of another resource or another sort is refused.
+//! A cursor is `base64url(nonce || XChaCha20-Poly1305(key, nonce, payload, resource))`: the
+//! payload is JSON holding the sort it was made for, the number of the page it opens, and the
+//! last row's sort values and id, padded with spaces to a multiple of [`PAD`] bytes so its
+//! length hardly tells how long the values are. The nonce is 24 random bytes; the key is
+//! derived from the API's signing key with HKDF-SHA256 under a label of its own, so it is not
+//! the key that signs tokens; the resource's name is the associated data. A cursor therefore
+//! shows nothing of the values it carries (a sort by a member only administrators read puts
+//! that member's value in the cursor of an administrator's page), and a client can neither
+//! forge nor edit one, nor move it to another resource; a cursor made for another sort is
+//! refused after it is opened.
 //!
 //! The rows after a position are selected with a keyset condition built from the ordinary
 //! [`Condition`] tree: for sort keys `k1..kn` (then `id`, always ascending), a row comes later
@@ -16,12 +22,28 @@ use crate::error::Error;
 use crate::field::FieldInfo;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use hmac::{Hmac, Mac};
+use chacha20poly1305::aead::{Aead, KeyInit, Payload as Sealed};
+use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
 /// The name of the parameter, as errors name it.
 pub(crate) const PARAM: &str = "cursor";
+
+/// The payload is padded to a multiple of this many bytes before it is encrypted.
+const PAD: usize = 64;
+
+/// The length of the random nonce that opens every cursor.
+const NONCE: usize = 24;
+
+/// The length of the Poly1305 tag that closes every cursor.
+const TAG: usize = 16;
+
+/// What the cursor key is derived under (HKDF's `info`): no other key of the API uses it.
+const KEY_LABEL: &[u8] = b"crudforge cursor encryption key v1";
+
+/// What every cursor's associated data starts with, before the resource's name.
+const AD_LABEL: &[u8] = b"crudforge-cursor\0";
 
 /// Where a cursor points: after the row with these sort values and id.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,15 +88,20 @@ fn spec(sort: &[Sort]) -> String {
         .join(",")
 }
 
-fn mac(key: &[u8], resource: &str, payload: &str) -> Hmac<Sha256> {
-    // HMAC takes keys of any length; `new_from_slice` cannot fail for it.
-    let mut m =
-        <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC accepts keys of any length");
-    m.update(b"crudforge-cursor\0");
-    m.update(resource.as_bytes());
-    m.update(b"\0");
-    m.update(payload.as_bytes());
-    m
+/// The cipher of the cursors of an API whose signing key is `key`: its key is HKDF-SHA256 of
+/// the signing key under [`KEY_LABEL`].
+fn cipher(key: &[u8]) -> Result<XChaCha20Poly1305, Error> {
+    let mut derived = zeroize::Zeroizing::new([0u8; 32]);
+    hkdf::Hkdf::<Sha256>::new(None, key)
+        .expand(KEY_LABEL, &mut derived[..])
+        .map_err(|_| Error::Internal("the cursor key cannot be derived".into()))?;
+    XChaCha20Poly1305::new_from_slice(&derived[..])
+        .map_err(|_| Error::Internal("the cursor key has the wrong length".into()))
+}
+
+/// The associated data of `resource`'s cursors.
+fn associated(resource: &str) -> Vec<u8> {
+    [AD_LABEL, resource.as_bytes()].concat()
 }
 
 /// The text form of a sort value in a cursor; [`parse_arg`] reads it back.
@@ -91,8 +118,18 @@ fn text(arg: &Arg) -> String {
     }
 }
 
-/// The cursor of the page after the one that ends at `position`.
-pub(crate) fn encode(key: &[u8], resource: &str, sort: &[Sort], position: &Position) -> String {
+/// The cursor of the page after the one that ends at `position`, for the API whose signing
+/// key is `key`.
+///
+/// # Errors
+///
+/// 500 when no random nonce can be had, or the payload cannot be written or encrypted.
+pub(crate) fn encode(
+    key: &[u8],
+    resource: &str,
+    sort: &[Sort],
+    position: &Position,
+) -> Result<String, Error> {
     let payload = Payload {
         s: spec(sort),
         p: position.page,
@@ -103,10 +140,23 @@ pub(crate) fn encode(key: &[u8], resource: &str, sort: &[Sort], position: &Posit
             .collect(),
         i: text(&position.id),
     };
-    let json = serde_json::to_string(&payload).unwrap_or_default();
-    let body = URL_SAFE_NO_PAD.encode(json);
-    let tag = URL_SAFE_NO_PAD.encode(mac(key, resource, &body).finalize().into_bytes());
-    format!("{body}.{tag}")
+    let mut json = serde_json::to_vec(&payload).map_err(|e| Error::Internal(e.to_string()))?;
+    // JSON readers skip trailing white space.
+    json.resize(json.len().div_ceil(PAD) * PAD, b' ');
+    let mut nonce = [0u8; NONCE];
+    getrandom::fill(&mut nonce)
+        .map_err(|e| Error::Internal(format!("no random nonce for a cursor: {e}")))?;
+    let ad = associated(resource);
+    let sealed = cipher(key)?
+        .encrypt(
+            XNonce::from_slice(&nonce),
+            Sealed {
+                msg: &json,
+                aad: &ad,
+            },
+        )
+        .map_err(|_| Error::Internal("a cursor cannot be encrypted".into()))?;
+    Ok(URL_SAFE_NO_PAD.encode([&nonce[..], &sealed].concat()))
 }
 
 fn bad(why: &str) -> Error {
@@ -117,8 +167,9 @@ fn bad(why: &str) -> Error {
 ///
 /// # Errors
 ///
-/// A 400 naming `cursor`: malformed, signed with another key or for another resource (edited
-/// or forged), or made for another sort.
+/// A 400 naming `cursor`: malformed, truncated, edited or forged (it does not open with the
+/// key derived from `key` and the name `resource`), or made for another sort; 500 when the key cannot
+/// be derived.
 pub(crate) fn decode(
     key: &[u8],
     resource: &str,
@@ -128,12 +179,21 @@ pub(crate) fn decode(
     token: &str,
 ) -> Result<Position, Error> {
     let tampered = "not a cursor this API issued (was it edited?)";
-    let (body, tag) = token.split_once('.').ok_or_else(|| bad(tampered))?;
-    let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| bad(tampered))?;
-    mac(key, resource, body)
-        .verify_slice(&tag)
+    let raw = URL_SAFE_NO_PAD.decode(token).map_err(|_| bad(tampered))?;
+    if raw.len() < NONCE + TAG {
+        return Err(bad(tampered));
+    }
+    let (nonce, sealed) = raw.split_at(NONCE);
+    let ad = associated(resource);
+    let json = cipher(key)?
+        .decrypt(
+            XNonce::from_slice(nonce),
+            Sealed {
+                msg: sealed,
+                aad: &ad,
+            },
+        )
         .map_err(|_| bad(tampered))?;
-    let json = URL_SAFE_NO_PAD.decode(body).map_err(|_| bad(tampered))?;
     let payload: Payload = serde_json::from_slice(&json).map_err(|_| bad(tampered))?;
     if payload.s != spec(sort) {
         return Err(bad(&format!(
@@ -268,28 +328,121 @@ mod tests {
         ]
     }
 
+    fn field(e: Error) -> (String, String) {
+        match e {
+            Error::BadRequest { field, detail } => (field.unwrap_or_default(), detail.to_string()),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn open(key: &[u8], resource: &str, sort: &[Sort], t: &str) -> Result<Position, Error> {
+        decode(key, resource, FIELDS, "id", sort, t)
+    }
+
     #[test]
     fn round_trip_and_tamper() {
-        let t = encode(b"k", "Critter", &sort(), &position());
-        assert_eq!(
-            decode(b"k", "Critter", FIELDS, "id", &sort(), &t).unwrap(),
-            position()
-        );
-        let field = |e: Error| match e {
-            Error::BadRequest { field, detail } => (field.unwrap_or_default(), detail),
-            other => panic!("{other:?}"),
-        };
-        for bad in [
-            decode(b"other", "Critter", FIELDS, "id", &sort(), &t),
-            decode(b"k", "Other", FIELDS, "id", &sort(), &t),
-            decode(b"k", "Critter", FIELDS, "id", &sort(), &t.replace('.', "")),
-            decode(b"k", "Critter", FIELDS, "id", &sort(), &format!("x{t}")),
-            decode(b"k", "Critter", FIELDS, "id", &sort(), "ü.ü"),
-        ] {
-            assert_eq!(field(bad.unwrap_err()).0, "cursor");
+        let t = encode(b"k", "Critter", &sort(), &position()).unwrap();
+        assert_eq!(open(b"k", "Critter", &sort(), &t).unwrap(), position());
+        let raw = URL_SAFE_NO_PAD.decode(&t).unwrap();
+        let mut bad = vec![
+            open(b"other", "Critter", &sort(), &t),
+            open(b"k", "Other", &sort(), &t),
+            open(b"k", "Critter", &sort(), &t[..t.len() - 1]),
+            open(b"k", "Critter", &sort(), &t[..NONCE]),
+            open(b"k", "Critter", &sort(), &format!("x{t}")),
+            open(b"k", "Critter", &sort(), &format!("{t}AAAA")),
+            open(b"k", "Critter", &sort(), &format!("{t}=")),
+            open(b"k", "Critter", &sort(), "ü.ü"),
+            open(b"k", "Critter", &sort(), ""),
+            open(b"k", "Critter", &sort(), "forged.AAAA"),
+        ];
+        // Any one bit changed, in the nonce, the ciphertext or the tag.
+        for i in 0..raw.len() {
+            let mut edited = raw.clone();
+            edited[i] ^= 1;
+            bad.push(open(
+                b"k",
+                "Critter",
+                &sort(),
+                &URL_SAFE_NO_PAD.encode(edited),
+            ));
         }
-        let (_, d) = field(decode(b"k", "Critter", FIELDS, "id", &[], &t).unwrap_err());
+        for b in bad {
+            let (f, d) = field(b.unwrap_err());
+            assert_eq!(f, "cursor");
+            assert!(d.contains("not a cursor this API issued"), "{d}");
+        }
+        let (f, d) = field(open(b"k", "Critter", &[], &t).unwrap_err());
+        assert_eq!(f, "cursor");
         assert!(d.contains("belongs to the sort `-level,nick`"), "{d}");
+    }
+
+    #[test]
+    fn a_cursor_shows_nothing_of_what_it_carries() {
+        let secret = Position {
+            page: 2,
+            values: vec![
+                Some(Arg::Int(987_654_321)),
+                Some(Arg::Text("salary-note".into())),
+            ],
+            id: Arg::Uuid(uuid::Uuid::nil()),
+        };
+        let t = encode(b"k", "Critter", &sort(), &secret).unwrap();
+        let raw = URL_SAFE_NO_PAD.decode(&t).unwrap();
+        let shown = String::from_utf8_lossy(&raw);
+        // (Strings long enough that random bytes never spell them.)
+        for hidden in ["987654321", "salary-note", "-level,nick", "00000000-0000"] {
+            assert!(
+                !t.contains(hidden) && !shown.contains(hidden),
+                "{hidden} in {t}"
+            );
+        }
+        // Each cursor has a nonce of its own: the same position never gives the same text.
+        assert_ne!(t, encode(b"k", "Critter", &sort(), &secret).unwrap());
+        // Values of different lengths pad to the same length.
+        let short = Position {
+            values: vec![Some(Arg::Int(1)), Some(Arg::Text("n".into()))],
+            ..secret.clone()
+        };
+        let s = encode(b"k", "Critter", &sort(), &short).unwrap();
+        assert_eq!(s.len(), t.len());
+        assert_eq!(open(b"k", "Critter", &sort(), &s).unwrap(), short);
+    }
+
+    #[test]
+    fn the_cursor_key_is_not_the_signing_key() {
+        // A cursor sealed with the signing key itself (as a JWT is signed) does not open.
+        let key = b"0123456789abcdef0123456789abcdef";
+        let nonce = [7u8; NONCE];
+        let json = br#"{"s":"-level,nick","p":3,"k":["7",null],"i":"00000000-0000-0000-0000-000000000000"}"#;
+        let raw = XChaCha20Poly1305::new_from_slice(key)
+            .unwrap()
+            .encrypt(
+                XNonce::from_slice(&nonce),
+                Sealed {
+                    msg: json,
+                    aad: &associated("Critter"),
+                },
+            )
+            .unwrap();
+        let t = URL_SAFE_NO_PAD.encode([&nonce[..], &raw].concat());
+        assert_eq!(
+            field(open(key, "Critter", &sort(), &t).unwrap_err()).0,
+            "cursor"
+        );
+        // The same payload sealed with the derived key opens: the format is what it says.
+        let raw = cipher(key)
+            .unwrap()
+            .encrypt(
+                XNonce::from_slice(&nonce),
+                Sealed {
+                    msg: json,
+                    aad: &associated("Critter"),
+                },
+            )
+            .unwrap();
+        let t = URL_SAFE_NO_PAD.encode([&nonce[..], &raw].concat());
+        assert_eq!(open(key, "Critter", &sort(), &t).unwrap(), position());
     }
 
     #[test]

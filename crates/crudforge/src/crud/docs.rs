@@ -82,6 +82,9 @@ fn document_op<R: Resource>(doc: &mut ApiDoc, op: Operation, o: &OpOptions<R>, m
         ));
     }
     let (extensions, description, security) = callers::callers(doc, op, o, m, &mut parts.responses);
+    if op == Operation::Restore {
+        soft_delete::describe_refusals(&mut parts.responses);
+    }
     let op_doc = OpDoc {
         tags: vec![R::NAME.to_owned()],
         summary: Some(parts.summary),

@@ -45,6 +45,8 @@ async fn list<R: Resource>(
     // The caller's scope first: an anonymous caller the rules refuse gets 401 before any
     // other parameter is judged.
     let scope = who.read_scope_in(shared, who.rows_read::<R>(&params)?)?;
+    // The planner's estimate is answered only to a caller who reads every row and member.
+    let whole_table = scope.is_always() && (R::READ_RULES.is_empty() || who.is_admin());
     let (mut q, expand) = judged_query(shared, &params, st, who.viewer())?;
     let conds = conditions(shared, req, &params, conn, scope, &mut q, who.viewer()).await?;
     let PageAt {
@@ -73,8 +75,10 @@ async fn list<R: Resource>(
         Some(relations::expand::members::<R>(&cx, conn, &items[..shown], &expand, viewer).await?)
     };
     let total = match q.count {
-        CountMode::Exact => Some(R::count(conn, &total_conds).await?),
-        CountMode::Estimated => Some(R::estimate_count(conn, &total_conds).await?),
+        CountMode::Estimated if whole_table && !crosses_relations(&total_conds) => {
+            Some(R::estimate_count(conn, &total_conds).await?)
+        }
+        CountMode::Exact | CountMode::Estimated => Some(R::count(conn, &total_conds).await?),
         CountMode::None => None,
     };
     Ok(Listed {
@@ -85,6 +89,28 @@ async fn list<R: Resource>(
         page,
         viewer: who.viewer().cloned(),
     })
+}
+
+/// Whether `c` filters across a relation (an `EXISTS` on related rows).
+///
+/// `count=estimated` is the planner's estimate, drawn from statistics over every row of the
+/// tables a query reads, those the caller may not read included: deleted rows, other owners'
+/// rows and members, related rows outside the related resource's scope. It would tell a
+/// caller how many such rows match their filters (a count of 0 is estimated as at least 1,
+/// and 200 deleted rows named `Phantom` show as hundreds). So the estimate is answered only
+/// when the caller's read scope is every row of the table (for a soft-delete resource, only
+/// with `include_deleted=true`), they read every member (no read rules, or an administrator:
+/// [`list`] checks both), and no filter crosses a relation; every other caller gets the exact
+/// count.
+fn crosses_relations(c: &Condition) -> bool {
+    use crate::condition::Reach;
+    match c {
+        Condition::All(v) | Condition::Any(v) => v.iter().any(crosses_relations),
+        Condition::Not(inner) => crosses_relations(inner),
+        Condition::Is(_) => false,
+        // A sort key's carrier selects no rows: it only scopes the related rows looked at.
+        Condition::Related(r) => r.reach != Reach::Order,
+    }
 }
 
 /// The list parameters and the `expand` list of `params`, parsed and judged for `viewer`: the
@@ -143,7 +169,7 @@ struct PageAt {
     total_conds: Condition,
 }
 
-/// The page `q` asks for, by number or by a signed cursor. Rows before the cursor are
+/// The page `q` asks for, by number or by an encrypted cursor. Rows before the cursor are
 /// excluded from the page, not from the total.
 fn window<R: Resource>(st: &ApiState, q: &ListQuery, conds: Condition) -> Result<PageAt, Error> {
     let Some(token) = &q.cursor else {
@@ -187,7 +213,8 @@ pub(crate) async fn index<R: Resource>(
     items.truncate(q.page_size as usize);
     let next_cursor = match items.last() {
         Some(last) if more => position_of(last, &q.sort, page.saturating_add(1))
-            .map(|p| cursor::encode(key, R::NAME, &q.sort, &p)),
+            .map(|p| cursor::encode(key, R::NAME, &q.sort, &p))
+            .transpose()?,
         _ => None,
     };
     let mut out = Vec::with_capacity(64 + items.len() * 256);
@@ -281,4 +308,37 @@ fn position_of<R: Resource>(
         .collect::<Option<Vec<_>>>()?;
     let id = row.sort_value(R::ID_FIELD)??;
     Some(super::cursor::Position { page, values, id })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::condition::{Arg, Cond, Reach, Related};
+
+    fn related(reach: Reach) -> Condition {
+        Condition::Related(Related {
+            name: "habitat",
+            reach,
+            cond: Box::new(Condition::always()),
+            link: None,
+        })
+    }
+
+    #[test]
+    fn a_filter_across_a_relation_is_found_anywhere_in_the_tree() {
+        let plain = Condition::from(Cond::eq("name", Arg::Text("Rex".into())));
+        assert!(!crosses_relations(&plain));
+        assert!(!crosses_relations(&Condition::always()));
+        // A sort key's carrier selects no rows.
+        assert!(!crosses_relations(
+            &plain.clone().and(related(Reach::Order))
+        ));
+        for reach in [Reach::Exists, Reach::FirstPerKey(3)] {
+            let deep = Condition::Any(vec![
+                plain.clone(),
+                Condition::Not(Box::new(Condition::All(vec![related(reach)]))),
+            ]);
+            assert!(crosses_relations(&deep));
+        }
+    }
 }

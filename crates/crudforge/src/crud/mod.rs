@@ -192,6 +192,8 @@ pub trait Resource: Sized + 'static {
 
     /// An estimate of the number of rows matching `conds` (`count=estimated`): the query
     /// planner's on PostgreSQL; by default (and on SQLite) the exact [`count`](Self::count).
+    /// The planner's statistics cover every row of the table, so INDEX asks for it only when
+    /// the caller reads every row and member and filters on no relation.
     fn estimate_count(
         conn: &mut Conn,
         conds: &(impl Conditions + ?Sized),

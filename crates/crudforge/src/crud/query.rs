@@ -42,7 +42,9 @@ pub enum CountMode {
     Exact,
     /// `none`: no count; `total` and `total_pages` are null.
     None,
-    /// `estimated`: the query planner's estimate on PostgreSQL; exact on SQLite.
+    /// `estimated`: the query planner's estimate on PostgreSQL, for a caller who reads every
+    /// row and member of the table and filters on no relation; exact for everyone else (the
+    /// estimate draws on rows they may not read) and on SQLite.
     Estimated,
 }
 

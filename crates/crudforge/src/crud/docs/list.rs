@@ -201,7 +201,9 @@ fn count_param() -> ReferenceOr<apistos::paths::Parameter> {
         Some(
             "How `total` is counted: `exact` (default), `none` (no count; `total` and \
              `total_pages` are null) or `estimated` (the query planner's estimate on \
-             PostgreSQL, exact on SQLite)."
+             PostgreSQL for a caller who reads every row and member and filters on no \
+             relation; exact for other callers, whose estimate would draw on rows they may \
+             not read, such as deleted or other owners' rows, and on SQLite)."
                 .into(),
         ),
         count,

@@ -21,7 +21,9 @@ use std::sync::Arc;
 /// `POST <prefix><id>/restore/`: makes a deleted item live again (200 with its
 /// representation). Same rules as PATCH (the write scope, among deleted rows), same hooks
 /// (`before_update_input` and `before_update` with an empty input, whose members are then
-/// written, and `after_update`), `If-Match` and `Idempotency-Key`. The body is ignored.
+/// written, and `after_update`), `If-Match` and `Idempotency-Key`. The body is ignored. A
+/// restore that matches no deleted row the caller may write is 404 for everyone but
+/// administrators (the callers who may list deleted rows), who get 409 when the item is live.
 pub(crate) async fn restore<R: Resource>(
     shared: &Shared<R>,
     req: HttpRequest,

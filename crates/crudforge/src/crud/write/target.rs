@@ -1,6 +1,6 @@
 //! The item a PATCH, DELETE or restore addresses: its conditions, the `If-Match` precondition, the
 //! guard against a key that matches several rows, and why a write that matched no row was
-//! refused (403 or 404).
+//! refused (403 or 404; for a restore, 404 or, to administrators, 409).
 
 use crate::condition::{Cond, Condition};
 use crate::crud::conditional::{self, Precondition};
@@ -90,8 +90,13 @@ impl<'a> Target<'a> {
 
     /// Why a write matched no row: 403 when the caller can read the row (it exists but is not
     /// writable for them), 404 otherwise (so existence does not leak).
-    /// A restore of an item that is not deleted (but readable) is 409.
+    /// A restore tells an administrator (who may list deleted rows) 409 for an item that is not
+    /// deleted; to everyone else it is 404 in every case, so that a restore does not tell a
+    /// deleted row they may not restore from a live one or from none.
     pub(crate) async fn refused<R: Resource>(&self, shared: &Shared<R>, conn: &mut Conn) -> Error {
+        if self.rows == Rows::Deleted && !self.who.is_admin() {
+            return not_found::<R>();
+        }
         match self.readable(shared, conn, self.rows).await {
             Ok(true) => return Error::Forbidden("You may not change this item.".into()),
             Ok(false) => {}
