@@ -280,6 +280,9 @@ impl<R: Resource> CrudBlueprint<R> {
 
 impl<R: Resource> CrudBlueprint<R> {
     pub(crate) fn into_mount(mut self) -> Result<Mounted<R>, String> {
+        // Role rows are judged by what a write turns them into, unless the application said
+        // otherwise in code.
+        crate::users::guards::guard_roles_by_default(&mut self);
         self.check_rule_fields();
         self.check_batch();
         // Named filters parse against the resource's fields, or the API does not start.
@@ -458,7 +461,7 @@ impl<R: Resource> Mounted<R> {
                     list = list.route(web::get().to(handler!(self.shared, list::index)));
                 }
                 if ops.contains_key(&Operation::Post) {
-                    list = list.route(web::post().to(handler!(self.shared, write::create::create)));
+                    list = list.route(web::post().to(handler!(self.shared, post)));
                 }
                 list
             });
@@ -486,6 +489,22 @@ impl<R: Resource> Mounted<R> {
             routes.add(&super::route::restore_path(&self.item_path), |r| {
                 r.route(web::post().to(handler!(self.shared, write::restore::restore)))
             });
+        }
+    }
+}
+
+/// `POST` of the prefix: the generated create, through the blueprint's wrapper when it has
+/// one.
+async fn post<R: Resource>(
+    shared: &Shared<R>,
+    req: HttpRequest,
+    body: web::Bytes,
+) -> Result<actix_web::HttpResponse, crate::error::Error> {
+    match &shared.hooks.around_post {
+        None => write::create::create(shared, req, body).await,
+        Some(around) => {
+            let outer = req.clone();
+            around(&outer, Box::pin(write::create::create(shared, req, body))).await
         }
     }
 }

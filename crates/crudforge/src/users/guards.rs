@@ -7,6 +7,7 @@ use crate::auth::{load_user, CurrentUser, Rank};
 use crate::crud::{CrudBlueprint, HookCtx, Resource};
 use crate::db::Database;
 use crate::error::Error;
+use std::any::Any;
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -68,8 +69,12 @@ pub fn guard_users<U: UserModel>(bp: CrudBlueprint<U>) -> CrudBlueprint<U> {
     })
 }
 
-/// Refuses (422 naming `role`) a role name outside the application's set `roles`.
-fn known_role(roles: &[&str], role: &str) -> Result<(), Error> {
+/// Refuses (422 naming `role`) a role name outside the application's set `roles` (any name
+/// passes when there is no set).
+fn known_role(roles: Option<&[&str]>, role: &str) -> Result<(), Error> {
+    let Some(roles) = roles else {
+        return Ok(());
+    };
     if roles.contains(&role) {
         Ok(())
     } else {
@@ -105,10 +110,47 @@ async fn may_hold(
 /// read inside the write's transaction, every member of the row is then written as judged,
 /// and on PostgreSQL a row changed concurrently since that read makes the PATCH fail (412)
 /// rather than be overwritten.
+///
+/// A blueprint of [`UserRole`] mounted without `guard_roles` gets the same checks except the
+/// role-name set (any name is accepted) when it is mounted, unless the application leaves
+/// them out with [`unguarded_roles`].
 #[must_use]
 pub fn guard_roles(
     bp: CrudBlueprint<UserRole>,
     roles: &'static [&'static str],
+) -> CrudBlueprint<UserRole> {
+    role_checks(bp, Some(roles))
+}
+
+/// Leaves a blueprint of [`UserRole`] without the privilege checks of [`guard_roles`], which
+/// every blueprint of `UserRole` otherwise gets when it is mounted: its writes are then judged
+/// by its rules alone ([`RoleRules`](super::RoleRules) by default, which cannot see what a
+/// PATCH body would turn a row into, nor whether the row's holder outranks the caller). For an
+/// application that judges role rows itself, in its own hooks or rules.
+#[must_use]
+pub fn unguarded_roles(mut bp: CrudBlueprint<UserRole>) -> CrudBlueprint<UserRole> {
+    bp.hooks.role_guard = Some(false);
+    bp
+}
+
+/// Gives a blueprint of [`UserRole`] the checks of [`guard_roles`] (without a role-name set)
+/// unless [`guard_roles`] or [`unguarded_roles`] was applied to it; other blueprints are left
+/// as they are. Run when a blueprint is mounted.
+pub(crate) fn guard_roles_by_default<R: Resource>(bp: &mut CrudBlueprint<R>) {
+    let Some(bp) = (bp as &mut dyn Any).downcast_mut::<CrudBlueprint<UserRole>>() else {
+        return;
+    };
+    if bp.hooks.role_guard.is_some() {
+        return;
+    }
+    let taken = std::mem::replace(bp, CrudBlueprint::new("/"));
+    *bp = role_checks(taken, None);
+}
+
+/// The checks of [`guard_roles`]; `roles`: the application's role names, when it gave them.
+fn role_checks(
+    bp: CrudBlueprint<UserRole>,
+    roles: Option<&'static [&'static str]>,
 ) -> CrudBlueprint<UserRole> {
     let mut bp = bp
         .before_create(
@@ -138,5 +180,6 @@ pub fn guard_roles(
             Box::pin(async move { may_hold(ctx, &row.role, row.domain_id, row.user_id).await })
         });
     bp.hooks.serialized_update = true;
+    bp.hooks.role_guard = Some(true);
     bp
 }
