@@ -37,6 +37,9 @@ pub struct CrudBlueprint<R: Resource> {
     pub(crate) flags: Vec<super::shared::QueryFlag>,
     /// The operations whose batch form is mounted (of POST, PATCH and DELETE).
     pub(crate) batch: Vec<Operation>,
+    /// What the resource's default rules do to the blueprint when it is mounted
+    /// (`Rules::on_mount`), kept when the application replaces the rules.
+    pub(crate) on_mount: Option<fn(&mut dyn std::any::Any)>,
 }
 
 impl<R: Resource> fmt::Debug for CrudBlueprint<R> {
@@ -81,7 +84,9 @@ impl<R: Resource> CrudBlueprint<R> {
         if R::SOFT_DELETE && parents.is_empty() {
             ops.insert(Operation::Restore, OpOptions::default());
         }
+        let rules = R::default_rules();
         CrudBlueprint {
+            on_mount: rules.on_mount(),
             prefix,
             parents,
             ops,
@@ -89,7 +94,7 @@ impl<R: Resource> CrudBlueprint<R> {
             res_id_param: "id".to_owned(),
             custom: Vec::new(),
             errors,
-            rules: R::default_rules(),
+            rules,
             hooks: super::hooks::Hooks::default(),
             require_if_match: false,
             flags: Vec::new(),
@@ -280,9 +285,11 @@ impl<R: Resource> CrudBlueprint<R> {
 
 impl<R: Resource> CrudBlueprint<R> {
     pub(crate) fn into_mount(mut self) -> Result<Mounted<R>, String> {
-        // Role rows are judged by what a write turns them into, unless the application said
-        // otherwise in code.
-        crate::users::guards::guard_roles_by_default(&mut self);
+        // What the resource's default rules add at mount time (the user system's role rows
+        // are guarded unless the application said otherwise in code).
+        if let Some(on_mount) = self.on_mount {
+            on_mount(&mut self as &mut dyn std::any::Any);
+        }
         self.check_rule_fields();
         self.check_batch();
         // Named filters parse against the resource's fields, or the API does not start.

@@ -178,8 +178,8 @@ impl<U: UserModel> UserBlueprint<U> {
     /// Sign-ups by callers who are not administrators are counted per client address: past
     /// `SIGN_UP_MAX_PER_ADDRESS` in `SIGN_UP_WINDOW` seconds the answer is 429 with
     /// `Retry-After` (as for a public `POST` of [`UserModel::PUBLIC_REGISTRATION`]). An address
-    /// already taken, by an account soft-deleted or not, is 409 naming `email`, unless the
-    /// answer is [uniform](UserBlueprint::uniform_sign_up).
+    /// already taken, by an account soft-deleted or not, is 409 (`conflict_error`), unless
+    /// the answer is [uniform](UserBlueprint::uniform_sign_up).
     ///
     /// Mounting fails when a listed member is not one clients may send on create, or is one
     /// only administrators or the server set, and when the batch form of `POST` is mounted
@@ -194,8 +194,8 @@ impl<U: UserModel> UserBlueprint<U> {
     /// Answers every sign-up by a caller who is not an administrator with the same 202 and
     /// body (`{"detail": "The sign-up has been received."}`, no `Location`, no `ETag`, no id)
     /// whether the account was created or its address was already taken (nothing is created
-    /// then), instead of 201 with the new user or 409: the answer does not tell who has an
-    /// account. Refusals that do not depend on the address (422 for a member or a password,
+    /// then), instead of 201 with the new user or 409 (every 409 of a sign-up is answered so):
+    /// the answer does not tell who has an account. Refusals that do not depend on the address (422 for a member or a password,
     /// 429) stay as they are, and administrators keep 201 and 409.
     ///
     /// The answer alone hides nothing if the caller can tell otherwise: a new account that can

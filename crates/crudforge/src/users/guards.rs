@@ -1,12 +1,16 @@
 //! The hooks that apply [privilege](super::privilege) on the user and role blueprints: nobody
-//! changes a user who outranks them, and a role row is judged by what a write turns it into.
+//! changes a user who outranks them, and a role row is judged by what a write turns it into;
+//! and the rules of role rows ([`RoleRules`]), whose blueprints get those checks by default.
 
 use super::model::{UserModel, UserRole};
 use super::privilege::may_grant;
+use super::rules::RoleRules;
 use crate::auth::{load_user, CurrentUser, Rank};
+use crate::condition::{Arg, Cond, Condition};
 use crate::crud::{CrudBlueprint, HookCtx, Resource};
 use crate::db::Database;
 use crate::error::Error;
+use crate::perms::{Access, Rules};
 use std::any::Any;
 use std::sync::Arc;
 use uuid::Uuid;
@@ -135,9 +139,10 @@ pub fn unguarded_roles(mut bp: CrudBlueprint<UserRole>) -> CrudBlueprint<UserRol
 
 /// Gives a blueprint of [`UserRole`] the checks of [`guard_roles`] (without a role-name set)
 /// unless [`guard_roles`] or [`unguarded_roles`] was applied to it; other blueprints are left
-/// as they are. Run when a blueprint is mounted.
-pub(crate) fn guard_roles_by_default<R: Resource>(bp: &mut CrudBlueprint<R>) {
-    let Some(bp) = (bp as &mut dyn Any).downcast_mut::<CrudBlueprint<UserRole>>() else {
+/// as they are. Run when a blueprint of a resource whose default rules are
+/// [`RoleRules`](super::RoleRules) is mounted (`Rules::on_mount`).
+pub(crate) fn guard_roles_by_default(bp: &mut dyn Any) {
+    let Some(bp) = bp.downcast_mut::<CrudBlueprint<UserRole>>() else {
         return;
     };
     if bp.hooks.role_guard.is_some() {
@@ -182,4 +187,53 @@ fn role_checks(
     bp.hooks.serialized_update = true;
     bp.hooks.role_guard = Some(true);
     bp
+}
+
+/// The condition "the role's domain is one the caller administers".
+fn in_admin_domains(user: &CurrentUser) -> Option<Condition> {
+    let domains = user.admin_domains();
+    if domains.is_empty() {
+        return None;
+    }
+    Some(Condition::Any(
+        domains
+            .into_iter()
+            .map(|d| Condition::Is(Cond::eq("domain_id", Arg::Uuid(d))))
+            .collect(),
+    ))
+}
+
+impl<U> Rules<U> for RoleRules {
+    fn read(&self, user: Option<&CurrentUser>) -> Access {
+        match (user, user.and_then(in_admin_domains)) {
+            (Some(u), Some(domains)) => Access::Rows(Condition::Any(vec![
+                Condition::Is(Cond::eq("user_id", Arg::Uuid(u.id))),
+                domains,
+            ])),
+            _ => Access::owned_by(user, "user_id"),
+        }
+    }
+    fn write(&self, user: Option<&CurrentUser>) -> Access {
+        match user {
+            None => Access::Unauthenticated,
+            Some(u) if u.is_admin() => Access::All,
+            Some(u) => in_admin_domains(u).map_or(Access::Forbidden, Access::Rows),
+        }
+    }
+    fn create(
+        &self,
+        user: Option<&CurrentUser>,
+        body: &mut serde_json::Map<String, serde_json::Value>,
+    ) -> Result<(), Error> {
+        let u = user.ok_or_else(|| Error::Unauthorized("Authentication required.".into()))?;
+        let role = body.get("role").and_then(|v| v.as_str());
+        let domain = body
+            .get("domain_id")
+            .and_then(|v| v.as_str())
+            .and_then(|v| v.parse::<uuid::Uuid>().ok());
+        may_grant(u, role.unwrap_or_default(), domain)
+    }
+    fn on_mount(&self) -> Option<fn(&mut dyn std::any::Any)> {
+        Some(guard_roles_by_default)
+    }
 }

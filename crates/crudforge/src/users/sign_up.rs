@@ -162,11 +162,12 @@ fn received() -> HttpResponse {
     })
 }
 
-/// Whether `e` is the refusal of an address already taken: the unique index on `email`
-/// (soft-deleted accounts' rows included) refused the insert.
+/// Whether `e` may be the refusal of an address already taken: a 409, as the unique index of
+/// the address (soft-deleted accounts' rows included) refuses the insert. Every 409 of a
+/// sign-up is answered alike (another unique member of the application's model, a retry of an
+/// `Idempotency-Key` still in progress), so that none tells the address apart.
 fn address_taken(e: &Error) -> bool {
-    let p = e.problem();
-    p.status == StatusCode::CONFLICT.as_u16() && p.field.as_deref() == Some("email")
+    e.problem().status == StatusCode::CONFLICT.as_u16()
 }
 
 /// A mounted user blueprint with sign-up: the blueprint itself, whose description gains what
