@@ -201,6 +201,16 @@ backend_tests! {
             one_error_line(&run(&cli, args, "from stdin ok\n").await, 1, "--password is refused");
         }
         one_error_line(&run(&cli, &["create-user", "--email", "a@example.com"], "").await, 1, "--password-stdin");
+        // A value given to --password-stdin is a command-line error that never repeats it.
+        for args in [
+            &["create-user", "--email", "a@example.com", "--password-stdin=hunter2-secret"][..],
+            &["create-user", "--email", "a@example.com", "--password-stdin", "hunter2-secret"],
+        ] {
+            let (status, out, err) = run(&cli, args, "from stdin ok\n").await;
+            assert_eq!((status, out.as_str()), (2, ""), "{args:?}: {err}");
+            assert!(err.contains("--password-stdin takes no value"), "{args:?}: {err}");
+            assert!(!err.contains("hunter2"), "the value is not echoed: {err}");
+        }
         assert_eq!(users(&db).await, 0, "no user was created");
     }
 
@@ -220,6 +230,15 @@ backend_tests! {
             one_error_line(&run(&cli, args, &stdin).await, 1, "--token is refused");
         }
         one_error_line(&run(&cli, &["create-token", "--email", "a@example.com"], "").await, 1, "--token-stdin");
+        let given = format!("--token-stdin={key}");
+        for args in [
+            &["create-token", "--email", "a@example.com", given.as_str()][..],
+            &["create-token", "--email", "a@example.com", "--token-stdin", key.as_str()],
+        ] {
+            let (status, out, err) = run(&cli, args, &stdin).await;
+            assert_eq!((status, out.as_str()), (2, ""), "{err}");
+            assert!(err.contains("--token-stdin takes no value") && !err.contains(&key), "{err}");
+        }
         assert_eq!(crudforge::users::token_owner(&db, &key).await.unwrap(), None, "the value on the command line was not stored");
         assert_eq!(crudforge::users::token_owner(&db, &"s".repeat(40)).await.unwrap(), None, "nor the one on stdin");
     }

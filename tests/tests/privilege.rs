@@ -158,6 +158,44 @@ fn patch_role(api: &Api, by: Uuid, id: Uuid, body: Value) -> test::TestRequest {
 }
 
 backend_tests! {
+    async fn a_role_blueprint_is_guarded_unless_the_application_says_otherwise(t) {
+        let w = world(&t).await;
+        // The same world, plus role rows mounted without `guard_roles`, and once more with the
+        // checks left out in code.
+        let api = Api::new((*w.api.state().config).clone(), w.db.clone())
+            .unwrap()
+            .mount(UserRole::blueprint("/api/plain-roles/"))
+            .unwrap()
+            .mount(users::unguarded_roles(UserRole::blueprint("/api/unguarded-roles/")))
+            .unwrap();
+        let app = test::init_service(api.app()).await;
+        let own = role_row(&w.db, w.dadmin, "ADMIN", Some(w.d)).await.unwrap();
+        let patch = |prefix: &str, body: Value| {
+            as_user(test::TestRequest::patch().uri(&format!("{prefix}{}", own.id)).set_json(body), &api, w.dadmin)
+        };
+        // A domain ADMIN rewriting its own row into SUPERADMIN: judged by default.
+        for body in [json!({"role": "SUPERADMIN", "domain_id": null}), json!({"domain_id": null})] {
+            let (s, b) = send(&app, patch("/api/plain-roles/", body.clone())).await;
+            assert_eq!(s, 403, "{body}: {b}");
+        }
+        let after = role_row(&w.db, w.dadmin, "ADMIN", Some(w.d)).await.unwrap();
+        assert_eq!(after.updated_at, own.updated_at, "the row is unchanged");
+        // A grant of a user who outranks the caller, and its removal, are judged too.
+        users::grant_role(&w.db, w.sup, "MODERATOR", Some(w.d)).await.unwrap();
+        let sup_mod = role_row(&w.db, w.sup, "MODERATOR", Some(w.d)).await.unwrap();
+        let (s, b) = send(&app, as_user(test::TestRequest::delete().uri(&format!("/api/plain-roles/{}", sup_mod.id)), &api, w.dadmin)).await;
+        assert_eq!(s, 403, "{b}");
+        assert!(role_row(&w.db, w.sup, "MODERATOR", Some(w.d)).await.is_some());
+        // Legitimate changes pass; without the application's set, any role name is accepted.
+        let (s, b) = send(&app, as_user(test::TestRequest::post().uri("/api/plain-roles/").set_json(json!({"user_id": w.alice, "role": "EDITOR", "domain_id": w.d})), &api, w.dadmin)).await;
+        assert_eq!(s, 201, "{b}");
+        // Left out in code: the rules alone judge (the escalation the guard stops).
+        let (s, b) = send(&app, patch("/api/unguarded-roles/", json!({"role": "SUPERADMIN", "domain_id": null}))).await;
+        assert_eq!(s, 200, "{b}");
+        let me = crudforge::auth::load_user(&w.db, w.dadmin).await.unwrap().unwrap();
+        assert!(me.is_superadmin(), "{me:?}");
+    }
+
     async fn a_domain_admin_is_no_global_admin(t) {
         let w = world(&t).await;
         let app = test::init_service(w.api.app()).await;

@@ -287,13 +287,17 @@ backend_tests! {
         assert!(!current(fourth.clone()).await, "a disabled user's token");
         users::set_enabled(&w.db, w.user, true).await.unwrap();
         assert!(!current(third).await);
-        assert!(current(fourth.clone()).await);
+        // A token asked for while the account was disabled does not come back to life when it
+        // is enabled again: enabling starts a new credential version too.
+        assert!(!current(fourth).await, "a token issued while disabled, after enabling again");
+        let fifth = issue(users::token_version(&w.db, w.user).await.unwrap());
+        assert!(current(fifth.clone()).await);
         // An unknown user's token is not current.
         let stranger = tokens.issue(Uuid::new_v4(), TokenKind::Recovery, 600).unwrap().1;
         assert!(!current(stranger).await);
         // Outside a transaction the check would lock nothing: refused as a programming error.
         let mut conn = w.db.get().await.unwrap();
-        let e = users::claims_current_in(&mut conn, &fourth).await.unwrap_err();
+        let e = users::claims_current_in(&mut conn, &fifth).await.unwrap_err();
         assert_eq!(e.problem().status, 500);
     }
 }

@@ -4,7 +4,8 @@
 //! no role; the account logs in and is throttled like any other; administrators keep the full
 //! create; the OpenAPI description shows the operation open to anonymous callers and keeps the
 //! schema names of the application's model; mounting refuses members that cannot be sign-up
-//! members.
+//! members, and a batch POST beside sign-up; sign-ups are throttled per client address; the
+//! uniform answer does not tell whether an address was taken.
 #![allow(missing_docs, clippy::unwrap_used)]
 
 use actix_web::body::MessageBody;
@@ -14,7 +15,7 @@ use chrono::{DateTime, Utc};
 use crudforge::crud::Operation;
 use crudforge::users::{self, Role, UserBlueprint, UserModel};
 use crudforge::{with_conn, Api, Config, Database, Resource};
-use crudforge_tests::{backend_tests, TestDb};
+use crudforge_tests::{backend_tests, Backend, TestDb};
 use diesel::prelude::*;
 use diesel_async::SimpleAsyncConnection;
 use serde_json::{json, Value};
@@ -34,6 +35,37 @@ diesel::table! {
         is_enabled -> Bool,
         nickname -> Nullable<Text>,
         karma -> Integer,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crudforge::sql_types::*;
+
+    #[sql_name = "users"]
+    opens (id) {
+        id -> PortableUuid,
+        created_at -> PortableTimestamp,
+        updated_at -> PortableTimestamp,
+        email -> Text,
+        password -> Nullable<Text>,
+        is_enabled -> Bool,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crudforge::sql_types::*;
+
+    #[sql_name = "users"]
+    members (id) {
+        id -> PortableUuid,
+        created_at -> PortableTimestamp,
+        updated_at -> PortableTimestamp,
+        email -> Text,
+        password -> Nullable<Text>,
+        is_enabled -> Bool,
+        deleted_at -> Nullable<PortableTimestamp>,
     }
 }
 
@@ -58,6 +90,45 @@ pub struct Player {
 }
 
 impl UserModel for Player {}
+
+/// A model with the contract's public registration.
+#[derive(Debug, Queryable, Selectable, Resource)]
+#[diesel(table_name = opens)]
+#[resource(rules = crudforge::users::UserRules)]
+pub struct Open {
+    pub id: Uuid,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    #[resource(email)]
+    pub email: String,
+    #[resource(password)]
+    pub password: Option<String>,
+    #[resource(default = true)]
+    pub is_enabled: bool,
+}
+
+impl UserModel for Open {
+    const PUBLIC_REGISTRATION: bool = true;
+}
+
+/// A user model that keeps deleted accounts.
+#[derive(Debug, Queryable, Selectable, Resource)]
+#[diesel(table_name = members)]
+#[resource(rules = crudforge::users::UserRules, soft_delete)]
+pub struct Member {
+    pub id: Uuid,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    #[resource(email)]
+    pub email: String,
+    #[resource(password)]
+    pub password: Option<String>,
+    #[resource(default = true)]
+    pub is_enabled: bool,
+    pub deleted_at: Option<DateTime<Utc>>,
+}
+
+impl UserModel for Member {}
 
 const COST: u32 = 4;
 
@@ -285,5 +356,137 @@ backend_tests! {
             .unwrap_err()
             .to_string();
         assert!(e.contains("admin_only"), "{e}");
+    }
+
+    async fn sign_ups_are_throttled_per_client_address(t) {
+        let (cfg, db, admin) = setup(&t).await;
+        let cfg = cfg.with(|c| c.auth.sign_up_max_per_address = 3);
+        let api = Api::new(cfg, db.clone()).unwrap().mount(UserBlueprint::default().sign_up(&[])).unwrap();
+        let app = test::init_service(api.app()).await;
+        let from = |n: u32, addr: &str| post("/api/users/", json!({"email": format!("s{n}@example.com"), "password": "long-enough"})).peer_addr(addr.parse().unwrap());
+        // Every sign-up counts, a refused one too (here an address already taken).
+        for n in 0..2 {
+            assert_eq!(send(&app, from(n, "192.0.2.10:4000")).await.0, 201);
+        }
+        assert_eq!(send(&app, from(0, "192.0.2.10:4001")).await.0, 409);
+        let before = user_count(&db).await;
+        let resp = test::call_service(&app, from(9, "192.0.2.10:4002").to_request()).await;
+        assert_eq!(resp.status().as_u16(), 429);
+        let retry: u64 = resp.headers().get("retry-after").unwrap().to_str().unwrap().parse().unwrap();
+        assert!((1..=3600).contains(&retry), "{retry}");
+        let (_, v) = body(resp).await;
+        assert_eq!(v["type"], "/errors/too_many_requests_error", "{v}");
+        assert_eq!(user_count(&db).await, before, "nothing was created");
+        // Another address is counted apart; an administrator is not counted.
+        assert_eq!(send(&app, from(10, "198.51.100.7:4000")).await.0, 201);
+        let (status, v) = send(&app, from(11, "192.0.2.10:4003").insert_header(bearer(&api, admin))).await;
+        assert_eq!(status, 201, "{v}");
+        // Login is not counted against the sign-up limit, nor sign-ups against login.
+        let (status, _) = send(&app, post("/api/users/login/", json!({"email": "s0@example.com", "password": "long-enough"})).peer_addr(peer())).await;
+        assert_eq!(status, 200);
+        // The description says so.
+        let doc: Value = serde_json::from_str(&api.openapi_json()).unwrap();
+        let post_doc = &doc["paths"]["/api/users/"]["post"];
+        assert_eq!(post_doc["responses"]["429"]["headers"]["Retry-After"]["required"], true, "{post_doc}");
+        assert!(post_doc["description"].as_str().unwrap().contains("SIGN_UP_MAX_PER_ADDRESS"), "{post_doc}");
+    }
+
+    async fn public_registration_is_throttled_too(t) {
+        let (cfg, db, _) = setup(&t).await;
+        let cfg = cfg.with(|c| c.auth.sign_up_max_per_address = 1);
+        let api = Api::new(cfg, db).unwrap().mount(UserBlueprint::<Open>::new("/api/open/")).unwrap();
+        let app = test::init_service(api.app()).await;
+        let from = |n: u32| post("/api/open/", json!({"email": format!("o{n}@example.com"), "password": "long-enough"})).peer_addr(peer());
+        assert_eq!(send(&app, from(0)).await.0, 201);
+        assert_eq!(send(&app, from(1)).await.0, 429);
+    }
+
+    async fn a_batch_post_is_refused_beside_sign_up(t) {
+        let (cfg, db, _) = setup(&t).await;
+        for bp in [
+            UserBlueprint::default().sign_up(&[]).crud(|c| c.batch([Operation::Post])),
+            UserBlueprint::default().crud(|c| c.batch([Operation::Post])).sign_up(&[]),
+        ] {
+            let e = Api::new(cfg.clone(), db.clone()).unwrap().mount(bp).unwrap_err().to_string();
+            assert!(e.contains("batch form of POST cannot be mounted with sign-up"), "{e}");
+        }
+        let e = Api::new(cfg.clone(), db.clone()).unwrap()
+            .mount(UserBlueprint::<Open>::new("/api/open/").crud(|c| c.batch([Operation::Post])))
+            .unwrap_err().to_string();
+        assert!(e.contains("batch form of POST"), "{e}");
+        // Without sign-up, administrators keep their batch creation; PATCH batches stay.
+        Api::new(cfg.clone(), db.clone()).unwrap().mount(UserBlueprint::default().crud(|c| c.batch([Operation::Post]))).unwrap();
+        Api::new(cfg.clone(), db.clone()).unwrap().mount(UserBlueprint::default().sign_up(&[]).crud(|c| c.batch([Operation::Patch]))).unwrap();
+        let e = Api::new(cfg, db).unwrap().mount(UserBlueprint::default().uniform_sign_up()).unwrap_err().to_string();
+        assert!(e.contains("uniform_sign_up"), "{e}");
+    }
+
+    async fn the_uniform_answer_does_not_tell_whether_an_address_was_taken(t) {
+        let (cfg, db, admin) = setup(&t).await;
+        let api = Api::new(cfg, db.clone()).unwrap().mount(UserBlueprint::default().sign_up(&[]).uniform_sign_up()).unwrap();
+        let app = test::init_service(api.app()).await;
+        let answer = |email: &str, password: &str| {
+            let req = post("/api/users/", json!({"email": email, "password": password}));
+            let app = &app;
+            async move {
+                let resp = test::call_service(app, req.to_request()).await;
+                let headers: Vec<String> = resp.headers().keys().map(|k| k.as_str().to_owned()).filter(|k| k != "x-request-id").collect();
+                let (status, v) = body(resp).await;
+                (status, v, headers)
+            }
+        };
+        let before = user_count(&db).await;
+        let free = answer("Fresh@Example.com", "long-enough").await;
+        assert_eq!(user_count(&db).await, before + 1, "a free address gets its account");
+        // Taken: in another case, by an administrator's account, by the account just made.
+        let taken = answer("FRESH@example.com", "other-password").await;
+        let admins = answer("admin@example.com", "other-password").await;
+        assert_eq!(user_count(&db).await, before + 1, "nothing more was created");
+        assert_eq!(free.0, 202, "{:?}", free.1);
+        assert_eq!(free, taken, "the same status, body and headers");
+        assert_eq!(free, admins);
+        assert_eq!(free.1, json!({"detail": "The sign-up has been received."}));
+        assert!(!free.2.iter().any(|h| h == "location" || h == "etag"), "{:?}", free.2);
+        // Refusals that do not depend on the address stay as they are.
+        let (status, v, _) = answer("other@example.com", "short").await;
+        assert_eq!((status, v["field"].as_str()), (422, Some("password")), "{v}");
+        // Administrators keep the full answers.
+        let (status, v) = send(&app, post("/api/users/", json!({"email": "fresh@example.com", "password": "long-enough"})).insert_header(bearer(&api, admin))).await;
+        assert_eq!(status, 409, "{v}");
+        let (status, v) = send(&app, post("/api/users/", json!({"email": "new-by-admin@example.com", "password": "long-enough"})).insert_header(bearer(&api, admin))).await;
+        assert_eq!((status, v["email"].as_str()), (201, Some("new-by-admin@example.com")), "{v}");
+        // The description has the 202.
+        let doc: Value = serde_json::from_str(&api.openapi_json()).unwrap();
+        let responses = &doc["paths"]["/api/users/"]["post"]["responses"];
+        assert!(responses.get("202").is_some() && responses.get("201").is_some(), "{responses}");
+    }
+
+    async fn an_address_of_a_soft_deleted_account_is_taken(t) {
+        let (cfg, db, _) = setup(&t).await;
+        let mut conn = db.get().await.unwrap();
+        let ddl = match db.backend() {
+            Backend::Sqlite => "ALTER TABLE users ADD COLUMN deleted_at TEXT;",
+            Backend::Postgres => "ALTER TABLE users ADD COLUMN deleted_at TIMESTAMPTZ;",
+        };
+        with_conn!(conn, |c| c.batch_execute(ddl).await).unwrap();
+        drop(conn);
+        let api = Api::new(cfg.clone(), db.clone()).unwrap().mount(UserBlueprint::<Member>::new("/api/members/").sign_up(&[])).unwrap();
+        let app = test::init_service(api.app()).await;
+        let (status, u) = send(&app, post("/api/members/", json!({"email": "gone@example.com", "password": "long-enough"}))).await;
+        assert_eq!(status, 201, "{u}");
+        let id: Uuid = u["id"].as_str().unwrap().parse().unwrap();
+        let tokens = api.state().tokens.access(id).unwrap();
+        let resp = test::call_service(&app, test::TestRequest::delete().uri(&format!("/api/members/{id}")).insert_header(("authorization", format!("Bearer {tokens}"))).to_request()).await;
+        assert_eq!(resp.status().as_u16(), 204);
+        // Deleted, the row keeps its address: a new sign-up with it is 409 ...
+        let (status, v) = send(&app, post("/api/members/", json!({"email": "gone@example.com", "password": "long-enough"}))).await;
+        assert_eq!((status, v["type"].as_str()), (409, Some("/errors/conflict_error")), "{v}");
+        // ... and with the uniform answer, the same 202 as a free address.
+        let api = Api::new(cfg, db).unwrap().mount(UserBlueprint::<Member>::new("/api/members/").sign_up(&[]).uniform_sign_up()).unwrap();
+        let app = test::init_service(api.app()).await;
+        let taken = send(&app, post("/api/members/", json!({"email": "gone@example.com", "password": "long-enough"}))).await;
+        let free = send(&app, post("/api/members/", json!({"email": "free@example.com", "password": "long-enough"}))).await;
+        assert_eq!(taken.0, 202);
+        assert_eq!(taken, free);
     }
 }

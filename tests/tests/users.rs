@@ -190,6 +190,53 @@ fn login_req(email: &str, password: &str) -> test::TestRequest {
 }
 
 backend_tests! {
+    async fn me_sends_the_etag_its_description_declares(t) {
+        let w = world(&t, t.config()).await;
+        let app = test::init_service(w.api.app()).await;
+        let resp = test::call_service(&app, as_user(test::TestRequest::get().uri("/api/users/me/"), &w.api, w.alice).to_request()).await;
+        assert_eq!(resp.status(), 200);
+        let etag = resp.headers().get("etag").expect("an ETag").to_str().unwrap().to_owned();
+        assert!(etag.starts_with('"') && etag.ends_with('"') && etag.len() == 34, "{etag}");
+        let bytes = test::read_body(resp).await;
+        assert_eq!(etag, crudforge::crud::entity_tag(&bytes), "the tag of the body sent");
+        // If-None-Match with it: 304; with another tag, the body again; a malformed one, 400.
+        let conditional = |value: &str| as_user(test::TestRequest::get().uri("/api/users/me/").insert_header(("if-none-match", value.to_owned())), &w.api, w.alice);
+        let resp = test::call_service(&app, conditional(&etag).to_request()).await;
+        assert_eq!(resp.status(), 304);
+        assert_eq!(resp.headers().get("etag").unwrap().to_str().unwrap(), etag);
+        assert_eq!(send(&app, conditional("\"other\"")).await.0, 200);
+        assert_eq!(send(&app, conditional("not-a-tag")).await.0, 400);
+        // The description declares it, with If-None-Match and 304.
+        let doc: Value = serde_json::from_str(&w.api.openapi_json()).unwrap();
+        let me = &doc["paths"]["/api/users/me/"]["get"];
+        assert_eq!(me["responses"]["200"]["headers"]["ETag"]["required"], true, "{me}");
+        assert!(me["responses"].get("304").is_some(), "{me}");
+        assert!(me["parameters"].as_array().unwrap().iter().any(|p| p["name"] == "If-None-Match"), "{me}");
+    }
+
+    async fn password_members_are_described_with_the_configured_minimum(t) {
+        let w = world(&t, t.config()).await;
+        for min in [8, 12] {
+            let cfg = (*w.api.state().config).clone().with(|c| c.auth.password_min_length = min);
+            let api = Api::new(cfg, w.db.clone()).unwrap().mount(UserBlueprint::default()).unwrap();
+            let doc: Value = serde_json::from_str(&api.openapi_json()).unwrap();
+            let schemas = &doc["components"]["schemas"];
+            for (schema, member) in [("UserCreate", "password"), ("UserUpdate", "password"), ("PasswordChange", "new_password")] {
+                assert_eq!(schemas[schema]["properties"][member]["minLength"], min, "{schema}.{member} with {min}");
+            }
+            // The current password and the login's are any text: they are compared, not set.
+            assert!(schemas["PasswordChange"]["properties"]["current_password"].get("minLength").is_none());
+            assert!(schemas["LoginRequest"]["properties"]["password"].get("minLength").is_none());
+            // What the description says is what the server does.
+            let app = test::init_service(api.app()).await;
+            let email = format!("n{min}@example.com");
+            let (status, v) = send(&app, as_user(test::TestRequest::post().uri("/api/users/").set_json(json!({"email": email, "password": "x".repeat(min - 1)})), &api, w.admin)).await;
+            assert_eq!((status.as_u16(), v["field"].as_str()), (422, Some("password")), "{v}");
+            let (status, v) = send(&app, as_user(test::TestRequest::post().uri("/api/users/").set_json(json!({"email": email, "password": "x".repeat(min)})), &api, w.admin)).await;
+            assert_eq!(status.as_u16(), 201, "{v}");
+        }
+    }
+
     async fn login_me_and_refresh(t) {
         let w = world(&t, t.config()).await;
         let app = test::init_service(w.api.app()).await;

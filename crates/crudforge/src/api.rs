@@ -248,7 +248,8 @@ impl Api {
         let cfg = &self.state.config;
         let mut doc = ApiDoc::new(&cfg.http.api_title, &cfg.http.api_version)
             .with_max_page_size(cfg.list.max_page_size)
-            .with_filter_max_length(cfg.list.filter_max_length);
+            .with_filter_max_length(cfg.list.filter_max_length)
+            .with_password_min_length(cfg.auth.password_min_length);
         if cfg.ops.health_endpoint_enabled {
             crate::health::document(&mut doc, &cfg.ops.health_endpoint_path);
         }

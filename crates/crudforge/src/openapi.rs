@@ -29,6 +29,7 @@ pub struct ApiDoc {
     gen: SchemaGenerator,
     max_page_size: u32,
     filter_max_length: u32,
+    password_min_length: usize,
 }
 
 impl std::fmt::Debug for ApiDoc {
@@ -61,6 +62,42 @@ impl ApiDoc {
             gen: SchemaSettings::openapi3().into_generator(),
             max_page_size: crate::Config::default().list.max_page_size,
             filter_max_length: crate::Config::default().list.filter_max_length,
+            password_min_length: crate::Config::default().auth.password_min_length,
+        }
+    }
+
+    /// Sets the shortest password the description states (`minLength` of password members:
+    /// the configured `PASSWORD_MIN_LENGTH`).
+    #[must_use]
+    pub fn with_password_min_length(mut self, min: usize) -> Self {
+        self.password_min_length = min;
+        self
+    }
+
+    /// Sets `minLength` of the string members `names` of `schema` (a component, or an inline
+    /// schema) to the shortest password accepted: those members are passwords.
+    pub(crate) fn mark_passwords(&mut self, schema: &ReferenceOr<Schema>, names: &[&str]) {
+        let min = u32::try_from(self.password_min_length).unwrap_or(u32::MAX);
+        let ReferenceOr::Object(Schema::Object(obj)) = schema else {
+            return;
+        };
+        let def = match obj.reference.as_deref() {
+            Some(r) => {
+                let name = r.rsplit('/').next().unwrap_or(r);
+                match self.gen.definitions_mut().get_mut(name) {
+                    Some(Schema::Object(def)) => def,
+                    _ => return,
+                }
+            }
+            None => return,
+        };
+        let Some(object) = def.object.as_deref_mut() else {
+            return;
+        };
+        for n in names {
+            if let Some(Schema::Object(member)) = object.properties.get_mut(*n) {
+                member.string().min_length = Some(min);
+            }
         }
     }
 
@@ -258,6 +295,20 @@ impl ApiDoc {
         }
         let item: &mut PathItem = self.spec.paths.paths.entry(path.to_owned()).or_default();
         item.operations.insert(method, op);
+    }
+
+    /// The operation documented for `method` at `path`, to amend it.
+    pub(crate) fn operation_mut(
+        &mut self,
+        path: &str,
+        method: OperationType,
+    ) -> Option<&mut Operation> {
+        self.spec
+            .paths
+            .paths
+            .get_mut(path)?
+            .operations
+            .get_mut(&method)
     }
 
     /// Whether an operation with this id exists.

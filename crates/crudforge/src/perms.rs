@@ -113,6 +113,14 @@ pub trait Rules<R>: Send + Sync + 'static {
     fn admin_update_fields(&self) -> &[&'static str] {
         &[]
     }
+
+    /// What a blueprint whose resource has these rules by default gets when it is mounted:
+    /// a function given the blueprint (as `&mut dyn Any`). The user system's role rows use it
+    /// to be guarded unless the application says otherwise. None by default.
+    #[doc(hidden)]
+    fn on_mount(&self) -> Option<fn(&mut dyn std::any::Any)> {
+        None
+    }
 }
 
 /// The default rules: any authenticated user may read, write and create.

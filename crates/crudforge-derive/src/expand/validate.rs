@@ -15,9 +15,15 @@ pub(super) fn validate_impl(g: &Gen<'_>, body: &Ident, opt_depth: usize) -> Toke
     let checks = checks(g, opt_depth);
     let passwords = members_of(g, opt_depth, |f| f.attrs.password.is_some());
     let emails = members_of(g, opt_depth, |f| f.attrs.email.is_some());
+    let password_names = g
+        .writable
+        .iter()
+        .filter(|f| f.attrs.password.is_some())
+        .map(|f| f.name());
     quote! {
         #[automatically_derived]
         impl #k::crud::Validate for #body {
+            const PASSWORD_MEMBERS: &'static [&'static str] = &[#(#password_names),*];
             fn validate(&self) -> ::core::result::Result<(), #k::Error> {
                 #[allow(unused_mut)]
                 let mut __invalid = #k::__private::validators::Invalid::default();

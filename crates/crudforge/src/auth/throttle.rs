@@ -1,6 +1,7 @@
 //! Throttling of failed credential checks (login, refresh, token login, password recovery),
 //! counted in the database per account and client address, per client address and per account,
-//! so that several instances share the counts.
+//! so that several instances share the counts; and of requests that are limited whatever their
+//! outcome (sign-ups, [`count_request`]), per client address, in the same table.
 //!
 //! An [`Attempt`] is begun before the expensive work (bcrypt, token lookups): it counts one
 //! failure in advance against each of its keys and answers 429 with `Retry-After` when a key is
@@ -266,6 +267,44 @@ impl Attempt {
 /// not counted), or a database error.
 pub async fn record_failure(req: &HttpRequest, account: Account<'_>) -> Result<(), Error> {
     let _failed = Attempt::begin(req, account).await?;
+    Ok(())
+}
+
+/// Counts one request of `kind` (a counter of its own, such as `sign-up`) from the request's
+/// client address, whatever its outcome, in fixed windows of `window` seconds: past `limit`
+/// requests in a window the answer is 429 with `Retry-After` and `detail`, and the refused
+/// request is not counted. The counter shares the table, the windows and the address keys of
+/// the failure counters (`<kind>:addr:<ip>`, IPv6 by its /64) but none of their counts.
+/// Requests without a client address, and a `limit` of 0, are not counted.
+///
+/// # Errors
+///
+/// The 429, or a database error.
+pub(crate) async fn count_request(
+    req: &HttpRequest,
+    kind: &str,
+    limit: u32,
+    window: u64,
+    detail: &'static str,
+) -> Result<(), Error> {
+    let Some(ip) = client_ip(req).filter(|_| limit > 0) else {
+        return Ok(());
+    };
+    let db = &ApiState::of(req)?.db;
+    let window = i64::try_from(window).unwrap_or(i64::MAX / 2);
+    let key = format!("{kind}:{}", address_key(ip));
+    let at = now();
+    let (count, window_start) = reserve(db, &key, at, window).await?;
+    if i64::from(count) > i64::from(limit) {
+        release(db, &[Held { key, window_start }]).await?;
+        crate::metrics::global().throttled();
+        return Err(Error::TooManyRequests {
+            detail: detail.into(),
+            retry_after: u64::try_from(window_start + window - at)
+                .unwrap_or(1)
+                .max(1),
+        });
+    }
     Ok(())
 }
 

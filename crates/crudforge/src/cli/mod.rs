@@ -403,9 +403,21 @@ impl<C: Subcommand + 'static, U: Args + 'static> App<C, U> {
         I: IntoIterator<Item = T>,
         T: Into<OsString> + Clone,
     {
-        let cli = match self.parse(args) {
+        let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+        let cli = match self.parse(args.iter().cloned()) {
             Ok(cli) => cli,
-            Err(e) => return usage(&e, console),
+            // clap's message would repeat the value given to a flag that reads a secret from
+            // standard input (`--password-stdin=hunter2`).
+            Err(e) => match secret_on_argv(&args) {
+                Some(flag) => {
+                    console.eprintln(&format!(
+                        "error: {flag} takes no value: give it on standard input \
+                         (the value given is not shown)"
+                    ));
+                    return 2;
+                }
+                None => return usage(&e, console),
+            },
         };
         match self.dispatch(cli, console).await {
             Ok(()) => 0,
@@ -533,6 +545,35 @@ impl<C: Subcommand + 'static, U: Args + 'static> App<C, U> {
 
 /// A malformed command line: clap's message on one line (exit 2); a command without its
 /// subcommand: its help on stderr (exit 2); `--help` and `--version` on stdout (exit 0).
+/// The flags that read a secret from standard input and take no value themselves.
+const SECRET_FLAGS: [&str; 2] = ["--password-stdin", "--token-stdin"];
+
+/// The flag of [`SECRET_FLAGS`] that a command line gives a value to (`--password-stdin=…`,
+/// or `--password-stdin …` followed by something that is not an option), if any: a secret
+/// typed where it does not belong, which no message may repeat.
+fn secret_on_argv(args: &[OsString]) -> Option<&'static str> {
+    let mut previous: Option<&'static str> = None;
+    for arg in args.iter().skip(1) {
+        let text = arg.to_string_lossy();
+        if let Some(flag) = previous.take() {
+            if !text.starts_with('-') {
+                return Some(flag);
+            }
+        }
+        for flag in SECRET_FLAGS {
+            if text == flag {
+                previous = Some(flag);
+            } else if text
+                .strip_prefix(flag)
+                .is_some_and(|rest| rest.starts_with('='))
+            {
+                return Some(flag);
+            }
+        }
+    }
+    None
+}
+
 fn usage(e: &clap::Error, console: &mut Console) -> u8 {
     use clap::error::ErrorKind;
     let text = e.render().to_string();

@@ -80,7 +80,7 @@ crate::settings! {
 
 crate::settings! {
     /// Authentication: signing secrets, token lifetimes, password hashing and length, login
-    /// throttling.
+    /// and sign-up throttling.
     #[derive(Clone)]
     #[non_exhaustive]
     pub struct AuthSettings {
@@ -108,6 +108,12 @@ crate::settings! {
         LOGIN_MAX_FAILURES_PER_ADDRESS => login_max_failures_per_address: u32 = 50, count, plain;
         /// Length in seconds of the window the failures are counted in.
         LOGIN_FAILURE_WINDOW => login_failure_window: u64 = 900, seconds, plain;
+        /// Sign-ups (`POST` on a user blueprint with sign-up, by callers who are not
+        /// administrators) one client address may make per window before its further ones
+        /// get 429 (0 turns this counter off).
+        SIGN_UP_MAX_PER_ADDRESS => sign_up_max_per_address: u32 = 20, count, plain;
+        /// Length in seconds of the window the sign-ups are counted in.
+        SIGN_UP_WINDOW => sign_up_window: u64 = 3600, seconds, plain;
     }
 }
 

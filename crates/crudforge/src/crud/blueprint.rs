@@ -37,6 +37,9 @@ pub struct CrudBlueprint<R: Resource> {
     pub(crate) flags: Vec<super::shared::QueryFlag>,
     /// The operations whose batch form is mounted (of POST, PATCH and DELETE).
     pub(crate) batch: Vec<Operation>,
+    /// What the resource's default rules do to the blueprint when it is mounted
+    /// (`Rules::on_mount`), kept when the application replaces the rules.
+    pub(crate) on_mount: Option<fn(&mut dyn std::any::Any)>,
 }
 
 impl<R: Resource> fmt::Debug for CrudBlueprint<R> {
@@ -81,7 +84,9 @@ impl<R: Resource> CrudBlueprint<R> {
         if R::SOFT_DELETE && parents.is_empty() {
             ops.insert(Operation::Restore, OpOptions::default());
         }
+        let rules = R::default_rules();
         CrudBlueprint {
+            on_mount: rules.on_mount(),
             prefix,
             parents,
             ops,
@@ -89,7 +94,7 @@ impl<R: Resource> CrudBlueprint<R> {
             res_id_param: "id".to_owned(),
             custom: Vec::new(),
             errors,
-            rules: R::default_rules(),
+            rules,
             hooks: super::hooks::Hooks::default(),
             require_if_match: false,
             flags: Vec::new(),
@@ -280,6 +285,11 @@ impl<R: Resource> CrudBlueprint<R> {
 
 impl<R: Resource> CrudBlueprint<R> {
     pub(crate) fn into_mount(mut self) -> Result<Mounted<R>, String> {
+        // What the resource's default rules add at mount time (the user system's role rows
+        // are guarded unless the application said otherwise in code).
+        if let Some(on_mount) = self.on_mount {
+            on_mount(&mut self as &mut dyn std::any::Any);
+        }
         self.check_rule_fields();
         self.check_batch();
         // Named filters parse against the resource's fields, or the API does not start.
@@ -458,7 +468,7 @@ impl<R: Resource> Mounted<R> {
                     list = list.route(web::get().to(handler!(self.shared, list::index)));
                 }
                 if ops.contains_key(&Operation::Post) {
-                    list = list.route(web::post().to(handler!(self.shared, write::create::create)));
+                    list = list.route(web::post().to(handler!(self.shared, post)));
                 }
                 list
             });
@@ -486,6 +496,22 @@ impl<R: Resource> Mounted<R> {
             routes.add(&super::route::restore_path(&self.item_path), |r| {
                 r.route(web::post().to(handler!(self.shared, write::restore::restore)))
             });
+        }
+    }
+}
+
+/// `POST` of the prefix: the generated create, through the blueprint's wrapper when it has
+/// one.
+async fn post<R: Resource>(
+    shared: &Shared<R>,
+    req: HttpRequest,
+    body: web::Bytes,
+) -> Result<actix_web::HttpResponse, crate::error::Error> {
+    match &shared.hooks.around_post {
+        None => write::create::create(shared, req, body).await,
+        Some(around) => {
+            let outer = req.clone();
+            around(&outer, Box::pin(write::create::create(shared, req, body))).await
         }
     }
 }

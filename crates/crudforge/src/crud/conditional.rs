@@ -23,6 +23,13 @@ pub(crate) fn tag_and_body<R: Resource>(item: R) -> Result<(String, Vec<u8>), Er
     Ok((tag_of(&body), body))
 }
 
+/// The strong entity tag of a representation (the bytes of a JSON body), as the generated
+/// operations send it in `ETag`: the first 128 bits of its SHA-256, in hex, quoted. For a
+/// hand-written handler that answers with an item and so should send its tag too.
+pub fn entity_tag(representation: &[u8]) -> String {
+    tag_of(representation)
+}
+
 /// The strong entity tag of a representation: the first 128 bits of its SHA-256, in hex,
 /// quoted.
 pub(crate) fn tag_of(representation: &[u8]) -> String {

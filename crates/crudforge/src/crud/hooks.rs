@@ -80,6 +80,16 @@ type AfterWrite<R> = Arc<
 type AfterCommit<R> =
     Arc<dyn Fn(HookCtx, Arc<R>) -> LocalBoxFuture<'static, Result<(), Error>> + Send + Sync>;
 
+/// What a `POST` of the prefix answers, from the generated handler.
+pub(crate) type PostAnswer<'a> = LocalBoxFuture<'a, Result<actix_web::HttpResponse, Error>>;
+
+/// A wrapper around the `POST` handler of a blueprint: it gets the request and the generated
+/// handler's answer, not yet begun, and answers itself (before the handler runs, instead of it,
+/// or from its answer). The user blueprint's sign-up sets one (its throttle and uniform
+/// answer).
+pub(crate) type AroundPost =
+    Arc<dyn for<'a> Fn(&'a actix_web::HttpRequest, PostAnswer<'a>) -> PostAnswer<'a> + Send + Sync>;
+
 /// The hooks registered on a blueprint, run in registration order.
 pub(crate) struct Hooks<R: Resource> {
     pub(crate) before_create: Vec<BeforeCreate<R>>,
@@ -94,6 +104,12 @@ pub(crate) struct Hooks<R: Resource> {
     /// a row that a concurrent request changed after the hooks read it (set by guards whose
     /// verdict depends on the row as read, such as `guard_roles`).
     pub(crate) serialized_update: bool,
+    /// The wrapper of the `POST` handler, if any.
+    pub(crate) around_post: Option<AroundPost>,
+    /// Whether the privilege checks of role rows are set up (by `guard_roles`, or left out on
+    /// purpose with `unguarded_roles`); a blueprint of `UserRole` without them gets them when
+    /// it is mounted (see `users::guards`).
+    pub(crate) role_guard: Option<bool>,
 }
 
 impl<R: Resource> Default for Hooks<R> {
@@ -108,6 +124,8 @@ impl<R: Resource> Default for Hooks<R> {
             before_delete: Vec::new(),
             after_commit: Vec::new(),
             serialized_update: false,
+            around_post: None,
+            role_guard: None,
         }
     }
 }

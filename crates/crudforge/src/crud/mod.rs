@@ -50,6 +50,7 @@ mod docs;
 pub(crate) use crate::condition::{Arg, Cond, Condition, Conditions, Sort};
 pub(crate) use crate::field::{FieldInfo, Kind};
 pub use blueprint::CrudBlueprint;
+pub use conditional::entity_tag;
 pub use hooks::HookCtx;
 pub(crate) use limits::ListCaps;
 pub use options::{OpOptions, OpSetting, Operation, Present};
@@ -80,6 +81,10 @@ pub trait Validate {
     fn passwords_mut(&mut self) -> Vec<(&'static str, &mut String)> {
         Vec::new()
     }
+
+    /// The names of the `#[resource(password)]` members, whose `minLength` the description
+    /// sets to `PASSWORD_MIN_LENGTH`.
+    const PASSWORD_MEMBERS: &'static [&'static str] = &[];
 
     /// The `#[resource(email)]` members present in the body, so that a user blueprint can
     /// store addresses in their normalized form (see [`crate::auth::normalize_email`]).

@@ -32,6 +32,12 @@ pub struct RouteDoc {
     /// Who may call the route, as its description says (default: anyone for a public route,
     /// any signed-in user otherwise).
     pub callers: Option<String>,
+    /// Members of the request body that are passwords: their `minLength` is
+    /// `PASSWORD_MIN_LENGTH`.
+    pub passwords: Vec<&'static str>,
+    /// The success answer carries a strong `ETag` (required), and `If-None-Match` gets 304:
+    /// a GET route that answers as an item's GET does.
+    pub etag: bool,
 }
 
 /// A hand-written route mounted under a blueprint's prefix.
@@ -182,6 +188,23 @@ impl CustomRoute {
     #[must_use]
     pub fn undocumented(mut self) -> Self {
         self.doc.undocumented = true;
+        self
+    }
+
+    /// Names the members of the request body that are passwords, checked against the
+    /// password policy by the handler: the description gives them `minLength`
+    /// `PASSWORD_MIN_LENGTH`.
+    #[must_use]
+    pub fn password_members(mut self, members: &[&'static str]) -> Self {
+        self.doc.passwords.extend_from_slice(members);
+        self
+    }
+
+    /// Documents the `ETag` of the success answer (required) and `If-None-Match` with its 304
+    /// answer, for a GET route whose handler sends them.
+    #[must_use]
+    pub fn etag(mut self) -> Self {
+        self.doc.etag = true;
         self
     }
 

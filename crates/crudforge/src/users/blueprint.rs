@@ -1,7 +1,7 @@
 //! The user blueprint: the CRUD operations of a user model plus `login/`, `refresh/` and `me/`.
 
 use super::model::{User, UserModel};
-use super::sign_up::{check_members as check_sign_up_members, SignUpRules};
+use super::sign_up::{check_members as check_sign_up_members, SignUpMount, SignUpRules};
 use super::store::{find_by_email, set_password_hash_in, store_rehash, users_password};
 use super::tokens::{
     end_sessions, lock_user_in, refresh_record_in, revoke_family_in, revoke_record_in,
@@ -12,6 +12,7 @@ use crate::auth::throttle::{Account, Attempt};
 use crate::auth::{
     hash_password_for, load_user, require_user, verify_password, Claims, CurrentUser, TokenKind,
 };
+use crate::crud::conditional::{if_none_match, tag_of};
 use crate::crud::options::{output_schema, present_with, PresentFn, SchemaFn};
 use crate::crud::{Arg, Cond, CrudBlueprint, CustomRoute, Operation, Present};
 use crate::db::tx::{self, TxMode};
@@ -19,6 +20,7 @@ use crate::db::{Conn, Database};
 use crate::error::Error;
 use crate::mount::{IntoMount, Mount};
 use crate::state::ApiState;
+use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 use apistos::paths::OperationType;
 use chrono::DateTime;
@@ -125,6 +127,8 @@ pub struct UserBlueprint<U: UserModel> {
     /// With sign-up: the members a self-registering caller may send besides e-mail and
     /// password.
     sign_up: Option<Vec<&'static str>>,
+    /// Sign-ups are answered uniformly (see [`UserBlueprint::uniform_sign_up`]).
+    uniform: bool,
 }
 
 impl<U: UserModel> std::fmt::Debug for UserBlueprint<U> {
@@ -159,6 +163,7 @@ impl<U: UserModel> UserBlueprint<U> {
             me: None,
             name: U::NAME.to_owned(),
             sign_up: None,
+            uniform: false,
         }
     }
 
@@ -170,12 +175,38 @@ impl<U: UserModel> UserBlueprint<U> {
     /// created with no role, enabled as the model's default says. Administrators still create
     /// users with every member. The model's rules keep deciding every other operation.
     ///
+    /// Sign-ups by callers who are not administrators are counted per client address: past
+    /// `SIGN_UP_MAX_PER_ADDRESS` in `SIGN_UP_WINDOW` seconds the answer is 429 with
+    /// `Retry-After` (as for a public `POST` of [`UserModel::PUBLIC_REGISTRATION`]). An address
+    /// already taken, by an account soft-deleted or not, is 409 (`conflict_error`), unless
+    /// the answer is [uniform](UserBlueprint::uniform_sign_up).
+    ///
     /// Mounting fails when a listed member is not one clients may send on create, or is one
-    /// only administrators or the server set. It replaces the public `POST` of
+    /// only administrators or the server set, and when the batch form of `POST` is mounted
+    /// too (one request would create many accounts). It replaces the public `POST` of
     /// [`UserModel::PUBLIC_REGISTRATION`].
     #[must_use]
     pub fn sign_up(mut self, members: &[&'static str]) -> Self {
         self.sign_up = Some(members.to_vec());
+        self
+    }
+
+    /// Answers every sign-up by a caller who is not an administrator with the same 202 and
+    /// body (`{"detail": "The sign-up has been received."}`, no `Location`, no `ETag`, no id)
+    /// whether the account was created or its address was already taken (nothing is created
+    /// then), instead of 201 with the new user or 409 (every 409 of a sign-up is answered so):
+    /// the answer does not tell who has an account. Refusals that do not depend on the address (422 for a member or a password,
+    /// 429) stay as they are, and administrators keep 201 and 409.
+    ///
+    /// The answer alone hides nothing if the caller can tell otherwise: a new account that can
+    /// log in at once tells by logging in (create accounts disabled and enable them once the
+    /// address is confirmed, for example from an `after_commit` hook that mails a link), and
+    /// whatever an application does for new accounts only (a welcome e-mail) tells the
+    /// address's owner. See `docs/auth.md` ("Sign-up"). Mounting fails without
+    /// [`sign_up`](UserBlueprint::sign_up) or `PUBLIC_REGISTRATION`.
+    #[must_use]
+    pub fn uniform_sign_up(mut self) -> Self {
+        self.uniform = true;
         self
     }
 
@@ -222,20 +253,56 @@ impl<U: UserModel> UserBlueprint<U> {
 
 impl<U: UserModel> IntoMount for UserBlueprint<U> {
     fn into_mount(mut self) -> Result<Box<dyn Mount>, String> {
+        // Anyone may create an account: with sign-up, or a public POST of a model with
+        // PUBLIC_REGISTRATION.
+        let open = self.sign_up.is_some()
+            || (U::PUBLIC_REGISTRATION
+                && self
+                    .crud
+                    .ops
+                    .get(&Operation::Post)
+                    .is_some_and(|o| o.public));
+        if self.uniform && !open {
+            return Err(format!(
+                "uniform_sign_up of {}: there is no sign-up (call sign_up)",
+                U::NAME
+            ));
+        }
         if let Some(members) = self.sign_up.take() {
             self.crud = with_sign_up(self.crud, members)?;
         }
+        if open {
+            if self.crud.batch.contains(&Operation::Post) {
+                return Err(format!(
+                    "sign_up of {}: the batch form of POST cannot be mounted with sign-up (one \
+                     request would create many accounts); create accounts in bulk on another \
+                     blueprint without sign-up, for administrators",
+                    U::NAME
+                ));
+            }
+            self.crud.hooks.around_post = Some(super::sign_up::around(self.uniform));
+        }
+        let path = self.crud.prefix().to_owned();
+        let uniform = self.uniform;
         let tag = self.name.clone();
         let login = self.login_route();
         let me = self.me_route();
-        IntoMount::into_mount(
+        let inner = IntoMount::into_mount(
             self.crud
                 .route(login)
                 .route(refresh_route::<U>(&tag))
                 .route(logout_route::<U>(&tag))
                 .route(password_route::<U>(&tag))
                 .route(me),
-        )
+        )?;
+        if !open {
+            return Ok(inner);
+        }
+        Ok(Box::new(SignUpMount {
+            inner,
+            path,
+            uniform,
+        }))
     }
 }
 
@@ -276,6 +343,7 @@ impl<U: UserModel> UserBlueprint<U> {
         .summary("The current user")
         .responds::<U::Response>()
         .errors(&[401])
+        .etag()
         .tag(&self.name);
         if let Some((schema, _)) = self.me {
             me.doc.response = Some(schema);
@@ -331,6 +399,7 @@ fn password_route<U: UserModel>(tag: &str) -> CustomRoute {
     .operation_id(&format!("change{}Password", U::NAME))
     .summary("Change one's own password (the current one is required)")
     .body::<PasswordChange>()
+    .password_members(&["new_password"])
     .responds::<LoginResponse>()
     .errors(&[400, 401, 422, 429])
     .tag(tag)
@@ -588,15 +657,24 @@ async fn me<U: UserModel>(
         .ok_or_else(|| Error::Unauthorized("The token's user does not exist.".into()))?;
     // The presenter takes its own connection.
     drop(conn);
-    let Some(present) = present else {
-        return Ok(HttpResponse::Ok().json(U::Response::from(u)));
+    let body = match present {
+        None => serde_json::to_vec(&U::Response::from(u))
+            .map_err(|e| Error::Internal(format!("serializing a response: {e}")))?,
+        Some(present) => present(&st.db, vec![u])
+            .await?
+            .pop()
+            .ok_or_else(|| Error::Internal("the presenter returned no item".into()))?,
     };
-    let body = present(&st.db, vec![u])
-        .await?
-        .pop()
-        .ok_or_else(|| Error::Internal("the presenter returned no item".into()))?;
+    // The strong tag of the representation sent, as an item's GET gives it.
+    let etag = tag_of(&body);
+    if if_none_match(req.headers())?.is_some_and(|p| p.matches_weak(&etag)) {
+        return Ok(HttpResponse::NotModified()
+            .insert_header((header::ETAG, etag))
+            .finish());
+    }
     Ok(HttpResponse::Ok()
         .content_type("application/json")
+        .insert_header((header::ETAG, etag))
         .body(body))
 }
 

@@ -1,12 +1,17 @@
 //! The hooks that apply [privilege](super::privilege) on the user and role blueprints: nobody
-//! changes a user who outranks them, and a role row is judged by what a write turns it into.
+//! changes a user who outranks them, and a role row is judged by what a write turns it into;
+//! and the rules of role rows ([`RoleRules`]), whose blueprints get those checks by default.
 
 use super::model::{UserModel, UserRole};
 use super::privilege::may_grant;
+use super::rules::RoleRules;
 use crate::auth::{load_user, CurrentUser, Rank};
+use crate::condition::{Arg, Cond, Condition};
 use crate::crud::{CrudBlueprint, HookCtx, Resource};
 use crate::db::Database;
 use crate::error::Error;
+use crate::perms::{Access, Rules};
+use std::any::Any;
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -68,8 +73,12 @@ pub fn guard_users<U: UserModel>(bp: CrudBlueprint<U>) -> CrudBlueprint<U> {
     })
 }
 
-/// Refuses (422 naming `role`) a role name outside the application's set `roles`.
-fn known_role(roles: &[&str], role: &str) -> Result<(), Error> {
+/// Refuses (422 naming `role`) a role name outside the application's set `roles` (any name
+/// passes when there is no set).
+fn known_role(roles: Option<&[&str]>, role: &str) -> Result<(), Error> {
+    let Some(roles) = roles else {
+        return Ok(());
+    };
     if roles.contains(&role) {
         Ok(())
     } else {
@@ -105,10 +114,48 @@ async fn may_hold(
 /// read inside the write's transaction, every member of the row is then written as judged,
 /// and on PostgreSQL a row changed concurrently since that read makes the PATCH fail (412)
 /// rather than be overwritten.
+///
+/// A blueprint of [`UserRole`] mounted without `guard_roles` gets the same checks except the
+/// role-name set (any name is accepted) when it is mounted, unless the application leaves
+/// them out with [`unguarded_roles`].
 #[must_use]
 pub fn guard_roles(
     bp: CrudBlueprint<UserRole>,
     roles: &'static [&'static str],
+) -> CrudBlueprint<UserRole> {
+    role_checks(bp, Some(roles))
+}
+
+/// Leaves a blueprint of [`UserRole`] without the privilege checks of [`guard_roles`], which
+/// every blueprint of `UserRole` otherwise gets when it is mounted: its writes are then judged
+/// by its rules alone ([`RoleRules`](super::RoleRules) by default, which cannot see what a
+/// PATCH body would turn a row into, nor whether the row's holder outranks the caller). For an
+/// application that judges role rows itself, in its own hooks or rules.
+#[must_use]
+pub fn unguarded_roles(mut bp: CrudBlueprint<UserRole>) -> CrudBlueprint<UserRole> {
+    bp.hooks.role_guard = Some(false);
+    bp
+}
+
+/// Gives a blueprint of [`UserRole`] the checks of [`guard_roles`] (without a role-name set)
+/// unless [`guard_roles`] or [`unguarded_roles`] was applied to it; other blueprints are left
+/// as they are. Run when a blueprint of a resource whose default rules are
+/// [`RoleRules`](super::RoleRules) is mounted (`Rules::on_mount`).
+pub(crate) fn guard_roles_by_default(bp: &mut dyn Any) {
+    let Some(bp) = bp.downcast_mut::<CrudBlueprint<UserRole>>() else {
+        return;
+    };
+    if bp.hooks.role_guard.is_some() {
+        return;
+    }
+    let taken = std::mem::replace(bp, CrudBlueprint::new("/"));
+    *bp = role_checks(taken, None);
+}
+
+/// The checks of [`guard_roles`]; `roles`: the application's role names, when it gave them.
+fn role_checks(
+    bp: CrudBlueprint<UserRole>,
+    roles: Option<&'static [&'static str]>,
 ) -> CrudBlueprint<UserRole> {
     let mut bp = bp
         .before_create(
@@ -138,5 +185,55 @@ pub fn guard_roles(
             Box::pin(async move { may_hold(ctx, &row.role, row.domain_id, row.user_id).await })
         });
     bp.hooks.serialized_update = true;
+    bp.hooks.role_guard = Some(true);
     bp
+}
+
+/// The condition "the role's domain is one the caller administers".
+fn in_admin_domains(user: &CurrentUser) -> Option<Condition> {
+    let domains = user.admin_domains();
+    if domains.is_empty() {
+        return None;
+    }
+    Some(Condition::Any(
+        domains
+            .into_iter()
+            .map(|d| Condition::Is(Cond::eq("domain_id", Arg::Uuid(d))))
+            .collect(),
+    ))
+}
+
+impl<U> Rules<U> for RoleRules {
+    fn read(&self, user: Option<&CurrentUser>) -> Access {
+        match (user, user.and_then(in_admin_domains)) {
+            (Some(u), Some(domains)) => Access::Rows(Condition::Any(vec![
+                Condition::Is(Cond::eq("user_id", Arg::Uuid(u.id))),
+                domains,
+            ])),
+            _ => Access::owned_by(user, "user_id"),
+        }
+    }
+    fn write(&self, user: Option<&CurrentUser>) -> Access {
+        match user {
+            None => Access::Unauthenticated,
+            Some(u) if u.is_admin() => Access::All,
+            Some(u) => in_admin_domains(u).map_or(Access::Forbidden, Access::Rows),
+        }
+    }
+    fn create(
+        &self,
+        user: Option<&CurrentUser>,
+        body: &mut serde_json::Map<String, serde_json::Value>,
+    ) -> Result<(), Error> {
+        let u = user.ok_or_else(|| Error::Unauthorized("Authentication required.".into()))?;
+        let role = body.get("role").and_then(|v| v.as_str());
+        let domain = body
+            .get("domain_id")
+            .and_then(|v| v.as_str())
+            .and_then(|v| v.parse::<uuid::Uuid>().ok());
+        may_grant(u, role.unwrap_or_default(), domain)
+    }
+    fn on_mount(&self) -> Option<fn(&mut dyn std::any::Any)> {
+        Some(guard_roles_by_default)
+    }
 }

@@ -14,7 +14,7 @@
 
 pub(crate) mod blueprint;
 pub(crate) mod domains;
-mod guards;
+pub(crate) mod guards;
 pub(crate) mod identity;
 pub(crate) mod model;
 pub(crate) mod privilege;
@@ -28,7 +28,7 @@ pub use blueprint::{
     LoginResponse, LogoutRequest, PasswordChange, RefreshRequest, UserBlueprint,
 };
 pub use domains::guard_domain_delete;
-pub use guards::{guard_roles, guard_users};
+pub use guards::{guard_roles, guard_users, unguarded_roles};
 pub use identity::{normalize_stored_emails, EmailNormalization};
 pub use model::{Domain, Role, Token, User, UserModel, UserRole, UserSetting};
 pub use privilege::{may_grant, DEFAULT_ROLES};

@@ -2,9 +2,10 @@
 //! at `GET /api/user/me`.
 
 use super::users::AppUser;
+use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse};
 use crudforge::auth::Auth;
-use crudforge::crud::Present;
+use crudforge::crud::{entity_tag, Present};
 use crudforge::sql_types::Portable;
 use crudforge::{with_conn, ApiState, Database, Error};
 use diesel::prelude::*;
@@ -78,5 +79,11 @@ pub async fn me(Auth(user): Auth, req: HttpRequest) -> Result<HttpResponse, Erro
     let body: PublicUser = out
         .pop()
         .ok_or_else(|| Error::Internal("no profile".into()))?;
-    Ok(HttpResponse::Ok().json(body))
+    // With the strong entity tag of the body, as `me/` and every item answer send it.
+    let body = serde_json::to_vec(&body)
+        .map_err(|e| Error::Internal(format!("serializing a profile: {e}")))?;
+    Ok(HttpResponse::Ok()
+        .content_type("application/json")
+        .insert_header((header::ETAG, entity_tag(&body)))
+        .body(body))
 }

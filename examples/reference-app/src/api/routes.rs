@@ -78,6 +78,7 @@ pub fn mount(api: Api, recovery_settings: RecoverySettings) -> Result<Api, Mount
                     .operation_id("resetPassword")
                     .summary("Set a new password with a recovery token")
                     .body::<recovery::ResetRequest>()
+                    .password_members(&["new_password"])
                     .responds::<login::AccessToken>()
                     .errors(&[401, 422, 429])
                     .tag("User")

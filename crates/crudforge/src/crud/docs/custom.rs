@@ -15,7 +15,7 @@ use apistos::reference_or::ReferenceOr;
 /// Adds a mounted blueprint's documented custom routes to the description.
 pub(super) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
     for c in m.custom.iter().filter(|c| !c.doc.undocumented) {
-        let responses = responses(doc, c);
+        let mut responses = responses(doc, c);
         let path = format!("{}{}", m.prefix, c.path);
         let mut extensions = apistos::IndexMap::new();
         if c.doc.public {
@@ -30,13 +30,27 @@ pub(super) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
                 parameters.push(parameter(&p, ParameterIn::Path, true, None, s));
             }
         }
+        if c.doc.etag {
+            super::headers::document_writes(
+                doc,
+                crate::crud::Operation::Get,
+                false,
+                &mut parameters,
+                &mut responses.responses,
+            );
+        }
+        let body = c.doc.body.map(|f| {
+            let schema = f(doc);
+            doc.mark_passwords(&schema, &c.doc.passwords);
+            json_body(schema)
+        });
         let op = OpDoc {
             tags: vec![c.doc.tag.clone().unwrap_or_else(|| R::NAME.to_owned())],
             summary: c.doc.summary.clone(),
             description: Some(description(c)),
             operation_id: c.doc.operation_id.clone(),
             parameters,
-            request_body: c.doc.body.map(|f| json_body(f(doc))),
+            request_body: body,
             responses,
             security: security(c.doc.public),
             extensions,

@@ -29,7 +29,7 @@ pub(super) fn document_writes(
                 false,
                 "`*` or entity tags (weak comparison): 304 when one is the item's current tag.",
                 ENTITY_TAGS_PATTERN,
-                1024,
+                None,
             ));
             responses.insert(
                 "304".to_owned(),
@@ -101,7 +101,7 @@ fn if_match(
         require_if_match,
         "`*` or entity tags (strong comparison; weak tags never match): the write happens only if one is the item's current tag, otherwise 412.",
         ENTITY_TAGS_PATTERN,
-        1024,
+        None,
     ));
     // A malformed If-Match is 400 (PATCH documents 400 for its body already).
     responses.extend([
@@ -113,13 +113,16 @@ fn if_match(
     }
 }
 
-/// A string header parameter.
+/// A string header parameter: its syntax, and the longest value accepted when the server
+/// bounds it. The entity-tag headers have no bound: their pattern alone says what is refused
+/// (a length bound beside it leads API fuzzers to send values of that length that the
+/// pattern does not match, as valid ones).
 fn header_param(
     name: &str,
     required: bool,
     description: &str,
     pattern: &str,
-    max_length: u32,
+    max_length: Option<u32>,
 ) -> ReferenceOr<apistos::paths::Parameter> {
     use schemars::schema::{InstanceType, SchemaObject, StringValidation};
     // The value's syntax, so that clients (and API fuzzers) know an empty or malformed one
@@ -127,8 +130,8 @@ fn header_param(
     let s = Schema::Object(SchemaObject {
         instance_type: Some(InstanceType::String.into()),
         string: Some(Box::new(StringValidation {
-            max_length: Some(max_length),
-            min_length: Some(1),
+            max_length,
+            min_length: max_length.map(|_| 1),
             pattern: Some(pattern.to_owned()),
         })),
         ..Default::default()
@@ -158,7 +161,7 @@ pub(super) fn idempotency_key_param(what: &str) -> ReferenceOr<apistos::paths::P
         false,
         &format!("Up to 255 characters chosen by the client. {what} is processed once per caller and key: a retry with the same body receives the stored answer (header `Idempotent-Replayed: true`); another body with the same key is 422; a retry while the first is in progress is 409. Keys expire after IDEMPOTENCY_KEY_TTL seconds."),
         IDEMPOTENCY_KEY_PATTERN,
-        255,
+        Some(255),
     )
 }
 

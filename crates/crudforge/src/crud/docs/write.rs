@@ -79,6 +79,10 @@ pub(super) fn create_input<R: Resource>(
     let parents: Vec<&str> = m.shared.parents.iter().map(|(f, _)| f.name).collect();
     let input = doc.without_properties(input, &parents);
     doc.mark_admin_only(&input, m.shared.rules.admin_fields());
+    doc.mark_passwords(
+        &input,
+        <R::Create as crate::crud::Validate>::PASSWORD_MEMBERS,
+    );
     input
 }
 
@@ -100,5 +104,9 @@ pub(super) fn update_input<R: Resource>(
         .copied()
         .collect();
     doc.mark_admin_only(&input, &admin);
+    doc.mark_passwords(
+        &input,
+        <R::Update as crate::crud::Validate>::PASSWORD_MEMBERS,
+    );
     input
 }

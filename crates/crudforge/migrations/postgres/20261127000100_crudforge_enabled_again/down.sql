@@ -1,0 +1,2 @@
+DROP TRIGGER users_enabled_again ON users;
+DROP FUNCTION crudforge_enabled_again();

@@ -1,0 +1,1 @@
+DROP TRIGGER users_enabled_again;
