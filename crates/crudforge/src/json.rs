@@ -43,7 +43,13 @@ impl<T: DeserializeOwned + 'static> FromRequest for Json<T> {
         let bytes = web::Bytes::from_request(&req, payload);
         Box::pin(async move {
             let body = bytes.await?;
-            let value = parse(&req, &body)?;
+            let value = syntax(&req, &body)?;
+            let value = read_text(value, |v| {
+                // What `T` leaves unread never reaches the database.
+                let mut ignored = Vec::new();
+                let _ = serde_ignored::deserialize::<_, _, T>(v, |path| ignored.push(steps(&path)));
+                ignored
+            })?;
             Ok(Json(from_value(value)?))
         })
     }
@@ -56,6 +62,13 @@ impl<T: DeserializeOwned + 'static> FromRequest for Json<T> {
 /// 415 when the content type is not JSON, 400 for malformed JSON, 422 for a string or member
 /// name containing the NUL character.
 pub(crate) fn parse(req: &HttpRequest, body: &[u8]) -> Result<Value, Error> {
+    let value = syntax(req, body)?;
+    check_text(&value, &mut String::new())?;
+    Ok(value)
+}
+
+/// The content type and syntax of a JSON body (see [`parse`]).
+fn syntax(req: &HttpRequest, body: &[u8]) -> Result<Value, Error> {
     let ct = req
         .headers()
         .get(header::CONTENT_TYPE)
@@ -72,9 +85,75 @@ pub(crate) fn parse(req: &HttpRequest, body: &[u8]) -> Result<Value, Error> {
             "The request body must be JSON (Content-Type: application/json).".into(),
         ));
     }
-    let value: Value = serde_json::from_slice(body).map_err(|e| crate::error::serde_error(&e))?;
-    check_text(&value, &mut String::new())?;
-    Ok(value)
+    serde_json::from_slice(body).map_err(|e| crate::error::serde_error(&e))
+}
+
+/// One step of the path to a member: a name or a position.
+#[derive(Debug, Clone, PartialEq)]
+enum Step {
+    Member(String),
+    Item(usize),
+}
+
+/// The steps of a path `serde_ignored` reports.
+fn steps(path: &serde_ignored::Path<'_>) -> Vec<Step> {
+    use serde_ignored::Path;
+    match path {
+        Path::Root => Vec::new(),
+        Path::Seq { parent, index } => {
+            let mut out = steps(parent);
+            out.push(Step::Item(*index));
+            out
+        }
+        Path::Map { parent, key } => {
+            let mut out = steps(parent);
+            out.push(Step::Member(key.clone()));
+            out
+        }
+        Path::Some { parent }
+        | Path::NewtypeStruct { parent }
+        | Path::NewtypeVariant { parent } => steps(parent),
+    }
+}
+
+/// `value` without the member at `path` (nothing when there is none).
+fn remove(value: &mut Value, path: &[Step]) {
+    let Some((last, parents)) = path.split_last() else {
+        return;
+    };
+    let mut at = value;
+    for step in parents {
+        let next = match (step, at) {
+            (Step::Member(name), Value::Object(m)) => m.get_mut(name),
+            (Step::Item(i), Value::Array(a)) => a.get_mut(*i),
+            _ => None,
+        };
+        let Some(next) = next else {
+            return;
+        };
+        at = next;
+    }
+    if let (Step::Member(name), Value::Object(m)) = (last, at) {
+        m.remove(name);
+    }
+}
+
+/// Refuses the NUL character in the text of `value` that its reader reads (see
+/// [`check_text`]): a NUL found is refused only when it is not inside a member that
+/// `unread(value)` reports as ignored (those members are dropped, since no reader
+/// sees them). Members a hand-written body does not declare may hold anything, as its
+/// description allows.
+fn read_text(value: Value, unread: impl FnOnce(&Value) -> Vec<Vec<Step>>) -> Result<Value, Error> {
+    if check_text(&value, &mut String::new()).is_ok() {
+        return Ok(value);
+    }
+    let ignored = unread(&value);
+    let mut read = value;
+    for path in &ignored {
+        remove(&mut read, path);
+    }
+    check_text(&read, &mut String::new())?;
+    Ok(read)
 }
 
 /// Refuses the NUL character anywhere in `value`'s strings or member names. PostgreSQL cannot
@@ -202,5 +281,48 @@ mod tests {
             Err(Some("notes.k\\u0000".into()))
         );
         assert_eq!(at(json!("\u{0}")), Err(Some("body".into())));
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    struct Body {
+        name: String,
+        inner: Option<Inner>,
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    struct Inner {
+        tags: Vec<String>,
+    }
+
+    async fn extract(body: Value) -> Result<Body, Option<String>> {
+        let (req, mut payload) = actix_web::test::TestRequest::post()
+            .insert_header((header::CONTENT_TYPE, "application/json"))
+            .set_payload(body.to_string())
+            .to_http_parts();
+        match Json::<Body>::from_request(&req, &mut payload).await {
+            Ok(Json(b)) => Ok(b),
+            Err(e) => match e.as_error::<Error>() {
+                Some(Error::Validation { field, .. }) => Err(field.clone()),
+                other => panic!("{other:?}"),
+            },
+        }
+    }
+
+    #[actix_web::test]
+    async fn a_hand_written_body_judges_only_the_members_it_reads() {
+        // A NUL in a member the body reads is refused, named.
+        let bad = json!({"name": "a\u{0}", "inner": null});
+        assert_eq!(extract(bad).await.unwrap_err(), Some("name".into()));
+        let bad = json!({"name": "a", "inner": {"tags": ["x", "\u{0}"]}});
+        assert_eq!(
+            extract(bad).await.unwrap_err(),
+            Some("inner.tags[1]".into())
+        );
+        // Members it does not declare are never read, so they may hold anything, as its
+        // description (no `additionalProperties: false`) allows, in their names too.
+        let extra = json!({"name": "a", "k\u{0}": "v\u{0}", "inner": {"tags": [], "x\u{0}": 1}});
+        let body = extract(extra).await.unwrap();
+        assert_eq!(body.name, "a");
+        assert_eq!(body.inner.map(|i| i.tags.len()), Some(0));
     }
 }
