@@ -177,3 +177,37 @@ pub(super) fn replayed_header(doc: &mut ApiDoc, r: &mut apistos::paths::Response
         ),
     );
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::ENTITY_TAGS_PATTERN;
+    use crate::crud::conditional::{if_match, if_none_match};
+    use actix_web::http::header::{self, HeaderMap, HeaderValue};
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Every value the description's pattern admits is one the server accepts, so a
+        /// client (or a fuzzer) that keeps to the description is never refused.
+        #[test]
+        fn every_value_the_pattern_admits_is_accepted(
+            // The generator takes no anchors; the pattern is anchored at both ends.
+            value in proptest::string::string_regex(
+                ENTITY_TAGS_PATTERN.trim_start_matches('^').trim_end_matches('$')
+            ).unwrap()
+        ) {
+            let Ok(v) = HeaderValue::from_str(&value) else {
+                // Not a header value at all; the pattern admits only visible ASCII.
+                return Err(TestCaseError::fail(format!("{value:?}")));
+            };
+            for (name, parse) in [
+                (header::IF_MATCH, if_match as fn(&HeaderMap) -> _),
+                (header::IF_NONE_MATCH, if_none_match),
+            ] {
+                let mut h = HeaderMap::new();
+                h.insert(name.clone(), v.clone());
+                prop_assert!(parse(&h).is_ok(), "{name}: {value:?}");
+            }
+        }
+    }
+}
