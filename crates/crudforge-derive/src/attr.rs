@@ -5,7 +5,7 @@
 //! [`keys::BoolAttr`] for flags), which reports a key given twice; [`StructAttrs`] and
 //! [`FieldAttrs`] are built from those once every attribute has been read. The values of the
 //! keys are read by the files beside this one, one concern each: `validators` (the validation
-//! keys), `model_first` (`references`, `on_delete`, `default`, `index`), `relations`
+//! keys), `model_first` (`references`, `on_delete`, `default`, `index`, `unique(...)`), `relations`
 //! (`belongs_to`, `has_many`) and `rules` (`read`, `scope`).
 
 use crate::ctxt::Ctxt;
@@ -35,6 +35,7 @@ pub(crate) const STRUCT_KEYS: &[Symbol] = &[
     RULES,
     CRATE,
     INDEX,
+    UNIQUE,
     SOFT_DELETE,
     MODEL_FIRST,
     SCOPE,
@@ -58,6 +59,8 @@ pub(crate) struct StructAttrs {
     pub(crate) rules: Option<Expr>,
     /// Every `index("col_a", "col_b")`, in declaration order (the key may be repeated).
     pub(crate) indexes: Vec<IndexAttr>,
+    /// Every composite unique constraint `unique("col_a", "col_b")`, in declaration order.
+    pub(crate) uniques: Vec<IndexAttr>,
     /// `soft_delete`: DELETE sets `deleted_at`; the span of the key.
     pub(crate) soft_delete: Flag,
     /// `model_first`: the derive declares the table; the span of the key.
@@ -115,6 +118,7 @@ pub(crate) fn struct_attrs(cx: &Ctxt, attrs: &[Attribute]) -> StructAttrs {
     let mut rules: Attr<'_, Expr> = Attr::none(cx, RULES);
     let mut krate: Attr<'_, Path> = Attr::none(cx, CRATE);
     let mut indexes: Vec<IndexAttr> = Vec::new();
+    let mut uniques: Vec<IndexAttr> = Vec::new();
     let mut soft_delete = BoolAttr::none(cx, SOFT_DELETE);
     let mut model_first = BoolAttr::none(cx, MODEL_FIRST);
     let mut scopes: Vec<ScopeAttr> = Vec::new();
@@ -163,6 +167,8 @@ pub(crate) fn struct_attrs(cx: &Ctxt, attrs: &[Attribute]) -> StructAttrs {
                 Ok(())
             } else if meta.path == INDEX {
                 model_first::index(cx, &meta, &mut indexes)
+            } else if meta.path == UNIQUE {
+                model_first::unique(cx, &meta, &mut uniques)
             } else {
                 unknown_key(cx, &meta, STRUCT_KEYS)
             }
@@ -177,6 +183,7 @@ pub(crate) fn struct_attrs(cx: &Ctxt, attrs: &[Attribute]) -> StructAttrs {
         krate: krate.get(),
         rules: rules.get(),
         indexes,
+        uniques,
         soft_delete: soft_delete.get(),
         model_first: model_first.get(),
         scopes,
@@ -295,7 +302,7 @@ mod tests {
     use crate::symbol::{
         BELONGS_TO, CRATE, DEFAULT, FILTER, HAS_MANY, INDEX, MAX, MAX_LEN, MIN, MIN_LEN,
         MODEL_FIRST, NAME, ONE_OF, ON_DELETE, PATTERN, READ, REFERENCES, RULES, SCOPE, SOFT_DELETE,
-        TABLE, VALIDATE,
+        TABLE, UNIQUE, VALIDATE,
     };
     use quote::{quote, ToTokens};
     use syn::{Attribute, Ident};
@@ -379,6 +386,7 @@ mod tests {
                 RULES => quote!(= Rules::OWNER),
                 CRATE => quote!(= "::crudforge"),
                 INDEX => quote!(("species", "cuteness_level")),
+                UNIQUE => quote!(("event_id", "seat")),
                 SOFT_DELETE | MODEL_FIRST => quote!(),
                 SCOPE => quote!((overdue = "due < now")),
                 HAS_MANY => quote!((critters = Critter, key = "habitat_id")),
@@ -463,6 +471,45 @@ mod tests {
             assert!(err.contains(expected), "{expected}: {err}");
         }
         assert!(a.name.is_some(), "keys after malformed indexes are read");
+    }
+
+    #[test]
+    fn composite_uniques_are_read_and_mistakes_reported() {
+        let attrs: Vec<Attribute> = vec![syn::parse_quote!(
+            #[resource(unique("event_id", "seat"), index("event_id"), unique("a", "b", "c"))]
+        )];
+        let cx = Ctxt::default();
+        let a = struct_attrs(&cx, &attrs);
+        assert_eq!(errors(cx), "");
+        let cols: Vec<Vec<String>> = a
+            .uniques
+            .iter()
+            .map(|i| i.columns.iter().map(syn::LitStr::value).collect())
+            .collect();
+        assert_eq!(cols, vec![vec!["event_id", "seat"], vec!["a", "b", "c"]]);
+        assert_eq!(a.indexes.len(), 1, "an index beside them is an index");
+
+        let bad: Vec<Attribute> = vec![
+            syn::parse_quote!(#[resource(unique("seat"), unique(), unique, unique("a", "a"))]),
+            syn::parse_quote!(#[resource(unique("x", "y"), unique("y", "x"), unique(seat, "b"), name = "C")]),
+        ];
+        let cx = Ctxt::default();
+        let a = struct_attrs(&cx, &bad);
+        let err = errors(cx);
+        for expected in [
+            "a composite unique constraint needs two members or more\\nhelp: for `seat` alone, mark the field",
+            "a composite unique constraint needs two members or more\\nhelp: write `unique(",
+            "expected the members in parentheses",
+            "`a` appears twice in this unique constraint",
+            "this unique constraint is declared twice",
+            "write the column as a string: `\\\"seat\\\"`",
+        ] {
+            assert!(err.contains(expected), "{expected}: {err}");
+        }
+        assert!(
+            a.name.is_some(),
+            "keys after malformed constraints are read"
+        );
     }
 
     #[test]

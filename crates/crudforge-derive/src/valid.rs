@@ -113,9 +113,15 @@ fn check_base_fields(cx: &Ctxt, m: &Model) {
     }
 }
 
-/// Declared indexes name fields of the model.
+/// Declared indexes and composite unique constraints name fields of the model.
 fn check_indexes(cx: &Ctxt, m: &Model) {
-    for index in &m.attrs.indexes {
+    let lists = m
+        .attrs
+        .indexes
+        .iter()
+        .map(|i| (i, "an index"))
+        .chain(m.attrs.uniques.iter().map(|u| (u, "a unique constraint")));
+    for (index, what) in lists {
         for col in &index.columns {
             if !m.fields.iter().any(|f| f.name() == col.value()) {
                 let fields = m
@@ -127,7 +133,7 @@ fn check_indexes(cx: &Ctxt, m: &Model) {
                 cx.error(
                     col,
                     format!(
-                        "`{}` is not a field of `{}`: an index names the struct's fields (its table's columns)\nhelp: the fields are {fields}",
+                        "`{}` is not a field of `{}`: {what} names the struct's fields (its table's columns)\nhelp: the fields are {fields}",
                         col.value(),
                         m.ident
                     ),

@@ -121,8 +121,8 @@ impl Api {
         &self.readiness
     }
 
-    /// Every index the mounted resources declare (`#[resource(index(...))]`), in mount order,
-    /// each once. [`IndexSpec::create_sql`] gives the statement for a migration.
+    /// Every index the mounted resources declare (`#[resource(index(...))]`, and the unique
+    /// index of each `#[resource(unique(...))]`), in mount order, each once. [`IndexSpec::create_sql`] gives the statement for a migration.
     pub fn declared_indexes(&self) -> Vec<IndexSpec> {
         let mut out: Vec<IndexSpec> = Vec::new();
         for spec in self.mounts.iter().flat_map(|m| m.indexes()) {

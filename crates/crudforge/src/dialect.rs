@@ -316,6 +316,27 @@ pub(crate) fn alter_column(
     }
 }
 
+/// The key columns of each unique index (unique constraints and the primary key included) of
+/// the table bound as the one parameter, as [`index_columns`] lists them: what tells the schema
+/// check whether a composite unique constraint (`#[resource(unique("a", "b"))]`) is there.
+pub(crate) fn unique_index_columns(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Sqlite => SQLITE_UNIQUE_INDEX_COLUMNS,
+        Backend::Postgres => POSTGRES_UNIQUE_INDEX_COLUMNS,
+    }
+}
+
+/// [`unique_index_columns`] on PostgreSQL.
+const POSTGRES_UNIQUE_INDEX_COLUMNS: &str = "\
+SELECT ic.relname::text AS index_name, a.attname::text AS column_name \
+FROM pg_index ix \
+JOIN pg_class ic ON ic.oid = ix.indexrelid \
+CROSS JOIN LATERAL unnest(ix.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord) \
+LEFT JOIN pg_attribute a ON a.attrelid = ix.indrelid AND a.attnum = k.attnum \
+WHERE ix.indrelid = to_regclass(quote_ident($1)) AND ix.indisvalid AND ix.indisunique \
+  AND ix.indpred IS NULL AND k.ord <= ix.indnkeyatts \
+ORDER BY ic.relname, k.ord";
+
 /// Each unique index of the SQLite table bound as the one parameter, one row per key column
 /// (`index_name`, `column_name`), in index and column order: what tells the migration
 /// generator whether a `#[resource(unique)]` column already has its index.
@@ -387,9 +408,50 @@ pub(crate) fn sqlite_columns(message: &str, prefix: &str) -> (Option<String>, Op
     (plain(table), field)
 }
 
+/// Every column of a unique failure, in key order: SQLite's message
+/// (`UNIQUE constraint failed: tickets.event_id, tickets.seat`) or PostgreSQL's detail
+/// (`Key (event_id, seat)=(..., 3) already exists.`). Empty when the message names none, or
+/// when one of them is not a plain column (an expression index).
+pub(crate) fn unique_columns(message: &str, details: Option<&str>) -> Vec<String> {
+    let list = if let Some(rest) = message.strip_prefix("UNIQUE constraint failed: ") {
+        rest.split(',')
+            .map(|c| c.trim().split_once('.').and_then(|(_, col)| plain(col)))
+            .collect::<Option<Vec<String>>>()
+    } else {
+        details
+            .and_then(|d| d.strip_prefix("Key ("))
+            .and_then(|rest| rest.find(")=(").map(|end| &rest[..end]))
+            .and_then(|cols| cols.split(',').map(plain).collect())
+    };
+    list.unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_every_column_of_a_unique_failure() {
+        let lite = |m: &str| unique_columns(m, None);
+        assert_eq!(
+            lite("UNIQUE constraint failed: tickets.event_id, tickets.seat"),
+            ["event_id", "seat"]
+        );
+        assert_eq!(lite("UNIQUE constraint failed: notes.title"), ["title"]);
+        assert!(lite("UNIQUE constraint failed: index 'x'").is_empty());
+        let pg = |d: &str| unique_columns("duplicate key value", Some(d));
+        assert_eq!(
+            pg("Key (event_id, seat)=(5f0c, 3) already exists."),
+            ["event_id", "seat"]
+        );
+        assert_eq!(
+            pg("Key (\"order\", seat)=(1, 2) already exists."),
+            ["order", "seat"]
+        );
+        assert!(pg("Key (lower(email))=(x) already exists.").is_empty());
+        assert!(pg("Key (a, lower(b))=(1, x) already exists.").is_empty());
+        assert!(unique_columns("duplicate key value", None).is_empty());
+    }
 
     #[test]
     fn reads_sqlite_and_postgres_messages() {

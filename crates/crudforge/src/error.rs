@@ -45,7 +45,8 @@ pub struct Problem {
     /// The id of the request (its `X-Request-Id`), set by the error middleware.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
-    /// Every member at fault, when a 422 found several (or one, from the field validators).
+    /// Every member at fault, when a 422 found several (or one, from the field validators), or
+    /// the members of a composite unique constraint a 409 refused (`unique("a", "b")`).
     /// Absent otherwise, so not required in the schema (`default`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<Violation>,

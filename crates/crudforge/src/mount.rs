@@ -15,7 +15,8 @@ pub trait Mount: Send + Sync + 'static {
     fn register(&self, cfg: &mut web::ServiceConfig);
     /// Adds the operations to the OpenAPI description.
     fn document(&self, doc: &mut ApiDoc);
-    /// The indexes the mounted resource declares (`#[resource(index(...))]`), which the
+    /// The indexes the mounted resource declares (`#[resource(index(...))]`, and the unique
+    /// indexes of its `#[resource(unique(...))]`), which the
     /// [`Api`](crate::Api) checks for when it starts serving. None by default.
     fn indexes(&self) -> Vec<IndexSpec> {
         Vec::new()

@@ -1,8 +1,9 @@
 //! Reading the keys that describe the table beyond its columns' types: a field's
 //! `references = "authors"`, `on_delete = "cascade"` and `default = ...`, and the struct's
-//! `index("col_a", "col_b")` (repeatable). `unique` is a flag. A model-first table's DDL reads
-//! them, and `default` and `index` serve every model (the API's defaults, `Resource::INDEXES`);
-//! `crate::model_first` checks them against the model.
+//! `index("col_a", "col_b")` and `unique("col_a", "col_b")` (both repeatable). On a field,
+//! `unique` is a flag. A model-first table's DDL reads them, and `default`, `index` and
+//! `unique(...)` serve every model (the API's defaults, `Resource::INDEXES`,
+//! `Resource::UNIQUES`); `crate::model_first` checks them against the model.
 
 use super::keys::skip_value;
 use crate::ctxt::Ctxt;
@@ -10,10 +11,37 @@ use quote::ToTokens as _;
 use syn::meta::ParseNestedMeta;
 use syn::{Expr, Ident, LitStr};
 
-/// One `index("col_a", "col_b")`: the columns in order, each with its span.
+/// One `index("col_a", "col_b")` or `unique("col_a", "col_b")`: the columns in order, each
+/// with its span.
 pub(crate) struct IndexAttr {
     pub(crate) columns: Vec<LitStr>,
 }
+
+/// What a column list declares, for the words of its errors.
+struct Listed {
+    /// The key (`index`, `unique`).
+    key: &'static str,
+    /// What it is, after "this" (`index`, `unique constraint`).
+    what: &'static str,
+    /// What the list holds, as a sentence's subject and verb.
+    lists: &'static str,
+    /// How it is written.
+    help: &'static str,
+}
+
+const INDEX_LIST: Listed = Listed {
+    key: "index",
+    what: "index",
+    lists: "an index lists",
+    help: "help: write `index(\"species\", \"cuteness_level\")`",
+};
+
+const UNIQUE_LIST: Listed = Listed {
+    key: "unique",
+    what: "unique constraint",
+    lists: "a unique constraint lists",
+    help: "help: write `unique(\"event_id\", \"seat\")`: no two rows share both values",
+};
 
 /// Reads the value of `references = "authors"` (checked in [`crate::model_first::check`]).
 pub(super) fn references(meta: &ParseNestedMeta<'_>) -> syn::Result<LitStr> {
@@ -43,7 +71,7 @@ pub(super) fn index(
     meta: &ParseNestedMeta<'_>,
     indexes: &mut Vec<IndexAttr>,
 ) -> syn::Result<()> {
-    let columns = index_columns(cx, meta)?;
+    let columns = index_columns(cx, meta, &INDEX_LIST)?;
     if !columns.is_empty() {
         let same = |i: &IndexAttr| {
             i.columns
@@ -62,21 +90,72 @@ pub(super) fn index(
     Ok(())
 }
 
-/// How an index is written, for the help of every error about one.
-const INDEX_HELP: &str = "help: write `index(\"species\", \"cuteness_level\")`";
+/// Reads `unique(...)`, the key `meta` is at, into `uniques`: a composite unique constraint
+/// of two or more members (one member is the field flag `unique`). A constraint declared twice
+/// (the same members, in any order) is reported at its second occurrence, and one with
+/// mistakes is left out.
+pub(super) fn unique(
+    cx: &Ctxt,
+    meta: &ParseNestedMeta<'_>,
+    uniques: &mut Vec<IndexAttr>,
+) -> syn::Result<()> {
+    let columns = index_columns(cx, meta, &UNIQUE_LIST)?;
+    if let [only] = columns.as_slice() {
+        cx.error(
+            &meta.path,
+            format!(
+                "a composite unique constraint needs two members or more\nhelp: for `{0}` alone, mark the field: `#[resource(unique)] {0}: ...`",
+                only.value()
+            ),
+        );
+        return Ok(());
+    }
+    if columns.len() > 1 {
+        let mut names: Vec<String> = columns.iter().map(LitStr::value).collect();
+        names.sort();
+        let same = |u: &IndexAttr| {
+            let mut other: Vec<String> = u.columns.iter().map(LitStr::value).collect();
+            other.sort();
+            other == names
+        };
+        if uniques.iter().any(same) {
+            cx.error(
+                &meta.path,
+                "this unique constraint is declared twice (the order of its members does not matter)\nhelp: remove this `unique(...)`",
+            );
+        }
+        uniques.push(IndexAttr { columns });
+    }
+    Ok(())
+}
 
-/// Reads the columns of `index("col_a", "col_b")`, the key `meta` is at. A column that is
-/// not a string literal holding a plain name, or a list without columns, is reported; the keys
-/// after it are still read.
+/// Reads the columns of `index("col_a", "col_b")` (or `unique(...)`, as `listed` says), the
+/// key `meta` is at. A column that is not a string literal holding a plain name, or a list
+/// without columns, is reported; the keys after it are still read.
 ///
 /// The columns are strings, not bare names: Clippy's `duplicated_attributes` reads bare words
 /// inside an attribute as attributes, and would flag every column two indexes share.
-fn index_columns(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Vec<LitStr>> {
+fn index_columns(
+    cx: &Ctxt,
+    meta: &ParseNestedMeta<'_>,
+    listed: &Listed,
+) -> syn::Result<Vec<LitStr>> {
+    let Listed {
+        key,
+        what,
+        lists,
+        help,
+    } = listed;
     if !meta.input.peek(syn::token::Paren) {
         skip_value(meta)?;
+        let columns = if *key == "index" {
+            "indexed columns"
+        } else {
+            "members"
+        };
         cx.error(
             &meta.path,
-            format!("expected the indexed columns in parentheses\n{INDEX_HELP}"),
+            format!("expected the {columns} in parentheses\n{help}"),
         );
         return Ok(Vec::new());
     }
@@ -105,7 +184,7 @@ fn index_columns(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Vec<LitSt
                     cx.error(
                         &col,
                         format!(
-                            "`{}` appears twice in this index\nhelp: name each column once",
+                            "`{}` appears twice in this {what}\nhelp: name each column once",
                             col.value()
                         ),
                     );
@@ -117,7 +196,7 @@ fn index_columns(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Vec<LitSt
                 cx.error(
                     &col,
                     format!(
-                        "expected a column name, not {:?}: an index lists fields of the struct, without `DESC` or expressions\n{INDEX_HELP}",
+                        "expected a column name, not {:?}: {lists} fields of the struct, without `DESC` or expressions\n{help}",
                         col.value()
                     ),
                 );
@@ -129,10 +208,10 @@ fn index_columns(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Vec<LitSt
                     at,
                     match bare {
                         Some(ident) => format!(
-                            "write the column as a string: `\"{ident}\"` (bare names inside an attribute trip Clippy's `duplicated_attributes` when two indexes share a column)\n{INDEX_HELP}"
+                            "write the column as a string: `\"{ident}\"` (bare names inside an attribute trip Clippy's `duplicated_attributes` when two indexes share a column)\n{help}"
                         ),
                         None => format!(
-                            "expected a column name in quotes: an index lists fields of the struct, without `DESC` or expressions\n{INDEX_HELP}"
+                            "expected a column name in quotes: {lists} fields of the struct, without `DESC` or expressions\n{help}"
                         ),
                     },
                 );
@@ -143,10 +222,12 @@ fn index_columns(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Vec<LitSt
         return Ok(Vec::new());
     }
     if columns.is_empty() {
-        cx.error(
-            &meta.path,
-            format!("an index needs at least one column\n{INDEX_HELP}"),
-        );
+        let least = if *key == "index" {
+            "an index needs at least one column"
+        } else {
+            "a composite unique constraint needs two members or more"
+        };
+        cx.error(&meta.path, format!("{least}\n{help}"));
     }
     Ok(columns)
 }

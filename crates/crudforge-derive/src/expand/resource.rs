@@ -92,7 +92,7 @@ pub(super) fn resource_impl(g: &Gen<'_>) -> TokenStream {
 }
 
 /// Emits the associated types and constants: the body types, `NAME`, `FIELDS`, `ID_FIELD`,
-/// `TABLE` and `INDEXES`.
+/// `TABLE`, `INDEXES` and `UNIQUES`.
 fn associated_items(g: &Gen<'_>) -> TokenStream {
     let k = g.k;
     let (create, update, response) = (&g.n.create, &g.n.update, &g.n.response);
@@ -110,7 +110,12 @@ fn associated_items(g: &Gen<'_>) -> TokenStream {
         let cols = i.columns.iter().map(syn::LitStr::value);
         quote!(&[#(#cols),*])
     });
+    let uniques = g.m.attrs.uniques.iter().map(|u| {
+        let cols = u.columns.iter().map(syn::LitStr::value);
+        quote!(&[#(#cols),*])
+    });
     quote! {
+        const UNIQUES: &'static [&'static [&'static str]] = &[#(#uniques),*];
         type Create = #create;
         type Update = #update;
         type Response = #response;

@@ -1,6 +1,7 @@
 //! A model-first resource's table (`#[resource(model_first)]`): the Diesel `table!` declared
 //! beside the struct, and `Resource::MODEL`, the runtime's description of the table (column
-//! types, constraints, foreign keys, indexes) from which migrations are written.
+//! types, constraints, foreign keys, indexes, composite unique constraints) from which
+//! migrations are written.
 
 use super::resource::field_info;
 use super::Gen;
@@ -55,13 +56,17 @@ pub(super) fn model_const(g: &Gen<'_>) -> Option<TokenStream> {
         let cols = i.columns.iter().map(syn::LitStr::value);
         quote!(&[#(#cols),*])
     });
+    let uniques = g.m.attrs.uniques.iter().map(|u| {
+        let cols = u.columns.iter().map(syn::LitStr::value);
+        quote!(&[#(#cols),*])
+    });
     Some(quote! {
         const MODEL: ::core::option::Option<&'static #p::ModelTable> =
             ::core::option::Option::Some(&#p::ModelTable::new(
                 #table,
                 &[#(#columns),*],
                 &[#(#indexes),*],
-            ));
+            ).uniques(&[#(#uniques),*]));
     })
 }
 

@@ -119,6 +119,9 @@ pub trait Resource: Sized + 'static {
     /// The indexes the resource's queries need, declared with `#[resource(index("a", "b"))]`:
     /// one column list each, in index order. [`Resource::indexes`] gives them with the table.
     const INDEXES: &'static [&'static [&'static str]] = &[];
+    /// The composite unique constraints, declared with `#[resource(unique("a", "b"))]`: one
+    /// column list each. [`Resource::indexes`] gives each as a unique [`IndexSpec`].
+    const UNIQUES: &'static [&'static [&'static str]] = &[];
     /// The table a model-first resource (`#[resource(model_first)]`) declares: its columns'
     /// types, constraints and foreign keys, from which migrations are written
     /// ([`crate::migrations::make_migrations`]). `None` for a resource over a hand-written
@@ -271,13 +274,20 @@ pub trait Resource: Sized + 'static {
         Self::FIELDS.iter().find(|f| f.name == name)
     }
 
-    /// The declared [`INDEXES`](Self::INDEXES) on [`sql_table`](Self::sql_table): each one's name and
-    /// `CREATE INDEX` statement come from [`IndexSpec`]; an [`Api`](crate::Api) checks at
-    /// start that the database has them.
+    /// The declared [`INDEXES`](Self::INDEXES) on [`sql_table`](Self::sql_table), then the
+    /// unique indexes of the [`UNIQUES`](Self::UNIQUES): each one's name and `CREATE INDEX`
+    /// statement come from [`IndexSpec`]; an [`Api`](crate::Api) checks at start that the
+    /// database has them.
     fn indexes() -> Vec<IndexSpec> {
+        let table = Self::sql_table();
         Self::INDEXES
             .iter()
-            .map(|columns| IndexSpec::new(Self::sql_table(), columns))
+            .map(|columns| IndexSpec::new(table, columns))
+            .chain(
+                Self::UNIQUES
+                    .iter()
+                    .map(|columns| IndexSpec::new_unique(table, columns)),
+            )
             .collect()
     }
 }

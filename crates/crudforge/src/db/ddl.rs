@@ -1,6 +1,7 @@
 //! Model-first tables: what a `#[resource(model_first)]` struct declares about its table
 //! (column types, nullability, defaults, validators as `CHECK`s, unique columns, foreign keys,
-//! declared indexes) as a [`ModelTable`], and the DDL that creates it on each backend.
+//! declared indexes, composite unique constraints) as a [`ModelTable`], and the DDL that creates
+//! it on each backend.
 //!
 //! The derive writes one [`ModelTable`] per model-first resource
 //! ([`Resource::MODEL`](crate::Resource::MODEL)); each column carries the same
@@ -271,6 +272,9 @@ pub struct ModelTable {
     pub columns: &'static [ModelColumn],
     /// The declared indexes (`#[resource(index(...))]`), columns in index order.
     pub indexes: &'static [&'static [&'static str]],
+    /// The composite unique constraints (`#[resource(unique(...))]`), each a unique index of
+    /// its columns.
+    pub uniques: &'static [&'static [&'static str]],
 }
 
 impl ModelTable {
@@ -284,7 +288,15 @@ impl ModelTable {
             table,
             columns,
             indexes,
+            uniques: &[],
         }
+    }
+
+    /// Sets the composite unique constraints, each its columns.
+    #[must_use]
+    pub const fn uniques(mut self, uniques: &'static [&'static [&'static str]]) -> Self {
+        self.uniques = uniques;
+        self
     }
 
     /// The column `name`.
@@ -297,6 +309,15 @@ impl ModelTable {
         self.indexes
             .iter()
             .map(|columns| IndexSpec::new(self.table, columns))
+            .collect()
+    }
+
+    /// The composite unique constraints, each as the unique index that enforces it
+    /// (`<table>_<a>_<b>_key`).
+    pub fn unique_specs(&self) -> Vec<IndexSpec> {
+        self.uniques
+            .iter()
+            .map(|columns| IndexSpec::new_unique(self.table, columns))
             .collect()
     }
 
@@ -325,10 +346,15 @@ impl ModelTable {
         )
     }
 
-    /// The table and its declared indexes: every statement that creates it on `backend`.
+    /// The table, its declared indexes and the unique indexes of its composite unique
+    /// constraints: every statement that creates it on `backend`. A composite unique
+    /// constraint is a `CREATE UNIQUE INDEX`, not a `UNIQUE (...)` in the `CREATE TABLE`: the
+    /// same statement then adds it to an existing table (SQLite has no `ADD CONSTRAINT`), and
+    /// `down.sql` drops it by its name.
     pub fn create_sql(&self, backend: Backend) -> Vec<String> {
         let mut out = vec![self.create_table_sql(backend)];
         out.extend(self.index_specs().iter().map(IndexSpec::create_sql));
+        out.extend(self.unique_specs().iter().map(IndexSpec::create_sql));
         out
     }
 
@@ -362,7 +388,8 @@ mod tests {
         ModelColumn::new(FieldInfo::new("author_id", Kind::Uuid), ColumnType::Uuid)
             .references(ForeignKey::new("authors", "id", OnDelete::Restrict)),
     ];
-    const BOOKS: ModelTable = ModelTable::new("books", COLUMNS, &[&["author_id", "title"]]);
+    const BOOKS: ModelTable = ModelTable::new("books", COLUMNS, &[&["author_id", "title"]])
+        .uniques(&[&["author_id", "shelf"]]);
 
     #[test]
     fn each_backend_gets_its_types_and_checks() {
@@ -393,6 +420,11 @@ mod tests {
             all[1],
             "CREATE INDEX IF NOT EXISTS books_author_id_title_idx ON books (author_id, title);"
         );
+        assert_eq!(
+            all[2],
+            "CREATE UNIQUE INDEX IF NOT EXISTS books_author_id_shelf_key ON books (author_id, shelf);"
+        );
+        assert_eq!(all.len(), 3);
         assert_eq!(BOOKS.referenced_tables(), vec!["authors"]);
         assert_eq!(
             COLUMNS[4].definition(Backend::Sqlite, false),

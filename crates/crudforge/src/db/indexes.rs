@@ -1,5 +1,6 @@
-//! Indexes that resources declare (`#[resource(index(...))]`): the SQL that creates them, for
-//! a migration, and a check of the live database that finds the missing ones.
+//! Indexes that resources declare (`#[resource(index(...))]`, and the unique indexes of
+//! `#[resource(unique(...))]`): the SQL that creates them, for a migration, and a check of the
+//! live database that finds the missing ones.
 //!
 //! The library never creates an index itself: the schema belongs to migrations. An
 //! [`Api`](crate::Api) runs [`missing`] when it starts serving and logs a warning with the
@@ -9,13 +10,17 @@ use super::{Database, DbError};
 use diesel::sql_types::{Nullable, Text};
 use diesel_async::RunQueryDsl as _;
 
-/// An index a resource declares: its table and its columns, in index order.
+/// An index a resource declares: its table and its columns, in index order, and whether it is
+/// unique (a composite unique constraint, `#[resource(unique("a", "b"))]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct IndexSpec {
     /// The table.
     pub table: &'static str,
     /// The columns, most significant first.
     pub columns: &'static [&'static str],
+    /// A unique index: no two rows share the same values in all of `columns` (rows with a
+    /// NULL in one of them never conflict, on both backends).
+    pub unique: bool,
 }
 
 /// PostgreSQL truncates longer identifiers (`NAMEDATALEN` - 1 bytes).
@@ -24,29 +29,44 @@ const MAX_NAME: usize = 63;
 impl IndexSpec {
     /// The index of `columns` on `table`.
     pub const fn new(table: &'static str, columns: &'static [&'static str]) -> IndexSpec {
-        IndexSpec { table, columns }
+        IndexSpec {
+            table,
+            columns,
+            unique: false,
+        }
     }
 
-    /// `<table>_<column>_<column>_idx`; past PostgreSQL's 63 bytes the middle is cut and a
-    /// hash of the full name keeps it unique.
+    /// The unique index of `columns` on `table`: a composite unique constraint.
+    pub const fn new_unique(table: &'static str, columns: &'static [&'static str]) -> IndexSpec {
+        IndexSpec {
+            table,
+            columns,
+            unique: true,
+        }
+    }
+
+    /// `<table>_<column>_<column>_idx`, or `..._key` for a unique index (PostgreSQL's own
+    /// suffix for a unique constraint); past PostgreSQL's 63 bytes the middle is cut and a hash
+    /// of the full name keeps it unique.
     pub fn name(&self) -> String {
-        let full = format!("{}_{}_idx", self.table, self.columns.join("_"));
+        let suffix = if self.unique { "key" } else { "idx" };
+        let full = format!("{}_{}_{suffix}", self.table, self.columns.join("_"));
         if full.len() <= MAX_NAME {
             return full;
         }
         let hash = format!("{:016x}", fnv1a(full.as_bytes()));
         let hash = &hash[..8];
-        // Room for `_<hash>_idx`.
-        let keep = MAX_NAME - hash.len() - 5;
+        // Room for `_<hash>_<suffix>`.
+        let keep = MAX_NAME - hash.len() - 2 - suffix.len();
         let mut cut = keep;
         while !full.is_char_boundary(cut) {
             cut -= 1;
         }
-        format!("{}_{hash}_idx", &full[..cut])
+        format!("{}_{hash}_{suffix}", &full[..cut])
     }
 
-    /// `CREATE INDEX IF NOT EXISTS <name> ON <table> (<columns>)`: the same statement on
-    /// SQLite and PostgreSQL, for a migration's `up.sql`.
+    /// `CREATE [UNIQUE] INDEX IF NOT EXISTS <name> ON <table> (<columns>)`: the same statement
+    /// on SQLite and PostgreSQL, for a migration's `up.sql`.
     pub fn create_sql(&self) -> String {
         let columns = self
             .columns
@@ -55,7 +75,8 @@ impl IndexSpec {
             .collect::<Vec<_>>()
             .join(", ");
         format!(
-            "CREATE INDEX IF NOT EXISTS {} ON {} ({columns});",
+            "CREATE {}INDEX IF NOT EXISTS {} ON {} ({columns});",
+            if self.unique { "UNIQUE " } else { "" },
             ident(&self.name()),
             ident(self.table)
         )
@@ -69,7 +90,8 @@ impl IndexSpec {
 
 impl std::fmt::Display for IndexSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} ({})", self.table, self.columns.join(", "))
+        let unique = if self.unique { "UNIQUE " } else { "" };
+        write!(f, "{} {unique}({})", self.table, self.columns.join(", "))
     }
 }
 
@@ -193,6 +215,18 @@ pub(crate) fn served(present: &[(String, Vec<Option<String>>)], wanted: &[&str])
     })
 }
 
+/// Whether some unique index of `present` (each one's key columns) has exactly the columns of
+/// `wanted`, in any order: what makes those columns unique together. A unique index on fewer
+/// of them is stricter than the declared constraint and does not count.
+pub(crate) fn served_unique(present: &[(String, Vec<Option<String>>)], wanted: &[&str]) -> bool {
+    present.iter().any(|(_, columns)| {
+        columns.len() == wanted.len()
+            && wanted
+                .iter()
+                .all(|want| columns.iter().any(|have| have.as_deref() == Some(*want)))
+    })
+}
+
 /// The key columns of each index `table` has, in order (empty when there is no such table).
 ///
 /// # Errors
@@ -202,8 +236,17 @@ pub async fn table_indexes(
     db: &Database,
     table: &str,
 ) -> Result<Vec<(String, Vec<Option<String>>)>, DbError> {
+    load(db, table, crate::dialect::index_columns).await
+}
+
+/// The indexes of `table` a catalog query of `sql` lists, grouped.
+async fn load(
+    db: &Database,
+    table: &str,
+    sql: fn(crate::dialect::Backend) -> &'static str,
+) -> Result<Present, DbError> {
     let mut conn = db.get().await.map_err(|e| DbError::Pool(e.to_string()))?;
-    let sql = crate::dialect::index_columns(conn.backend());
+    let sql = sql(conn.backend());
     let rows: Vec<IndexColumn> = crate::with_conn!(conn, |c| {
         diesel::sql_query(sql).bind::<Text, _>(table).load(c).await
     })?;
@@ -212,7 +255,9 @@ pub async fn table_indexes(
 
 /// The indexes of `specs` the database lacks. An index is there when some complete index of
 /// its table (under any name, unique or not) starts with its columns in the same order: an
-/// index on `(a, b, c)` serves one declared on `(a, b)`.
+/// index on `(a, b, c)` serves one declared on `(a, b)`. A unique index is there when some
+/// unique index (or unique constraint, or primary key) of its table has exactly its columns,
+/// in any order.
 ///
 /// # Errors
 ///
@@ -224,8 +269,18 @@ pub async fn missing(db: &Database, specs: &[IndexSpec]) -> Result<Vec<IndexSpec
     let mut missing = Vec::new();
     for table in tables {
         let present = table_indexes(db, table).await?;
+        let unique = if specs.iter().any(|s| s.table == table && s.unique) {
+            load(db, table, crate::dialect::unique_index_columns).await?
+        } else {
+            Vec::new()
+        };
         for spec in specs.iter().filter(|s| s.table == table) {
-            if !served(&present, spec.columns) && !missing.contains(spec) {
+            let there = if spec.unique {
+                served_unique(&unique, spec.columns)
+            } else {
+                served(&present, spec.columns)
+            };
+            if !there && !missing.contains(spec) {
                 missing.push(*spec);
             }
         }
@@ -256,7 +311,7 @@ pub async fn warn_missing(db: &Database, specs: &[IndexSpec]) -> Result<Vec<Inde
 
 #[cfg(test)]
 mod tests {
-    use super::{ident, index_sql, IndexSpec, MAX_NAME};
+    use super::{ident, index_sql, served_unique, IndexSpec, MAX_NAME};
 
     #[test]
     fn statements_name_the_table_and_columns() {
@@ -272,6 +327,46 @@ mod tests {
         );
         assert_eq!(index_sql(&[spec, spec]).len(), 2);
         assert_eq!(spec.to_string(), "critters (species, cuteness_level)");
+    }
+
+    #[test]
+    fn unique_indexes_are_named_like_postgres_constraints() {
+        let spec = IndexSpec::new_unique("tickets", &["event_id", "seat"]);
+        assert_eq!(spec.name(), "tickets_event_id_seat_key");
+        assert_eq!(
+            spec.create_sql(),
+            "CREATE UNIQUE INDEX IF NOT EXISTS tickets_event_id_seat_key ON tickets (event_id, seat);"
+        );
+        assert_eq!(
+            spec.drop_sql(),
+            "DROP INDEX IF EXISTS tickets_event_id_seat_key;"
+        );
+        assert_eq!(spec.to_string(), "tickets UNIQUE (event_id, seat)");
+        assert_ne!(spec, IndexSpec::new("tickets", &["event_id", "seat"]));
+        let long = IndexSpec::new_unique(
+            "a_rather_long_table_name_for_things",
+            &["first_long_column_name", "second_long_column_name"],
+        );
+        assert!(long.name().len() <= MAX_NAME && long.name().ends_with("_key"));
+    }
+
+    #[test]
+    fn a_unique_index_is_there_only_on_exactly_its_columns() {
+        let present = |cols: &[&str]| {
+            vec![(
+                "i".to_owned(),
+                cols.iter().map(|c| Some((*c).to_owned())).collect(),
+            )]
+        };
+        let wanted = ["event_id", "seat"];
+        assert!(served_unique(&present(&["event_id", "seat"]), &wanted));
+        assert!(served_unique(&present(&["seat", "event_id"]), &wanted));
+        assert!(!served_unique(&present(&["seat"]), &wanted));
+        assert!(!served_unique(
+            &present(&["event_id", "seat", "row"]),
+            &wanted
+        ));
+        assert!(!served_unique(&[], &wanted));
     }
 
     #[test]

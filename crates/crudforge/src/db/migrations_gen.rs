@@ -7,7 +7,7 @@
 //! migrations to a scratch in-memory SQLite database and reading its catalog with the drift
 //! check's queries (`dialect::table_columns`, `dialect::index_columns`) and its comparison of
 //! one field with its column (`schema_check::field_drift`). New tables, added columns and added
-//! indexes are written; what cannot be written safely (a column that would be added NOT NULL
+//! indexes (composite unique constraints as unique indexes) are written; what cannot be written safely (a column that would be added NOT NULL
 //! without a default, a type or nullability change, a dropped column, a possible rename) is
 //! returned as a [`Todo`] with the SQL to review, never written.
 //!
@@ -464,8 +464,9 @@ fn added_column(table: &str, column: &ModelColumn, renamed: bool) -> Result<Step
     })
 }
 
-/// The steps that add the declared indexes, and the unique indexes of existing unique fields,
-/// that the table does not have (new columns' unique indexes come with the column).
+/// The steps that add the declared indexes, the unique indexes of existing unique fields (new
+/// columns' unique indexes come with the column) and those of the composite unique
+/// constraints, that the table does not have.
 fn missing_indexes(
     conn: &mut SqliteConnection,
     model: &'static ModelTable,
@@ -482,6 +483,11 @@ fn missing_indexes(
         steps.push(index_step(spec));
     }
     let unique = load_indexes(conn, dialect::SQLITE_UNIQUE_INDEX_COLUMNS, table, dir)?;
+    for spec in model.unique_specs() {
+        if !indexes::served_unique(&unique, spec.columns) {
+            steps.push(index_step(spec));
+        }
+    }
     for column in model.columns.iter().filter(|c| {
         c.field.unique
             && !c.primary_key
@@ -507,10 +513,15 @@ fn unique_index_drop(table: &str, column: &ModelColumn) -> String {
     )
 }
 
-/// The step that adds a declared index.
+/// The step that adds a declared index, or the unique index of a composite unique constraint.
 fn index_step(spec: IndexSpec) -> Step {
     Step {
-        line: format!("{}({}): new index", spec.table, spec.columns.join(", ")),
+        line: format!(
+            "{}({}): new {}index",
+            spec.table,
+            spec.columns.join(", "),
+            if spec.unique { "unique " } else { "" }
+        ),
         up: both(spec.create_sql()),
         down: both(spec.drop_sql()),
     }

@@ -1,5 +1,6 @@
 //! Schema drift: what the live database lacks or holds differently from what the mounted
-//! resources expect (tables, columns, nullability, column types, declared indexes).
+//! resources expect (tables, columns, nullability, column types, declared indexes and
+//! composite unique constraints).
 //!
 //! Each mounted resource describes its table as a [`TableSpec`] (its name and
 //! [`Resource::FIELDS`](crate::Resource::FIELDS)); `compare` reads each table's columns from
@@ -88,7 +89,9 @@ pub enum SchemaDrift {
         expected: &'static str,
     },
     /// A declared index (`#[resource(index(...))]`) is missing; no index of the table starts
-    /// with its columns in its order.
+    /// with its columns in its order. For a composite unique constraint
+    /// (`#[resource(unique(...))]`, [`IndexSpec::unique`]): no unique index of the table has
+    /// exactly its columns (`table(a, b): unique index missing`).
     #[non_exhaustive]
     MissingIndex {
         /// The index: [`IndexSpec::create_sql`] is the statement that adds it.
@@ -140,9 +143,10 @@ impl fmt::Display for SchemaDrift {
             }
             SchemaDrift::MissingIndex { index } => write!(
                 f,
-                "{}({}): index missing",
+                "{}({}): {}index missing",
                 index.table,
-                index.columns.join(", ")
+                index.columns.join(", "),
+                if index.unique { "unique " } else { "" }
             ),
         }
     }
@@ -324,6 +328,9 @@ mod tests {
             SchemaDrift::MissingIndex {
                 index: IndexSpec::new("critters", &["species", "cuteness_level"]),
             },
+            SchemaDrift::MissingIndex {
+                index: IndexSpec::new_unique("tickets", &["event_id", "seat"]),
+            },
         ]
         .map(|d| d.to_string());
         assert_eq!(
@@ -335,6 +342,7 @@ mod tests {
                 "critters.nickname: NOT NULL, but the field is an Option",
                 "critters.cuteness_level: type text, expected integer",
                 "critters(species, cuteness_level): index missing",
+                "tickets(event_id, seat): unique index missing",
             ]
         );
         let e = SchemaError::Drift(vec![
