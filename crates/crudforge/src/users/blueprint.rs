@@ -1,4 +1,5 @@
-//! The user blueprint: the CRUD operations of a user model plus `login/`, `refresh/` and `me/`.
+//! The user blueprint: the CRUD operations of a user model plus `login/`, `refresh/` and `me/`
+//! (the caller with the roles it holds).
 
 use super::model::{User, UserModel};
 use super::sign_up::{check_members as check_sign_up_members, SignUpMount, SignUpRules};
@@ -333,15 +334,16 @@ impl<U: UserModel> UserBlueprint<U> {
         .public()
     }
 
-    /// `GET me/`, shown through the blueprint's presentation when it has one.
+    /// `GET me/`: the model's response with the caller's roles ([`WithRoles`]), or the
+    /// blueprint's presentation when it has one.
     fn me_route(&self) -> CustomRoute {
         let present = self.me.map(|(_, p)| p);
         let mut me = CustomRoute::new(OperationType::Get, "me/", move || {
             web::get().to(move |req: HttpRequest| me::<U>(req, present))
         })
         .operation_id(&format!("getCurrent{}", U::NAME))
-        .summary("The current user")
-        .responds::<U::Response>()
+        .summary("The current user, with the roles it holds")
+        .responds::<WithRoles<U::Response>>()
         .errors(&[401])
         .etag()
         .tag(&self.name);
@@ -637,6 +639,74 @@ async fn rotate(st: &ApiState, conn: &mut Conn, claims: &Claims) -> Result<Rotat
     Ok(Rotation::Issued(tokens))
 }
 
+/// One role the caller holds, as `me/` lists it.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "HeldRole")]
+struct HeldRole {
+    /// The role name, such as `ADMIN`.
+    role: String,
+    /// The domain the role is limited to; `null`: every domain.
+    domain_id: Option<Uuid>,
+}
+
+/// The schema of `me/` without a presenter: the model's response `R` with a required member
+/// `roles`, the caller's roles (`[{"role": "ADMIN", "domain_id": null}]`), unless `R` has a
+/// member of that name itself (it is then left alone, in the body as in the schema). Named
+/// `Current<R>` (`CurrentUser`).
+struct WithRoles<R>(std::marker::PhantomData<R>);
+
+impl<R: schemars::JsonSchema> schemars::JsonSchema for WithRoles<R> {
+    fn schema_name() -> String {
+        format!("Current{}", R::schema_name())
+    }
+
+    fn json_schema(gen: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
+        let mut schema = R::json_schema(gen);
+        let roles = gen.subschema_for::<Vec<HeldRole>>();
+        if let schemars::schema::Schema::Object(o) = &mut schema {
+            o.metadata().description = Some(
+                "The signed-in user, as the service returns users, with the roles it holds."
+                    .to_owned(),
+            );
+            let object = o.object();
+            if !object.properties.contains_key(ROLES) {
+                object.properties.insert(ROLES.to_owned(), roles);
+                object.required.insert(ROLES.to_owned());
+            }
+        }
+        schema
+    }
+}
+
+/// The member of `me/` that lists the caller's roles.
+const ROLES: &str = "roles";
+
+/// The body of `user` (the model's response `response`) with `roles`, the caller's roles ordered by name
+/// then domain (so that the body, and its tag, do not depend on the order rows are read in);
+/// a body that has a `roles` member already keeps it.
+fn with_roles(response: impl Serialize, user: &CurrentUser) -> Result<Vec<u8>, Error> {
+    let internal = |e: serde_json::Error| Error::Internal(format!("serializing a response: {e}"));
+    let mut value = serde_json::to_value(response).map_err(internal)?;
+    if let Some(object) = value.as_object_mut() {
+        if !object.contains_key(ROLES) {
+            let mut roles: Vec<HeldRole> = user
+                .roles
+                .iter()
+                .map(|g| HeldRole {
+                    role: g.role.clone(),
+                    domain_id: g.domain_id,
+                })
+                .collect();
+            roles.sort_by(|a, b| (&a.role, a.domain_id).cmp(&(&b.role, b.domain_id)));
+            object.insert(
+                ROLES.to_owned(),
+                serde_json::to_value(roles).map_err(internal)?,
+            );
+        }
+    }
+    serde_json::to_vec(&value).map_err(internal)
+}
+
 async fn me<U: UserModel>(
     req: HttpRequest,
     present: Option<PresentFn<U>>,
@@ -658,8 +728,7 @@ async fn me<U: UserModel>(
     // The presenter takes its own connection.
     drop(conn);
     let body = match present {
-        None => serde_json::to_vec(&U::Response::from(u))
-            .map_err(|e| Error::Internal(format!("serializing a response: {e}")))?,
+        None => with_roles(U::Response::from(u), &user)?,
         Some(present) => present(&st.db, vec![u])
             .await?
             .pop()
