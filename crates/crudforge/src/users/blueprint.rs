@@ -15,6 +15,7 @@ use crate::auth::{
 };
 use crate::crud::conditional::{if_none_match, tag_of};
 use crate::crud::options::{output_schema, present_with, PresentFn, SchemaFn};
+use crate::crud::sparse::members_of;
 use crate::crud::{Arg, Cond, CrudBlueprint, CustomRoute, Operation, Present};
 use crate::db::tx::{self, TxMode};
 use crate::db::{Conn, Database};
@@ -338,8 +339,10 @@ impl<U: UserModel> UserBlueprint<U> {
     /// blueprint's presentation when it has one.
     fn me_route(&self) -> CustomRoute {
         let present = self.me.map(|(_, p)| p);
+        // A model with a member called `roles` keeps its own (see `WithRoles`).
+        let own_roles = members_of::<U::Response>().iter().any(|m| m == ROLES);
         let mut me = CustomRoute::new(OperationType::Get, "me/", move || {
-            web::get().to(move |req: HttpRequest| me::<U>(req, present))
+            web::get().to(move |req: HttpRequest| me::<U>(req, present, own_roles))
         })
         .operation_id(&format!("getCurrent{}", U::NAME))
         .summary("The current user, with the roles it holds")
@@ -681,35 +684,47 @@ impl<R: schemars::JsonSchema> schemars::JsonSchema for WithRoles<R> {
 /// The member of `me/` that lists the caller's roles.
 const ROLES: &str = "roles";
 
-/// The body of `user` (the model's response `response`) with `roles`, the caller's roles ordered by name
-/// then domain (so that the body, and its tag, do not depend on the order rows are read in);
-/// a body that has a `roles` member already keeps it.
-fn with_roles(response: impl Serialize, user: &CurrentUser) -> Result<Vec<u8>, Error> {
+/// The body of `me/` without a presenter: the model's response, its members in their order,
+/// then `roles`.
+#[derive(Serialize)]
+struct WithRolesBody<R> {
+    #[serde(flatten)]
+    user: R,
+    roles: Vec<HeldRole>,
+}
+
+/// The body of `me/` for `user` (the model's response `response`): with `roles`, the caller's
+/// roles ordered by name then domain (so that the body, and its tag, do not depend on the
+/// order rows are read in), unless the model has a member of that name (`own_roles`).
+fn with_roles(
+    response: impl Serialize,
+    user: &CurrentUser,
+    own_roles: bool,
+) -> Result<Vec<u8>, Error> {
     let internal = |e: serde_json::Error| Error::Internal(format!("serializing a response: {e}"));
-    let mut value = serde_json::to_value(response).map_err(internal)?;
-    if let Some(object) = value.as_object_mut() {
-        if !object.contains_key(ROLES) {
-            let mut roles: Vec<HeldRole> = user
-                .roles
-                .iter()
-                .map(|g| HeldRole {
-                    role: g.role.clone(),
-                    domain_id: g.domain_id,
-                })
-                .collect();
-            roles.sort_by(|a, b| (&a.role, a.domain_id).cmp(&(&b.role, b.domain_id)));
-            object.insert(
-                ROLES.to_owned(),
-                serde_json::to_value(roles).map_err(internal)?,
-            );
-        }
+    if own_roles {
+        return serde_json::to_vec(&response).map_err(internal);
     }
-    serde_json::to_vec(&value).map_err(internal)
+    let mut roles: Vec<HeldRole> = user
+        .roles
+        .iter()
+        .map(|g| HeldRole {
+            role: g.role.clone(),
+            domain_id: g.domain_id,
+        })
+        .collect();
+    roles.sort_by(|a, b| (&a.role, a.domain_id).cmp(&(&b.role, b.domain_id)));
+    serde_json::to_vec(&WithRolesBody {
+        user: response,
+        roles,
+    })
+    .map_err(internal)
 }
 
 async fn me<U: UserModel>(
     req: HttpRequest,
     present: Option<PresentFn<U>>,
+    own_roles: bool,
 ) -> Result<HttpResponse, Error> {
     let user = require_user(&req).await?;
     let st = ApiState::of(&req)?;
@@ -728,7 +743,7 @@ async fn me<U: UserModel>(
     // The presenter takes its own connection.
     drop(conn);
     let body = match present {
-        None => with_roles(U::Response::from(u), &user)?,
+        None => with_roles(U::Response::from(u), &user, own_roles)?,
         Some(present) => present(&st.db, vec![u])
             .await?
             .pop()
