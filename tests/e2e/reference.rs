@@ -455,6 +455,75 @@ fn cli_creates_fixtures_and_reports_failures_on_one_line() {
             200,
         );
         assert!(data(&plain_roles).is_empty());
+        // Roles from the command line, while the server runs: granted in a domain by name,
+        // listed by the nested role endpoint at once, then revoked; refusals on one line.
+        let out = app.b.cli(&[
+            "grant-role",
+            "--email",
+            "PLAIN@example.com",
+            "--role",
+            "MODERATOR",
+            "--domain",
+            "acme",
+        ]);
+        assert!(out.status.success() && out.stdout.is_empty(), "{out:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!("granted MODERATOR to PLAIN@example.com in domain acme ({acme})\n")
+        );
+        let plain_roles = app.json(
+            &app.get(&format!("/api/user/{plain}/role/"), Some(&at)),
+            200,
+        );
+        assert_eq!(data(&plain_roles).len(), 1, "{plain_roles}");
+        assert_eq!(data(&plain_roles)[0]["role"], "MODERATOR");
+        assert_eq!(data(&plain_roles)[0]["domain_id"], acme.as_str());
+        app.b.fails(
+            &[
+                "grant-role",
+                "--email",
+                "plain@example.com",
+                "--role",
+                "OWNER",
+            ],
+            "role OWNER is not one of SUPERADMIN, ADMIN, MODERATOR, USER",
+        );
+        app.b.fails(
+            &[
+                "grant-role",
+                "--email",
+                "plain@example.com",
+                "--role",
+                "ADMIN",
+                "--domain",
+                "nowhere",
+            ],
+            "no domain with id or name nowhere",
+        );
+        app.b.fails(
+            &[
+                "revoke-role",
+                "--email",
+                "plain@example.com",
+                "--role",
+                "MODERATOR",
+            ],
+            "does not hold MODERATOR in every domain",
+        );
+        app.b.ok(&[
+            "revoke-role",
+            "--email",
+            "plain@example.com",
+            "--role",
+            "MODERATOR",
+            "--domain",
+            &acme,
+        ]);
+        let plain_roles = app.json(
+            &app.get(&format!("/api/user/{plain}/role/"), Some(&at)),
+            200,
+        );
+        assert!(data(&plain_roles).is_empty(), "{plain_roles}");
         let me = app.json(&app.get("/api/user/me", Some(&at)), 200);
         assert_eq!(me["display_name"], "Ada BL.");
         assert_eq!(me["roles"], json!(["ADMIN"]));

@@ -25,6 +25,12 @@ pub struct ResourcesGuide;
 #[cfg(doctest)]
 pub struct GettingStartedGuide;
 
+/// The guide `docs/cli.md`, whose embedding examples compile as doc tests (as
+/// `docs/getting-started.md`'s, whose embedding they repeat).
+#[doc = include_str!("../../docs/cli.md")]
+#[cfg(doctest)]
+pub struct CliGuide;
+
 /// The guide `docs/filtering.md`, whose examples run as doc tests.
 #[doc = include_str!("../../docs/filtering.md")]
 #[cfg(doctest)]

@@ -1,7 +1,9 @@
 //! The command line applications embed (`crudforge::cli::App`), driven with argument vectors on
 //! both backends: `create-user` (password from standard input, never from the command line;
 //! roles; the application's options and hook, in the user's transaction) then login;
-//! `create-token` (the token from standard input, never from the command line); `schema check` exit codes and lines; `print-indexes`; `migrate`; the
+//! `create-token` (the token from standard input, never from the command line); `grant-role`
+//! and `revoke-role` (seen at once by `me/`, sessions untouched, the role set and the domain
+//! checked); `schema check` exit codes and lines; `print-indexes`; `migrate`; the
 //! application's own commands; bad input as one `error:` line and a non-zero status.
 #![allow(missing_docs, clippy::unwrap_used)]
 
@@ -10,13 +12,13 @@ use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
 use crudforge::cli::{App, BoxError, Console, Context};
 use crudforge::db::Conn;
-use crudforge::users::UserBlueprint;
+use crudforge::users::{Domain, UserBlueprint};
 use crudforge::{with_conn, Api, Config, Database, Resource};
 use crudforge_tests::{backend_tests, Backend, TestDb};
 use diesel::prelude::*;
 use diesel_async::SimpleAsyncConnection;
 use futures_util::future::LocalBoxFuture;
-use serde_json::json;
+use serde_json::{json, Value};
 use uuid::Uuid;
 
 diesel::table! {
@@ -149,6 +151,33 @@ fn one_error_line(got: &(u8, String, String), status: u8, expect: &str) {
         lines[0].starts_with("error: ") && lines[0].contains(expect),
         "`{expect}` in {:?}",
         lines[0]
+    );
+}
+
+async fn grants(db: &Database) -> i64 {
+    let mut conn = db.get().await.unwrap();
+    with_conn!(conn, |c| {
+        diesel_async::RunQueryDsl::get_result::<i64>(
+            crudforge::schema::user_roles::table.count(),
+            c,
+        )
+        .await
+    })
+    .unwrap()
+}
+
+async fn domain(db: &Database, name: &str) -> Uuid {
+    let mut conn = db.get().await.unwrap();
+    let input: <Domain as Resource>::Create =
+        serde_json::from_value(json!({ "name": name })).unwrap();
+    Domain::insert(&mut conn, input).await.unwrap().id
+}
+
+/// A success: status 0, nothing on stdout, `line` alone on stderr.
+fn done(got: &(u8, String, String), line: &str) {
+    assert_eq!(
+        (got.0, got.1.as_str(), got.2.as_str()),
+        (0, "", format!("{line}\n").as_str())
     );
 }
 
@@ -299,7 +328,7 @@ backend_tests! {
         assert_eq!((status, out.as_str(), err.as_str()), (0, "", "migrations are up to date\n"));
         let (status, out, _) = run(&cli, &["--help"], "").await;
         assert_eq!(status, 0);
-        for command in ["serve", "migrate", "schema", "create-user", "create-token", "print-indexes", "count-users"] {
+        for command in ["serve", "migrate", "schema", "create-user", "create-token", "grant-role", "revoke-role", "print-indexes", "count-users"] {
             assert!(out.contains(command), "{command} in {out}");
         }
         let (status, out, _) = run(&cli, &["create-user", "--help"], "").await;
@@ -310,5 +339,77 @@ backend_tests! {
         let (status, out, err) = run(&cli, &["count-users", "--plus", "2"], "").await;
         assert_eq!((status, out.as_str()), (0, "2\n"), "{err}");
         drop(db);
+    }
+
+    async fn grant_role_and_revoke_role_apply_at_once_and_end_no_session(t) {
+        let (config, db) = setup(&t).await;
+        let cli = app(&config);
+        assert_eq!(run(&cli, &["create-user", "--email", "alice@example.com", "--password-stdin"], "alice secret\n").await.0, 0);
+        let north = domain(&db, "north").await;
+        let api = build(config.clone(), db.clone()).unwrap();
+        let service = test::init_service(api.app()).await;
+        let req = test::TestRequest::post().uri("/api/users/login/").set_json(json!({"email": "alice@example.com", "password": "alice secret"}));
+        let tokens: Value = test::call_and_read_body_json(&service, req.to_request()).await;
+        let access = format!("Bearer {}", tokens["access_token"].as_str().unwrap());
+        let me = || test::TestRequest::get().uri("/api/users/me/").insert_header(("authorization", access.clone())).to_request();
+        let roles = |v: Value| v["roles"].clone();
+        assert_eq!(roles(test::call_and_read_body_json(&service, me()).await), json!([]));
+
+        // Granted in every domain, in a domain by name and by id; the address in any case.
+        done(&run(&cli, &["grant-role", "--email", "ALICE@Example.com", "--role", "ADMIN"], "").await, "granted ADMIN to ALICE@Example.com in every domain");
+        done(&run(&cli, &["grant-role", "--email", "alice@example.com", "--role", "MODERATOR", "--domain", "north"], "").await, &format!("granted MODERATOR to alice@example.com in domain north ({north})"));
+        done(&run(&cli, &["grant-role", "--email", "alice@example.com", "--role", "USER", "--domain", &north.to_string()], "").await, &format!("granted USER to alice@example.com in domain north ({north})"));
+        // The same access token sees them at once: roles are read on every request.
+        assert_eq!(roles(test::call_and_read_body_json(&service, me()).await), json!([
+            {"role": "ADMIN", "domain_id": null},
+            {"role": "MODERATOR", "domain_id": north},
+            {"role": "USER", "domain_id": north},
+        ]));
+        // A grant already held: said, and nothing written.
+        done(&run(&cli, &["grant-role", "--email", "alice@example.com", "--role", "ADMIN"], "").await, "alice@example.com already holds ADMIN in every domain; nothing changed");
+        assert_eq!(grants(&db).await, 3);
+
+        // Revoked where it is held; a grant not held is an error that changes nothing.
+        done(&run(&cli, &["revoke-role", "--email", "alice@example.com", "--role", "MODERATOR", "--domain", "north"], "").await, &format!("revoked MODERATOR from alice@example.com in domain north ({north})"));
+        one_error_line(&run(&cli, &["revoke-role", "--email", "alice@example.com", "--role", "MODERATOR", "--domain", "north"], "").await, 1, "alice@example.com does not hold MODERATOR in domain north");
+        // Without --domain, only the unscoped grant is meant: USER in north stays.
+        one_error_line(&run(&cli, &["revoke-role", "--email", "alice@example.com", "--role", "USER"], "").await, 1, "does not hold USER in every domain (unscoped grants only");
+        done(&run(&cli, &["revoke-role", "--email", "alice@example.com", "--role", "ADMIN"], "").await, "revoked ADMIN from alice@example.com in every domain");
+        assert_eq!(roles(test::call_and_read_body_json(&service, me()).await), json!([{"role": "USER", "domain_id": north}]));
+        assert_eq!(grants(&db).await, 1);
+
+        // No session ended: the access token still works (above), and so does the refresh token.
+        let req = test::TestRequest::post().uri("/api/users/refresh/").set_json(json!({"refresh_token": tokens["refresh_token"]}));
+        assert_eq!(test::call_service(&service, req.to_request()).await.status(), 200);
+    }
+
+    async fn grant_role_and_revoke_role_refuse_unknown_users_domains_and_roles(t) {
+        let (config, db) = setup(&t).await;
+        let cli = app(&config);
+        let (status, out, _) = run(&cli, &["create-user", "--email", "alice@example.com", "--password-stdin"], "alice secret\n").await;
+        assert_eq!(status, 0);
+        let alice: Uuid = out.trim().parse().unwrap();
+        let north = domain(&db, "north").await;
+        for command in ["grant-role", "revoke-role"] {
+            one_error_line(&run(&cli, &[command, "--email", "ghost@example.com", "--role", "ADMIN"], "").await, 1, "no user with e-mail ghost@example.com");
+            one_error_line(&run(&cli, &[command, "--email", "alice@example.com", "--role", "ADMIN", "--domain", "south"], "").await, 1, "no domain with id or name south");
+            let unknown = Uuid::new_v4().to_string();
+            one_error_line(&run(&cli, &[command, "--email", "alice@example.com", "--role", "ADMIN", "--domain", &unknown], "").await, 1, &format!("no domain with id or name {unknown}"));
+            // The application's role set (here DEFAULT_ROLES): names are exact.
+            for role in ["OWNER", "admin", ""] {
+                one_error_line(&run(&cli, &[command, "--email", "alice@example.com", "--role", role], "").await, 1, &format!("role {role} is not one of SUPERADMIN, ADMIN, MODERATOR, USER"));
+            }
+            one_error_line(&run(&cli, &[command, "--email", "alice@example.com"], "").await, 2, "--role");
+        }
+        assert_eq!(grants(&db).await, 0, "nothing was written");
+        // An application's own set: its names, and only them.
+        let own = app(&config).roles(&["OWNER", "EDITOR"]);
+        done(&run(&own, &["grant-role", "--email", "alice@example.com", "--role", "OWNER", "--domain", "north"], "").await, &format!("granted OWNER to alice@example.com in domain north ({north})"));
+        one_error_line(&run(&own, &["grant-role", "--email", "alice@example.com", "--role", "ADMIN"], "").await, 1, "role ADMIN is not one of OWNER, EDITOR");
+        assert_eq!(grants(&db).await, 1);
+        // SUPERADMIN too: the operator acts with a SUPERADMIN's authority.
+        assert_eq!(run(&cli, &["grant-role", "--email", "alice@example.com", "--role", "SUPERADMIN"], "").await.0, 0);
+        let user = crudforge::auth::load_user(&db, alice).await.unwrap().unwrap();
+        assert!(user.is_superadmin(), "{:?}", user.roles);
     }
 }

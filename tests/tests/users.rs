@@ -84,6 +84,42 @@ impl UserModel for Member {
     const PUBLIC_REGISTRATION: bool = true;
 }
 
+diesel::table! {
+    use diesel::sql_types::*;
+    use crudforge::sql_types::*;
+
+    #[sql_name = "users"]
+    staff (id) {
+        id -> PortableUuid,
+        created_at -> PortableTimestamp,
+        updated_at -> PortableTimestamp,
+        email -> Text,
+        password -> Nullable<Text>,
+        is_enabled -> Bool,
+        roles -> Nullable<Text>,
+    }
+}
+
+/// A user model with a member of its own called `roles`, which `me/` leaves alone.
+#[derive(Debug, Queryable, Selectable, Resource)]
+#[diesel(table_name = staff)]
+#[resource(rules = crudforge::users::UserRules)]
+pub struct Staff {
+    pub id: Uuid,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    #[resource(email)]
+    pub email: String,
+    #[resource(password)]
+    pub password: Option<String>,
+    #[resource(default = true)]
+    pub is_enabled: bool,
+    #[resource(max_len = 40)]
+    pub roles: Option<String>,
+}
+
+impl UserModel for Staff {}
+
 const COST: u32 = 4;
 
 struct World {
@@ -212,6 +248,79 @@ backend_tests! {
         assert_eq!(me["responses"]["200"]["headers"]["ETag"]["required"], true, "{me}");
         assert!(me["responses"].get("304").is_some(), "{me}");
         assert!(me["parameters"].as_array().unwrap().iter().any(|p| p["name"] == "If-None-Match"), "{me}");
+    }
+
+    async fn me_lists_the_callers_roles_in_its_body_tag_and_description(t) {
+        let w = world(&t, t.config()).await;
+        let app = test::init_service(w.api.app()).await;
+        let me = |id: Uuid| as_user(test::TestRequest::get().uri("/api/users/me/"), &w.api, id);
+        let (status, v) = send(&app, me(w.alice)).await;
+        assert_eq!(status, 200);
+        assert_eq!(v["roles"], json!([]), "{v}");
+        assert_eq!(v["email"], "alice@example.com", "the user's members are still there: {v}");
+        let (_, v) = send(&app, me(w.admin)).await;
+        assert_eq!(v["roles"], json!([{"role": "ADMIN", "domain_id": null}]));
+        // The model's members in their order, then `roles`.
+        let text = String::from_utf8(test::read_body(test::call_service(&app, me(w.admin).to_request()).await).await.to_vec()).unwrap();
+        assert!(text.starts_with(r#"{"id":"#) && text.ends_with(r#","roles":[{"role":"ADMIN","domain_id":null}]}"#), "{text}");
+        // A role granted changes the body and its tag: the old tag no longer matches.
+        let resp = test::call_service(&app, me(w.alice).to_request()).await;
+        let etag = resp.headers().get("etag").unwrap().to_str().unwrap().to_owned();
+        let mut conn = w.db.get().await.unwrap();
+        let input: <Domain as Resource>::Create = serde_json::from_value(json!({"name": "north"})).unwrap();
+        let north = Domain::insert(&mut conn, input).await.unwrap().id;
+        drop(conn);
+        users::grant_role(&w.db, w.alice, "USER", Some(north)).await.unwrap();
+        users::grant_role(&w.db, w.alice, "MODERATOR", None).await.unwrap();
+        users::grant_role(&w.db, w.alice, "ADMIN", Some(north)).await.unwrap();
+        let resp = test::call_service(&app, me(w.alice).insert_header(("if-none-match", etag.clone())).to_request()).await;
+        assert_eq!(resp.status(), 200, "the roles are part of the tag");
+        let again = resp.headers().get("etag").unwrap().to_str().unwrap().to_owned();
+        assert_ne!(again, etag);
+        let (_, v) = body(resp).await;
+        // Ordered by name, then domain: the same roles always make the same body and tag.
+        assert_eq!(v["roles"], json!([
+            {"role": "ADMIN", "domain_id": north},
+            {"role": "MODERATOR", "domain_id": null},
+            {"role": "USER", "domain_id": north},
+        ]));
+        for _ in 0..3 {
+            let resp = test::call_service(&app, me(w.alice).insert_header(("if-none-match", again.clone())).to_request()).await;
+            assert_eq!(resp.status(), 304);
+        }
+        // An application's own user model lists them too.
+        let (_, v) = send(&app, me(w.admin).uri("/api/members/me/")).await;
+        assert_eq!(v["roles"], json!([{"role": "ADMIN", "domain_id": null}]), "{v}");
+        // The description says so: `CurrentUser` is the model's response plus `roles`.
+        let doc: Value = serde_json::from_str(&w.api.openapi_json()).unwrap();
+        let schema = &doc["paths"]["/api/users/me/"]["get"]["responses"]["200"]["content"]["application/json"]["schema"];
+        assert_eq!(schema["$ref"], "#/components/schemas/CurrentUser", "{schema}");
+        let current = &doc["components"]["schemas"]["CurrentUser"];
+        assert!(current["required"].as_array().unwrap().contains(&json!("roles")), "{current}");
+        assert!(current["properties"]["email"].is_object(), "{current}");
+        assert_eq!(current["properties"]["roles"]["type"], "array", "{current}");
+        assert_eq!(current["properties"]["roles"]["items"]["$ref"], "#/components/schemas/HeldRole", "{current}");
+        let held = &doc["components"]["schemas"]["HeldRole"];
+        assert_eq!(held["properties"]["domain_id"]["nullable"], true, "{held}");
+        assert!(held["required"].as_array().unwrap().contains(&json!("role")), "{held}");
+        let members = &doc["paths"]["/api/members/me/"]["get"]["responses"]["200"]["content"]["application/json"]["schema"];
+        assert_eq!(members["$ref"], "#/components/schemas/CurrentMember", "{members}");
+        // The model's own response schema is unchanged.
+        assert!(doc["components"]["schemas"]["User"]["properties"].get("roles").is_none());
+
+        // A user model with a member called `roles` keeps it, in the body and the description.
+        let mut conn = w.db.get().await.unwrap();
+        with_conn!(conn, |c| c.batch_execute("ALTER TABLE users ADD COLUMN roles TEXT").await).unwrap();
+        drop(conn);
+        let api = Api::new((*w.api.state().config).clone(), w.db.clone()).unwrap().mount(UserBlueprint::<Staff>::new("/api/staff/")).unwrap();
+        let staff = test::init_service(api.app()).await;
+        let (status, v) = send(&staff, as_user(test::TestRequest::get().uri("/api/staff/me/"), &api, w.admin)).await;
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(v["roles"], Value::Null, "the model's own member: {v}");
+        let doc: Value = serde_json::from_str(&api.openapi_json()).unwrap();
+        let current = &doc["components"]["schemas"]["CurrentStaff"];
+        assert_eq!(current["properties"]["roles"]["type"], "string", "{current}");
+        assert!(!current["required"].as_array().is_some_and(|r| r.contains(&json!("roles"))), "{current}");
     }
 
     async fn password_members_are_described_with_the_configured_minimum(t) {

@@ -40,7 +40,7 @@
 //! | [`logging`] | the log subscriber (text or JSON) and one line per request |
 //! | [`crud`] | generated CRUD: resources, blueprints, options, custom routes, lifecycle hooks, the registry of resources by name |
 //! | [`users`] | the user system: users, roles, tokens, settings, domains, login |
-//! | [`cli`] | the command line every application embeds: serve, migrate, schema check, create-user, create-token, print-indexes |
+//! | [`cli`] | the command line every application embeds: serve, migrate, schema check, create-user, create-token, grant-role, revoke-role, print-indexes |
 //!
 //! `docs/architecture.md` in the repository draws how they fit together.
 

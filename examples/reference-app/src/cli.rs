@@ -1,7 +1,7 @@
 //! The command line: the library's commands (`serve`, `migrate`, `schema check`,
-//! `create-user`, `create-token`, `print-indexes`; see `docs/cli.md`) and the reference
-//! application's own: `create-domain`, `seed-critters`, and the profile names of
-//! `create-user`.
+//! `create-user`, `create-token`, `grant-role`, `revoke-role`, `print-indexes`; see
+//! `docs/cli.md`) and the reference application's own: `create-domain`, `seed-critters`, and
+//! the profile names of `create-user`.
 
 use crate::api::domains::{RefDomain, RefDomainCreate};
 use crate::api::schema::critters;

@@ -1,6 +1,6 @@
 //! The command line every application gets: `serve`, `migrate`, `make-migrations`,
-//! `schema check`, `create-user`, `create-token` and `print-indexes`, with the application's own subcommands
-//! beside them.
+//! `schema check`, `create-user`, `create-token`, `grant-role`, `revoke-role` and
+//! `print-indexes`, with the application's own subcommands beside them.
 //!
 //! An application's `main` gives the function that builds its [`Api`], its migrations and,
 //! optionally, its own commands (see `docs/cli.md`):
@@ -26,10 +26,12 @@
 //! | `serve` | the `serve` command: readiness, migrations, schema check, graceful stop |
 //! | `schema` | `schema check`, `make-migrations` and `print-indexes` |
 //! | `accounts` | `create-user`, `create-token` and where their secrets come from |
+//! | `roles` | `grant-role` and `revoke-role`, with the operator's (a SUPERADMIN's) authority |
 
 mod accounts;
 mod console;
 mod database;
+mod roles;
 mod schema;
 mod serve;
 
@@ -39,7 +41,7 @@ pub use database::{load_dotenv, open_and_migrate};
 use crate::api::Api;
 use crate::config::Config;
 use crate::db::{AppMigrations, Conn, Database};
-use crate::users::Role;
+use crate::users::{Role, DEFAULT_ROLES};
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use futures_util::future::LocalBoxFuture;
 use std::cell::RefCell;
@@ -67,6 +69,8 @@ type CommandFn<C> = dyn Fn(C, Context) -> LocalBoxFuture<'static, Result<(), Box
 pub(crate) struct Shared {
     build: Rc<dyn Fn(Config, Database) -> Result<Api, BoxError>>,
     migrations: Option<fn() -> AppMigrations>,
+    /// The role names `grant-role` and `revoke-role` accept.
+    roles: &'static [&'static str],
 }
 
 impl Shared {
@@ -164,6 +168,10 @@ enum Command<C: Subcommand, U: Args> {
     CreateUser(CreateUser<U>),
     /// Store a token (API key) for a user.
     CreateToken(CreateToken),
+    /// Grant a role to a user, in every domain or in one; with a SUPERADMIN's authority.
+    GrantRole(RoleArgs),
+    /// Revoke a role of a user, in every domain (its unscoped grant) or in one.
+    RevokeRole(RoleArgs),
     /// Print the `CREATE INDEX` statement of every index the mounted resources declare
     /// (`#[resource(index(...))]`), one a line, for a migration's `up.sql`. Touches no
     /// database.
@@ -230,6 +238,21 @@ struct CreateToken {
     description: Option<String>,
 }
 
+/// `grant-role` and `revoke-role`.
+#[derive(Debug, Args)]
+struct RoleArgs {
+    /// The user's e-mail address.
+    #[arg(long)]
+    email: String,
+    /// The role name, one of the application's set (by default SUPERADMIN, ADMIN, MODERATOR,
+    /// USER).
+    #[arg(long)]
+    role: String,
+    /// The domain, by id or name (without it: every domain, an unscoped grant).
+    #[arg(long)]
+    domain: Option<String>,
+}
+
 /// What an application's own command gets: the configuration, the database (opened and
 /// migrated on demand), its [`Api`], and a way to print.
 #[derive(Clone)]
@@ -293,6 +316,7 @@ impl App {
             shared: Shared {
                 build: Rc::new(move |c, d| build(c, d).map_err(Into::into)),
                 migrations: None,
+                roles: DEFAULT_ROLES,
             },
             commands: None,
             user_hook: None,
@@ -316,11 +340,22 @@ impl<C: Subcommand + 'static, U: Args + 'static> App<C, U> {
     }
 
     /// The application's own migrations, run after the library's by every command that
-    /// migrates (`serve`, `migrate`, `create-user`, `create-token`, [`Context::database`]).
+    /// migrates (`serve`, `migrate`, `create-user`, `create-token`, `grant-role`, `revoke-role`,
+    /// [`Context::database`]).
     /// A function, because embedded migrations are consumed when they run.
     #[must_use]
     pub fn migrations(mut self, migrations: fn() -> AppMigrations) -> Self {
         self.shared.migrations = Some(migrations);
+        self
+    }
+
+    /// The role names `grant-role` and `revoke-role` accept (default
+    /// [`DEFAULT_ROLES`]): give the same set as to
+    /// [`guard_roles`](crate::users::guard_roles), so that the command line grants what the
+    /// role endpoints would.
+    #[must_use]
+    pub fn roles(mut self, roles: &'static [&'static str]) -> Self {
+        self.shared.roles = roles;
         self
     }
 
@@ -500,6 +535,12 @@ impl<C: Subcommand + 'static, U: Args + 'static> App<C, U> {
                 let (db, _) = open_and_migrate(&config, shared.migrations()).await?;
                 accounts::create_token(&db, &args.email, &token, args.description.as_deref()).await
             }
+            Command::GrantRole(args) => {
+                role_command(shared, config, roles::Kind::Grant, args, console).await
+            }
+            Command::RevokeRole(args) => {
+                role_command(shared, config, roles::Kind::Revoke, args, console).await
+            }
             Command::App(c) => {
                 let Some(handler) = &self.commands else {
                     return Err("this command has no handler".into());
@@ -543,8 +584,27 @@ impl<C: Subcommand + 'static, U: Args + 'static> App<C, U> {
     }
 }
 
-/// A malformed command line: clap's message on one line (exit 2); a command without its
-/// subcommand: its help on stderr (exit 2); `--help` and `--version` on stdout (exit 0).
+/// `grant-role` or `revoke-role`: one line on stderr saying what was done (or that the
+/// grant was already held, which changes nothing and succeeds).
+async fn role_command(
+    shared: &Shared,
+    config: Config,
+    kind: roles::Kind,
+    args: RoleArgs,
+    console: &mut Console,
+) -> Result<(), BoxError> {
+    let (db, _) = open_and_migrate(&config, shared.migrations()).await?;
+    let change = roles::RoleChange {
+        email: &args.email,
+        role: &args.role,
+        domain: args.domain.as_deref(),
+    };
+    match roles::change_role(&db, shared.roles, kind, change).await? {
+        roles::Done::Changed(line) | roles::Done::AlreadyHeld(line) => console.eprintln(&line),
+    }
+    Ok(())
+}
+
 /// The flags that read a secret from standard input and take no value themselves.
 const SECRET_FLAGS: [&str; 2] = ["--password-stdin", "--token-stdin"];
 
@@ -574,6 +634,8 @@ fn secret_on_argv(args: &[OsString]) -> Option<&'static str> {
     None
 }
 
+/// A malformed command line: clap's message on one line (exit 2); a command without its
+/// subcommand: its help on stderr (exit 2); `--help` and `--version` on stdout (exit 0).
 fn usage(e: &clap::Error, console: &mut Console) -> u8 {
     use clap::error::ErrorKind;
     let text = e.render().to_string();

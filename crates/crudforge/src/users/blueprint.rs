@@ -1,4 +1,5 @@
-//! The user blueprint: the CRUD operations of a user model plus `login/`, `refresh/` and `me/`.
+//! The user blueprint: the CRUD operations of a user model plus `login/`, `refresh/` and `me/`
+//! (the caller with the roles it holds).
 
 use super::model::{User, UserModel};
 use super::sign_up::{check_members as check_sign_up_members, SignUpMount, SignUpRules};
@@ -14,6 +15,7 @@ use crate::auth::{
 };
 use crate::crud::conditional::{if_none_match, tag_of};
 use crate::crud::options::{output_schema, present_with, PresentFn, SchemaFn};
+use crate::crud::sparse::members_of;
 use crate::crud::{Arg, Cond, CrudBlueprint, CustomRoute, Operation, Present};
 use crate::db::tx::{self, TxMode};
 use crate::db::{Conn, Database};
@@ -333,15 +335,18 @@ impl<U: UserModel> UserBlueprint<U> {
         .public()
     }
 
-    /// `GET me/`, shown through the blueprint's presentation when it has one.
+    /// `GET me/`: the model's response with the caller's roles ([`WithRoles`]), or the
+    /// blueprint's presentation when it has one.
     fn me_route(&self) -> CustomRoute {
         let present = self.me.map(|(_, p)| p);
+        // A model with a member called `roles` keeps its own (see `WithRoles`).
+        let own_roles = members_of::<U::Response>().iter().any(|m| m == ROLES);
         let mut me = CustomRoute::new(OperationType::Get, "me/", move || {
-            web::get().to(move |req: HttpRequest| me::<U>(req, present))
+            web::get().to(move |req: HttpRequest| me::<U>(req, present, own_roles))
         })
         .operation_id(&format!("getCurrent{}", U::NAME))
-        .summary("The current user")
-        .responds::<U::Response>()
+        .summary("The current user, with the roles it holds")
+        .responds::<WithRoles<U::Response>>()
         .errors(&[401])
         .etag()
         .tag(&self.name);
@@ -637,9 +642,89 @@ async fn rotate(st: &ApiState, conn: &mut Conn, claims: &Claims) -> Result<Rotat
     Ok(Rotation::Issued(tokens))
 }
 
+/// One role the caller holds, as `me/` lists it.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "HeldRole")]
+struct HeldRole {
+    /// The role name, such as `ADMIN`.
+    role: String,
+    /// The domain the role is limited to; `null`: every domain.
+    domain_id: Option<Uuid>,
+}
+
+/// The schema of `me/` without a presenter: the model's response `R` with a required member
+/// `roles`, the caller's roles (`[{"role": "ADMIN", "domain_id": null}]`), unless `R` has a
+/// member of that name itself (it is then left alone, in the body as in the schema). Named
+/// `Current<R>` (`CurrentUser`).
+struct WithRoles<R>(std::marker::PhantomData<R>);
+
+impl<R: schemars::JsonSchema> schemars::JsonSchema for WithRoles<R> {
+    fn schema_name() -> String {
+        format!("Current{}", R::schema_name())
+    }
+
+    fn json_schema(gen: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
+        let mut schema = R::json_schema(gen);
+        let roles = gen.subschema_for::<Vec<HeldRole>>();
+        if let schemars::schema::Schema::Object(o) = &mut schema {
+            o.metadata().description = Some(
+                "The signed-in user, as the service returns users, with the roles it holds."
+                    .to_owned(),
+            );
+            let object = o.object();
+            if !object.properties.contains_key(ROLES) {
+                object.properties.insert(ROLES.to_owned(), roles);
+                object.required.insert(ROLES.to_owned());
+            }
+        }
+        schema
+    }
+}
+
+/// The member of `me/` that lists the caller's roles.
+const ROLES: &str = "roles";
+
+/// The body of `me/` without a presenter: the model's response, its members in their order,
+/// then `roles`.
+#[derive(Serialize)]
+struct WithRolesBody<R> {
+    #[serde(flatten)]
+    user: R,
+    roles: Vec<HeldRole>,
+}
+
+/// The body of `me/` for `user` (the model's response `response`): with `roles`, the caller's
+/// roles ordered by name then domain (so that the body, and its tag, do not depend on the
+/// order rows are read in), unless the model has a member of that name (`own_roles`).
+fn with_roles(
+    response: impl Serialize,
+    user: &CurrentUser,
+    own_roles: bool,
+) -> Result<Vec<u8>, Error> {
+    let internal = |e: serde_json::Error| Error::Internal(format!("serializing a response: {e}"));
+    if own_roles {
+        return serde_json::to_vec(&response).map_err(internal);
+    }
+    let mut roles: Vec<HeldRole> = user
+        .roles
+        .iter()
+        .map(|g| HeldRole {
+            role: g.role.clone(),
+            domain_id: g.domain_id,
+        })
+        .collect();
+    roles.sort_by(|a, b| (&a.role, a.domain_id).cmp(&(&b.role, b.domain_id)));
+    serde_json::to_vec(&WithRolesBody {
+        user: response,
+        roles,
+    })
+    .map_err(internal)
+}
+
 async fn me<U: UserModel>(
     req: HttpRequest,
     present: Option<PresentFn<U>>,
+    own_roles: bool,
 ) -> Result<HttpResponse, Error> {
     let user = require_user(&req).await?;
     let st = ApiState::of(&req)?;
@@ -658,8 +743,7 @@ async fn me<U: UserModel>(
     // The presenter takes its own connection.
     drop(conn);
     let body = match present {
-        None => serde_json::to_vec(&U::Response::from(u))
-            .map_err(|e| Error::Internal(format!("serializing a response: {e}")))?,
+        None => with_roles(U::Response::from(u), &user, own_roles)?,
         Some(present) => present(&st.db, vec![u])
             .await?
             .pop()
