@@ -27,7 +27,8 @@ pub(super) fn server_set_fn(g: &Gen<'_>) -> Option<TokenStream> {
                         let ty = &f.ty;
                         // Spanned at the path, so a function of the wrong shape is reported there.
                         let call = quote_spanned! {path.span()=>
-                            let __v: #ty = ::core::convert::Into::into(#path(ctx));
+                            let __f: fn(&#k::crud::HookCtx) -> _ = #path;
+                            let __v: #ty = ::core::convert::Into::into(__f(ctx));
                         };
                         quote!({ #call #p::set_value(#name, &__v)? })
                     }
