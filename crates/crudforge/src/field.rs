@@ -17,7 +17,7 @@ pub struct FieldInfo {
     /// Not accepted in POST or PATCH bodies.
     pub read_only: bool,
     /// Filled by the server on create (`#[resource(set = ...)]`); never accepted in a body,
-    /// so also [`read_only`](Self::read_only).
+    /// so also `read_only`.
     pub server_set: bool,
     /// Accepted in POST bodies, refused in PATCH bodies (`#[resource(create_only)]`).
     pub create_only: bool,
