@@ -5,23 +5,26 @@
 //! [`keys::BoolAttr`] for flags), which reports a key given twice; [`StructAttrs`] and
 //! [`FieldAttrs`] are built from those once every attribute has been read. The values of the
 //! keys are read by the files beside this one, one concern each: `validators` (the validation
-//! keys), `model_first` (`references`, `on_delete`, `default`, `index`, `unique(...)`), `relations`
-//! (`belongs_to`, `has_many`) and `rules` (`read`, `scope`).
+//! keys), `model_first` (`references`, `on_delete`, `default`, `index`, `unique(...)`),
+//! `relations` (`belongs_to`, `has_many`), `rules` (`read`, `scope`) and `members` (`set`,
+//! `create_only`).
 
 use crate::ctxt::Ctxt;
 use crate::symbol::{
-    Symbol, BELONGS_TO, CRATE, DEFAULT, DIESEL, EMAIL, FILTER, HAS_MANY, ID, INDEX, MAX, MAX_LEN,
-    MIN, MIN_LEN, MODEL_FIRST, NAME, ONE_OF, ON_DELETE, PASSWORD, PATTERN, READ, READ_ONLY,
-    REFERENCES, RESOURCE, RULES, SCOPE, SKIP, SOFT_DELETE, TABLE, TABLE_NAME, UNIQUE, VALIDATE,
-    WRITE_ONLY,
+    Symbol, BELONGS_TO, CRATE, CREATE_ONLY, DEFAULT, DIESEL, EMAIL, FILTER, HAS_MANY, ID, INDEX,
+    MAX, MAX_LEN, MIN, MIN_LEN, MODEL_FIRST, NAME, ONE_OF, ON_DELETE, PASSWORD, PATTERN, READ,
+    READ_ONLY, REFERENCES, RESOURCE, RULES, SCOPE, SET, SKIP, SOFT_DELETE, TABLE, TABLE_NAME,
+    UNIQUE, VALIDATE, WRITE_ONLY,
 };
 
 mod keys;
+mod members;
 mod model_first;
 mod relations;
 mod rules;
 mod validators;
 use keys::{skip_value, unknown_key, Attr, BoolAttr};
+pub(crate) use members::SetAttr;
 pub(crate) use model_first::IndexAttr;
 pub(crate) use relations::{BelongsTo, HasMany};
 pub(crate) use rules::{ReadAttr, ScopeAttr};
@@ -43,8 +46,28 @@ pub(crate) const STRUCT_KEYS: &[Symbol] = &[
 ];
 /// Keys accepted on a field, in the order errors list them.
 pub(crate) const FIELD_KEYS: &[Symbol] = &[
-    ID, READ_ONLY, WRITE_ONLY, SKIP, FILTER, MAX_LEN, MIN_LEN, MIN, MAX, PATTERN, ONE_OF, VALIDATE,
-    EMAIL, DEFAULT, PASSWORD, UNIQUE, REFERENCES, ON_DELETE, READ, BELONGS_TO,
+    ID,
+    READ_ONLY,
+    WRITE_ONLY,
+    SKIP,
+    FILTER,
+    MAX_LEN,
+    MIN_LEN,
+    MIN,
+    MAX,
+    PATTERN,
+    ONE_OF,
+    VALIDATE,
+    EMAIL,
+    DEFAULT,
+    PASSWORD,
+    UNIQUE,
+    REFERENCES,
+    ON_DELETE,
+    READ,
+    BELONGS_TO,
+    SET,
+    CREATE_ONLY,
 ];
 
 /// Struct-level options.
@@ -109,6 +132,10 @@ pub(crate) struct FieldAttrs {
     pub(crate) read: Option<(ReadAttr, proc_macro2::Span)>,
     /// `belongs_to(Target)`: the field holds the id of a `Target` item.
     pub(crate) belongs_to: Option<BelongsTo>,
+    /// `set = me | now | path`: the server fills the member on create; clients never send it.
+    pub(crate) set: Option<(SetAttr, proc_macro2::Span)>,
+    /// `create_only`: clients send the member on create, never on update.
+    pub(crate) create_only: Flag,
 }
 
 /// Reads the struct's attributes.
@@ -213,6 +240,8 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
     let mut on_delete: Attr<'_, LitStr> = Attr::none(cx, ON_DELETE);
     let mut read: Attr<'_, ReadAttr> = Attr::none(cx, READ);
     let mut belongs_to: Attr<'_, BelongsTo> = Attr::none(cx, BELONGS_TO);
+    let mut set: Attr<'_, SetAttr> = Attr::none(cx, SET);
+    let mut create_only = BoolAttr::none(cx, CREATE_ONLY);
     for attr in attrs.iter().filter(|a| a.path() == RESOURCE) {
         let r = attr.parse_nested_meta(|meta| {
             let p = &meta.path;
@@ -230,6 +259,10 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
                 unique.set_true(p);
             } else if p == EMAIL {
                 email.set_true(p);
+            } else if p == CREATE_ONLY {
+                create_only.set_true(p);
+            } else if p == SET {
+                set.set_with(&meta, members::set)?;
             } else if p == FILTER {
                 filter.set_with(&meta, |meta| {
                     let b: LitBool = meta
@@ -292,6 +325,8 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
         on_delete: on_delete.get_with_span(),
         read: read.get_with_span(),
         belongs_to: belongs_to.get(),
+        set: set.get_with_span(),
+        create_only: create_only.get(),
     }
 }
 
@@ -301,8 +336,8 @@ mod tests {
     use crate::ctxt::Ctxt;
     use crate::symbol::{
         BELONGS_TO, CRATE, DEFAULT, FILTER, HAS_MANY, INDEX, MAX, MAX_LEN, MIN, MIN_LEN,
-        MODEL_FIRST, NAME, ONE_OF, ON_DELETE, PATTERN, READ, REFERENCES, RULES, SCOPE, SOFT_DELETE,
-        TABLE, UNIQUE, VALIDATE,
+        MODEL_FIRST, NAME, ONE_OF, ON_DELETE, PATTERN, READ, REFERENCES, RULES, SCOPE, SET,
+        SOFT_DELETE, TABLE, UNIQUE, VALIDATE,
     };
     use quote::{quote, ToTokens};
     use syn::{Attribute, Ident};
@@ -371,6 +406,7 @@ mod tests {
                 ON_DELETE => quote!(= "cascade"),
                 READ => quote!(= admin),
                 BELONGS_TO => quote!((Habitat)),
+                SET => quote!(= me),
                 _ => quote!(),
             };
             let attr: Attribute = syn::parse_quote!(#[resource(#ident #value)]);
@@ -397,6 +433,35 @@ mod tests {
             let _ = struct_attrs(&cx, &[attr]);
             assert_eq!(errors(cx), "", "struct key `{key}`");
         }
+    }
+
+    #[test]
+    fn set_reads_me_now_or_a_path_and_reports_the_rest() {
+        use super::SetAttr;
+        let read = |attr: Attribute| {
+            let cx = Ctxt::default();
+            let a = field_attrs(&cx, &[attr]);
+            (a.set.map(|(s, _)| s), errors(cx))
+        };
+        let (set, err) = read(syn::parse_quote!(#[resource(set = me)]));
+        assert!(matches!(set, Some(SetAttr::Me)) && err.is_empty(), "{err}");
+        let (set, err) = read(syn::parse_quote!(#[resource(set = now, create_only)]));
+        assert!(matches!(set, Some(SetAttr::Now)) && err.is_empty(), "{err}");
+        let (set, _) = read(syn::parse_quote!(#[resource(set = crate::sales::channel)]));
+        let Some(SetAttr::Function(path)) = set else {
+            panic!("a path")
+        };
+        assert_eq!(
+            path.to_token_stream().to_string(),
+            "crate :: sales :: channel"
+        );
+        let (_, err) = read(syn::parse_quote!(#[resource(set = @me)]));
+        assert!(err.contains("without `@`"), "{err}");
+        let (_, err) = read(syn::parse_quote!(#[resource(set = "me")]));
+        assert!(
+            err.contains("expected `me`, `now` or a function's path"),
+            "{err}"
+        );
     }
 
     #[test]

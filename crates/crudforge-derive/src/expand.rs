@@ -11,6 +11,7 @@ use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
 mod backend;
+mod members;
 mod resource;
 mod rules;
 mod schemas;
@@ -59,6 +60,12 @@ fn is_writable(f: &Field) -> bool {
         && !f.is_base()
 }
 
+/// Whether clients may change the field (in PATCH bodies): a writable field the server does
+/// not set and that is not create-only.
+fn is_updatable(f: &Field) -> bool {
+    is_writable(f) && f.attrs.set.is_none() && f.attrs.create_only.is_none()
+}
+
 /// Whether the field is in the response body.
 fn is_returned(f: &Field) -> bool {
     f.attrs.skip.is_none() && f.attrs.write_only.is_none() && f.attrs.password.is_none()
@@ -86,7 +93,10 @@ struct Gen<'a> {
     name: String,
     /// The primary-key field.
     id: &'a Field,
+    /// The fields of the POST body (those the server sets included, filled before decoding).
     writable: Vec<&'a Field>,
+    /// The fields of the PATCH body.
+    updatable: Vec<&'a Field>,
     returned: Vec<&'a Field>,
     filterable: Vec<&'a Field>,
 }
@@ -103,6 +113,7 @@ impl<'a> Gen<'a> {
             name: m.name(),
             id: m.id_field().expect("checked in valid"),
             writable: of(is_writable),
+            updatable: of(is_updatable),
             returned: of(is_returned),
             filterable: of(is_filterable),
         }
@@ -119,8 +130,8 @@ pub(crate) fn expand(m: &Model) -> TokenStream {
     let update = schemas::update_struct(&g);
     let response = schemas::response_struct(&g);
     let response_from = schemas::response_from(&g);
-    let validate_create = validate::validate_impl(&g, &g.n.create, 0);
-    let validate_update = validate::validate_impl(&g, &g.n.update, 1);
+    let validate_create = validate::validate_impl(&g, &g.n.create, &g.writable, 0);
+    let validate_update = validate::validate_impl(&g, &g.n.update, &g.updatable, 1);
     let type_checks = resource::type_checks(&g);
     let sqlite = backend::backend(&g, BackendKind::Sqlite);
     let pg = backend::backend(&g, BackendKind::Postgres);

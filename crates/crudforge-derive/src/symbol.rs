@@ -77,6 +77,11 @@ pub(crate) const DEFAULT: Symbol = Symbol("default");
 pub(crate) const READ: Symbol = Symbol("read");
 /// Field flag `password`.
 pub(crate) const PASSWORD: Symbol = Symbol("password");
+/// Field key `set = me` / `set = now` / `set = path::to::function`: the server fills the
+/// member on create; clients never send it.
+pub(crate) const SET: Symbol = Symbol("set");
+/// Field flag `create_only`: clients send the member on create, never on update.
+pub(crate) const CREATE_ONLY: Symbol = Symbol("create_only");
 
 impl Symbol {
     /// The name as written in source.

@@ -4,6 +4,7 @@
 use crate::ast::{Field, Kind, Model};
 use crate::ctxt::Ctxt;
 
+mod members;
 mod pattern;
 mod rules;
 
@@ -180,6 +181,7 @@ fn check_field(cx: &Ctxt, m: &Model, f: &Field) {
     check_validators(cx, f);
     check_default(cx, m, f);
     check_password(cx, f);
+    members::check(cx, m, f);
     if f.kind == Some(Kind::Json) {
         if let Some((true, span)) = a.filter {
             cx.error_at(

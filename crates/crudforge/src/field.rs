@@ -16,6 +16,11 @@ pub struct FieldInfo {
     pub filterable: bool,
     /// Not accepted in POST or PATCH bodies.
     pub read_only: bool,
+    /// Filled by the server on create (`#[resource(set = ...)]`); never accepted in a body,
+    /// so also `read_only`.
+    pub server_set: bool,
+    /// Accepted in POST bodies, refused in PATCH bodies (`#[resource(create_only)]`).
+    pub create_only: bool,
     /// Accepted in bodies but never returned (and never filterable).
     pub write_only: bool,
     /// Smallest and largest value of an integer field narrower than `i64`.
@@ -34,6 +39,8 @@ impl FieldInfo {
             nullable: false,
             filterable: !matches!(kind, Kind::Json),
             read_only: false,
+            server_set: false,
+            create_only: false,
             write_only: false,
             int_range: None,
             unique: false,
@@ -78,6 +85,21 @@ impl FieldInfo {
     #[must_use]
     pub const fn read_only(mut self) -> Self {
         self.read_only = true;
+        self
+    }
+
+    /// Marks the field filled by the server on create (and so read-only).
+    #[must_use]
+    pub const fn server_set(mut self) -> Self {
+        self.server_set = true;
+        self.read_only = true;
+        self
+    }
+
+    /// Marks the field create-only: sent on create, refused on update.
+    #[must_use]
+    pub const fn create_only(mut self) -> Self {
+        self.create_only = true;
         self
     }
 

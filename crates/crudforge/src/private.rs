@@ -51,6 +51,38 @@ pub fn sql_table_name<C: std::any::Any>(
     }
 }
 
+/// The value `set = me` fills in: the caller's id; for a caller without an account, null
+/// when the member is `nullable`, else 401.
+///
+/// # Errors
+///
+/// 401: no caller, and the member cannot be null.
+pub fn set_me(ctx: &crate::crud::HookCtx, nullable: bool) -> Result<serde_json::Value, Error> {
+    match &ctx.user {
+        Some(u) => Ok(serde_json::Value::String(u.id.to_string())),
+        None if nullable => Ok(serde_json::Value::Null),
+        None => Err(Error::Unauthorized("Authentication required.".into())),
+    }
+}
+
+/// The value `set = now` fills in: the current time, as stored timestamps are written.
+pub fn set_now() -> serde_json::Value {
+    serde_json::Value::String(now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true))
+}
+
+/// The value `set = path::to::function` fills in: what the function gave, as JSON.
+///
+/// # Errors
+///
+/// 500: the value does not serialize (a type whose `Serialize` fails).
+pub fn set_value<T: serde::Serialize>(member: &str, value: &T) -> Result<serde_json::Value, Error> {
+    serde_json::to_value(value).map_err(|e| {
+        Error::Internal(format!(
+            "the server's value of `{member}` does not serialize: {e}"
+        ))
+    })
+}
+
 /// Binds a value for its column (see [`IntoBind`]).
 pub fn bind<T: IntoBind>(v: T) -> T::Bind {
     v.into_bind()

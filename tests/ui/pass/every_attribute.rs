@@ -21,6 +21,19 @@ diesel::table! {
         bio -> Nullable<Text>,
         level -> Integer,
         deleted_at -> Nullable<PortableTimestamp>,
+        owner -> Nullable<PortableUuid>,
+        joined_at -> PortableTimestamp,
+        origin -> Text,
+        referrer -> Nullable<Text>,
+    }
+}
+
+/// Where an account was created from.
+fn origin_of(ctx: &crudforge::crud::HookCtx) -> &'static str {
+    if ctx.flag("import") {
+        "import"
+    } else {
+        "api"
     }
 }
 
@@ -55,6 +68,18 @@ pub struct UserAccount {
     pub level: i32,
     /// Set by DELETE (`soft_delete`): read-only without saying so.
     pub deleted_at: Option<DateTime<Utc>>,
+    /// The caller who created it (null for an anonymous one), set by the server.
+    #[resource(set = me)]
+    pub owner: Option<Uuid>,
+    /// When it was created, set by the server.
+    #[resource(set = now)]
+    pub joined_at: DateTime<Utc>,
+    /// Set by the server with an application function (its `&str` converts).
+    #[resource(set = origin_of)]
+    pub origin: String,
+    /// Sent on create, never changed.
+    #[resource(create_only, max_len = 100)]
+    pub referrer: Option<String>,
 }
 
 fn main() {
@@ -73,6 +98,19 @@ fn main() {
     assert!(UserAccount::SOFT_DELETE);
     let deleted_at = UserAccount::field("deleted_at").unwrap();
     assert!(deleted_at.read_only && deleted_at.filterable);
+    let owner = UserAccount::field("owner").unwrap();
+    assert!(owner.server_set && owner.read_only && owner.filterable);
+    let referrer = UserAccount::field("referrer").unwrap();
+    assert!(referrer.create_only && !referrer.read_only);
+    // Server-set members are in no request schema; create-only ones in the create body only.
+    let create = serde_json::to_value(schemars::schema_for!(UserAccountCreate)).unwrap();
+    let update = serde_json::to_value(schemars::schema_for!(UserAccountUpdate)).unwrap();
+    for member in ["owner", "joined_at", "origin"] {
+        assert!(create["properties"].get(member).is_none(), "{member}");
+        assert!(update["properties"].get(member).is_none(), "{member}");
+    }
+    assert!(create["properties"].get("referrer").is_some());
+    assert!(update["properties"].get("referrer").is_none());
     let _: UserAccountCreate;
     let _: UserAccountUpdate;
     let _: UserAccountResponse;

@@ -448,8 +448,8 @@ fn update_fn(g: &Gen<'_>, d: &Dialect) -> TokenStream {
     let (k, p, ident, table) = (g.k, &g.p, &g.m.ident, table(g));
     let (conn, db, run_first) = (&d.conn, &d.db, &d.run_first);
     let update = &g.n.update;
-    let writable_idents = g.writable.iter().map(|f| &f.ident);
-    let values = g.writable.iter().map(|f| {
+    let writable_idents = g.updatable.iter().map(|f| &f.ident);
+    let values = g.updatable.iter().map(|f| {
         let fi = &f.ident;
         quote!(input.#fi.map(|__v| #table::#fi.eq(#p::bind(__v))),)
     });

@@ -55,6 +55,7 @@ pub(super) fn resource_impl(g: &Gen<'_>) -> TokenStream {
     let soft_delete = soft_delete_methods(g);
     let model = super::table::model_const(g);
     let relations = crate::relations::relations_const(g.m, k);
+    let server_set = super::members::server_set_fn(g);
     let p = &g.p;
     let wheres = quote! {
         fn __where_sqlite(cond: &#k::condition::Condition) -> #p::WhereSql<#p::diesel::sqlite::Sqlite> {
@@ -86,6 +87,7 @@ pub(super) fn resource_impl(g: &Gen<'_>) -> TokenStream {
             #soft_delete
             #model
             #relations
+            #server_set
             #wheres
         }
     }
@@ -168,6 +170,12 @@ pub(super) fn field_info(g: &Gen<'_>, f: &Field) -> TokenStream {
     }
     if hidden {
         e = quote!(#e.write_only());
+    }
+    if f.attrs.set.is_some() {
+        e = quote!(#e.server_set());
+    }
+    if f.attrs.create_only.is_some() {
+        e = quote!(#e.create_only());
     }
     if f.attrs.unique.is_some() || f.name() == g.id.name() {
         e = quote!(#e.unique());

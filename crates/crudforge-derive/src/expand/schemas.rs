@@ -68,7 +68,7 @@ fn one_of_schema(g: &Gen<'_>, f: &Field) -> Option<TokenStream> {
 /// POST and PATCH bodies alike.
 pub(super) fn one_of_fns(g: &Gen<'_>) -> TokenStream {
     let (k, create) = (g.k, &g.n.create);
-    let fns = g.writable.iter().filter_map(|f| {
+    let fns = g.writable.iter().filter(|f| f.attrs.set.is_none()).filter_map(|f| {
         let (values, _) = f.attrs.one_of.as_ref()?;
         let fi = format_ident!("__crudforge_schema_{}", f.ident);
         let ty = &f.ty;
@@ -86,7 +86,8 @@ pub(super) fn one_of_fns(g: &Gen<'_>) -> TokenStream {
     }
 }
 
-/// Emits `struct <Name>Create`, the POST body: every writable field, with its default.
+/// Emits `struct <Name>Create`, the POST body: every writable field, with its default (those
+/// the server sets out of its schema).
 pub(super) fn create_struct(g: &Gen<'_>) -> TokenStream {
     let (p, vis, ident, create) = (&g.p, &g.m.vis, &g.m.ident, &g.n.create);
     let (serde_crate, schemars_crate) = serde_crates(g);
@@ -108,7 +109,9 @@ pub(super) fn create_struct(g: &Gen<'_>) -> TokenStream {
     }
 }
 
-/// One member of the POST body: optional when the field has a default or is nullable.
+/// One member of the POST body: optional when the field has a default or is nullable. A member
+/// the server sets (`set = ...`) is absent from the schema: the server puts it in the body
+/// before decoding, and refuses it from clients.
 fn create_field(g: &Gen<'_>, f: &Field) -> TokenStream {
     let create = &g.n.create;
     let fi = &f.ident;
@@ -122,6 +125,9 @@ fn create_field(g: &Gen<'_>, f: &Field) -> TokenStream {
         (None, true) => quote!(#[serde(default)]),
         (None, false) => quote!(),
     };
+    if f.attrs.set.is_some() {
+        return quote! { #(#docs)* #default #[schemars(skip)] pub #fi: #ty, };
+    }
     let rules = schema_rules(f);
     let one_of = one_of_schema(g, f);
     quote! { #(#docs)* #default #rules #one_of pub #fi: #ty, }
@@ -156,11 +162,12 @@ pub(super) fn create_defaults(g: &Gen<'_>) -> TokenStream {
     }
 }
 
-/// Emits `struct <Name>Update`, the PATCH body: every writable field, optional.
+/// Emits `struct <Name>Update`, the PATCH body: every field clients may change, optional (not
+/// those the server sets, nor the create-only ones).
 pub(super) fn update_struct(g: &Gen<'_>) -> TokenStream {
     let (p, vis, ident, update) = (&g.p, &g.m.vis, &g.m.ident, &g.n.update);
     let (serde_crate, schemars_crate) = serde_crates(g);
-    let fields = g.writable.iter().map(|f| update_field(g, f));
+    let fields = g.updatable.iter().map(|f| update_field(g, f));
     let schema_name = format!("{}Update", g.name);
     let description = format!(
         "Body of `update{}`: the members to change; an absent member is left unchanged.",

@@ -8,15 +8,19 @@ use crate::attr::Number;
 use proc_macro2::{Ident, TokenStream};
 use quote::{quote, ToTokens as _};
 
-/// Emits `impl Validate for #body`. `opt_depth` is how many `Option`s the body wraps around
-/// each member: 0 for the POST body, 1 for the PATCH body.
-pub(super) fn validate_impl(g: &Gen<'_>, body: &Ident, opt_depth: usize) -> TokenStream {
+/// Emits `impl Validate for #body`, whose members are `fields`. `opt_depth` is how many
+/// `Option`s the body wraps around each member: 0 for the POST body, 1 for the PATCH body.
+pub(super) fn validate_impl(
+    g: &Gen<'_>,
+    body: &Ident,
+    fields: &[&Field],
+    opt_depth: usize,
+) -> TokenStream {
     let k = g.k;
-    let checks = checks(g, opt_depth);
-    let passwords = members_of(g, opt_depth, |f| f.attrs.password.is_some());
-    let emails = members_of(g, opt_depth, |f| f.attrs.email.is_some());
-    let password_names = g
-        .writable
+    let checks = checks(g, fields, opt_depth);
+    let passwords = members_of(fields, opt_depth, |f| f.attrs.password.is_some());
+    let emails = members_of(fields, opt_depth, |f| f.attrs.email.is_some());
+    let password_names = fields
         .iter()
         .filter(|f| f.attrs.password.is_some())
         .map(|f| f.name());
@@ -48,8 +52,8 @@ pub(super) fn validate_impl(g: &Gen<'_>, body: &Ident, opt_depth: usize) -> Toke
 
 /// The body of `validate`: for each writable field with checks, the checks on its value when
 /// present, each adding what it finds to `__invalid`, so one answer names every member at fault.
-fn checks(g: &Gen<'_>, opt_depth: usize) -> Vec<TokenStream> {
-    g.writable
+fn checks(g: &Gen<'_>, fields: &[&Field], opt_depth: usize) -> Vec<TokenStream> {
+    fields
         .iter()
         .filter_map(|f| {
             let fi = &f.ident;
@@ -128,8 +132,12 @@ pub(super) fn number_literal(n: &Number, float: bool) -> TokenStream {
 
 /// The members of one kind (passwords, e-mail addresses) present in a body, pushed as mutable
 /// strings onto `__out`.
-fn members_of(g: &Gen<'_>, opt_depth: usize, of_kind: fn(&Field) -> bool) -> Vec<TokenStream> {
-    g.writable
+fn members_of(
+    fields: &[&Field],
+    opt_depth: usize,
+    of_kind: fn(&Field) -> bool,
+) -> Vec<TokenStream> {
+    fields
         .iter()
         .filter(|f| of_kind(f))
         .map(|f| {

@@ -173,6 +173,21 @@ pub trait Resource: Sized + 'static {
         ))
     }
 
+    /// Puts into `body` the members the server fills on create (`#[resource(set = ...)]`), for
+    /// the request `ctx` describes, before the rules, validators and hooks see it. Generated.
+    ///
+    /// # Errors
+    ///
+    /// 401 for `set = me` on a non-null member without a caller.
+    #[doc(hidden)]
+    fn __server_set(
+        ctx: &HookCtx,
+        body: &mut serde_json::Map<String, serde_json::Value>,
+    ) -> Result<(), Error> {
+        let _ = (ctx, body);
+        Ok(())
+    }
+
     /// The table's name in SQL, as its Diesel `table!` declares it (`#[sql_name = "users"]`
     /// over `app_users`); the derive reads it from the declaration, and a table qualified by
     /// a schema keeps [`TABLE`](Self::TABLE). What the index and schema checks look up.

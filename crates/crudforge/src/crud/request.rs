@@ -188,13 +188,31 @@ impl Caller {
     }
 }
 
-/// Checks members only the server or administrators may send.
+/// Checks members only the server or administrators may send: the model's server-set
+/// members (`set = ...`) and, on update, its create-only ones are refused from every caller
+/// (422 naming the member); the rules' server members from all but administrators (422), their
+/// administrators' members from the others (401 or 403).
 pub(crate) fn check_members<R: Resource>(
     shared: &Shared<R>,
     caller: &Caller,
     obj: &serde_json::Map<String, serde_json::Value>,
     op: Operation,
 ) -> Result<(), Error> {
+    let update = matches!(op, Operation::Patch);
+    for f in R::FIELDS.iter().filter(|f| obj.contains_key(f.name)) {
+        if f.server_set {
+            return Err(Error::invalid_field(
+                f.name,
+                "is set by the server and cannot be sent",
+            ));
+        }
+        if update && f.create_only {
+            return Err(Error::invalid_field(
+                f.name,
+                "is set when the item is created and cannot be changed",
+            ));
+        }
+    }
     if caller.is_admin() {
         return Ok(());
     }

@@ -1,11 +1,11 @@
 //! What the writes with a body add to the description: `POST` of a new item and `PATCH` of one,
-//! and their bodies (the create body without the members the path gives; administrators'
-//! members marked).
+//! and their bodies (without the members the path gives or the server sets, and the update's
+//! without the create-only ones; administrators' members marked).
 
 use super::schema::{item_params, path_params};
 use super::words::{article, words};
 use super::OpParts;
-use crate::crud::options::OpOptions;
+use crate::crud::options::{OpOptions, Operation};
 use crate::crud::shared::Mounted;
 use crate::crud::Resource;
 use crate::openapi::{json_body, json_response, problem_response, ApiDoc};
@@ -64,8 +64,8 @@ pub(super) fn patch_parts<R: Resource>(
     }
 }
 
-/// The body of a create: the input schema without the members the path gives, administrators'
-/// members marked.
+/// The body of a create: the input schema without the members the path gives nor those the
+/// server sets, administrators' members marked.
 pub(super) fn create_input<R: Resource>(
     doc: &mut ApiDoc,
     o: &OpOptions<R>,
@@ -75,18 +75,20 @@ pub(super) fn create_input<R: Resource>(
         Some((schema, _)) => schema(doc),
         None => doc.schema::<R::Create>(),
     };
-    // Parent fields come from the path; the body may not carry them.
-    let parents: Vec<&str> = m.shared.parents.iter().map(|(f, _)| f.name).collect();
-    let input = doc.without_properties(input, &parents);
+    // Marked on the component, before it may be copied without the members below.
     doc.mark_admin_only(&input, m.shared.rules.admin_fields());
     doc.mark_passwords(
         &input,
         <R::Create as crate::crud::Validate>::PASSWORD_MEMBERS,
     );
-    input
+    // Parent fields come from the path; the body may not carry them.
+    let mut absent: Vec<&str> = m.shared.parents.iter().map(|(f, _)| f.name).collect();
+    absent.extend(unsent::<R>(m, Operation::Post));
+    doc.without_properties(input, &absent)
 }
 
-/// The body of an update, administrators' members marked.
+/// The body of an update without the members the server sets or that only a create sends,
+/// administrators' members marked.
 pub(super) fn update_input<R: Resource>(
     doc: &mut ApiDoc,
     o: &OpOptions<R>,
@@ -108,5 +110,22 @@ pub(super) fn update_input<R: Resource>(
         &input,
         <R::Update as crate::crud::Validate>::PASSWORD_MEMBERS,
     );
-    input
+    let absent = unsent::<R>(m, Operation::Patch);
+    doc.without_properties(input, &absent)
+}
+
+/// The members a body of `op` never carries for a client: those the model's server sets
+/// (`set = ...`), on update the create-only ones, and those the blueprint's rules fill
+/// ([`Rules::server_fields`](crate::perms::Rules::server_fields): a client sending one gets
+/// 422, so the description leaves it out, and out of `required`). The model's own are absent
+/// from its generated bodies already; they matter for a substituted input schema.
+fn unsent<R: Resource>(m: &Mounted<R>, op: Operation) -> Vec<&'static str> {
+    let update = op == Operation::Patch;
+    let model = R::FIELDS
+        .iter()
+        .filter(|f| f.server_set || (update && f.create_only))
+        .map(|f| f.name);
+    model
+        .chain(m.shared.rules.server_fields().iter().copied())
+        .collect()
 }

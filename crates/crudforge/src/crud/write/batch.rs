@@ -52,10 +52,11 @@ pub(crate) async fn create<R: Resource>(
     let mut refused = Vec::new();
     // One entry per item once no item is refused (the only case in which they are read).
     let mut keys = Vec::with_capacity(items.len());
+    let ctx = who.hook_ctx(Operation::Post, &st.db, &req);
     for (i, item) in items.into_iter().enumerate() {
         let read = object(item).and_then(|obj| {
             keys.push(Keys::of::<R>(&obj, &parents));
-            input(shared, obj, &who, &parents)
+            input(shared, obj, &who, &ctx, &parents)
         });
         match read {
             Ok(input) => inputs.push(input),
@@ -63,7 +64,6 @@ pub(crate) async fn create<R: Resource>(
         }
     }
     refuse(refused)?;
-    let ctx = who.hook_ctx(Operation::Post, &st.db, &req);
     let policy = st.config.password_policy();
     let mut ready = Vec::with_capacity(inputs.len());
     for (i, mut input) in inputs.into_iter().enumerate() {

@@ -1,5 +1,5 @@
-//! The POST handler: the caller, the rules' fill of server-owned members, the input, then
-//! [`run`](super::run) checks the belongs-to keys it sets ([`Keys`]) and inserts the row.
+//! The POST handler: the caller, the model's and the rules' fill of server-owned members, the
+//! input, then [`run`](super::run) checks the belongs-to keys it sets ([`Keys`]) and inserts the row.
 
 use super::{run, Change, KeyCheck, Plan};
 use crate::condition::Cond;
@@ -10,7 +10,7 @@ use crate::crud::request::{
     caller, check_members, decode, hash_passwords, json_object, parent_conds, Caller,
 };
 use crate::crud::shared::Shared;
-use crate::crud::Resource;
+use crate::crud::{HookCtx, Resource};
 use crate::db::tx::TxMode;
 use crate::db::Conn;
 use crate::error::Error;
@@ -33,9 +33,9 @@ pub(crate) async fn create<R: Resource>(
     };
     let obj = json_object(&req, &body)?;
     let keys = Keys::of::<R>(&obj, &parents);
-    let mut input: R::Create = input(shared, obj, &who, &parents)?;
-    hash_passwords(&mut input, st.config.password_policy()).await?;
     let ctx = who.hook_ctx(Operation::Post, &st.db, &req);
+    let mut input: R::Create = input(shared, obj, &who, &ctx, &parents)?;
+    hash_passwords(&mut input, st.config.password_policy()).await?;
     let input = shared.hooks.before_create(&ctx, input).await?;
     let plan = Plan {
         op: Operation::Post,
@@ -68,19 +68,23 @@ pub(crate) fn refuse_anonymous<R: Resource>(shared: &Shared<R>, who: &Caller) ->
     Ok(())
 }
 
-/// A body object as the generated create type: members checked against the caller,
+/// A body object as the generated create type: members checked against the caller, the
+/// model's server-set members filled (`set = ...`, for the request `ctx` describes), then
 /// server-owned members filled by the rules, parents from the path, validated.
 ///
 /// # Errors
 ///
-/// The rules' refusal, members the caller may not send, the validators' 422.
+/// The rules' refusal, members the caller may not send, a `set = me` member without a caller
+/// (401), the validators' 422.
 pub(crate) fn input<R: Resource>(
     shared: &Shared<R>,
     mut obj: serde_json::Map<String, serde_json::Value>,
     who: &Caller,
+    ctx: &HookCtx,
     parents: &[Cond],
 ) -> Result<R::Create, Error> {
     check_members(shared, who, &obj, Operation::Post)?;
+    R::__server_set(ctx, &mut obj)?;
     match who {
         Caller::Public => {}
         Caller::Admin(u) => {
