@@ -530,8 +530,8 @@ backend_tests! {
         let db = t.open(&cfg).await;
         for (rules, want) in [
             (Expr::new().read("holder = @me"), "`holder` is not a filterable field"),
-            (Expr::new().update("event.organizer = @me"), "`organizer` is not a filterable field"),
-            (Expr::new().delete("event.site.nope.keeper_id = @me"), "`event.site.nope.keeper_id` is not a filterable field"),
+            (Expr::new().update("event.organizer = @me"), "`organizer` (in `event.organizer`) of the relation `event` is not a filterable field"),
+            (Expr::new().delete("event.site.nope.keeper_id = @me"), "`event.site.nope.keeper_id` does not follow the declared relations"),
             (Expr::new().create("seat = 'x'"), "expected a number for `seat`"),
             (Expr::new().read("seat = @me"), "`@me` is a UUID"),
             (Expr::new().read("holder_id = @you"), "`@you` is not a caller value"),

@@ -46,32 +46,34 @@ pub(crate) fn check(cx: &Ctxt, m: &Model) {
             }
         };
         for (path, pos) in &outline.paths {
-            let problem = match path.split_once('.') {
+            let problem: Option<(String, String)> = match path.split_once('.') {
                 None if fields.contains(path) => None,
-                None if relations.contains(path) => Some(format!(
-                    "`{path}` is a relation: compare one of its fields (`{path}.id = ...`)"
+                None if relations.contains(path) => Some((
+                    format!("`{path}` is a relation, not a field"),
+                    format!("compare one of its fields: `{path}.id = ...`"),
                 )),
-                None => Some(format!(
-                    "`{path}` is not a field of {}\nhelp: the fields are {}",
-                    m.ident,
-                    fields.join(", ")
+                None => Some((
+                    format!("`{path}` is not a field of {}", m.ident),
+                    format!("the fields are {}", fields.join(", ")),
                 )),
                 Some((first, _)) if relations.iter().any(|r| r == first) => None,
-                Some((first, _)) => Some(format!(
-                    "`{first}` (in `{path}`) is not a relation of {}\nhelp: {}",
-                    m.ident,
+                Some((first, _)) => Some((
+                    format!("`{first}` (in `{path}`) is not a relation of {}", m.ident),
                     if relations.is_empty() {
                         "declare one with `belongs_to(...)` on its key or `has_many(...)`"
                             .to_owned()
                     } else {
                         format!("the relations are {}", relations.join(", "))
-                    }
+                    },
                 )),
             };
-            if let Some(p) = problem {
+            if let Some((what, help)) = problem {
                 cx.error(
                     &r.expr,
-                    format!("the `{}` rule, at character {pos}: {p}", r.kind),
+                    format!(
+                        "the `{}` rule, at character {pos}: {what}\nhelp: {help}",
+                        r.kind
+                    ),
                 );
             }
         }

@@ -515,18 +515,29 @@ impl<T: Tree> Parser<'_, T> {
                 ))
             }
         };
+        let path = name.clone();
         let (fields, related, name) = match (self.resolve)(&name) {
             Some((rels, target, rest)) => (target, rels, rest),
+            None if self.rules && name.contains('.') => {
+                return Err(error(
+                    pos,
+                    format!("`{name}` does not follow the declared relations"),
+                ))
+            }
             None => (self.fields, Vec::new(), name),
         };
         let field = fields
             .iter()
             .find(|f| f.name == name && f.filterable)
             .ok_or_else(|| {
+                let of = match related.last() {
+                    Some(rel) if self.rules => format!(" (in `{path}`) of the relation `{rel}`"),
+                    _ => String::new(),
+                };
                 error(
                     pos,
                     format!(
-                        "`{name}` is not a filterable field; filterable fields: {}",
+                        "`{name}`{of} is not a filterable field; filterable fields: {}",
                         fields
                             .iter()
                             .filter(|f| f.filterable)

@@ -184,15 +184,18 @@ pub(crate) fn compile<R: Resource>(kind: &str, src: &str) -> Result<Rule, String
             Error::BadRequest { detail, .. } => detail.to_string(),
             other => other.to_string(),
         };
+        let detail = detail
+            .strip_prefix(&format!("Invalid `{}`: ", super::filter_expr::PARAM))
+            .unwrap_or(&detail)
+            .to_owned();
         format!(
-            "the `{kind}` rule of {} ({src:?}) {detail}\nhelp: a rule compares {}'s filterable \
+            "the `{kind}` rule of {} ({src:?}), {detail}\nhelp: a rule compares {}'s filterable \
              fields, or a related resource's through declared relations \
              (`relation.field = @me`), with values, `now` and the caller's values ({})",
             R::NAME,
             R::NAME,
             crudforge_core::expr::caller_values_list()
         )
-        .replacen(") at character", "): at character", 1)
     })
 }
 
@@ -294,5 +297,134 @@ impl<R: Resource> Rules<R> for Expr {
             Ok(_) => Vec::new(),
             Err(problems) => problems.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::RoleGrant;
+    use crate::field::Kind;
+    use crate::perms::{
+        AdminOnly, DefaultRules, Open, OwnerRules, PublicRead, PublicReadAdminWrite,
+    };
+
+    static FIELDS: &[FieldInfo] = &[
+        FieldInfo::new("owner_id", Kind::Uuid),
+        FieldInfo::new("domain_id", Kind::Uuid).nullable(),
+        FieldInfo::new("published", Kind::Bool),
+        FieldInfo::new("seat", Kind::Integer),
+    ];
+
+    fn rule(src: &str) -> Rule {
+        parse_rule::<Rule>(FIELDS, &|_| None, src, ExprLimits::default()).unwrap()
+    }
+
+    fn user(roles: &[(&str, Option<uuid::Uuid>)]) -> CurrentUser {
+        CurrentUser {
+            id: uuid::Uuid::new_v4(),
+            email: "u@example.com".into(),
+            is_enabled: true,
+            roles: roles
+                .iter()
+                .map(|(r, d)| RoleGrant {
+                    role: (*r).to_owned(),
+                    domain_id: *d,
+                })
+                .collect(),
+        }
+    }
+
+    /// What a stock rule set gives for each kind, next to the expressions said to be its
+    /// equivalent (docs/auth.md lists them), for anonymous, signed-in and administrator
+    /// callers.
+    #[test]
+    fn stock_rule_sets_are_these_expressions() {
+        type R = ();
+        let callers = [None, Some(user(&[])), Some(user(&[("ADMIN", None)]))];
+        let same = |name: &str,
+                    rules: &dyn Rules<R>,
+                    read: &str,
+                    write: &str,
+                    create: &str| {
+            for u in &callers {
+                let u = u.as_ref();
+                assert_eq!(rules.read(u), rule(read).access(u), "{name} read {u:?}");
+                assert_eq!(rules.write(u), rule(write).access(u), "{name} write {u:?}");
+                assert_eq!(rules.delete(u), rule(write).access(u), "{name} delete {u:?}");
+                let allowed = rules.create(u, &mut Map::new()).map_err(|e| e.to_string());
+                let expected = rule(create).access(u).into_conds().map(|_| ());
+                assert_eq!(allowed, expected.map_err(|e| e.to_string()), "{name} create");
+            }
+        };
+        same("DefaultRules", &DefaultRules, "@signed_in", "@signed_in", "@signed_in");
+        same("Open", &Open, "true", "true", "true");
+        same("PublicRead", &PublicRead, "true", "@signed_in", "@signed_in");
+        same("PublicReadAdminWrite", &PublicReadAdminWrite, "true", "@admin", "@admin");
+        same("AdminOnly", &AdminOnly, "@admin", "@admin", "@admin");
+        // OwnerRules also fills the owner on create, which an expression does not.
+        let owner = OwnerRules::new("owner_id");
+        for u in &callers {
+            let u = u.as_ref();
+            let r = rule("owner_id = @me").access(u);
+            assert_eq!(Rules::<R>::read(&owner, u), r);
+            assert_eq!(Rules::<R>::write(&owner, u), r);
+        }
+    }
+
+    #[test]
+    fn callers_fold_into_the_rule() {
+        let anon = None;
+        let plain = user(&[]);
+        let d = uuid::Uuid::new_v4();
+        let editor = user(&[("EDITOR", Some(d))]);
+        // A branch without the caller lets anonymous callers in; without one they get 401,
+        // and signed-in callers for whom the rule is false everywhere 403.
+        let r = rule("published = true or owner_id = @me");
+        assert!(matches!(r.access(anon), Access::Rows(Condition::Is(_))));
+        assert!(matches!(r.access(Some(&plain)), Access::Rows(Condition::Any(_))));
+        assert_eq!(rule("owner_id = @me").access(anon), Access::Unauthenticated);
+        assert_eq!(rule("owner_id != @me").access(anon), Access::Unauthenticated);
+        let r = rule("@role = 'EDITOR' and seat > 2");
+        assert_eq!(r.access(Some(&plain)), Access::Forbidden);
+        assert!(matches!(r.access(Some(&editor)), Access::Rows(Condition::Is(_))));
+        assert_eq!(rule("@role != 'EDITOR'").access(Some(&editor)), Access::Forbidden);
+        assert_eq!(rule("@role in ('X', 'EDITOR')").access(Some(&editor)), Access::All);
+        assert_eq!(rule("not @signed_in").access(anon), Access::All);
+        assert_eq!(rule("@admin or false").access(Some(&plain)), Access::Forbidden);
+        // `@domains`: the domains of the caller's roles; none matches no row.
+        match rule("domain_id in @domains").access(Some(&editor)) {
+            Access::Rows(Condition::Is(c)) => assert_eq!(c.arg, Arg::List(vec![Arg::Uuid(d)])),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(rule("domain_id in @domains").access(Some(&plain)), Access::Forbidden);
+    }
+
+    #[test]
+    fn mistakes_say_what_and_where() {
+        for (src, want) in [
+            ("seat = @me", "`@me` is a UUID"),
+            ("seat > @me", "compared with `=` or `!=`"),
+            ("owner_id = @domains", "compared with `@me`"),
+            ("owner_id in @me", "`in` takes a list or `@domains`"),
+            ("@me = owner_id", "`@me` is a value"),
+            ("@role > 'A'", "after `@role`"),
+            ("@role = EDITOR", "a quoted role name"),
+            ("nope = 1", "`nope` is not a filterable field"),
+        ] {
+            let e = parse_rule::<Rule>(FIELDS, &|_| None, src, ExprLimits::default())
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{src}: {e}");
+        }
+        // The `filter` parameter has no caller.
+        let e = super::super::filter_expr::parse_filter_expr(
+            FIELDS,
+            "owner_id = @me",
+            ExprLimits::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("belong to permission rules"), "{e}");
     }
 }
