@@ -412,6 +412,14 @@ backend_tests! {
         assert_eq!(sorted(ids(&v)), sorted(vec![r.t2.clone(), r.t3.clone()]));
         let (s, _) = call(&app, &w, Some(w.carol), Req::get().uri(&format!("/api/tickets/{}", r.t1))).await;
         assert_eq!(s, 404);
+        // GET through a crossing: the organizer reads T1, the keeper T3.
+        let (s, v) = call(&app, &w, Some(w.alice), Req::get().uri(&format!("/api/tickets/{}", r.t1))).await;
+        assert_eq!((s, &v["id"]), (200, &json!(r.t1)), "{v}");
+        let (s, v) = call(&app, &w, Some(w.carol), Req::get().uri(&format!("/api/tickets/{}", r.t3))).await;
+        assert_eq!((s, &v["id"]), (200, &json!(r.t3)), "{v}");
+        // Counted through the crossing too, and filterable through it.
+        let (_, v) = call(&app, &w, Some(w.carol), Req::get().uri("/api/tickets/?filter=seat%20%3E%202")).await;
+        assert_eq!((ids(&v), &v["pagination"]["total"]), (vec![r.t3.clone()], &json!(1)));
         // Once the site is hidden from everyone but its keeper, nothing changes for her; once
         // she no longer keeps it, its tickets are out of her reach.
         let (s, v) = call(&app, &w, Some(w.admin), Req::patch().uri(&format!("/api/sites/{}", r.site)).set_json(json!({"hidden": true}))).await;

@@ -342,25 +342,47 @@ mod tests {
     fn stock_rule_sets_are_these_expressions() {
         type R = ();
         let callers = [None, Some(user(&[])), Some(user(&[("ADMIN", None)]))];
-        let same = |name: &str,
-                    rules: &dyn Rules<R>,
-                    read: &str,
-                    write: &str,
-                    create: &str| {
+        let same = |name: &str, rules: &dyn Rules<R>, read: &str, write: &str, create: &str| {
             for u in &callers {
                 let u = u.as_ref();
                 assert_eq!(rules.read(u), rule(read).access(u), "{name} read {u:?}");
                 assert_eq!(rules.write(u), rule(write).access(u), "{name} write {u:?}");
-                assert_eq!(rules.delete(u), rule(write).access(u), "{name} delete {u:?}");
+                assert_eq!(
+                    rules.delete(u),
+                    rule(write).access(u),
+                    "{name} delete {u:?}"
+                );
                 let allowed = rules.create(u, &mut Map::new()).map_err(|e| e.to_string());
                 let expected = rule(create).access(u).into_conds().map(|_| ());
-                assert_eq!(allowed, expected.map_err(|e| e.to_string()), "{name} create");
+                assert_eq!(
+                    allowed,
+                    expected.map_err(|e| e.to_string()),
+                    "{name} create"
+                );
             }
         };
-        same("DefaultRules", &DefaultRules, "@signed_in", "@signed_in", "@signed_in");
+        same(
+            "DefaultRules",
+            &DefaultRules,
+            "@signed_in",
+            "@signed_in",
+            "@signed_in",
+        );
         same("Open", &Open, "true", "true", "true");
-        same("PublicRead", &PublicRead, "true", "@signed_in", "@signed_in");
-        same("PublicReadAdminWrite", &PublicReadAdminWrite, "true", "@admin", "@admin");
+        same(
+            "PublicRead",
+            &PublicRead,
+            "true",
+            "@signed_in",
+            "@signed_in",
+        );
+        same(
+            "PublicReadAdminWrite",
+            &PublicReadAdminWrite,
+            "true",
+            "@admin",
+            "@admin",
+        );
         same("AdminOnly", &AdminOnly, "@admin", "@admin", "@admin");
         // OwnerRules also fills the owner on create, which an expression does not.
         let owner = OwnerRules::new("owner_id");
@@ -382,22 +404,43 @@ mod tests {
         // and signed-in callers for whom the rule is false everywhere 403.
         let r = rule("published = true or owner_id = @me");
         assert!(matches!(r.access(anon), Access::Rows(Condition::Is(_))));
-        assert!(matches!(r.access(Some(&plain)), Access::Rows(Condition::Any(_))));
+        assert!(matches!(
+            r.access(Some(&plain)),
+            Access::Rows(Condition::Any(_))
+        ));
         assert_eq!(rule("owner_id = @me").access(anon), Access::Unauthenticated);
-        assert_eq!(rule("owner_id != @me").access(anon), Access::Unauthenticated);
+        assert_eq!(
+            rule("owner_id != @me").access(anon),
+            Access::Unauthenticated
+        );
         let r = rule("@role = 'EDITOR' and seat > 2");
         assert_eq!(r.access(Some(&plain)), Access::Forbidden);
-        assert!(matches!(r.access(Some(&editor)), Access::Rows(Condition::Is(_))));
-        assert_eq!(rule("@role != 'EDITOR'").access(Some(&editor)), Access::Forbidden);
-        assert_eq!(rule("@role in ('X', 'EDITOR')").access(Some(&editor)), Access::All);
+        assert!(matches!(
+            r.access(Some(&editor)),
+            Access::Rows(Condition::Is(_))
+        ));
+        assert_eq!(
+            rule("@role != 'EDITOR'").access(Some(&editor)),
+            Access::Forbidden
+        );
+        assert_eq!(
+            rule("@role in ('X', 'EDITOR')").access(Some(&editor)),
+            Access::All
+        );
         assert_eq!(rule("not @signed_in").access(anon), Access::All);
-        assert_eq!(rule("@admin or false").access(Some(&plain)), Access::Forbidden);
+        assert_eq!(
+            rule("@admin or false").access(Some(&plain)),
+            Access::Forbidden
+        );
         // `@domains`: the domains of the caller's roles; none matches no row.
         match rule("domain_id in @domains").access(Some(&editor)) {
             Access::Rows(Condition::Is(c)) => assert_eq!(c.arg, Arg::List(vec![Arg::Uuid(d)])),
             other => panic!("{other:?}"),
         }
-        assert_eq!(rule("domain_id in @domains").access(Some(&plain)), Access::Forbidden);
+        assert_eq!(
+            rule("domain_id in @domains").access(Some(&plain)),
+            Access::Forbidden
+        );
     }
 
     #[test]
