@@ -5,6 +5,11 @@
 //! in OpenAPI, the derive to generate the SQL of exactly the operators each field accepts. To
 //! add an operator, add a row here and, when its [`Op`] is new, its SQL in the derive's
 //! expansion (the derive's `match` over [`Op`] fails to compile until it has one).
+//!
+//! [`expr`] is the lexer of `filter` expressions and permission rules, and the outline of a
+//! rule the derive checks at compile time.
+
+pub mod expr;
 
 /// What kind of value a field holds; decides which filters apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

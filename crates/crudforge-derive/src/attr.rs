@@ -21,12 +21,14 @@ mod keys;
 mod members;
 mod model_first;
 mod relations;
+mod rule_exprs;
 mod rules;
 mod validators;
 use keys::{skip_value, unknown_key, Attr, BoolAttr};
 pub(crate) use members::SetAttr;
 pub(crate) use model_first::IndexAttr;
 pub(crate) use relations::{BelongsTo, HasMany};
+pub(crate) use rule_exprs::RuleExpr;
 pub(crate) use rules::{ReadAttr, ScopeAttr};
 use syn::{Attribute, Expr, LitBool, LitStr, Path};
 pub(crate) use validators::Number;
@@ -80,6 +82,8 @@ pub(crate) struct StructAttrs {
     pub(crate) krate: Option<Path>,
     /// `rules = OwnerRules::USER_ID`: the resource's default permission rules.
     pub(crate) rules: Option<Expr>,
+    /// `rules(read = "...", ...)`: the default rules as expressions.
+    pub(crate) rule_exprs: Vec<RuleExpr>,
     /// Every `index("col_a", "col_b")`, in declaration order (the key may be repeated).
     pub(crate) indexes: Vec<IndexAttr>,
     /// Every composite unique constraint `unique("col_a", "col_b")`, in declaration order.
@@ -149,6 +153,7 @@ pub(crate) fn struct_attrs(cx: &Ctxt, attrs: &[Attribute]) -> StructAttrs {
     let mut soft_delete = BoolAttr::none(cx, SOFT_DELETE);
     let mut model_first = BoolAttr::none(cx, MODEL_FIRST);
     let mut scopes: Vec<ScopeAttr> = Vec::new();
+    let mut rule_exprs = Vec::new();
     let mut has_many = Vec::new();
     // The first `#[diesel(table_name = ...)]`, the table when no `table` key is given.
     let mut diesel_table: Option<Path> = None;
@@ -174,6 +179,8 @@ pub(crate) fn struct_attrs(cx: &Ctxt, attrs: &[Attribute]) -> StructAttrs {
                 table.set_with(&meta, |meta| meta.value()?.parse())
             } else if meta.path == NAME {
                 name.set_with(&meta, |meta| meta.value()?.parse())
+            } else if meta.path == RULES && meta.input.peek(syn::token::Paren) {
+                rule_exprs::expressions(cx, &meta, &mut rule_exprs)
             } else if meta.path == RULES {
                 rules.set_with(&meta, |meta| meta.value()?.parse())
             } else if meta.path == CRATE {
@@ -209,6 +216,7 @@ pub(crate) fn struct_attrs(cx: &Ctxt, attrs: &[Attribute]) -> StructAttrs {
         name: name.get(),
         krate: krate.get(),
         rules: rules.get(),
+        rule_exprs,
         indexes,
         uniques,
         soft_delete: soft_delete.get(),

@@ -11,6 +11,7 @@ mod embed;
 mod expand;
 mod model_first;
 mod relations;
+mod rule_exprs;
 mod symbol;
 mod valid;
 

@@ -20,6 +20,17 @@ fn belongs_to_name(f: &Field, b: &BelongsTo) -> Option<String> {
     }
 }
 
+/// The names of the model's relations, as rules and clients write them.
+pub(crate) fn names(m: &Model) -> Vec<String> {
+    let belongs = m
+        .fields
+        .iter()
+        .filter_map(|f| belongs_to_name(f, f.attrs.belongs_to.as_ref()?));
+    belongs
+        .chain(m.attrs.has_many.iter().map(|h| h.name.to_string()))
+        .collect()
+}
+
 /// Checks the model's relations: keys of the right kind, names that clash with nothing.
 pub(crate) fn check(cx: &Ctxt, m: &Model) {
     let mut names: Vec<String> = Vec::new();

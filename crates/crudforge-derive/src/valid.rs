@@ -19,6 +19,7 @@ pub(crate) fn check(cx: &Ctxt, m: &Model) {
         check_soft_delete(cx, m, span);
     }
     rules::check(cx, m);
+    crate::rule_exprs::check(cx, m);
     check_indexes(cx, m);
     for f in &m.fields {
         check_field(cx, m, f);

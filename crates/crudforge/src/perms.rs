@@ -77,9 +77,30 @@ pub trait Rules<R>: Send + Sync + 'static {
         Access::authenticated(user)
     }
 
-    /// Rows the caller may change or delete (PATCH and DELETE).
+    /// Rows the caller may change (PATCH; and DELETE unless [`Rules::delete`] says
+    /// otherwise).
     fn write(&self, user: Option<&CurrentUser>) -> Access {
         Access::authenticated(user)
+    }
+
+    /// Rows the caller may delete (DELETE); by default those [`Rules::write`] gives.
+    fn delete(&self, user: Option<&CurrentUser>) -> Access {
+        self.write(user)
+    }
+
+    /// What a created row must satisfy, judged on the row as it is stored (defaults and
+    /// server-set members filled in), in the create's transaction: a row outside this scope
+    /// is not created (401 for an anonymous caller, 403 for others). By default nothing
+    /// beyond [`Rules::create`].
+    fn created(&self, user: Option<&CurrentUser>) -> Access {
+        let _ = user;
+        Access::All
+    }
+
+    /// What is wrong with the rules for this resource (a misspelt member in an expression),
+    /// one message per problem; any problem fails the mount.
+    fn problems(&self) -> Vec<String> {
+        Vec::new()
     }
 
     /// Whether the caller may create, checked before anything is written. `body` is the
@@ -120,6 +141,96 @@ pub trait Rules<R>: Send + Sync + 'static {
     #[doc(hidden)]
     fn on_mount(&self) -> Option<fn(&mut dyn std::any::Any)> {
         None
+    }
+}
+
+/// Rules written as expressions in the `filter` grammar, one per kind of operation, with the
+/// caller as a value:
+///
+/// ```
+/// use crudforge::perms::Expr;
+///
+/// let rules = Expr::new()
+///     .read("published = true or organizer_id = @me")
+///     .update("organizer_id = @me")
+///     .delete("organizer_id = @me and not published = true");
+/// # let _ = rules;
+/// ```
+///
+/// A comparison names a member of the resource, or of a related one through declared
+/// relations (`event.organizer_id = @me`, `critter.habitat.keeper_id = @me`); crossing a
+/// relation also applies the related resource's own read rule. The caller's values are `@me`
+/// (their id), `@domains` (the domains they hold a role in: `domain_id in @domains`),
+/// `@role = 'EDITOR'` (or `@role in (...)`), `@admin` and `@signed_in`; `true` and `false`
+/// stand alone, `now` and `today` are the server's clock. Without a caller, a comparison with
+/// `@me` or `@domains` is false; a rule that is false for every row refuses the caller (401
+/// anonymous, 403 signed in). A kind left out lets signed-in callers in, as
+/// [`DefaultRules`]. Administrators pass every rule.
+///
+/// The `read` rule is the scope of lists, counts, `GET`, relations and expansions; `update`
+/// and `delete` are judged on the stored row in the write's transaction; `create` on the row
+/// as it is stored, in the create's transaction. The expressions are checked against the
+/// resource when its blueprint is mounted (a misspelt member fails the mount); the derive's
+/// `#[resource(rules(read = "...", ...))]` checks what it can at compile time.
+#[derive(Debug, Clone, Default)]
+pub struct Expr {
+    pub(crate) read: Option<String>,
+    pub(crate) update: Option<String>,
+    pub(crate) delete: Option<String>,
+    pub(crate) create: Option<String>,
+    /// The expressions compiled for one resource type, kept after the first use.
+    pub(crate) compiled: CompiledSlot,
+}
+
+/// The compiled form of an [`Expr`] for the resource type it was first used with.
+pub(crate) type CompiledSlot = std::sync::OnceLock<(
+    std::any::TypeId,
+    std::sync::Arc<dyn std::any::Any + Send + Sync>,
+)>;
+
+impl Expr {
+    /// No expressions yet: every kind lets signed-in callers in.
+    pub fn new() -> Expr {
+        Expr::default()
+    }
+
+    /// The rows a caller may read (lists, counts, `GET`, relations, expansions).
+    #[must_use]
+    pub fn read(mut self, expr: impl Into<String>) -> Expr {
+        self.read = Some(expr.into());
+        self.compiled = CompiledSlot::new();
+        self
+    }
+
+    /// The rows a caller may change (`PATCH`).
+    #[must_use]
+    pub fn update(mut self, expr: impl Into<String>) -> Expr {
+        self.update = Some(expr.into());
+        self.compiled = CompiledSlot::new();
+        self
+    }
+
+    /// The rows a caller may delete (`DELETE`).
+    #[must_use]
+    pub fn delete(mut self, expr: impl Into<String>) -> Expr {
+        self.delete = Some(expr.into());
+        self.compiled = CompiledSlot::new();
+        self
+    }
+
+    /// The same expression for `update` and `delete`.
+    #[must_use]
+    pub fn write(self, expr: impl Into<String>) -> Expr {
+        let expr = expr.into();
+        self.update(expr.clone()).delete(expr)
+    }
+
+    /// What a created row must satisfy, judged on the row as stored.
+    #[must_use]
+    pub fn create(mut self, expr: impl Into<String>) -> Expr {
+        self.create = Some(expr.into());
+        self.compiled = CompiledSlot::new();
+        self
     }
 }
 

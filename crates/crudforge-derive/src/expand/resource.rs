@@ -186,13 +186,19 @@ pub(super) fn field_info(g: &Gen<'_>, f: &Field) -> TokenStream {
 /// Emits `default_rules`, when the model names its permission rules (`rules = expr`).
 fn rules_fn(g: &Gen<'_>) -> Option<TokenStream> {
     let k = g.k;
-    g.m.attrs.rules.as_ref().map(|r| {
-        quote! {
-            fn default_rules() -> ::std::sync::Arc<dyn #k::perms::Rules<Self>> {
-                ::std::sync::Arc::new(#r)
+    let exprs = crate::rule_exprs::default_rules(g.m, k);
+    g.m.attrs
+        .rules
+        .as_ref()
+        .map(|r| quote!(#r))
+        .or(exprs)
+        .map(|r| {
+            quote! {
+                fn default_rules() -> ::std::sync::Arc<dyn #k::perms::Rules<Self>> {
+                    ::std::sync::Arc::new(#r)
+                }
             }
-        }
-    })
+        })
 }
 
 /// Emits `key_of`: a row's value of a field that can key a URL (text, integer, UUID).

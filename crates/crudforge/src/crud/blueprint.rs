@@ -341,11 +341,20 @@ impl<R: Resource> CrudBlueprint<R> {
             is_enabled: true,
             roles: Vec::new(),
         };
+        // Expression rules check themselves: members, paths, operators and values.
+        for problem in self.rules.problems() {
+            self.errors.push(format!("{}: {problem}", self.prefix));
+        }
         let mut named: Vec<&'static str> = Vec::new();
         named.extend(self.rules.server_fields());
         named.extend(self.rules.admin_fields());
         for user in [None, Some(&probe)] {
-            for access in [self.rules.read(user), self.rules.write(user)] {
+            for access in [
+                self.rules.read(user),
+                self.rules.write(user),
+                self.rules.delete(user),
+                self.rules.created(user),
+            ] {
                 if let Ok(c) = access.into_conds() {
                     collect_fields(&c, &mut named);
                 }

@@ -13,6 +13,7 @@ use crate::condition::{
 };
 use crate::error::Error;
 use crate::field::{FieldInfo, Kind};
+use crudforge_core::expr::{is_keyword, Spanned, Tok};
 use crudforge_core::operator_spelled;
 
 /// The name of the parameter, as errors name it.
@@ -36,158 +37,74 @@ impl Default for ExprLimits {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
-enum Tok {
-    Ident(String),
-    Str(String),
-    Num(String),
-    LParen,
-    RParen,
-    Comma,
-    Cmp(&'static str),
-    End,
-}
-
-impl Tok {
-    fn describe(&self) -> String {
-        match self {
-            Tok::Ident(s) => format!("`{s}`"),
-            Tok::Str(_) => "a quoted string".to_owned(),
-            Tok::Num(n) => format!("the number {n}"),
-            Tok::LParen => "`(`".to_owned(),
-            Tok::RParen => "`)`".to_owned(),
-            Tok::Comma => "`,`".to_owned(),
-            Tok::Cmp(c) => format!("`{c}`"),
-            Tok::End => "the end of the expression".to_owned(),
-        }
-    }
-
-    fn is_word(&self, w: &str) -> bool {
-        matches!(self, Tok::Ident(s) if s.eq_ignore_ascii_case(w))
-    }
-}
-
-/// A token and the 1-based character position where it starts.
-type Spanned = (Tok, usize);
-
 fn error(pos: usize, msg: impl std::fmt::Display) -> Error {
     Error::bad_param(PARAM, format!("at character {pos}: {msg}"))
 }
 
-/// The tokens of a `filter` expression, each with its position (1-based, in characters).
+/// The tokens of an expression (the lexer is shared with the derive, in `crudforge-core`).
 fn lex(src: &str) -> Result<Vec<Spanned>, Error> {
-    let chars: Vec<char> = src.chars().collect();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        let pos = i + 1;
-        if c.is_whitespace() {
-            i += 1;
-            continue;
-        }
-        let (tok, next) = if let Some(found) = punctuation(&chars, i) {
-            found
-        } else if c == '\'' {
-            quoted(&chars, i)?
-        } else if starts_number(&chars, i) {
-            number(&chars, i)
-        } else if c.is_alphabetic() || c == '_' {
-            word(&chars, i)
-        } else {
-            return Err(error(
-                pos,
-                format!(
-                    "expected a field name, a value, an operator or a parenthesis, found {c:?}"
-                ),
-            ));
-        };
-        out.push((tok, pos));
-        i = next;
+    crudforge_core::expr::lex(src).map_err(|e| error(e.pos, e.message))
+}
+
+/// What the parser builds: a [`Condition`] for the `filter` parameter, a rule's template for
+/// permission rules (which may also name the caller).
+pub(crate) trait Tree: Sized {
+    /// All of these.
+    fn all(v: Vec<Self>) -> Self;
+    /// At least one of these.
+    fn any(v: Vec<Self>) -> Self;
+    /// Not this.
+    fn not(c: Self) -> Self;
+    /// One comparison.
+    fn is(c: Cond) -> Self;
+    /// A condition on the rows of the relation `rel`.
+    fn related(rel: &'static str, c: Self) -> Self;
+    /// A term on the caller; `None` where expressions have no caller (the `filter` parameter).
+    fn caller(t: CallerTerm) -> Option<Self>;
+}
+
+impl Tree for Condition {
+    fn all(v: Vec<Self>) -> Self {
+        Condition::All(v)
     }
-    out.push((Tok::End, chars.len() + 1));
-    Ok(out)
-}
-
-/// A parenthesis, a comma or a comparison operator at `i`, and where the next token starts.
-fn punctuation(chars: &[char], i: usize) -> Option<(Tok, usize)> {
-    let next = chars.get(i + 1).copied();
-    let (tok, len) = match (chars[i], next) {
-        ('(', _) => (Tok::LParen, 1),
-        (')', _) => (Tok::RParen, 1),
-        (',', _) => (Tok::Comma, 1),
-        ('=', _) => (Tok::Cmp("="), 1),
-        ('!', Some('=')) | ('<', Some('>')) => (Tok::Cmp("!="), 2),
-        ('<', Some('=')) => (Tok::Cmp("<="), 2),
-        ('>', Some('=')) => (Tok::Cmp(">="), 2),
-        ('<', _) => (Tok::Cmp("<"), 1),
-        ('>', _) => (Tok::Cmp(">"), 1),
-        _ => return None,
-    };
-    Some((tok, i + len))
-}
-
-/// The string quoted from `i` (a quote is written twice inside), and where the next token
-/// starts.
-fn quoted(chars: &[char], start: usize) -> Result<(Tok, usize), Error> {
-    let mut s = String::new();
-    let mut i = start + 1;
-    loop {
-        match chars.get(i) {
-            None => {
-                return Err(error(
-                    start + 1,
-                    "expected a closing quote `'` for the string that starts here",
-                ))
-            }
-            Some('\'') if chars.get(i + 1) == Some(&'\'') => {
-                s.push('\'');
-                i += 2;
-            }
-            Some('\'') => return Ok((Tok::Str(s), i + 1)),
-            Some(ch) => {
-                s.push(*ch);
-                i += 1;
-            }
-        }
+    fn any(v: Vec<Self>) -> Self {
+        Condition::Any(v)
+    }
+    fn not(c: Self) -> Self {
+        Condition::Not(Box::new(c))
+    }
+    fn is(c: Cond) -> Self {
+        Condition::Is(c)
+    }
+    fn related(rel: &'static str, c: Self) -> Self {
+        crate::condition::Related::pending(rel, c)
+    }
+    fn caller(_: CallerTerm) -> Option<Self> {
+        None
     }
 }
 
-/// Whether a number starts at `i`: a digit, or a sign or a point before one.
-fn starts_number(chars: &[char], i: usize) -> bool {
-    let c = chars[i];
-    c.is_ascii_digit()
-        || ((c == '-' || c == '.') && chars.get(i + 1).is_some_and(char::is_ascii_digit))
+/// A term of a permission rule on the caller.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum CallerTerm {
+    /// `field = @me` (`eq`) or `field != @me`: false without a caller.
+    Me { field: &'static str, eq: bool },
+    /// `field in @domains`: false without a caller.
+    Domains { field: &'static str },
+    /// `@role = 'X'`, `@role in ('X', 'Y')`: the caller holds one of these roles.
+    Role(Vec<String>),
+    /// `@admin`: the caller is a global administrator.
+    Admin,
+    /// `@signed_in`: there is a caller.
+    SignedIn,
+    /// `true` or `false`.
+    Const(bool),
 }
 
-/// The number from `start` (its exponent's sign included), and where the next token starts;
-/// whether it is a valid number is for the field's kind to say.
-fn number(chars: &[char], start: usize) -> (Tok, usize) {
-    let mut i = start + 1;
-    while let Some(&d) = chars.get(i) {
-        let exp_sign = (d == '+' || d == '-') && matches!(chars.get(i - 1), Some('e' | 'E'));
-        if d.is_ascii_alphanumeric() || d == '.' || exp_sign {
-            i += 1;
-        } else {
-            break;
-        }
-    }
-    (Tok::Num(chars[start..i].iter().collect()), i)
-}
-
-/// The word from `start` (a field name, a keyword, or a relation's field: a dot followed by
-/// a letter joins them, as in `habitat.name`), and where the next token starts.
-fn word(chars: &[char], start: usize) -> (Tok, usize) {
-    let mut i = start;
-    while chars.get(i).is_some_and(|d| {
-        d.is_alphanumeric()
-            || *d == '_'
-            || (*d == '.' && chars.get(i + 1).is_some_and(|n| n.is_alphabetic()))
-    }) {
-        i += 1;
-    }
-    (Tok::Ident(chars[start..i].iter().collect()), i)
-}
+/// Resolves a dotted path (`critter.habitat.keeper_id`) into the relations it crosses, the
+/// last relation's fields and the member's name; `None` for a name that is not such a path.
+pub(crate) type Resolve<'r> =
+    &'r dyn Fn(&str) -> Option<(Vec<&'static str>, &'static [FieldInfo], String)>;
 
 /// Parses a `filter` expression against `fields`.
 ///
@@ -217,6 +134,34 @@ pub(crate) fn parse_filter_expr_rel(
     src: &str,
     limits: ExprLimits,
 ) -> Result<Condition, Error> {
+    let resolve = |name: &str| {
+        related_param(rels, name).map(|(rel, target, rest)| (vec![rel], target, rest.to_owned()))
+    };
+    parse(fields, &resolve, false, src, limits)
+}
+
+/// Parses a permission rule against `fields`: the `filter` grammar, where a comparison may
+/// cross any number of relations (`resolve`) and name the caller (`@me`, [`CallerTerm`]).
+///
+/// # Errors
+///
+/// A 400 naming `filter` whose detail says what is wrong at which character.
+pub(crate) fn parse_rule<T: Tree>(
+    fields: &'static [FieldInfo],
+    resolve: Resolve<'_>,
+    src: &str,
+    limits: ExprLimits,
+) -> Result<T, Error> {
+    parse(fields, resolve, true, src, limits)
+}
+
+fn parse<T: Tree>(
+    fields: &'static [FieldInfo],
+    resolve: Resolve<'_>,
+    rules: bool,
+    src: &str,
+    limits: ExprLimits,
+) -> Result<T, Error> {
     let len = src.chars().count();
     if len > limits.max_length {
         return Err(Error::bad_param(
@@ -232,8 +177,10 @@ pub(crate) fn parse_filter_expr_rel(
         toks,
         at: 0,
         fields,
-        rels,
+        resolve,
+        rules,
         max_depth: limits.max_depth,
+        tree: std::marker::PhantomData,
     };
     if p.peek().0 == Tok::End {
         return Err(error(1, "expected a condition, found an empty expression"));
@@ -252,15 +199,18 @@ pub(crate) fn parse_filter_expr_rel(
     Ok(c)
 }
 
-struct Parser<'r> {
+struct Parser<'r, T> {
     toks: Vec<Spanned>,
     at: usize,
     fields: &'static [FieldInfo],
-    rels: RelFields<'r>,
+    resolve: Resolve<'r>,
+    /// Whether this is a permission rule (caller values, `true`, `false`).
+    rules: bool,
     max_depth: usize,
+    tree: std::marker::PhantomData<T>,
 }
 
-impl Parser<'_> {
+impl<T: Tree> Parser<'_, T> {
     fn peek(&self) -> &Spanned {
         // The lexer always ends the list with `End`, and `next` never moves past it.
         &self.toks[self.at.min(self.toks.len() - 1)]
@@ -287,7 +237,7 @@ impl Parser<'_> {
         Ok(depth + 1)
     }
 
-    fn or(&mut self, depth: usize) -> Result<Condition, Error> {
+    fn or(&mut self, depth: usize) -> Result<T, Error> {
         let mut items = vec![self.and(depth)?];
         while self.peek().0.is_word("or") {
             self.next();
@@ -296,11 +246,11 @@ impl Parser<'_> {
         Ok(if items.len() == 1 {
             items.remove(0)
         } else {
-            Condition::Any(items)
+            T::any(items)
         })
     }
 
-    fn and(&mut self, depth: usize) -> Result<Condition, Error> {
+    fn and(&mut self, depth: usize) -> Result<T, Error> {
         let mut items = vec![self.not(depth)?];
         while self.peek().0.is_word("and") {
             self.next();
@@ -309,16 +259,16 @@ impl Parser<'_> {
         Ok(if items.len() == 1 {
             items.remove(0)
         } else {
-            Condition::All(items)
+            T::all(items)
         })
     }
 
-    fn not(&mut self, depth: usize) -> Result<Condition, Error> {
+    fn not(&mut self, depth: usize) -> Result<T, Error> {
         let (t, pos) = self.peek().clone();
         if t.is_word("not") {
             self.next();
             let d = self.deeper(depth, pos)?;
-            return Ok(Condition::Not(Box::new(self.not(d)?)));
+            return Ok(T::not(self.not(d)?));
         }
         if t == Tok::LParen {
             self.next();
@@ -333,35 +283,225 @@ impl Parser<'_> {
             }
             return Ok(inner);
         }
+        if let Some(term) = self.caller_atom()? {
+            return Ok(term);
+        }
         self.comparison()
     }
 
+    /// A term of a rule that stands alone: `true`, `false`, `@admin`, `@signed_in`, or a
+    /// comparison of `@role`.
+    fn caller_atom(&mut self) -> Result<Option<T>, Error> {
+        let (t, pos) = self.peek().clone();
+        let term = match &t {
+            Tok::Ident(w) if self.rules && w.eq_ignore_ascii_case("true") => {
+                CallerTerm::Const(true)
+            }
+            Tok::Ident(w) if self.rules && w.eq_ignore_ascii_case("false") => {
+                CallerTerm::Const(false)
+            }
+            Tok::Caller(name) => {
+                self.check_caller(name, pos)?;
+                match name.as_str() {
+                    "admin" => CallerTerm::Admin,
+                    "signed_in" => CallerTerm::SignedIn,
+                    "role" => {
+                        self.next();
+                        return self.role().map(Some);
+                    }
+                    _ => {
+                        return Err(error(
+                            pos,
+                            format!(
+                                "`@{name}` is a value: compare a field with it (`owner_id = @me`)"
+                            ),
+                        ))
+                    }
+                }
+            }
+            _ => return Ok(None),
+        };
+        self.next();
+        Ok(Some(self.term(term, pos)?))
+    }
+
+    /// The tree of a caller term (refused outside rules).
+    fn term(&self, term: CallerTerm, pos: usize) -> Result<T, Error> {
+        T::caller(term).ok_or_else(|| {
+            error(
+                pos,
+                "caller values (`@me`) belong to permission rules, not to filters",
+            )
+        })
+    }
+
+    /// Refuses an unknown caller value, and any outside rules.
+    fn check_caller(&self, name: &str, pos: usize) -> Result<(), Error> {
+        if !self.rules {
+            return Err(error(
+                pos,
+                "caller values (`@me`) belong to permission rules, not to filters",
+            ));
+        }
+        if !crudforge_core::expr::is_caller_value(name) {
+            return Err(error(
+                pos,
+                format!(
+                    "`@{name}` is not a caller value; known ones: {}",
+                    crudforge_core::expr::caller_values_list()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The rest of `@role = 'X'`, `@role != 'X'`, `@role in ('X', 'Y')`.
+    fn role(&mut self) -> Result<T, Error> {
+        let (t, pos) = self.next();
+        let (names, negated) = match t {
+            Tok::Cmp(c @ ("=" | "!=")) => (vec![self.role_name()?], c == "!="),
+            t if t.is_word("in") => {
+                let (t, p) = self.next();
+                if t != Tok::LParen {
+                    return Err(error(
+                        p,
+                        format!("expected `(` after `in`, found {}", t.describe()),
+                    ));
+                }
+                let mut names = vec![self.role_name()?];
+                loop {
+                    let (t, p) = self.next();
+                    match t {
+                        Tok::Comma => names.push(self.role_name()?),
+                        Tok::RParen => break,
+                        other => {
+                            return Err(error(
+                                p,
+                                format!(
+                                    "expected `,` or `)` in the list, found {}",
+                                    other.describe()
+                                ),
+                            ))
+                        }
+                    }
+                }
+                (names, false)
+            }
+            t => {
+                return Err(error(
+                    pos,
+                    format!(
+                        "expected `=`, `!=` or `in` after `@role`, found {}",
+                        t.describe()
+                    ),
+                ))
+            }
+        };
+        let held = self.term(CallerTerm::Role(names), pos)?;
+        Ok(if negated { T::not(held) } else { held })
+    }
+
+    fn role_name(&mut self) -> Result<String, Error> {
+        match self.next() {
+            (Tok::Str(s), _) => Ok(s),
+            (t, p) => Err(error(
+                p,
+                format!("expected a quoted role name, found {}", t.describe()),
+            )),
+        }
+    }
+
     /// One comparison: a field, an operator and the operator's argument.
-    fn comparison(&mut self) -> Result<Condition, Error> {
+    fn comparison(&mut self) -> Result<T, Error> {
         let (field, related) = self.filterable_field()?;
         let (o, spelled) = self.operator_for(field)?;
-        let (op, arg) = match o.op {
-            Op::IsNull => (Op::IsNull, self.null_check()?),
-            Op::In => (Op::In, self.list(field)?),
-            Op::Like | Op::ILike => (o.op, self.pattern(&spelled)?),
-            op => (op, self.value(field)?),
+        let c = match o.op {
+            Op::IsNull => {
+                let arg = self.null_check()?;
+                Self::cond(field, Op::IsNull, arg)
+            }
+            Op::In => match self.peek().clone() {
+                (Tok::Caller(name), pos) => {
+                    self.check_caller(&name, pos)?;
+                    self.next();
+                    if name != "domains" || field.kind != Kind::Uuid {
+                        return Err(error(
+                            pos,
+                            format!(
+                                "`in` takes a list or `@domains` (for a UUID field), not `@{name}`"
+                            ),
+                        ));
+                    }
+                    self.term(CallerTerm::Domains { field: field.name }, pos)?
+                }
+                _ => {
+                    let list = self.list(field)?;
+                    Self::cond(field, Op::In, list)
+                }
+            },
+            Op::Like | Op::ILike => {
+                let pat = self.pattern(&spelled)?;
+                Self::cond(field, o.op, pat)
+            }
+            op => match self.peek().clone() {
+                (Tok::Caller(name), pos) => {
+                    self.check_caller(&name, pos)?;
+                    self.next();
+                    let eq = match op {
+                        Op::Eq => true,
+                        Op::Ne => false,
+                        _ => {
+                            return Err(error(
+                                pos,
+                                format!("`@{name}` is compared with `=` or `!=`"),
+                            ))
+                        }
+                    };
+                    if name != "me" {
+                        return Err(error(
+                            pos,
+                            format!("a field is compared with `@me`, not `@{name}`"),
+                        ));
+                    }
+                    if field.kind != Kind::Uuid {
+                        return Err(error(
+                            pos,
+                            format!("`@me` is a UUID, and `{}` does not hold one", field.name),
+                        ));
+                    }
+                    self.term(
+                        CallerTerm::Me {
+                            field: field.name,
+                            eq,
+                        },
+                        pos,
+                    )?
+                }
+                _ => {
+                    let v = self.value(field)?;
+                    Self::cond(field, op, v)
+                }
+            },
         };
-        let c = Condition::Is(Cond {
+        Ok(related
+            .into_iter()
+            .rev()
+            .fold(c, |inner, rel| T::related(rel, inner)))
+    }
+
+    fn cond(field: &FieldInfo, op: Op, arg: Arg) -> T {
+        T::is(Cond {
             field: field.name,
             op,
             arg,
             param: PARAM.to_owned(),
-        });
-        Ok(match related {
-            Some(rel) => crate::condition::Related::pending(rel, c),
-            None => c,
         })
     }
 
-    /// The field a comparison starts with, which must be filterable; with the relation it
-    /// belongs to when it is a related row's field (`habitat.name`, compared among the related
-    /// rows).
-    fn filterable_field(&mut self) -> Result<(&'static FieldInfo, Option<&'static str>), Error> {
+    /// The field a comparison starts with, which must be filterable; with the relations it is
+    /// reached through when it is a related row's field (`habitat.name`, compared among the
+    /// related rows).
+    fn filterable_field(&mut self) -> Result<(&'static FieldInfo, Vec<&'static str>), Error> {
         let (t, pos) = self.next();
         let name = match t {
             Tok::Ident(n) if !is_keyword(&n) => n,
@@ -375,18 +515,29 @@ impl Parser<'_> {
                 ))
             }
         };
-        let (fields, related, name) = match related_param(self.rels, &name) {
-            Some((rel, target, rest)) => (target, Some(rel), rest),
-            None => (self.fields, None, name.as_str()),
+        let path = name.clone();
+        let (fields, related, name) = match (self.resolve)(&name) {
+            Some((rels, target, rest)) => (target, rels, rest),
+            None if self.rules && name.contains('.') => {
+                return Err(error(
+                    pos,
+                    format!("`{name}` does not follow the declared relations"),
+                ))
+            }
+            None => (self.fields, Vec::new(), name),
         };
         let field = fields
             .iter()
             .find(|f| f.name == name && f.filterable)
             .ok_or_else(|| {
+                let of = match related.last() {
+                    Some(rel) if self.rules => format!(" (in `{path}`) of the relation `{rel}`"),
+                    _ => String::new(),
+                };
                 error(
                     pos,
                     format!(
-                        "`{name}` is not a filterable field; filterable fields: {}",
+                        "`{name}`{of} is not a filterable field; filterable fields: {}",
                         fields
                             .iter()
                             .filter(|f| f.filterable)
@@ -558,14 +709,6 @@ impl Parser<'_> {
         };
         parse_arg(field.kind, &text).map_err(|e| error(pos, format!("`{name}`: {e}")))
     }
-}
-
-fn is_keyword(w: &str) -> bool {
-    [
-        "and", "or", "not", "like", "ilike", "in", "is", "null", "true", "false",
-    ]
-    .iter()
-    .any(|k| k.eq_ignore_ascii_case(w))
 }
 
 #[cfg(test)]

@@ -37,7 +37,8 @@ async fn fetch<R: Resource>(
 ) -> Result<Fetched, Error> {
     let who = caller_on(shared, req, Operation::Get, conn).await?;
     let params = Params::of(req.query_string())?;
-    let scope = who.read_scope_in(shared, who.rows_read::<R>(&params)?)?;
+    let rows = who.rows_read::<R>(&params)?;
+    let scope = relations::rules::scope_in(&who, shared, req, rows, relations::rules::Kind::Read)?;
     let expand = relations::expand::parse::<R>(&params)?;
     let sparse = relations::expand::requested::<R>(&params)?;
     let members = shared.ops.get(&Operation::Get).and_then(|o| o.members);

@@ -44,7 +44,8 @@ async fn list<R: Resource>(
     let params = Params::of(req.query_string())?;
     // The caller's scope first: an anonymous caller the rules refuse gets 401 before any
     // other parameter is judged.
-    let scope = who.read_scope_in(shared, who.rows_read::<R>(&params)?)?;
+    let rows = who.rows_read::<R>(&params)?;
+    let scope = relations::rules::scope_in(&who, shared, req, rows, relations::rules::Kind::Read)?;
     // The planner's estimate is answered only to a caller who reads every row and member.
     let whole_table = scope.is_always() && (R::READ_RULES.is_empty() || who.is_admin());
     let (mut q, expand) = judged_query(shared, &params, st, who.viewer())?;

@@ -29,6 +29,7 @@ mod write;
 
 // Relations between resources: filters and sorts across them, and `expand`.
 pub(crate) mod relations;
+mod rule_expr;
 
 // HTTP glue: the blueprint and its options, custom routes, the scope its routes share, what
 // handlers read from a request, how they answer, and the shared state of a mounted blueprint.

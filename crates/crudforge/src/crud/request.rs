@@ -77,16 +77,29 @@ async fn caller_with<R: Resource>(
     op: Operation,
     conn: Option<&mut Conn>,
 ) -> Result<Caller, Error> {
-    let opts = shared.ops.get(&op);
-    if opts.is_some_and(|o| o.public) {
+    if shared.ops.get(&op).is_some_and(|o| o.public) {
         return Ok(Caller::Public);
     }
     let user = match conn {
         Some(conn) => crate::auth::current_user_on(req, conn).await?,
         None => crate::auth::current_user(req).await?,
     };
+    caller_for(shared, op, user.as_ref())
+}
+
+/// The caller of an operation, the request's user known (`None`: anonymous). Enforces
+/// `admin_only`.
+pub(crate) fn caller_for<R: Resource>(
+    shared: &Shared<R>,
+    op: Operation,
+    user: Option<&crate::auth::CurrentUser>,
+) -> Result<Caller, Error> {
+    let opts = shared.ops.get(&op);
+    if opts.is_some_and(|o| o.public) {
+        return Ok(Caller::Public);
+    }
     if opts.is_some_and(|o| o.admin_only) {
-        match &user {
+        match user {
             None => return Err(Error::Unauthorized("Authentication required.".into())),
             Some(u) if !u.is_admin() => {
                 return Err(Error::Forbidden("Administrators only.".into()))
@@ -95,8 +108,8 @@ async fn caller_with<R: Resource>(
         }
     }
     Ok(match user {
-        Some(u) if u.is_admin() => Caller::Admin(u),
-        other => Caller::User(other),
+        Some(u) if u.is_admin() => Caller::Admin(u.clone()),
+        other => Caller::User(other.cloned()),
     })
 }
 
@@ -111,17 +124,8 @@ pub(crate) enum Caller {
 }
 
 impl Caller {
-    /// The rows the caller may read: the rules' read scope, live rows only (see
-    /// [`Rows`]). Every generated read builds on it.
-    pub(crate) fn read_scope<R: Resource>(&self, shared: &Shared<R>) -> Result<Condition, Error> {
-        self.read_scope_in(shared, Rows::Live)
-    }
-
-    /// The rows the caller may write: the rules' write scope, live rows only. Every generated
-    /// write (PATCH, DELETE) builds on it.
-    pub(crate) fn write_scope<R: Resource>(&self, shared: &Shared<R>) -> Result<Condition, Error> {
-        self.write_scope_in(shared, Rows::Live)
-    }
+    // The scopes below are the rules' own; `relations::rules` links the relations a rule
+    // crosses, and every generated read and write takes its scope from there.
 
     /// The rules' read scope among `rows` (deleted rows are asked for explicitly).
     pub(crate) fn read_scope_in<R: Resource>(
@@ -139,6 +143,15 @@ impl Caller {
         rows: Rows,
     ) -> Result<Condition, Error> {
         self.scope_in::<R>(rows, |u| shared.rules.write(u))
+    }
+
+    /// The rules' delete scope among `rows`.
+    pub(crate) fn delete_scope_in<R: Resource>(
+        &self,
+        shared: &Shared<R>,
+        rows: Rows,
+    ) -> Result<Condition, Error> {
+        self.scope_in::<R>(rows, |u| shared.rules.delete(u))
     }
 
     /// The scope `access` gives the caller (everything for public operations and

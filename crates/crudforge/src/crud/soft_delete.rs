@@ -2,8 +2,9 @@
 //! `deleted_at`, the `include_deleted` parameter that asks for deleted rows, and the purge of
 //! rows deleted longer ago than `SOFT_DELETE_RETENTION`.
 //!
-//! The condition is added where the rules' scopes are made (`request::Caller::read_scope` and
-//! `write_scope`), so every read and write built on them sees live rows only; the storage
+//! The condition is added where the rules' scopes are made (`request::Caller::read_scope_in`,
+//! `write_scope_in`, `delete_scope_in`), so every read and write built on them sees live rows
+//! only; the storage
 //! step of a delete is the generated `Resource::delete`, which sets `deleted_at`.
 
 use super::query::Params;

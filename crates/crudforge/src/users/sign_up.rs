@@ -43,6 +43,12 @@ impl<U: 'static> Rules<U> for SignUpRules<U> {
     fn write(&self, user: Option<&CurrentUser>) -> Access {
         self.inner.write(user)
     }
+    fn delete(&self, user: Option<&CurrentUser>) -> Access {
+        self.inner.delete(user)
+    }
+    fn problems(&self) -> Vec<String> {
+        self.inner.problems()
+    }
     fn create(
         &self,
         user: Option<&CurrentUser>,

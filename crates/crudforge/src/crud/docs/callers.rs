@@ -41,9 +41,8 @@ pub(super) fn callers<R: Resource>(
     let anonymous_ok = !o.admin_only
         && match op {
             Operation::Index | Operation::Get => lets_in(shared.rules.read(None)),
-            Operation::Patch | Operation::Delete | Operation::Restore => {
-                lets_in(shared.rules.write(None))
-            }
+            Operation::Patch | Operation::Restore => lets_in(shared.rules.write(None)),
+            Operation::Delete => lets_in(shared.rules.delete(None)),
             Operation::Post => shared
                 .rules
                 .create(None, &mut serde_json::Map::new())
@@ -175,7 +174,8 @@ fn access_of<R: 'static>(
     use crate::perms::Access;
     match op {
         Operation::Index | Operation::Get => rules.read(caller),
-        Operation::Patch | Operation::Delete | Operation::Restore => rules.write(caller),
+        Operation::Patch | Operation::Restore => rules.write(caller),
+        Operation::Delete => rules.delete(caller),
         Operation::Post => {
             // A domain's administrator creates in their domain.
             let mut body = serde_json::Map::new();

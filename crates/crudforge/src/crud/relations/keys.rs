@@ -96,7 +96,7 @@ pub(crate) async fn readable<T: Resource>(
     let scope = match super::mounted::<T>(req) {
         Some(shared) => {
             let scope = match caller_on(&shared, req, Operation::Get, conn).await {
-                Ok(who) => who.read_scope(&shared),
+                Ok(who) => super::rules::read_scope(&who, &shared, req),
                 Err(e) => Err(e),
             };
             match scope {

@@ -11,6 +11,7 @@
 pub(crate) mod docs;
 pub(crate) mod expand;
 pub(crate) mod keys;
+pub(crate) mod rules;
 mod sql;
 
 pub use sql::{related_order, related_sql, LinkSql, RelSql};
@@ -79,6 +80,8 @@ pub struct Target {
     pub(crate) scope: ScopeFn,
     pub(crate) load: expand::LoadFn,
     pub(crate) readable: keys::ReadableFn,
+    pub(crate) link_rule: LinkRuleFn,
+    pub(crate) rule_scope: RuleScopeFn,
     pub(crate) schema: fn(
         &mut crate::openapi::ApiDoc,
     ) -> apistos::reference_or::ReferenceOr<schemars::schema::Schema>,
@@ -100,6 +103,15 @@ pub(crate) type ScopeFn =
         &'static str,
     ) -> futures_util::future::LocalBoxFuture<'a, Result<Condition, Error>>;
 
+/// Links a rule's crossings on the related resource (see [`rules::link`]).
+pub(crate) type LinkRuleFn =
+    fn(&HttpRequest, Condition, Option<&crate::auth::CurrentUser>, usize) -> Condition;
+
+/// The related resource's read scope as a rule's crossing applies it (see
+/// [`rules::read_scope_of`]).
+pub(crate) type RuleScopeFn =
+    fn(&HttpRequest, Option<&crate::auth::CurrentUser>, usize) -> Condition;
+
 impl Target {
     /// The target resource `R`.
     pub fn of<R: Resource>() -> Target {
@@ -116,6 +128,8 @@ impl Target {
             readable: |req, conn, key, value, admin| {
                 Box::pin(keys::readable::<R>(req, conn, key, value, admin))
             },
+            link_rule: rules::link::<R>,
+            rule_scope: rules::read_scope_of::<R>,
             schema: |doc| doc.schema::<R::Response>(),
         }
     }
@@ -163,9 +177,7 @@ pub(crate) async fn reader<R: Resource>(
     let who = caller_on(&shared, req, Operation::Get, conn)
         .await
         .map_err(|e| refused(e, param, rel))?;
-    let scope = who
-        .read_scope(&shared)
-        .map_err(|e| refused(e, param, rel))?;
+    let scope = rules::read_scope(&who, &shared, req).map_err(|e| refused(e, param, rel))?;
     Ok((shared, who, scope))
 }
 
@@ -265,6 +277,8 @@ async fn link_tree<R: Resource>(
             Box::pin(link_tree::<R>(req, conn, *inner, joins, viewer)).await?,
         )),
         Condition::Is(c) => Condition::Is(c),
+        // A crossing of the rules' scope, linked with it.
+        Condition::Related(r) if r.link.is_some() => Condition::Related(r),
         Condition::Related(mut r) => {
             *joins += 1;
             if *joins > MAX_RELATION_JOINS {

@@ -18,8 +18,10 @@ use crate::crud::conditional::{self, Precondition};
 use crate::crud::idempotency::Answer;
 use crate::crud::options::Operation;
 use crate::crud::relations::keys::Keys;
+use crate::crud::relations::rules::{self, Kind};
 use crate::crud::request::{caller, check_members, decode, hash_passwords, parent_conds};
 use crate::crud::shared::Shared;
+use crate::crud::soft_delete::Rows;
 use crate::crud::{HookCtx, Resource};
 use crate::db::tx::TxMode;
 use crate::db::Conn;
@@ -73,6 +75,7 @@ pub(crate) async fn create<R: Resource>(
         };
         ready.push(prepared.await.map_err(|e| at(i, e))?);
     }
+    let created = rules::created_scope(&who, shared, &req)?;
     let plan = Plan {
         op: Operation::Post,
         in_tx: true,
@@ -84,6 +87,11 @@ pub(crate) async fn create<R: Resource>(
         for (i, (input, keys)) in ready.into_iter().zip(&keys).enumerate() {
             keys.check(&req, conn, &who).await.map_err(|e| at(i, e))?;
             let row = R::insert(conn, input).await.map_err(|e| at(i, e))?;
+            if let Some(scope) = &created {
+                rules::check_created(shared, conn, &who, scope, &row)
+                    .await
+                    .map_err(|e| at(i, e))?;
+            }
             after_write(shared, conn, &ctx, i, &row).await?;
             rows.push(row);
         }
@@ -103,7 +111,7 @@ pub(crate) async fn update<R: Resource>(
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
     let who = caller(shared, &req, Operation::Patch).await?;
-    let scope = who.write_scope(shared)?;
+    let scope = rules::scope_in(&who, shared, &req, Rows::Live, Kind::Update)?;
     let parents = parent_conds(shared, &req)?;
     let held = match KeyCheck::of(shared, st, &req, &body, &who).await? {
         KeyCheck::Replay(stored) => return Ok(stored),
@@ -134,7 +142,11 @@ pub(crate) async fn update<R: Resource>(
             shared.hooks.before_update_input(&ctx, input).await
         };
         let input = prepared.await.map_err(|e| at_changes(i, e))?;
-        ready.push((Target::within(&who, conds, scope.clone()), if_match, input));
+        ready.push((
+            Target::within(&who, &req, conds, scope.clone()),
+            if_match,
+            input,
+        ));
     }
     let conditional = ready.iter().any(|(_, pre, _)| pre.is_some());
     let plan = Plan {
@@ -176,7 +188,7 @@ pub(crate) async fn delete<R: Resource>(
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
     let who = caller(shared, &req, Operation::Delete).await?;
-    let scope = who.write_scope(shared)?;
+    let scope = rules::scope_in(&who, shared, &req, Rows::Live, Kind::Delete)?;
     let parents = parent_conds(shared, &req)?;
     let held = match KeyCheck::of(shared, st, &req, &body, &who).await? {
         KeyCheck::Replay(stored) => return Ok(stored),
@@ -186,7 +198,12 @@ pub(crate) async fn delete<R: Resource>(
     let targets: Vec<(Target<'_>, Option<Precondition>)> =
         addressed(shared, items, &parents, false)?
             .into_iter()
-            .map(|a| (Target::within(&who, a.conds, scope.clone()), a.if_match))
+            .map(|a| {
+                (
+                    Target::within(&who, &req, a.conds, scope.clone()),
+                    a.if_match,
+                )
+            })
             .collect();
     let ctx = who.hook_ctx(Operation::Delete, &st.db, &req);
     let conditional = targets.iter().any(|(_, pre)| pre.is_some());

@@ -6,6 +6,7 @@ use crate::condition::Cond;
 use crate::crud::idempotency::Answer;
 use crate::crud::options::Operation;
 use crate::crud::relations::keys::Keys;
+use crate::crud::relations::rules;
 use crate::crud::request::{
     caller, check_members, decode, hash_passwords, json_object, parent_conds, Caller,
 };
@@ -37,16 +38,23 @@ pub(crate) async fn create<R: Resource>(
     let mut input: R::Create = input(shared, obj, &who, &ctx, &parents)?;
     hash_passwords(&mut input, st.config.password_policy()).await?;
     let input = shared.hooks.before_create(&ctx, input).await?;
+    // A create rule judges the stored row, in the transaction (crud::relations::rules).
+    let created = rules::created_scope(&who, shared, &req)?;
     let plan = Plan {
         op: Operation::Post,
-        // A plain insert is one statement; keys and hooks need a transaction around it.
-        in_tx: held.key().is_some() || shared.hooks.wrap(Operation::Post),
+        // A plain insert is one statement; keys, hooks and a create rule need a transaction
+        // around it.
+        in_tx: held.key().is_some() || shared.hooks.wrap(Operation::Post) || created.is_some(),
         mode: TxMode::Write,
         key: held.key(),
     };
     let insert = async |conn: &mut Conn| {
         keys.check(&req, conn, &who).await?;
-        insert(shared, &req, conn, input).await
+        let change = insert(shared, &req, conn, input).await?;
+        if let (Some(scope), Change::Stored(row, _)) = (&created, &change) {
+            rules::check_created(shared, conn, &who, scope, row).await?;
+        }
+        Ok(change)
     };
     let ended = run(shared, st, &req, &ctx, plan, insert).await?;
     Ok(ended.into_response())

@@ -24,7 +24,7 @@ pub(crate) async fn delete<R: Resource>(
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
     let who = caller(shared, &req, Operation::Delete).await?;
-    let target = Target::of(shared, &req, &who)?;
+    let target = Target::to_delete(shared, &req, &who)?;
     let if_match = target::precondition(shared, &req)?;
     let ctx = who.hook_ctx(Operation::Delete, &st.db, &req);
     let plan = Plan {

@@ -4,6 +4,7 @@
 
 use crate::condition::{Cond, Condition};
 use crate::crud::conditional::{self, Precondition};
+use crate::crud::relations::rules::{self, Kind};
 use crate::crud::request::{item_conds, not_found, Caller};
 use crate::crud::rows::select_one;
 use crate::crud::shared::Shared;
@@ -23,6 +24,8 @@ pub(crate) struct Target<'a> {
     addressed: Vec<Cond>,
     /// Which rows the write addresses: live ones, or deleted ones for a restore.
     rows: Rows,
+    /// The request, whose caller's read scope tells a refusal from a missing row.
+    req: HttpRequest,
 }
 
 impl<'a> Target<'a> {
@@ -36,18 +39,46 @@ impl<'a> Target<'a> {
         req: &HttpRequest,
         who: &'a Caller,
     ) -> Result<Target<'a>, Error> {
-        let scope = who.write_scope(shared)?;
+        Target::for_kind(shared, req, who, Kind::Update)
+    }
+
+    /// The item a DELETE addresses, within the caller's delete scope.
+    ///
+    /// # Errors
+    ///
+    /// The rules' refusal (401, 403), or 404 for a key that does not parse.
+    pub(crate) fn to_delete<R: Resource>(
+        shared: &Shared<R>,
+        req: &HttpRequest,
+        who: &'a Caller,
+    ) -> Result<Target<'a>, Error> {
+        Target::for_kind(shared, req, who, Kind::Delete)
+    }
+
+    fn for_kind<R: Resource>(
+        shared: &Shared<R>,
+        req: &HttpRequest,
+        who: &'a Caller,
+        kind: Kind,
+    ) -> Result<Target<'a>, Error> {
+        let scope = rules::scope_in(who, shared, req, Rows::Live, kind)?;
         let addressed = item_conds(shared, req)?;
-        Ok(Target::within(who, addressed, scope))
+        Ok(Target::within(who, req, addressed, scope))
     }
 
     /// The item `addressed` names (its key and parents), within the caller's write `scope`.
-    pub(crate) fn within(who: &'a Caller, addressed: Vec<Cond>, scope: Condition) -> Target<'a> {
+    pub(crate) fn within(
+        who: &'a Caller,
+        req: &HttpRequest,
+        addressed: Vec<Cond>,
+        scope: Condition,
+    ) -> Target<'a> {
         Target {
             who,
             conds: Condition::from(addressed.clone()).and(scope),
             addressed,
             rows: Rows::Live,
+            req: req.clone(),
         }
     }
 
@@ -62,13 +93,14 @@ impl<'a> Target<'a> {
         req: &HttpRequest,
         who: &'a Caller,
     ) -> Result<Target<'a>, Error> {
-        let scope = who.write_scope_in(shared, Rows::Deleted)?;
+        let scope = rules::scope_in(who, shared, req, Rows::Deleted, Kind::Update)?;
         let addressed = item_conds(shared, req)?;
         Ok(Target {
             who,
             conds: Condition::from(addressed.clone()).and(scope),
             addressed,
             rows: Rows::Deleted,
+            req: req.clone(),
         })
     }
 
@@ -121,10 +153,7 @@ impl<'a> Target<'a> {
         conn: &mut Conn,
         rows: Rows,
     ) -> Result<bool, Error> {
-        let read = match rows {
-            Rows::Live => self.who.read_scope(shared),
-            _ => self.who.read_scope_in(shared, rows),
-        };
+        let read = rules::scope_in(self.who, shared, &self.req, rows, Kind::Read);
         let Ok(read) = read else {
             return Ok(false);
         };

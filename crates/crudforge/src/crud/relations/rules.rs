@@ -1,0 +1,214 @@
+//! The scopes of permission rules, with the relations a rule crosses (`event.organizer_id =
+//! @me`, `critter.habitat.keeper_id = @me`) linked: each crossing is a correlated subquery
+//! that also applies the related resource's own read scope for the same caller, so a rule
+//! never reaches a row through one its caller could not read. Every generated read and write
+//! takes its scope from here; a create rule is judged on the stored row in the create's
+//! transaction ([`check_created`]).
+
+use super::{mounted, relation};
+use crate::auth::CurrentUser;
+use crate::condition::{parse_arg, Cond, Condition, Link};
+use crate::crud::options::Operation;
+use crate::crud::request::{caller_for, Caller};
+use crate::crud::shared::Shared;
+use crate::crud::soft_delete::Rows;
+use crate::crud::Resource;
+use crate::db::Conn;
+use crate::error::Error;
+use crate::perms::Access;
+use actix_web::HttpRequest;
+
+/// How many relations deep a rule's crossings may reach, counting those of the related
+/// resources' own rules; a crossing beyond it matches no row (rules that cross into each
+/// other cannot loop).
+pub(crate) const MAX_RULE_DEPTH: usize = 6;
+
+/// Which of the rules a scope comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// `read`: lists, counts, `GET`, relations.
+    Read,
+    /// `write`: `PATCH` (and restore).
+    Update,
+    /// `delete`: `DELETE`.
+    Delete,
+}
+
+/// The condition no row matches.
+fn never() -> Condition {
+    Condition::Any(Vec::new())
+}
+
+/// The scope the rules of `kind` give `who` among `rows`, its crossings linked.
+///
+/// # Errors
+///
+/// The rules' refusal (401, 403).
+pub(crate) fn scope_in<R: Resource>(
+    who: &Caller,
+    shared: &Shared<R>,
+    req: &HttpRequest,
+    rows: Rows,
+    kind: Kind,
+) -> Result<Condition, Error> {
+    scope_at(who, shared, req, rows, kind, 0)
+}
+
+/// The read scope of `who`, live rows only.
+///
+/// # Errors
+///
+/// The rules' refusal (401, 403).
+pub(crate) fn read_scope<R: Resource>(
+    who: &Caller,
+    shared: &Shared<R>,
+    req: &HttpRequest,
+) -> Result<Condition, Error> {
+    scope_at(who, shared, req, Rows::Live, Kind::Read, 0)
+}
+
+fn scope_at<R: Resource>(
+    who: &Caller,
+    shared: &Shared<R>,
+    req: &HttpRequest,
+    rows: Rows,
+    kind: Kind,
+    depth: usize,
+) -> Result<Condition, Error> {
+    let c = match kind {
+        Kind::Read => who.read_scope_in(shared, rows)?,
+        Kind::Update => who.write_scope_in(shared, rows)?,
+        Kind::Delete => who.delete_scope_in(shared, rows)?,
+    };
+    Ok(if pending(&c) {
+        link::<R>(req, c, who.viewer(), depth)
+    } else {
+        c
+    })
+}
+
+/// Whether `c` holds a crossing not linked yet.
+fn pending(c: &Condition) -> bool {
+    match c {
+        Condition::All(v) | Condition::Any(v) => v.iter().any(pending),
+        Condition::Not(c) => pending(c),
+        Condition::Is(_) => false,
+        Condition::Related(r) => r.link.is_none(),
+    }
+}
+
+/// Links the crossings of `c`, a rule's condition on `R` for `user`: each one's tables and
+/// keys, its nested crossings (on the related resource), and the related resource's read
+/// scope for `user`.
+pub(crate) fn link<R: Resource>(
+    req: &HttpRequest,
+    c: Condition,
+    user: Option<&CurrentUser>,
+    depth: usize,
+) -> Condition {
+    match c {
+        Condition::All(v) => Condition::All(
+            v.into_iter()
+                .map(|c| link::<R>(req, c, user, depth))
+                .collect(),
+        ),
+        Condition::Any(v) => Condition::Any(
+            v.into_iter()
+                .map(|c| link::<R>(req, c, user, depth))
+                .collect(),
+        ),
+        Condition::Not(inner) => Condition::Not(Box::new(link::<R>(req, *inner, user, depth))),
+        Condition::Related(mut r) if r.link.is_none() => {
+            let Some(rel) = relation::<R>(r.name) else {
+                return never();
+            };
+            if depth >= MAX_RULE_DEPTH {
+                return never();
+            }
+            let t = (rel.target)();
+            let inner = (t.link_rule)(req, *r.cond, user, depth + 1);
+            let scope = (t.rule_scope)(req, user, depth + 1);
+            r.cond = Box::new(inner.and(scope));
+            r.link = Some(Link {
+                outer_key: rel.local,
+                table: (t.table)(),
+                key: rel.remote,
+                sqlite: t.sqlite,
+                pg: t.pg,
+            });
+            Condition::Related(r)
+        }
+        other => other,
+    }
+}
+
+/// The read scope of `T` for `user` as a rule's crossing applies it: through its mounted
+/// blueprint's `GET`, as [`super::keys::readable`] judges keys; a resource not mounted there
+/// gives administrators its live rows and others none, and a refusal gives none.
+pub(crate) fn read_scope_of<T: Resource>(
+    req: &HttpRequest,
+    user: Option<&CurrentUser>,
+    depth: usize,
+) -> Condition {
+    let Some(shared) = mounted::<T>(req) else {
+        return if user.is_some_and(CurrentUser::is_admin) {
+            Rows::Live.condition::<T>()
+        } else {
+            never()
+        };
+    };
+    caller_for(&shared, Operation::Get, user)
+        .and_then(|who| scope_at(&who, &shared, req, Rows::Live, Kind::Read, depth))
+        .unwrap_or_else(|_| never())
+}
+
+/// The condition a row created by `who` must meet (`None`: none beyond the create rule's
+/// gate), crossings linked.
+///
+/// # Errors
+///
+/// The rules' refusal.
+pub(crate) fn created_scope<R: Resource>(
+    who: &Caller,
+    shared: &Shared<R>,
+    req: &HttpRequest,
+) -> Result<Option<Condition>, Error> {
+    let Caller::User(user) = who else {
+        return Ok(None);
+    };
+    match shared.rules.created(user.as_ref()) {
+        Access::All => Ok(None),
+        access => {
+            let c = access.into_conds()?;
+            Ok(Some(link::<R>(req, c, user.as_ref(), 0)))
+        }
+    }
+}
+
+/// Refuses a created row outside `scope` (401 for an anonymous caller, 403 for others); run
+/// in the create's transaction, so the refused row is never committed.
+///
+/// # Errors
+///
+/// The refusal; database errors.
+pub(crate) async fn check_created<R: Resource>(
+    shared: &Shared<R>,
+    conn: &mut Conn,
+    who: &Caller,
+    scope: &Condition,
+    item: &R,
+) -> Result<(), Error> {
+    let key = item
+        .key_of(shared.res_id.name)
+        .and_then(|k| parse_arg(shared.res_id.kind, &k).ok())
+        .ok_or_else(|| Error::Internal("a created row has no key to judge it by".into()))?;
+    let found = Condition::from(Cond::eq(shared.res_id.name, key)).and(scope.clone());
+    if R::count(conn, &found).await? > 0 {
+        return Ok(());
+    }
+    let why = format!("You are not allowed to create this {}.", R::NAME);
+    Err(match who.viewer() {
+        None => Error::Unauthorized(why.into()),
+        Some(_) => Error::Forbidden(why.into()),
+    })
+}
