@@ -31,6 +31,11 @@ pub struct GettingStartedGuide;
 #[cfg(doctest)]
 pub struct CliGuide;
 
+/// The guide `docs/permissions.md`, whose model examples compile as doc tests.
+#[doc = include_str!("../../docs/permissions.md")]
+#[cfg(doctest)]
+pub struct PermissionsGuide;
+
 /// The guide `docs/filtering.md`, whose examples run as doc tests.
 #[doc = include_str!("../../docs/filtering.md")]
 #[cfg(doctest)]
