@@ -98,6 +98,42 @@ pub fn caller_values_list() -> String {
         .join(", ")
 }
 
+/// The tokens of an expression as a parser reads them, front to back. The lexer ends the list
+/// with [`Tok::End`], and reading never moves past it, so a parser may peek at any time.
+#[derive(Debug, Clone)]
+pub struct Tokens {
+    toks: Vec<Spanned>,
+    at: usize,
+}
+
+impl Tokens {
+    /// The tokens of `src`, ready to read from the first.
+    ///
+    /// # Errors
+    ///
+    /// As [`lex`].
+    pub fn new(src: &str) -> Result<Tokens, ExprError> {
+        Ok(Tokens {
+            toks: lex(src)?,
+            at: 0,
+        })
+    }
+
+    /// The token to be read next (the final [`Tok::End`] once all are read).
+    pub fn peek(&self) -> &Spanned {
+        &self.toks[self.at.min(self.toks.len().saturating_sub(1))]
+    }
+
+    /// Reads the next token.
+    pub fn advance(&mut self) -> Spanned {
+        let t = self.peek().clone();
+        if self.at + 1 < self.toks.len() {
+            self.at += 1;
+        }
+        t
+    }
+}
+
 /// The tokens of an expression, each with its position (1-based, in characters), ending with
 /// [`Tok::End`].
 ///
@@ -250,10 +286,8 @@ pub struct Outline {
 ///
 /// Where the rule stops parsing, and what was expected there.
 pub fn outline(src: &str, max_depth: usize) -> Result<Outline, ExprError> {
-    let toks = lex(src)?;
     let mut p = Outliner {
-        toks,
-        at: 0,
+        toks: Tokens::new(src)?,
         out: Outline::default(),
         max_depth,
     };
@@ -275,23 +309,18 @@ pub fn outline(src: &str, max_depth: usize) -> Result<Outline, ExprError> {
 }
 
 struct Outliner {
-    toks: Vec<Spanned>,
-    at: usize,
+    toks: Tokens,
     out: Outline,
     max_depth: usize,
 }
 
 impl Outliner {
     fn peek(&self) -> &Spanned {
-        &self.toks[self.at.min(self.toks.len() - 1)]
+        self.toks.peek()
     }
 
     fn next(&mut self) -> Spanned {
-        let t = self.peek().clone();
-        if self.at < self.toks.len() - 1 {
-            self.at += 1;
-        }
-        t
+        self.toks.advance()
     }
 
     fn or(&mut self, depth: usize) -> Result<(), ExprError> {

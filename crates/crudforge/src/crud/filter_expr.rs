@@ -13,7 +13,7 @@ use crate::condition::{
 };
 use crate::error::Error;
 use crate::field::{FieldInfo, Kind};
-use crudforge_core::expr::{is_keyword, Spanned, Tok};
+use crudforge_core::expr::{is_keyword, Spanned, Tok, Tokens};
 use crudforge_core::operator_spelled;
 
 /// The name of the parameter, as errors name it.
@@ -42,8 +42,8 @@ fn error(pos: usize, msg: impl std::fmt::Display) -> Error {
 }
 
 /// The tokens of an expression (the lexer is shared with the derive, in `crudforge-core`).
-fn lex(src: &str) -> Result<Vec<Spanned>, Error> {
-    crudforge_core::expr::lex(src).map_err(|e| error(e.pos, e.message))
+fn lex(src: &str) -> Result<Tokens, Error> {
+    Tokens::new(src).map_err(|e| error(e.pos, e.message))
 }
 
 /// What the parser builds: a [`Condition`] for the `filter` parameter, a rule's template for
@@ -172,10 +172,8 @@ fn parse<T: Tree>(
             ),
         ));
     }
-    let toks = lex(src)?;
     let mut p = Parser {
-        toks,
-        at: 0,
+        toks: lex(src)?,
         fields,
         resolve,
         rules,
@@ -200,8 +198,7 @@ fn parse<T: Tree>(
 }
 
 struct Parser<'r, T> {
-    toks: Vec<Spanned>,
-    at: usize,
+    toks: Tokens,
     fields: &'static [FieldInfo],
     resolve: Resolve<'r>,
     /// Whether this is a permission rule (caller values, `true`, `false`).
@@ -212,16 +209,11 @@ struct Parser<'r, T> {
 
 impl<T: Tree> Parser<'_, T> {
     fn peek(&self) -> &Spanned {
-        // The lexer always ends the list with `End`, and `next` never moves past it.
-        &self.toks[self.at.min(self.toks.len() - 1)]
+        self.toks.peek()
     }
 
     fn next(&mut self) -> Spanned {
-        let t = self.peek().clone();
-        if self.at < self.toks.len() - 1 {
-            self.at += 1;
-        }
-        t
+        self.toks.advance()
     }
 
     fn deeper(&self, depth: usize, pos: usize) -> Result<usize, Error> {
