@@ -19,6 +19,7 @@ from crudforge_client.api.critter import (
     update_critter,
 )
 from crudforge_client.api.domain import create_domain, delete_domain
+from crudforge_client.api.visit import create_visit, update_visit
 from crudforge_client.api.user import (
     create_user,
     get_current_user,
@@ -43,6 +44,9 @@ from crudforge_client.models import (
     RefreshRequest,
     ResetRequest,
     UserCreate,
+    Visit,
+    VisitCreate,
+    VisitUpdate,
 )
 from crudforge_client.types import UNSET
 
@@ -186,6 +190,18 @@ problem(restore_critter.sync_detailed(tom.id, client=user), 403, "/errors/forbid
 back = expect(restore_critter.sync_detailed(tom.id, client=admin), 200, Critter)
 assert back.id == tom.id and back.deleted_at is None, back
 expect(get_critter.sync_detailed(tom.id, client=user), 200, object)
+
+# An owned row, created without its owner: the server sets `visitor_id` to the caller, and the
+# generated create model has no such member. `critter_id` is create-only: the generated update
+# model has no such member either.
+assert "visitor_id" not in VisitCreate.__annotations__, VisitCreate.__annotations__
+assert "critter_id" not in VisitUpdate.__annotations__, VisitUpdate.__annotations__
+r = create_visit.sync_detailed(client=user, body=VisitCreate(critter_id=ids[1], note="fed Felix"))
+visit = expect(r, 201, Visit)
+assert visit.visitor_id == user_id and visit.critter_id == ids[1], visit
+r = update_visit.sync_detailed(visit.id, client=user, body=VisitUpdate(note="fed Felix twice"))
+changed = expect(r, 200, Visit)
+assert changed.note == "fed Felix twice" and changed.critter_id == ids[1], changed
 
 # A domain, deleted with the documented `cascade` flag.
 r = create_domain.sync_detailed(client=admin, body=DomainCreate(name="python-flow"))

@@ -31,7 +31,14 @@ fn habitats_and_expanded_critters() {
         let savanna = app.json(&app.post(list, Some(&at), body.clone()), 201);
         assert_eq!(
             keys(&savanna),
-            ["climate", "created_at", "id", "name", "updated_at"]
+            [
+                "climate",
+                "created_at",
+                "id",
+                "keeper_id",
+                "name",
+                "updated_at"
+            ]
         );
         app.problem(&app.post(list, Some(&at), body), 409, list);
         let tundra = app.json(

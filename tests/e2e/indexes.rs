@@ -5,13 +5,17 @@
 use crate::harness::cli;
 use crudforge_tests::TestDb;
 
-/// The statements of the indexes `Critter` declares, in declaration order (the last one serves
-/// a habitat's critters).
-const CREATE: [&str; 4] = [
+/// The statements of the indexes the resources declare, in mount order: `Critter`'s (the last
+/// one serves a habitat's critters), then `Habitat`'s and `Visit`'s (a visit's read rule
+/// crosses to its critter's habitat and compares its keeper).
+const CREATE: [&str; 7] = [
     "CREATE INDEX IF NOT EXISTS critters_deleted_at_created_at_id_idx ON critters (deleted_at, created_at, id);",
     "CREATE INDEX IF NOT EXISTS critters_species_deleted_at_cuteness_level_idx ON critters (species, deleted_at, cuteness_level);",
     "CREATE INDEX IF NOT EXISTS critters_species_deleted_at_created_at_id_cuteness_level_idx ON critters (species, deleted_at, created_at, id, cuteness_level);",
     "CREATE INDEX IF NOT EXISTS critters_habitat_id_idx ON critters (habitat_id);",
+    "CREATE INDEX IF NOT EXISTS habitats_keeper_id_idx ON habitats (keeper_id);",
+    "CREATE INDEX IF NOT EXISTS visits_critter_id_idx ON visits (critter_id);",
+    "CREATE INDEX IF NOT EXISTS visits_visitor_id_idx ON visits (visitor_id);",
 ];
 
 #[test]

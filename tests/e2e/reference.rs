@@ -293,6 +293,11 @@ fn data(v: &Value) -> &Vec<Value> {
 #[path = "habitats.rs"]
 mod habitats;
 
+// ---- visits and their rules (a file of its own, with this file's helpers) ----
+
+#[path = "visits.rs"]
+mod visits;
+
 // ---- the CLI ----
 
 #[test]

@@ -2,6 +2,7 @@
 
 use super::habitats::Habitat;
 use super::schema::critters;
+use super::visits::Visit;
 use chrono::{DateTime, Utc};
 use crudforge::auth::CurrentUser;
 use crudforge::crud::HookCtx;
@@ -21,6 +22,9 @@ use uuid::Uuid;
 /// equality columns, so the counts stay covering index searches and the pages come out of
 /// their index in order. The migrations create them; the server warns if one is missing.
 ///
+/// `expand=visits` embeds the visits to it that the caller may read (their own; all of them
+/// for the keeper of its habitat and administrators).
+///
 /// `vet_notes` is for administrators: only they read it (it is absent from every answer others
 /// get, and they cannot select, sort or filter by it) and only they write it ([`CritterRules`]).
 #[derive(Debug, Clone, Queryable, Selectable, Resource)]
@@ -28,6 +32,7 @@ use uuid::Uuid;
 #[resource(
     soft_delete,
     rules = CritterRules,
+    has_many(visits = Visit, key = "critter_id"),
     index("deleted_at", "created_at", "id"),
     index("species", "deleted_at", "cuteness_level"),
     index("species", "deleted_at", "created_at", "id", "cuteness_level"),

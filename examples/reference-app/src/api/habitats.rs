@@ -1,5 +1,6 @@
 //! Habitats: where critters live. Any signed-in user reads them, administrators write them
-//! (the blueprint makes POST, PATCH and DELETE admin-only); each critter may name one.
+//! (the blueprint makes POST, PATCH and DELETE admin-only, so only they name a habitat's
+//! keeper); each critter may name one.
 
 use super::critters::Critter;
 use super::schema::habitats;
@@ -13,7 +14,7 @@ use uuid::Uuid;
 /// deleting a habitat that critters name, deleted ones included, is a 409.
 #[derive(Debug, Clone, Queryable, Selectable, Resource)]
 #[diesel(table_name = habitats)]
-#[resource(has_many(critters = Critter, key = "habitat_id"))]
+#[resource(has_many(critters = Critter, key = "habitat_id"), index("keeper_id"))]
 pub struct Habitat {
     /// Identifier.
     pub id: Uuid,
@@ -27,4 +28,7 @@ pub struct Habitat {
     /// Its climate (at most 50 characters).
     #[resource(max_len = 50)]
     pub climate: String,
+    /// The user who keeps it, if any (administrators set it, as they write habitats): they
+    /// read the visits to its critters.
+    pub keeper_id: Option<Uuid>,
 }

@@ -13,6 +13,7 @@
 //! | [`domains`] | the domain model |
 //! | [`critters`] | the Critter demo resource |
 //! | [`habitats`] | habitats, which critters belong to |
+//! | [`visits`] | visits to critters, with rules written as expressions |
 //! | [`routes`] | what is mounted where |
 //!
 //! The module itself holds what they share: the migrations and the current time ([`now`]).
@@ -29,6 +30,7 @@ pub mod schema;
 pub mod settings;
 mod user_path;
 pub mod users;
+pub mod visits;
 
 use chrono::{DateTime, SubsecRound, Utc};
 use diesel_migrations::EmbeddedMigrations;

@@ -8,6 +8,7 @@ use super::invites::{self, Invite};
 use super::profile::{self, PublicUsers};
 use super::recovery::{self, RecoverySettings};
 use super::users::AppUser;
+use super::visits::Visit;
 use super::{login, settings, user_path};
 use actix_web::web;
 use apistos::paths::OperationType;
@@ -161,11 +162,13 @@ pub fn mount(api: Api, recovery_settings: RecoverySettings) -> Result<Api, Mount
                 .before_update_input(critters::tidy_change)
                 .after_commit(critters::announce),
         )?
-        // Signed-in users read habitats; administrators write them. A habitat that critters
-        // name is not deleted (409).
+        // Signed-in users read habitats; administrators write them (its keeper included). A
+        // habitat that critters name is not deleted (409).
         .mount(Habitat::blueprint("/api/habitats/").admin_only([
             Operation::Post,
             Operation::Patch,
             Operation::Delete,
-        ]))
+        ]))?
+        // Visits: the model's rules (expressions) say who reads and writes each one.
+        .mount(Visit::blueprint("/api/visits/"))
 }

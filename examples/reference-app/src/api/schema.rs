@@ -5,7 +5,7 @@
 //! `crudforge::schema`): this application's migration adds columns to them, and a
 //! Diesel model can only select columns its `table!` declares, so the application declares
 //! each whole table, library columns included, under a name of its own (`sql_name` keeps the
-//! SQL table the same). `invites`, `critters` and `habitats` are the application's own tables.
+//! SQL table the same). `invites`, `critters`, `habitats` and `visits` are the application's own tables.
 
 diesel::table! {
     use diesel::sql_types::*;
@@ -154,5 +154,28 @@ diesel::table! {
         name -> Text,
         /// Climate.
         climate -> Text,
+        /// Keeper (a user id).
+        keeper_id -> Nullable<PortableUuid>,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crudforge::sql_types::*;
+
+    /// Visits to critters.
+    visits (id) {
+        /// Id.
+        id -> PortableUuid,
+        /// Created.
+        created_at -> PortableTimestamp,
+        /// Updated.
+        updated_at -> PortableTimestamp,
+        /// Critter.
+        critter_id -> PortableUuid,
+        /// Note.
+        note -> Text,
+        /// Visitor.
+        visitor_id -> PortableUuid,
     }
 }
