@@ -145,9 +145,8 @@ fn parse_value(text: &str, tags: &mut Vec<EntityTag>, any: &mut bool) -> Result<
         *any = true;
         return Ok(());
     }
-    if rest.is_empty() {
-        return Err("expected `*` or a list of entity tags such as \"abc\"");
-    }
+    // An empty value is an empty list (RFC 9110's `#entity-tag`): `If-Match` then matches
+    // nothing (412), `If-None-Match` every state (the request goes on).
     loop {
         rest = rest.trim_start_matches([' ', '\t']);
         // Empty list elements (`"a", , "b"`) are allowed and skipped.
@@ -268,7 +267,7 @@ mod tests {
 
     #[test]
     fn malformed_values_name_the_header() {
-        for bad in ["abc", "\"a", "\"a\" \"b\"", "*, \"a\"", "", "W/abc"] {
+        for bad in ["abc", "\"a", "\"a\" \"b\"", "*, \"a\"", "W/abc"] {
             match if_match(&headers(&[bad])) {
                 Err(Error::BadRequest { field, .. }) => {
                     assert_eq!(field.as_deref(), Some("If-Match"), "{bad}")
@@ -276,6 +275,24 @@ mod tests {
                 other => panic!("{bad}: {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn an_empty_value_is_an_empty_list() {
+        for empty in ["", " ", ","] {
+            let p = if_match(&headers(&[empty])).unwrap().unwrap();
+            assert_eq!(p, Precondition::Tags(Vec::new()), "{empty:?}");
+            assert!(
+                !p.matches_strong("\"a\""),
+                "If-Match with no tag matches nothing"
+            );
+            assert!(
+                !p.matches_weak("\"a\""),
+                "If-None-Match with no tag goes on"
+            );
+        }
+        // A batch item's `if_match` names at least one tag.
+        assert!(parse_text("").is_err());
     }
 
     #[test]

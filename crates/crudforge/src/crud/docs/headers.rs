@@ -28,7 +28,7 @@ pub(super) fn document_writes(
                 "If-None-Match",
                 false,
                 "`*` or entity tags (weak comparison): 304 when one is the item's current tag.",
-                ENTITY_TAGS_PATTERN,
+                ENTITY_TAGS_HEADER_PATTERN,
                 None,
             ));
             responses.insert(
@@ -100,7 +100,7 @@ fn if_match(
         "If-Match",
         require_if_match,
         "`*` or entity tags (strong comparison; weak tags never match): the write happens only if one is the item's current tag, otherwise 412.",
-        ENTITY_TAGS_PATTERN,
+        ENTITY_TAGS_HEADER_PATTERN,
         None,
     ));
     // A malformed If-Match is 400 (PATCH documents 400 for its body already).
@@ -145,10 +145,15 @@ fn header_param(
     )
 }
 
-/// The syntax of `If-Match` and `If-None-Match` (RFC 9110): `*`, or entity tags (optionally
-/// weak) separated by commas.
+/// The syntax of a batch item's `if_match`: `*`, or entity tags (optionally weak) separated
+/// by commas.
 pub(super) const ENTITY_TAGS_PATTERN: &str =
     r#"^(\*|(W/)?"[\x21\x23-\x7e]*"( *, *(W/)?"[\x21\x23-\x7e]*")*)$"#;
+
+/// The syntax of the `If-Match` and `If-None-Match` headers (RFC 9110): the same, or nothing
+/// (an empty list, which matches no state).
+const ENTITY_TAGS_HEADER_PATTERN: &str =
+    r#"^(\*|((W/)?"[\x21\x23-\x7e]*"( *, *(W/)?"[\x21\x23-\x7e]*")*)?)$"#;
 
 /// The syntax of `Idempotency-Key`: visible ASCII characters.
 const IDEMPOTENCY_KEY_PATTERN: &str = r"^[\x21-\x7e]+$";
@@ -181,7 +186,7 @@ pub(super) fn replayed_header(doc: &mut ApiDoc, r: &mut apistos::paths::Response
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use super::ENTITY_TAGS_PATTERN;
+    use super::ENTITY_TAGS_HEADER_PATTERN;
     use crate::crud::conditional::{if_match, if_none_match};
     use actix_web::http::header::{self, HeaderMap, HeaderValue};
     use proptest::prelude::*;
@@ -193,7 +198,7 @@ mod tests {
         fn every_value_the_pattern_admits_is_accepted(
             // The generator takes no anchors; the pattern is anchored at both ends.
             value in proptest::string::string_regex(
-                ENTITY_TAGS_PATTERN.trim_start_matches('^').trim_end_matches('$')
+                ENTITY_TAGS_HEADER_PATTERN.trim_start_matches('^').trim_end_matches('$')
             ).unwrap()
         ) {
             let Ok(v) = HeaderValue::from_str(&value) else {
