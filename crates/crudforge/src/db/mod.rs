@@ -644,6 +644,37 @@ impl Database {
     }
 }
 
+/// Refuses migration sets (the library's, then the application's) that share a version: the
+/// database records applied migrations by version alone, so the later one would be taken as
+/// applied and silently never run.
+///
+/// # Errors
+///
+/// A [`DbError::Migration`] naming both folders.
+fn distinct_versions<B: diesel::backend::Backend>(
+    sets: &[EmbeddedMigrations],
+) -> Result<(), DbError> {
+    use diesel::migration::MigrationSource;
+    let mut seen: Vec<(String, String)> = Vec::new();
+    for set in sets {
+        let list =
+            MigrationSource::<B>::migrations(set).map_err(|e| DbError::Migration(e.to_string()))?;
+        for m in list {
+            let name = m.name().to_string();
+            let version = m.name().version().to_string();
+            if let Some((_, first)) = seen.iter().find(|(v, _)| *v == version) {
+                return Err(DbError::Migration(format!(
+                    "the migrations `{first}` and `{name}` have the same version {version}: the \
+                     database records a migration by its version, so the second would never run; \
+                     give the application's folder another version (a later timestamp)"
+                )));
+            }
+            seen.push((version, name));
+        }
+    }
+    Ok(())
+}
+
 /// A data step that runs once, right after the migration `version` was applied by
 /// [`Database::run_migrations`] (its failure is logged and does not fail the migrations). The
 /// module that owns the data registers it with `inventory::submit!`, so the database layer
@@ -678,6 +709,7 @@ fn migrate_blocking(
         B: diesel::backend::Backend,
         C: MigrationHarness<B>,
     {
+        distinct_versions::<B>(&sets)?;
         let mut applied = Vec::new();
         for set in sets {
             let done = conn
@@ -712,5 +744,50 @@ fn migrate_blocking(
                 .execute(&mut conn);
             result
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An application's migration numbered like the library's second one.
+    const CLASHING: EmbeddedMigrations =
+        diesel_migrations::embed_migrations!("src/db/testdata/clash");
+
+    #[test]
+    fn migration_sets_sharing_a_version_are_refused() {
+        assert!(distinct_versions::<Sqlite>(&[SQLITE_MIGRATIONS]).is_ok());
+        assert!(distinct_versions::<Pg>(&[POSTGRES_MIGRATIONS]).is_ok());
+        for err in [
+            distinct_versions::<Sqlite>(&[SQLITE_MIGRATIONS, CLASHING]),
+            distinct_versions::<Pg>(&[POSTGRES_MIGRATIONS, CLASHING]),
+        ] {
+            let Err(DbError::Migration(msg)) = err else {
+                panic!("{err:?}");
+            };
+            assert!(
+                msg.contains("00000000000002_crudforge_idempotency_keys")
+                    && msg.contains("00000000000002_app_tables"),
+                "{msg}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_clashing_application_migration_stops_the_migrations() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Database::open(
+            Target::Sqlite(dir.path().join("t.db")),
+            DbOptions::default(),
+        )
+        .await
+        .expect("open");
+        let app = AppMigrations {
+            sqlite: CLASHING,
+            postgres: CLASHING,
+        };
+        let err = db.run_migrations(Some(app)).await.expect_err("refused");
+        assert!(err.to_string().contains("same version"), "{err}");
     }
 }

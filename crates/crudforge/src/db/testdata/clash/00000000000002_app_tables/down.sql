@@ -1,0 +1,1 @@
+DROP TABLE clash_probe;

@@ -1,0 +1,2 @@
+-- An application migration whose version is one of the library's own.
+CREATE TABLE clash_probe (id INTEGER PRIMARY KEY);
