@@ -6,7 +6,7 @@
 //! their read rule), called by the same signed-in organizer, with the same filter. The run
 //! checks that both answer every page identically, prints the SQL the library runs for each
 //! (captured from its query monitor) with its query plan on the backend (`EXPLAIN QUERY PLAN`
-//! on SQLite, `EXPLAIN` of the prepared statement on PostgreSQL), then measures the two
+//! on SQLite, `EXPLAIN ANALYZE` of the prepared statement on PostgreSQL), then measures the two
 //! variants in interleaved rounds and reports medians and spread.
 
 use crate::client::{run_load_as, Client, Outcome};
@@ -353,11 +353,13 @@ async fn plan(db: &Database, sql: &str, caller: Uuid) -> Result<String, String> 
                 })
                 .collect();
             let _ = writeln!(out, "-- parameters: ({})", values.join(", "));
-            let rows: Vec<PgPlanRow> =
-                diesel::sql_query(format!("EXPLAIN EXECUTE bench_plan({})", values.join(", ")))
-                    .load(c)
-                    .await
-                    .map_err(|e| format!("EXPLAIN: {e}"))?;
+            let rows: Vec<PgPlanRow> = diesel::sql_query(format!(
+                "EXPLAIN (ANALYZE, COSTS OFF) EXECUTE bench_plan({})",
+                values.join(", ")
+            ))
+            .load(c)
+            .await
+            .map_err(|e| format!("EXPLAIN: {e}"))?;
             c.batch_execute("DEALLOCATE bench_plan")
                 .await
                 .map_err(|e| e.to_string())?;
