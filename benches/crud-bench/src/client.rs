@@ -18,6 +18,8 @@ pub(crate) struct Client {
     request: Vec<u8>,
     line: String,
     body: Vec<u8>,
+    /// Extra header lines sent with every request (each ending in `\r\n`).
+    extra: String,
 }
 
 fn io_err(msg: String) -> io::Error {
@@ -38,7 +40,17 @@ impl Client {
             request: Vec::with_capacity(256),
             line: String::with_capacity(256),
             body: Vec::with_capacity(64 * 1024),
+            extra: String::new(),
         })
+    }
+
+    /// Sends `authorization` as the `Authorization` header of every request from now on.
+    pub(crate) fn authorize(&mut self, authorization: &str) {
+        self.extra = if authorization.is_empty() {
+            String::new()
+        } else {
+            format!("Authorization: {authorization}\r\n")
+        };
     }
 
     /// Sends `GET path` and reads the response: its status and body (valid until the next call).
@@ -46,8 +58,8 @@ impl Client {
         self.request.clear();
         write!(
             self.request,
-            "GET {path} HTTP/1.1\r\nHost: {}\r\nAccept: application/json\r\n\r\n",
-            self.addr
+            "GET {path} HTTP/1.1\r\nHost: {}\r\nAccept: application/json\r\n{}\r\n",
+            self.addr, self.extra
         )?;
         self.writer.write_all(&self.request)?;
 
@@ -96,7 +108,9 @@ impl Client {
         self.body.resize(length, 0);
         self.reader.read_exact(&mut self.body)?;
         if close {
+            let extra = std::mem::take(&mut self.extra);
             *self = Client::connect(self.addr)?;
+            self.extra = extra;
         }
         Ok((status, &self.body))
     }
@@ -206,6 +220,18 @@ pub(crate) fn run_load(
     duration: Duration,
     max_requests: u64,
 ) -> Outcome {
+    run_load_as(addr, paths, connections, duration, max_requests, "")
+}
+
+/// [`run_load`] with an `Authorization` header on every request (`""`: none).
+pub(crate) fn run_load_as(
+    addr: SocketAddr,
+    paths: &[String],
+    connections: usize,
+    duration: Duration,
+    max_requests: u64,
+    authorization: &str,
+) -> Outcome {
     let sent = AtomicU64::new(0);
     let barrier = Barrier::new(connections + 1);
     let start = Mutex::new(None::<Instant>);
@@ -218,6 +244,9 @@ pub(crate) fn run_load(
                 s.spawn(move || {
                     let mut out = Outcome::default();
                     let mut client = Client::connect(addr);
+                    if let Ok(c) = &mut client {
+                        c.authorize(authorization);
+                    }
                     barrier.wait();
                     let began = start
                         .lock()

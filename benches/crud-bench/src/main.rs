@@ -18,6 +18,7 @@
 mod client;
 mod hand;
 mod paging;
+mod rules;
 mod setup;
 
 use clap::{Parser, ValueEnum};
@@ -84,6 +85,28 @@ struct Args {
     /// Timed requests per variant of `--paging`.
     #[arg(long, default_value_t = 50)]
     paging_repeats: usize,
+    /// Instead of the endpoint pairs: W2 (a filtered list page, signed in) on tickets whose
+    /// read rule crosses a relation (`event.organizer_id = @me`) against tickets whose read
+    /// rule reads a denormalised column (`organizer_id = @me`); `--rows` tickets. Prints the
+    /// generated SQL with its query plans, then interleaved rounds of both variants.
+    #[arg(long)]
+    rule_crossing: bool,
+    /// With `--rule-crossing`: no secondary index (only the primary keys).
+    #[arg(long)]
+    rule_bare: bool,
+    /// With `--rule-crossing`: instead of timed rounds, send this many sequential requests of
+    /// `--rule-variant` over one connection and stop (for `valgrind --tool=callgrind`).
+    #[arg(long)]
+    fixed_requests: Option<u64>,
+    /// The variant of `--fixed-requests`.
+    #[arg(long, value_enum, default_value_t = RuleVariant::Crossing)]
+    rule_variant: RuleVariant,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum RuleVariant {
+    Crossing,
+    Column,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -137,6 +160,34 @@ async fn run(args: Args) -> Result<(), String> {
 
 async fn serve_and_measure(args: &Args, scratch: &setup::Scratch) -> Result<(), String> {
     let db = setup::open(&scratch.config).await?;
+    let workers = args.workers.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
+    });
+    if args.rule_crossing {
+        let o = rules::Options {
+            rows: args.rows,
+            connections: args.connections,
+            rounds: args.rounds,
+            seconds: args.seconds,
+            warmup: args.warmup,
+            max_requests: args.max_requests,
+            workers,
+            bare: args.rule_bare,
+            fixed: args.fixed_requests.map(|n| {
+                (
+                    n,
+                    match args.rule_variant {
+                        RuleVariant::Crossing => 0,
+                        RuleVariant::Column => 1,
+                    },
+                )
+            }),
+        };
+        let report = rules::run(&scratch.config, &db, &o, args.backend.label()).await;
+        drop(db);
+        print!("{}", report?);
+        return Ok(());
+    }
     let t = Instant::now();
     let ids = setup::seed(&db, args.rows).await?;
     println!(
@@ -150,9 +201,6 @@ async fn serve_and_measure(args: &Args, scratch: &setup::Scratch) -> Result<(), 
         .map_err(|e| format!("configuration: {e}"))?
         .mount(Critter::blueprint("/api/critters/"))
         .map_err(|e| e.to_string())?;
-    let workers = args.workers.unwrap_or_else(|| {
-        std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
-    });
     let hand_db = db.clone();
     let get_limit = args.hand_get_limit;
     let server = actix_web::HttpServer::new(move || {
