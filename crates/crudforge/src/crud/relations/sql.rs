@@ -31,7 +31,11 @@ impl LinkSql for diesel::pg::Pg {
 
 /// What a [`RelSql`] writes.
 enum Shape {
-    /// `EXISTS (SELECT 1 FROM t WHERE t.key = outer.outer_key AND (cond))`.
+    /// `(outer.outer_key IS NOT NULL AND outer.outer_key IN (SELECT t.key FROM t WHERE
+    /// t.key IS NOT NULL AND (cond)))`: the related keys the condition selects, so that the
+    /// planner may read them first, through an index of the condition's columns, and then the
+    /// outer rows through an index of `outer_key`, instead of testing every outer row. Both
+    /// `IS NOT NULL` keep it two-valued, as `EXISTS` is, also under `not`.
     Exists,
     /// `(SELECT t.column FROM t WHERE t.key = outer.outer_key AND (cond))`, or its `IS NULL`.
     Value { column: &'static str, is_null: bool },
@@ -207,9 +211,35 @@ impl<DB: Backend> QueryFragment<DB> for RelSql<DB> {
         match self.shape {
             Shape::Never => out.push_sql("1 = 0"),
             Shape::Exists => {
-                out.push_sql("EXISTS (SELECT 1");
-                self.linked_where(link, &mut out)?;
-                out.push_sql(")");
+                // Not correlated: inside the subquery, `t` is its own `FROM t`, also for a
+                // relation from a table to itself.
+                let outer_key = |out: &mut AstPass<'_, 'b, DB>| -> QueryResult<()> {
+                    out.push_identifier(self.outer_table)?;
+                    out.push_sql(".");
+                    out.push_identifier(link.outer_key)
+                };
+                let key = |out: &mut AstPass<'_, 'b, DB>| -> QueryResult<()> {
+                    out.push_identifier(link.table)?;
+                    out.push_sql(".");
+                    out.push_identifier(link.key)
+                };
+                out.push_sql("(");
+                outer_key(&mut out)?;
+                out.push_sql(" IS NOT NULL AND ");
+                outer_key(&mut out)?;
+                out.push_sql(" IN (SELECT ");
+                key(&mut out)?;
+                out.push_sql(" FROM ");
+                out.push_identifier(link.table)?;
+                out.push_sql(" WHERE ");
+                key(&mut out)?;
+                out.push_sql(" IS NOT NULL");
+                if let Some(inner) = &self.inner {
+                    out.push_sql(" AND (");
+                    inner.walk_ast(out.reborrow())?;
+                    out.push_sql(")");
+                }
+                out.push_sql("))");
             }
             Shape::Value { column, is_null } => {
                 out.push_sql("(SELECT ");
