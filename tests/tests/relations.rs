@@ -568,6 +568,28 @@ backend_tests! {
             let d = expand["description"].as_str().unwrap();
             assert!(d.contains("zone"), "{d}");
         }
+        // `expand`'s pattern admits exactly the relations the server knows: each value it
+        // admits is accepted, each it refuses is a 400. (`keeper` is in the pattern too, but
+        // its resource is not mounted, so it is a 400 to everyone: a refusal of this API's
+        // mounts that the model's description cannot know.)
+        let params = doc["paths"]["/api/pets/"]["get"]["parameters"].as_array().unwrap();
+        let expand = params.iter().find(|p| p["name"] == "expand").unwrap();
+        let pattern = regex::Regex::new(expand["schema"]["pattern"].as_str().unwrap()).unwrap();
+        for (value, known) in [
+            ("zone", true),
+            ("zone,zone", true),
+            (" zone , zone.pets ,", true),
+            ("", true),
+            ("bogus", false),
+            ("zone.bogus", false),
+            ("zone.pets.zone", false),
+            ("zone\u{0}", false),
+        ] {
+            assert_eq!(pattern.is_match(value), known, "{value:?} against {pattern}");
+            let uri = format!("/api/pets/?expand={}", value.replace(' ', "%20").replace('\u{0}', "%00"));
+            let (s, _) = get!(app, w, w.alice, uri);
+            assert_eq!(s, if known { 200 } else { 400 }, "{value:?}");
+        }
         // The answers of GET and INDEX (`PartialPet`) gain optional members typed by the
         // related resources' response schemas; POST and PATCH answers (`Pet`) do not.
         let pet = &doc["components"]["schemas"]["PartialPet"]["properties"];

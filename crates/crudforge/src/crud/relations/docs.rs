@@ -41,6 +41,10 @@ fn expand_param<R: Resource>() -> ReferenceOr<Parameter> {
     let rels: Vec<String> = R::RELATIONS.iter().map(described).collect();
     let schema = Schema::Object(SchemaObject {
         instance_type: Some(InstanceType::String.into()),
+        string: Some(Box::new(schemars::schema::StringValidation {
+            pattern: Some(expand_pattern(R::RELATIONS)),
+            ..Default::default()
+        })),
         ..Default::default()
     });
     parameter(
@@ -62,6 +66,21 @@ fn expand_param<R: Resource>() -> ReferenceOr<Parameter> {
         )),
         schema,
     )
+}
+
+/// The syntax of `expand` over `relations`: a comma-separated list (spaces and empty items
+/// allowed, as the parser skips them) of relation names and `rel.sub` pairs, so that the
+/// description admits no name the server does not know.
+fn expand_pattern(relations: &[Relation]) -> String {
+    let mut items: Vec<String> = Vec::new();
+    for r in relations {
+        items.push(regex::escape(r.name));
+        for n in (r.target)().relations {
+            items.push(regex::escape(&format!("{}.{}", r.name, n.name)));
+        }
+    }
+    let item = format!("({})", items.join("|"));
+    format!("^ *{item}?( *, *{item}?)* *$")
 }
 
 /// The schema of a parameter named `name` among `params`.
