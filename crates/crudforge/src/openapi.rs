@@ -69,7 +69,7 @@ impl ApiDoc {
     /// Sets the shortest password the description states (`minLength` of password members:
     /// the configured `PASSWORD_MIN_LENGTH`).
     #[must_use]
-    pub fn with_password_min_length(mut self, min: usize) -> Self {
+    pub(crate) fn with_password_min_length(mut self, min: usize) -> Self {
         self.password_min_length = min;
         self
     }
