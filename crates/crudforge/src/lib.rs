@@ -42,6 +42,8 @@
 //! | [`users`] | the user system: users, roles, tokens, settings, domains, login |
 //! | [`cli`] | the command line every application embeds: serve, migrate, schema check, create-user, create-token, grant-role, revoke-role, print-indexes |
 //!
+//! [`prelude`] gathers the names an application writes most: `use crudforge::prelude::*;`.
+//!
 //! `docs/architecture.md` in the repository draws how they fit together.
 
 extern crate self as crudforge;
@@ -72,6 +74,7 @@ pub mod openapi;
 pub(crate) mod operation;
 pub(crate) mod owner_only;
 pub mod perms;
+pub mod prelude;
 pub(crate) mod readiness;
 pub(crate) mod request_id;
 pub mod schema;
