@@ -10,11 +10,11 @@ use serde::{Deserialize, Deserializer};
 pub mod validators;
 
 pub use crate::condition::{Builder, Link, Node, Reach, Related, WhereFn};
-pub use crate::crud::read_rules::Readers;
-pub use crate::crud::registry::{make, Registration};
+pub use crate::crud::mount::registry::{make, Registration};
 pub use crate::crud::relations::{
     related_order, related_sql, LinkSql, RelSql, Relation, RelationKind, Target, WhereSql,
 };
+pub use crate::crud::rules::read::Readers;
 pub use crate::db::ddl::{ColumnType, ForeignKey, ModelColumn, ModelTable, OnDelete, SqlValue};
 pub use crate::db::functions::{unicode_lower, unicode_lower_nullable};
 pub use crate::db::sqlite_direct::{first as sqlite_first, load as sqlite_load, one as sqlite_one};

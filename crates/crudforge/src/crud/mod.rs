@@ -5,60 +5,46 @@
 //! create, update and response schemas; everything that does not depend on the model's types
 //! lives here.
 
-// Listing: the list parameters, the `filter` expression, relation names in dotted parameter
-// names, cursors, sparse fields, the caps, and the INDEX handler that combines them.
-pub(crate) mod clock;
-pub(crate) mod cursor;
-pub(crate) mod filter_expr;
-pub(crate) mod limits;
-mod list;
-mod named_filters;
-pub(crate) mod query;
-mod relation_names;
-pub(crate) mod sparse;
+// Listing: the INDEX handler and the list parameters it combines (the `filter` expression,
+// named filters, relation names in dotted parameter names, cursors, sparse fields, the caps).
+pub(crate) mod list;
 
-// Reading one item.
-mod get;
+// Reading one item: the GET handler, entity tags and preconditions, one row by its conditions.
+pub(crate) mod read;
 
-// Writing: the one transaction wrapper and the create, update and delete handlers, with the
-// capabilities they use (hooks, conditional requests, idempotency keys).
-pub(crate) mod conditional;
-pub(crate) mod hooks;
-pub(crate) mod idempotency;
-mod write;
+// Writing: the one transaction wrapper, the create, update, delete, restore and batch handlers,
+// with the capabilities they use (lifecycle hooks, idempotency keys).
+pub(crate) mod write;
 
-// Relations between resources: filters and sorts across them, and `expand`.
+// Mounting: the blueprint and its options, custom routes, the registry of resources, the
+// actix scope of a blueprint's routes, and the OpenAPI description of what is mounted.
+pub(crate) mod mount;
+
+// Rules: field-level read rules and permission rules written as expressions.
+pub(crate) mod rules;
+
+// Relations between resources: filters and sorts across them, `expand`, keys writes set.
 pub(crate) mod relations;
-mod rule_expr;
 
-// HTTP glue: the blueprint and its options, custom routes, the scope its routes share, what
-// handlers read from a request, how they answer, and the shared state of a mounted blueprint.
-pub(crate) mod blueprint;
-pub(crate) mod options;
-pub(crate) mod read_rules;
-pub mod registry;
+// What every handler shares: the state of a mounted blueprint, what a handler reads from its
+// request, how it answers, and which rows (live or deleted) an operation sees.
 mod render;
 mod request;
-pub(crate) mod route;
-mod rows;
-mod scope;
 mod shared;
 mod soft_delete;
 
-// The OpenAPI description of a mounted blueprint.
-mod docs;
-
 pub(crate) use crate::condition::{Arg, Cond, Condition, Conditions, Sort};
 pub(crate) use crate::field::{FieldInfo, Kind};
-pub use blueprint::CrudBlueprint;
-pub use conditional::entity_tag;
-pub use hooks::HookCtx;
-pub(crate) use limits::ListCaps;
-pub use options::{OpOptions, OpSetting, Operation, Present};
-pub use query::{CountMode, ListLimits, ListQuery};
-pub(crate) use read_rules::Readers;
+pub(crate) use list::limits::ListCaps;
+pub use list::query::{CountMode, ListLimits, ListQuery};
+pub use mount::blueprint::CrudBlueprint;
+pub use mount::options::{OpOptions, OpSetting, Operation, Present};
+pub use mount::registry;
+pub use mount::route::{CustomRoute, OperationType, RouteDoc};
+pub use read::conditional::entity_tag;
 pub(crate) use relations::Relation;
-pub use route::{CustomRoute, OperationType, RouteDoc};
+pub(crate) use rules::read::Readers;
+pub use write::hooks::HookCtx;
 
 use crate::db::indexes::IndexSpec;
 use crate::db::Conn;
@@ -459,16 +445,16 @@ impl<R: Resource> Filter<R> {
             || ListLimits::of(&crate::config::Config::default()),
             |s| ListLimits::of(&s.config),
         );
-        let params = query::Params::of(req.query_string())?;
-        let mut query = query::parse_list_query_rel(R::FIELDS, &[], &params, &limits)?;
+        let params = list::query::Params::of(req.query_string())?;
+        let mut query = list::query::parse_list_query_rel(R::FIELDS, &[], &params, &limits)?;
         if let Some(s) = state {
             ListCaps::of(&s.config).check(&query)?;
         }
         if !R::READ_RULES.is_empty() {
             let viewer = crate::auth::current_user(req).await?;
-            read_rules::check_list::<R>(&mut query, viewer.as_ref())?;
+            rules::read::check_list::<R>(&mut query, viewer.as_ref())?;
         }
-        if let Some(named) = named_filters::requested::<R>(&params)? {
+        if let Some(named) = list::named_filters::requested::<R>(&params)? {
             query.filter = Some(match query.filter.take() {
                 Some(f) => Condition::All(vec![f]).and(named),
                 None => named,

@@ -1,11 +1,11 @@
 //! How a generated handler answers: an item through the operation's schema or presenter, its
 //! `ETag` (always from the generated representation), and the JSON response.
 
-use super::options::Operation;
-use super::read_rules::{self, Viewer};
-use super::rows::reload;
 use super::shared::Shared;
 use super::Resource;
+use crate::crud::mount::options::Operation;
+use crate::crud::read::rows::reload;
+use crate::crud::rules::read::{self, Viewer};
 use crate::error::Error;
 use actix_web::http::header;
 use actix_web::HttpResponse;
@@ -19,14 +19,14 @@ pub(crate) fn render<R: Resource>(
     item: R,
     viewer: Viewer<'_>,
 ) -> Result<(), Error> {
-    let hidden = read_rules::hidden(&item, viewer);
+    let hidden = read::hidden(&item, viewer);
     let Some((_, render)) = shared.ops.get(&op).and_then(|o| o.response) else {
-        return read_rules::write_response(out, item, &hidden);
+        return read::write_response(out, item, &hidden);
     };
     // A substituted schema may have any shape: its members are removed once written.
     let start = out.len();
     render(out, item).map_err(|e| Error::Internal(format!("serializing a response: {e}")))?;
-    read_rules::strip(out, start, &hidden)
+    read::strip(out, start, &hidden)
 }
 
 /// Renders items through the operation's presenter (with database access) or schema, each
@@ -41,11 +41,11 @@ pub(crate) async fn render_all<R: Resource>(
     if let Some((_, present)) = shared.ops.get(&op).and_then(|o| o.presenter) {
         let hidden: Vec<_> = items
             .iter()
-            .map(|item| read_rules::hidden(item, viewer))
+            .map(|item| read::hidden(item, viewer))
             .collect();
         let mut out = present(db, items).await?;
         for (body, hidden) in out.iter_mut().zip(&hidden) {
-            read_rules::strip(body, 0, hidden)?;
+            read::strip(body, 0, hidden)?;
         }
         return Ok(out);
     }
@@ -85,7 +85,7 @@ pub(crate) fn json(status: actix_web::http::StatusCode, body: Vec<u8>) -> HttpRe
 
 /// The item's `ETag` and its body as operation `op` renders it for `viewer`. The tag is
 /// computed from the generated representation as `viewer` sees it (see
-/// [`read_rules::tag_and_body`]), so it is the same for every operation.
+/// [`read::tag_and_body`]), so it is the same for every operation.
 pub(crate) async fn represent<R: Resource>(
     shared: &Shared<R>,
     op: Operation,
@@ -95,9 +95,9 @@ pub(crate) async fn represent<R: Resource>(
     viewer: Viewer<'_>,
 ) -> Result<(String, Vec<u8>), Error> {
     if !custom_answer(shared, op) {
-        return read_rules::tag_and_body(item, viewer);
+        return read::tag_and_body(item, viewer);
     }
-    let (etag, _) = read_rules::tag_and_body(reload(conn, &item).await?, viewer)?;
+    let (etag, _) = read::tag_and_body(reload(conn, &item).await?, viewer)?;
     let out = render_one(shared, op, db, item, viewer).await?;
     Ok((etag, out))
 }
@@ -115,12 +115,12 @@ pub(crate) async fn represent_all<R: Resource>(
     if !custom_answer(shared, op) {
         return items
             .into_iter()
-            .map(|item| read_rules::tag_and_body(item, viewer))
+            .map(|item| read::tag_and_body(item, viewer))
             .collect();
     }
     let mut etags = Vec::with_capacity(items.len());
     for item in &items {
-        etags.push(read_rules::tag_and_body(reload(conn, item).await?, viewer)?.0);
+        etags.push(read::tag_and_body(reload(conn, item).await?, viewer)?.0);
     }
     let bodies = render_all(shared, op, db, items, viewer).await?;
     Ok((etags, bodies))

@@ -2,13 +2,13 @@
 //! them), the conditions the path names (parent parameters and the item's key), and the body
 //! decoded into the generated input type.
 
-use super::hooks::HookCtx;
-use super::options::Operation;
-use super::query::Params;
 use super::shared::Shared;
 use super::soft_delete::Rows;
 use super::{Resource, Validate};
 use crate::condition::{parse_arg, Arg, Cond, Condition};
+use crate::crud::list::query::Params;
+use crate::crud::mount::options::Operation;
+use crate::crud::write::hooks::HookCtx;
 use crate::db::Conn;
 use crate::error::Error;
 use crate::json::from_value;

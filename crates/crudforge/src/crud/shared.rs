@@ -2,12 +2,12 @@
 //! ([`Shared`]) and what the OpenAPI description needs ([`Mounted`]). The blueprint builds
 //! them; the handlers and `docs` only read them, so the arrows point one way.
 
-use super::hooks::Hooks;
-use super::idempotency::InFlight;
-use super::options::{OpOptions, Operation};
-use super::route::CustomRoute;
-use super::scope::Patterns;
 use super::{FieldInfo, Resource};
+use crate::crud::mount::options::{OpOptions, Operation};
+use crate::crud::mount::route::CustomRoute;
+use crate::crud::mount::scope::Patterns;
+use crate::crud::write::hooks::Hooks;
+use crate::crud::write::idempotency::InFlight;
 use crate::perms::Rules;
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -7,9 +7,9 @@
 //! only; the storage
 //! step of a delete is the generated `Resource::delete`, which sets `deleted_at`.
 
-use super::query::Params;
 use super::Resource;
 use crate::condition::{Arg, Cond, Condition, Op};
+use crate::crud::list::query::Params;
 use crate::db::Database;
 use crate::error::Error;
 

@@ -5,10 +5,10 @@
 
 use super::{reader, unreadable, Relation, RelationKind, HAS_MANY_EXPAND_MAX, MAX_EXPANSIONS};
 use crate::condition::{Arg, Cond, Condition, Link, Op, Reach, Related};
-use crate::crud::options::Operation;
-use crate::crud::query::Params;
-use crate::crud::read_rules::{self, Viewer};
+use crate::crud::list::query::Params;
+use crate::crud::mount::options::Operation;
 use crate::crud::render::render_all;
+use crate::crud::rules::read::{self, Viewer};
 use crate::crud::Resource;
 use crate::db::{Conn, Database};
 use crate::error::Error;
@@ -151,7 +151,7 @@ pub(crate) fn check_fields<R: Resource>(
         // A related member the caller may not read cannot be selected either.
         if let (Some((_, member)), Some(r)) = (f.split_once('.'), super::relation::<R>(rel)) {
             let rules = ((r.target)()).read_rules;
-            read_rules::check_related(rules, member, "fields", viewer)?;
+            read::check_related(rules, member, "fields", viewer)?;
         }
     }
     Ok(())
@@ -192,13 +192,13 @@ pub(crate) async fn members<R: Resource>(
     let mut out: Vec<Vec<(&'static str, Value)>> = items.iter().map(|_| Vec::new()).collect();
     for e in expand {
         let rel = e.rel;
-        let mine = read_rules::key_filter(R::READ_RULES, rel.local, "expand", viewer)?;
-        let only = read_rules::key_filter((rel.target)().read_rules, rel.remote, "expand", viewer)?;
+        let mine = read::key_filter(R::READ_RULES, rel.local, "expand", viewer)?;
+        let only = read::key_filter((rel.target)().read_rules, rel.remote, "expand", viewer)?;
         let own: Vec<Option<Arg>> = items
             .iter()
             .map(|i| match &mine {
                 // An item whose key the caller may not read links nothing.
-                Some(_) if read_rules::hidden(i, viewer).contains(&rel.local) => None,
+                Some(_) if read::hidden(i, viewer).contains(&rel.local) => None,
                 _ => i.sort_value(rel.local).flatten(),
             })
             .collect();
@@ -237,8 +237,8 @@ pub(crate) async fn members<R: Resource>(
 /// never reads, whatever the items (see [`members`]).
 fn check_keys<R: Resource>(expand: &[Expand], viewer: Viewer<'_>) -> Result<(), Error> {
     let through = |rules, rel: &Relation| -> Result<(), Error> {
-        read_rules::key_filter(rules, rel.local, "expand", viewer)?;
-        read_rules::key_filter((rel.target)().read_rules, rel.remote, "expand", viewer)?;
+        read::key_filter(rules, rel.local, "expand", viewer)?;
+        read::key_filter((rel.target)().read_rules, rel.remote, "expand", viewer)?;
         Ok(())
     };
     for e in expand {
@@ -379,7 +379,7 @@ pub(crate) fn project(body: &[u8], fields: &[&str]) -> Result<Vec<u8>, Error> {
 }
 
 /// The `fields` parameter of a `GET` of one item, if any, checked against `R`'s fields and
-/// its relations' (see [`parse_fields_rel`](crate::crud::query::parse_fields_rel)).
+/// its relations' (see [`parse_fields_rel`](crate::crud::list::query::parse_fields_rel)).
 ///
 /// # Errors
 ///
@@ -388,7 +388,7 @@ pub(crate) fn requested<R: Resource>(params: &Params) -> Result<Option<Vec<&'sta
     params
         .get("fields")
         .map(|value| {
-            crate::crud::query::parse_fields_rel(R::FIELDS, &super::rel_fields::<R>(), value)
+            crate::crud::list::query::parse_fields_rel(R::FIELDS, &super::rel_fields::<R>(), value)
         })
         .transpose()
 }

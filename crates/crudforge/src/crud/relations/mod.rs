@@ -16,12 +16,12 @@ mod sql;
 
 pub use sql::{related_order, related_sql, LinkSql, RelSql};
 
-use super::options::Operation;
-use super::read_rules::{self, Readers as ReadRule, Viewer};
 use super::request::{caller_on, Caller};
 use super::shared::Shared;
 use super::{FieldInfo, Resource};
 use crate::condition::{Condition, Link, Reach, Related, Sort, WhereFn};
+use crate::crud::mount::options::Operation;
+use crate::crud::rules::read::{self, Readers as ReadRule, Viewer};
 use crate::db::Conn;
 use crate::error::Error;
 use actix_web::HttpRequest;
@@ -242,9 +242,9 @@ pub(crate) async fn link<R: Resource>(
             // An order by a member the caller may not read would reveal it; so would an order
             // through a key they may not read on every row (as a sort by the key itself).
             let t = (r.target)();
-            read_rules::check_related(t.read_rules, member, "sort", viewer)?;
-            read_rules::check_related(R::READ_RULES, r.local, "sort", viewer)?;
-            read_rules::check_related(t.read_rules, r.remote, "sort", viewer)?;
+            read::check_related(t.read_rules, member, "sort", viewer)?;
+            read::check_related(R::READ_RULES, r.local, "sort", viewer)?;
+            read::check_related(t.read_rules, r.remote, "sort", viewer)?;
             if r.kind == RelationKind::HasMany {
                 return Err(Error::bad_param(
                     "sort",
@@ -297,9 +297,8 @@ async fn link_tree<R: Resource>(
             // So would the relation itself, through its keys: their read rules apply as to a
             // direct filter on them (400, or confined to the caller's own rows).
             let param = first_param(&r.cond).unwrap_or(r.name).to_owned();
-            let own = read_rules::key_filter(R::READ_RULES, rel.local, &param, viewer)?;
-            if let Some(theirs) = read_rules::key_filter(t.read_rules, rel.remote, &param, viewer)?
-            {
+            let own = read::key_filter(R::READ_RULES, rel.local, &param, viewer)?;
+            if let Some(theirs) = read::key_filter(t.read_rules, rel.remote, &param, viewer)? {
                 r.cond = Box::new((*r.cond).and(theirs));
             }
             let scope = (t.scope)(req, conn, rel.name).await?;
@@ -354,7 +353,7 @@ fn check_readable(t: &Target, c: &Condition, viewer: Viewer<'_>) -> Result<(), E
             v.iter().try_for_each(|c| check_readable(t, c, viewer))
         }
         Condition::Not(c) => check_readable(t, c, viewer),
-        Condition::Is(c) => read_rules::check_related(t.read_rules, c.field, &c.param, viewer),
+        Condition::Is(c) => read::check_related(t.read_rules, c.field, &c.param, viewer),
         Condition::Related(_) => Ok(()),
     }
 }

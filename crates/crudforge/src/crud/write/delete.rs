@@ -3,10 +3,10 @@
 
 use super::target::{self, Target};
 use super::{run, Change, Ended, Plan};
-use crate::crud::conditional::Precondition;
-use crate::crud::options::Operation;
+use crate::crud::mount::options::Operation;
+use crate::crud::read::conditional::Precondition;
+use crate::crud::read::rows::reload;
 use crate::crud::request::caller;
-use crate::crud::rows::reload;
 use crate::crud::shared::Shared;
 use crate::crud::{HookCtx, Resource};
 use crate::db::tx::TxMode;
@@ -84,7 +84,7 @@ async fn read<R: Resource>(
     conn: &mut Conn,
     target: &Target<'_>,
     if_match: Option<&Precondition>,
-    viewer: crate::crud::read_rules::Viewer<'_>,
+    viewer: crate::crud::rules::read::Viewer<'_>,
 ) -> Result<(Option<R>, Option<Arc<R>>), Error> {
     let current = target.current::<R>(shared, conn).await?;
     let committed = if shared.hooks.has_after_commit() {

@@ -4,29 +4,32 @@
 //! a lost claim, the 412 of a lost race) and the after-commit hooks. The handlers are in
 //! [`create`], [`update`], [`delete`] and [`restore`]; [`target`] holds what PATCH, DELETE
 //! and restore share; [`batch`] runs creates, updates and deletes in one request and one
-//! transaction.
+//! transaction. The capabilities writes use live beside them: lifecycle hooks ([`hooks`]) and
+//! idempotency keys ([`idempotency`]).
 
 pub(crate) mod batch;
 pub(crate) mod create;
 pub(crate) mod delete;
+pub(crate) mod hooks;
+pub(crate) mod idempotency;
 pub(crate) mod restore;
 pub(crate) mod target;
 pub(crate) mod update;
 
-use super::conditional;
-use super::hooks::HookCtx;
-use super::idempotency::{self, Answer, IdemKey};
-use super::options::Operation;
 use super::render::{custom_answer, represent, represent_all};
 use super::request::{arg_json, key_cond, Caller};
-use super::rows::reload;
 use super::shared::Shared;
 use super::Resource;
+use crate::crud::mount::options::Operation;
+use crate::crud::read::conditional;
+use crate::crud::read::rows::reload;
+use crate::crud::write::hooks::HookCtx;
 use crate::db::tx::{self, TxMode};
 use crate::db::Conn;
 use crate::error::Error;
 use crate::state::ApiState;
 use actix_web::{HttpRequest, HttpResponse};
+use idempotency::{Answer, IdemKey};
 use std::sync::Arc;
 
 /// What an `Idempotency-Key` asks of a write before it runs.
@@ -367,7 +370,7 @@ impl<R: Resource> Written<R> {
             let conn = &mut st.db.get().await?;
             represent(shared, op, conn, &st.db, item, ctx.user.as_ref()).await?
         } else {
-            crate::crud::read_rules::tag_and_body(item, ctx.user.as_ref())?
+            crate::crud::rules::read::tag_and_body(item, ctx.user.as_ref())?
         };
         answer.body = body;
         answer.etag = Some(etag);
@@ -411,7 +414,7 @@ async fn finish_batch<R: Resource>(
     } else {
         items
             .into_iter()
-            .map(|item| crate::crud::read_rules::tag_and_body(item, ctx.user.as_ref()))
+            .map(|item| crate::crud::rules::read::tag_and_body(item, ctx.user.as_ref()))
             .collect::<Result<_, _>>()?
     };
     answer.body = batch_body(&bodies, &etags)?;

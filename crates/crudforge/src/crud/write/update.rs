@@ -4,13 +4,13 @@
 
 use super::target::{self, Target};
 use super::{run, Change, KeyCheck, Plan};
-use crate::crud::conditional::Precondition;
-use crate::crud::idempotency::Answer;
-use crate::crud::options::Operation;
+use crate::crud::mount::options::Operation;
+use crate::crud::read::conditional::Precondition;
+use crate::crud::read::rows::reload;
 use crate::crud::relations::keys::Keys;
 use crate::crud::request::{caller, check_members, decode, hash_passwords, json_object};
-use crate::crud::rows::reload;
 use crate::crud::shared::Shared;
+use crate::crud::write::idempotency::Answer;
 use crate::crud::Resource;
 use crate::db::tx::TxMode;
 use crate::db::Conn;
@@ -55,7 +55,7 @@ pub(crate) async fn update<R: Resource>(
 pub(crate) fn plan<'k, R: Resource>(
     shared: &Shared<R>,
     op: Operation,
-    key: Option<&'k crate::crud::idempotency::IdemKey>,
+    key: Option<&'k crate::crud::write::idempotency::IdemKey>,
     if_match: bool,
 ) -> Plan<'k> {
     let hooks = &shared.hooks;
@@ -110,7 +110,7 @@ async fn checked<R: Resource>(
     conn: &mut Conn,
     if_match: Option<&Precondition>,
     current: R,
-    viewer: crate::crud::read_rules::Viewer<'_>,
+    viewer: crate::crud::rules::read::Viewer<'_>,
 ) -> Result<Option<R>, Error> {
     let Some(pre) = if_match else {
         return Ok(Some(current));

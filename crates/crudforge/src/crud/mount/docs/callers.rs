@@ -1,0 +1,353 @@
+//! Who may call each generated operation, as the description tells it: the "Who may call"
+//! sentence (read from the operation's options and from the rule objects themselves), the
+//! `x-admin-only` and `x-public` marks, the 401/403/409 answers that follow, and the security
+//! requirement.
+
+use crate::crud::mount::options::{OpOptions, Operation};
+use crate::crud::shared::Mounted;
+use crate::crud::Resource;
+use crate::openapi::{problem_response, ApiDoc};
+use actix_web::http::StatusCode;
+use apistos::reference_or::ReferenceOr;
+use apistos::security::SecurityRequirement;
+use std::collections::BTreeMap;
+
+/// Who may call the operation, as the description tells it: the `x-admin-only` and
+/// `x-public` marks, the 401/403/409 answers that follow from the rules, and the security
+/// requirement (optional when the rules let anonymous callers in).
+pub(super) fn callers<R: Resource>(
+    doc: &mut ApiDoc,
+    op: Operation,
+    o: &OpOptions<R>,
+    m: &Mounted<R>,
+    responses: &mut BTreeMap<String, ReferenceOr<apistos::paths::Response>>,
+) -> (
+    apistos::IndexMap<String, serde_json::Value>,
+    Option<String>,
+    Option<Vec<SecurityRequirement>>,
+) {
+    let shared = &m.shared;
+    let mut extensions = apistos::IndexMap::new();
+    let description = Some(who_may_call(op, o, shared.rules.as_ref()));
+    if o.admin_only {
+        responses.extend([
+            problem_response(doc, StatusCode::UNAUTHORIZED),
+            problem_response(doc, StatusCode::FORBIDDEN),
+        ]);
+        extensions.insert("x-admin-only".to_owned(), serde_json::Value::Bool(true));
+    }
+    // Rules that let anonymous callers in (a public-read resource, `Open`) make the token
+    // optional rather than required.
+    let anonymous_ok = !o.admin_only
+        && match op {
+            Operation::Index | Operation::Get => lets_in(shared.rules.read(None)),
+            Operation::Patch | Operation::Restore => lets_in(shared.rules.write(None)),
+            Operation::Delete => lets_in(shared.rules.delete(None)),
+            Operation::Post => shared
+                .rules
+                .create(None, &mut serde_json::Map::new())
+                .is_ok(),
+        };
+    if o.public {
+        extensions.insert("x-public".to_owned(), serde_json::Value::Bool(true));
+    } else {
+        // Rules, privilege checks and hooks may refuse any signed-in caller (403).
+        for status in [StatusCode::UNAUTHORIZED, StatusCode::FORBIDDEN] {
+            if !responses.contains_key(status.as_str()) {
+                let (k, v) = problem_response(doc, status);
+                responses.insert(k, v);
+            }
+        }
+    }
+    // A write by key refuses a key that matches several rows, and hooks may refuse a write
+    // that conflicts with other rows (409).
+    if matches!(
+        op,
+        Operation::Patch | Operation::Delete | Operation::Restore
+    ) && !responses.contains_key("409")
+    {
+        let (k, v) = problem_response(doc, StatusCode::CONFLICT);
+        responses.insert(k, v);
+    }
+    let security = if anonymous_ok && !o.public {
+        optional_security()
+    } else {
+        security(o.public)
+    };
+    (extensions, description, security)
+}
+
+/// Who may call a generated operation, in words: read from the operation's options and from
+/// the very rule objects that decide each request (see [`who_by_rules`]). Members only
+/// administrators may send are named too.
+fn who_may_call<R: 'static>(
+    op: Operation,
+    o: &OpOptions<R>,
+    rules: &dyn crate::perms::Rules<R>,
+) -> String {
+    let who = if o.public {
+        "anyone, without a token".to_owned()
+    } else if o.admin_only {
+        "administrators only".to_owned()
+    } else {
+        who_by_rules(op, rules)
+    };
+    let mut text = format!("Who may call: {who}.");
+    let mut admin_members: Vec<&str> = Vec::new();
+    if matches!(op, Operation::Post | Operation::Patch) {
+        admin_members.extend(rules.admin_fields());
+    }
+    if op == Operation::Patch {
+        admin_members.extend(rules.admin_update_fields());
+    }
+    if !admin_members.is_empty() && !o.admin_only {
+        let names: Vec<String> = admin_members.iter().map(|n| format!("`{n}`")).collect();
+        text.push_str(&format!(
+            " Only administrators may send {} (others get 403).",
+            names.join(", ")
+        ));
+    }
+    text
+}
+
+/// Who the rules let call `op`, in words: the rules are asked about an anonymous caller, a
+/// signed-in user without roles and an administrator of one domain (global administrators
+/// pass every rule).
+fn who_by_rules<R: 'static>(op: Operation, rules: &dyn crate::perms::Rules<R>) -> String {
+    use crate::auth::{CurrentUser, RoleGrant};
+    use crate::perms::Access;
+    let user = CurrentUser {
+        id: uuid::Uuid::new_v4(),
+        email: String::new(),
+        is_enabled: true,
+        roles: Vec::new(),
+    };
+    let domain = uuid::Uuid::new_v4();
+    // The same caller, with an ADMIN role scoped to one domain.
+    let domain_admin = CurrentUser {
+        roles: vec![RoleGrant {
+            role: "ADMIN".to_owned(),
+            domain_id: Some(domain),
+        }],
+        ..user.clone()
+    };
+    let probes = Probes {
+        caller: user.id,
+        domain,
+    };
+    let access = |caller: Option<&CurrentUser>| access_of(op, rules, caller, domain);
+    let rows = |c: &crate::condition::Condition| describe_rows(c, &probes);
+    let mut who = match (access(None), access(Some(&user))) {
+        (Access::All, _) => "anyone, signed in or not".to_owned(),
+        (Access::Rows(c), _) => format!(
+            "anyone, signed in or not, on the items where {}; administrators on every item",
+            rows(&c)
+        ),
+        (_, Access::All) => "any signed-in user".to_owned(),
+        (_, Access::Rows(c)) => format!(
+            "signed-in users on the items where {}; administrators on every item",
+            rows(&c)
+        ),
+        (_, Access::Forbidden | Access::Unauthenticated) => "administrators only".to_owned(),
+    };
+    // What a domain's administrator may do beyond a plain user.
+    if access(Some(&user)) != access(Some(&domain_admin)) {
+        match access(Some(&domain_admin)) {
+            Access::All => who.push_str("; also a domain's administrators, in their domain"),
+            Access::Rows(c) => who.push_str(&format!(
+                "; a domain's administrators on the items where {}",
+                rows(&c)
+            )),
+            Access::Forbidden | Access::Unauthenticated => {}
+        }
+    }
+    who
+}
+
+/// What the rules give `caller` for `op`; a create is probed with a body in `domain`.
+fn access_of<R: 'static>(
+    op: Operation,
+    rules: &dyn crate::perms::Rules<R>,
+    caller: Option<&crate::auth::CurrentUser>,
+    domain: uuid::Uuid,
+) -> crate::perms::Access {
+    use crate::perms::Access;
+    match op {
+        Operation::Index | Operation::Get => rules.read(caller),
+        Operation::Patch | Operation::Restore => rules.write(caller),
+        Operation::Delete => rules.delete(caller),
+        Operation::Post => {
+            // A domain's administrator creates in their domain.
+            let mut body = serde_json::Map::new();
+            body.insert("domain_id".to_owned(), domain.to_string().into());
+            match rules.create(caller, &mut body) {
+                Err(crate::error::Error::Unauthorized(_)) => Access::Unauthenticated,
+                Err(crate::error::Error::Forbidden(_)) => Access::Forbidden,
+                // Allowed, or refused only for what the probe's body lacks.
+                _ => Access::All,
+            }
+        }
+    }
+}
+
+/// The ids the probe callers of [`who_may_call`] carry, read back as words.
+struct Probes {
+    caller: uuid::Uuid,
+    domain: uuid::Uuid,
+}
+
+/// A rule's row condition in words, with the probes' ids read as "the caller's id" and "a
+/// domain they administer".
+fn describe_rows(c: &crate::condition::Condition, probes: &Probes) -> String {
+    use crate::condition::{Arg, Condition};
+    let join = |parts: &[Condition], word: &str| {
+        parts
+            .iter()
+            .map(|p| describe_rows(p, probes))
+            .collect::<Vec<_>>()
+            .join(word)
+    };
+    match c {
+        Condition::All(parts) if parts.is_empty() => "every item".to_owned(),
+        Condition::Any(parts) if parts.is_empty() => "no item".to_owned(),
+        Condition::All(parts) | Condition::Any(parts) if parts.len() == 1 => {
+            parts.iter().map(|p| describe_rows(p, probes)).collect()
+        }
+        Condition::All(parts) => join(parts, " and "),
+        Condition::Any(parts) => format!("({})", join(parts, " or ")),
+        Condition::Not(inner) => format!("not ({})", describe_rows(inner, probes)),
+        Condition::Related(r) => format!("a `{}` the caller may read", r.name),
+        Condition::Is(cond) => {
+            let value = match &cond.arg {
+                Arg::Uuid(u) if *u == probes.caller => "the caller's id".to_owned(),
+                Arg::Uuid(u) if *u == probes.domain => "a domain they administer".to_owned(),
+                Arg::Text(t) => format!("'{t}'"),
+                Arg::Int(n) => n.to_string(),
+                Arg::Float(n) => n.to_string(),
+                Arg::Bool(b) => b.to_string(),
+                Arg::Uuid(u) => u.to_string(),
+                Arg::DateTime(t) => t.to_rfc3339(),
+                Arg::Date(d) => d.to_string(),
+                Arg::List(items) => format!("one of {} values", items.len()),
+            };
+            let verb = crate::condition::OPERATORS
+                .iter()
+                .find(|o| o.op == cond.op)
+                .map_or("is", |o| o.description);
+            let verb = if verb == "equals" { "is" } else { verb };
+            format!("`{}` {verb} {value}", cond.field)
+        }
+    }
+}
+
+/// Whether the rules let the caller in (on every row or some).
+fn lets_in(access: crate::perms::Access) -> bool {
+    matches!(
+        access,
+        crate::perms::Access::All | crate::perms::Access::Rows(_)
+    )
+}
+
+/// Either no credentials or the bearer token: for operations whose rules admit anonymous
+/// callers but treat a token, when one is sent, as who is calling.
+fn optional_security() -> Option<Vec<apistos::security::SecurityRequirement>> {
+    let mut both = security(false).unwrap_or_default();
+    both.insert(0, apistos::security::SecurityRequirement::default());
+    Some(both)
+}
+
+/// The security requirement of an operation: none for public ones, the bearer token otherwise.
+pub(super) fn security(public: bool) -> Option<Vec<apistos::security::SecurityRequirement>> {
+    if public {
+        Some(Vec::new())
+    } else {
+        Some(vec![apistos::security::SecurityRequirement {
+            requirements: BTreeMap::from([(crate::openapi::BEARER_SCHEME.to_owned(), Vec::new())]),
+        }])
+    }
+}
+
+#[cfg(test)]
+mod who_tests {
+    use super::{who_may_call, OpOptions, Operation};
+    use crate::perms::{AdminOnly, DefaultRules, Open, OwnerRules, PublicReadAdminWrite, Rules};
+
+    fn who(op: Operation, o: &OpOptions<()>, rules: &dyn Rules<()>) -> String {
+        who_may_call(op, o, rules)
+    }
+
+    #[test]
+    fn the_words_come_from_the_rules_and_options() {
+        let plain = OpOptions::<()>::default();
+        let said = |op, rules: &dyn Rules<()>| who(op, &plain, rules);
+        assert_eq!(
+            said(Operation::Get, &DefaultRules),
+            "Who may call: any signed-in user."
+        );
+        assert_eq!(
+            said(Operation::Index, &Open),
+            "Who may call: anyone, signed in or not."
+        );
+        assert_eq!(
+            said(Operation::Index, &PublicReadAdminWrite),
+            "Who may call: anyone, signed in or not."
+        );
+        assert_eq!(
+            said(Operation::Patch, &PublicReadAdminWrite),
+            "Who may call: administrators only."
+        );
+        assert_eq!(
+            said(Operation::Post, &AdminOnly),
+            "Who may call: administrators only."
+        );
+        assert_eq!(
+            said(Operation::Delete, &OwnerRules::new("owner_id")),
+            "Who may call: signed-in users on the items where `owner_id` is the caller's id; \
+             administrators on every item."
+        );
+        // Options come before the rules.
+        let admin = OpOptions::<()> {
+            admin_only: true,
+            ..Default::default()
+        };
+        assert_eq!(
+            who(Operation::Get, &admin, &Open),
+            "Who may call: administrators only."
+        );
+        let public = OpOptions::<()> {
+            public: true,
+            ..Default::default()
+        };
+        assert_eq!(
+            who(Operation::Post, &public, &AdminOnly),
+            "Who may call: anyone, without a token."
+        );
+    }
+
+    #[test]
+    fn members_only_administrators_may_send_are_named() {
+        struct Guarded;
+        impl Rules<()> for Guarded {
+            fn admin_fields(&self) -> &[&'static str] {
+                &["is_enabled"]
+            }
+            fn admin_update_fields(&self) -> &[&'static str] {
+                &["password"]
+            }
+        }
+        let plain = OpOptions::<()>::default();
+        let post = who(Operation::Post, &plain, &Guarded);
+        assert!(
+            post.ends_with("Only administrators may send `is_enabled` (others get 403)."),
+            "{post}"
+        );
+        let patch = who(Operation::Patch, &plain, &Guarded);
+        assert!(
+            patch.ends_with(
+                "Only administrators may send `is_enabled`, `password` (others get 403)."
+            ),
+            "{patch}"
+        );
+        assert!(!who(Operation::Get, &plain, &Guarded).contains("Only administrators"));
+    }
+}

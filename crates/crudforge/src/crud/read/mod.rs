@@ -1,0 +1,118 @@
+//! Reading one item: the `GET` handler (the caller and the item in one read snapshot, its
+//! `ETag`, `If-None-Match` (304) and sparse fields), with the entity tags and preconditions
+//! that writes check too ([`conditional`]) and the reads of one row by its conditions
+//! ([`rows`]).
+
+pub(crate) mod conditional;
+pub(crate) mod rows;
+
+use crate::condition::Condition;
+use crate::crud::list::query::Params;
+use crate::crud::mount::options::Operation;
+use crate::crud::read::rows::select_one;
+use crate::crud::relations;
+use crate::crud::render::{json, represent, set_etag};
+use crate::crud::request::{caller_on, item_conds, not_found};
+use crate::crud::shared::Shared;
+use crate::crud::Resource;
+use crate::db::{snapshot, Conn};
+use crate::error::Error;
+use crate::state::ApiState;
+use actix_web::http::header;
+use actix_web::{web, HttpRequest, HttpResponse};
+
+/// What a `GET` of one item read, with the request's sparse fields and `If-None-Match`.
+struct Fetched {
+    etag: String,
+    out: Vec<u8>,
+    sparse: Option<Vec<&'static str>>,
+    /// Whether relations are embedded (`expand`).
+    expanded: bool,
+    if_none_match: Option<conditional::Precondition>,
+}
+
+/// The reading part of a `GET` of one item, on `conn`: the caller, the item, its `ETag` and
+/// body.
+async fn fetch<R: Resource>(
+    shared: &Shared<R>,
+    req: &HttpRequest,
+    st: &ApiState,
+    conn: &mut Conn,
+) -> Result<Fetched, Error> {
+    let who = caller_on(shared, req, Operation::Get, conn).await?;
+    let params = Params::of(req.query_string())?;
+    let rows = who.rows_read::<R>(&params)?;
+    let scope = relations::rules::scope_in(&who, shared, req, rows, relations::rules::Kind::Read)?;
+    let expand = relations::expand::parse::<R>(&params)?;
+    let sparse = relations::expand::requested::<R>(&params)?;
+    let members = shared.ops.get(&Operation::Get).and_then(|o| o.members);
+    let own = relations::expand::own_fields::<R>(sparse.as_deref());
+    crate::crud::list::sparse::check_selectable(R::FIELDS, members, own.as_deref())?;
+    crate::crud::rules::read::check_fields::<R>(own.as_deref(), who.viewer())?;
+    relations::expand::check_fields::<R>(sparse.as_deref(), &expand, who.viewer())?;
+    let addressed = item_conds(shared, req)?;
+    let if_none_match = conditional::if_none_match(req.headers())?;
+    let conds = if scope.is_always() {
+        // Lookup by key alone (no rule scope) is a static, statement-cached query.
+        Condition::from(addressed)
+    } else {
+        Condition::from(addressed).and(scope)
+    };
+    let item = select_one::<R>(conn, &conds)
+        .await?
+        .ok_or_else(not_found::<R>)?;
+    let extra = if expand.is_empty() {
+        None
+    } else {
+        let cx = relations::expand::Cx { req, db: &st.db };
+        let one = std::slice::from_ref(&item);
+        relations::expand::members::<R>(&cx, conn, one, &expand, who.viewer())
+            .await?
+            .pop()
+    };
+    let (mut etag, mut out) =
+        represent(shared, Operation::Get, conn, &st.db, item, who.viewer()).await?;
+    if let Some(extra) = extra {
+        // The tag of an expanded answer is computed on the body sent, embedded items
+        // included.
+        out = relations::expand::merge(&out, extra)?;
+        etag = conditional::tag_of(&out);
+    }
+    Ok(Fetched {
+        etag,
+        out,
+        expanded: !expand.is_empty(),
+        sparse,
+        if_none_match,
+    })
+}
+
+/// `GET` of one item: its representation and `ETag`, or 304 when `If-None-Match` matches.
+pub(crate) async fn get<R: Resource>(
+    shared: &Shared<R>,
+    req: HttpRequest,
+    _body: web::Bytes,
+) -> Result<HttpResponse, Error> {
+    let st = ApiState::of(&req)?;
+    // The caller's account and the item are read in one snapshot.
+    let Fetched {
+        etag,
+        out,
+        sparse,
+        expanded,
+        if_none_match,
+    } = snapshot::read(&st.db, async |conn| fetch(shared, &req, st, conn).await).await?;
+    if if_none_match.is_some_and(|p| p.matches_weak(&etag)) {
+        return Ok(HttpResponse::NotModified()
+            .insert_header((header::ETAG, etag))
+            .finish());
+    }
+    let out = match sparse {
+        Some(f) if expanded => relations::expand::project(&out, &f)?,
+        Some(f) => crate::crud::list::sparse::project(&out, &f)?,
+        None => out,
+    };
+    let mut res = json(actix_web::http::StatusCode::OK, out);
+    set_etag(&mut res, &etag);
+    Ok(res)
+}

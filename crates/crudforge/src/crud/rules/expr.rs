@@ -1,0 +1,476 @@
+//! Permission rules written as expressions ([`Expr`]): each expression parsed once per
+//! resource against its fields and relations into a template, which each request fills with
+//! its caller (`@me`, `@role`, ...) and folds into the [`Access`] the rules' users expect.
+
+use crate::auth::CurrentUser;
+use crate::condition::{Arg, Cond, Condition, Op, Related};
+use crate::crud::list::filter_expr::{parse_rule, CallerTerm, ExprLimits, Tree};
+use crate::crud::{FieldInfo, Resource};
+use crate::error::Error;
+use crate::perms::{Access, Expr, Rules};
+use serde_json::{Map, Value};
+use std::any::TypeId;
+use std::sync::Arc;
+
+/// A rule's template: the parsed expression, its caller terms still open.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Rule {
+    All(Vec<Rule>),
+    Any(Vec<Rule>),
+    Not(Box<Rule>),
+    Is(Cond),
+    Related(&'static str, Box<Rule>),
+    Caller(CallerTerm),
+}
+
+impl Tree for Rule {
+    fn all(v: Vec<Self>) -> Self {
+        Rule::All(v)
+    }
+    fn any(v: Vec<Self>) -> Self {
+        Rule::Any(v)
+    }
+    fn not(c: Self) -> Self {
+        Rule::Not(Box::new(c))
+    }
+    fn is(c: Cond) -> Self {
+        Rule::Is(c)
+    }
+    fn related(rel: &'static str, c: Self) -> Self {
+        Rule::Related(rel, Box::new(c))
+    }
+    fn caller(t: CallerTerm) -> Option<Self> {
+        Some(Rule::Caller(t))
+    }
+}
+
+/// A rule filled with a caller: true or false for every row, or a condition on the rows.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Folded {
+    True,
+    False,
+    Rows(Condition),
+}
+
+impl Rule {
+    /// The rule for `user` (`None`: anonymous), its constant parts folded away.
+    pub(crate) fn fold(&self, user: Option<&CurrentUser>) -> Folded {
+        match self {
+            Rule::Is(c) => Folded::Rows(Condition::Is(c.clone())),
+            Rule::Caller(t) => term(t, user),
+            Rule::All(v) => {
+                let mut out = Vec::with_capacity(v.len());
+                for r in v {
+                    match r.fold(user) {
+                        Folded::False => return Folded::False,
+                        Folded::True => {}
+                        Folded::Rows(c) => out.push(c),
+                    }
+                }
+                match out.len() {
+                    0 => Folded::True,
+                    1 => Folded::Rows(out.remove(0)),
+                    _ => Folded::Rows(Condition::All(out)),
+                }
+            }
+            Rule::Any(v) => {
+                let mut out = Vec::with_capacity(v.len());
+                for r in v {
+                    match r.fold(user) {
+                        Folded::True => return Folded::True,
+                        Folded::False => {}
+                        Folded::Rows(c) => out.push(c),
+                    }
+                }
+                match out.len() {
+                    0 => Folded::False,
+                    1 => Folded::Rows(out.remove(0)),
+                    _ => Folded::Rows(Condition::Any(out)),
+                }
+            }
+            Rule::Not(inner) => match inner.fold(user) {
+                Folded::True => Folded::False,
+                Folded::False => Folded::True,
+                Folded::Rows(c) => Folded::Rows(Condition::Not(Box::new(c))),
+            },
+            Rule::Related(name, inner) => match inner.fold(user) {
+                // No related row can match.
+                Folded::False => Folded::False,
+                // A related row the caller may read.
+                Folded::True => Folded::Rows(Related::pending(name, Condition::always())),
+                Folded::Rows(c) => Folded::Rows(Related::pending(name, c)),
+            },
+        }
+    }
+
+    /// The rule for `user` as an [`Access`]: a rule false for every row refuses the caller.
+    pub(crate) fn access(&self, user: Option<&CurrentUser>) -> Access {
+        match self.fold(user) {
+            Folded::True => Access::All,
+            Folded::Rows(c) => Access::Rows(c),
+            Folded::False if user.is_none() => Access::Unauthenticated,
+            Folded::False => Access::Forbidden,
+        }
+    }
+}
+
+/// A caller term for `user`.
+fn term(t: &CallerTerm, user: Option<&CurrentUser>) -> Folded {
+    let truth = |b: bool| if b { Folded::True } else { Folded::False };
+    match (t, user) {
+        (CallerTerm::Const(b), _) => truth(*b),
+        (CallerTerm::SignedIn, u) => truth(u.is_some()),
+        (CallerTerm::Admin, u) => truth(u.is_some_and(CurrentUser::is_admin)),
+        (CallerTerm::Role(names), u) => {
+            truth(u.is_some_and(|u| names.iter().any(|n| u.has_role(n, None))))
+        }
+        (CallerTerm::Me { .. } | CallerTerm::Domains { .. }, None) => Folded::False,
+        (CallerTerm::Me { field, eq }, Some(u)) => Folded::Rows(Condition::Is(Cond {
+            field,
+            op: if *eq { Op::Eq } else { Op::Ne },
+            arg: Arg::Uuid(u.id),
+            param: (*field).to_owned(),
+        })),
+        (CallerTerm::Domains { field }, Some(u)) => {
+            let mut domains: Vec<Arg> = Vec::new();
+            for d in u.roles.iter().filter_map(|g| g.domain_id) {
+                if !domains.contains(&Arg::Uuid(d)) {
+                    domains.push(Arg::Uuid(d));
+                }
+            }
+            if domains.is_empty() {
+                return Folded::False;
+            }
+            Folded::Rows(Condition::Is(Cond {
+                field,
+                op: Op::In,
+                arg: Arg::List(domains),
+                param: (*field).to_owned(),
+            }))
+        }
+    }
+}
+
+/// The expressions of an [`Expr`], compiled for one resource (`None`: the kind's default).
+#[derive(Debug, Default)]
+pub(crate) struct Compiled {
+    read: Option<Rule>,
+    update: Option<Rule>,
+    delete: Option<Rule>,
+    create: Option<Rule>,
+}
+
+/// The relations a dotted path crosses from `R` (`critter.habitat.keeper_id`), the last one's
+/// fields and the member.
+fn resolve<R: Resource>(path: &str) -> Option<(Vec<&'static str>, &'static [FieldInfo], String)> {
+    let (rels, member) = path.rsplit_once('.')?;
+    let mut relations = R::RELATIONS;
+    let mut names = Vec::new();
+    let mut fields = R::FIELDS;
+    for name in rels.split('.') {
+        let r = relations.iter().find(|r| r.name == name)?;
+        let t = (r.target)();
+        names.push(r.name);
+        relations = t.relations;
+        fields = t.fields;
+    }
+    Some((names, fields, member.to_owned()))
+}
+
+/// Compiles one expression for `R`, or says what is wrong with it.
+pub(crate) fn compile<R: Resource>(kind: &str, src: &str) -> Result<Rule, String> {
+    parse_rule::<Rule>(R::FIELDS, &resolve::<R>, src, ExprLimits::default()).map_err(|e| {
+        let detail = match e {
+            Error::BadRequest { detail, .. } => detail.to_string(),
+            other => other.to_string(),
+        };
+        let detail = detail
+            .strip_prefix(&format!(
+                "Invalid `{}`: ",
+                crate::crud::list::filter_expr::PARAM
+            ))
+            .unwrap_or(&detail)
+            .to_owned();
+        format!(
+            "the `{kind}` rule of {} ({src:?}), {detail}\nhelp: a rule compares {}'s filterable \
+             fields, or a related resource's through declared relations \
+             (`relation.field = @me`), with values, `now` and the caller's values ({})",
+            R::NAME,
+            R::NAME,
+            crudforge_core::expr::caller_values_list()
+        )
+    })
+}
+
+/// An [`Expr`] compiled for one resource, or what is wrong with it.
+type Kept = Result<Compiled, Vec<String>>;
+
+impl Expr {
+    /// The compiled expressions for `R`: kept from the first use, compiled anew when this
+    /// `Expr` serves another type too.
+    fn compiled<R: Resource>(&self) -> Arc<Kept> {
+        let make = || -> Kept {
+            let mut problems = Vec::new();
+            let mut one = |kind: &str, src: &Option<String>| match src.as_deref() {
+                None => None,
+                Some(s) => compile::<R>(kind, s).map_err(|e| problems.push(e)).ok(),
+            };
+            let c = Compiled {
+                read: one("read", &self.read),
+                update: one("update", &self.update),
+                delete: one("delete", &self.delete),
+                create: one("create", &self.create),
+            };
+            if problems.is_empty() {
+                Ok(c)
+            } else {
+                Err(problems)
+            }
+        };
+        let id = TypeId::of::<R>();
+        let kept = self.compiled.get_or_init(|| {
+            let stored: Arc<dyn std::any::Any + Send + Sync> = Arc::new(make());
+            (id, stored)
+        });
+        if kept.0 == id {
+            if let Ok(found) = Arc::clone(&kept.1).downcast::<Kept>() {
+                return found;
+            }
+        }
+        Arc::new(make())
+    }
+
+    /// The access `pick` gives from the compiled rules for `user`; the default (signed in)
+    /// for a kind left out; nothing when the expressions do not compile for `R` (the mount
+    /// refuses them first).
+    fn access<R: Resource>(
+        &self,
+        user: Option<&CurrentUser>,
+        pick: impl FnOnce(&Compiled) -> Option<&Rule>,
+    ) -> Access {
+        match &*self.compiled::<R>() {
+            Ok(c) => match pick(c) {
+                Some(rule) => rule.access(user),
+                None => Access::authenticated(user),
+            },
+            Err(_) => Access::Forbidden,
+        }
+    }
+}
+
+impl<R: Resource> Rules<R> for Expr {
+    fn read(&self, user: Option<&CurrentUser>) -> Access {
+        self.access::<R>(user, |c| c.read.as_ref())
+    }
+
+    fn write(&self, user: Option<&CurrentUser>) -> Access {
+        self.access::<R>(user, |c| c.update.as_ref())
+    }
+
+    fn delete(&self, user: Option<&CurrentUser>) -> Access {
+        self.access::<R>(user, |c| c.delete.as_ref())
+    }
+
+    fn create(
+        &self,
+        user: Option<&CurrentUser>,
+        body: &mut Map<String, Value>,
+    ) -> Result<(), Error> {
+        let _ = body;
+        // Administrators pass every rule (the create handler lets a create rule's 403 bind
+        // them, for hand-written privilege rules).
+        if user.is_some_and(CurrentUser::is_admin) {
+            return Ok(());
+        }
+        self.access::<R>(user, |c| c.create.as_ref())
+            .into_conds()
+            .map(|_| ())
+    }
+
+    fn created(&self, user: Option<&CurrentUser>) -> Access {
+        match self.access::<R>(user, |c| c.create.as_ref()) {
+            // `create` refused these callers already.
+            Access::Unauthenticated | Access::Forbidden => Access::All,
+            rows => rows,
+        }
+    }
+
+    fn problems(&self) -> Vec<String> {
+        match &*self.compiled::<R>() {
+            Ok(_) => Vec::new(),
+            Err(problems) => problems.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::RoleGrant;
+    use crate::field::Kind;
+    use crate::perms::{
+        AdminOnly, DefaultRules, Open, OwnerRules, PublicRead, PublicReadAdminWrite,
+    };
+
+    static FIELDS: &[FieldInfo] = &[
+        FieldInfo::new("owner_id", Kind::Uuid),
+        FieldInfo::new("domain_id", Kind::Uuid).nullable(),
+        FieldInfo::new("published", Kind::Bool),
+        FieldInfo::new("seat", Kind::Integer),
+    ];
+
+    fn rule(src: &str) -> Rule {
+        parse_rule::<Rule>(FIELDS, &|_| None, src, ExprLimits::default()).unwrap()
+    }
+
+    fn user(roles: &[(&str, Option<uuid::Uuid>)]) -> CurrentUser {
+        CurrentUser {
+            id: uuid::Uuid::new_v4(),
+            email: "u@example.com".into(),
+            is_enabled: true,
+            roles: roles
+                .iter()
+                .map(|(r, d)| RoleGrant {
+                    role: (*r).to_owned(),
+                    domain_id: *d,
+                })
+                .collect(),
+        }
+    }
+
+    /// What a stock rule set gives for each kind, next to the expressions said to be its
+    /// equivalent (docs/auth.md lists them), for anonymous, signed-in and administrator
+    /// callers.
+    #[test]
+    fn stock_rule_sets_are_these_expressions() {
+        type R = ();
+        let callers = [None, Some(user(&[])), Some(user(&[("ADMIN", None)]))];
+        let same = |name: &str, rules: &dyn Rules<R>, read: &str, write: &str, create: &str| {
+            for u in &callers {
+                let u = u.as_ref();
+                assert_eq!(rules.read(u), rule(read).access(u), "{name} read {u:?}");
+                assert_eq!(rules.write(u), rule(write).access(u), "{name} write {u:?}");
+                assert_eq!(
+                    rules.delete(u),
+                    rule(write).access(u),
+                    "{name} delete {u:?}"
+                );
+                let allowed = rules.create(u, &mut Map::new()).map_err(|e| e.to_string());
+                let expected = rule(create).access(u).into_conds().map(|_| ());
+                assert_eq!(
+                    allowed,
+                    expected.map_err(|e| e.to_string()),
+                    "{name} create"
+                );
+            }
+        };
+        same(
+            "DefaultRules",
+            &DefaultRules,
+            "@signed_in",
+            "@signed_in",
+            "@signed_in",
+        );
+        same("Open", &Open, "true", "true", "true");
+        same(
+            "PublicRead",
+            &PublicRead,
+            "true",
+            "@signed_in",
+            "@signed_in",
+        );
+        same(
+            "PublicReadAdminWrite",
+            &PublicReadAdminWrite,
+            "true",
+            "@admin",
+            "@admin",
+        );
+        same("AdminOnly", &AdminOnly, "@admin", "@admin", "@admin");
+        // OwnerRules also fills the owner on create, which an expression does not.
+        let owner = OwnerRules::new("owner_id");
+        for u in &callers {
+            let u = u.as_ref();
+            let r = rule("owner_id = @me").access(u);
+            assert_eq!(Rules::<R>::read(&owner, u), r);
+            assert_eq!(Rules::<R>::write(&owner, u), r);
+        }
+    }
+
+    #[test]
+    fn callers_fold_into_the_rule() {
+        let anon = None;
+        let plain = user(&[]);
+        let d = uuid::Uuid::new_v4();
+        let editor = user(&[("EDITOR", Some(d))]);
+        // A branch without the caller lets anonymous callers in; without one they get 401,
+        // and signed-in callers for whom the rule is false everywhere 403.
+        let r = rule("published = true or owner_id = @me");
+        assert!(matches!(r.access(anon), Access::Rows(Condition::Is(_))));
+        assert!(matches!(
+            r.access(Some(&plain)),
+            Access::Rows(Condition::Any(_))
+        ));
+        assert_eq!(rule("owner_id = @me").access(anon), Access::Unauthenticated);
+        assert_eq!(
+            rule("owner_id != @me").access(anon),
+            Access::Unauthenticated
+        );
+        let r = rule("@role = 'EDITOR' and seat > 2");
+        assert_eq!(r.access(Some(&plain)), Access::Forbidden);
+        assert!(matches!(
+            r.access(Some(&editor)),
+            Access::Rows(Condition::Is(_))
+        ));
+        assert_eq!(
+            rule("@role != 'EDITOR'").access(Some(&editor)),
+            Access::Forbidden
+        );
+        assert_eq!(
+            rule("@role in ('X', 'EDITOR')").access(Some(&editor)),
+            Access::All
+        );
+        assert_eq!(rule("not @signed_in").access(anon), Access::All);
+        assert_eq!(
+            rule("@admin or false").access(Some(&plain)),
+            Access::Forbidden
+        );
+        // `@domains`: the domains of the caller's roles; none matches no row.
+        match rule("domain_id in @domains").access(Some(&editor)) {
+            Access::Rows(Condition::Is(c)) => assert_eq!(c.arg, Arg::List(vec![Arg::Uuid(d)])),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            rule("domain_id in @domains").access(Some(&plain)),
+            Access::Forbidden
+        );
+    }
+
+    #[test]
+    fn mistakes_say_what_and_where() {
+        for (src, want) in [
+            ("seat = @me", "`@me` is a UUID"),
+            ("seat > @me", "compared with `=` or `!=`"),
+            ("owner_id = @domains", "compared with `@me`"),
+            ("owner_id in @me", "`in` takes a list or `@domains`"),
+            ("@me = owner_id", "`@me` is a value"),
+            ("@role > 'A'", "after `@role`"),
+            ("@role = EDITOR", "a quoted role name"),
+            ("nope = 1", "`nope` is not a filterable field"),
+        ] {
+            let e = parse_rule::<Rule>(FIELDS, &|_| None, src, ExprLimits::default())
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{src}: {e}");
+        }
+        // The `filter` parameter has no caller.
+        let e = crate::crud::list::filter_expr::parse_filter_expr(
+            FIELDS,
+            "owner_id = @me",
+            ExprLimits::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("belong to permission rules"), "{e}");
+    }
+}
