@@ -12,7 +12,7 @@
 
 use super::create::{input, refuse_anonymous};
 use super::target::Target;
-use super::{run, update, Change, KeyCheck, Plan};
+use super::{run, update, Change, KeyCheck, Needs, Plan};
 use crate::condition::{parse_arg, Arg, Cond};
 use crate::crud::mount::options::Operation;
 use crate::crud::read::conditional::{self, Precondition};
@@ -23,7 +23,6 @@ use crate::crud::shared::Shared;
 use crate::crud::soft_delete::Rows;
 use crate::crud::write::idempotency::Answer;
 use crate::crud::{HookCtx, Resource};
-use crate::db::tx::TxMode;
 use crate::db::Conn;
 use crate::error::{Error, ItemError};
 use crate::state::ApiState;
@@ -76,12 +75,12 @@ pub(crate) async fn create<R: Resource>(
         ready.push(prepared.await.map_err(|e| at(i, e))?);
     }
     let created = rules::created_scope(&who, shared, &req)?;
-    let plan = Plan {
-        op: Operation::Post,
-        in_tx: true,
-        mode: TxMode::Write,
-        key: held.key(),
+    let needs = Needs {
+        batch: true,
+        create_rule: created.is_some(),
+        ..Needs::default()
     };
+    let plan = Plan::new(shared, Operation::Post, held.key(), needs);
     let insert = async |conn: &mut Conn| {
         let mut rows = Vec::with_capacity(ready.len());
         for (i, (input, keys)) in ready.into_iter().zip(&keys).enumerate() {
@@ -148,17 +147,12 @@ pub(crate) async fn update<R: Resource>(
             input,
         ));
     }
-    let conditional = ready.iter().any(|(_, pre, _)| pre.is_some());
-    let plan = Plan {
-        op: Operation::Patch,
-        in_tx: true,
-        mode: if conditional || shared.hooks.serialized_update {
-            TxMode::Serialized
-        } else {
-            TxMode::Write
-        },
-        key: held.key(),
+    let needs = Needs {
+        batch: true,
+        if_match: ready.iter().any(|(_, pre, _)| pre.is_some()),
+        ..Needs::default()
     };
+    let plan = Plan::new(shared, Operation::Patch, held.key(), needs);
     let write = async |conn: &mut Conn| {
         let mut rows = Vec::with_capacity(ready.len());
         for (i, ((target, pre, input), keys)) in ready.into_iter().zip(&keys).enumerate() {
@@ -206,17 +200,12 @@ pub(crate) async fn delete<R: Resource>(
             })
             .collect();
     let ctx = who.hook_ctx(Operation::Delete, &st.db, &req);
-    let conditional = targets.iter().any(|(_, pre)| pre.is_some());
-    let plan = Plan {
-        op: Operation::Delete,
-        in_tx: true,
-        mode: if conditional {
-            TxMode::Serialized
-        } else {
-            TxMode::Write
-        },
-        key: held.key(),
+    let needs = Needs {
+        batch: true,
+        if_match: targets.iter().any(|(_, pre)| pre.is_some()),
+        ..Needs::default()
     };
+    let plan = Plan::new(shared, Operation::Delete, held.key(), needs);
     let write = async |conn: &mut Conn| {
         let mut committed = Vec::new();
         for (i, (target, pre)) in targets.iter().enumerate() {
@@ -243,12 +232,7 @@ fn batch<R>(rows: Vec<R>, committed: Vec<std::sync::Arc<R>>, status: u16) -> Cha
     Change::Batch {
         rows,
         committed,
-        answer: Answer {
-            status,
-            body: Vec::new(),
-            location: None,
-            etag: None,
-        },
+        answer: Answer::new(status, None),
     }
 }
 

@@ -1,7 +1,7 @@
 //! The POST handler: the caller, the model's and the rules' fill of server-owned members, the
 //! input, then [`run`](super::run) checks the belongs-to keys it sets ([`Keys`]) and inserts the row.
 
-use super::{run, Change, KeyCheck, Plan};
+use super::{run, Change, KeyCheck, Needs, Plan};
 use crate::condition::Cond;
 use crate::crud::mount::options::Operation;
 use crate::crud::relations::keys::Keys;
@@ -12,7 +12,6 @@ use crate::crud::request::{
 use crate::crud::shared::Shared;
 use crate::crud::write::idempotency::Answer;
 use crate::crud::{HookCtx, Resource};
-use crate::db::tx::TxMode;
 use crate::db::Conn;
 use crate::error::Error;
 use crate::state::ApiState;
@@ -40,14 +39,11 @@ pub(crate) async fn create<R: Resource>(
     let input = shared.hooks.before_create(&ctx, input).await?;
     // A create rule judges the stored row, in the transaction (crud::relations::rules).
     let created = rules::created_scope(&who, shared, &req)?;
-    let plan = Plan {
-        op: Operation::Post,
-        // A plain insert is one statement; keys, hooks and a create rule need a transaction
-        // around it.
-        in_tx: held.key().is_some() || shared.hooks.wrap(Operation::Post) || created.is_some(),
-        mode: TxMode::Write,
-        key: held.key(),
+    let needs = Needs {
+        create_rule: created.is_some(),
+        ..Needs::default()
     };
+    let plan = Plan::new(shared, Operation::Post, held.key(), needs);
     let insert = async |conn: &mut Conn| {
         keys.check(&req, conn, &who).await?;
         let change = insert(shared, &req, conn, input).await?;
@@ -125,11 +121,5 @@ async fn insert<R: Resource>(
     let location = item
         .key_of(shared.res_id.name)
         .map(|k| format!("{}{}", req.path(), k));
-    let answer = Answer {
-        status: 201,
-        body: Vec::new(),
-        location,
-        etag: None,
-    };
-    Ok(Change::Stored(item, answer))
+    Ok(Change::Stored(item, Answer::new(201, location)))
 }

@@ -2,14 +2,13 @@
 //! reads the row when a precondition or a hook needs it, and deletes.
 
 use super::target::{self, Target};
-use super::{run, Change, Ended, Plan};
+use super::{run, Change, Ended, Needs, Plan};
 use crate::crud::mount::options::Operation;
 use crate::crud::read::conditional::Precondition;
 use crate::crud::read::rows::reload;
 use crate::crud::request::caller;
 use crate::crud::shared::Shared;
 use crate::crud::{HookCtx, Resource};
-use crate::db::tx::TxMode;
 use crate::db::Conn;
 use crate::error::Error;
 use crate::state::ApiState;
@@ -27,18 +26,11 @@ pub(crate) async fn delete<R: Resource>(
     let target = Target::to_delete(shared, &req, &who)?;
     let if_match = target::precondition(shared, &req)?;
     let ctx = who.hook_ctx(Operation::Delete, &st.db, &req);
-    let plan = Plan {
-        op: Operation::Delete,
-        in_tx: if_match.is_some()
-            || target::by_other_key(shared)
-            || shared.hooks.wrap(Operation::Delete),
-        mode: if if_match.is_some() {
-            TxMode::Serialized
-        } else {
-            TxMode::Write
-        },
-        key: None,
+    let needs = Needs {
+        if_match: if_match.is_some(),
+        ..Needs::default()
     };
+    let plan = Plan::new(shared, Operation::Delete, None, needs);
     let pre = if_match.as_ref();
     let write = async |conn: &mut Conn| write(shared, &ctx, conn, &target, pre).await;
     match run(shared, st, &req, &ctx, plan, write).await? {

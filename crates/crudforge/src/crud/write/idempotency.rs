@@ -144,6 +144,17 @@ pub(crate) struct Answer {
 }
 
 impl Answer {
+    /// The answer of a write that ended with `status` (and, for a created item, its
+    /// `location`); the body and `ETag` are made afterwards from the written row.
+    pub(crate) fn new(status: u16, location: Option<String>) -> Answer {
+        Answer {
+            status,
+            body: Vec::new(),
+            location,
+            etag: None,
+        }
+    }
+
     /// The HTTP response; `replayed` adds `Idempotent-Replayed: true`.
     pub(crate) fn to_response(&self, replayed: bool) -> HttpResponse {
         let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::OK);

@@ -83,16 +83,65 @@ impl KeyCheck {
 }
 
 /// How a write runs: its operation, whether it needs a transaction (a plain write stays one
-/// statement) and of which kind, and the key its answer is stored under.
+/// statement) and of which kind, and the key its answer is stored under. Made by
+/// [`Plan::new`], the one place that decides the transaction.
 pub(crate) struct Plan<'k> {
     /// The operation.
-    pub(crate) op: Operation,
+    op: Operation,
     /// Whether the write runs in a transaction.
-    pub(crate) in_tx: bool,
+    in_tx: bool,
     /// The transaction's kind, when `in_tx`.
-    pub(crate) mode: TxMode,
+    mode: TxMode,
     /// The idempotency key, claimed in the transaction before the body runs.
-    pub(crate) key: Option<&'k IdemKey>,
+    key: Option<&'k IdemKey>,
+}
+
+/// What a write does, besides its operation and key, that decides its transaction.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Needs {
+    /// Many items in one request: a batch writes all of them or none.
+    pub(crate) batch: bool,
+    /// An `If-Match` (on any item): the row is read and judged before it is written.
+    pub(crate) if_match: bool,
+    /// A create rule, judged on the stored row (`relations::rules::check_created`).
+    pub(crate) create_rule: bool,
+}
+
+impl<'k> Plan<'k> {
+    /// The plan of a write of `op` on `shared`'s resource, with the idempotency key `key`.
+    ///
+    /// It runs in a transaction when it is a batch, carries a key, an `If-Match` or a create
+    /// rule, has hooks of `op` that run inside it ([`Hooks::wrap`](hooks::Hooks::wrap)), or
+    /// addresses its item by a key other than the id (counted first, so that it never writes
+    /// several rows). The transaction is serialized when a precondition or an update hook
+    /// judges the row as read (`If-Match`, `serialized_update` for PATCH and restore).
+    pub(crate) fn new<R: Resource>(
+        shared: &Shared<R>,
+        op: Operation,
+        key: Option<&'k IdemKey>,
+        needs: Needs,
+    ) -> Plan<'k> {
+        let hooks = &shared.hooks;
+        let updates = matches!(op, Operation::Patch | Operation::Restore);
+        let addressed = updates || op == Operation::Delete;
+        let in_tx = needs.batch
+            || key.is_some()
+            || needs.if_match
+            || needs.create_rule
+            || hooks.wrap(op)
+            || (addressed && target::by_other_key(shared));
+        let serialized = needs.if_match || (updates && hooks.serialized_update);
+        Plan {
+            op,
+            in_tx,
+            mode: if serialized {
+                TxMode::Serialized
+            } else {
+                TxMode::Write
+            },
+            key,
+        }
+    }
 }
 
 /// What the body of a write changed, for [`run`] to finish.
@@ -212,12 +261,7 @@ async fn settle<R: Resource>(
                 shared.hooks.after_write(conn, ctx, row).await?;
             }
             Ok(Written::Answered {
-                answer: Answer {
-                    status: 204,
-                    body: Vec::new(),
-                    location: None,
-                    etag: None,
-                },
+                answer: Answer::new(204, None),
                 committed: committed.into_iter().collect(),
             })
         }

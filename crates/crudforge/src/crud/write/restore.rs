@@ -3,7 +3,7 @@
 //! is an update of `deleted_at`) and clears `deleted_at`.
 
 use super::target::{self, Target};
-use super::{run, Change, KeyCheck};
+use super::{run, Change, KeyCheck, Needs, Plan};
 use crate::condition::{parse_arg, Cond};
 use crate::crud::mount::options::Operation;
 use crate::crud::read::conditional::Precondition;
@@ -46,7 +46,11 @@ pub(crate) async fn restore<R: Resource>(
     } else {
         None
     };
-    let plan = super::update::plan(shared, Operation::Restore, held.key(), if_match.is_some());
+    let needs = Needs {
+        if_match: if_match.is_some(),
+        ..Needs::default()
+    };
+    let plan = Plan::new(shared, Operation::Restore, held.key(), needs);
     let pre = if_match.as_ref();
     let write = async |conn: &mut Conn| write(shared, &ctx, conn, &target, pre, input).await;
     let ended = run(shared, st, &req, &ctx, plan, write).await?;
@@ -87,13 +91,7 @@ async fn write<R: Resource>(
             .ok_or_else(vanished::<R>)?,
         None => item,
     };
-    let answer = Answer {
-        status: 200,
-        body: Vec::new(),
-        location: None,
-        etag: None,
-    };
-    Ok(Change::Stored(item, answer))
+    Ok(Change::Stored(item, Answer::new(200, None)))
 }
 
 /// The condition of `item`'s id.

@@ -3,7 +3,7 @@
 //! updates.
 
 use super::target::{self, Target};
-use super::{run, Change, KeyCheck, Plan};
+use super::{run, Change, KeyCheck, Needs, Plan};
 use crate::crud::mount::options::Operation;
 use crate::crud::read::conditional::Precondition;
 use crate::crud::read::rows::reload;
@@ -12,7 +12,6 @@ use crate::crud::request::{caller, check_members, decode, hash_passwords, json_o
 use crate::crud::shared::Shared;
 use crate::crud::write::idempotency::Answer;
 use crate::crud::Resource;
-use crate::db::tx::TxMode;
 use crate::db::Conn;
 use crate::error::Error;
 use crate::state::ApiState;
@@ -40,7 +39,11 @@ pub(crate) async fn update<R: Resource>(
     hash_passwords(&mut input, st.config.password_policy()).await?;
     let ctx = who.hook_ctx(Operation::Patch, &st.db, &req);
     let input = shared.hooks.before_update_input(&ctx, input).await?;
-    let plan = plan(shared, Operation::Patch, held.key(), if_match.is_some());
+    let needs = Needs {
+        if_match: if_match.is_some(),
+        ..Needs::default()
+    };
+    let plan = Plan::new(shared, Operation::Patch, held.key(), needs);
     let pre = if_match.as_ref();
     let write = async |conn: &mut Conn| {
         keys.check(&req, conn, &who).await?;
@@ -48,27 +51,6 @@ pub(crate) async fn update<R: Resource>(
     };
     let ended = run(shared, st, &req, &ctx, plan, write).await?;
     Ok(ended.into_response())
-}
-
-/// The transaction of a PATCH (or a restore, `op`): needed for a key, `If-Match`, a write by
-/// another key or hooks of `op`; serialized for `If-Match` or guards that judge the row as read.
-pub(crate) fn plan<'k, R: Resource>(
-    shared: &Shared<R>,
-    op: Operation,
-    key: Option<&'k crate::crud::write::idempotency::IdemKey>,
-    if_match: bool,
-) -> Plan<'k> {
-    let hooks = &shared.hooks;
-    Plan {
-        op,
-        in_tx: key.is_some() || if_match || target::by_other_key(shared) || hooks.wrap(op),
-        mode: if if_match || hooks.serialized_update {
-            TxMode::Serialized
-        } else {
-            TxMode::Write
-        },
-        key,
-    }
 }
 
 /// In the transaction: the current row when `If-Match` or a `before_update` hook needs it,
@@ -94,13 +76,7 @@ pub(crate) async fn write<R: Resource>(
     let Some(item) = R::update(conn, &target.conds, input).await? else {
         return Err(target.refused(shared, conn).await);
     };
-    let answer = Answer {
-        status: 200,
-        body: Vec::new(),
-        location: None,
-        etag: None,
-    };
-    Ok(Change::Stored(item, answer))
+    Ok(Change::Stored(item, Answer::new(200, None)))
 }
 
 /// Checks `If-Match` (when sent) against `current`; gives the row the `before_update` hooks
