@@ -5,46 +5,58 @@
 //! create, update and response schemas; everything that does not depend on the model's types
 //! lives here.
 
-// Listing: the INDEX handler and the list parameters it combines (the `filter` expression,
-// named filters, relation names in dotted parameter names, cursors, sparse fields, the caps).
-pub(crate) mod list;
+// The modules below import only from those above them (`import_cycles` holds them to it).
 
-// Reading one item: the GET handler, entity tags and preconditions, one row by its conditions.
-pub(crate) mod read;
+// The query string: the list parameters, the `filter` expression, relation names in dotted
+// parameter names, `now` and `today`, sparse fields.
+pub(crate) mod query;
 
-// Writing: the one transaction wrapper, the create, update, delete, restore and batch handlers,
-// with the capabilities they use (lifecycle hooks, idempotency keys).
-pub(crate) mod write;
+// Entity tags and preconditions (`If-Match`, `If-None-Match`); one row by its conditions.
+pub(crate) mod conditional;
+mod rows;
 
-// Mounting: the blueprint and its options, custom routes, the registry of resources, the
-// actix scope of a blueprint's routes, and the OpenAPI description of what is mounted.
-pub(crate) mod mount;
-
-// Rules: field-level read rules and permission rules written as expressions.
+// Rules: field-level read rules, and permission rules written as expressions.
 pub(crate) mod rules;
+
+// What a blueprint is made of and what its handlers share: the operations and their options,
+// custom routes, lifecycle hooks, idempotency keys, the actix scope of its routes, the state of
+// a mounted blueprint, what a handler reads from its request, how it answers, and which rows
+// (live or deleted) an operation sees.
+pub(crate) mod hooks;
+pub(crate) mod idempotency;
+pub(crate) mod options;
+mod render;
+mod request;
+pub(crate) mod route;
+mod scope;
+mod shared;
+mod soft_delete;
 
 // Relations between resources: filters and sorts across them, `expand`, keys writes set.
 pub(crate) mod relations;
 
-// What every handler shares: the state of a mounted blueprint, what a handler reads from its
-// request, how it answers, and which rows (live or deleted) an operation sees.
-mod render;
-mod request;
-mod shared;
-mod soft_delete;
+// The handlers, one concern each: listing (INDEX), reading one item (GET), writing (POST,
+// PATCH, DELETE, restore, batches, through one transaction wrapper).
+mod list;
+mod read;
+pub(crate) mod write;
+
+// Mounting: the blueprint that registers the handlers, the registry of resources by name, the
+// OpenAPI description of what is mounted.
+pub(crate) mod mount;
 
 pub(crate) use crate::condition::{Arg, Cond, Condition, Conditions, Sort};
 pub(crate) use crate::field::{FieldInfo, Kind};
+pub use conditional::entity_tag;
+pub use hooks::HookCtx;
 pub(crate) use list::limits::ListCaps;
-pub use list::query::{CountMode, ListLimits, ListQuery};
 pub use mount::blueprint::CrudBlueprint;
-pub use mount::options::{OpOptions, OpSetting, Operation, Present};
 pub use mount::registry;
-pub use mount::route::{CustomRoute, OperationType, RouteDoc};
-pub use read::conditional::entity_tag;
+pub use options::{OpOptions, OpSetting, Operation, Present};
+pub use query::{CountMode, ListLimits, ListQuery};
 pub(crate) use relations::Relation;
+pub use route::{CustomRoute, OperationType, RouteDoc};
 pub(crate) use rules::read::Readers;
-pub use write::hooks::HookCtx;
 
 use crate::db::indexes::IndexSpec;
 use crate::db::Conn;
@@ -445,8 +457,8 @@ impl<R: Resource> Filter<R> {
             || ListLimits::of(&crate::config::Config::default()),
             |s| ListLimits::of(&s.config),
         );
-        let params = list::query::Params::of(req.query_string())?;
-        let mut query = list::query::parse_list_query_rel(R::FIELDS, &[], &params, &limits)?;
+        let params = query::Params::of(req.query_string())?;
+        let mut query = query::parse_list_query_rel(R::FIELDS, &[], &params, &limits)?;
         if let Some(s) = state {
             ListCaps::of(&s.config).check(&query)?;
         }

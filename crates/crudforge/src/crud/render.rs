@@ -3,15 +3,15 @@
 
 use super::shared::Shared;
 use super::Resource;
-use crate::crud::mount::options::Operation;
-use crate::crud::read::rows::reload;
+use crate::crud::options::Operation;
+use crate::crud::rows::reload;
 use crate::crud::rules::read::{self, Viewer};
 use crate::error::Error;
 use actix_web::http::header;
 use actix_web::HttpResponse;
 
 /// Writes `item` as operation `op` renders it (a substituted schema, or the generated
-/// response) to `out`, without the members `viewer` may not read (see [`read_rules`]).
+/// response) to `out`, without the members `viewer` may not read (see [`read`]).
 pub(crate) fn render<R: Resource>(
     shared: &Shared<R>,
     op: Operation,

@@ -3,11 +3,11 @@
 //! them; the handlers and `docs` only read them, so the arrows point one way.
 
 use super::{FieldInfo, Resource};
-use crate::crud::mount::options::{OpOptions, Operation};
-use crate::crud::mount::route::CustomRoute;
-use crate::crud::mount::scope::Patterns;
-use crate::crud::write::hooks::Hooks;
-use crate::crud::write::idempotency::InFlight;
+use crate::crud::hooks::Hooks;
+use crate::crud::idempotency::InFlight;
+use crate::crud::options::{OpOptions, Operation};
+use crate::crud::route::CustomRoute;
+use crate::crud::scope::Patterns;
 use crate::perms::Rules;
 use std::collections::BTreeMap;
 use std::sync::Arc;

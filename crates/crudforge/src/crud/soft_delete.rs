@@ -9,7 +9,7 @@
 
 use super::Resource;
 use crate::condition::{Arg, Cond, Condition, Op};
-use crate::crud::list::query::Params;
+use crate::crud::query::Params;
 use crate::db::Database;
 use crate::error::Error;
 

@@ -13,9 +13,9 @@ use crate::auth::throttle::{Account, Attempt};
 use crate::auth::{
     hash_password_for, load_user, require_user, verify_password, Claims, CurrentUser, TokenKind,
 };
-use crate::crud::list::sparse::members_of;
-use crate::crud::mount::options::{output_schema, present_with, PresentFn, SchemaFn};
-use crate::crud::read::conditional::{if_none_match, tag_of};
+use crate::crud::conditional::{if_none_match, tag_of};
+use crate::crud::options::{output_schema, present_with, PresentFn, SchemaFn};
+use crate::crud::query::sparse::members_of;
 use crate::crud::{Arg, Cond, CrudBlueprint, CustomRoute, Operation, Present};
 use crate::db::tx::{self, TxMode};
 use crate::db::{Conn, Database};

@@ -4,7 +4,7 @@
 
 use super::model::UserModel;
 use crate::auth::{current_user, CurrentUser};
-use crate::crud::write::hooks::{AroundPost, PostAnswer};
+use crate::crud::hooks::{AroundPost, PostAnswer};
 use crate::error::Error;
 use crate::mount::Mount;
 use crate::openapi::{json_response, problem_response, ApiDoc};

@@ -4,7 +4,7 @@
 
 use crate::condition::{Arg, Cond, Condition};
 use crate::config::Config;
-use crate::crud::list::query::ListQuery;
+use crate::crud::query::ListQuery;
 use crate::error::Error;
 
 /// The caps of list requests (`MAX_FILTERS`, `MAX_IN_VALUES`).

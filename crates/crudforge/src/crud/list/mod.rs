@@ -1,24 +1,19 @@
-//! Listing: the INDEX handler and the list parameters it reads.
+//! Listing: the INDEX handler, with what only a list has: named filters ([`named_filters`]),
+//! the caps on a list request ([`limits`]) and cursors ([`cursor`]).
 //!
 //! The handler serves a page of items in one read snapshot. The caller's scope, the parent
-//! parameters, the list parameters ([`query`], [`filter_expr`], [`named_filters`], with
-//! [`clock`] for `now` and `today` and [`relation_names`] for dotted names, within the caps of
-//! [`limits`]) and a cursor's keyset ([`cursor`]) are ANDed into one condition; one row more
-//! than the page tells whether a next page exists; items are rendered straight into the body,
-//! trimmed to `fields` ([`sparse`]).
+//! parameters, the list parameters (parsed by [`crate::crud::query`]: the plain parameters and
+//! the `filter` expression), the named filters asked for, within the caps, and a cursor's
+//! keyset are ANDed into one condition; one row more than the page tells whether a next page
+//! exists; items are rendered straight into the body, trimmed to `fields`.
 
-pub(crate) mod clock;
 pub(crate) mod cursor;
-pub(crate) mod filter_expr;
 pub(crate) mod limits;
 pub(crate) mod named_filters;
-pub(crate) mod query;
-mod relation_names;
-pub(crate) mod sparse;
 
 use crate::condition::Condition;
-use crate::crud::list::query::{ListQuery, Params};
-use crate::crud::mount::options::Operation;
+use crate::crud::options::Operation;
+use crate::crud::query::{ListQuery, Params};
 use crate::crud::relations;
 use crate::crud::render::{json, render, render_all};
 use crate::crud::request::{caller_on, parent_conds};
@@ -37,7 +32,7 @@ struct Listed<R> {
     /// The embedded members of the page's items, with `expand`.
     extra: Option<Vec<Vec<(&'static str, serde_json::Value)>>>,
     total: Option<i64>,
-    q: crate::crud::list::query::ListQuery,
+    q: crate::crud::query::ListQuery,
     page: u32,
     /// The account the page is rendered for (read rules).
     viewer: Option<crate::auth::CurrentUser>,
@@ -51,7 +46,7 @@ async fn list<R: Resource>(
     st: &ApiState,
     conn: &mut Conn,
 ) -> Result<Listed<R>, Error> {
-    use crate::crud::list::query::CountMode;
+    use crate::crud::query::CountMode;
     let who = caller_on(shared, req, Operation::Index, conn).await?;
     let params = Params::of(req.query_string())?;
     // The caller's scope first: an anonymous caller the rules refuse gets 401 before any
@@ -138,11 +133,11 @@ fn judged_query<R: Resource>(
     let limits = crate::crud::ListLimits::of(&st.config);
     let expand = relations::expand::parse::<R>(params)?;
     let rels = relations::rel_fields::<R>();
-    let mut q = crate::crud::list::query::parse_list_query_rel(R::FIELDS, &rels, params, &limits)?;
+    let mut q = crate::crud::query::parse_list_query_rel(R::FIELDS, &rels, params, &limits)?;
     crate::crud::ListCaps::of(&st.config).check(&q)?;
     let members = shared.ops.get(&Operation::Index).and_then(|o| o.members);
     let own = relations::expand::own_fields::<R>(q.fields.as_deref());
-    crate::crud::list::sparse::check_selectable(R::FIELDS, members, own.as_deref())?;
+    crate::crud::query::sparse::check_selectable(R::FIELDS, members, own.as_deref())?;
     relations::expand::check_fields::<R>(q.fields.as_deref(), &expand, viewer)?;
     crate::crud::rules::read::check_list::<R>(&mut q, viewer)?;
     Ok((q, expand))
@@ -287,7 +282,7 @@ async fn write_items<R: Resource>(
                 out.push(b',');
             }
             match sparse {
-                Some(f) => out.extend_from_slice(&crate::crud::list::sparse::project(&item, f)?),
+                Some(f) => out.extend_from_slice(&crate::crud::query::sparse::project(&item, f)?),
                 None => out.extend_from_slice(&item),
             }
         }
@@ -301,7 +296,7 @@ async fn write_items<R: Resource>(
                 Some(f) => {
                     one.clear();
                     render(shared, Operation::Index, &mut one, item, viewer)?;
-                    out.extend_from_slice(&crate::crud::list::sparse::project(&one, f)?);
+                    out.extend_from_slice(&crate::crud::query::sparse::project(&one, f)?);
                 }
                 None => render(shared, Operation::Index, out, item, viewer)?,
             }

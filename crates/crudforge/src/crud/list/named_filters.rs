@@ -6,8 +6,8 @@
 //! client's other filters.
 
 use crate::condition::Condition;
-use crate::crud::list::filter_expr::{parse_filter_expr, ExprLimits};
-use crate::crud::list::query::Params;
+use crate::crud::query::filter_expr::{parse_filter_expr, ExprLimits};
+use crate::crud::query::Params;
 use crate::crud::Resource;
 use crate::error::Error;
 

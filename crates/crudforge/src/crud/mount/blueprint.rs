@@ -6,7 +6,7 @@ mod lifecycle;
 use crate::auth::CurrentUser;
 use crate::condition::Condition;
 use crate::crud::mount::docs;
-use crate::crud::mount::route::normalize_prefix;
+use crate::crud::route::normalize_prefix;
 use crate::crud::shared::{Mounted, Shared};
 use crate::crud::{list, read, write, FieldInfo, Resource};
 use crate::mount::{IntoMount, Mount};
@@ -18,8 +18,8 @@ use std::fmt;
 use std::sync::Arc;
 
 // Where these lived before the module was split; kept so existing paths still work.
-pub(crate) use crate::crud::mount::options::{OpOptions, OpSetting, Operation};
-pub(crate) use crate::crud::mount::route::CustomRoute;
+pub(crate) use crate::crud::options::{OpOptions, OpSetting, Operation};
+pub(crate) use crate::crud::route::CustomRoute;
 
 /// A resource's endpoints at a URL prefix. Build it with [`Resource::blueprint`] or
 /// [`CrudBlueprint::new`], adjust it, and mount it on an [`Api`](crate::Api).
@@ -32,7 +32,7 @@ pub struct CrudBlueprint<R: Resource> {
     pub(crate) custom: Vec<CustomRoute>,
     pub(crate) errors: Vec<String>,
     pub(crate) rules: Arc<dyn Rules<R>>,
-    pub(crate) hooks: crate::crud::write::hooks::Hooks<R>,
+    pub(crate) hooks: crate::crud::hooks::Hooks<R>,
     pub(crate) require_if_match: bool,
     /// Query flags that hooks read, documented on their operation.
     pub(crate) flags: Vec<crate::crud::shared::QueryFlag>,
@@ -96,7 +96,7 @@ impl<R: Resource> CrudBlueprint<R> {
             custom: Vec::new(),
             errors,
             rules,
-            hooks: crate::crud::write::hooks::Hooks::default(),
+            hooks: crate::crud::hooks::Hooks::default(),
             require_if_match: false,
             flags: Vec::new(),
             batch: Vec::new(),
@@ -319,14 +319,14 @@ impl<R: Resource> CrudBlueprint<R> {
                 res_id_param: self.res_id_param,
                 hooks: self.hooks,
                 require_if_match: self.require_if_match,
-                in_flight: crate::crud::write::idempotency::InFlight::default(),
+                in_flight: crate::crud::idempotency::InFlight::default(),
             }),
             prefix: self.prefix,
             item_path,
             custom: self.custom,
             flags: self.flags,
             batch: self.batch,
-            patterns: crate::crud::mount::scope::Patterns::new(),
+            patterns: crate::crud::scope::Patterns::new(),
         })
     }
 }
@@ -426,7 +426,7 @@ impl<R: Resource> Mounted<R> {
     /// The routes the application added. Routes sharing a path (GET and POST `settings/`) go
     /// on one resource: actix stops at the first resource whose path matches, so a second
     /// resource for the same path would never be reached.
-    fn custom_routes(&self, routes: &mut crate::crud::mount::scope::Routes) {
+    fn custom_routes(&self, routes: &mut crate::crud::scope::Routes) {
         let mut paths: Vec<&str> = Vec::new();
         for c in &self.custom {
             if !paths.contains(&c.path.as_str()) {
@@ -445,7 +445,7 @@ impl<R: Resource> Mounted<R> {
 
     /// The batch routes the blueprint enables: `batch/` for creates and updates, and the
     /// batch delete's own path.
-    fn batch_routes(&self, routes: &mut crate::crud::mount::scope::Routes) {
+    fn batch_routes(&self, routes: &mut crate::crud::scope::Routes) {
         let batch = &self.batch;
         if batch.contains(&Operation::Post) || batch.contains(&Operation::Patch) {
             let path = format!("{}{}", self.prefix, write::batch::PATH);
@@ -470,7 +470,7 @@ impl<R: Resource> Mounted<R> {
     }
 
     /// The list, the item and the restore routes, for the operations the blueprint enables.
-    fn standard_routes(&self, routes: &mut crate::crud::mount::scope::Routes) {
+    fn standard_routes(&self, routes: &mut crate::crud::scope::Routes) {
         let ops = &self.shared.ops;
         if ops.contains_key(&Operation::Index) || ops.contains_key(&Operation::Post) {
             routes.add(&self.prefix, |mut list| {
@@ -503,10 +503,9 @@ impl<R: Resource> Mounted<R> {
             });
         }
         if ops.contains_key(&Operation::Restore) {
-            routes.add(
-                &crate::crud::mount::route::restore_path(&self.item_path),
-                |r| r.route(web::post().to(handler!(self.shared, write::restore::restore))),
-            );
+            routes.add(&crate::crud::route::restore_path(&self.item_path), |r| {
+                r.route(web::post().to(handler!(self.shared, write::restore::restore)))
+            });
         }
     }
 }
@@ -537,7 +536,7 @@ impl<R: Resource> Mount for Mounted<R> {
     }
 
     fn register(&self, cfg: &mut web::ServiceConfig) {
-        let mut routes = crate::crud::mount::scope::Routes::new(&self.prefix);
+        let mut routes = crate::crud::scope::Routes::new(&self.prefix);
         // Custom and batch routes first, so that `stats/` or `batch/` is not taken for an
         // item id.
         self.custom_routes(&mut routes);

@@ -19,7 +19,7 @@ mod soft_delete;
 mod words;
 mod write;
 
-use crate::crud::mount::options::{OpOptions, Operation};
+use crate::crud::options::{OpOptions, Operation};
 use crate::crud::shared::Mounted;
 use crate::crud::Resource;
 use crate::openapi::{parameter, ApiDoc};

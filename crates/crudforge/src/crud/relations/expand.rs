@@ -5,8 +5,8 @@
 
 use super::{reader, unreadable, Relation, RelationKind, HAS_MANY_EXPAND_MAX, MAX_EXPANSIONS};
 use crate::condition::{Arg, Cond, Condition, Link, Op, Reach, Related};
-use crate::crud::list::query::Params;
-use crate::crud::mount::options::Operation;
+use crate::crud::options::Operation;
+use crate::crud::query::Params;
 use crate::crud::render::render_all;
 use crate::crud::rules::read::{self, Viewer};
 use crate::crud::Resource;
@@ -379,7 +379,7 @@ pub(crate) fn project(body: &[u8], fields: &[&str]) -> Result<Vec<u8>, Error> {
 }
 
 /// The `fields` parameter of a `GET` of one item, if any, checked against `R`'s fields and
-/// its relations' (see [`parse_fields_rel`](crate::crud::list::query::parse_fields_rel)).
+/// its relations' (see [`parse_fields_rel`](crate::crud::query::parse_fields_rel)).
 ///
 /// # Errors
 ///
@@ -388,7 +388,7 @@ pub(crate) fn requested<R: Resource>(params: &Params) -> Result<Option<Vec<&'sta
     params
         .get("fields")
         .map(|value| {
-            crate::crud::list::query::parse_fields_rel(R::FIELDS, &super::rel_fields::<R>(), value)
+            crate::crud::query::parse_fields_rel(R::FIELDS, &super::rel_fields::<R>(), value)
         })
         .transpose()
 }

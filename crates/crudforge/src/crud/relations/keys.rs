@@ -7,7 +7,7 @@
 
 use super::{Relation, RelationKind};
 use crate::condition::{Arg, Cond, Condition};
-use crate::crud::mount::options::Operation;
+use crate::crud::options::Operation;
 use crate::crud::request::{caller_on, Caller};
 use crate::crud::soft_delete::Rows;
 use crate::crud::Resource;

@@ -20,7 +20,7 @@ use super::request::{caller_on, Caller};
 use super::shared::Shared;
 use super::{FieldInfo, Resource};
 use crate::condition::{Condition, Link, Reach, Related, Sort, WhereFn};
-use crate::crud::mount::options::Operation;
+use crate::crud::options::Operation;
 use crate::crud::rules::read::{self, Readers as ReadRule, Viewer};
 use crate::db::Conn;
 use crate::error::Error;

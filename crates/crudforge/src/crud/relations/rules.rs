@@ -8,7 +8,7 @@
 use super::{mounted, relation};
 use crate::auth::CurrentUser;
 use crate::condition::{parse_arg, Cond, Condition, Link};
-use crate::crud::mount::options::Operation;
+use crate::crud::options::Operation;
 use crate::crud::request::{caller_for, Caller};
 use crate::crud::shared::Shared;
 use crate::crud::soft_delete::Rows;

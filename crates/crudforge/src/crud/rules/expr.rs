@@ -4,7 +4,7 @@
 
 use crate::auth::CurrentUser;
 use crate::condition::{Arg, Cond, Condition, Op, Related};
-use crate::crud::list::filter_expr::{parse_rule, CallerTerm, ExprLimits, Tree};
+use crate::crud::query::filter_expr::{parse_rule, CallerTerm, ExprLimits, Tree};
 use crate::crud::{FieldInfo, Resource};
 use crate::error::Error;
 use crate::perms::{Access, Expr, Rules};
@@ -187,7 +187,7 @@ pub(crate) fn compile<R: Resource>(kind: &str, src: &str) -> Result<Rule, String
         let detail = detail
             .strip_prefix(&format!(
                 "Invalid `{}`: ",
-                crate::crud::list::filter_expr::PARAM
+                crate::crud::query::filter_expr::PARAM
             ))
             .unwrap_or(&detail)
             .to_owned();
@@ -464,7 +464,7 @@ mod tests {
             assert!(e.contains(want), "{src}: {e}");
         }
         // The `filter` parameter has no caller.
-        let e = crate::crud::list::filter_expr::parse_filter_expr(
+        let e = crate::crud::query::filter_expr::parse_filter_expr(
             FIELDS,
             "owner_id = @me",
             ExprLimits::default(),

@@ -5,7 +5,7 @@
 
 use crate::auth::CurrentUser;
 use crate::condition::{Arg, Cond, Condition};
-use crate::crud::list::query::ListQuery;
+use crate::crud::query::ListQuery;
 use crate::crud::Resource;
 use crate::error::Error;
 
@@ -180,11 +180,11 @@ pub(crate) fn tag_and_body<R: Resource>(
 ) -> Result<(String, Vec<u8>), Error> {
     let hide = hidden(&item, viewer);
     if hide.is_empty() {
-        return crate::crud::read::conditional::tag_and_body(item);
+        return crate::crud::conditional::tag_and_body(item);
     }
     let mut body = Vec::with_capacity(512);
     write_response(&mut body, item, &hide)?;
-    Ok((crate::crud::read::conditional::tag_of(&body), body))
+    Ok((crate::crud::conditional::tag_of(&body), body))
 }
 
 /// Writes the generated representation of `item` to `out` without the members `hidden`

@@ -3,14 +3,14 @@
 
 use super::{run, Change, KeyCheck, Needs, Plan};
 use crate::condition::Cond;
-use crate::crud::mount::options::Operation;
+use crate::crud::idempotency::Answer;
+use crate::crud::options::Operation;
 use crate::crud::relations::keys::Keys;
 use crate::crud::relations::rules;
 use crate::crud::request::{
     caller, check_members, decode, hash_passwords, json_object, parent_conds, Caller,
 };
 use crate::crud::shared::Shared;
-use crate::crud::write::idempotency::Answer;
 use crate::crud::{HookCtx, Resource};
 use crate::db::Conn;
 use crate::error::Error;

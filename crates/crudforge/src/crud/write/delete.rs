@@ -3,10 +3,10 @@
 
 use super::target::{self, Target};
 use super::{run, Change, Ended, Needs, Plan};
-use crate::crud::mount::options::Operation;
-use crate::crud::read::conditional::Precondition;
-use crate::crud::read::rows::reload;
+use crate::crud::conditional::Precondition;
+use crate::crud::options::Operation;
 use crate::crud::request::caller;
+use crate::crud::rows::reload;
 use crate::crud::shared::Shared;
 use crate::crud::{HookCtx, Resource};
 use crate::db::Conn;

@@ -4,14 +4,11 @@
 //! a lost claim, the 412 of a lost race) and the after-commit hooks. The handlers are in
 //! [`create`], [`update`], [`delete`] and [`restore`]; [`target`] holds what PATCH, DELETE
 //! and restore share; [`batch`] runs creates, updates and deletes in one request and one
-//! transaction. The capabilities writes use live beside them: lifecycle hooks ([`hooks`]) and
-//! idempotency keys ([`idempotency`]).
+//! transaction. [`Plan::new`] decides whether a write runs in a transaction, and of which kind.
 
 pub(crate) mod batch;
 pub(crate) mod create;
 pub(crate) mod delete;
-pub(crate) mod hooks;
-pub(crate) mod idempotency;
 pub(crate) mod restore;
 pub(crate) mod target;
 pub(crate) mod update;
@@ -20,16 +17,16 @@ use super::render::{custom_answer, represent, represent_all};
 use super::request::{arg_json, key_cond, Caller};
 use super::shared::Shared;
 use super::Resource;
-use crate::crud::mount::options::Operation;
-use crate::crud::read::conditional;
-use crate::crud::read::rows::reload;
-use crate::crud::write::hooks::HookCtx;
+use crate::crud::conditional;
+use crate::crud::hooks::HookCtx;
+use crate::crud::idempotency::{self, Answer, IdemKey};
+use crate::crud::options::Operation;
+use crate::crud::rows::reload;
 use crate::db::tx::{self, TxMode};
 use crate::db::Conn;
 use crate::error::Error;
 use crate::state::ApiState;
 use actix_web::{HttpRequest, HttpResponse};
-use idempotency::{Answer, IdemKey};
 use std::sync::Arc;
 
 /// What an `Idempotency-Key` asks of a write before it runs.
@@ -111,7 +108,7 @@ impl<'k> Plan<'k> {
     /// The plan of a write of `op` on `shared`'s resource, with the idempotency key `key`.
     ///
     /// It runs in a transaction when it is a batch, carries a key, an `If-Match` or a create
-    /// rule, has hooks of `op` that run inside it ([`Hooks::wrap`](hooks::Hooks::wrap)), or
+    /// rule, has hooks of `op` that run inside it ([`Hooks::wrap`](crate::crud::hooks::Hooks::wrap)), or
     /// addresses its item by a key other than the id (counted first, so that it never writes
     /// several rows). The transaction is serialized when a precondition or an update hook
     /// judges the row as read (`If-Match`, `serialized_update` for PATCH and restore).

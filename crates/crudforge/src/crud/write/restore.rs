@@ -5,12 +5,12 @@
 use super::target::{self, Target};
 use super::{run, Change, KeyCheck, Needs, Plan};
 use crate::condition::{parse_arg, Cond};
-use crate::crud::mount::options::Operation;
-use crate::crud::read::conditional::Precondition;
-use crate::crud::read::rows::reload;
+use crate::crud::conditional::Precondition;
+use crate::crud::idempotency::Answer;
+use crate::crud::options::Operation;
 use crate::crud::request::caller;
+use crate::crud::rows::reload;
 use crate::crud::shared::Shared;
-use crate::crud::write::idempotency::Answer;
 use crate::crud::{HookCtx, Resource};
 use crate::db::Conn;
 use crate::error::Error;

@@ -3,10 +3,10 @@
 //! refused (403 or 404; for a restore, 404 or, to administrators, 409).
 
 use crate::condition::{Cond, Condition};
-use crate::crud::read::conditional::{self, Precondition};
-use crate::crud::read::rows::select_one;
+use crate::crud::conditional::{self, Precondition};
 use crate::crud::relations::rules::{self, Kind};
 use crate::crud::request::{item_conds, not_found, Caller};
+use crate::crud::rows::select_one;
 use crate::crud::shared::Shared;
 use crate::crud::soft_delete::Rows;
 use crate::crud::Resource;

@@ -4,13 +4,13 @@
 
 use super::target::{self, Target};
 use super::{run, Change, KeyCheck, Needs, Plan};
-use crate::crud::mount::options::Operation;
-use crate::crud::read::conditional::Precondition;
-use crate::crud::read::rows::reload;
+use crate::crud::conditional::Precondition;
+use crate::crud::idempotency::Answer;
+use crate::crud::options::Operation;
 use crate::crud::relations::keys::Keys;
 use crate::crud::request::{caller, check_members, decode, hash_passwords, json_object};
+use crate::crud::rows::reload;
 use crate::crud::shared::Shared;
-use crate::crud::write::idempotency::Answer;
 use crate::crud::Resource;
 use crate::db::Conn;
 use crate::error::Error;

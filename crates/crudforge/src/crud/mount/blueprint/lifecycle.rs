@@ -1,8 +1,8 @@
-//! The blueprint's methods that register lifecycle hooks (see [`crate::crud::write::hooks`] for when
+//! The blueprint's methods that register lifecycle hooks (see [`crate::crud::hooks`] for when
 //! each runs and what it sees).
 
 use super::CrudBlueprint;
-use crate::crud::write::hooks::HookCtx;
+use crate::crud::hooks::HookCtx;
 use crate::crud::Resource;
 use crate::db::Conn;
 use crate::error::Error;

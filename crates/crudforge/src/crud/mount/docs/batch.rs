@@ -6,7 +6,7 @@ use super::response_schema;
 use super::schema::{field_schema, path_params};
 use super::words::{plural, words};
 use super::write::{create_input, update_input};
-use crate::crud::mount::options::Operation;
+use crate::crud::options::Operation;
 use crate::crud::shared::Mounted;
 use crate::crud::write::batch::{DELETE_PATH, PATH};
 use crate::crud::Resource;
@@ -33,7 +33,7 @@ pub(super) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
 fn document_op<R: Resource>(
     doc: &mut ApiDoc,
     op: Operation,
-    o: &crate::crud::mount::options::OpOptions<R>,
+    o: &crate::crud::options::OpOptions<R>,
     m: &Mounted<R>,
 ) {
     let plural = plural(&words(R::NAME));
@@ -93,7 +93,7 @@ struct Form {
 fn form<R: Resource>(
     doc: &mut ApiDoc,
     op: Operation,
-    o: &crate::crud::mount::options::OpOptions<R>,
+    o: &crate::crud::options::OpOptions<R>,
     m: &Mounted<R>,
     responses: &mut BTreeMap<String, ReferenceOr<apistos::paths::Response>>,
 ) -> Option<Form> {

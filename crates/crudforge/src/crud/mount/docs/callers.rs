@@ -3,7 +3,7 @@
 //! `x-admin-only` and `x-public` marks, the 401/403/409 answers that follow, and the security
 //! requirement.
 
-use crate::crud::mount::options::{OpOptions, Operation};
+use crate::crud::options::{OpOptions, Operation};
 use crate::crud::shared::Mounted;
 use crate::crud::Resource;
 use crate::openapi::{problem_response, ApiDoc};

@@ -4,7 +4,7 @@
 
 use super::callers::security;
 use super::schema::path_params;
-use crate::crud::mount::route::{normalize_prefix, CustomRoute};
+use crate::crud::route::{normalize_prefix, CustomRoute};
 use crate::crud::shared::Mounted;
 use crate::crud::Resource;
 use crate::openapi::{json_body, json_response, parameter, problem_response, ApiDoc};

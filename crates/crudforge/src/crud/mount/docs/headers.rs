@@ -3,7 +3,7 @@
 //! their syntax), the `ETag`, `Location` and `Idempotent-Replayed` response headers and the
 //! answers they add.
 
-use crate::crud::mount::options::Operation;
+use crate::crud::options::Operation;
 use crate::openapi::{parameter, problem_response, response_header, ApiDoc};
 use actix_web::http::StatusCode;
 use apistos::paths::ParameterIn;
@@ -187,7 +187,7 @@ pub(super) fn replayed_header(doc: &mut ApiDoc, r: &mut apistos::paths::Response
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::ENTITY_TAGS_HEADER_PATTERN;
-    use crate::crud::read::conditional::{if_match, if_none_match};
+    use crate::crud::conditional::{if_match, if_none_match};
     use actix_web::http::header::{self, HeaderMap, HeaderValue};
     use proptest::prelude::*;
 

@@ -4,7 +4,7 @@
 use super::schema::{fields_parameter, item_params};
 use super::words::{article, words};
 use super::OpParts;
-use crate::crud::mount::options::OpOptions;
+use crate::crud::options::OpOptions;
 use crate::crud::shared::Mounted;
 use crate::crud::Resource;
 use crate::openapi::{json_response, problem_response, ApiDoc};

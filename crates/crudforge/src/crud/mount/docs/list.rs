@@ -7,7 +7,7 @@ use super::schema::{field_schema, fields_parameter, integer_schema, list_paramet
 use super::words::{plural, words};
 use super::OpParts;
 use crate::condition::{operators_for, Value};
-use crate::crud::mount::options::OpOptions;
+use crate::crud::options::OpOptions;
 use crate::crud::shared::Mounted;
 use crate::crud::{Kind, Page, Resource};
 use crate::openapi::{json_response, parameter, problem_response, ApiDoc};

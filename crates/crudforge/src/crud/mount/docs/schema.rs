@@ -2,7 +2,7 @@
 //! parameters (parents, the item's key), bounded integers, comma-separated list parameters and
 //! the `fields` parameter of the reads.
 
-use crate::crud::mount::options::OpOptions;
+use crate::crud::options::OpOptions;
 use crate::crud::shared::Mounted;
 use crate::crud::{FieldInfo, Kind, Resource};
 use crate::openapi::{parameter, ApiDoc};
@@ -42,7 +42,7 @@ pub(super) fn fields_parameter<R: Resource>(
     let item = Schema::Object(SchemaObject {
         instance_type: Some(InstanceType::String.into()),
         enum_values: Some(
-            crate::crud::list::sparse::selectable(R::FIELDS, o.members)
+            crate::crud::query::sparse::selectable(R::FIELDS, o.members)
                 .into_iter()
                 .map(serde_json::Value::from)
                 .collect(),

@@ -31,7 +31,7 @@ pub(super) fn restore_parts<R: Resource>(
         problem_response(doc, StatusCode::CONFLICT),
     ]);
     OpParts {
-        path: crate::crud::mount::route::restore_path(&m.item_path),
+        path: crate::crud::route::restore_path(&m.item_path),
         method: OperationType::Post,
         summary: format!("Restore a deleted {}", words(R::NAME)),
         params,

@@ -5,7 +5,7 @@
 use super::schema::{item_params, path_params};
 use super::words::{article, words};
 use super::OpParts;
-use crate::crud::mount::options::{OpOptions, Operation};
+use crate::crud::options::{OpOptions, Operation};
 use crate::crud::shared::Mounted;
 use crate::crud::Resource;
 use crate::openapi::{json_body, json_response, problem_response, ApiDoc};

@@ -188,7 +188,7 @@ impl<R: Resource> OpOptions<R> {
     {
         self.response = Some((schema_of::<S>, render_as::<R, S>));
         self.presenter = None;
-        self.members = Some(crate::crud::list::sparse::members_of::<S>);
+        self.members = Some(crate::crud::query::sparse::members_of::<S>);
         self
     }
 
@@ -200,7 +200,7 @@ impl<R: Resource> OpOptions<R> {
     {
         self.presenter = Some((output_schema::<R, P>, present_with::<R, P>));
         self.response = None;
-        self.members = Some(crate::crud::list::sparse::members_of::<P::Output>);
+        self.members = Some(crate::crud::query::sparse::members_of::<P::Output>);
         self
     }
 

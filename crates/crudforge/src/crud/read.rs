@@ -1,18 +1,14 @@
-//! Reading one item: the `GET` handler (the caller and the item in one read snapshot, its
-//! `ETag`, `If-None-Match` (304) and sparse fields), with the entity tags and preconditions
-//! that writes check too ([`conditional`]) and the reads of one row by its conditions
-//! ([`rows`]).
-
-pub(crate) mod conditional;
-pub(crate) mod rows;
+//! Reading one item: the `GET` handler. The caller and the item in one read snapshot, its
+//! `ETag` and `If-None-Match` (304, [`crate::crud::conditional`]) and sparse fields.
 
 use crate::condition::Condition;
-use crate::crud::list::query::Params;
-use crate::crud::mount::options::Operation;
-use crate::crud::read::rows::select_one;
+use crate::crud::conditional;
+use crate::crud::options::Operation;
+use crate::crud::query::Params;
 use crate::crud::relations;
 use crate::crud::render::{json, represent, set_etag};
 use crate::crud::request::{caller_on, item_conds, not_found};
+use crate::crud::rows::select_one;
 use crate::crud::shared::Shared;
 use crate::crud::Resource;
 use crate::db::{snapshot, Conn};
@@ -47,7 +43,7 @@ async fn fetch<R: Resource>(
     let sparse = relations::expand::requested::<R>(&params)?;
     let members = shared.ops.get(&Operation::Get).and_then(|o| o.members);
     let own = relations::expand::own_fields::<R>(sparse.as_deref());
-    crate::crud::list::sparse::check_selectable(R::FIELDS, members, own.as_deref())?;
+    crate::crud::query::sparse::check_selectable(R::FIELDS, members, own.as_deref())?;
     crate::crud::rules::read::check_fields::<R>(own.as_deref(), who.viewer())?;
     relations::expand::check_fields::<R>(sparse.as_deref(), &expand, who.viewer())?;
     let addressed = item_conds(shared, req)?;
@@ -109,7 +105,7 @@ pub(crate) async fn get<R: Resource>(
     }
     let out = match sparse {
         Some(f) if expanded => relations::expand::project(&out, &f)?,
-        Some(f) => crate::crud::list::sparse::project(&out, &f)?,
+        Some(f) => crate::crud::query::sparse::project(&out, &f)?,
         None => out,
     };
     let mut res = json(actix_web::http::StatusCode::OK, out);

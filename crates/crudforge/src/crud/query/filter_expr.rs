@@ -10,7 +10,7 @@
 use crate::condition::{
     operator, parse_arg, text_arg, Arg, Cond, Condition, Op, Operator, OPERATORS,
 };
-use crate::crud::list::relation_names::{related_param, RelFields};
+use crate::crud::query::relation_names::{related_param, RelFields};
 use crate::error::Error;
 use crate::field::{FieldInfo, Kind};
 use crudforge_core::expr::{is_keyword, Spanned, Tok, Tokens};
@@ -664,7 +664,7 @@ impl<T: Tree> Parser<'_, T> {
         let name = field.name;
         // `now` and `today`: the server's clock (crud::clock).
         if let Tok::Ident(w) = &t {
-            if let Some(arg) = crate::crud::list::clock::value_of(w, field.kind) {
+            if let Some(arg) = crate::crud::query::clock::value_of(w, field.kind) {
                 return Ok(arg);
             }
         }

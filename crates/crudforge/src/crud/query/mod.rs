@@ -1,14 +1,19 @@
 //! List query parameters: filters, sorting and pagination, parsed and checked against a
 //! resource's fields before anything reaches SQL.
 
+pub(crate) mod clock;
+pub(crate) mod filter_expr;
+mod relation_names;
+pub(crate) mod sparse;
+
 use crate::condition::Condition;
 use crate::condition::{
     operator, operators_for, parse_arg, parse_bool, parse_bound, text_arg, Arg, Cond, Operator,
     Sort, Value, OPERATORS,
 };
-use crate::crud::list::filter_expr::{parse_filter_expr_rel, ExprLimits};
-use crate::crud::list::relation_names::related_param;
-pub(crate) use crate::crud::list::relation_names::RelFields;
+use crate::crud::query::filter_expr::{parse_filter_expr_rel, ExprLimits};
+use crate::crud::query::relation_names::related_param;
+pub(crate) use crate::crud::query::relation_names::RelFields;
 use crate::error::Error;
 use crate::field::{FieldInfo, Kind};
 

@@ -1,6 +1,6 @@
 //! Hand-written routes mounted under a blueprint's prefix, with their documentation.
 
-use crate::crud::mount::options::{schema_of, SchemaFn};
+use crate::crud::options::{schema_of, SchemaFn};
 pub use apistos::paths::OperationType;
 use std::fmt;
 

@@ -1,6 +1,6 @@
 //! Sparse fields: `fields=id,name` keeps only those members of each rendered item (INDEX and
 //! GET). The names are checked against the resource's readable fields when the query is
-//! parsed ([`parse_fields_rel`](super::query::parse_fields_rel)); here a rendered JSON object
+//! parsed ([`parse_fields_rel`](super::parse_fields_rel)); here a rendered JSON object
 //! loses its other members.
 
 use crate::error::Error;
