@@ -11,9 +11,8 @@ pub mod validators;
 
 pub use crate::condition::{Builder, Link, Node, Reach, Related, WhereFn};
 pub use crate::crud::mount::registry::{make, Registration};
-pub use crate::crud::relations::{
-    related_order, related_sql, LinkSql, RelSql, Relation, RelationKind, Target, WhereSql,
-};
+pub use crate::crud::relations::sql::{related_order, related_sql, LinkSql, RelSql};
+pub use crate::crud::relations::{Relation, RelationKind, Target, WhereSql};
 pub use crate::crud::rules::read::Readers;
 pub use crate::db::ddl::{ColumnType, ForeignKey, ModelColumn, ModelTable, OnDelete, SqlValue};
 pub use crate::db::functions::{unicode_lower, unicode_lower_nullable};

@@ -53,9 +53,10 @@ pub(crate) use list::limits::ListCaps;
 pub use mount::blueprint::CrudBlueprint;
 pub use mount::registry;
 pub use options::{OpOptions, OpSetting, Operation, Present};
-pub use query::{CountMode, ListLimits, ListQuery};
+pub(crate) use query::ListLimits;
+pub use query::{CountMode, ListQuery};
 pub(crate) use relations::Relation;
-pub use route::{CustomRoute, OperationType, RouteDoc};
+pub use route::{CustomRoute, OperationType};
 pub(crate) use rules::read::Readers;
 
 use crate::db::indexes::IndexSpec;
@@ -390,14 +391,9 @@ pub struct Pagination {
 }
 
 impl Pagination {
-    /// The position of `page` of `page_size` items among `total`.
-    pub fn new(page: u32, page_size: u32, total: i64) -> Self {
-        Pagination::counted(page, page_size, Some(total), None)
-    }
-
     /// The position of `page` of `page_size` items among `total` (when counted), with the
     /// cursor of the next page.
-    pub fn counted(
+    pub(crate) fn counted(
         page: u32,
         page_size: u32,
         total: Option<i64>,
@@ -496,9 +492,18 @@ mod tests {
 
     #[test]
     fn total_pages_rounds_up() {
-        assert_eq!(Pagination::new(1, 25, 0).total_pages, Some(0));
-        assert_eq!(Pagination::new(1, 25, 25).total_pages, Some(1));
-        assert_eq!(Pagination::new(1, 25, 26).total_pages, Some(2));
+        assert_eq!(
+            Pagination::counted(1, 25, Some(0), None).total_pages,
+            Some(0)
+        );
+        assert_eq!(
+            Pagination::counted(1, 25, Some(25), None).total_pages,
+            Some(1)
+        );
+        assert_eq!(
+            Pagination::counted(1, 25, Some(26), None).total_pages,
+            Some(2)
+        );
         assert_eq!(
             Pagination::counted(1, 25, None, None).total_pages,
             None,

@@ -24,14 +24,15 @@ pub enum Operation {
     Patch,
     /// `DELETE <prefix><id>`: delete.
     Delete,
-    /// `POST <prefix><id>/restore/`: restore a deleted item of a soft-delete resource (not in
-    /// [`Operation::ALL`]; blueprints of `#[resource(soft_delete)]` resources enable it).
+    /// `POST <prefix><id>/restore/`: restore a deleted item of a soft-delete resource (not one
+    /// of the five every blueprint has; blueprints of `#[resource(soft_delete)]` resources
+    /// enable it).
     Restore,
 }
 
 impl Operation {
     /// The five of every resource, in order.
-    pub const ALL: [Operation; 5] = [
+    pub(crate) const ALL: [Operation; 5] = [
         Operation::Index,
         Operation::Get,
         Operation::Post,

@@ -6,38 +6,38 @@ use std::fmt;
 
 /// Documentation of a custom route.
 #[derive(Debug, Clone, Default)]
-pub struct RouteDoc {
+pub(crate) struct RouteDoc {
     /// Operation id.
-    pub operation_id: Option<String>,
+    pub(crate) operation_id: Option<String>,
     /// Summary line.
-    pub summary: Option<String>,
+    pub(crate) summary: Option<String>,
     /// Longer description.
-    pub description: Option<String>,
+    pub(crate) description: Option<String>,
     /// Response schema of the success response.
-    pub response: Option<SchemaFn>,
+    pub(crate) response: Option<SchemaFn>,
     /// Status of the success response (`None`: 200).
-    pub status: Option<u16>,
+    pub(crate) status: Option<u16>,
     /// The success response may also be plain text.
-    pub text: bool,
+    pub(crate) text: bool,
     /// Public marker.
-    pub public: bool,
+    pub(crate) public: bool,
     /// Request body schema.
-    pub body: Option<SchemaFn>,
+    pub(crate) body: Option<SchemaFn>,
     /// Documented error statuses.
-    pub errors: Vec<u16>,
+    pub(crate) errors: Vec<u16>,
     /// Tag (default: the resource name).
-    pub tag: Option<String>,
+    pub(crate) tag: Option<String>,
     /// Served but left out of the description (an alias of a documented route).
-    pub undocumented: bool,
+    pub(crate) undocumented: bool,
     /// Who may call the route, as its description says (default: anyone for a public route,
     /// any signed-in user otherwise).
-    pub callers: Option<String>,
+    pub(crate) callers: Option<String>,
     /// Members of the request body that are passwords: their `minLength` is
     /// `PASSWORD_MIN_LENGTH`.
-    pub passwords: Vec<&'static str>,
+    pub(crate) passwords: Vec<&'static str>,
     /// The success answer carries a strong `ETag` (required), and `If-None-Match` gets 304:
     /// a GET route that answers as an item's GET does.
-    pub etag: bool,
+    pub(crate) etag: bool,
 }
 
 /// A hand-written route mounted under a blueprint's prefix.

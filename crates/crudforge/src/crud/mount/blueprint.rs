@@ -150,7 +150,7 @@ impl<R: Resource> CrudBlueprint<R> {
     }
 
     /// The URL prefix, in actix form.
-    pub fn prefix(&self) -> &str {
+    pub(crate) fn prefix(&self) -> &str {
         &self.prefix
     }
 

@@ -21,11 +21,11 @@ pub(crate) const PARAM: &str = "filter";
 
 /// How long and how deep an expression may be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ExprLimits {
+pub(crate) struct ExprLimits {
     /// Longest expression, in characters.
-    pub max_length: usize,
+    pub(crate) max_length: usize,
     /// Deepest nesting of parentheses and `not`.
-    pub max_depth: usize,
+    pub(crate) max_depth: usize,
 }
 
 impl Default for ExprLimits {

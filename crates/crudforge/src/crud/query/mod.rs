@@ -55,7 +55,7 @@ pub enum CountMode {
 
 impl CountMode {
     /// Every mode, as the `count` parameter spells it.
-    pub const NAMES: [&'static str; 3] = ["exact", "none", "estimated"];
+    pub(crate) const NAMES: [&'static str; 3] = ["exact", "none", "estimated"];
 
     fn parse(v: &str) -> Option<CountMode> {
         match v {
@@ -69,18 +69,18 @@ impl CountMode {
 
 /// The limits a list request is parsed with; from the configuration in the handlers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ListLimits {
+pub(crate) struct ListLimits {
     /// Items per page when `page_size` is absent.
-    pub default_page_size: u32,
+    pub(crate) default_page_size: u32,
     /// Largest `page_size`.
-    pub max_page_size: u32,
+    pub(crate) max_page_size: u32,
     /// Limits of the `filter` expression.
-    pub expr: ExprLimits,
+    pub(crate) expr: ExprLimits,
 }
 
 impl ListLimits {
     /// The limits of a configuration.
-    pub fn of(config: &crate::config::Config) -> Self {
+    pub(crate) fn of(config: &crate::config::Config) -> Self {
         ListLimits {
             default_page_size: config.list.default_page_size,
             max_page_size: config.list.max_page_size,

@@ -12,9 +12,7 @@ pub(crate) mod docs;
 pub(crate) mod expand;
 pub(crate) mod keys;
 pub(crate) mod rules;
-mod sql;
-
-pub use sql::{related_order, related_sql, LinkSql, RelSql};
+pub(crate) mod sql;
 
 use super::request::{caller_on, Caller};
 use super::shared::Shared;
