@@ -1,5 +1,8 @@
-//! List query parameters: filters, sorting and pagination, parsed and checked against a
-//! resource's fields before anything reaches SQL.
+//! The query string of a request: the list parameters (filters, sorting and pagination),
+//! parsed and checked against a resource's fields before anything reaches SQL, with the
+//! `filter` expression ([`filter_expr`]), relation names in dotted parameter names
+//! ([`relation_names`]), the server's clock in filters ([`clock`]) and sparse fields
+//! ([`sparse`]).
 
 pub(crate) mod clock;
 pub(crate) mod filter_expr;
