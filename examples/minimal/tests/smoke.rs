@@ -140,6 +140,7 @@ fn serve_sign_in_create_list() {
     let change = Some(json!({"title": "Buy beer"}));
     let (status, refused) = request(&addr, "PATCH", &path, Some(&bob_token), change.clone());
     assert_eq!(status, 403, "only the author changes a note: {refused}");
+    assert_eq!(refused["type"], "/errors/forbidden_error");
     let (status, _) = request(&addr, "DELETE", &path, Some(&bob_token), None);
     assert_eq!(status, 403);
     let (status, _) = request(&addr, "GET", "/api/notes/", None, None);
