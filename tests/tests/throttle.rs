@@ -8,7 +8,7 @@ use actix_web::body::MessageBody;
 use actix_web::dev::{Service, ServiceResponse};
 use actix_web::http::StatusCode;
 use actix_web::test;
-use crudforge::net::IpNet;
+use crudforge::config::IpNet;
 use crudforge::users::{self, UserBlueprint};
 use crudforge::{Api, Config};
 use crudforge_tests::{backend_tests, TestDb};
@@ -304,7 +304,7 @@ backend_tests! {
     }
 
     async fn forwarded_for_is_honoured_behind_trusted_proxies(t) {
-        let trusted: Vec<IpNet> = crudforge::net::parse_list("10.0.0.0/8").unwrap();
+        let trusted: Vec<IpNet> = vec!["10.0.0.0/8".parse().unwrap()];
         let api = api(&t, |c| address_limit_only(c).with(|c| c.http.trusted_proxies = trusted))
         .await;
         let app = test::init_service(api.app()).await;

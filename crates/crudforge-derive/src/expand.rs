@@ -4,13 +4,15 @@
 //! [`expand`] lists the emitted items in order; each is written by its own function:
 //! `schemas` (the body and response types, with their OpenAPI schema attributes),
 //! `validate` (the `Validate` impls), `resource` (the `Resource` impl, its metadata and the
-//! registration) and `backend` (everything that differs between SQLite and PostgreSQL).
+//! registration), `field_info` (one entry of its `FIELDS`, also read by `table`, the model-first
+//! table) and `backend` (everything that differs between SQLite and PostgreSQL).
 
 use crate::ast::{Field, Kind, Model};
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
 mod backend;
+mod field_info;
 mod members;
 mod resource;
 mod rules;

@@ -27,7 +27,6 @@
 //! |---|---|
 //! | [`config`] | the configuration keys in sections, from the environment or code; the same reader for an application's own keys |
 //! | [`error`] | the problem+json error type |
-//! | [`net`] | IP networks (CIDR) and the client address behind trusted proxies |
 //! | [`db`] | backends, pools, connections, SQL functions, migrations, transactions, declared indexes |
 //! | [`sql_types`] | portable SQL types for `table!` (UUIDs, timestamps, JSON on both backends) |
 //! | [`schema`] | the library's own tables |
@@ -69,7 +68,7 @@ pub mod metrics;
 pub(crate) mod middleware;
 pub mod migrations;
 pub(crate) mod mount;
-pub mod net;
+pub(crate) mod net;
 pub mod openapi;
 pub(crate) mod operation;
 pub(crate) mod owner_only;

@@ -2,7 +2,7 @@
 //! id, operation id, status and duration.
 //!
 //! Lines are formatted by `tracing-subscriber`'s own `fmt` formatter and go to stderr in
-//! batches, written by a thread of their own; call [`flush`] before the process exits.
+//! batches, written by `tracing-appender`'s thread; call [`flush`] before the process exits.
 //!
 //! No line carries a header, a body or a query string, so passwords and tokens never reach
 //! the logs.
@@ -28,7 +28,7 @@ pub(crate) mod writer;
 /// top level, the request span's fields, `request_id` among them, under `span`). `RUST_LOG`
 /// filters, as `info` by default. Text lines are coloured only when stderr is a terminal.
 /// Lines are written in batches by a thread of their own; [`flush`] writes
-/// what waits.
+/// what waits and stops that thread.
 ///
 /// # Errors
 ///
@@ -62,9 +62,10 @@ where
     }
 }
 
-/// Writes out the log lines that wait to be written: call it before the process exits.
+/// Writes out the log lines that wait to be written and stops the thread that writes them:
+/// call it before the process exits (lines logged after it are lost).
 pub fn flush() {
-    writer::stderr().flush();
+    writer::flush();
 }
 
 /// Writes one `request` line (target `crudforge::access`) per answered request: request id,

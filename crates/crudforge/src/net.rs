@@ -1,104 +1,21 @@
-//! IP networks (CIDR blocks) and the client address of a request behind trusted proxies.
+//! The client address of a request behind trusted proxies, over the `ipnet` crate's networks.
 //!
-//! Pure functions over `std::net`: [`IpNet`] parses `10.0.0.0/8`, `2001:db8::/32` or a bare
-//! address, and [`client_ip`] picks the client's address from the socket peer and
-//! `X-Forwarded-For` values, trusting the header only as far as the configured proxies reach.
+//! [`parse_list`] reads `TRUSTED_PROXIES` (CIDR blocks such as `10.0.0.0/8` or bare
+//! addresses), [`client_ip`] picks the client's address from the socket peer and
+//! `X-Forwarded-For` values, trusting the header only as far as the configured proxies reach,
+//! and [`counting_unit`] is the network a client's failed sign-ins are counted under.
 
-use std::fmt;
+pub(crate) use ipnet::IpNet;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
-use std::str::FromStr;
 
-/// An IP network: an address and a prefix length (`192.168.0.0/16`, `::1/128`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IpNet {
-    addr: IpAddr,
-    prefix: u8,
-}
-
-impl IpNet {
-    /// The network of `addr` with the first `prefix` bits significant; `None` when `prefix` is
-    /// longer than the address (32 bits for IPv4, 128 for IPv6).
-    pub fn new(addr: IpAddr, prefix: u8) -> Option<IpNet> {
-        let max = match addr {
-            IpAddr::V4(_) => 32,
-            IpAddr::V6(_) => 128,
-        };
-        (prefix <= max).then_some(IpNet { addr, prefix })
-    }
-
-    /// The network's address as written.
-    pub fn addr(&self) -> IpAddr {
-        self.addr
-    }
-
-    /// The prefix length.
-    pub fn prefix(&self) -> u8 {
-        self.prefix
-    }
-
-    /// Whether `ip` lies in this network. An IPv4-mapped IPv6 address (`::ffff:10.0.0.1`)
-    /// counts as its IPv4 address.
-    pub fn contains(&self, ip: IpAddr) -> bool {
-        match (self.addr, canonical(ip)) {
-            (IpAddr::V4(net), IpAddr::V4(ip)) => prefix_eq(
-                u128::from(net.to_bits()),
-                u128::from(ip.to_bits()),
-                32,
-                self.prefix,
-            ),
-            (IpAddr::V6(net), IpAddr::V6(ip)) => {
-                prefix_eq(net.to_bits(), ip.to_bits(), 128, self.prefix)
-            }
-            _ => false,
-        }
-    }
-}
-
-/// Whether the first `prefix` of `width` bits of `a` and `b` agree.
-fn prefix_eq(a: u128, b: u128, width: u32, prefix: u8) -> bool {
-    let prefix = u32::from(prefix);
-    if prefix == 0 {
-        return true;
-    }
-    let shift = width - prefix.min(width);
-    (a >> shift) == (b >> shift)
-}
-
-impl fmt::Display for IpNet {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.addr, self.prefix)
-    }
-}
-
-/// Why a network could not be parsed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("not an IP address or CIDR block: {0:?}")]
-pub struct IpNetError(pub String);
-
-impl FromStr for IpNet {
-    type Err = IpNetError;
-
-    /// `a.b.c.d`, `a.b.c.d/n` (n ≤ 32), an IPv6 address, or `ipv6/n` (n ≤ 128). A bare
-    /// address is a network of one.
-    fn from_str(s: &str) -> Result<IpNet, IpNetError> {
-        let bad = || IpNetError(s.to_owned());
-        let s = s.trim();
-        let (addr, prefix) = match s.split_once('/') {
-            Some((a, p)) => {
-                let addr: IpAddr = a.parse().map_err(|_| bad())?;
-                if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
-                    return Err(bad());
-                }
-                let prefix: u8 = p.parse().map_err(|_| bad())?;
-                (addr, prefix)
-            }
-            None => {
-                let addr: IpAddr = s.parse().map_err(|_| bad())?;
-                let full = if addr.is_ipv4() { 32 } else { 128 };
-                (addr, full)
-            }
-        };
-        IpNet::new(addr, prefix).ok_or_else(bad)
+/// Reads one network: `a.b.c.d/n` (n ≤ 32), `ipv6/n` (n ≤ 128), or a bare address, which is a
+/// network of one. Surrounding blanks are ignored; `None` for anything else.
+pub(crate) fn parse_net(s: &str) -> Option<IpNet> {
+    let s = s.trim();
+    if s.contains('/') {
+        s.parse().ok()
+    } else {
+        s.parse::<IpAddr>().ok().map(IpNet::from)
     }
 }
 
@@ -106,17 +23,23 @@ impl FromStr for IpNet {
 ///
 /// # Errors
 ///
-/// The first entry that is not an address or CIDR block.
-pub fn parse_list(list: &str) -> Result<Vec<IpNet>, IpNetError> {
+/// The first entry that is not an address or CIDR block, as written.
+pub(crate) fn parse_list(list: &str) -> Result<Vec<IpNet>, String> {
     list.split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
-        .map(str::parse)
+        .map(|s| parse_net(s).ok_or_else(|| s.to_owned()))
         .collect()
 }
 
+/// Whether `ip` lies in `net`. An IPv4-mapped IPv6 address (`::ffff:10.0.0.1`) counts as its
+/// IPv4 address.
+pub(crate) fn contains(net: &IpNet, ip: IpAddr) -> bool {
+    net.contains(&canonical(ip))
+}
+
 /// An IPv4-mapped IPv6 address as IPv4; anything else unchanged.
-pub fn canonical(ip: IpAddr) -> IpAddr {
+pub(crate) fn canonical(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
         v4 => v4,
@@ -147,13 +70,13 @@ fn parse_hop(hop: &str) -> Option<IpAddr> {
 /// first untrusted address is the client. When every hop is trusted, the left-most one is the
 /// client; when an entry cannot be read, the hop to its right (the proxy that appended it) is
 /// taken, since nothing left of it can be believed.
-pub fn client_ip<'a>(
+pub(crate) fn client_ip<'a>(
     peer: Option<IpAddr>,
     forwarded_for: impl IntoIterator<Item = &'a str>,
     trusted: &[IpNet],
 ) -> Option<IpAddr> {
     let peer = canonical(peer?);
-    let is_trusted = |ip: IpAddr| trusted.iter().any(|net| net.contains(ip));
+    let is_trusted = |ip: IpAddr| trusted.iter().any(|net| contains(net, ip));
     if !is_trusted(peer) {
         return Some(peer);
     }
@@ -181,17 +104,8 @@ pub fn client_ip<'a>(
 /// let one client spread its attempts over billions of them).
 pub(crate) fn counting_unit(ip: IpAddr) -> IpNet {
     match canonical(ip) {
-        IpAddr::V4(v4) => IpNet {
-            addr: IpAddr::V4(v4),
-            prefix: 32,
-        },
-        IpAddr::V6(v6) => {
-            let bits = v6.to_bits() & !((1u128 << 64) - 1);
-            IpNet {
-                addr: IpAddr::V6(Ipv6Addr::from_bits(bits)),
-                prefix: 64,
-            }
-        }
+        v4 @ IpAddr::V4(_) => IpNet::from(v4),
+        v6 => IpNet::new(v6, 64).map_or(IpNet::from(v6), |n| n.trunc()),
     }
 }
 
@@ -209,15 +123,13 @@ mod tests {
 
     #[test]
     fn cidr_parsing() {
-        let n: IpNet = "10.0.0.0/8".parse().unwrap();
-        assert_eq!((n.addr(), n.prefix()), (ip("10.0.0.0"), 8));
-        assert_eq!("192.0.2.1".parse::<IpNet>().unwrap().prefix(), 32);
-        assert_eq!("2001:db8::/32".parse::<IpNet>().unwrap().prefix(), 32);
-        assert_eq!("::1".parse::<IpNet>().unwrap().prefix(), 128);
-        assert_eq!(
-            " 10.1.2.3/24 ".parse::<IpNet>().unwrap().to_string(),
-            "10.1.2.3/24"
-        );
+        let net = |s: &str| parse_net(s).unwrap();
+        let n = net("10.0.0.0/8");
+        assert_eq!((n.addr(), n.prefix_len()), (ip("10.0.0.0"), 8));
+        assert_eq!(net("192.0.2.1").prefix_len(), 32);
+        assert_eq!(net("2001:db8::/32").prefix_len(), 32);
+        assert_eq!(net("::1").prefix_len(), 128);
+        assert_eq!(net(" 10.1.2.3/24 ").to_string(), "10.1.2.3/24");
         for bad in [
             "",
             "10.0.0.0/33",
@@ -231,37 +143,36 @@ mod tests {
             "10.0.0.0/ 8",
             "1.2.3.4:80",
         ] {
-            assert!(bad.parse::<IpNet>().is_err(), "{bad:?} must be refused");
+            assert!(parse_net(bad).is_none(), "{bad:?} must be refused");
         }
         assert_eq!(nets(" 10.0.0.0/8, ,::1 ").len(), 2);
         assert_eq!(nets("").len(), 0);
-        let e = parse_list("10.0.0.0/8,nope").unwrap_err();
-        assert_eq!(e.0, "nope");
+        assert_eq!(parse_list("10.0.0.0/8, nope ,::1"), Err("nope".to_owned()));
     }
 
     #[test]
     fn cidr_matching() {
-        let n: IpNet = "10.0.0.0/8".parse().unwrap();
-        assert!(n.contains(ip("10.255.1.2")));
+        let n = parse_net("10.0.0.0/8").unwrap();
+        assert!(contains(&n, ip("10.255.1.2")));
         assert!(
-            n.contains(ip("::ffff:10.0.0.1")),
+            contains(&n, ip("::ffff:10.0.0.1")),
             "IPv4-mapped counts as IPv4"
         );
-        assert!(!n.contains(ip("11.0.0.1")));
-        assert!(!n.contains(ip("::1")));
-        let n: IpNet = "192.168.1.128/25".parse().unwrap();
-        assert!(n.contains(ip("192.168.1.200")));
-        assert!(!n.contains(ip("192.168.1.127")));
-        let all: IpNet = "0.0.0.0/0".parse().unwrap();
-        assert!(all.contains(ip("203.0.113.9")));
-        assert!(!all.contains(ip("2001:db8::1")));
-        let n: IpNet = "2001:db8::/32".parse().unwrap();
-        assert!(n.contains(ip("2001:db8:ffff::1")));
-        assert!(!n.contains(ip("2001:db9::1")));
-        let one: IpNet = "::1".parse().unwrap();
-        assert!(one.contains(ip("::1")) && !one.contains(ip("::2")));
-        let all6: IpNet = "::/0".parse().unwrap();
-        assert!(all6.contains(ip("fe80::1")));
+        assert!(!contains(&n, ip("11.0.0.1")));
+        assert!(!contains(&n, ip("::1")));
+        let n = parse_net("192.168.1.128/25").unwrap();
+        assert!(contains(&n, ip("192.168.1.200")));
+        assert!(!contains(&n, ip("192.168.1.127")));
+        let all = parse_net("0.0.0.0/0").unwrap();
+        assert!(contains(&all, ip("203.0.113.9")));
+        assert!(!contains(&all, ip("2001:db8::1")));
+        let n = parse_net("2001:db8::/32").unwrap();
+        assert!(contains(&n, ip("2001:db8:ffff::1")));
+        assert!(!contains(&n, ip("2001:db9::1")));
+        let one = parse_net("::1").unwrap();
+        assert!(contains(&one, ip("::1")) && !contains(&one, ip("::2")));
+        let all6 = parse_net("::/0").unwrap();
+        assert!(contains(&all6, ip("fe80::1")));
     }
 
     #[test]

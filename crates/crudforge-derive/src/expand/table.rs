@@ -3,7 +3,7 @@
 //! types, constraints, foreign keys, indexes, composite unique constraints) from which
 //! migrations are written.
 
-use super::resource::field_info;
+use super::field_info::field_info;
 use super::Gen;
 use crate::ast::Field;
 use crate::model_first::{literal_default, reference, sql_of};

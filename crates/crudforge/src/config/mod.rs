@@ -8,6 +8,9 @@ mod settings;
 mod signing_key;
 pub mod value;
 
+/// A network of trusted proxies ([`HttpSettings::trusted_proxies`]): `"10.0.0.0/8".parse()`,
+/// or `IpNet::from(addr)` for a single address.
+pub use ipnet::IpNet;
 pub use settings::{AuthSettings, DbSettings, HttpSettings, ListSettings, OpsSettings};
 use std::fmt;
 use std::path::PathBuf;

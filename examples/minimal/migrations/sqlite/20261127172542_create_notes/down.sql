@@ -1,0 +1,2 @@
+-- Undoes up.sql, in reverse order.
+DROP TABLE notes;
