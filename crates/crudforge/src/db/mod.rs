@@ -875,6 +875,57 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_target_whose_backend_is_left_out_is_refused_naming_its_feature() {
+        let dir = std::path::Path::new("data");
+        let cases = [
+            (
+                Some("postgres://u@h/db"),
+                cfg!(feature = "postgres"),
+                "`postgres`",
+            ),
+            (
+                Some("postgresql://u@h/db"),
+                cfg!(feature = "postgres"),
+                "`postgres`",
+            ),
+            (
+                Some("sqlite://app.db"),
+                cfg!(feature = "sqlite"),
+                "`sqlite`",
+            ),
+            (None, cfg!(feature = "sqlite"), "`sqlite`"),
+        ];
+        for (uri, compiled, feature) in cases {
+            match Target::parse(uri, dir) {
+                Ok(_) => assert!(compiled, "{uri:?} parsed without its backend"),
+                Err(DbError::BadUri(msg)) => {
+                    assert!(!compiled, "{uri:?}: {msg}");
+                    assert!(msg.contains(feature), "{msg}");
+                }
+                Err(e) => panic!("{uri:?}: {e}"),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn opening_a_target_whose_backend_is_left_out_is_an_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for target in [
+            Target::Postgres("postgres://u@127.0.0.1:1/db".into()),
+            Target::Sqlite(dir.path().join("t.db")),
+        ] {
+            let compiled = target.compiled();
+            match Database::open(target, DbOptions::default()).await {
+                Ok(db) => assert!(compiled, "{:?} opened without its backend", db.backend()),
+                Err(e) => {
+                    assert!(!compiled, "{e}");
+                    assert!(e.to_string().contains("feature"), "{e}");
+                }
+            }
+        }
+    }
+
     #[cfg(feature = "sqlite")]
     #[tokio::test]
     async fn a_clashing_application_migration_stops_the_migrations() {
