@@ -11,6 +11,7 @@ pub mod tools;
 pub use crudforge::db::Backend;
 use crudforge::db::Target;
 pub use crudforge::{Config, Database};
+#[cfg(feature = "postgres")]
 use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
 use std::path::PathBuf;
 
@@ -52,6 +53,8 @@ pub struct TestDb {
     pub uri: String,
     /// A private data directory.
     pub dir: tempfile::TempDir,
+    /// The server and the name of a PostgreSQL test database, dropped with it.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     pg: Option<(String, String)>,
 }
 
@@ -101,6 +104,7 @@ impl TestDb {
     }
 
     /// A fresh PostgreSQL database, or `None` when no server is configured (see module docs).
+    #[cfg(feature = "postgres")]
     pub async fn postgres() -> Option<TestDb> {
         let Some(server) = postgres_url() else {
             eprintln!("skipped: CRUDFORGE_TEST_POSTGRES_URL is not set");
@@ -151,6 +155,7 @@ impl TestDb {
 
 impl Drop for TestDb {
     fn drop(&mut self) {
+        #[cfg(feature = "postgres")]
         if let Some((server, name)) = self.pg.take() {
             // Drop from a thread of its own: Drop cannot await, and the test's runtime may be
             // shutting down.
@@ -174,7 +179,8 @@ impl Drop for TestDb {
     }
 }
 
-/// Expands each test body into `<name>::sqlite` and `<name>::postgres` tests.
+/// Expands each test body into `<name>::sqlite` and `<name>::postgres` tests; each exists
+/// when this crate's feature of its backend (`sqlite`, `postgres`) is on.
 ///
 /// ```ignore
 /// backend_tests! {
@@ -192,22 +198,59 @@ macro_rules! backend_tests {
                 #[allow(unused_imports)]
                 use super::*;
 
-                #[actix_web::test]
-                async fn sqlite() {
-                    let $t = $crate::TestDb::sqlite().await;
-                    $body
+                $crate::__if_sqlite! {
+                    #[actix_web::test]
+                    async fn sqlite() {
+                        let $t = $crate::TestDb::sqlite().await;
+                        $body
+                    }
                 }
 
-                #[actix_web::test]
-                async fn postgres() {
-                    let Some($t) = $crate::TestDb::postgres().await else {
-                        return;
-                    };
-                    $body
+                $crate::__if_postgres! {
+                    #[actix_web::test]
+                    async fn postgres() {
+                        let Some($t) = $crate::TestDb::postgres().await else {
+                            return;
+                        };
+                        $body
+                    }
                 }
             }
         )*
     };
+}
+
+/// Expands to its input when this crate's `sqlite` feature is on (a `#[cfg]` in
+/// [`backend_tests!`]'s output would test the features of the crate using it).
+#[cfg(feature = "sqlite")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __if_sqlite {
+    ($($item:tt)*) => { $($item)* };
+}
+
+/// Expands to its input when this crate's `sqlite` feature is on.
+#[cfg(not(feature = "sqlite"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __if_sqlite {
+    ($($item:tt)*) => {};
+}
+
+/// Expands to its input when this crate's `postgres` feature is on.
+#[cfg(feature = "postgres")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __if_postgres {
+    ($($item:tt)*) => { $($item)* };
+}
+
+/// Expands to its input when this crate's `postgres` feature is on.
+#[cfg(not(feature = "postgres"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __if_postgres {
+    ($($item:tt)*) => {};
 }
 
 #[cfg(test)]

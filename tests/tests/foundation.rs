@@ -408,21 +408,19 @@ backend_tests! {
                 #[diesel(sql_type = diesel::sql_types::BigInt)]
                 v: i64,
             }
-            let Conn::Sqlite(ref mut c) = conn else { unreachable!() };
-            let m: S = diesel::sql_query("PRAGMA journal_mode").get_result(&mut **c).await.unwrap();
+            let m: S = with_conn!(conn, |c| diesel::sql_query("PRAGMA journal_mode").get_result(c).await).unwrap();
             assert_eq!(m.journal_mode, "wal");
-            let fk: I = diesel::sql_query("SELECT foreign_keys AS v FROM pragma_foreign_keys").get_result(&mut **c).await.unwrap();
+            let fk: I = with_conn!(conn, |c| diesel::sql_query("SELECT foreign_keys AS v FROM pragma_foreign_keys").get_result(c).await).unwrap();
             assert_eq!(fk.v, 1);
-            let bt: I = diesel::sql_query("SELECT timeout AS v FROM pragma_busy_timeout").get_result(&mut **c).await.unwrap();
+            let bt: I = with_conn!(conn, |c| diesel::sql_query("SELECT timeout AS v FROM pragma_busy_timeout").get_result(c).await).unwrap();
             assert_eq!(bt.v, 5000);
-            let sync: I = diesel::sql_query("SELECT synchronous AS v FROM pragma_synchronous").get_result(&mut **c).await.unwrap();
+            let sync: I = with_conn!(conn, |c| diesel::sql_query("SELECT synchronous AS v FROM pragma_synchronous").get_result(c).await).unwrap();
             assert_eq!(sync.v, 1, "synchronous=NORMAL");
             drop(conn);
             // SQLITE_SYNCHRONOUS reaches every pooled connection.
             let full = t.open(&t.config().with(|c| c.db.sqlite_synchronous = SqliteSynchronous::Full)).await;
             let mut conn = full.get().await.unwrap();
-            let Conn::Sqlite(ref mut c) = conn else { unreachable!() };
-            let sync: I = diesel::sql_query("SELECT synchronous AS v FROM pragma_synchronous").get_result(&mut **c).await.unwrap();
+            let sync: I = with_conn!(conn, |c| diesel::sql_query("SELECT synchronous AS v FROM pragma_synchronous").get_result(c).await).unwrap();
             assert_eq!(sync.v, 2, "synchronous=FULL");
         }
     }
@@ -573,8 +571,6 @@ backend_tests! {
         assert_eq!(v["info"]["title"], "Zoo <API>");
     }
 }
-
-use crudforge::db::Conn;
 
 #[actix_web::test]
 async fn health_is_503_when_postgres_is_unreachable() {

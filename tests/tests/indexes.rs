@@ -5,6 +5,7 @@
 #![allow(missing_docs, clippy::unwrap_used)]
 
 use chrono::{DateTime, Utc};
+#[cfg(feature = "sqlite")]
 use crudforge::__bench::JOURNAL_SIZE_LIMIT;
 use crudforge::db::indexes::{self, IndexSpec};
 use crudforge::{with_conn, Api, Database, Resource};
@@ -13,6 +14,7 @@ use diesel::prelude::*;
 use diesel_async::SimpleAsyncConnection;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
+#[cfg(feature = "sqlite")]
 use std::time::{Duration, Instant};
 use uuid::Uuid;
 
@@ -166,12 +168,14 @@ backend_tests! {
 }
 
 /// Size of the `-wal` file beside `db_path` (0 when there is none).
+#[cfg(feature = "sqlite")]
 fn wal_size(db_path: &std::path::Path) -> u64 {
     let mut wal = db_path.as_os_str().to_owned();
     wal.push("-wal");
     std::fs::metadata(wal).map_or(0, |m| m.len())
 }
 
+#[cfg(feature = "sqlite")]
 #[actix_web::test]
 async fn a_checkpoint_brings_a_wal_that_a_reader_kept_growing_back_under_the_limit() {
     let t = TestDb::sqlite().await;
@@ -328,6 +332,7 @@ async fn optimize_gathers_statistics_for_new_indexes() {
     db.optimize().await.unwrap();
 }
 
+#[cfg(feature = "postgres")]
 #[actix_web::test]
 async fn upkeep_does_nothing_on_postgres() {
     let Some(t) = TestDb::postgres().await else {
@@ -339,6 +344,7 @@ async fn upkeep_does_nothing_on_postgres() {
     assert_eq!(db.maintain(true).await.unwrap(), None);
 }
 
+#[cfg(feature = "sqlite")]
 #[actix_web::test]
 async fn a_connection_opened_while_another_writes_does_not_wait_to_optimize() {
     let t = TestDb::sqlite().await;

@@ -450,6 +450,7 @@ backend_tests! {
                         if sqlite { "PRAGMA busy_timeout = 0; " } else { "" }
                     );
                     let ok = crudforge::with_conn!(conn, |c| c.batch_execute(&sql).await).is_ok();
+                    #[cfg(feature = "sqlite")]
                     if sqlite {
                         let restore = format!("PRAGMA busy_timeout = {};", crudforge::db::BUSY_TIMEOUT_MS);
                         crudforge::with_conn!(conn, |c| c.batch_execute(&restore).await).unwrap();

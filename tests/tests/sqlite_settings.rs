@@ -2,6 +2,7 @@
 //! they take effect, and pooled connections then work from many threads at once, handed from
 //! thread to thread between statements, with every row read back intact.
 #![allow(missing_docs, clippy::unwrap_used)]
+#![cfg(feature = "sqlite")]
 
 use crudforge::__bench::configure_sqlite_globally;
 use crudforge::db::{DbOptions, Target};

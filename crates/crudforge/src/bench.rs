@@ -5,7 +5,9 @@ pub use crate::auth::workers::run as run_on_bcrypt_workers;
 pub use crate::db::locking::connection_target;
 pub use crate::db::maintenance::JOURNAL_SIZE_LIMIT;
 pub use crate::db::migrations_gen::{make_migrations_for, MANIFEST};
+#[cfg(feature = "sqlite")]
 pub use crate::db::plans::install as install_plans;
+#[cfg(feature = "sqlite")]
 pub use crate::db::sqlite_global::configure as configure_sqlite_globally;
 pub use crate::db::statement_cache::MAX_SHAPES;
 pub use crate::db::update::Update;

@@ -131,8 +131,10 @@ pub struct Link {
     /// The related table's column.
     pub key: &'static str,
     /// The related condition's SQL on SQLite.
+    #[cfg(feature = "sqlite")]
     pub sqlite: WhereFn<diesel::sqlite::Sqlite>,
     /// The related condition's SQL on PostgreSQL.
+    #[cfg(feature = "postgres")]
     pub pg: WhereFn<diesel::pg::Pg>,
 }
 

@@ -349,6 +349,7 @@ ORDER BY il.name, ii.seqno";
 // ---- SQLite's schema, for what its messages leave out ----
 
 /// The single-column foreign keys of every table (composite keys left out).
+#[cfg(feature = "sqlite")]
 pub(crate) const SQLITE_FOREIGN_KEYS: &str = "\
 SELECT m.name AS child, p.\"from\" AS col, p.\"table\" AS parent, p.\"to\" AS target, \
        p.on_delete AS on_delete \
@@ -359,6 +360,7 @@ ORDER BY m.name, p.id";
 
 /// The primary-key columns of the SQLite table bound as the one parameter (`name`, `pk`: its
 /// position in the key).
+#[cfg(feature = "sqlite")]
 pub(crate) const SQLITE_PRIMARY_KEY: &str =
     "SELECT name, pk FROM pragma_table_info(?) WHERE pk > 0";
 

@@ -44,11 +44,24 @@
 //! [`prelude`] gathers the names an application writes most: `use crudforge::prelude::*;`.
 //!
 //! `docs/architecture.md` in the repository draws how they fit together.
+//!
+//! # Features
+//!
+//! | Feature | Default | What it compiles in |
+//! |---|---|---|
+//! | `sqlite` | yes | SQLite, embedded: diesel's SQLite backend, the bundled SQLite C library and the generated SQLite queries |
+//! | `postgres` | yes | PostgreSQL: diesel-async's PostgreSQL connection (tokio-postgres) and the generated PostgreSQL queries |
+//!
+//! At least one of the two must be on. An application on one backend alone compiles that one:
+//! `crudforge = { version = "0.1", default-features = false, features = ["sqlite"] }`. A
+//! connection string for a backend that is not compiled in is refused when the configuration
+//! is read ([`db::Target::parse`]), naming the feature to turn on.
 
 extern crate self as crudforge;
 
 pub(crate) mod api;
 pub mod auth;
+mod backends;
 pub mod cli;
 pub mod condition;
 pub mod config;

@@ -33,6 +33,8 @@ pub(crate) fn create_dir(dir: &Path) -> io::Result<()> {
 /// # Errors
 ///
 /// The file cannot be created.
+// Only the SQLite file needs it (tested whatever the features).
+#[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
 pub(crate) fn create_file(path: &Path) -> io::Result<()> {
     let mut options = fs::OpenOptions::new();
     options.write(true).create_new(true);
@@ -50,6 +52,8 @@ pub(crate) fn create_file(path: &Path) -> io::Result<()> {
 
 /// The permission bits of `path` when they give its group or other users any access (`None`
 /// for a private file, a missing one, or one that cannot be read).
+// Only the SQLite file needs it (tested whatever the features).
+#[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
 pub(crate) fn loose_mode(path: &Path) -> Option<u32> {
     #[cfg(unix)]
     {

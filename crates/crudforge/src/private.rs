@@ -16,6 +16,7 @@ pub use crate::crud::relations::{Relation, RelationKind, Target, WhereSql};
 pub use crate::crud::rules::read::Readers;
 pub use crate::db::ddl::{ColumnType, ForeignKey, ModelColumn, ModelTable, OnDelete, SqlValue};
 pub use crate::db::functions::{unicode_lower, unicode_lower_nullable};
+#[cfg(feature = "sqlite")]
 pub use crate::db::sqlite_direct::{first as sqlite_first, load as sqlite_load, one as sqlite_one};
 pub use crate::db::statement_cache::{Cached, Shape};
 pub use crate::db::update::Update;
@@ -23,6 +24,9 @@ pub use crate::db::update::Update;
 pub use crate::sql_types;
 pub use crate::timestamp::{
     now, serialize as timestamp_serialize, serialize_opt as timestamp_serialize_opt,
+};
+pub use crate::{
+    __by_backend as by_backend, __if_postgres as if_postgres, __if_sqlite as if_sqlite,
 };
 pub use actix_web;
 pub use apistos;
@@ -189,6 +193,7 @@ pub fn to_arg<T: ToArg>(v: &T) -> Arg {
 #[derive(Debug)]
 pub struct Explain<Q>(pub Q);
 
+#[cfg(feature = "postgres")]
 impl<Q: diesel::query_builder::QueryFragment<diesel::pg::Pg>>
     diesel::query_builder::QueryFragment<diesel::pg::Pg> for Explain<Q>
 {

@@ -17,14 +17,10 @@
 //! }
 //! ```
 
-use chrono::{DateTime, NaiveDateTime, Utc};
-use diesel::deserialize::{self, FromSql};
+use chrono::{DateTime, Utc};
 use diesel::expression::AsExpression;
 use diesel::internal::derives::as_expression::Bound;
-use diesel::pg::{Pg, PgValue};
-use diesel::serialize::{self, IsNull, Output, ToSql};
-use diesel::sql_types::{self, Nullable};
-use diesel::sqlite::Sqlite;
+use diesel::sql_types::Nullable;
 
 /// A UUID: `uuid` on PostgreSQL, `TEXT` on SQLite.
 #[derive(
@@ -84,42 +80,6 @@ macro_rules! portable {
                 Bound::new(self)
             }
         }
-        impl ToSql<$sql, Sqlite> for Portable<$rust> {
-            fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, Sqlite>) -> serialize::Result {
-                ToSql::<$sql, Sqlite>::to_sql(&self.0, out)
-            }
-        }
-        impl ToSql<$sql, Pg> for Portable<$rust> {
-            fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, Pg>) -> serialize::Result {
-                ToSql::<$sql, Pg>::to_sql(&self.0, out)
-            }
-        }
-        impl ToSql<Nullable<$sql>, Sqlite> for Portable<$rust> {
-            fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, Sqlite>) -> serialize::Result {
-                ToSql::<$sql, Sqlite>::to_sql(&self.0, out)
-            }
-        }
-        impl ToSql<Nullable<$sql>, Pg> for Portable<$rust> {
-            fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, Pg>) -> serialize::Result {
-                ToSql::<$sql, Pg>::to_sql(&self.0, out)
-            }
-        }
-        impl ToSql<Nullable<$sql>, Sqlite> for Portable<Option<$rust>> {
-            fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, Sqlite>) -> serialize::Result {
-                match &self.0 {
-                    Some(v) => ToSql::<$sql, Sqlite>::to_sql(v, out),
-                    None => Ok(IsNull::Yes),
-                }
-            }
-        }
-        impl ToSql<Nullable<$sql>, Pg> for Portable<Option<$rust>> {
-            fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, Pg>) -> serialize::Result {
-                match &self.0 {
-                    Some(v) => ToSql::<$sql, Pg>::to_sql(v, out),
-                    None => Ok(IsNull::Yes),
-                }
-            }
-        }
     };
 }
 
@@ -127,102 +87,147 @@ portable!(uuid::Uuid => PortableUuid);
 portable!(DateTime<Utc> => PortableTimestamp);
 portable!(serde_json::Value => PortableJson);
 
-// ---- UUID ----
-
-impl ToSql<PortableUuid, Sqlite> for uuid::Uuid {
-    fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, Sqlite>) -> serialize::Result {
-        out.set_value(self.hyphenated().to_string());
-        Ok(IsNull::No)
-    }
-}
-
-impl FromSql<PortableUuid, Sqlite> for uuid::Uuid {
-    fn from_sql(
-        bytes: <Sqlite as diesel::backend::Backend>::RawValue<'_>,
-    ) -> deserialize::Result<Self> {
-        let text = <String as FromSql<sql_types::Text, Sqlite>>::from_sql(bytes)?;
-        Ok(uuid::Uuid::parse_str(&text)?)
-    }
-}
-
-impl ToSql<PortableUuid, Pg> for uuid::Uuid {
-    fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, Pg>) -> serialize::Result {
-        ToSql::<sql_types::Uuid, Pg>::to_sql(self, out)
-    }
-}
-
-impl FromSql<PortableUuid, Pg> for uuid::Uuid {
-    fn from_sql(bytes: PgValue<'_>) -> deserialize::Result<Self> {
-        <uuid::Uuid as FromSql<sql_types::Uuid, Pg>>::from_sql(bytes)
-    }
-}
-
-// ---- timestamps ----
-
-impl ToSql<PortableTimestamp, Sqlite> for DateTime<Utc> {
-    fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, Sqlite>) -> serialize::Result {
-        out.set_value(timestamp_text(self));
-        Ok(IsNull::No)
-    }
-}
-
-impl FromSql<PortableTimestamp, Sqlite> for DateTime<Utc> {
-    fn from_sql(
-        bytes: <Sqlite as diesel::backend::Backend>::RawValue<'_>,
-    ) -> deserialize::Result<Self> {
-        let text = <String as FromSql<sql_types::Text, Sqlite>>::from_sql(bytes)?;
-        // The form crudforge writes, read without chrono's general parser.
-        if let Some(t) = crate::timestamp::parse_sqlite(&text) {
-            return Ok(t);
+/// Binds a [`Portable`] value on backend `$db` as the value it wraps.
+macro_rules! portable_to_sql {
+    ($db:ty: $($rust:ty => $sql:ty),*) => {$(
+        impl ToSql<$sql, $db> for Portable<$rust> {
+            fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, $db>) -> serialize::Result {
+                ToSql::<$sql, $db>::to_sql(&self.0, out)
+            }
         }
-        if let Ok(t) = DateTime::parse_from_rfc3339(&text) {
-            return Ok(t.with_timezone(&Utc));
+        impl ToSql<Nullable<$sql>, $db> for Portable<$rust> {
+            fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, $db>) -> serialize::Result {
+                ToSql::<$sql, $db>::to_sql(&self.0, out)
+            }
         }
-        // Values written by SQLite itself (CURRENT_TIMESTAMP) have no zone: they are UTC.
-        let naive = NaiveDateTime::parse_from_str(&text, "%Y-%m-%d %H:%M:%S%.f")?;
-        Ok(naive.and_utc())
+        impl ToSql<Nullable<$sql>, $db> for Portable<Option<$rust>> {
+            fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, $db>) -> serialize::Result {
+                match &self.0 {
+                    Some(v) => ToSql::<$sql, $db>::to_sql(v, out),
+                    None => Ok(IsNull::Yes),
+                }
+            }
+        }
+    )*};
+}
+
+/// The portable types on SQLite: text in a fixed form.
+#[cfg(feature = "sqlite")]
+mod sqlite {
+    use super::{Portable, PortableJson, PortableTimestamp, PortableUuid};
+    use chrono::NaiveDateTime;
+    use chrono::{DateTime, Utc};
+    use diesel::deserialize::{self, FromSql};
+    use diesel::serialize::{self, IsNull, Output, ToSql};
+    use diesel::sql_types::{self, Nullable};
+    use diesel::sqlite::Sqlite;
+
+    portable_to_sql!(Sqlite: uuid::Uuid => PortableUuid, DateTime<Utc> => PortableTimestamp, serde_json::Value => PortableJson);
+
+    impl ToSql<PortableUuid, Sqlite> for uuid::Uuid {
+        fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, Sqlite>) -> serialize::Result {
+            out.set_value(self.hyphenated().to_string());
+            Ok(IsNull::No)
+        }
+    }
+
+    impl FromSql<PortableUuid, Sqlite> for uuid::Uuid {
+        fn from_sql(
+            bytes: <Sqlite as diesel::backend::Backend>::RawValue<'_>,
+        ) -> deserialize::Result<Self> {
+            let text = <String as FromSql<sql_types::Text, Sqlite>>::from_sql(bytes)?;
+            Ok(uuid::Uuid::parse_str(&text)?)
+        }
+    }
+
+    impl ToSql<PortableTimestamp, Sqlite> for DateTime<Utc> {
+        fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, Sqlite>) -> serialize::Result {
+            out.set_value(super::timestamp_text(self));
+            Ok(IsNull::No)
+        }
+    }
+
+    impl FromSql<PortableTimestamp, Sqlite> for DateTime<Utc> {
+        fn from_sql(
+            bytes: <Sqlite as diesel::backend::Backend>::RawValue<'_>,
+        ) -> deserialize::Result<Self> {
+            let text = <String as FromSql<sql_types::Text, Sqlite>>::from_sql(bytes)?;
+            // The form crudforge writes, read without chrono's general parser.
+            if let Some(t) = crate::timestamp::parse_sqlite(&text) {
+                return Ok(t);
+            }
+            if let Ok(t) = DateTime::parse_from_rfc3339(&text) {
+                return Ok(t.with_timezone(&Utc));
+            }
+            // Values written by SQLite itself (CURRENT_TIMESTAMP) have no zone: they are UTC.
+            let naive = NaiveDateTime::parse_from_str(&text, "%Y-%m-%d %H:%M:%S%.f")?;
+            Ok(naive.and_utc())
+        }
+    }
+
+    impl ToSql<PortableJson, Sqlite> for serde_json::Value {
+        fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, Sqlite>) -> serialize::Result {
+            out.set_value(serde_json::to_string(self)?);
+            Ok(IsNull::No)
+        }
+    }
+
+    impl FromSql<PortableJson, Sqlite> for serde_json::Value {
+        fn from_sql(
+            bytes: <Sqlite as diesel::backend::Backend>::RawValue<'_>,
+        ) -> deserialize::Result<Self> {
+            let text = <String as FromSql<sql_types::Text, Sqlite>>::from_sql(bytes)?;
+            Ok(serde_json::from_str(&text)?)
+        }
     }
 }
 
-impl ToSql<PortableTimestamp, Pg> for DateTime<Utc> {
-    fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, Pg>) -> serialize::Result {
-        ToSql::<sql_types::Timestamptz, Pg>::to_sql(self, out)
+/// The portable types on PostgreSQL: the native types.
+#[cfg(feature = "postgres")]
+mod pg {
+    use super::{Portable, PortableJson, PortableTimestamp, PortableUuid};
+    use chrono::{DateTime, Utc};
+    use diesel::deserialize::{self, FromSql};
+    use diesel::pg::{Pg, PgValue};
+    use diesel::serialize::{self, IsNull, Output, ToSql};
+    use diesel::sql_types::{self, Nullable};
+
+    portable_to_sql!(Pg: uuid::Uuid => PortableUuid, DateTime<Utc> => PortableTimestamp, serde_json::Value => PortableJson);
+
+    impl ToSql<PortableUuid, Pg> for uuid::Uuid {
+        fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, Pg>) -> serialize::Result {
+            ToSql::<sql_types::Uuid, Pg>::to_sql(self, out)
+        }
     }
-}
 
-impl FromSql<PortableTimestamp, Pg> for DateTime<Utc> {
-    fn from_sql(bytes: PgValue<'_>) -> deserialize::Result<Self> {
-        <DateTime<Utc> as FromSql<sql_types::Timestamptz, Pg>>::from_sql(bytes)
+    impl FromSql<PortableUuid, Pg> for uuid::Uuid {
+        fn from_sql(bytes: PgValue<'_>) -> deserialize::Result<Self> {
+            <uuid::Uuid as FromSql<sql_types::Uuid, Pg>>::from_sql(bytes)
+        }
     }
-}
 
-// ---- JSON ----
-
-impl ToSql<PortableJson, Sqlite> for serde_json::Value {
-    fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, Sqlite>) -> serialize::Result {
-        out.set_value(serde_json::to_string(self)?);
-        Ok(IsNull::No)
+    impl ToSql<PortableTimestamp, Pg> for DateTime<Utc> {
+        fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, Pg>) -> serialize::Result {
+            ToSql::<sql_types::Timestamptz, Pg>::to_sql(self, out)
+        }
     }
-}
 
-impl FromSql<PortableJson, Sqlite> for serde_json::Value {
-    fn from_sql(
-        bytes: <Sqlite as diesel::backend::Backend>::RawValue<'_>,
-    ) -> deserialize::Result<Self> {
-        let text = <String as FromSql<sql_types::Text, Sqlite>>::from_sql(bytes)?;
-        Ok(serde_json::from_str(&text)?)
+    impl FromSql<PortableTimestamp, Pg> for DateTime<Utc> {
+        fn from_sql(bytes: PgValue<'_>) -> deserialize::Result<Self> {
+            <DateTime<Utc> as FromSql<sql_types::Timestamptz, Pg>>::from_sql(bytes)
+        }
     }
-}
 
-impl ToSql<PortableJson, Pg> for serde_json::Value {
-    fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, Pg>) -> serialize::Result {
-        ToSql::<sql_types::Jsonb, Pg>::to_sql(self, out)
+    impl ToSql<PortableJson, Pg> for serde_json::Value {
+        fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, Pg>) -> serialize::Result {
+            ToSql::<sql_types::Jsonb, Pg>::to_sql(self, out)
+        }
     }
-}
 
-impl FromSql<PortableJson, Pg> for serde_json::Value {
-    fn from_sql(bytes: PgValue<'_>) -> deserialize::Result<Self> {
-        <serde_json::Value as FromSql<sql_types::Jsonb, Pg>>::from_sql(bytes)
+    impl FromSql<PortableJson, Pg> for serde_json::Value {
+        fn from_sql(bytes: PgValue<'_>) -> deserialize::Result<Self> {
+            <serde_json::Value as FromSql<sql_types::Jsonb, Pg>>::from_sql(bytes)
+        }
     }
 }
 

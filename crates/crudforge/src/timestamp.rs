@@ -136,6 +136,8 @@ pub(crate) fn sqlite_text(t: &DateTime<Utc>) -> String {
 
 /// Reads the SQLite text form (`YYYY-MM-DDTHH:MM:SS.ffffffZ`, as [`sqlite_text`] writes it);
 /// `None` for any other text, which the caller hands to chrono's general parser.
+// Only the SQLite file needs it (tested whatever the features).
+#[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
 pub(crate) fn parse_sqlite(s: &str) -> Option<DateTime<Utc>> {
     let b = s.as_bytes();
     if b.len() != 27

@@ -65,14 +65,22 @@ fn dialect(g: &Gen<'_>, b: BackendKind) -> Dialect {
 }
 
 /// The body of a `Resource` query method: hands `f(c, args)` to the module of the
-/// connection's backend.
+/// connection's backend. The runtime's `by_backend!` keeps the arms of the backends its
+/// features compile in (a `#[cfg]` here would test the features of the model's crate).
 pub(super) fn dispatch(g: &Gen<'_>, f: TokenStream, args: TokenStream) -> TokenStream {
-    let k = g.k;
+    let p = &g.p;
     quote! {
-        match conn {
-            #k::db::Conn::Sqlite(__o) => { let c: &mut #k::db::SqliteConn = &mut **__o; sqlite::#f(c, #args).await }
-            #k::db::Conn::Postgres(__o) => { let c: &mut #k::db::PgConn = &mut **__o; pg::#f(c, #args).await }
-        }
+        #p::by_backend!(*conn, |c| sqlite => sqlite::#f(c, #args).await, postgres => pg::#f(c, #args).await)
+    }
+}
+
+/// `items`, kept by the runtime only when backend `b`'s feature is on (`if_sqlite!`,
+/// `if_postgres!`).
+pub(super) fn gated(g: &Gen<'_>, b: BackendKind, items: TokenStream) -> TokenStream {
+    let p = &g.p;
+    match b {
+        BackendKind::Sqlite => quote!(#p::if_sqlite! { #items }),
+        BackendKind::Postgres => quote!(#p::if_postgres! { #items }),
     }
 }
 
@@ -99,17 +107,21 @@ pub(super) fn backend(g: &Gen<'_>, b: BackendKind) -> TokenStream {
         restore_fn(g, &d),
         purge_fn(g, &d),
     ];
-    quote! {
-        mod #module {
-            use super::*;
-            use #p::diesel::prelude::*;
-            use #p::diesel::ExpressionMethods as _;
+    gated(
+        g,
+        b,
+        quote! {
+            mod #module {
+                use super::*;
+                use #p::diesel::prelude::*;
+                use #p::diesel::ExpressionMethods as _;
 
-            type Boxed = ::std::boxed::Box<dyn #p::diesel::BoxableExpression<#table::table, #db, SqlType = #p::diesel::sql_types::Nullable<#p::diesel::sql_types::Bool>>>;
+                type Boxed = ::std::boxed::Box<dyn #p::diesel::BoxableExpression<#table::table, #db, SqlType = #p::diesel::sql_types::Nullable<#p::diesel::sql_types::Bool>>>;
 
-            #(#items)*
-        }
-    }
+                #(#items)*
+            }
+        },
+    )
 }
 
 /// Emits `cond`: one condition of a filter as a boxed SQL expression.

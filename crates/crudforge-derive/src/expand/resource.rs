@@ -2,7 +2,7 @@
 //! query methods that hand each call to the connection's backend), the type checks placed at
 //! the user's fields, and the model's entry in the registry of resources.
 
-use super::backend::dispatch;
+use super::backend::{dispatch, BackendKind};
 use super::field_info::field_info;
 use super::Gen;
 use crate::ast::Kind;
@@ -58,17 +58,31 @@ pub(super) fn resource_impl(g: &Gen<'_>) -> TokenStream {
     let relations = crate::relations::relations_const(g.m, k);
     let server_set = super::members::server_set_fn(g);
     let p = &g.p;
+    let where_sqlite = super::backend::gated(
+        g,
+        BackendKind::Sqlite,
+        quote! {
+            fn __where_sqlite(cond: &#k::condition::Condition) -> #p::WhereSql<#p::diesel::sqlite::Sqlite> {
+                ::core::result::Result::Ok(sqlite::condition(#p::Node::Tree(cond))?.map(|e| {
+                    ::std::boxed::Box::new(e) as ::std::boxed::Box<dyn #p::diesel::query_builder::QueryFragment<#p::diesel::sqlite::Sqlite> + ::core::marker::Send>
+                }))
+            }
+        },
+    );
+    let where_pg = super::backend::gated(
+        g,
+        BackendKind::Postgres,
+        quote! {
+            fn __where_pg(cond: &#k::condition::Condition) -> #p::WhereSql<#p::diesel::pg::Pg> {
+                ::core::result::Result::Ok(pg::condition(#p::Node::Tree(cond))?.map(|e| {
+                    ::std::boxed::Box::new(e) as ::std::boxed::Box<dyn #p::diesel::query_builder::QueryFragment<#p::diesel::pg::Pg> + ::core::marker::Send>
+                }))
+            }
+        },
+    );
     let wheres = quote! {
-        fn __where_sqlite(cond: &#k::condition::Condition) -> #p::WhereSql<#p::diesel::sqlite::Sqlite> {
-            ::core::result::Result::Ok(sqlite::condition(#p::Node::Tree(cond))?.map(|e| {
-                ::std::boxed::Box::new(e) as ::std::boxed::Box<dyn #p::diesel::query_builder::QueryFragment<#p::diesel::sqlite::Sqlite> + ::core::marker::Send>
-            }))
-        }
-        fn __where_pg(cond: &#k::condition::Condition) -> #p::WhereSql<#p::diesel::pg::Pg> {
-            ::core::result::Result::Ok(pg::condition(#p::Node::Tree(cond))?.map(|e| {
-                ::std::boxed::Box::new(e) as ::std::boxed::Box<dyn #p::diesel::query_builder::QueryFragment<#p::diesel::pg::Pg> + ::core::marker::Send>
-            }))
-        }
+        #where_sqlite
+        #where_pg
     };
     quote! {
         #[automatically_derived]

@@ -197,10 +197,8 @@ async fn session_on(conn: &mut Conn, id: Uuid) -> Result<Option<(CurrentUser, i6
             user_roles::role.nullable(),
             user_roles::domain_id.nullable(),
         ));
-    let rows: Vec<Row> = match conn {
-        Conn::Sqlite(c) => crate::db::sqlite_direct::load(c, q).await?,
-        Conn::Postgres(c) => diesel_async::RunQueryDsl::load(q, &mut **c).await?,
-    };
+    let rows: Vec<Row> = crate::__by_backend!(*conn, |c| sqlite => crate::db::sqlite_direct::load(c, q).await?,
+        postgres => diesel_async::RunQueryDsl::load(q, c).await?);
     let Some(first) = rows.first() else {
         return Ok(None);
     };

@@ -69,7 +69,13 @@ pub(crate) async fn make_migrations(
 /// key, so no file is opened, created or migrated: for the commands that only read what the
 /// resources declare.
 async fn scratch_api(shared: &Shared, config: Config) -> Result<Api, BoxError> {
-    let scratch = Database::open(Target::Sqlite(":memory:".into()), DbOptions::default()).await?;
+    #[cfg(feature = "sqlite")]
+    let target = Target::Sqlite(":memory:".into());
+    // Without SQLite, a PostgreSQL pool that is never asked for a connection: its connections
+    // are made lazily, so nothing is contacted.
+    #[cfg(not(feature = "sqlite"))]
+    let target = Target::Postgres("postgres://localhost/crudforge-scratch".into());
+    let scratch = Database::open(target, DbOptions::default()).await?;
     // No token is ever signed here: a fixed key keeps `Api::new` from generating a key file.
     let config = config.with(|c| {
         c.db.database_uri = None;

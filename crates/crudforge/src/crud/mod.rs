@@ -151,6 +151,7 @@ pub trait Resource: Sized + 'static {
     ///
     /// A comparison does not apply to its field.
     #[doc(hidden)]
+    #[cfg(feature = "sqlite")]
     fn __where_sqlite(
         cond: &crate::condition::Condition,
     ) -> relations::WhereSql<diesel::sqlite::Sqlite> {
@@ -166,6 +167,7 @@ pub trait Resource: Sized + 'static {
     ///
     /// A comparison does not apply to its field.
     #[doc(hidden)]
+    #[cfg(feature = "postgres")]
     fn __where_pg(cond: &crate::condition::Condition) -> relations::WhereSql<diesel::pg::Pg> {
         let _ = cond;
         Err(Error::Internal(

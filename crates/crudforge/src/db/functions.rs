@@ -48,6 +48,7 @@ pub fn digest_hex(value: &str) -> String {
 /// # Errors
 ///
 /// SQLite refuses the registration.
+#[cfg(feature = "sqlite")]
 pub fn register_sqlite_functions(
     conn: &mut diesel::sqlite::SqliteConnection,
 ) -> diesel::QueryResult<()> {

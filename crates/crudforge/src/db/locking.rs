@@ -16,6 +16,9 @@
 //! checkpoints, and the pool's several connections, which still read concurrently and write
 //! one at a time.
 
+// Without SQLite the setting is still read (and ignored): nothing here is called.
+#![cfg_attr(not(feature = "sqlite"), allow(dead_code))]
+
 use super::DbError;
 use std::path::Path;
 
@@ -90,6 +93,7 @@ pub(crate) fn locked_hint(error: &str, locking: SqliteLocking) -> String {
 }
 
 #[cfg(test)]
+#[cfg(feature = "sqlite")]
 mod tests {
     use super::*;
     use diesel::connection::SimpleConnection;

@@ -10,9 +10,11 @@
 //! sets `journal_size_limit` ([`JOURNAL_SIZE_LIMIT`]). On PostgreSQL all of this does nothing.
 
 use super::{Backend, Database, DbError};
-use diesel::connection::SimpleConnection as _;
-use diesel::sql_types::Integer;
-use diesel::{Connection as _, RunQueryDsl as _, SqliteConnection};
+#[cfg(feature = "sqlite")]
+use diesel::{
+    connection::SimpleConnection as _, sql_types::Integer, Connection as _, RunQueryDsl as _,
+    SqliteConnection,
+};
 use std::time::Duration;
 
 /// `PRAGMA journal_size_limit` of every SQLite connection, in bytes (64 MiB): after a
@@ -27,6 +29,7 @@ pub(crate) const OPTIMIZE_INTERVAL: Duration = Duration::from_secs(60 * 60);
 
 /// Longest wait of a maintenance checkpoint for the write lock and for readers of older
 /// snapshots; past it the checkpoint gives up (`busy`) and the next one tries again.
+#[cfg(feature = "sqlite")]
 const CHECKPOINT_BUSY_TIMEOUT_MS: u32 = 1000;
 
 /// What `PRAGMA wal_checkpoint` reports.
@@ -40,6 +43,7 @@ pub struct Checkpoint {
     pub checkpointed: i32,
 }
 
+#[cfg(feature = "sqlite")]
 #[derive(diesel::QueryableByName)]
 struct CheckpointRow {
     #[diesel(sql_type = Integer)]
@@ -59,11 +63,13 @@ impl Database {
     ///
     /// The database cannot be reached or the pragma fails.
     pub async fn optimize(&self) -> Result<(), DbError> {
-        if self.backend() != Backend::Sqlite {
-            return Ok(());
+        #[cfg(feature = "sqlite")]
+        if self.backend() == Backend::Sqlite {
+            return self
+                .on_own_connection(|c| optimize_with(c, "PRAGMA optimize;"))
+                .await;
         }
-        self.on_own_connection(|c| optimize_with(c, "PRAGMA optimize;"))
-            .await
+        Ok(())
     }
 
     /// Runs `f` on upkeep's own SQLite connection, on Tokio's blocking pool: upkeep may wait for
@@ -71,6 +77,7 @@ impl Database {
     /// ([`Runner::inline`](super::Runner::inline)), which must not wait. The connection is
     /// opened once and kept (no file opened and closed every [`CHECKPOINT_INTERVAL`]); after an
     /// error it is dropped and opened afresh next time.
+    #[cfg(feature = "sqlite")]
     async fn on_own_connection<R: Send + 'static>(
         &self,
         f: impl FnOnce(&mut SqliteConnection) -> diesel::QueryResult<R> + Send + 'static,
@@ -111,22 +118,24 @@ impl Database {
     ///
     /// The database cannot be reached or the pragma fails.
     pub async fn checkpoint(&self) -> Result<Option<Checkpoint>, DbError> {
-        if self.backend() != Backend::Sqlite {
-            return Ok(None);
+        #[cfg(feature = "sqlite")]
+        if self.backend() == Backend::Sqlite {
+            let row = self
+                .on_own_connection(|c| {
+                    c.batch_execute(&format!(
+                        "PRAGMA busy_timeout = {CHECKPOINT_BUSY_TIMEOUT_MS};"
+                    ))?;
+                    diesel::sql_query("PRAGMA wal_checkpoint(TRUNCATE)")
+                        .get_result::<CheckpointRow>(c)
+                })
+                .await?;
+            return Ok(Some(Checkpoint {
+                busy: row.busy != 0,
+                log_frames: row.log,
+                checkpointed: row.checkpointed,
+            }));
         }
-        let row = self
-            .on_own_connection(|c| {
-                c.batch_execute(&format!(
-                    "PRAGMA busy_timeout = {CHECKPOINT_BUSY_TIMEOUT_MS};"
-                ))?;
-                diesel::sql_query("PRAGMA wal_checkpoint(TRUNCATE)").get_result::<CheckpointRow>(c)
-            })
-            .await?;
-        Ok(Some(Checkpoint {
-            busy: row.busy != 0,
-            log_frames: row.log,
-            checkpointed: row.checkpointed,
-        }))
+        Ok(None)
     }
 
     /// One round of upkeep: a WAL checkpoint, and `PRAGMA optimize` when `optimize` is set
@@ -157,6 +166,7 @@ impl Database {
 /// # Errors
 ///
 /// The pragma itself fails.
+#[cfg(feature = "sqlite")]
 pub(crate) fn optimize_with(c: &mut SqliteConnection, pragma: &str) -> diesel::QueryResult<()> {
     c.batch_execute(pragma)?;
     if c.batch_execute("DELETE FROM sqlite_stat4;").is_ok() {

@@ -14,6 +14,8 @@
 //! Applications reach it through `crudforge::migrations` (the workspace's tests through
 //! `crudforge::__bench`); this path is hidden from the documentation.
 #![doc(hidden)]
+// Without SQLite only `run_migration_dir` remains: the generator's pure steps are unused.
+#![cfg_attr(not(feature = "sqlite"), allow(dead_code, unused_imports))]
 
 mod folder;
 
@@ -24,6 +26,7 @@ use super::{functions, Database, DbError};
 use crate::dialect::{self, Backend};
 use diesel::connection::SimpleConnection as _;
 use diesel::sql_types::Text;
+#[cfg(feature = "sqlite")]
 use diesel::sqlite::SqliteConnection;
 use diesel::{Connection as _, RunQueryDsl as _};
 use diesel_migrations::{FileBasedMigrations, MigrationHarness as _};
@@ -125,6 +128,13 @@ pub enum MakeMigrationsError {
     /// Reading the folder or writing the migration failed.
     #[error("migration folder: {0}")]
     Io(#[from] std::io::Error),
+    /// This build leaves SQLite out (crudforge's `sqlite` feature), which the generator needs:
+    /// it reads the schema the migrations build from a scratch in-memory SQLite database.
+    #[error(
+        "writing migrations needs crudforge's `sqlite` feature: the schema the migrations \
+         build is read from a scratch in-memory SQLite database"
+    )]
+    SqliteNotCompiled,
 }
 
 /// One change that is written: its statements up and down, per backend.
@@ -164,6 +174,26 @@ pub fn make_migrations_for(
     if !plain {
         return Err(MakeMigrationsError::BadName(name.to_owned()));
     }
+    write_migration(models, dir, name)
+}
+
+/// [`make_migrations_for`] without SQLite: refused.
+#[cfg(not(feature = "sqlite"))]
+fn write_migration(
+    _models: &[&'static ModelTable],
+    _dir: &Path,
+    _name: &str,
+) -> Result<MigrationReport, MakeMigrationsError> {
+    Err(MakeMigrationsError::SqliteNotCompiled)
+}
+
+/// [`make_migrations_for`] once the name is checked.
+#[cfg(feature = "sqlite")]
+fn write_migration(
+    models: &[&'static ModelTable],
+    dir: &Path,
+    name: &str,
+) -> Result<MigrationReport, MakeMigrationsError> {
     let mut conn = scratch(dir)?;
     let mut steps: Vec<Step> = Vec::new();
     let mut todo: Vec<Todo> = Vec::new();
@@ -232,6 +262,7 @@ pub async fn run_migration_dir(db: &Database, dir: &Path) -> Result<Vec<String>,
 }
 
 /// The work of [`run_migration_dir`], on a thread of its own.
+#[cfg_attr(not(feature = "sqlite"), allow(unused_variables))]
 fn migrate_dir_blocking(
     backend: Backend,
     target: &str,
@@ -267,12 +298,14 @@ fn migrate_dir_blocking(
         Ok(applied)
     }
     match backend {
+        #[cfg(feature = "sqlite")]
         Backend::Sqlite => {
             let mut conn = SqliteConnection::establish(target)?;
             conn.batch_execute(&super::sqlite_pragmas(synchronous))?;
             functions::register_sqlite_functions(&mut conn)?;
             apply(&mut conn, super::SQLITE_MIGRATIONS, source)
         }
+        #[cfg(feature = "postgres")]
         Backend::Postgres => {
             use diesel_async::async_connection_wrapper::AsyncConnectionWrapper;
             let mut conn = <AsyncConnectionWrapper<diesel_async::AsyncPgConnection> as diesel::Connection>::establish(target)?;
@@ -283,11 +316,17 @@ fn migrate_dir_blocking(
                 diesel::sql_query(format!("SELECT pg_advisory_unlock({lock})")).execute(&mut conn);
             result
         }
+        // Never reached: a database of a backend not compiled in is never opened.
+        #[cfg(not(all(feature = "sqlite", feature = "postgres")))]
+        _ => Err(DbError::Migration(format!(
+            "{backend:?} is not compiled in"
+        ))),
     }
 }
 
 /// A scratch in-memory SQLite database with the library's migrations and those of
 /// `<dir>/sqlite` applied.
+#[cfg(feature = "sqlite")]
 fn scratch(dir: &Path) -> Result<SqliteConnection, MakeMigrationsError> {
     let sqlite_dir = dir.join("sqlite");
     let fail = |message: String| MakeMigrationsError::Existing {
@@ -310,6 +349,7 @@ fn scratch(dir: &Path) -> Result<SqliteConnection, MakeMigrationsError> {
 }
 
 /// The columns of `table` in the scratch database (empty: no such table).
+#[cfg(feature = "sqlite")]
 fn load_columns(
     conn: &mut SqliteConnection,
     table: &str,
@@ -322,6 +362,7 @@ fn load_columns(
 }
 
 /// The indexes of `table` in the scratch database, by `sql` (all, or the unique ones).
+#[cfg(feature = "sqlite")]
 fn load_indexes(
     conn: &mut SqliteConnection,
     sql: &str,
@@ -343,6 +384,7 @@ fn catalog(dir: &Path, e: diesel::result::Error) -> MakeMigrationsError {
 }
 
 /// The steps and to-dos that take the existing `table` (its `columns`) to `model`.
+#[cfg(feature = "sqlite")]
 fn diff_table(
     conn: &mut SqliteConnection,
     model: &'static ModelTable,
@@ -467,6 +509,7 @@ fn added_column(table: &str, column: &ModelColumn, renamed: bool) -> Result<Step
 /// The steps that add the declared indexes, the unique indexes of existing unique fields (new
 /// columns' unique indexes come with the column) and those of the composite unique
 /// constraints, that the table does not have.
+#[cfg(feature = "sqlite")]
 fn missing_indexes(
     conn: &mut SqliteConnection,
     model: &'static ModelTable,

@@ -7,6 +7,7 @@
 
 pub(crate) mod constraint;
 pub mod ddl;
+#[cfg(feature = "sqlite")]
 pub(crate) mod deadline;
 pub mod functions;
 pub mod indexes;
@@ -14,44 +15,61 @@ pub(crate) mod locking;
 pub(crate) mod maintenance;
 pub mod migrations_gen;
 pub(crate) mod monitor;
+#[cfg(feature = "sqlite")]
 pub(crate) mod plans;
+#[cfg(feature = "sqlite")]
 pub(crate) mod runner;
 pub mod schema_check;
 pub(crate) mod snapshot;
+#[cfg(feature = "sqlite")]
 pub(crate) mod sqlite_direct;
+#[cfg(feature = "sqlite")]
 pub(crate) mod sqlite_global;
 pub(crate) mod statement_cache;
 pub mod tx;
 pub(crate) mod update;
 
 use crate::config::{Config, SqliteSynchronous};
+#[cfg(feature = "sqlite")]
 use crate::owner_only;
+#[cfg(feature = "sqlite")]
 use diesel::connection::SimpleConnection;
-use diesel::{Connection, RunQueryDsl as _};
+use diesel::Connection;
+#[cfg(feature = "postgres")]
+use diesel::RunQueryDsl as _;
+#[cfg(feature = "postgres")]
 use diesel_async::async_connection_wrapper::AsyncConnectionWrapper;
 use diesel_async::pooled_connection::deadpool::{Object, Pool};
 use diesel_async::pooled_connection::{
     AsyncDieselConnectionManager, ManagerConfig, RecyclingMethod,
 };
+#[cfg(feature = "sqlite")]
 use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
-use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
+#[cfg(feature = "postgres")]
+use diesel_async::AsyncPgConnection;
+use diesel_async::{AsyncConnection, SimpleAsyncConnection};
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness};
 use futures_util::FutureExt;
 pub(crate) use locking::SqliteLocking;
 use monitor::QueryMonitor;
 pub use monitor::QueryStats;
+#[cfg(feature = "sqlite")]
 pub use runner::Runner;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+#[cfg(feature = "postgres")]
 pub use diesel::pg::Pg;
+#[cfg(feature = "sqlite")]
 pub use diesel::sqlite::{Sqlite, SqliteConnection};
 
 /// The async SQLite connection type: a sync connection whose statements a [`Runner`] runs
 /// (on the calling thread, each bounded by the statement timeout).
+#[cfg(feature = "sqlite")]
 pub type SqliteConn = SyncConnectionWrapper<SqliteConnection, Runner>;
 /// The async PostgreSQL connection type.
+#[cfg(feature = "postgres")]
 pub type PgConn = AsyncPgConnection;
 /// Error returned when no pooled connection can be had.
 pub type PoolError = diesel_async::pooled_connection::deadpool::PoolError;
@@ -63,6 +81,7 @@ impl From<PoolError> for crate::error::Error {
 }
 
 /// How long a SQLite connection waits for a lock before failing with "database is locked".
+#[cfg(feature = "sqlite")]
 pub const BUSY_TIMEOUT_MS: u32 = 5000;
 
 /// Settings applied to every SQLite connection: a busy timeout (first, so that switching to
@@ -70,6 +89,7 @@ pub const BUSY_TIMEOUT_MS: u32 = 5000;
 /// with the given `synchronous` level, a bound on the size the `-wal` file keeps after a
 /// checkpoint ([`maintenance::JOURNAL_SIZE_LIMIT`]), foreign keys, and case-sensitive `LIKE`
 /// so that `__like` means the same on both backends.
+#[cfg(feature = "sqlite")]
 pub fn sqlite_pragmas(synchronous: SqliteSynchronous) -> String {
     format!(
         "PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}; \
@@ -86,12 +106,14 @@ pub fn sqlite_pragmas(synchronous: SqliteSynchronous) -> String {
 /// Run once by each pooled SQLite connection after [`sqlite_pragmas`]: what SQLite recommends
 /// when a long-lived connection opens (analyze the tables whose statistics are missing or
 /// stale, with a bounded cost; see `maintenance`).
+#[cfg(feature = "sqlite")]
 pub const SQLITE_OPTIMIZE_ON_OPEN: &str = "PRAGMA optimize = 0x10002;";
 
 /// Runs [`SQLITE_OPTIMIZE_ON_OPEN`] without waiting for a lock: storing statistics needs the
 /// write lock, and a connection opened while another one writes must not wait for it (nor
 /// outlive the pool's checkout timeout). When the lock is taken the step is skipped; the next
 /// connection, or the server's periodic upkeep, runs it.
+#[cfg(feature = "sqlite")]
 fn optimize_on_open(c: &mut SqliteConnection) -> diesel::QueryResult<()> {
     c.batch_execute("PRAGMA busy_timeout = 0;")?;
     if let Err(e) = maintenance::optimize_with(c, SQLITE_OPTIMIZE_ON_OPEN) {
@@ -155,9 +177,11 @@ impl DbOptions {
 }
 
 /// Migrations of the library's own tables (users, roles, tokens, settings, domains), SQLite.
+#[cfg(feature = "sqlite")]
 pub const SQLITE_MIGRATIONS: EmbeddedMigrations =
     diesel_migrations::embed_migrations!("migrations/sqlite");
 /// Migrations of the library's own tables, PostgreSQL.
+#[cfg(feature = "postgres")]
 pub const POSTGRES_MIGRATIONS: EmbeddedMigrations =
     diesel_migrations::embed_migrations!("migrations/postgres");
 
@@ -196,7 +220,9 @@ pub enum DbError {
 }
 
 enum Pools {
+    #[cfg(feature = "sqlite")]
     Sqlite(Pool<SqliteConn>),
+    #[cfg(feature = "postgres")]
     Postgres(Pool<PgConn>),
 }
 
@@ -212,6 +238,7 @@ struct Inner {
     checkout_timeout: Option<Duration>,
     /// SQLite upkeep's own connection, opened on first use and kept (see
     /// [`maintenance`]); dropped after an error, to be opened again next time.
+    #[cfg(feature = "sqlite")]
     upkeep: Arc<std::sync::Mutex<Option<SqliteConnection>>>,
 }
 
@@ -233,10 +260,14 @@ impl std::fmt::Debug for Database {
 /// A connection checked out of the pool, of either backend.
 // One lives briefly per request; boxing the larger variant would cost an allocation each time.
 #[allow(clippy::large_enum_variant)]
+///
+/// A variant exists when its backend's feature (`sqlite`, `postgres`) is on.
 pub enum Conn {
     /// A SQLite connection.
+    #[cfg(feature = "sqlite")]
     Sqlite(Object<SqliteConn>),
     /// A PostgreSQL connection.
+    #[cfg(feature = "postgres")]
     Postgres(Object<PgConn>),
 }
 
@@ -244,8 +275,20 @@ impl Conn {
     /// Which backend this connection talks to.
     pub fn backend(&self) -> Backend {
         match self {
+            #[cfg(feature = "sqlite")]
             Conn::Sqlite(_) => Backend::Sqlite,
+            #[cfg(feature = "postgres")]
             Conn::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    /// The SQLite connection, when this is one: what a step only SQLite needs takes.
+    #[cfg(feature = "sqlite")]
+    pub(crate) fn as_sqlite(&mut self) -> Option<&mut SqliteConn> {
+        match self {
+            Conn::Sqlite(c) => Some(&mut **c),
+            #[cfg(feature = "postgres")]
+            Conn::Postgres(_) => None,
         }
     }
 }
@@ -257,19 +300,11 @@ impl Conn {
 /// ```
 ///
 /// The body is expanded once per backend, so it type-checks against each.
+/// A backend whose feature is off has no arm.
 #[macro_export]
 macro_rules! with_conn {
     ($conn:expr, |$c:ident| $body:expr) => {
-        match $conn {
-            $crate::db::Conn::Sqlite(ref mut __cf_obj) => {
-                let $c: &mut $crate::db::SqliteConn = &mut **__cf_obj;
-                $body
-            }
-            $crate::db::Conn::Postgres(ref mut __cf_obj) => {
-                let $c: &mut $crate::db::PgConn = &mut **__cf_obj;
-                $body
-            }
-        }
+        $crate::__by_backend!($conn, |$c| sqlite => $body, postgres => $body)
     };
 }
 
@@ -287,8 +322,45 @@ impl Target {
     ///
     /// # Errors
     ///
-    /// A scheme other than `sqlite://`, `postgres://` or `postgresql://`, or an empty path.
+    /// A scheme other than `sqlite://`, `postgres://` or `postgresql://`, an empty path, or a
+    /// backend whose feature this build leaves out.
     pub fn parse(uri: Option<&str>, data_dir: &std::path::Path) -> Result<Target, DbError> {
+        let target = Target::parse_any(uri, data_dir)?;
+        if target.compiled() {
+            Ok(target)
+        } else {
+            Err(target.not_compiled(uri.is_none()))
+        }
+    }
+
+    /// Whether this target's backend is compiled in (its feature is on).
+    fn compiled(&self) -> bool {
+        match self {
+            Target::Sqlite(_) => cfg!(feature = "sqlite"),
+            Target::Postgres(_) => cfg!(feature = "postgres"),
+        }
+    }
+
+    /// The error for a target whose backend is not compiled in; `default` when no
+    /// `ORM_DATABASE_URI` named it.
+    fn not_compiled(&self, default: bool) -> DbError {
+        let (what, feature) = match self {
+            Target::Sqlite(_) => ("a SQLite database", "sqlite"),
+            Target::Postgres(_) => ("a PostgreSQL database", "postgres"),
+        };
+        let unset = if default {
+            "unset, so the default, "
+        } else {
+            ""
+        };
+        DbError::BadUri(format!(
+            "{unset}{what} needs crudforge's `{feature}` feature, which this build of the \
+             application leaves out: turn it on in Cargo.toml, or use the backend it has"
+        ))
+    }
+
+    /// [`Target::parse`] whatever the features.
+    fn parse_any(uri: Option<&str>, data_dir: &std::path::Path) -> Result<Target, DbError> {
         let Some(uri) = uri else {
             return Ok(Target::Sqlite(data_dir.join("crudforge.db")));
         };
@@ -312,6 +384,7 @@ impl Target {
 /// The pool of SQLite connections to the file at `path` (its folder created if need be), and
 /// the target its connections open. Each new connection gets the pragmas, the functions and
 /// the optimize step, and runs its statements through the [`Runner`] `options` ask for.
+#[cfg(feature = "sqlite")]
 fn sqlite_pool(path: &std::path::Path, options: DbOptions) -> Result<(Pools, String), DbError> {
     let DbOptions {
         monitor,
@@ -373,6 +446,7 @@ fn sqlite_pool(path: &std::path::Path, options: DbOptions) -> Result<(Pools, Str
 /// warns about an existing database file, or its companions, that other users may read: they
 /// hold password hashes, personal data and stored answers. `:memory:` and `file:` URIs are
 /// SQLite's own to open.
+#[cfg(feature = "sqlite")]
 fn private_file(path: &std::path::Path) -> Result<(), DbError> {
     let text = path.to_string_lossy();
     if text == ":memory:" || text.starts_with("file:") {
@@ -395,6 +469,7 @@ fn private_file(path: &std::path::Path) -> Result<(), DbError> {
 
 /// The files of the SQLite database at `path` (the file, `-wal`, `-shm`) whose mode lets other
 /// users in, with that mode.
+#[cfg(feature = "sqlite")]
 fn loose_files(path: &std::path::Path) -> Vec<(PathBuf, u32)> {
     let mut files = vec![path.to_owned()];
     for suffix in ["-wal", "-shm"] {
@@ -411,6 +486,7 @@ fn loose_files(path: &std::path::Path) -> Vec<(PathBuf, u32)> {
 /// Opens (and creates) the SQLite file now, so that a bad path fails at start-up. The wait may
 /// outlast the busy timeout, so that a file another process holds fails with SQLite's own
 /// "database is locked" (and what may hold it), not a pool timeout.
+#[cfg(feature = "sqlite")]
 async fn open_first(pool: &Pool<SqliteConn>, options: DbOptions) -> Result<(), DbError> {
     let first = pool.get();
     let opened = match options.checkout_timeout {
@@ -434,6 +510,7 @@ async fn open_first(pool: &Pool<SqliteConn>, options: DbOptions) -> Result<(), D
 
 /// The pool of PostgreSQL connections to `url`, made lazily; each new one gets the statement
 /// timeout `options` ask for.
+#[cfg(feature = "postgres")]
 fn postgres_pool(url: &str, options: DbOptions) -> Result<Pool<PgConn>, DbError> {
     let DbOptions {
         monitor,
@@ -487,8 +564,12 @@ impl Database {
     /// A SQLite file that cannot be created or opened, or a pool that cannot be built.
     pub async fn open(target: Target, options: DbOptions) -> Result<Database, DbError> {
         let (pools, target) = match target {
+            #[cfg(feature = "sqlite")]
             Target::Sqlite(path) => sqlite_pool(&path, options)?,
+            #[cfg(feature = "postgres")]
             Target::Postgres(url) => (Pools::Postgres(postgres_pool(&url, options)?), url),
+            #[cfg(not(all(feature = "sqlite", feature = "postgres")))]
+            other => return Err(other.not_compiled(false)),
         };
         let db = Database {
             inner: Arc::new(Inner {
@@ -497,9 +578,12 @@ impl Database {
                 monitor: options.monitor,
                 sqlite_synchronous: options.sqlite_synchronous,
                 checkout_timeout: options.checkout_timeout,
+                #[cfg(feature = "sqlite")]
                 upkeep: Arc::default(),
             }),
         };
+        #[cfg(feature = "sqlite")]
+        #[allow(irrefutable_let_patterns)]
         if let Pools::Sqlite(p) = &db.inner.pools {
             open_first(p, options).await?;
         }
@@ -509,7 +593,9 @@ impl Database {
     /// The backend in use.
     pub fn backend(&self) -> Backend {
         match self.inner.pools {
+            #[cfg(feature = "sqlite")]
             Pools::Sqlite(_) => Backend::Sqlite,
+            #[cfg(feature = "postgres")]
             Pools::Postgres(_) => Backend::Postgres,
         }
     }
@@ -517,7 +603,9 @@ impl Database {
     /// The pool's connections: `(open, in use, requests waiting for one)`.
     pub fn pool_status(&self) -> (usize, usize, usize) {
         let st = match &self.inner.pools {
+            #[cfg(feature = "sqlite")]
             Pools::Sqlite(p) => p.status(),
+            #[cfg(feature = "postgres")]
             Pools::Postgres(p) => p.status(),
         };
         (st.size, st.size.saturating_sub(st.available), st.waiting)
@@ -554,10 +642,7 @@ impl Database {
         // statistics kept too, so the monitor is given the request's statistics here.
         if self.inner.monitor.is_some() {
             let monitor = QueryMonitor::new(self.inner.monitor, QueryStats::current());
-            match &mut conn {
-                Conn::Sqlite(c) => c.set_instrumentation(monitor),
-                Conn::Postgres(c) => c.set_instrumentation(monitor),
-            }
+            crate::with_conn!(conn, |c| c.set_instrumentation(monitor));
         }
         Ok(conn)
     }
@@ -572,7 +657,9 @@ impl Database {
             recycle: None,
         };
         match &self.inner.pools {
+            #[cfg(feature = "sqlite")]
             Pools::Sqlite(p) => p.timeout_get(&timeouts).await.map(Conn::Sqlite),
+            #[cfg(feature = "postgres")]
             Pools::Postgres(p) => p.timeout_get(&timeouts).await.map(Conn::Postgres),
         }
     }
@@ -698,6 +785,7 @@ inventory::collect!(AfterMigration);
 /// instances starting together migrate one after the other.
 pub const MIGRATION_LOCK_KEY: i64 = 0x6372_7564_666f_7267; // "crudforg"
 
+#[cfg_attr(not(feature = "sqlite"), allow(unused_variables))]
 fn migrate_blocking(
     backend: Backend,
     target: &str,
@@ -720,6 +808,7 @@ fn migrate_blocking(
         Ok(applied)
     }
     match backend {
+        #[cfg(feature = "sqlite")]
         Backend::Sqlite => {
             let mut conn = SqliteConnection::establish(target)?;
             conn.batch_execute(&sqlite_pragmas(synchronous))?;
@@ -732,6 +821,7 @@ fn migrate_blocking(
             maintenance::optimize_with(&mut conn, "PRAGMA optimize;")?;
             Ok(applied)
         }
+        #[cfg(feature = "postgres")]
         Backend::Postgres => {
             let mut conn =
                 <AsyncConnectionWrapper<AsyncPgConnection> as Connection>::establish(target)?;
@@ -744,6 +834,11 @@ fn migrate_blocking(
                 .execute(&mut conn);
             result
         }
+        // Never reached: a database of a backend not compiled in is never opened.
+        #[cfg(not(all(feature = "sqlite", feature = "postgres")))]
+        _ => Err(DbError::Migration(format!(
+            "{backend:?} is not compiled in"
+        ))),
     }
 }
 
@@ -757,12 +852,18 @@ mod tests {
 
     #[test]
     fn migration_sets_sharing_a_version_are_refused() {
-        assert!(distinct_versions::<Sqlite>(&[SQLITE_MIGRATIONS]).is_ok());
-        assert!(distinct_versions::<Pg>(&[POSTGRES_MIGRATIONS]).is_ok());
-        for err in [
-            distinct_versions::<Sqlite>(&[SQLITE_MIGRATIONS, CLASHING]),
-            distinct_versions::<Pg>(&[POSTGRES_MIGRATIONS, CLASHING]),
-        ] {
+        let mut refused = Vec::new();
+        #[cfg(feature = "sqlite")]
+        {
+            assert!(distinct_versions::<Sqlite>(&[SQLITE_MIGRATIONS]).is_ok());
+            refused.push(distinct_versions::<Sqlite>(&[SQLITE_MIGRATIONS, CLASHING]));
+        }
+        #[cfg(feature = "postgres")]
+        {
+            assert!(distinct_versions::<Pg>(&[POSTGRES_MIGRATIONS]).is_ok());
+            refused.push(distinct_versions::<Pg>(&[POSTGRES_MIGRATIONS, CLASHING]));
+        }
+        for err in refused {
             let Err(DbError::Migration(msg)) = err else {
                 panic!("{err:?}");
             };
@@ -774,6 +875,58 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_target_whose_backend_is_left_out_is_refused_naming_its_feature() {
+        let dir = std::path::Path::new("data");
+        let cases = [
+            (
+                Some("postgres://u@h/db"),
+                cfg!(feature = "postgres"),
+                "`postgres`",
+            ),
+            (
+                Some("postgresql://u@h/db"),
+                cfg!(feature = "postgres"),
+                "`postgres`",
+            ),
+            (
+                Some("sqlite://app.db"),
+                cfg!(feature = "sqlite"),
+                "`sqlite`",
+            ),
+            (None, cfg!(feature = "sqlite"), "`sqlite`"),
+        ];
+        for (uri, compiled, feature) in cases {
+            match Target::parse(uri, dir) {
+                Ok(_) => assert!(compiled, "{uri:?} parsed without its backend"),
+                Err(DbError::BadUri(msg)) => {
+                    assert!(!compiled, "{uri:?}: {msg}");
+                    assert!(msg.contains(feature), "{msg}");
+                }
+                Err(e) => panic!("{uri:?}: {e}"),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn opening_a_target_whose_backend_is_left_out_is_an_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for target in [
+            Target::Postgres("postgres://u@127.0.0.1:1/db".into()),
+            Target::Sqlite(dir.path().join("t.db")),
+        ] {
+            let compiled = target.compiled();
+            match Database::open(target, DbOptions::default()).await {
+                Ok(db) => assert!(compiled, "{:?} opened without its backend", db.backend()),
+                Err(e) => {
+                    assert!(!compiled, "{e}");
+                    assert!(e.to_string().contains("feature"), "{e}");
+                }
+            }
+        }
+    }
+
+    #[cfg(feature = "sqlite")]
     #[tokio::test]
     async fn a_clashing_application_migration_stops_the_migrations() {
         let dir = tempfile::tempdir().expect("tempdir");

@@ -22,6 +22,7 @@ thread_local! {
 /// Runs `f`, whose statements the monitor neither times nor counts: they are not queries of
 /// the request but the read snapshot around them ([`super::snapshot`]), which exists on SQLite
 /// only, so an operation reports the same queries on both backends.
+#[cfg(feature = "sqlite")]
 pub(crate) fn uncounted<T>(f: impl FnOnce() -> T) -> T {
     struct Reset;
     impl Drop for Reset {

@@ -23,66 +23,77 @@
 //! Each statement runs on a consistent snapshot of its own, so there a list's page and total
 //! may still come from two states of the table.
 
-use super::{monitor, Conn, Database, Sqlite, SqliteConn, SqliteConnection};
+use super::{Conn, Database};
 use crate::error::Error;
-use diesel::connection::{
-    AnsiTransactionManager, TransactionDepthChange, TransactionManager, TransactionManagerStatus,
-};
-use diesel::query_builder::{AstPass, QueryFragment, QueryId};
-use diesel::query_dsl::methods::ExecuteDsl;
-use diesel::QueryResult;
+#[cfg(feature = "sqlite")]
+use sqlite::{begin_sqlite, commit_sqlite};
 
-// Each is a statement type without parameters, whose text never changes, so that Diesel
-// prepares it once per connection and keeps it in the statement cache.
+/// The snapshot's statements on SQLite.
+#[cfg(feature = "sqlite")]
+mod sqlite {
+    use super::super::{monitor, Sqlite, SqliteConnection};
+    use diesel::connection::{
+        AnsiTransactionManager, TransactionDepthChange, TransactionManager,
+        TransactionManagerStatus,
+    };
+    use diesel::query_builder::{AstPass, QueryFragment, QueryId};
+    use diesel::query_dsl::methods::ExecuteDsl;
+    use diesel::QueryResult;
 
-/// `BEGIN`: a deferred transaction, which takes the read lock at its first statement.
-#[derive(Debug, Clone, Copy, QueryId)]
-struct Begin;
+    // Each is a statement type without parameters, whose text never changes, so that Diesel
+    // prepares it once per connection and keeps it in the statement cache.
 
-/// `COMMIT`: ends a read transaction (it cannot fail for want of a lock).
-#[derive(Debug, Clone, Copy, QueryId)]
-struct Commit;
+    /// `BEGIN`: a deferred transaction, which takes the read lock at its first statement.
+    #[derive(Debug, Clone, Copy, QueryId)]
+    struct Begin;
 
-impl QueryFragment<Sqlite> for Begin {
-    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Sqlite>) -> QueryResult<()> {
-        out.push_sql("BEGIN");
-        Ok(())
+    /// `COMMIT`: ends a read transaction (it cannot fail for want of a lock).
+    #[derive(Debug, Clone, Copy, QueryId)]
+    struct Commit;
+
+    impl QueryFragment<Sqlite> for Begin {
+        fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Sqlite>) -> QueryResult<()> {
+            out.push_sql("BEGIN");
+            Ok(())
+        }
     }
-}
 
-impl QueryFragment<Sqlite> for Commit {
-    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Sqlite>) -> QueryResult<()> {
-        out.push_sql("COMMIT");
-        Ok(())
+    impl QueryFragment<Sqlite> for Commit {
+        fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Sqlite>) -> QueryResult<()> {
+            out.push_sql("COMMIT");
+            Ok(())
+        }
     }
-}
 
-/// Diesel's record of the connection's transactions.
-fn status(c: &mut SqliteConnection) -> &mut TransactionManagerStatus {
-    <AnsiTransactionManager as TransactionManager<SqliteConnection>>::transaction_manager_status_mut(
+    /// Diesel's record of the connection's transactions.
+    fn status(c: &mut SqliteConnection) -> &mut TransactionManagerStatus {
+        <AnsiTransactionManager as TransactionManager<SqliteConnection>>::transaction_manager_status_mut(
         c,
     )
-}
-
-/// Diesel's record of the connection's transaction depth, moved by one.
-fn record(c: &mut SqliteConnection, change: TransactionDepthChange) -> QueryResult<()> {
-    match status(c) {
-        TransactionManagerStatus::Valid(status) => status.change_transaction_depth(change),
-        TransactionManagerStatus::InError => Err(diesel::result::Error::BrokenTransactionManager),
     }
-}
 
-fn begin_sqlite(c: &mut SqliteConnection) -> QueryResult<()> {
-    if status(c).transaction_depth()?.is_some() {
-        return Err(diesel::result::Error::AlreadyInTransaction);
+    /// Diesel's record of the connection's transaction depth, moved by one.
+    fn record(c: &mut SqliteConnection, change: TransactionDepthChange) -> QueryResult<()> {
+        match status(c) {
+            TransactionManagerStatus::Valid(status) => status.change_transaction_depth(change),
+            TransactionManagerStatus::InError => {
+                Err(diesel::result::Error::BrokenTransactionManager)
+            }
+        }
     }
-    monitor::uncounted(|| ExecuteDsl::<SqliteConnection, Sqlite>::execute(Begin, c))?;
-    record(c, TransactionDepthChange::IncreaseDepth)
-}
 
-fn commit_sqlite(c: &mut SqliteConnection) -> QueryResult<()> {
-    monitor::uncounted(|| ExecuteDsl::<SqliteConnection, Sqlite>::execute(Commit, c))?;
-    record(c, TransactionDepthChange::DecreaseDepth)
+    pub(super) fn begin_sqlite(c: &mut SqliteConnection) -> QueryResult<()> {
+        if status(c).transaction_depth()?.is_some() {
+            return Err(diesel::result::Error::AlreadyInTransaction);
+        }
+        monitor::uncounted(|| ExecuteDsl::<SqliteConnection, Sqlite>::execute(Begin, c))?;
+        record(c, TransactionDepthChange::IncreaseDepth)
+    }
+
+    pub(super) fn commit_sqlite(c: &mut SqliteConnection) -> QueryResult<()> {
+        monitor::uncounted(|| ExecuteDsl::<SqliteConnection, Sqlite>::execute(Commit, c))?;
+        record(c, TransactionDepthChange::DecreaseDepth)
+    }
 }
 
 /// Begins a read snapshot on `conn`: a read transaction on SQLite, nothing on PostgreSQL.
@@ -92,9 +103,10 @@ fn commit_sqlite(c: &mut SqliteConnection) -> QueryResult<()> {
 /// # Errors
 ///
 /// The connection is already in a transaction, or the database refuses.
+#[cfg_attr(not(feature = "sqlite"), allow(unused_variables))]
 pub(crate) async fn begin(conn: &mut Conn) -> Result<(), Error> {
-    if let Conn::Sqlite(c) = conn {
-        let c: &mut SqliteConn = c;
+    #[cfg(feature = "sqlite")]
+    if let Some(c) = conn.as_sqlite() {
         c.spawn_blocking(begin_sqlite).await?;
     }
     Ok(())
@@ -107,9 +119,10 @@ pub(crate) async fn begin(conn: &mut Conn) -> Result<(), Error> {
 /// # Errors
 ///
 /// The work's error, else a failure to end the snapshot.
+#[cfg_attr(not(feature = "sqlite"), allow(unused_variables))]
 pub(crate) async fn finish<T>(conn: &mut Conn, outcome: Result<T, Error>) -> Result<T, Error> {
-    if let Conn::Sqlite(c) = conn {
-        let c: &mut SqliteConn = c;
+    #[cfg(feature = "sqlite")]
+    if let Some(c) = conn.as_sqlite() {
         let ended = c.spawn_blocking(commit_sqlite).await;
         let value = outcome?;
         ended?;
@@ -142,10 +155,13 @@ pub(crate) async fn read<T>(
 }
 
 #[cfg(test)]
+#[cfg(feature = "sqlite")]
 mod tests {
     use super::*;
+    use crate::db::SqliteConn;
     use crate::db::{DbOptions, Target};
     use diesel::connection::SimpleConnection;
+    use diesel::QueryResult;
     use diesel_async::SimpleAsyncConnection;
 
     /// A database with a table `t` of one row.
@@ -167,10 +183,7 @@ mod tests {
     /// Whether SQLite has the connection in a transaction, asked of SQLite itself (a
     /// second `BEGIN` fails inside one).
     async fn in_transaction(conn: &mut Conn) -> bool {
-        let Conn::Sqlite(c) = conn else {
-            unreachable!("SQLite test")
-        };
-        let c: &mut SqliteConn = c;
+        let c: &mut SqliteConn = conn.as_sqlite().expect("a SQLite connection");
         c.spawn_blocking(|inner| {
             Ok(match inner.batch_execute("BEGIN") {
                 Ok(()) => {
@@ -185,10 +198,7 @@ mod tests {
     }
 
     async fn count(conn: &mut Conn) -> QueryResult<i64> {
-        let Conn::Sqlite(c) = conn else {
-            unreachable!("SQLite test")
-        };
-        let c: &mut SqliteConn = c;
+        let c: &mut SqliteConn = conn.as_sqlite().expect("a SQLite connection");
         c.spawn_blocking(|inner| {
             diesel::RunQueryDsl::get_result::<i64>(
                 diesel::dsl::sql::<diesel::sql_types::BigInt>("SELECT count(*) FROM t"),

@@ -191,7 +191,7 @@ impl Admission {
     }
 
     /// How many shapes are admitted.
-    #[cfg(test)]
+    #[cfg(all(test, feature = "sqlite"))]
     pub(crate) fn len(&self) -> usize {
         self.admitted
             .read()
@@ -200,7 +200,7 @@ impl Admission {
     }
 
     /// Whether no shape is admitted yet.
-    #[cfg(test)]
+    #[cfg(all(test, feature = "sqlite"))]
     pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -243,6 +243,7 @@ impl<Q: Query> Query for Cached<Q> {
 impl<Q, C> RunQueryDsl<C> for Cached<Q> {}
 
 #[cfg(test)]
+#[cfg(feature = "sqlite")]
 mod tests {
     use super::*;
     use crate::condition::Op;

@@ -4,9 +4,17 @@
 //! Diesel's own transaction manager tracks every transaction begun here, so a connection that
 //! goes back to the pool with one still open is discarded rather than reused.
 
-use super::{Conn, PgConn, SqliteConn};
+use super::Conn;
+#[cfg(feature = "postgres")]
+use super::PgConn;
+#[cfg(feature = "sqlite")]
+use super::SqliteConn;
 use crate::error::Error;
-use diesel_async::{AnsiTransactionManager, AsyncConnection, TransactionManager};
+#[cfg(feature = "postgres")]
+use diesel_async::AnsiTransactionManager;
+#[cfg(feature = "sqlite")]
+use diesel_async::AsyncConnection;
+use diesel_async::TransactionManager;
 
 /// How a write transaction isolates itself from concurrent ones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,37 +37,25 @@ pub enum TxMode {
 /// The database refuses (lock timeout, connection lost, already in a transaction).
 pub async fn begin(conn: &mut Conn, mode: TxMode) -> Result<(), Error> {
     let sql = crate::dialect::begin_write(conn.backend(), mode == TxMode::Serialized);
-    match conn {
-        Conn::Sqlite(c) => {
-            let c: &mut SqliteConn = c;
-            c.spawn_blocking(move |inner| {
-                diesel::connection::AnsiTransactionManager::begin_transaction_sql(inner, sql)
-            })
-            .await?;
-        }
-        Conn::Postgres(c) => {
-            let c: &mut PgConn = c;
-            AnsiTransactionManager::begin_transaction_sql(c, sql).await?;
-        }
-    }
+    crate::__by_backend!(*conn, |c| sqlite => {
+        c.spawn_blocking(move |inner| {
+            diesel::connection::AnsiTransactionManager::begin_transaction_sql(inner, sql)
+        })
+        .await?;
+    }, postgres => {
+        AnsiTransactionManager::begin_transaction_sql(c, sql).await?;
+    });
     Ok(())
 }
 
 /// Whether Diesel has a transaction open on `conn` (begun by [`begin`], by a read snapshot or
 /// by Diesel itself).
 pub(crate) fn in_transaction(conn: &mut Conn) -> bool {
-    let status = match conn {
-        Conn::Sqlite(c) => {
-            let c: &mut SqliteConn = c;
-            <SqliteConn as AsyncConnection>::TransactionManager::transaction_manager_status_mut(c)
-        }
-        Conn::Postgres(c) => {
-            let c: &mut PgConn = c;
-            <AnsiTransactionManager as TransactionManager<PgConn>>::transaction_manager_status_mut(
-                c,
-            )
-        }
-    };
+    let status = crate::__by_backend!(*conn, |c| sqlite => {
+        <SqliteConn as AsyncConnection>::TransactionManager::transaction_manager_status_mut(c)
+    }, postgres => {
+        <AnsiTransactionManager as TransactionManager<PgConn>>::transaction_manager_status_mut(c)
+    });
     // A transaction manager in error still has a transaction open (it must be rolled back).
     status.transaction_depth().map_or(true, |d| d.is_some())
 }
@@ -70,32 +66,22 @@ pub(crate) fn in_transaction(conn: &mut Conn) -> bool {
 ///
 /// The commit fails (the transaction is then rolled back by the database).
 pub async fn commit(conn: &mut Conn) -> Result<(), Error> {
-    match conn {
-        Conn::Sqlite(c) => {
-            let c: &mut SqliteConn = c;
-            <SqliteConn as AsyncConnection>::TransactionManager::commit_transaction(c).await?;
-        }
-        Conn::Postgres(c) => {
-            let c: &mut PgConn = c;
-            AnsiTransactionManager::commit_transaction(c).await?;
-        }
-    }
+    crate::__by_backend!(*conn, |c| sqlite => {
+        <SqliteConn as AsyncConnection>::TransactionManager::commit_transaction(c).await?;
+    }, postgres => {
+        AnsiTransactionManager::commit_transaction(c).await?;
+    });
     Ok(())
 }
 
 /// Rolls the open transaction back. A failure is logged: the connection is then marked broken
 /// by Diesel and the pool discards it.
 pub async fn rollback(conn: &mut Conn) {
-    let r = match conn {
-        Conn::Sqlite(c) => {
-            let c: &mut SqliteConn = c;
-            <SqliteConn as AsyncConnection>::TransactionManager::rollback_transaction(c).await
-        }
-        Conn::Postgres(c) => {
-            let c: &mut PgConn = c;
-            AnsiTransactionManager::rollback_transaction(c).await
-        }
-    };
+    let r = crate::__by_backend!(*conn, |c| sqlite => {
+        <SqliteConn as AsyncConnection>::TransactionManager::rollback_transaction(c).await
+    }, postgres => {
+        AnsiTransactionManager::rollback_transaction(c).await
+    });
     if let Err(e) = r {
         tracing::warn!(error = %e, "rollback failed");
     }

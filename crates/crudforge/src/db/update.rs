@@ -77,6 +77,7 @@ impl<F, V, W, R: Expression> Query for Update<F, V, W, R> {
 impl<F, V, W, R, C> RunQueryDsl<C> for Update<F, V, W, R> {}
 
 #[cfg(test)]
+#[cfg(feature = "sqlite")]
 mod tests {
     use super::*;
     use diesel::connection::{Connection, InstrumentationEvent, SimpleConnection};

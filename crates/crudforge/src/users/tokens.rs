@@ -5,7 +5,7 @@
 use crate::auth::Claims;
 use crate::db::functions::digest_hex;
 use crate::db::tx;
-use crate::db::{Conn, Database, PgConn, SqliteConn};
+use crate::db::{Conn, Database};
 use crate::error::Error;
 use crate::schema::{tokens, users};
 use crate::sql_types::Portable;
@@ -306,20 +306,11 @@ pub(crate) async fn lock_user_in(
     let query = users::table
         .filter(users::id.eq(Portable(user_id)))
         .select((users::token_version, users::is_enabled));
-    let row = match conn {
-        Conn::Sqlite(c) => {
-            let c: &mut SqliteConn = c;
-            diesel_async::RunQueryDsl::get_result(query, c)
-                .await
-                .optional()
-        }
-        Conn::Postgres(c) => {
-            let c: &mut PgConn = c;
-            diesel_async::RunQueryDsl::get_result(query.for_update(), c)
-                .await
-                .optional()
-        }
-    }?;
+    let row = crate::__by_backend!(*conn, |c| sqlite => {
+        diesel_async::RunQueryDsl::get_result(query, c).await.optional()
+    }, postgres => {
+        diesel_async::RunQueryDsl::get_result(query.for_update(), c).await.optional()
+    })?;
     Ok(row)
 }
 

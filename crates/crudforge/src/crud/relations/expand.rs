@@ -283,7 +283,9 @@ pub(crate) async fn load<R: Resource>(
                 outer_key: key.name,
                 table: R::sql_table(),
                 key: R::ID_FIELD,
+                #[cfg(feature = "sqlite")]
                 sqlite: R::__where_sqlite,
+                #[cfg(feature = "postgres")]
                 pg: R::__where_pg,
             }),
         });

@@ -73,7 +73,9 @@ pub struct Target {
     pub(crate) relations: &'static [Relation],
     pub(crate) read_rules: &'static [(&'static str, ReadRule)],
     pub(crate) table: fn() -> &'static str,
+    #[cfg(feature = "sqlite")]
     pub(crate) sqlite: WhereFn<diesel::sqlite::Sqlite>,
+    #[cfg(feature = "postgres")]
     pub(crate) pg: WhereFn<diesel::pg::Pg>,
     pub(crate) scope: ScopeFn,
     pub(crate) load: expand::LoadFn,
@@ -119,7 +121,9 @@ impl Target {
             relations: R::RELATIONS,
             read_rules: R::READ_RULES,
             table: R::sql_table,
+            #[cfg(feature = "sqlite")]
             sqlite: R::__where_sqlite,
+            #[cfg(feature = "postgres")]
             pg: R::__where_pg,
             scope: |req, conn, rel| Box::pin(scope_of::<R>(req, conn, rel)),
             load: |cx, conn, load| Box::pin(expand::load::<R>(cx, conn, load)),
@@ -305,7 +309,9 @@ async fn link_tree<R: Resource>(
                 outer_key: rel.local,
                 table: (t.table)(),
                 key: rel.remote,
+                #[cfg(feature = "sqlite")]
                 sqlite: t.sqlite,
+                #[cfg(feature = "postgres")]
                 pg: t.pg,
             });
             match own {

@@ -133,7 +133,9 @@ pub(crate) fn link<R: Resource>(
                 outer_key: rel.local,
                 table: (t.table)(),
                 key: rel.remote,
+                #[cfg(feature = "sqlite")]
                 sqlite: t.sqlite,
+                #[cfg(feature = "postgres")]
                 pg: t.pg,
             });
             Condition::Related(r)

@@ -17,12 +17,14 @@ pub trait LinkSql: Backend + Sized {
     fn pick(link: &Link) -> WhereFn<Self>;
 }
 
+#[cfg(feature = "sqlite")]
 impl LinkSql for diesel::sqlite::Sqlite {
     fn pick(link: &Link) -> WhereFn<Self> {
         link.sqlite
     }
 }
 
+#[cfg(feature = "postgres")]
 impl LinkSql for diesel::pg::Pg {
     fn pick(link: &Link) -> WhereFn<Self> {
         link.pg
