@@ -8,7 +8,7 @@ use actix_web::dev::{Service, ServiceResponse};
 use actix_web::http::StatusCode;
 use actix_web::test;
 use chrono::{DateTime, Utc};
-use crudforge::schema::users as u;
+use crudforge::users::schema::users as u;
 use crudforge::sql_types::Portable;
 use crudforge::users::{self, Role, UserBlueprint, UserModel};
 use crudforge::{with_conn, Api, Config, Database, Resource};

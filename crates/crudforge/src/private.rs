@@ -15,7 +15,6 @@ pub use crate::crud::registry::{make, Registration};
 pub use crate::crud::relations::{
     related_order, related_sql, LinkSql, RelSql, Relation, RelationKind, Target, WhereSql,
 };
-pub use crate::db::ddl::{ColumnType, ForeignKey, ModelColumn, ModelTable, OnDelete, SqlValue};
 pub use crate::db::functions::{unicode_lower, unicode_lower_nullable};
 pub use crate::db::sqlite_direct::{first as sqlite_first, load as sqlite_load, one as sqlite_one};
 pub use crate::db::statement_cache::{Cached, Shape};

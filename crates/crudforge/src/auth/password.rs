@@ -13,10 +13,10 @@ use crate::error::Error;
 use std::sync::OnceLock;
 
 /// How many bytes bcrypt itself reads.
-pub const MAX_PASSWORD_BYTES: usize = 72;
+pub(crate) const MAX_PASSWORD_BYTES: usize = 72;
 
 /// The longest password accepted, in bytes (a bound on the work one request can ask for).
-pub const MAX_PASSWORD_LEN: usize = 1024;
+pub(crate) const MAX_PASSWORD_LEN: usize = 1024;
 
 /// Prefix of stored hashes whose password was longer than [`MAX_PASSWORD_BYTES`] and went
 /// through SHA-256 before bcrypt.
@@ -56,7 +56,7 @@ impl PasswordPolicy {
     /// The same policy with another minimum length (kept within 1 to
     /// [`MAX_MIN_PASSWORD_CHARS`]).
     #[must_use]
-    pub fn with_min_chars(self, min_chars: usize) -> Self {
+    pub(crate) fn with_min_chars(self, min_chars: usize) -> Self {
         PasswordPolicy {
             min_chars: min_chars.clamp(1, MAX_MIN_PASSWORD_CHARS),
             ..self
@@ -191,7 +191,7 @@ fn dummy_hash(cost: u32) -> &'static str {
 /// # Errors
 ///
 /// The bcrypt job failed.
-pub async fn verify_password(
+pub(crate) async fn verify_password(
     password: String,
     hash: Option<String>,
     cost: u32,

@@ -139,7 +139,7 @@ pub(crate) async fn create_token(
     let (user, _, _) = users::find_by_email(db, email)
         .await?
         .ok_or_else(|| format!("no user with e-mail {email}"))?;
-    users::store_token(db, user, token, description, None)
+    users::store_token(db, users::TokenRecord::ApiKey, user, token, description, None)
         .await
         .map_err(|e| -> BoxError {
             if e.problem().status == 409 {

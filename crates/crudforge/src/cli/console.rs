@@ -44,7 +44,7 @@ impl Sink {
 
 impl Console {
     /// The process's standard input, output and error.
-    pub fn std() -> Console {
+    pub(crate) fn std() -> Console {
         Console {
             input: Box::new(std::io::BufReader::new(std::io::stdin())),
             out: Sink::Stdout,

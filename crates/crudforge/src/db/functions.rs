@@ -48,7 +48,7 @@ pub fn digest_hex(value: &str) -> String {
 /// # Errors
 ///
 /// SQLite refuses the registration.
-pub fn register_sqlite_functions(
+pub(crate) fn register_sqlite_functions(
     conn: &mut diesel::sqlite::SqliteConnection,
 ) -> diesel::QueryResult<()> {
     // One registration serves both declarations: SQLite functions are untyped, and NULL

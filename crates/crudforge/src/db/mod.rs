@@ -6,22 +6,22 @@
 //! expression on whichever connection it holds, usually through [`with_conn!`](crate::with_conn).
 
 pub(crate) mod constraint;
-pub mod ddl;
+pub(crate) mod ddl;
 pub(crate) mod deadline;
-pub mod functions;
-pub mod indexes;
+pub(crate) mod functions;
+pub(crate) mod indexes;
 pub(crate) mod locking;
 pub(crate) mod maintenance;
-pub mod migrations_gen;
+pub(crate) mod migrations_gen;
 pub(crate) mod monitor;
 pub(crate) mod plans;
 pub(crate) mod runner;
-pub mod schema_check;
+pub(crate) mod schema_check;
 pub(crate) mod snapshot;
 pub(crate) mod sqlite_direct;
 pub(crate) mod sqlite_global;
 pub(crate) mod statement_cache;
-pub mod tx;
+pub(crate) mod tx;
 pub(crate) mod update;
 
 use crate::config::{Config, SqliteSynchronous};
@@ -41,12 +41,14 @@ pub(crate) use locking::SqliteLocking;
 use monitor::QueryMonitor;
 pub use monitor::QueryStats;
 pub use runner::Runner;
+pub use tx::TxMode;
+pub use indexes::IndexSpec;
+pub use schema_check::{SchemaDrift, SchemaError, TableSpec};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use diesel::pg::Pg;
-pub use diesel::sqlite::{Sqlite, SqliteConnection};
+pub(crate) use diesel::sqlite::{Sqlite, SqliteConnection};
 
 /// The async SQLite connection type: a sync connection whose statements a [`Runner`] runs
 /// (on the calling thread, each bounded by the statement timeout).
@@ -63,14 +65,14 @@ impl From<PoolError> for crate::error::Error {
 }
 
 /// How long a SQLite connection waits for a lock before failing with "database is locked".
-pub const BUSY_TIMEOUT_MS: u32 = 5000;
+pub(crate) const BUSY_TIMEOUT_MS: u32 = 5000;
 
 /// Settings applied to every SQLite connection: a busy timeout (first, so that switching to
 /// WAL waits for another process's lock instead of failing with "database is locked"), WAL
 /// with the given `synchronous` level, a bound on the size the `-wal` file keeps after a
 /// checkpoint ([`maintenance::JOURNAL_SIZE_LIMIT`]), foreign keys, and case-sensitive `LIKE`
 /// so that `__like` means the same on both backends.
-pub fn sqlite_pragmas(synchronous: SqliteSynchronous) -> String {
+pub(crate) fn sqlite_pragmas(synchronous: SqliteSynchronous) -> String {
     format!(
         "PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}; \
          PRAGMA journal_mode = WAL; \
@@ -86,7 +88,7 @@ pub fn sqlite_pragmas(synchronous: SqliteSynchronous) -> String {
 /// Run once by each pooled SQLite connection after [`sqlite_pragmas`]: what SQLite recommends
 /// when a long-lived connection opens (analyze the tables whose statistics are missing or
 /// stale, with a bounded cost; see `maintenance`).
-pub const SQLITE_OPTIMIZE_ON_OPEN: &str = "PRAGMA optimize = 0x10002;";
+pub(crate) const SQLITE_OPTIMIZE_ON_OPEN: &str = "PRAGMA optimize = 0x10002;";
 
 /// Runs [`SQLITE_OPTIMIZE_ON_OPEN`] without waiting for a lock: storing statistics needs the
 /// write lock, and a connection opened while another one writes must not wait for it (nor
@@ -155,10 +157,10 @@ impl DbOptions {
 }
 
 /// Migrations of the library's own tables (users, roles, tokens, settings, domains), SQLite.
-pub const SQLITE_MIGRATIONS: EmbeddedMigrations =
+pub(crate) const SQLITE_MIGRATIONS: EmbeddedMigrations =
     diesel_migrations::embed_migrations!("migrations/sqlite");
 /// Migrations of the library's own tables, PostgreSQL.
-pub const POSTGRES_MIGRATIONS: EmbeddedMigrations =
+pub(crate) const POSTGRES_MIGRATIONS: EmbeddedMigrations =
     diesel_migrations::embed_migrations!("migrations/postgres");
 
 pub use crate::dialect::Backend;
@@ -247,6 +249,57 @@ impl Conn {
             Conn::Sqlite(_) => Backend::Sqlite,
             Conn::Postgres(_) => Backend::Postgres,
         }
+    }
+
+    /// Begins a transaction on this connection; end it with [`Conn::finish`] (or
+    /// [`Conn::commit`] / [`Conn::rollback`]). On SQLite it starts with `BEGIN IMMEDIATE`: the
+    /// write lock is taken first (waiting up to the busy timeout), so the transaction never has
+    /// to upgrade a read lock. A connection given back to the pool with a transaction still
+    /// open is discarded, not reused.
+    ///
+    /// ```no_run
+    /// # async fn f(db: crudforge::Database) -> crudforge::Result<()> {
+    /// use crudforge::prelude::*;
+    /// let mut conn = db.get().await?;
+    /// conn.begin(TxMode::Write).await?;
+    /// let outcome = async { /* writes on &mut conn */ Ok(()) }.await;
+    /// conn.finish(outcome).await
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// The database refuses (lock timeout, connection lost, already in a transaction).
+    pub async fn begin(&mut self, mode: TxMode) -> Result<(), crate::error::Error> {
+        tx::begin(self, mode).await
+    }
+
+    /// Commits the open transaction.
+    ///
+    /// # Errors
+    ///
+    /// The commit fails (the transaction is then rolled back by the database).
+    pub async fn commit(&mut self) -> Result<(), crate::error::Error> {
+        tx::commit(self).await
+    }
+
+    /// Rolls the open transaction back. A failure is logged: the connection is then marked
+    /// broken and the pool discards it.
+    pub async fn rollback(&mut self) {
+        tx::rollback(self).await;
+    }
+
+    /// Ends the open transaction by the outcome of the work done in it: commits on `Ok` (a
+    /// failed commit becomes the error), rolls back on `Err`.
+    ///
+    /// # Errors
+    ///
+    /// The work's error, or the commit's.
+    pub async fn finish<T>(
+        &mut self,
+        outcome: Result<T, crate::error::Error>,
+    ) -> Result<T, crate::error::Error> {
+        tx::finish(self, outcome).await
     }
 }
 
@@ -515,7 +568,7 @@ impl Database {
     }
 
     /// The pool's connections: `(open, in use, requests waiting for one)`.
-    pub fn pool_status(&self) -> (usize, usize, usize) {
+    pub(crate) fn pool_status(&self) -> (usize, usize, usize) {
         let st = match &self.inner.pools {
             Pools::Sqlite(p) => p.status(),
             Pools::Postgres(p) => p.status(),
@@ -524,7 +577,7 @@ impl Database {
     }
 
     /// Whether query monitoring is on.
-    pub fn monitoring(&self) -> bool {
+    pub(crate) fn monitoring(&self) -> bool {
         self.inner.monitor.is_some()
     }
 
@@ -696,7 +749,7 @@ inventory::collect!(AfterMigration);
 
 /// The PostgreSQL advisory lock (`pg_advisory_lock`) held while migrations run, so that
 /// instances starting together migrate one after the other.
-pub const MIGRATION_LOCK_KEY: i64 = 0x6372_7564_666f_7267; // "crudforg"
+pub(crate) const MIGRATION_LOCK_KEY: i64 = 0x6372_7564_666f_7267; // "crudforg"
 
 fn migrate_blocking(
     backend: Backend,
@@ -750,6 +803,7 @@ fn migrate_blocking(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use diesel::pg::Pg;
 
     /// An application's migration numbered like the library's second one.
     const CLASHING: EmbeddedMigrations =

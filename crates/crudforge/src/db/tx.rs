@@ -27,7 +27,7 @@ pub enum TxMode {
 /// # Errors
 ///
 /// The database refuses (lock timeout, connection lost, already in a transaction).
-pub async fn begin(conn: &mut Conn, mode: TxMode) -> Result<(), Error> {
+pub(crate) async fn begin(conn: &mut Conn, mode: TxMode) -> Result<(), Error> {
     let sql = crate::dialect::begin_write(conn.backend(), mode == TxMode::Serialized);
     match conn {
         Conn::Sqlite(c) => {
@@ -69,7 +69,7 @@ pub(crate) fn in_transaction(conn: &mut Conn) -> bool {
 /// # Errors
 ///
 /// The commit fails (the transaction is then rolled back by the database).
-pub async fn commit(conn: &mut Conn) -> Result<(), Error> {
+pub(crate) async fn commit(conn: &mut Conn) -> Result<(), Error> {
     match conn {
         Conn::Sqlite(c) => {
             let c: &mut SqliteConn = c;
@@ -85,7 +85,7 @@ pub async fn commit(conn: &mut Conn) -> Result<(), Error> {
 
 /// Rolls the open transaction back. A failure is logged: the connection is then marked broken
 /// by Diesel and the pool discards it.
-pub async fn rollback(conn: &mut Conn) {
+pub(crate) async fn rollback(conn: &mut Conn) {
     let r = match conn {
         Conn::Sqlite(c) => {
             let c: &mut SqliteConn = c;
@@ -107,7 +107,7 @@ pub async fn rollback(conn: &mut Conn) {
 /// # Errors
 ///
 /// The work's error, or the commit's.
-pub async fn finish<T>(conn: &mut Conn, outcome: Result<T, Error>) -> Result<T, Error> {
+pub(crate) async fn finish<T>(conn: &mut Conn, outcome: Result<T, Error>) -> Result<T, Error> {
     match outcome {
         Ok(v) => {
             commit(conn).await?;

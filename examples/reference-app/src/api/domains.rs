@@ -3,8 +3,8 @@
 
 use super::schema::app_domains;
 use chrono::{DateTime, Utc};
-use crudforge::perms::PublicReadAdminWrite;
-use crudforge::{Database, Error, Resource};
+use crudforge::crud::Window;
+use crudforge::prelude::*;
 use diesel::prelude::*;
 use uuid::Uuid;
 
@@ -45,15 +45,15 @@ impl RefDomain {
     /// Database errors.
     pub async fn by_name(db: &Database, name: &str) -> Result<Option<RefDomain>, Error> {
         let mut conn = db.get().await?;
-        let conds = [crudforge::condition::Cond::eq(
+        let conds = [Cond::eq(
             "name",
-            crudforge::condition::Arg::Text(name.to_owned()),
+            Arg::Text(name.to_owned()),
         )];
         Ok(RefDomain::select(
             &mut conn,
             &conds,
             &[],
-            Some(crudforge::crud::Window::first(1)),
+            Some(Window::first(1)),
         )
         .await?
         .pop())
