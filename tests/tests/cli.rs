@@ -125,8 +125,11 @@ async fn execute(db: &Database, sql: &str) {
 async fn users(db: &Database) -> i64 {
     let mut conn = db.get().await.unwrap();
     with_conn!(conn, |c| {
-        diesel_async::RunQueryDsl::get_result::<i64>(crudforge::users::schema::users::table.count(), c)
-            .await
+        diesel_async::RunQueryDsl::get_result::<i64>(
+            crudforge::users::schema::users::table.count(),
+            c,
+        )
+        .await
     })
     .unwrap()
 }

@@ -141,8 +141,7 @@ impl ItemError {
 }
 
 impl Problem {
-    /// A problem for `status` with the given detail; its `type` is the status's problem type
-    /// ([`error_name_for`]).
+    /// A problem for `status` with the given detail; its `type` is the status's problem type.
     pub fn new(status: StatusCode, detail: impl Into<String>) -> Self {
         Problem {
             type_: format!("/errors/{}", error_name_for(status)),
@@ -514,7 +513,10 @@ impl ResponseError for Error {
 }
 
 /// Maps actix-web's JSON body errors (syntax, type, size, content type) to problems.
-pub(crate) fn json_error(err: actix_web::error::JsonPayloadError, _req: &HttpRequest) -> actix_web::Error {
+pub(crate) fn json_error(
+    err: actix_web::error::JsonPayloadError,
+    _req: &HttpRequest,
+) -> actix_web::Error {
     use actix_web::error::JsonPayloadError as J;
     let e = match &err {
         J::OverflowKnownLength { .. } | J::Overflow { .. } => {
@@ -586,7 +588,10 @@ pub(crate) fn path_error(err: actix_web::error::PathError, _req: &HttpRequest) -
 }
 
 /// Maps actix-web's URL-encoded form errors to problems.
-pub(crate) fn form_error(err: actix_web::error::UrlencodedError, _req: &HttpRequest) -> actix_web::Error {
+pub(crate) fn form_error(
+    err: actix_web::error::UrlencodedError,
+    _req: &HttpRequest,
+) -> actix_web::Error {
     use actix_web::error::UrlencodedError as U;
     match err {
         U::Overflow { .. } => Error::PayloadTooLarge("The request body is too large.".into()),

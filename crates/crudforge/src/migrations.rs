@@ -11,11 +11,11 @@ use crate::api::Api;
 use std::path::Path;
 
 pub use crate::db::ddl::{ForeignKey, ModelColumn, ModelTable, OnDelete, SqlValue};
-pub use crate::dialect::ColumnType;
 use crate::db::migrations_gen::make_migrations_for;
 pub use crate::db::migrations_gen::{
     run_migration_dir, MakeMigrationsError, MigrationReport, Todo,
 };
+pub use crate::dialect::ColumnType;
 
 /// Writes the next migration of `dir` for the model-first resources mounted on `api`
 /// ([`Api::model_tables`]): in `<dir>/sqlite/<version>_<name>/` and

@@ -82,11 +82,7 @@ pub async fn open_and_migrate(config: &Config) -> Result<(Database, Vec<String>)
 
 /// `create-user --first-name F --last-name L`: the names, written in the transaction that
 /// creates the user.
-fn set_names(
-    conn: &mut Conn,
-    id: Uuid,
-    names: UserNames,
-) -> LocalBoxFuture<'_, Result<(), Error>> {
+fn set_names(conn: &mut Conn, id: Uuid, names: UserNames) -> LocalBoxFuture<'_, Result<(), Error>> {
     Box::pin(async move {
         if names.first_name.is_some() || names.last_name.is_some() {
             AppUser::set_names(conn, id, names.first_name, names.last_name).await?;

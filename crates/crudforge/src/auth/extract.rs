@@ -179,7 +179,10 @@ pub async fn load_user(db: &Database, id: Uuid) -> Result<Option<CurrentUser>, E
 /// # Errors
 ///
 /// Database errors.
-pub(crate) async fn load_session(db: &Database, id: Uuid) -> Result<Option<(CurrentUser, i64)>, Error> {
+pub(crate) async fn load_session(
+    db: &Database,
+    id: Uuid,
+) -> Result<Option<(CurrentUser, i64)>, Error> {
     session_on(&mut db.get().await?, id).await
 }
 

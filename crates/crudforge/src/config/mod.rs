@@ -224,7 +224,7 @@ pub enum ConfigError {
         /// What was given.
         value: String,
     },
-    /// A secret is shorter than [`MIN_SECRET_LEN`].
+    /// A secret is shorter than 32 bytes.
     #[error(
         "configuration key {key}: the secret is {len} bytes long; it must be at least {MIN_SECRET_LEN} bytes \
          (unset it to let the service generate a strong key in its data directory)"

@@ -31,7 +31,7 @@ pub enum SqlValue {
 impl SqlValue {
     /// The literal as SQL (strings quoted, quotes doubled; booleans `TRUE`/`FALSE`, which
     /// SQLite reads as 1 and 0).
-    pub(crate) fn to_sql(&self) -> String {
+    pub fn to_sql(&self) -> String {
         match self {
             SqlValue::Text(s) => format!("'{}'", s.replace('\'', "''")),
             SqlValue::Int(n) => n.to_string(),

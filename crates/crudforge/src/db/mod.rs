@@ -37,16 +37,16 @@ use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness};
 use futures_util::FutureExt;
+pub use indexes::IndexSpec;
 pub(crate) use locking::SqliteLocking;
 use monitor::QueryMonitor;
 pub use monitor::QueryStats;
 pub use runner::Runner;
-pub use tx::TxMode;
-pub use indexes::IndexSpec;
 pub use schema_check::{SchemaDrift, SchemaError, TableSpec};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+pub use tx::TxMode;
 
 pub(crate) use diesel::sqlite::{Sqlite, SqliteConnection};
 

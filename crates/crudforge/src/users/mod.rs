@@ -27,8 +27,8 @@ pub(crate) mod store;
 pub(crate) mod tokens;
 
 pub use blueprint::{
-    access_token, issue_tokens, LoginContext, LoginHook, LoginRequest,
-    LoginResponse, PasswordChange, UserBlueprint,
+    access_token, issue_tokens, LoginContext, LoginHook, LoginRequest, LoginResponse,
+    PasswordChange, UserBlueprint,
 };
 pub use domains::guard_domain_delete;
 pub use guards::{guard_roles, guard_users, unguarded_roles};
@@ -36,11 +36,11 @@ pub use identity::{normalize_stored_emails, EmailNormalization};
 pub use model::{Domain, Role, Token, User, UserModel, UserRole, UserSetting};
 pub use privilege::{may_grant, DEFAULT_ROLES};
 pub use rules::{RoleRules, UserRules};
-pub(crate) use store::{create_user_in, grant_role_in, new_user_hash};
 pub use store::{
     create_user, find_by_email, grant_role, set_enabled, set_password, set_password_hash_in,
 };
+pub(crate) use store::{create_user_in, grant_role_in, new_user_hash};
 pub use tokens::{
-    claims_current_in, end_sessions, revoke_token, store_token, token_owner,
-    token_version, TokenRecord, MIN_API_KEY_LEN,
+    claims_current_in, end_sessions, revoke_token, store_token, token_owner, token_version,
+    TokenRecord, MIN_API_KEY_LEN,
 };

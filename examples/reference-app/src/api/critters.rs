@@ -101,10 +101,7 @@ pub async fn tidy_new(_ctx: HookCtx, mut input: CritterCreate) -> Result<Critter
 /// # Errors
 ///
 /// 422 for a blank name.
-pub async fn tidy_change(
-    _ctx: HookCtx,
-    mut input: CritterUpdate,
-) -> Result<CritterUpdate> {
+pub async fn tidy_change(_ctx: HookCtx, mut input: CritterUpdate) -> Result<CritterUpdate> {
     if let Some(name) = &input.name {
         input.name = Some(tidy_name(name)?);
     }

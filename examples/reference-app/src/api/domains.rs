@@ -45,17 +45,11 @@ impl RefDomain {
     /// Database errors.
     pub async fn by_name(db: &Database, name: &str) -> Result<Option<RefDomain>, Error> {
         let mut conn = db.get().await?;
-        let conds = [Cond::eq(
-            "name",
-            Arg::Text(name.to_owned()),
-        )];
-        Ok(RefDomain::select(
-            &mut conn,
-            &conds,
-            &[],
-            Some(Window::first(1)),
+        let conds = [Cond::eq("name", Arg::Text(name.to_owned()))];
+        Ok(
+            RefDomain::select(&mut conn, &conds, &[], Some(Window::first(1)))
+                .await?
+                .pop(),
         )
-        .await?
-        .pop())
     }
 }

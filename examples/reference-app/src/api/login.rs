@@ -54,10 +54,7 @@ pub struct AccessToken {
 }
 
 /// `POST /api/user/token_login`: exchanges a stored token for an access token.
-pub async fn token_login(
-    req: HttpRequest,
-    body: Json<TokenLogin>,
-) -> Result<HttpResponse, Error> {
+pub async fn token_login(req: HttpRequest, body: Json<TokenLogin>) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
     // Throttled by client address; an unknown token counts as a failure of the address, a
     // disabled owner also as one of the owner's account.

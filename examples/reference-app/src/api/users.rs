@@ -127,10 +127,7 @@ impl AppUser {
 
     /// The condition of this user's id.
     fn key(&self) -> [Cond; 1] {
-        [Cond::eq(
-            "id",
-            Arg::Uuid(self.id),
-        )]
+        [Cond::eq("id", Arg::Uuid(self.id))]
     }
 
     /// Reads this user's row again.
@@ -147,18 +144,12 @@ impl AppUser {
     /// Database errors.
     pub async fn find(db: &Database, id: Uuid) -> Result<Option<AppUser>, Error> {
         let mut conn = db.get().await?;
-        let conds = [Cond::eq(
-            "id",
-            Arg::Uuid(id),
-        )];
-        Ok(AppUser::select(
-            &mut conn,
-            &conds,
-            &[],
-            Some(Window::first(1)),
+        let conds = [Cond::eq("id", Arg::Uuid(id))];
+        Ok(
+            AppUser::select(&mut conn, &conds, &[], Some(Window::first(1)))
+                .await?
+                .pop(),
         )
-        .await?
-        .pop())
     }
 
     /// Loads a user by e-mail (case-insensitive).
