@@ -11,7 +11,7 @@ diesel::define_sql_function! {
 diesel::define_sql_function! {
     /// Unicode lower case on SQLite, whose own `lower()` folds ASCII letters only; `__ilike`
     /// uses it so that `É` matches `é` as it does in PostgreSQL. Registered on every pooled
-    /// SQLite connection by [`register_sqlite_functions`].
+    /// SQLite connection the pool opens.
     #[sql_name = "crudforge_lower"]
     fn unicode_lower(x: Text) -> Text;
 }

@@ -308,11 +308,11 @@ pub(crate) async fn lock_user_in(
 /// it; issue such tokens at the user's current version ([`token_version`] and
 /// [`Tokens::issue_versioned`](crate::auth::Tokens::issue_versioned)).
 ///
-/// Call it on `conn` inside the write transaction ([`tx::begin`]) that does what the token
-/// allows: the user's row stays locked until that transaction ends (on PostgreSQL
-/// `SELECT ... FOR UPDATE`; SQLite's write transactions already run one at a time), so a
-/// concurrent credential change either commits first, and the token is refused, or waits until
-/// the transaction has committed.
+/// Call it on `conn` inside the write transaction
+/// ([`Conn::begin`](crate::db::Conn::begin)) that does what the token allows: the user's row
+/// stays locked until that transaction ends (on PostgreSQL `SELECT ... FOR UPDATE`; SQLite's
+/// write transactions already run one at a time), so a concurrent credential change either
+/// commits first, and the token is refused, or waits until the transaction has committed.
 ///
 /// # Errors
 ///
