@@ -82,7 +82,7 @@ fn readiness_is_503_while_migrations_wait_and_200_after() {
         .block_on(crudforge_tests::TestDb::postgres())
         .expect("CRUDFORGE_TEST_POSTGRES_URL is set");
     // Hold the migration lock, as another instance migrating would.
-    let key = crudforge::db::MIGRATION_LOCK_KEY;
+    let key = crudforge::__bench::MIGRATION_LOCK_KEY;
     let mut holder = rt.block_on(AsyncPgConnection::establish(&db.uri)).unwrap();
     rt.block_on(holder.batch_execute(&format!("SELECT pg_advisory_lock({key})")))
         .unwrap();

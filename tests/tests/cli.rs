@@ -125,8 +125,11 @@ async fn execute(db: &Database, sql: &str) {
 async fn users(db: &Database) -> i64 {
     let mut conn = db.get().await.unwrap();
     with_conn!(conn, |c| {
-        diesel_async::RunQueryDsl::get_result::<i64>(crudforge::schema::users::table.count(), c)
-            .await
+        diesel_async::RunQueryDsl::get_result::<i64>(
+            crudforge::users::schema::users::table.count(),
+            c,
+        )
+        .await
     })
     .unwrap()
 }
@@ -158,7 +161,7 @@ async fn grants(db: &Database) -> i64 {
     let mut conn = db.get().await.unwrap();
     with_conn!(conn, |c| {
         diesel_async::RunQueryDsl::get_result::<i64>(
-            crudforge::schema::user_roles::table.count(),
+            crudforge::users::schema::user_roles::table.count(),
             c,
         )
         .await
@@ -215,7 +218,7 @@ backend_tests! {
         let key = "k".repeat(40);
         let (status, out, err) = run(&cli, &["create-token", "--email", "root@example.com", "--token-stdin", "--description", "ci"], &format!("{key}\n")).await;
         assert_eq!((status, out.as_str()), (0, ""), "{err}");
-        assert_eq!(crudforge::users::token_owner(&db, &key).await.unwrap(), Some(id));
+        assert_eq!(crudforge::users::token_owner(&db, crudforge::users::TokenRecord::ApiKey, &key).await.unwrap(), Some(id));
         one_error_line(&run(&cli, &["create-token", "--email", "ghost@example.com", "--token-stdin"], &format!("{key}\n")).await, 1, "no user with e-mail ghost@example.com");
     }
 
@@ -268,8 +271,8 @@ backend_tests! {
             assert_eq!((status, out.as_str()), (2, ""), "{err}");
             assert!(err.contains("--token-stdin takes no value") && !err.contains(&key), "{err}");
         }
-        assert_eq!(crudforge::users::token_owner(&db, &key).await.unwrap(), None, "the value on the command line was not stored");
-        assert_eq!(crudforge::users::token_owner(&db, &"s".repeat(40)).await.unwrap(), None, "nor the one on stdin");
+        assert_eq!(crudforge::users::token_owner(&db, crudforge::users::TokenRecord::ApiKey, &key).await.unwrap(), None, "the value on the command line was not stored");
+        assert_eq!(crudforge::users::token_owner(&db, crudforge::users::TokenRecord::ApiKey, &"s".repeat(40)).await.unwrap(), None, "nor the one on stdin");
     }
 
     async fn bad_input_is_one_error_line_and_changes_nothing(t) {

@@ -11,7 +11,7 @@ use actix_web::test;
 use chrono::{DateTime, Utc};
 use crudforge::__bench::make_migrations_for;
 use crudforge::crud::Operation;
-use crudforge::db::indexes::IndexSpec;
+use crudforge::db::IndexSpec;
 use crudforge::migrations::{make_migrations, run_migration_dir};
 use crudforge::{with_conn, Api, Database, Resource};
 use crudforge_tests::{backend_tests, Backend, TestDb};

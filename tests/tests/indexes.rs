@@ -7,7 +7,9 @@
 use chrono::{DateTime, Utc};
 #[cfg(feature = "sqlite")]
 use crudforge::__bench::JOURNAL_SIZE_LIMIT;
-use crudforge::db::indexes::{self, IndexSpec};
+// Index helpers the tests reach inside the crate.
+use crudforge::__bench as indexes;
+use crudforge::db::IndexSpec;
 use crudforge::{with_conn, Api, Database, Resource};
 use crudforge_tests::{backend_tests, Backend, TestDb};
 use diesel::prelude::*;

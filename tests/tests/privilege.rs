@@ -452,7 +452,7 @@ backend_tests! {
                     let ok = crudforge::with_conn!(conn, |c| c.batch_execute(&sql).await).is_ok();
                     #[cfg(feature = "sqlite")]
                     if sqlite {
-                        let restore = format!("PRAGMA busy_timeout = {};", crudforge::db::BUSY_TIMEOUT_MS);
+                        let restore = format!("PRAGMA busy_timeout = {};", crudforge::__bench::BUSY_TIMEOUT_MS);
                         crudforge::with_conn!(conn, |c| c.batch_execute(&restore).await).unwrap();
                     }
                     *seen.lock().unwrap() = Some(ok);

@@ -8,7 +8,7 @@
 
 use chrono::{DateTime, Utc};
 use crudforge::config::SchemaCheck;
-use crudforge::db::schema_check::{SchemaDrift, SchemaError};
+use crudforge::db::{SchemaDrift, SchemaError};
 use crudforge::users::UserBlueprint;
 use crudforge::{with_conn, Api, Config, Database, Resource};
 use crudforge_tests::{backend_tests, Backend, TestDb};

@@ -8,7 +8,7 @@ use actix_web::dev::{Service, ServiceResponse};
 use actix_web::http::StatusCode;
 use actix_web::test;
 use crudforge::auth::TokenKind;
-use crudforge::db::tx::{self, TxMode};
+use crudforge::db::TxMode;
 use crudforge::users::{self, Token, UserBlueprint};
 use crudforge::{Api, Database, Resource};
 use crudforge_tests::{backend_tests, TestDb};
@@ -257,9 +257,9 @@ backend_tests! {
             let db = w.db.clone();
             async move {
                 let mut conn = db.get().await.unwrap();
-                tx::begin(&mut conn, TxMode::Write).await.unwrap();
+                conn.begin(TxMode::Write).await.unwrap();
                 let outcome = users::claims_current_in(&mut conn, &claims).await;
-                tx::finish(&mut conn, outcome).await.unwrap()
+                conn.finish(outcome).await.unwrap()
             }
         };
         let issue = |version: i64| {

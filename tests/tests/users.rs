@@ -384,7 +384,7 @@ backend_tests! {
         // Unknown, malformed, access-kind and expired refresh tokens.
         let (forged, _) = w.api.state().tokens.issue(w.alice, TokenKind::Refresh, 600).unwrap();
         let (expired, claims) = w.api.state().tokens.issue(w.alice, TokenKind::Refresh, -10).unwrap();
-        users::store_token(&w.db, w.alice, &claims.jti.to_string(), None, None).await.unwrap();
+        users::store_token(&w.db, users::TokenRecord::ApiKey, w.alice, &claims.jti.to_string(), None, None).await.unwrap();
         for tok in [forged, expired, "garbage".to_owned(), access.clone()] {
             let (status, v) = send(&app, refresh_req(&tok)).await;
             assert_eq!(status, 401, "{v}");
@@ -392,7 +392,7 @@ backend_tests! {
         }
         // A stored refresh token past its record's expiry, or revoked, is refused.
         let (late, claims) = w.api.state().tokens.issue(w.alice, TokenKind::Refresh, 600).unwrap();
-        users::store_token(&w.db, w.alice, &claims.jti.to_string(), None, Some(Utc::now() - chrono::Duration::seconds(5))).await.unwrap();
+        users::store_token(&w.db, users::TokenRecord::ApiKey, w.alice, &claims.jti.to_string(), None, Some(Utc::now() - chrono::Duration::seconds(5))).await.unwrap();
         assert_eq!(send(&app, refresh_req(&late)).await.0, 401);
     }
 
@@ -792,9 +792,9 @@ backend_tests! {
         let id = Uuid::parse_str(tok["id"].as_str().unwrap()).unwrap();
         let stored: String = with_conn!(conn, |c| {
             diesel_async::RunQueryDsl::get_result(
-                crudforge::schema::tokens::table
-                    .filter(crudforge::schema::tokens::id.eq(crudforge::sql_types::Portable(id)))
-                    .select(crudforge::schema::tokens::token),
+                crudforge::users::schema::tokens::table
+                    .filter(crudforge::users::schema::tokens::id.eq(crudforge::sql_types::Portable(id)))
+                    .select(crudforge::users::schema::tokens::token),
                 c,
             )
             .await
@@ -802,15 +802,15 @@ backend_tests! {
         .unwrap();
         drop(conn);
         assert_ne!(stored, key);
-        assert_eq!(stored, crudforge::db::functions::digest_hex(key));
-        assert_eq!(users::token_owner(&w.db, key).await.unwrap(), Some(w.alice));
-        assert_eq!(users::token_owner(&w.db, &stored).await.unwrap(), None, "the digest is no key");
+        assert_eq!(stored, crudforge::__bench::digest_hex(key));
+        assert_eq!(users::token_owner(&w.db, users::TokenRecord::ApiKey, key).await.unwrap(), Some(w.alice));
+        assert_eq!(users::token_owner(&w.db, users::TokenRecord::ApiKey, &stored).await.unwrap(), None, "the digest is no key");
         // A refresh token's id is a refresh record: refresh accepts it, API-key login does not.
         let (_, t1) = send(&app, login_req("alice@example.com", "alice-pass")).await;
         let claims = w.api.state().tokens.verify(t1["refresh_token"].as_str().unwrap(), TokenKind::Refresh).unwrap();
         let jti = claims.jti.to_string();
-        assert_eq!(users::token_owner(&w.db, &jti).await.unwrap(), None);
-        assert_eq!(users::token_owner_of(&w.db, users::TokenRecord::Refresh, &jti).await.unwrap(), Some(w.alice));
+        assert_eq!(users::token_owner(&w.db, users::TokenRecord::ApiKey, &jti).await.unwrap(), None);
+        assert_eq!(users::token_owner(&w.db, users::TokenRecord::Refresh, &jti).await.unwrap(), Some(w.alice));
         // An owner can revoke, never restore, and bring an expiry forward, never push it out.
         let uri = format!("/api/tokens/{id}");
         let patch = |body: Value| as_user(test::TestRequest::patch().uri(&uri).set_json(body), &w.api, w.alice);
@@ -823,11 +823,11 @@ backend_tests! {
         assert_eq!(send(&app, patch(json!({"revoked": true, "revoked_at": "2026-01-01T00:00:00Z"}))).await.0, 200);
         let (status, v) = send(&app, patch(json!({"revoked": false}))).await;
         assert_eq!((status.as_u16(), v["field"].as_str()), (422, Some("revoked")), "{v}");
-        assert_eq!(users::token_owner(&w.db, key).await.unwrap(), None, "still revoked");
+        assert_eq!(users::token_owner(&w.db, users::TokenRecord::ApiKey, key).await.unwrap(), None, "still revoked");
         // API keys too short to resist guessing are refused, whatever path stores them.
         let (status, v) = send(&app, as_user(test::TestRequest::post().uri("/api/tokens/").set_json(json!({"token": "short-key"})), &w.api, w.alice)).await;
         assert_eq!((status.as_u16(), v["field"].as_str()), (422, Some("token")), "{v}");
-        assert_eq!(users::store_token(&w.db, w.alice, "short-key", None, None).await.unwrap_err().problem().status, 422);
+        assert_eq!(users::store_token(&w.db, users::TokenRecord::ApiKey, w.alice, "short-key", None, None).await.unwrap_err().problem().status, 422);
         // Clients cannot choose the kind.
         let (status, v) = send(&app, as_user(test::TestRequest::post().uri("/api/tokens/").set_json(json!({"token": "x-0123456789-0123456789-0123456789", "kind": "refresh"})), &w.api, w.alice)).await;
         assert_eq!(status, 422, "{v}");
@@ -838,9 +838,9 @@ async fn users_hash(db: &Database, id: Uuid) -> String {
     let mut conn = db.get().await.unwrap();
     with_conn!(conn, |c| {
         diesel_async::RunQueryDsl::get_result::<Option<String>>(
-            crudforge::schema::users::table
-                .filter(crudforge::schema::users::id.eq(crudforge::sql_types::Portable(id)))
-                .select(crudforge::schema::users::password),
+            crudforge::users::schema::users::table
+                .filter(crudforge::users::schema::users::id.eq(crudforge::sql_types::Portable(id)))
+                .select(crudforge::users::schema::users::password),
             c,
         )
         .await

@@ -126,7 +126,7 @@ impl Storage {
                     .map_err(|e| format!("open {}: {e}", file.display()))?;
                 diesel::connection::SimpleConnection::batch_execute(
                     &mut c,
-                    &crudforge::db::sqlite_pragmas(SqliteSynchronous::Normal),
+                    &crudforge::__bench::sqlite_pragmas(SqliteSynchronous::Normal),
                 )
                 .map_err(|e| format!("pragmas: {e}"))?;
                 Conn::Sqlite(c)

@@ -228,7 +228,7 @@ impl Api {
 
     /// The operation id of every documented route, plus the built-in undocumented ones
     /// (metrics, the description and docs page), for metrics labels and log lines.
-    pub fn operation_ids(&self) -> Arc<OperationIds> {
+    pub(crate) fn operation_ids(&self) -> Arc<OperationIds> {
         self.operation_ids
             .get_or_init(|| {
                 let cfg = &self.state.config;

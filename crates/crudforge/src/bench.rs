@@ -2,6 +2,8 @@
 //! the documentation and not part of the public API (it changes with any release).
 
 pub use crate::auth::workers::run as run_on_bcrypt_workers;
+pub use crate::db::functions::digest_hex;
+pub use crate::db::indexes::{index_sql, missing, table_indexes};
 pub use crate::db::locking::connection_target;
 pub use crate::db::maintenance::JOURNAL_SIZE_LIMIT;
 pub use crate::db::migrations_gen::{make_migrations_for, MANIFEST};
@@ -11,3 +13,14 @@ pub use crate::db::plans::install as install_plans;
 pub use crate::db::sqlite_global::configure as configure_sqlite_globally;
 pub use crate::db::statement_cache::MAX_SHAPES;
 pub use crate::db::update::Update;
+
+/// How long a SQLite connection waits for a lock (`PRAGMA busy_timeout`), in milliseconds.
+pub const BUSY_TIMEOUT_MS: u32 = crate::db::BUSY_TIMEOUT_MS;
+
+/// The PostgreSQL advisory lock held while migrations run.
+pub const MIGRATION_LOCK_KEY: i64 = crate::db::MIGRATION_LOCK_KEY;
+
+/// The pragmas every pooled SQLite connection runs when it opens.
+pub fn sqlite_pragmas(synchronous: crate::config::SqliteSynchronous) -> String {
+    crate::db::sqlite_pragmas(synchronous)
+}

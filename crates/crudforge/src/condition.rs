@@ -208,7 +208,7 @@ impl Condition {
     }
 
     /// Whether the condition matches every row (an empty AND).
-    pub fn is_always(&self) -> bool {
+    pub(crate) fn is_always(&self) -> bool {
         matches!(self, Condition::All(v) if v.iter().all(Condition::is_always))
     }
 }

@@ -207,8 +207,8 @@ fn postgres_fits(
 // ---- Model-first DDL ----
 
 /// The column type of a model-first field (`#[resource(model_first)]`), named after the Rust
-/// type it stores; [`ModelColumn::sql_type`](crate::db::ddl::ModelColumn::sql_type) spells it for each backend. Public as
-/// `crudforge::db::ddl::ColumnType`.
+/// type it stores; [`ModelColumn`](crate::migrations::ModelColumn) spells it for each backend. Public as
+/// `crudforge::migrations::ColumnType`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ColumnType {

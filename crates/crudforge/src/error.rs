@@ -10,7 +10,7 @@ use std::fmt;
 pub(crate) mod constraint;
 
 /// Media type of every error body.
-pub const PROBLEM_CONTENT_TYPE: &str = "application/problem+json";
+pub(crate) const PROBLEM_CONTENT_TYPE: &str = "application/problem+json";
 
 /// Result type of fallible service operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -141,8 +141,7 @@ impl ItemError {
 }
 
 impl Problem {
-    /// A problem for `status` with the given detail; its `type` is the status's problem type
-    /// ([`error_name_for`]).
+    /// A problem for `status` with the given detail; its `type` is the status's problem type.
     pub fn new(status: StatusCode, detail: impl Into<String>) -> Self {
         Problem {
             type_: format!("/errors/{}", error_name_for(status)),
@@ -159,7 +158,7 @@ impl Problem {
     }
 
     /// A generic problem for a bare status code (used for errors produced without a body).
-    pub fn from_status(status: StatusCode) -> Self {
+    pub(crate) fn from_status(status: StatusCode) -> Self {
         let title = status.canonical_reason().unwrap_or("Error");
         let detail = match status {
             StatusCode::NOT_FOUND => "No resource exists at this path.".to_owned(),
@@ -178,7 +177,7 @@ impl Problem {
     }
 
     /// Serializes the body; the `debug` member only when `debug` is true.
-    pub fn to_body(&self, debug: bool) -> Vec<u8> {
+    pub(crate) fn to_body(&self, debug: bool) -> Vec<u8> {
         let mut shown = self.clone();
         if !debug {
             shown.debug = None;
@@ -188,7 +187,7 @@ impl Problem {
 
     /// A complete `application/problem+json` response. The problem also rides in the response
     /// extensions so the error middleware can add `instance` and `debug`.
-    pub fn into_response(self) -> HttpResponse {
+    pub(crate) fn into_response(self) -> HttpResponse {
         let mut res = HttpResponse::build(self.status_code())
             .insert_header((
                 header::CONTENT_TYPE,
@@ -203,7 +202,7 @@ impl Problem {
 /// The `/errors/` name of a status code's problems, the one place problem types are named:
 /// its reason phrase in snake case plus `_error` (`not_found_error`), except 422, whose
 /// problems are `validation_error` (the contract's name), and 500, `internal_server_error`.
-pub fn error_name_for(status: StatusCode) -> String {
+pub(crate) fn error_name_for(status: StatusCode) -> String {
     if status == StatusCode::INTERNAL_SERVER_ERROR {
         return "internal_server_error".to_owned();
     }
@@ -514,7 +513,10 @@ impl ResponseError for Error {
 }
 
 /// Maps actix-web's JSON body errors (syntax, type, size, content type) to problems.
-pub fn json_error(err: actix_web::error::JsonPayloadError, _req: &HttpRequest) -> actix_web::Error {
+pub(crate) fn json_error(
+    err: actix_web::error::JsonPayloadError,
+    _req: &HttpRequest,
+) -> actix_web::Error {
     use actix_web::error::JsonPayloadError as J;
     let e = match &err {
         J::OverflowKnownLength { .. } | J::Overflow { .. } => {
@@ -534,7 +536,7 @@ pub fn json_error(err: actix_web::error::JsonPayloadError, _req: &HttpRequest) -
 
 /// Classifies a serde_json error: syntax problems are 400, shape problems 422 naming the
 /// member when serde says which.
-pub fn serde_error(de: &serde_json::Error) -> Error {
+pub(crate) fn serde_error(de: &serde_json::Error) -> Error {
     use serde_json::error::Category;
     match de.classify() {
         Category::Syntax | Category::Eof | Category::Io => Error::BadRequest {
@@ -564,7 +566,7 @@ fn backticked_field(msg: &str) -> Option<String> {
 }
 
 /// Maps actix-web's query-string errors to a 400 problem.
-pub fn query_error(
+pub(crate) fn query_error(
     err: actix_web::error::QueryPayloadError,
     _req: &HttpRequest,
 ) -> actix_web::Error {
@@ -579,14 +581,17 @@ pub fn query_error(
 
 /// Maps actix-web's path-parameter errors to a 404 problem: a path that does not parse names
 /// no resource.
-pub fn path_error(err: actix_web::error::PathError, _req: &HttpRequest) -> actix_web::Error {
+pub(crate) fn path_error(err: actix_web::error::PathError, _req: &HttpRequest) -> actix_web::Error {
     let mut p = Problem::new(StatusCode::NOT_FOUND, "No resource exists at this path.");
     p.debug = Some(err.to_string());
     ProblemError(p).into()
 }
 
 /// Maps actix-web's URL-encoded form errors to problems.
-pub fn form_error(err: actix_web::error::UrlencodedError, _req: &HttpRequest) -> actix_web::Error {
+pub(crate) fn form_error(
+    err: actix_web::error::UrlencodedError,
+    _req: &HttpRequest,
+) -> actix_web::Error {
     use actix_web::error::UrlencodedError as U;
     match err {
         U::Overflow { .. } => Error::PayloadTooLarge("The request body is too large.".into()),

@@ -27,9 +27,9 @@
 //! |---|---|
 //! | [`config`] | the configuration keys in sections, from the environment or code; the same reader for an application's own keys |
 //! | [`error`] | the problem+json error type |
-//! | [`db`] | backends, pools, connections, SQL functions, migrations, transactions, declared indexes |
+//! | [`db`] | backends, pools, connections and their transactions, declared indexes, schema drift |
 //! | [`sql_types`] | portable SQL types for `table!` (UUIDs, timestamps, JSON on both backends) |
-//! | [`schema`] | the library's own tables |
+//! | [`migrations`] | migrations written from model-first resources (and the description of their tables), and a folder of migrations run |
 //! | [`field`] | field metadata: kinds and flags of a resource's fields |
 //! | [`condition`] | filter values, operators and condition trees |
 //! | [`auth`] | JWTs, passwords, the current user (extractors), throttling of failed checks |
@@ -38,7 +38,7 @@
 //! | [`metrics`] | the Prometheus registry, for metrics of an application's own |
 //! | [`logging`] | the log subscriber (text or JSON) and one line per request |
 //! | [`crud`] | generated CRUD: resources, blueprints, options, custom routes, lifecycle hooks, the registry of resources by name |
-//! | [`users`] | the user system: users, roles, tokens, settings, domains, login |
+//! | [`users`] | the user system: users, roles, tokens, settings, domains, login, and their tables ([`users::schema`]) |
 //! | [`cli`] | the command line every application embeds: serve, migrate, schema check, create-user, create-token, grant-role, revoke-role, print-indexes |
 //!
 //! [`prelude`] gathers the names an application writes most: `use crudforge::prelude::*;`.
@@ -89,7 +89,7 @@ pub mod perms;
 pub mod prelude;
 pub(crate) mod readiness;
 pub(crate) mod request_id;
-pub mod schema;
+pub(crate) use users::schema;
 pub mod sql_types;
 pub(crate) mod state;
 pub(crate) mod timestamp;

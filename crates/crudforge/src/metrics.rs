@@ -148,7 +148,7 @@ impl Metrics {
     }
 
     /// Counts an answered request.
-    pub fn observe_request(
+    pub(crate) fn observe_request(
         &self,
         operation: &str,
         method: &Method,
@@ -163,24 +163,24 @@ impl Metrics {
     }
 
     /// Counts a finished query.
-    pub fn observe_query(&self, took: Duration) {
+    pub(crate) fn observe_query(&self, took: Duration) {
         self.queries.inc();
         self.query_duration.observe(took.as_secs_f64());
     }
 
     /// Counts a statement prepared into a connection's statement cache.
-    pub fn statement_cached(&self) {
+    pub(crate) fn statement_cached(&self) {
         self.statements_cached.inc();
     }
 
     /// Counts a per-request query run as a one-off statement (see
     /// `statement_cache`).
-    pub fn statement_uncached(&self) {
+    pub(crate) fn statement_uncached(&self) {
         self.statements_uncached.inc();
     }
 
     /// Counts a failed credential check.
-    pub fn login_failed(&self) {
+    pub(crate) fn login_failed(&self) {
         self.login_failures.inc();
     }
 
@@ -254,7 +254,7 @@ fn status_class(s: StatusCode) -> &'static str {
 /// # Errors
 ///
 /// The inner service's error (counted with its status).
-pub async fn track(
+pub(crate) async fn track(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {

@@ -4,15 +4,18 @@
 //! [`make_migrations`] compares the tables the resources mounted on an [`Api`] declare with
 //! the schema the migrations already in a folder build, and writes the next migration for
 //! both backends; `crudforge::embed_migrations!` embeds the folder into the binary (see
-//! `docs/database.md`, "Migrations written for you"). The work is `db::migrations_gen`'s.
+//! `docs/database.md`, "Migrations written for you"). [`ModelTable`] and its parts describe a
+//! model-first resource's table (`Resource::MODEL`), from which the migrations are written.
 
 use crate::api::Api;
 use std::path::Path;
 
+pub use crate::db::ddl::{ForeignKey, ModelColumn, ModelTable, OnDelete, SqlValue};
 use crate::db::migrations_gen::make_migrations_for;
 pub use crate::db::migrations_gen::{
     run_migration_dir, MakeMigrationsError, MigrationReport, Todo,
 };
+pub use crate::dialect::ColumnType;
 
 /// Writes the next migration of `dir` for the model-first resources mounted on `api`
 /// ([`Api::model_tables`]): in `<dir>/sqlite/<version>_<name>/` and

@@ -17,11 +17,11 @@ use schemars::JsonSchema;
 use std::collections::BTreeMap;
 
 /// Path of the JSON description.
-pub const OPENAPI_PATH: &str = "/openapi.json";
+pub(crate) const OPENAPI_PATH: &str = "/openapi.json";
 /// Path of the interactive docs page.
-pub const DOCS_PATH: &str = "/docs";
+pub(crate) const DOCS_PATH: &str = "/docs";
 /// Name of the bearer-token security scheme.
-pub const BEARER_SCHEME: &str = "bearerAuth";
+pub(crate) const BEARER_SCHEME: &str = "bearerAuth";
 
 /// The OpenAPI description under construction: paths, operations and component schemas.
 pub struct ApiDoc {
@@ -103,14 +103,14 @@ impl ApiDoc {
 
     /// Sets the largest `page_size` list operations document (the configured `MAX_PAGE_SIZE`).
     #[must_use]
-    pub fn with_max_page_size(mut self, max: u32) -> Self {
+    pub(crate) fn with_max_page_size(mut self, max: u32) -> Self {
         self.max_page_size = max;
         self
     }
 
     /// Sets the longest `filter` expression list operations document (`FILTER_MAX_LENGTH`).
     #[must_use]
-    pub fn with_filter_max_length(mut self, max: u32) -> Self {
+    pub(crate) fn with_filter_max_length(mut self, max: u32) -> Self {
         self.filter_max_length = max;
         self
     }
@@ -132,7 +132,7 @@ impl ApiDoc {
 
     /// `schema` without the named properties (as an inline schema when it had to change):
     /// the body of a nested POST, whose parent fields come from the path.
-    pub fn without_properties(
+    pub(crate) fn without_properties(
         &mut self,
         schema: ReferenceOr<Schema>,
         names: &[&str],
@@ -312,7 +312,7 @@ impl ApiDoc {
     }
 
     /// Whether an operation with this id exists.
-    pub fn has_operation_id(&self, id: &str) -> bool {
+    pub(crate) fn has_operation_id(&self, id: &str) -> bool {
         self.spec.paths.paths.values().any(|item| {
             item.operations
                 .values()

@@ -18,7 +18,7 @@ pub(crate) const UNDOCUMENTED: &str = "undocumented";
 /// Operation ids by method and route pattern, built once from what an
 /// [`Api`](crate::Api) mounts and documents.
 #[derive(Debug, Default, Clone)]
-pub struct OperationIds {
+pub(crate) struct OperationIds {
     /// Ids by route pattern (parameters written `{name}`), then by method.
     by_route: HashMap<String, Vec<(Method, Arc<str>)>>,
     /// The same patterns, static ones first, to find the route of a request known only by its
@@ -34,7 +34,7 @@ struct Found(Arc<str>);
 impl OperationIds {
     /// The operation ids of an OpenAPI description (its paths use the same `{param}` form as
     /// actix-web's patterns).
-    pub fn from_openapi(doc: &apistos::OpenApi) -> OperationIds {
+    pub(crate) fn from_openapi(doc: &apistos::OpenApi) -> OperationIds {
         let mut ids = OperationIds::default();
         for (path, item) in &doc.paths.paths {
             for (op_type, op) in &item.operations {
@@ -47,7 +47,7 @@ impl OperationIds {
     }
 
     /// Adds (or replaces) the id of `method` on the route `pattern`.
-    pub fn add(&mut self, method: Method, pattern: &str, id: &str) {
+    pub(crate) fn add(&mut self, method: Method, pattern: &str, id: &str) {
         let pattern = normalize(pattern);
         if !self.by_route.contains_key(&pattern) {
             self.routes.push(ResourceDef::new(pattern.as_str()));
@@ -64,7 +64,8 @@ impl OperationIds {
     }
 
     /// The operation id of the route `pattern` answering `method`.
-    pub fn get(&self, method: &Method, pattern: Option<&str>) -> &str {
+    #[cfg(test)]
+    pub(crate) fn get(&self, method: &Method, pattern: Option<&str>) -> &str {
         match pattern {
             None => UNMATCHED,
             Some(pattern) => self.find(method, pattern).map_or(UNDOCUMENTED, |id| &**id),
@@ -102,7 +103,7 @@ impl OperationIds {
     /// carries no table). Once the request has been routed (from a handler, or from a
     /// middleware looking at the response), the route is known without matching the path
     /// again; the answer is kept in the request's extensions for later calls.
-    pub fn of(req: &HttpRequest) -> Arc<str> {
+    pub(crate) fn of(req: &HttpRequest) -> Arc<str> {
         if let Some(Found(id)) = req.extensions().get::<Found>() {
             return Arc::clone(id);
         }

@@ -57,7 +57,7 @@ impl Access {
     /// # Errors
     ///
     /// 401 or 403.
-    pub fn into_conds(self) -> Result<Condition, Error> {
+    pub(crate) fn into_conds(self) -> Result<Condition, Error> {
         match self {
             Access::All => Ok(Condition::always()),
             Access::Rows(c) => Ok(c),

@@ -47,7 +47,7 @@ pub struct PortableTimestamp;
 pub struct PortableJson;
 
 /// The SQLite text form of a timestamp: UTC, six fractional digits, `Z`.
-pub fn timestamp_text(t: &DateTime<Utc>) -> String {
+pub(crate) fn timestamp_text(t: &DateTime<Utc>) -> String {
     crate::timestamp::sqlite_text(t)
 }
 

@@ -7,10 +7,7 @@ use crate::api::domains::{RefDomain, RefDomainCreate};
 use crate::api::schema::critters;
 use crate::api::users::AppUser;
 use clap::{Args, Subcommand};
-use crudforge::cli::{App, BoxError, Context};
-use crudforge::db::Conn;
-use crudforge::sql_types::Portable;
-use crudforge::{Api, Config, Database, Resource};
+use crudforge::prelude::*;
 use diesel::prelude::*;
 use futures_util::future::LocalBoxFuture;
 use std::process::ExitCode;
@@ -78,16 +75,14 @@ pub fn build_api(config: Config, db: Database) -> Result<Api, BoxError> {
 ///
 /// Bad configuration, an unreachable database, or a failed migration.
 pub async fn open_and_migrate(config: &Config) -> Result<(Database, Vec<String>), BoxError> {
-    crudforge::cli::open_and_migrate(config, Some(crate::api::migrations())).await
+    let db = Database::connect(config).await?;
+    let applied = db.run_migrations(Some(crate::api::migrations())).await?;
+    Ok((db, applied))
 }
 
 /// `create-user --first-name F --last-name L`: the names, written in the transaction that
 /// creates the user.
-fn set_names(
-    conn: &mut Conn,
-    id: Uuid,
-    names: UserNames,
-) -> LocalBoxFuture<'_, Result<(), crudforge::Error>> {
+fn set_names(conn: &mut Conn, id: Uuid, names: UserNames) -> LocalBoxFuture<'_, Result<(), Error>> {
     Box::pin(async move {
         if names.first_name.is_some() || names.last_name.is_some() {
             AppUser::set_names(conn, id, names.first_name, names.last_name).await?;
@@ -143,23 +138,45 @@ const NAMES: &[&str] = &[
     "Mochi", "Pepper", "Biscuit", "Noodle", "Clover", "Pip", "Maple", "Ziggy",
 ];
 
+/// The columns of one seeded critter.
+type SeedRow = (
+    diesel::dsl::Eq<critters::id, Portable<Uuid>>,
+    diesel::dsl::Eq<critters::created_at, Portable<chrono::DateTime<chrono::Utc>>>,
+    diesel::dsl::Eq<critters::updated_at, Portable<chrono::DateTime<chrono::Utc>>>,
+    diesel::dsl::Eq<critters::name, String>,
+    diesel::dsl::Eq<critters::species, String>,
+    diesel::dsl::Eq<critters::cuteness_level, i32>,
+);
+
+/// Inserts `rows` on `conn`: one statement a row on SQLite (whose Diesel backend has no
+/// multi-row `INSERT`), 1000 rows a statement on PostgreSQL.
+async fn insert_critters(conn: &mut Conn, rows: &[SeedRow]) -> Result<(), Error> {
+    match conn {
+        Conn::Sqlite(c) => {
+            for row in rows {
+                let insert = diesel::insert_into(critters::table).values(row.clone());
+                diesel_async::RunQueryDsl::execute(insert, &mut **c).await?;
+            }
+        }
+        Conn::Postgres(c) => {
+            for chunk in rows.chunks(1000) {
+                let insert = diesel::insert_into(critters::table).values(chunk.to_vec());
+                diesel_async::RunQueryDsl::execute(insert, &mut **c).await?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Inserts `count` critters in batches inside one transaction; returns their ids.
 ///
 /// # Errors
 ///
 /// Database errors.
-pub async fn seed_critters(db: &Database, count: usize) -> Result<Vec<Uuid>, crudforge::Error> {
+pub async fn seed_critters(db: &Database, count: usize) -> Result<Vec<Uuid>, Error> {
     let base = crate::api::now();
-    type Row = (
-        diesel::dsl::Eq<critters::id, Portable<Uuid>>,
-        diesel::dsl::Eq<critters::created_at, Portable<chrono::DateTime<chrono::Utc>>>,
-        diesel::dsl::Eq<critters::updated_at, Portable<chrono::DateTime<chrono::Utc>>>,
-        diesel::dsl::Eq<critters::name, String>,
-        diesel::dsl::Eq<critters::species, String>,
-        diesel::dsl::Eq<critters::cuteness_level, i32>,
-    );
     let mut ids = Vec::with_capacity(count);
-    let mut rows: Vec<Row> = Vec::with_capacity(count);
+    let mut rows: Vec<SeedRow> = Vec::with_capacity(count);
     for i in 0..count {
         let id = Uuid::new_v4();
         ids.push(id);
@@ -174,46 +191,10 @@ pub async fn seed_critters(db: &Database, count: usize) -> Result<Vec<Uuid>, cru
             critters::cuteness_level.eq(i32::try_from(i % 10).unwrap_or(0) + 1),
         ));
     }
+    // All or nothing: one transaction, multi-row inserts of up to 1000 rows.
     let mut conn = db.get().await?;
-    match &mut conn {
-        // SQLite: one synchronous transaction on the connection's thread.
-        crudforge::db::Conn::Sqlite(c) => {
-            c.spawn_blocking(move |c| {
-                c.transaction(|c| {
-                    for row in rows {
-                        diesel::RunQueryDsl::execute(
-                            diesel::insert_into(critters::table).values(row),
-                            c,
-                        )?;
-                    }
-                    diesel::QueryResult::Ok(())
-                })
-            })
-            .await?;
-        }
-        // PostgreSQL: multi-row inserts, all in one transaction (all or nothing).
-        crudforge::db::Conn::Postgres(c) => {
-            use diesel_async::SimpleAsyncConnection;
-            c.batch_execute("BEGIN").await?;
-            let mut inserted = Ok(0);
-            for chunk in rows.chunks(1000) {
-                inserted = diesel_async::RunQueryDsl::execute(
-                    diesel::insert_into(critters::table).values(chunk.to_vec()),
-                    &mut **c,
-                )
-                .await;
-                if inserted.is_err() {
-                    break;
-                }
-            }
-            match inserted {
-                Ok(_) => c.batch_execute("COMMIT").await?,
-                Err(e) => {
-                    let _ = c.batch_execute("ROLLBACK").await;
-                    return Err(e.into());
-                }
-            }
-        }
-    }
+    conn.begin(TxMode::Write).await?;
+    let inserted = insert_critters(&mut conn, &rows).await;
+    conn.finish(inserted).await?;
     Ok(ids)
 }

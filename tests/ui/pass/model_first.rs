@@ -2,7 +2,7 @@
 // `table!` and `Resource::MODEL`, with literal defaults, validators and foreign keys.
 
 use chrono::{DateTime, NaiveDate, Utc};
-use crudforge::db::ddl::{ColumnType, OnDelete};
+use crudforge::migrations::{ColumnType, OnDelete};
 use crudforge::Resource;
 use diesel::prelude::*;
 use uuid::Uuid;

@@ -49,7 +49,9 @@ pub(super) fn table_macro(g: &Gen<'_>) -> Option<TokenStream> {
 /// Emits `const MODEL` of the `Resource` impl for a model-first model.
 pub(super) fn model_const(g: &Gen<'_>) -> Option<TokenStream> {
     g.m.attrs.model_first?;
-    let p = &g.p;
+    // The model's description is public API (`Resource::MODEL`), at `crudforge::migrations`.
+    let k = g.k;
+    let p = &quote!(#k::migrations);
     let table = g.m.attrs.table.as_ref()?.segments.last()?.ident.to_string();
     let columns = g.m.fields.iter().filter_map(|f| column(g, f));
     let indexes = g.m.attrs.indexes.iter().map(|i| {
@@ -72,7 +74,9 @@ pub(super) fn model_const(g: &Gen<'_>) -> Option<TokenStream> {
 
 /// One `ModelColumn`: the field's metadata, type and constraints.
 fn column(g: &Gen<'_>, f: &Field) -> Option<TokenStream> {
-    let p = &g.p;
+    // The model's description is public API (`Resource::MODEL`), at `crudforge::migrations`.
+    let k = g.k;
+    let p = &quote!(#k::migrations);
     let sql = sql_of(&f.inner)?;
     let ty = format_ident!("{}", sql.column);
     let info = field_info(g, f);

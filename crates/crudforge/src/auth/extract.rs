@@ -74,7 +74,7 @@ async fn current_user_with(
 /// # Errors
 ///
 /// 401.
-pub async fn require_user(req: &HttpRequest) -> Result<CurrentUser, Error> {
+pub(crate) async fn require_user(req: &HttpRequest) -> Result<CurrentUser, Error> {
     current_user(req)
         .await?
         .ok_or_else(|| Error::Unauthorized("Authentication required.".into()))
@@ -179,7 +179,10 @@ pub async fn load_user(db: &Database, id: Uuid) -> Result<Option<CurrentUser>, E
 /// # Errors
 ///
 /// Database errors.
-pub async fn load_session(db: &Database, id: Uuid) -> Result<Option<(CurrentUser, i64)>, Error> {
+pub(crate) async fn load_session(
+    db: &Database,
+    id: Uuid,
+) -> Result<Option<(CurrentUser, i64)>, Error> {
     session_on(&mut db.get().await?, id).await
 }
 

@@ -17,10 +17,10 @@ pub(crate) mod yielding_bcrypt;
 pub use crate::jwt::{Claims, TokenKind, Tokens};
 pub use email::normalize_email;
 pub(crate) use extract::current_user_on;
-pub use extract::{current_user, load_session, load_user, require_user, Admin, Auth, MaybeAuth};
-pub use password::{
-    hash_password, hash_password_for, verify_password, PasswordPolicy, MAX_PASSWORD_BYTES,
-    MAX_PASSWORD_LEN,
-};
+pub(crate) use extract::require_user;
+pub use extract::{current_user, load_user, Admin, Auth, MaybeAuth};
+pub(crate) use password::verify_password;
+pub use password::{hash_password, hash_password_for, PasswordPolicy};
 pub use throttle::{record_failure, Account, Attempt};
-pub use user::{CurrentUser, Rank, RoleGrant};
+pub(crate) use user::Rank;
+pub use user::{CurrentUser, RoleGrant};

@@ -13,10 +13,10 @@ use crate::error::Error;
 use std::sync::OnceLock;
 
 /// How many bytes bcrypt itself reads.
-pub const MAX_PASSWORD_BYTES: usize = 72;
+pub(crate) const MAX_PASSWORD_BYTES: usize = 72;
 
 /// The longest password accepted, in bytes (a bound on the work one request can ask for).
-pub const MAX_PASSWORD_LEN: usize = 1024;
+pub(crate) const MAX_PASSWORD_LEN: usize = 1024;
 
 /// Prefix of stored hashes whose password was longer than [`MAX_PASSWORD_BYTES`] and went
 /// through SHA-256 before bcrypt.
@@ -32,15 +32,14 @@ pub(crate) use crate::config::{DEFAULT_MIN_PASSWORD_CHARS, MAX_MIN_PASSWORD_CHAR
 ///
 /// Build it from the configuration with [`Config::password_policy`].
 /// A bare cost converts into a policy with the default minimum of
-/// [`DEFAULT_MIN_PASSWORD_CHARS`], so `hash_password(pw, 12)` still reads well; code that
+/// 8 characters, so `hash_password(pw, 12)` still reads well; code that
 /// has a [`Config`](crate::Config) should pass its policy, so that `PASSWORD_MIN_LENGTH` applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PasswordPolicy {
     /// bcrypt work factor of new hashes (4 to 31).
     pub cost: u32,
-    /// The shortest password accepted, in characters (Unicode scalar values), from 1 to
-    /// [`MAX_MIN_PASSWORD_CHARS`].
+    /// The shortest password accepted, in characters (Unicode scalar values), from 1 to 64.
     pub min_chars: usize,
 }
 
@@ -53,10 +52,9 @@ impl PasswordPolicy {
         }
     }
 
-    /// The same policy with another minimum length (kept within 1 to
-    /// [`MAX_MIN_PASSWORD_CHARS`]).
+    /// The same policy with another minimum length (kept within 1 to 64).
     #[must_use]
-    pub fn with_min_chars(self, min_chars: usize) -> Self {
+    pub(crate) fn with_min_chars(self, min_chars: usize) -> Self {
         PasswordPolicy {
             min_chars: min_chars.clamp(1, MAX_MIN_PASSWORD_CHARS),
             ..self
@@ -68,7 +66,7 @@ impl PasswordPolicy {
     /// # Errors
     ///
     /// 422 naming `field` for a password shorter than the minimum (an empty one included)
-    /// or longer than [`MAX_PASSWORD_LEN`] bytes.
+    /// or longer than 1024 bytes.
     pub fn check(&self, field: &str, password: &str) -> Result<(), Error> {
         if password.len() > MAX_PASSWORD_LEN {
             return Err(Error::invalid_field(
@@ -118,8 +116,8 @@ pub async fn hash_password(
 ///
 /// # Errors
 ///
-/// 422 naming `field` for a password shorter than the policy's minimum or longer than
-/// [`MAX_PASSWORD_LEN`] bytes.
+/// 422 naming `field` for a password shorter than the policy's minimum or longer than 1024
+/// bytes.
 pub async fn hash_password_for(
     field: &str,
     password: String,
@@ -191,7 +189,7 @@ fn dummy_hash(cost: u32) -> &'static str {
 /// # Errors
 ///
 /// The bcrypt job failed.
-pub async fn verify_password(
+pub(crate) async fn verify_password(
     password: String,
     hash: Option<String>,
     cost: u32,

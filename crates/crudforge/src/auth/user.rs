@@ -14,7 +14,7 @@ pub struct RoleGrant {
 
 /// Global rank, ordered: `User < Admin < SuperAdmin`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Rank {
+pub(crate) enum Rank {
     /// No global administration rights (domain-scoped administrators included).
     User,
     /// An unscoped ADMIN.
@@ -84,7 +84,7 @@ impl CurrentUser {
 
     /// The user's global rank: SUPERADMIN above global ADMIN above everyone else. Nobody
     /// changes a user whose rank is above their own.
-    pub fn rank(&self) -> Rank {
+    pub(crate) fn rank(&self) -> Rank {
         if self.is_superadmin() {
             Rank::SuperAdmin
         } else if self.is_admin() {

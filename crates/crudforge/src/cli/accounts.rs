@@ -139,14 +139,21 @@ pub(crate) async fn create_token(
     let (user, _, _) = users::find_by_email(db, email)
         .await?
         .ok_or_else(|| format!("no user with e-mail {email}"))?;
-    users::store_token(db, user, token, description, None)
-        .await
-        .map_err(|e| -> BoxError {
-            if e.problem().status == 409 {
-                "that token value is already stored".into()
-            } else {
-                e.problem().detail.into()
-            }
-        })?;
+    users::store_token(
+        db,
+        users::TokenRecord::ApiKey,
+        user,
+        token,
+        description,
+        None,
+    )
+    .await
+    .map_err(|e| -> BoxError {
+        if e.problem().status == 409 {
+            "that token value is already stored".into()
+        } else {
+            e.problem().detail.into()
+        }
+    })?;
     Ok(())
 }

@@ -5,7 +5,7 @@ use super::BoxError;
 use std::io::{BufRead, Write};
 
 /// Where a command reads its secrets from and writes its output to: the process's own
-/// streams ([`Console::std`]), or memory ([`Console::captured`], for tests).
+/// streams (the default), or memory ([`Console::captured`], for tests).
 pub struct Console {
     input: Box<dyn BufRead>,
     pub(crate) out: Sink,
@@ -44,7 +44,7 @@ impl Sink {
 
 impl Console {
     /// The process's standard input, output and error.
-    pub fn std() -> Console {
+    pub(crate) fn std() -> Console {
         Console {
             input: Box::new(std::io::BufReader::new(std::io::stdin())),
             out: Sink::Stdout,

@@ -13,7 +13,7 @@ use std::path::Path;
 /// # Errors
 ///
 /// The file exists but cannot be read or has a malformed line.
-pub fn load_dotenv(dir: &Path) -> Result<(), String> {
+pub(crate) fn load_dotenv(dir: &Path) -> Result<(), String> {
     let path = dir.join(".env");
     match dotenvy::from_path(&path) {
         Ok(()) => Ok(()),
@@ -29,7 +29,7 @@ pub fn load_dotenv(dir: &Path) -> Result<(), String> {
 ///
 /// Bad configuration, an unreachable database (the message names the server, never its
 /// credentials), or a failed migration.
-pub async fn open_and_migrate(
+pub(crate) async fn open_and_migrate(
     config: &Config,
     app: Option<AppMigrations>,
 ) -> Result<(Database, Vec<String>), BoxError> {

@@ -36,7 +36,7 @@ mod schema;
 mod serve;
 
 pub use console::Console;
-pub use database::{load_dotenv, open_and_migrate};
+pub(crate) use database::{load_dotenv, open_and_migrate};
 
 use crate::api::Api;
 use crate::config::Config;
@@ -58,7 +58,7 @@ pub type BoxError = Box<dyn std::error::Error>;
 /// The application's part of `create-user`: runs inside the transaction that creates the
 /// user (with the new user's id and the application's own options), so that whatever it
 /// writes is kept or dropped with the account.
-pub type UserHook<U> =
+pub(crate) type UserHook<U> =
     dyn for<'a> Fn(&'a mut Conn, Uuid, U) -> LocalBoxFuture<'a, Result<(), crate::Error>>;
 
 /// The handler of the application's own subcommands.

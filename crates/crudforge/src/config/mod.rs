@@ -20,20 +20,20 @@ use value::invalid;
 pub(crate) const SUPPORTED_OPENAPI_VERSIONS: &[&str] = &["3.0.3"];
 
 /// Smallest accepted length of a signing secret, in bytes.
-pub const MIN_SECRET_LEN: usize = 32;
+pub(crate) const MIN_SECRET_LEN: usize = 32;
 
 /// The lowest `BCRYPT_COST` (the lowest cost bcrypt defines).
-pub const MIN_BCRYPT_COST: u32 = 4;
+pub(crate) const MIN_BCRYPT_COST: u32 = 4;
 
 /// The highest `BCRYPT_COST` (the highest cost bcrypt defines).
-pub const MAX_BCRYPT_COST: u32 = 31;
+pub(crate) const MAX_BCRYPT_COST: u32 = 31;
 
 /// The default `PASSWORD_MIN_LENGTH`, in characters (ASVS 5.0 V6.2.1).
-pub const DEFAULT_MIN_PASSWORD_CHARS: usize = 8;
+pub(crate) const DEFAULT_MIN_PASSWORD_CHARS: usize = 8;
 
 /// The highest `PASSWORD_MIN_LENGTH`, in characters: every password of 64 characters fits
 /// the longest password accepted (1024 bytes) whatever its script.
-pub const MAX_MIN_PASSWORD_CHARS: usize = 64;
+pub(crate) const MAX_MIN_PASSWORD_CHARS: usize = 64;
 
 /// Everything the service reads from its environment, in sections.
 ///
@@ -227,7 +227,7 @@ pub enum ConfigError {
         /// What was given.
         value: String,
     },
-    /// A secret is shorter than [`MIN_SECRET_LEN`].
+    /// A secret is shorter than 32 bytes.
     #[error(
         "configuration key {key}: the secret is {len} bytes long; it must be at least {MIN_SECRET_LEN} bytes \
          (unset it to let the service generate a strong key in its data directory)"

@@ -318,7 +318,7 @@ pub struct Hidden<'a, T>(pub &'a T);
 
 /// Settings types whose `Debug` can hide them.
 #[doc(hidden)]
-pub trait Hide {
+pub(crate) trait Hide {
     /// Writes the value without its content.
     fn hide(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result;
 }

@@ -10,7 +10,7 @@
 //! assembles statements. `migrations_gen` writes them into migration folders.
 
 use super::indexes::{ident, IndexSpec};
-pub use crate::dialect::ColumnType;
+pub(crate) use crate::dialect::ColumnType;
 use crate::dialect::{self, Backend};
 use crate::field::FieldInfo;
 
@@ -63,7 +63,7 @@ pub enum OnDelete {
 
 impl OnDelete {
     /// The SQL words (`RESTRICT`, `CASCADE`, `SET NULL`).
-    pub fn as_sql(self) -> &'static str {
+    pub(crate) fn as_sql(self) -> &'static str {
         match self {
             OnDelete::Restrict => "RESTRICT",
             OnDelete::Cascade => "CASCADE",
@@ -183,19 +183,19 @@ impl ModelColumn {
     }
 
     /// The column's name.
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         self.field.name
     }
 
     /// The type as `backend` declares it (`VARCHAR(N)` on PostgreSQL for a `max_len`).
-    pub fn sql_type(&self, backend: Backend) -> String {
+    pub(crate) fn sql_type(&self, backend: Backend) -> String {
         dialect::column_type(backend, self.ty, self.max_len)
     }
 
     /// The conditions of the column's `CHECK`, joined with `AND` (`None` without validators):
     /// length bounds, value bounds, the allowed values. Patterns are not among them: a Rust
     /// regular expression is not PostgreSQL's dialect, and SQLite has none.
-    pub fn check(&self, backend: Backend) -> Option<String> {
+    pub(crate) fn check(&self, backend: Backend) -> Option<String> {
         let col = ident(self.name());
         let len = dialect::length_function(backend);
         let mut parts = Vec::new();
@@ -222,7 +222,7 @@ impl ModelColumn {
 
     /// The column's definition in a `CREATE TABLE`, or after `ADD COLUMN` (then `inline_unique`
     /// is false: SQLite cannot add a `UNIQUE` column, so the generator adds a unique index).
-    pub fn definition(&self, backend: Backend, inline_unique: bool) -> String {
+    pub(crate) fn definition(&self, backend: Backend, inline_unique: bool) -> String {
         let mut out = format!("{} {}", ident(self.name()), self.sql_type(backend));
         if self.primary_key {
             out.push_str(" PRIMARY KEY");
@@ -252,7 +252,7 @@ impl ModelColumn {
 
     /// The unique index that backs a `#[resource(unique)]` column added to an existing table:
     /// `<table>_<column>_key`, PostgreSQL's own name for an inline `UNIQUE`.
-    pub fn unique_index_sql(&self, table: &str) -> String {
+    pub(crate) fn unique_index_sql(&self, table: &str) -> String {
         format!(
             "CREATE UNIQUE INDEX IF NOT EXISTS {} ON {} ({});",
             ident(&format!("{table}_{}_key", self.name())),
@@ -305,7 +305,7 @@ impl ModelTable {
     }
 
     /// The declared indexes, each with its name and statements.
-    pub fn index_specs(&self) -> Vec<IndexSpec> {
+    pub(crate) fn index_specs(&self) -> Vec<IndexSpec> {
         self.indexes
             .iter()
             .map(|columns| IndexSpec::new(self.table, columns))
@@ -322,7 +322,7 @@ impl ModelTable {
     }
 
     /// The tables this one references (its foreign keys), each once, itself left out.
-    pub fn referenced_tables(&self) -> Vec<&'static str> {
+    pub(crate) fn referenced_tables(&self) -> Vec<&'static str> {
         let mut out: Vec<&'static str> = Vec::new();
         for fk in self.columns.iter().filter_map(|c| c.references) {
             if fk.table != self.table && !out.contains(&fk.table) {
@@ -351,7 +351,7 @@ impl ModelTable {
     /// constraint is a `CREATE UNIQUE INDEX`, not a `UNIQUE (...)` in the `CREATE TABLE`: the
     /// same statement then adds it to an existing table (SQLite has no `ADD CONSTRAINT`), and
     /// `down.sql` drops it by its name.
-    pub fn create_sql(&self, backend: Backend) -> Vec<String> {
+    pub(crate) fn create_sql(&self, backend: Backend) -> Vec<String> {
         let mut out = vec![self.create_table_sql(backend)];
         out.extend(self.index_specs().iter().map(IndexSpec::create_sql));
         out.extend(self.unique_specs().iter().map(IndexSpec::create_sql));
@@ -359,7 +359,7 @@ impl ModelTable {
     }
 
     /// `DROP TABLE <table>;`.
-    pub fn drop_sql(&self) -> String {
+    pub(crate) fn drop_sql(&self) -> String {
         format!("DROP TABLE {};", ident(self.table))
     }
 }

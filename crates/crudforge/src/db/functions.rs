@@ -11,7 +11,7 @@ diesel::define_sql_function! {
 diesel::define_sql_function! {
     /// Unicode lower case on SQLite, whose own `lower()` folds ASCII letters only; `__ilike`
     /// uses it so that `É` matches `é` as it does in PostgreSQL. Registered on every pooled
-    /// SQLite connection by [`register_sqlite_functions`].
+    /// SQLite connection the pool opens.
     #[sql_name = "crudforge_lower"]
     fn unicode_lower(x: Text) -> Text;
 }
@@ -49,7 +49,7 @@ pub fn digest_hex(value: &str) -> String {
 ///
 /// SQLite refuses the registration.
 #[cfg(feature = "sqlite")]
-pub fn register_sqlite_functions(
+pub(crate) fn register_sqlite_functions(
     conn: &mut diesel::sqlite::SqliteConnection,
 ) -> diesel::QueryResult<()> {
     // One registration serves both declarations: SQLite functions are untyped, and NULL

@@ -294,7 +294,10 @@ pub async fn missing(db: &Database, specs: &[IndexSpec]) -> Result<Vec<IndexSpec
 /// # Errors
 ///
 /// The database cannot be reached or a catalog query fails.
-pub async fn warn_missing(db: &Database, specs: &[IndexSpec]) -> Result<Vec<IndexSpec>, DbError> {
+pub(crate) async fn warn_missing(
+    db: &Database,
+    specs: &[IndexSpec],
+) -> Result<Vec<IndexSpec>, DbError> {
     let missing = missing(db, specs).await?;
     for spec in &missing {
         tracing::warn!(

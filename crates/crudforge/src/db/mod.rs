@@ -6,27 +6,27 @@
 //! expression on whichever connection it holds, usually through [`with_conn!`](crate::with_conn).
 
 pub(crate) mod constraint;
-pub mod ddl;
+pub(crate) mod ddl;
 #[cfg(feature = "sqlite")]
 pub(crate) mod deadline;
-pub mod functions;
-pub mod indexes;
+pub(crate) mod functions;
+pub(crate) mod indexes;
 pub(crate) mod locking;
 pub(crate) mod maintenance;
-pub mod migrations_gen;
+pub(crate) mod migrations_gen;
 pub(crate) mod monitor;
 #[cfg(feature = "sqlite")]
 pub(crate) mod plans;
 #[cfg(feature = "sqlite")]
 pub(crate) mod runner;
-pub mod schema_check;
+pub(crate) mod schema_check;
 pub(crate) mod snapshot;
 #[cfg(feature = "sqlite")]
 pub(crate) mod sqlite_direct;
 #[cfg(feature = "sqlite")]
 pub(crate) mod sqlite_global;
 pub(crate) mod statement_cache;
-pub mod tx;
+pub(crate) mod tx;
 pub(crate) mod update;
 
 use crate::config::{Config, SqliteSynchronous};
@@ -50,19 +50,20 @@ use diesel_async::AsyncPgConnection;
 use diesel_async::{AsyncConnection, SimpleAsyncConnection};
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness};
 use futures_util::FutureExt;
+pub use indexes::IndexSpec;
 pub(crate) use locking::SqliteLocking;
 use monitor::QueryMonitor;
 pub use monitor::QueryStats;
 #[cfg(feature = "sqlite")]
 pub use runner::Runner;
+pub use schema_check::{SchemaDrift, SchemaError, TableSpec};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+pub use tx::TxMode;
 
-#[cfg(feature = "postgres")]
-pub use diesel::pg::Pg;
 #[cfg(feature = "sqlite")]
-pub use diesel::sqlite::{Sqlite, SqliteConnection};
+pub(crate) use diesel::sqlite::{Sqlite, SqliteConnection};
 
 /// The async SQLite connection type: a sync connection whose statements a [`Runner`] runs
 /// (on the calling thread, each bounded by the statement timeout).
@@ -82,7 +83,7 @@ impl From<PoolError> for crate::error::Error {
 
 /// How long a SQLite connection waits for a lock before failing with "database is locked".
 #[cfg(feature = "sqlite")]
-pub const BUSY_TIMEOUT_MS: u32 = 5000;
+pub(crate) const BUSY_TIMEOUT_MS: u32 = 5000;
 
 /// Settings applied to every SQLite connection: a busy timeout (first, so that switching to
 /// WAL waits for another process's lock instead of failing with "database is locked"), WAL
@@ -90,7 +91,7 @@ pub const BUSY_TIMEOUT_MS: u32 = 5000;
 /// checkpoint ([`maintenance::JOURNAL_SIZE_LIMIT`]), foreign keys, and case-sensitive `LIKE`
 /// so that `__like` means the same on both backends.
 #[cfg(feature = "sqlite")]
-pub fn sqlite_pragmas(synchronous: SqliteSynchronous) -> String {
+pub(crate) fn sqlite_pragmas(synchronous: SqliteSynchronous) -> String {
     format!(
         "PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}; \
          PRAGMA journal_mode = WAL; \
@@ -107,7 +108,7 @@ pub fn sqlite_pragmas(synchronous: SqliteSynchronous) -> String {
 /// when a long-lived connection opens (analyze the tables whose statistics are missing or
 /// stale, with a bounded cost; see `maintenance`).
 #[cfg(feature = "sqlite")]
-pub const SQLITE_OPTIMIZE_ON_OPEN: &str = "PRAGMA optimize = 0x10002;";
+pub(crate) const SQLITE_OPTIMIZE_ON_OPEN: &str = "PRAGMA optimize = 0x10002;";
 
 /// Runs [`SQLITE_OPTIMIZE_ON_OPEN`] without waiting for a lock: storing statistics needs the
 /// write lock, and a connection opened while another one writes must not wait for it (nor
@@ -178,11 +179,11 @@ impl DbOptions {
 
 /// Migrations of the library's own tables (users, roles, tokens, settings, domains), SQLite.
 #[cfg(feature = "sqlite")]
-pub const SQLITE_MIGRATIONS: EmbeddedMigrations =
+pub(crate) const SQLITE_MIGRATIONS: EmbeddedMigrations =
     diesel_migrations::embed_migrations!("migrations/sqlite");
 /// Migrations of the library's own tables, PostgreSQL.
 #[cfg(feature = "postgres")]
-pub const POSTGRES_MIGRATIONS: EmbeddedMigrations =
+pub(crate) const POSTGRES_MIGRATIONS: EmbeddedMigrations =
     diesel_migrations::embed_migrations!("migrations/postgres");
 
 pub use crate::dialect::Backend;
@@ -290,6 +291,57 @@ impl Conn {
             #[cfg(feature = "postgres")]
             Conn::Postgres(_) => None,
         }
+    }
+
+    /// Begins a transaction on this connection; end it with [`Conn::finish`] (or
+    /// [`Conn::commit`] / [`Conn::rollback`]). On SQLite it starts with `BEGIN IMMEDIATE`: the
+    /// write lock is taken first (waiting up to the busy timeout), so the transaction never has
+    /// to upgrade a read lock. A connection given back to the pool with a transaction still
+    /// open is discarded, not reused.
+    ///
+    /// ```no_run
+    /// # async fn f(db: crudforge::Database) -> crudforge::Result<()> {
+    /// use crudforge::prelude::*;
+    /// let mut conn = db.get().await?;
+    /// conn.begin(TxMode::Write).await?;
+    /// let outcome = async { /* writes on &mut conn */ Ok(()) }.await;
+    /// conn.finish(outcome).await
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// The database refuses (lock timeout, connection lost, already in a transaction).
+    pub async fn begin(&mut self, mode: TxMode) -> Result<(), crate::error::Error> {
+        tx::begin(self, mode).await
+    }
+
+    /// Commits the open transaction.
+    ///
+    /// # Errors
+    ///
+    /// The commit fails (the transaction is then rolled back by the database).
+    pub async fn commit(&mut self) -> Result<(), crate::error::Error> {
+        tx::commit(self).await
+    }
+
+    /// Rolls the open transaction back. A failure is logged: the connection is then marked
+    /// broken and the pool discards it.
+    pub async fn rollback(&mut self) {
+        tx::rollback(self).await;
+    }
+
+    /// Ends the open transaction by the outcome of the work done in it: commits on `Ok` (a
+    /// failed commit becomes the error), rolls back on `Err`.
+    ///
+    /// # Errors
+    ///
+    /// The work's error, or the commit's.
+    pub async fn finish<T>(
+        &mut self,
+        outcome: Result<T, crate::error::Error>,
+    ) -> Result<T, crate::error::Error> {
+        tx::finish(self, outcome).await
     }
 }
 
@@ -601,7 +653,7 @@ impl Database {
     }
 
     /// The pool's connections: `(open, in use, requests waiting for one)`.
-    pub fn pool_status(&self) -> (usize, usize, usize) {
+    pub(crate) fn pool_status(&self) -> (usize, usize, usize) {
         let st = match &self.inner.pools {
             #[cfg(feature = "sqlite")]
             Pools::Sqlite(p) => p.status(),
@@ -612,7 +664,7 @@ impl Database {
     }
 
     /// Whether query monitoring is on.
-    pub fn monitoring(&self) -> bool {
+    pub(crate) fn monitoring(&self) -> bool {
         self.inner.monitor.is_some()
     }
 
@@ -783,7 +835,7 @@ inventory::collect!(AfterMigration);
 
 /// The PostgreSQL advisory lock (`pg_advisory_lock`) held while migrations run, so that
 /// instances starting together migrate one after the other.
-pub const MIGRATION_LOCK_KEY: i64 = 0x6372_7564_666f_7267; // "crudforg"
+pub(crate) const MIGRATION_LOCK_KEY: i64 = 0x6372_7564_666f_7267; // "crudforg"
 
 #[cfg_attr(not(feature = "sqlite"), allow(unused_variables))]
 fn migrate_blocking(
@@ -845,6 +897,7 @@ fn migrate_blocking(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use diesel::pg::Pg;
 
     /// An application's migration numbered like the library's second one.
     const CLASHING: EmbeddedMigrations =

@@ -35,7 +35,7 @@ pub enum TxMode {
 /// # Errors
 ///
 /// The database refuses (lock timeout, connection lost, already in a transaction).
-pub async fn begin(conn: &mut Conn, mode: TxMode) -> Result<(), Error> {
+pub(crate) async fn begin(conn: &mut Conn, mode: TxMode) -> Result<(), Error> {
     let sql = crate::dialect::begin_write(conn.backend(), mode == TxMode::Serialized);
     crate::__by_backend!(*conn, |c| sqlite => {
         c.spawn_blocking(move |inner| {
@@ -65,7 +65,7 @@ pub(crate) fn in_transaction(conn: &mut Conn) -> bool {
 /// # Errors
 ///
 /// The commit fails (the transaction is then rolled back by the database).
-pub async fn commit(conn: &mut Conn) -> Result<(), Error> {
+pub(crate) async fn commit(conn: &mut Conn) -> Result<(), Error> {
     crate::__by_backend!(*conn, |c| sqlite => {
         <SqliteConn as AsyncConnection>::TransactionManager::commit_transaction(c).await?;
     }, postgres => {
@@ -76,7 +76,7 @@ pub async fn commit(conn: &mut Conn) -> Result<(), Error> {
 
 /// Rolls the open transaction back. A failure is logged: the connection is then marked broken
 /// by Diesel and the pool discards it.
-pub async fn rollback(conn: &mut Conn) {
+pub(crate) async fn rollback(conn: &mut Conn) {
     let r = crate::__by_backend!(*conn, |c| sqlite => {
         <SqliteConn as AsyncConnection>::TransactionManager::rollback_transaction(c).await
     }, postgres => {
@@ -93,7 +93,7 @@ pub async fn rollback(conn: &mut Conn) {
 /// # Errors
 ///
 /// The work's error, or the commit's.
-pub async fn finish<T>(conn: &mut Conn, outcome: Result<T, Error>) -> Result<T, Error> {
+pub(crate) async fn finish<T>(conn: &mut Conn, outcome: Result<T, Error>) -> Result<T, Error> {
     match outcome {
         Ok(v) => {
             commit(conn).await?;

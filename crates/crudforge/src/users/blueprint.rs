@@ -77,14 +77,14 @@ pub struct LoginRequest {
 
 /// Refresh body.
 #[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
-pub struct RefreshRequest {
+pub(crate) struct RefreshRequest {
     /// A refresh token from login or an earlier refresh.
     pub refresh_token: String,
 }
 
 /// Logout body.
 #[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
-pub struct LogoutRequest {
+pub(crate) struct LogoutRequest {
     /// The refresh token of this session, to revoke.
     #[serde(default)]
     pub refresh_token: Option<String>,
@@ -465,7 +465,7 @@ pub async fn issue_tokens(st: &ApiState, user: Uuid) -> Result<LoginResponse, Er
 /// # Errors
 ///
 /// Database errors.
-pub async fn issue_tokens_in(
+pub(crate) async fn issue_tokens_in(
     st: &ApiState,
     conn: &mut Conn,
     user: Uuid,

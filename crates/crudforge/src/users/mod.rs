@@ -12,6 +12,9 @@
 //! | `sign_up` | public registration on a user blueprint: which members a self-registering caller may send |
 //! | `blueprint` | the user endpoints: CRUD plus login, refresh and me |
 
+#[path = "../schema.rs"]
+pub mod schema;
+
 pub(crate) mod blueprint;
 pub(crate) mod domains;
 pub(crate) mod guards;
@@ -24,8 +27,8 @@ pub(crate) mod store;
 pub(crate) mod tokens;
 
 pub use blueprint::{
-    access_token, issue_tokens, issue_tokens_in, LoginContext, LoginHook, LoginRequest,
-    LoginResponse, LogoutRequest, PasswordChange, RefreshRequest, UserBlueprint,
+    access_token, issue_tokens, LoginContext, LoginHook, LoginRequest, LoginResponse,
+    PasswordChange, UserBlueprint,
 };
 pub use domains::guard_domain_delete;
 pub use guards::{guard_roles, guard_users, unguarded_roles};
@@ -34,11 +37,10 @@ pub use model::{Domain, Role, Token, User, UserModel, UserRole, UserSetting};
 pub use privilege::{may_grant, DEFAULT_ROLES};
 pub use rules::{RoleRules, UserRules};
 pub use store::{
-    create_user, create_user_in, find_by_email, grant_role, grant_role_in, hash_and_set_password,
-    new_user_hash, set_enabled, set_password, set_password_hash_in,
+    create_user, find_by_email, grant_role, set_enabled, set_password, set_password_hash_in,
 };
+pub(crate) use store::{create_user_in, grant_role_in, new_user_hash};
 pub use tokens::{
-    claims_current_in, end_sessions, revoke_token, revoke_token_in, store_token, store_token_in,
-    store_token_of, token_owner, token_owner_of, token_version, token_version_in, TokenRecord,
-    MIN_API_KEY_LEN,
+    claims_current_in, end_sessions, revoke_token, store_token, token_owner, token_version,
+    TokenRecord, MIN_API_KEY_LEN,
 };

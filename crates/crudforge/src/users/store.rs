@@ -44,7 +44,7 @@ pub async fn set_password(
 /// # Errors
 ///
 /// 422 naming `field` for a password the policy refuses; 404 for an unknown user.
-pub async fn hash_and_set_password(
+pub(crate) async fn hash_and_set_password(
     db: &Database,
     user_id: Uuid,
     field: &str,
@@ -162,7 +162,7 @@ pub async fn create_user(
 /// # Errors
 ///
 /// 422 for a malformed e-mail or a password the policy refuses.
-pub async fn new_user_hash(
+pub(crate) async fn new_user_hash(
     email: &str,
     password: &str,
     policy: impl Into<PasswordPolicy>,
@@ -178,7 +178,7 @@ pub async fn new_user_hash(
 /// # Errors
 ///
 /// 409 when the e-mail is taken; database errors.
-pub async fn create_user_in(
+pub(crate) async fn create_user_in(
     conn: &mut Conn,
     email: &str,
     hash: &str,
@@ -247,7 +247,7 @@ pub async fn grant_role(
 /// # Errors
 ///
 /// Database errors (409 when the user does not exist or already holds the role).
-pub async fn grant_role_in(
+pub(crate) async fn grant_role_in(
     conn: &mut Conn,
     user_id: Uuid,
     role: &str,

@@ -40,36 +40,13 @@ impl TokenRecord {
 /// The shortest API key accepted: 32 characters (for example 24 random bytes in base64).
 pub const MIN_API_KEY_LEN: usize = 32;
 
-/// Stores an API key for a user (see [`store_token_of`]).
-///
-/// # Errors
-///
-/// Database errors (409 for a duplicate value or an unknown user).
-pub async fn store_token(
-    db: &Database,
-    user_id: Uuid,
-    value: &str,
-    description: Option<&str>,
-    expires_at: Option<DateTime<Utc>>,
-) -> Result<Uuid, Error> {
-    store_token_of(
-        db,
-        TokenRecord::ApiKey,
-        user_id,
-        value,
-        description,
-        expires_at,
-    )
-    .await
-}
-
 /// Stores a Token record of `kind`. The database keeps only the SHA-256 of `value` (a trigger
 /// replaces it, whatever path writes it), so a copy of the table holds no usable secret.
 ///
 /// # Errors
 ///
 /// Database errors (409 for a duplicate value or an unknown user).
-pub async fn store_token_of(
+pub async fn store_token(
     db: &Database,
     kind: TokenRecord,
     user_id: Uuid,
@@ -81,14 +58,14 @@ pub async fn store_token_of(
     store_token_in(&mut conn, kind, user_id, value, description, expires_at).await
 }
 
-/// [`store_token_of`] on `conn` (inside the caller's transaction, if any). A refresh record
+/// [`store_token`] on `conn` (inside the caller's transaction, if any). A refresh record
 /// stored this way starts a refresh-token family of its own (`tokens.family_id`, see
 /// `docs/auth.md`).
 ///
 /// # Errors
 ///
 /// Database errors (409 for a duplicate value or an unknown user).
-pub async fn store_token_in(
+pub(crate) async fn store_token_in(
     conn: &mut Conn,
     kind: TokenRecord,
     user_id: Uuid,
@@ -322,11 +299,11 @@ pub(crate) async fn lock_user_in(
 /// it; issue such tokens at the user's current version ([`token_version`] and
 /// [`Tokens::issue_versioned`](crate::auth::Tokens::issue_versioned)).
 ///
-/// Call it on `conn` inside the write transaction ([`tx::begin`]) that does what the token
-/// allows: the user's row stays locked until that transaction ends (on PostgreSQL
-/// `SELECT ... FOR UPDATE`; SQLite's write transactions already run one at a time), so a
-/// concurrent credential change either commits first, and the token is refused, or waits until
-/// the transaction has committed.
+/// Call it on `conn` inside the write transaction
+/// ([`Conn::begin`](crate::db::Conn::begin)) that does what the token allows: the user's row
+/// stays locked until that transaction ends (on PostgreSQL `SELECT ... FOR UPDATE`; SQLite's
+/// write transactions already run one at a time), so a concurrent credential change either
+/// commits first, and the token is refused, or waits until the transaction has committed.
 ///
 /// # Errors
 ///
@@ -342,21 +319,13 @@ pub async fn claims_current_in(conn: &mut Conn, claims: &Claims) -> Result<bool,
         .is_some_and(|(version, enabled)| enabled && claims.ver.unwrap_or(0) == version))
 }
 
-/// The owner of a usable (not revoked, not expired) API key with this value.
+/// The owner of a usable (not revoked, not expired) Token record of `kind` with this value
+/// (an API key: [`TokenRecord::ApiKey`]).
 ///
 /// # Errors
 ///
 /// Database errors.
-pub async fn token_owner(db: &Database, value: &str) -> Result<Option<Uuid>, Error> {
-    token_owner_of(db, TokenRecord::ApiKey, value).await
-}
-
-/// The owner of a usable Token record of `kind` with this value.
-///
-/// # Errors
-///
-/// Database errors.
-pub async fn token_owner_of(
+pub async fn token_owner(
     db: &Database,
     kind: TokenRecord,
     value: &str,
@@ -398,7 +367,7 @@ pub async fn token_version(db: &Database, user_id: Uuid) -> Result<i64, Error> {
 /// # Errors
 ///
 /// Database errors.
-pub async fn token_version_in(conn: &mut Conn, user_id: Uuid) -> Result<i64, Error> {
+pub(crate) async fn token_version_in(conn: &mut Conn, user_id: Uuid) -> Result<i64, Error> {
     let v: Option<i64> = with_conn!(conn, |c| {
         diesel_async::RunQueryDsl::get_result(
             users::table
@@ -450,7 +419,7 @@ pub async fn revoke_token(db: &Database, value: &str) -> Result<bool, Error> {
 /// # Errors
 ///
 /// Database errors.
-pub async fn revoke_token_in(conn: &mut Conn, value: &str) -> Result<bool, Error> {
+pub(crate) async fn revoke_token_in(conn: &mut Conn, value: &str) -> Result<bool, Error> {
     let now = crate::timestamp::now();
     let n = with_conn!(conn, |c| {
         diesel_async::RunQueryDsl::execute(

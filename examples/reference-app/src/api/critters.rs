@@ -4,10 +4,7 @@ use super::habitats::Habitat;
 use super::schema::critters;
 use super::visits::Visit;
 use chrono::{DateTime, Utc};
-use crudforge::auth::CurrentUser;
-use crudforge::crud::HookCtx;
-use crudforge::perms::{Access, Rules};
-use crudforge::Resource;
+use crudforge::prelude::*;
 use diesel::prelude::*;
 use std::sync::Arc;
 use uuid::Uuid;
@@ -92,7 +89,7 @@ impl Rules<Critter> for CritterRules {
 /// # Errors
 ///
 /// 422 for a blank name.
-pub async fn tidy_new(_ctx: HookCtx, mut input: CritterCreate) -> crudforge::Result<CritterCreate> {
+pub async fn tidy_new(_ctx: HookCtx, mut input: CritterCreate) -> Result<CritterCreate> {
     input.name = tidy_name(&input.name)?;
     input.species = input.species.trim().to_owned();
     Ok(input)
@@ -104,10 +101,7 @@ pub async fn tidy_new(_ctx: HookCtx, mut input: CritterCreate) -> crudforge::Res
 /// # Errors
 ///
 /// 422 for a blank name.
-pub async fn tidy_change(
-    _ctx: HookCtx,
-    mut input: CritterUpdate,
-) -> crudforge::Result<CritterUpdate> {
+pub async fn tidy_change(_ctx: HookCtx, mut input: CritterUpdate) -> Result<CritterUpdate> {
     if let Some(name) = &input.name {
         input.name = Some(tidy_name(name)?);
     }
@@ -117,10 +111,10 @@ pub async fn tidy_change(
     Ok(input)
 }
 
-fn tidy_name(name: &str) -> crudforge::Result<String> {
+fn tidy_name(name: &str) -> Result<String> {
     let name = name.trim();
     if name.is_empty() {
-        return Err(crudforge::Error::invalid_field("name", "must not be blank"));
+        return Err(Error::invalid_field("name", "must not be blank"));
     }
     Ok(name.to_owned())
 }
@@ -130,7 +124,7 @@ fn tidy_name(name: &str) -> crudforge::Result<String> {
 /// # Errors
 ///
 /// Never.
-pub async fn announce(ctx: HookCtx, critter: Arc<Critter>) -> crudforge::Result<()> {
+pub async fn announce(ctx: HookCtx, critter: Arc<Critter>) -> Result<()> {
     tracing::info!(
         operation = ?ctx.operation,
         id = %critter.id,

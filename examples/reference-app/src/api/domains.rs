@@ -3,8 +3,8 @@
 
 use super::schema::app_domains;
 use chrono::{DateTime, Utc};
-use crudforge::perms::PublicReadAdminWrite;
-use crudforge::{Database, Error, Resource};
+use crudforge::crud::Window;
+use crudforge::prelude::*;
 use diesel::prelude::*;
 use uuid::Uuid;
 
@@ -45,17 +45,11 @@ impl RefDomain {
     /// Database errors.
     pub async fn by_name(db: &Database, name: &str) -> Result<Option<RefDomain>, Error> {
         let mut conn = db.get().await?;
-        let conds = [crudforge::condition::Cond::eq(
-            "name",
-            crudforge::condition::Arg::Text(name.to_owned()),
-        )];
-        Ok(RefDomain::select(
-            &mut conn,
-            &conds,
-            &[],
-            Some(crudforge::crud::Window::first(1)),
+        let conds = [Cond::eq("name", Arg::Text(name.to_owned()))];
+        Ok(
+            RefDomain::select(&mut conn, &conds, &[], Some(Window::first(1)))
+                .await?
+                .pop(),
         )
-        .await?
-        .pop())
     }
 }

@@ -11,11 +11,7 @@ use super::user_path::{may_write, path_user, user_exists};
 use super::users::AppUser;
 use actix_web::{web, HttpRequest, HttpResponse};
 use chrono::{DateTime, Utc};
-use crudforge::auth::Auth;
-use crudforge::condition::{Arg, Cond};
-use crudforge::crud::Validate;
-use crudforge::perms::{Access, Rules};
-use crudforge::{ApiState, Error, Resource};
+use crudforge::prelude::*;
 use diesel::prelude::*;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -25,10 +21,10 @@ use uuid::Uuid;
 pub struct InviteRules;
 
 impl Rules<Invite> for InviteRules {
-    fn read(&self, user: Option<&crudforge::auth::CurrentUser>) -> Access {
+    fn read(&self, user: Option<&CurrentUser>) -> Access {
         Access::owned_by(user, "sender_user_id")
     }
-    fn write(&self, user: Option<&crudforge::auth::CurrentUser>) -> Access {
+    fn write(&self, user: Option<&CurrentUser>) -> Access {
         Access::owned_by(user, "sender_user_id")
     }
 }
@@ -97,7 +93,7 @@ pub async fn create_invite(
     Auth(caller): Auth,
     req: HttpRequest,
     user_id: Result<web::Path<Uuid>, actix_web::Error>,
-    body: crudforge::Json<InviteBody>,
+    body: Json<InviteBody>,
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
     let user = path_user(user_id)?;

@@ -3,15 +3,14 @@
 
 use super::domains::RefDomain;
 use actix_web::{HttpRequest, HttpResponse};
-use crudforge::auth::CurrentUser;
-use crudforge::auth::{Account, Attempt};
-use crudforge::users::LoginContext;
-use crudforge::{ApiState, Database, Error};
+use crudforge::auth::{self, Account, Attempt};
+use crudforge::prelude::*;
+use crudforge::users::{self, LoginContext, TokenRecord};
 use futures_util::future::LocalBoxFuture;
 use serde::{Deserialize, Serialize};
 
-/// The contract's domain access rule, with the domain looked up by name: an unknown domain is 404,
-/// a user without access 401.
+/// Whether a user may sign in to a domain, looked up by name: an unknown domain is 404, a user
+/// without access to it 401.
 async fn check_domain(
     db: &Database,
     user: &CurrentUser,
@@ -55,18 +54,15 @@ pub struct AccessToken {
 }
 
 /// `POST /api/user/token_login`: exchanges a stored token for an access token.
-pub async fn token_login(
-    req: HttpRequest,
-    body: crudforge::Json<TokenLogin>,
-) -> Result<HttpResponse, Error> {
+pub async fn token_login(req: HttpRequest, body: Json<TokenLogin>) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
     // Throttled by client address; an unknown token counts as a failure of the address, a
     // disabled owner also as one of the owner's account.
     let attempt = Attempt::begin(&req, Account::Unknown).await?;
-    let owner = crudforge::users::token_owner(&st.db, &body.token)
+    let owner = users::token_owner(&st.db, TokenRecord::ApiKey, &body.token)
         .await?
         .ok_or_else(|| Error::Unauthorized("invalid token".into()))?;
-    let Some(user) = crudforge::auth::load_user(&st.db, owner)
+    let Some(user) = auth::load_user(&st.db, owner)
         .await?
         .filter(|u| u.is_enabled)
     else {
@@ -78,7 +74,7 @@ pub async fn token_login(
     attempt.succeeded().await?;
     check_domain(&st.db, &user, body.domain.as_deref()).await?;
     Ok(HttpResponse::Ok().json(AccessToken {
-        access_token: crudforge::users::access_token(st, user.id).await?,
+        access_token: users::access_token(st, user.id).await?,
         token_type: "bearer".to_owned(),
     }))
 }

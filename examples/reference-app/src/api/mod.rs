@@ -33,18 +33,15 @@ pub mod users;
 pub mod visits;
 
 use chrono::{DateTime, SubsecRound, Utc};
-use diesel_migrations::EmbeddedMigrations;
+use crudforge::prelude::AppMigrations;
 
-const SQLITE: EmbeddedMigrations = diesel_migrations::embed_migrations!("migrations/sqlite");
-const POSTGRES: EmbeddedMigrations = diesel_migrations::embed_migrations!("migrations/postgres");
-
-/// The reference application's migrations, run after the library's.
-pub fn migrations() -> crudforge::db::AppMigrations {
-    crudforge::db::AppMigrations {
-        sqlite: SQLITE,
-        postgres: POSTGRES,
-    }
+/// The reference application's migrations (`migrations/sqlite` and `migrations/postgres`),
+/// run after the library's.
+pub fn migrations() -> AppMigrations {
+    MIGRATIONS
 }
+
+const MIGRATIONS: AppMigrations = crudforge::embed_migrations!("migrations");
 
 /// The current time, cut to the microseconds both databases store, so that a time the
 /// application keeps in memory equals the same time read back.

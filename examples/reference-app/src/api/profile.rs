@@ -1,19 +1,19 @@
-//! The public user schema (the contract's `PublicUser`): how users are shown in the user list and
-//! at `GET /api/user/me`.
+//! The public user schema (`PublicUser`): how users are shown in the user list and at
+//! `GET /api/user/me`.
 
 use super::users::AppUser;
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse};
-use crudforge::auth::Auth;
 use crudforge::crud::{entity_tag, Present};
-use crudforge::sql_types::Portable;
-use crudforge::{with_conn, ApiState, Database, Error};
+use crudforge::prelude::*;
+use crudforge::users::schema::user_roles;
 use diesel::prelude::*;
 use serde::Serialize;
 use std::collections::HashMap;
 use uuid::Uuid;
 
-/// The contract's public user schema.
+/// A user as others see it: the user list's members and `GET /api/user/me`, without the
+/// password hash or other secrets.
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 #[schemars(rename = "PublicUser")]
 pub struct PublicUser {
@@ -40,7 +40,6 @@ impl Present<AppUser> for PublicUsers {
         let ids: Vec<Portable<Uuid>> = items.iter().map(|u| Portable(u.id)).collect();
         let mut roles: HashMap<Uuid, Vec<String>> = HashMap::new();
         if !ids.is_empty() {
-            use crudforge::schema::user_roles;
             let mut conn = db.get().await?;
             let rows: Vec<(Uuid, String)> = with_conn!(conn, |c| {
                 diesel_async::RunQueryDsl::load(

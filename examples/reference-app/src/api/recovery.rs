@@ -4,35 +4,32 @@
 use super::login::AccessToken;
 use super::users::AppUser;
 use actix_web::{HttpRequest, HttpResponse};
-use crudforge::auth::TokenKind;
-use crudforge::auth::{Account, Attempt};
+use crudforge::auth::{self, Account, Attempt, TokenKind};
 use crudforge::config::value;
-use crudforge::db::tx::{self, TxMode};
-use crudforge::users::TokenRecord;
-use crudforge::{ApiState, Error};
+use crudforge::prelude::*;
+use crudforge::users::{self, TokenRecord};
 use serde::{Deserialize, Serialize};
 
 /// How long a recovery token lives: two hours.
 pub const RECOVERY_TTL_SECONDS: i64 = 7200;
 
 crudforge::settings! {
-    /// Stricter recovery than the contract's, each turned on by a setting (see
+    /// Stricter recovery than the default, each turned on by a setting (see
     /// `docs/configuration.md`), read with the library's grammar: `RECOVERY_SINGLE_USE=yes`
     /// reads as `DEBUG=yes` does, and a malformed value stops start-up naming the key.
     #[derive(Clone, Copy, PartialEq, Eq)]
     pub struct RecoverySettings {
-        /// An account without a first name may be recovered with an empty `first_name` (the
-        /// contract's comparison). Off by default: with it on, anyone who knows such an
+        /// An account without a first name may be recovered with an empty `first_name` (a
+        /// missing name compares as ""). Off by default: with it on, anyone who knows such an
         /// account's e-mail address can recover it.
         RECOVERY_ALLOW_NO_FIRST_NAME => allow_no_first_name: bool = false, value::boolean, plain;
         /// A used recovery token's id is recorded, and a second use is refused by that record.
         /// Every token already stops at the first reset it makes (the reset changes the
         /// password it was issued for; see `reset_password`), so this only adds the record.
-        /// The contract: any number of times until it expires.
+        /// Off (the default): a token may be used any number of times until it expires.
         RECOVERY_SINGLE_USE => single_use: bool = false, value::boolean, plain;
         /// Without `DEBUG`, an unknown e-mail address or a wrong name gets the same 200 answer
-        /// as a match, so the endpoint tells nobody which addresses have accounts (the
-        /// contract: 401).
+        /// as a match, so the endpoint tells nobody which addresses have accounts (off: 401).
         RECOVERY_UNIFORM_ANSWER => uniform_answer: bool = false, value::boolean, plain;
     }
 }
@@ -47,8 +44,8 @@ pub struct RecoveryRequest {
 }
 
 /// The JSON answer of `send_recovery_token`: with `DEBUG`, and without it to a client that
-/// asks for JSON (`Accept: application/json`); other clients get the contract's plain-text
-/// message when `DEBUG` is off.
+/// asks for JSON (`Accept: application/json`); other clients get a plain-text message when
+/// `DEBUG` is off.
 #[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[schemars(rename = "RecoveryTokenIssued")]
 pub struct RecoveryTokenIssued {
@@ -67,11 +64,11 @@ const ISSUED: &str = "A recovery token has been issued.";
 /// `POST /api/user/send_recovery_token`.
 pub async fn send_recovery_token(
     req: HttpRequest,
-    body: crudforge::Json<RecoveryRequest>,
+    body: Json<RecoveryRequest>,
     settings: RecoverySettings,
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
-    // Without DEBUG the contract answers a plain-text message; a client that asks for JSON by
+    // Without DEBUG the answer is a plain-text message; a client that asks for JSON by
     // name (`Accept: application/json`, as generated clients do) gets the JSON shape instead.
     let json = wants_json(&req);
     let issued = || {
@@ -106,8 +103,8 @@ pub async fn send_recovery_token(
     let Some(user) = user else {
         return refused();
     };
-    // The contract compares a missing first name as ""; that hands a nameless account to
-    // whoever knows its address, so it takes a setting.
+    // A missing first name compares as ""; that would hand a nameless account to whoever
+    // knows its address, so it takes a setting.
     let first_name = user.first_name.as_deref().unwrap_or("");
     if first_name.is_empty() && !settings.allow_no_first_name {
         return refused();
@@ -118,11 +115,11 @@ pub async fn send_recovery_token(
     attempt.succeeded().await?;
     // Issued at the user's credential version: a password change (a reset with this token
     // included), a disable or a logout everywhere ends it (see `reset_password`).
-    let version = crudforge::users::token_version(&st.db, user.id).await?;
+    let version = users::token_version(&st.db, user.id).await?;
     let (token, _) =
         st.tokens
             .issue_versioned(user.id, TokenKind::Recovery, RECOVERY_TTL_SECONDS, version)?;
-    // Sending the e-mail is outside the contract; the token is shown only in DEBUG mode.
+    // This application sends no e-mail; the token is shown only in DEBUG mode.
     if st.config.http.debug {
         Ok(HttpResponse::Ok().json(RecoveryTokenIssued {
             detail: ISSUED.to_owned(),
@@ -160,7 +157,7 @@ pub struct ResetRequest {
 /// `POST /api/user/reset_password`: sets the password of the token's subject.
 pub async fn reset_password(
     req: HttpRequest,
-    body: crudforge::Json<ResetRequest>,
+    body: Json<ResetRequest>,
     settings: RecoverySettings,
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
@@ -177,7 +174,7 @@ pub async fn reset_password(
     // or a logout everywhere ends it), and its use and the new password are written.
     // The token decoded, so a refusal here (a password the policy refuses, a full bcrypt
     // queue) is no guess and counts towards no lockout.
-    let hashed = crudforge::auth::hash_password_for(
+    let hashed = auth::hash_password_for(
         "new_password",
         body.new_password.clone(),
         st.config.password_policy(),
@@ -188,29 +185,16 @@ pub async fn reset_password(
         Err(e) => return attempt.not_checked(e).await,
     };
     let mut conn = st.db.get().await?;
-    tx::begin(&mut conn, TxMode::Write).await?;
+    conn.begin(TxMode::Write).await?;
     let outcome = async {
-        if !crudforge::users::claims_current_in(&mut conn, &claims).await? {
+        if !users::claims_current_in(&mut conn, &claims).await? {
             return Ok(false);
         }
-        if settings.single_use {
-            // The token's id is recorded with the password change; a second use finds it (and
-            // counts as a failed attempt against its user).
-            crudforge::users::store_token_in(
-                &mut conn,
-                TokenRecord::Recovery,
-                claims.sub,
-                &claims.jti.to_string(),
-                Some("used recovery token"),
-                chrono::DateTime::from_timestamp(claims.exp, 0),
-            )
-            .await?;
-        }
-        crudforge::users::set_password_hash_in(&mut conn, claims.sub, &hash).await?;
+        users::set_password_hash_in(&mut conn, claims.sub, &hash).await?;
         Ok(true)
     }
     .await;
-    match tx::finish(&mut conn, outcome).await {
+    match conn.finish(outcome).await {
         Ok(true) => {}
         // Not current any more (used, or the credentials changed since): a failed attempt
         // against its user, like a reuse.
@@ -228,9 +212,22 @@ pub async fn reset_password(
         Err(e) => return Err(e),
     }
     drop(conn);
+    if settings.single_use {
+        // The token's id is recorded once the password changed; a second use finds it (and
+        // counts as a failed attempt against its user).
+        users::store_token(
+            &st.db,
+            TokenRecord::Recovery,
+            claims.sub,
+            &claims.jti.to_string(),
+            Some("used recovery token"),
+            chrono::DateTime::from_timestamp(claims.exp, 0),
+        )
+        .await?;
+    }
     attempt.succeeded().await?;
     Ok(HttpResponse::Ok().json(AccessToken {
-        access_token: crudforge::users::access_token(st, claims.sub).await?,
+        access_token: users::access_token(st, claims.sub).await?,
         token_type: "bearer".to_owned(),
     }))
 }

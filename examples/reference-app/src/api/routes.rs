@@ -11,11 +11,10 @@ use super::users::AppUser;
 use super::visits::Visit;
 use super::{login, settings, user_path};
 use actix_web::web;
-use apistos::paths::OperationType;
-use crudforge::crud::CustomRoute;
-use crudforge::crud::Operation;
-use crudforge::users::{guard_domain_delete, guard_roles, UserBlueprint, UserRole, DEFAULT_ROLES};
-use crudforge::{Api, MountError, Resource};
+use crudforge::crud::OperationType;
+use crudforge::prelude::*;
+use crudforge::users::{guard_domain_delete, guard_roles, UserRole, DEFAULT_ROLES};
+use crudforge::MountError;
 
 /// Mounts every reference endpoint on `api`.
 ///
@@ -28,17 +27,17 @@ pub fn mount(api: Api, recovery_settings: RecoverySettings) -> Result<Api, Mount
         .login_hook(login::login_hook)
         // The hook answers 404 for a domain name that names no domain.
         .login_errors(&[404])
-        // `me/` shows the caller as the user list shows users: the contract's public schema.
+        // `me/` shows the caller as the user list shows users: the public schema.
         .me_present::<PublicUsers>()
         .crud(|bp| {
             bp.admin_only([Operation::Index, Operation::Post])
-                // DELETE is the contract's soft delete: it also disables the account.
+                // DELETE keeps the row (soft delete) and disables the account.
                 .after_delete(super::users::disable_deleted)
                 .with(Operation::Index, |o| o.present::<PublicUsers>())
-                // POST answers with the public user schema too, as the contract's table says.
+                // POST answers with the public user schema too.
                 .with(Operation::Post, |o| o.present::<PublicUsers>())
                 .route(
-                    // The contract's `<prefix>/me`: the same answer as the blueprint's `me/`
+                    // `<prefix>/me`: the same answer as the blueprint's `me/`
                     // (`getCurrentUser`), which alone is documented.
                     CustomRoute::new(OperationType::Get, "me", || web::get().to(profile::me))
                         .undocumented(),

@@ -2,14 +2,14 @@
 //! columns this application's migration adds).
 //!
 //! `app_users` and `app_domains` restate tables the library owns (`users` and `domains` in
-//! `crudforge::schema`): this application's migration adds columns to them, and a
+//! `crudforge::users::schema`): this application's migration adds columns to them, and a
 //! Diesel model can only select columns its `table!` declares, so the application declares
 //! each whole table, library columns included, under a name of its own (`sql_name` keeps the
 //! SQL table the same). `invites`, `critters`, `habitats` and `visits` are the application's own tables.
 
 diesel::table! {
     use diesel::sql_types::*;
-    use crudforge::sql_types::*;
+    use crudforge::prelude::{PortableJson, PortableTimestamp, PortableUuid};
 
     /// The library's users table with profile and soft-delete columns.
     ///
@@ -56,7 +56,7 @@ diesel::table! {
 
 diesel::table! {
     use diesel::sql_types::*;
-    use crudforge::sql_types::*;
+    use crudforge::prelude::{PortableJson, PortableTimestamp, PortableUuid};
 
     /// The library's domains table with the reference application's fields.
     ///
@@ -88,7 +88,7 @@ diesel::table! {
 
 diesel::table! {
     use diesel::sql_types::*;
-    use crudforge::sql_types::*;
+    use crudforge::prelude::{PortableJson, PortableTimestamp, PortableUuid};
 
     /// Invitations sent by users.
     invites (id) {
@@ -113,7 +113,7 @@ diesel::table! {
 
 diesel::table! {
     use diesel::sql_types::*;
-    use crudforge::sql_types::*;
+    use crudforge::prelude::{PortableJson, PortableTimestamp, PortableUuid};
 
     /// The demo resource.
     critters (id) {
@@ -140,7 +140,7 @@ diesel::table! {
 
 diesel::table! {
     use diesel::sql_types::*;
-    use crudforge::sql_types::*;
+    use crudforge::prelude::{PortableJson, PortableTimestamp, PortableUuid};
 
     /// Habitats critters live in.
     habitats (id) {
@@ -161,7 +161,7 @@ diesel::table! {
 
 diesel::table! {
     use diesel::sql_types::*;
-    use crudforge::sql_types::*;
+    use crudforge::prelude::{PortableJson, PortableTimestamp, PortableUuid};
 
     /// Visits to critters.
     visits (id) {

@@ -3,11 +3,8 @@
 
 use super::user_path::{may_write, path_user, user_exists};
 use actix_web::{web, HttpRequest, HttpResponse};
-use crudforge::auth::Auth;
-use crudforge::crud::Validate;
-use crudforge::schema::user_settings;
-use crudforge::sql_types::Portable;
-use crudforge::{with_conn, ApiState, Database, Error};
+use crudforge::prelude::*;
+use crudforge::users::schema::user_settings;
 use diesel::prelude::*;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -81,7 +78,7 @@ pub async fn put_setting(
     Auth(caller): Auth,
     req: HttpRequest,
     user_id: Result<web::Path<Uuid>, actix_web::Error>,
-    body: crudforge::Json<SettingBody>,
+    body: Json<SettingBody>,
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
     let user = path_user(user_id)?;
@@ -122,7 +119,7 @@ pub async fn put_setting(
 #[cfg(test)]
 mod tests {
     use super::{SettingBody, KEY_MAX_LEN};
-    use crudforge::crud::Validate;
+    use crudforge::prelude::Validate;
 
     fn key(key: String) -> SettingBody {
         SettingBody { key, value: None }

@@ -3,8 +3,7 @@
 
 use super::users::AppUser;
 use actix_web::web;
-use crudforge::auth::CurrentUser;
-use crudforge::{Database, Error};
+use crudforge::prelude::*;
 use uuid::Uuid;
 
 /// The user named in the path; a malformed id names nobody (404).

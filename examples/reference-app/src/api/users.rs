@@ -4,9 +4,9 @@
 
 use super::schema::app_users;
 use chrono::{DateTime, Utc};
-use crudforge::sql_types::Portable;
+use crudforge::crud::Window;
+use crudforge::prelude::*;
 use crudforge::users::{UserModel, UserRules};
-use crudforge::{with_conn, Database, Error, Resource};
 use diesel::prelude::*;
 use uuid::Uuid;
 
@@ -126,15 +126,12 @@ impl AppUser {
     }
 
     /// The condition of this user's id.
-    fn key(&self) -> [crudforge::condition::Cond; 1] {
-        [crudforge::condition::Cond::eq(
-            "id",
-            crudforge::condition::Arg::Uuid(self.id),
-        )]
+    fn key(&self) -> [Cond; 1] {
+        [Cond::eq("id", Arg::Uuid(self.id))]
     }
 
     /// Reads this user's row again.
-    async fn reload(&mut self, conn: &mut crudforge::db::Conn) -> Result<(), Error> {
+    async fn reload(&mut self, conn: &mut Conn) -> Result<(), Error> {
         let row = AppUser::select(conn, &self.key(), &[], None).await?.pop();
         *self = row.ok_or_else(|| Error::NotFound("No User exists at this path.".into()))?;
         Ok(())
@@ -147,18 +144,12 @@ impl AppUser {
     /// Database errors.
     pub async fn find(db: &Database, id: Uuid) -> Result<Option<AppUser>, Error> {
         let mut conn = db.get().await?;
-        let conds = [crudforge::condition::Cond::eq(
-            "id",
-            crudforge::condition::Arg::Uuid(id),
-        )];
-        Ok(AppUser::select(
-            &mut conn,
-            &conds,
-            &[],
-            Some(crudforge::crud::Window::first(1)),
+        let conds = [Cond::eq("id", Arg::Uuid(id))];
+        Ok(
+            AppUser::select(&mut conn, &conds, &[], Some(Window::first(1)))
+                .await?
+                .pop(),
         )
-        .await?
-        .pop())
     }
 
     /// Loads a user by e-mail (case-insensitive).
@@ -179,7 +170,7 @@ impl AppUser {
     ///
     /// Database errors.
     pub async fn set_names(
-        conn: &mut crudforge::db::Conn,
+        conn: &mut Conn,
         id: Uuid,
         first: Option<String>,
         last: Option<String>,
@@ -199,21 +190,21 @@ impl AppUser {
 }
 
 /// After a DELETE of a user (inside its transaction): disables the account, so that it cannot
-/// log in nor use its tokens, as the contract's soft delete says.
+/// log in nor use its tokens while the row is kept (soft delete).
 ///
 /// # Errors
 ///
 /// Database errors.
 pub fn disable_deleted<'a>(
-    conn: &'a mut crudforge::db::Conn,
-    _ctx: &'a crudforge::crud::HookCtx,
+    conn: &'a mut Conn,
+    _ctx: &'a HookCtx,
     user: &'a AppUser,
 ) -> futures_util::future::LocalBoxFuture<'a, Result<(), Error>> {
     Box::pin(disable(conn, user.id))
 }
 
 /// Sets `is_enabled` false on user `id`.
-async fn disable(conn: &mut crudforge::db::Conn, id: Uuid) -> Result<(), Error> {
+async fn disable(conn: &mut Conn, id: Uuid) -> Result<(), Error> {
     with_conn!(conn, |c| {
         diesel_async::RunQueryDsl::execute(
             diesel::update(app_users::table.filter(app_users::id.eq(Portable(id))))

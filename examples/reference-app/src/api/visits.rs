@@ -5,7 +5,7 @@
 use super::critters::Critter;
 use super::schema::visits;
 use chrono::{DateTime, Utc};
-use crudforge::Resource;
+use crudforge::prelude::*;
 use diesel::prelude::*;
 use uuid::Uuid;
 
