@@ -322,7 +322,7 @@ impl ModelTable {
     }
 
     /// The tables this one references (its foreign keys), each once, itself left out.
-    pub(crate) fn referenced_tables(&self) -> Vec<&'static str> {
+    pub fn referenced_tables(&self) -> Vec<&'static str> {
         let mut out: Vec<&'static str> = Vec::new();
         for fk in self.columns.iter().filter_map(|c| c.references) {
             if fk.table != self.table && !out.contains(&fk.table) {
@@ -351,7 +351,7 @@ impl ModelTable {
     /// constraint is a `CREATE UNIQUE INDEX`, not a `UNIQUE (...)` in the `CREATE TABLE`: the
     /// same statement then adds it to an existing table (SQLite has no `ADD CONSTRAINT`), and
     /// `down.sql` drops it by its name.
-    pub(crate) fn create_sql(&self, backend: Backend) -> Vec<String> {
+    pub fn create_sql(&self, backend: Backend) -> Vec<String> {
         let mut out = vec![self.create_table_sql(backend)];
         out.extend(self.index_specs().iter().map(IndexSpec::create_sql));
         out.extend(self.unique_specs().iter().map(IndexSpec::create_sql));
