@@ -420,7 +420,10 @@ backend_tests! {
         assert_eq!(v["field"], "cursor");
         assert!(v["detail"].as_str().unwrap().contains("`page`"), "{v}");
         // A cursor of another API (another signing key) is refused as well.
+        #[cfg(feature = "sqlite")]
         let t2 = TestDb::sqlite().await;
+        #[cfg(not(feature = "sqlite"))]
+        let t2 = TestDb::postgres().await.expect("the PostgreSQL half runs with a server");
         let key = crudforge::config::Secret::new(b"another key, another API, 32 bytes!".to_vec());
         let other = t2.config().with(|c| { c.auth.jwt_secret_key = Some(key.clone()); c.auth.secret_key = Some(key); });
         let api2 = critter_api(&t2, other).await;
