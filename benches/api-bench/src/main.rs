@@ -81,6 +81,10 @@ pub(crate) struct Args {
     /// table only after the server has stopped.
     #[arg(long)]
     pub(crate) sqlite_exclusive: bool,
+    /// Skip the storage reference in W1–W4 (for a server whose schema differs from this
+    /// benchmark's, such as an older build compared with `--server-bin`).
+    #[arg(long)]
+    pub(crate) no_storage: bool,
     /// More environment for the reference application, `KEY=VALUE`, repeatable (for instance
     /// `--server-env RUST_LOG=warn` to measure without the access log). The references are
     /// unchanged.

@@ -443,7 +443,7 @@ fn measure(
     let mut storage = Storage::open(scratch, ids.clone())?;
     // With exclusive SQLite locking the server is the file's only user, so the storage
     // reference runs its rounds first, then lets go of the file.
-    let early = if scratch.exclusive {
+    let early = if scratch.exclusive && !args.no_storage {
         let costs = storage_first(args, &mut storage)?;
         storage.close();
         costs
@@ -576,7 +576,7 @@ fn measure(
                 )?;
                 storage.delete_inserted()?;
             }
-            if let Some(op) = w.op.filter(|_| !scratch.exclusive) {
+            if let Some(op) = w.op.filter(|_| !scratch.exclusive && !args.no_storage) {
                 storage.measure(op, warm.min(Duration::from_millis(300)))?;
             }
         }
@@ -615,7 +615,7 @@ fn measure(
                     w.reference.push(s);
                 }
             }
-            if let Some(op) = w.op.filter(|_| !scratch.exclusive) {
+            if let Some(op) = w.op.filter(|_| !scratch.exclusive && !args.no_storage) {
                 let c = storage.measure(op, round)?;
                 eprintln!(
                     "  {} round {} storage reference: {} ops, {:.1} µs CPU/op",

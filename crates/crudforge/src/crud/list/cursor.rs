@@ -89,8 +89,27 @@ fn spec(sort: &[Sort]) -> String {
 }
 
 /// The cipher of the cursors of an API whose signing key is `key`: its key is HKDF-SHA256 of
-/// the signing key under [`KEY_LABEL`].
+/// the signing key under [`KEY_LABEL`]. Derived once per signing key and kept (every list
+/// answer with a next page encrypts a cursor, and the derivation is two HMACs); the copy of
+/// the signing key it is kept under is wiped when another key replaces it.
 fn cipher(key: &[u8]) -> Result<XChaCha20Poly1305, Error> {
+    type Kept = Option<(zeroize::Zeroizing<Vec<u8>>, XChaCha20Poly1305)>;
+    static LAST: std::sync::Mutex<Kept> = std::sync::Mutex::new(None);
+    let mut last = LAST
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    match last.as_ref() {
+        Some((k, c)) if k.as_slice() == key => Ok(c.clone()),
+        _ => {
+            let c = derive(key)?;
+            *last = Some((zeroize::Zeroizing::new(key.to_vec()), c.clone()));
+            Ok(c)
+        }
+    }
+}
+
+/// [`cipher`], derived.
+fn derive(key: &[u8]) -> Result<XChaCha20Poly1305, Error> {
     let mut derived = zeroize::Zeroizing::new([0u8; 32]);
     hkdf::Hkdf::<Sha256>::new(None, key)
         .expand(KEY_LABEL, &mut derived[..])

@@ -236,6 +236,10 @@ pub(crate) async fn link<R: Resource>(
     sort: &[Sort],
     viewer: Viewer<'_>,
 ) -> Result<Condition, Error> {
+    if !rules::pending(&c) && !sort.iter().any(|s| s.field.contains('.')) {
+        // Nothing crosses a relation: nothing to link.
+        return Ok(c);
+    }
     let mut joins = 0usize;
     let mut c = link_tree::<R>(req, conn, c, &mut joins, viewer).await?;
     for s in sort {

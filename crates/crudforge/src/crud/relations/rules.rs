@@ -88,7 +88,7 @@ fn scope_at<R: Resource>(
 }
 
 /// Whether `c` holds a crossing not linked yet.
-fn pending(c: &Condition) -> bool {
+pub(super) fn pending(c: &Condition) -> bool {
     match c {
         Condition::All(v) | Condition::Any(v) => v.iter().any(pending),
         Condition::Not(c) => pending(c),
