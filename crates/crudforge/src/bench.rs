@@ -15,12 +15,14 @@ pub use crate::db::statement_cache::MAX_SHAPES;
 pub use crate::db::update::Update;
 
 /// How long a SQLite connection waits for a lock (`PRAGMA busy_timeout`), in milliseconds.
+#[cfg(feature = "sqlite")]
 pub const BUSY_TIMEOUT_MS: u32 = crate::db::BUSY_TIMEOUT_MS;
 
 /// The PostgreSQL advisory lock held while migrations run.
 pub const MIGRATION_LOCK_KEY: i64 = crate::db::MIGRATION_LOCK_KEY;
 
 /// The pragmas every pooled SQLite connection runs when it opens.
+#[cfg(feature = "sqlite")]
 pub fn sqlite_pragmas(synchronous: crate::config::SqliteSynchronous) -> String {
     crate::db::sqlite_pragmas(synchronous)
 }

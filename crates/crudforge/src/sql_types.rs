@@ -47,6 +47,7 @@ pub struct PortableTimestamp;
 pub struct PortableJson;
 
 /// The SQLite text form of a timestamp: UTC, six fractional digits, `Z`.
+#[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
 pub(crate) fn timestamp_text(t: &DateTime<Utc>) -> String {
     crate::timestamp::sqlite_text(t)
 }

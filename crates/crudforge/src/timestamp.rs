@@ -23,6 +23,7 @@ enum Fraction {
     Auto,
     /// Always 6 (`SecondsFormat::Micros`, the SQLite form: fixed width, so text order is
     /// time order).
+    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
     Micros,
 }
 
@@ -127,6 +128,7 @@ pub fn serialize_opt<S: Serializer>(t: &Option<DateTime<Utc>>, s: S) -> Result<S
 
 /// The SQLite text form: UTC, six fractional digits, `Z` (chrono's
 /// `to_rfc3339_opts(SecondsFormat::Micros, true)`).
+#[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
 pub(crate) fn sqlite_text(t: &DateTime<Utc>) -> String {
     match text(t, Fraction::Micros) {
         Some(text) => text.as_str().to_owned(),

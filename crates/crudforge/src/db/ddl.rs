@@ -359,6 +359,7 @@ impl ModelTable {
     }
 
     /// `DROP TABLE <table>;`.
+    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
     pub(crate) fn drop_sql(&self) -> String {
         format!("DROP TABLE {};", ident(self.table))
     }

@@ -897,7 +897,6 @@ fn migrate_blocking(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use diesel::pg::Pg;
 
     /// An application's migration numbered like the library's second one.
     const CLASHING: EmbeddedMigrations =
@@ -913,6 +912,7 @@ mod tests {
         }
         #[cfg(feature = "postgres")]
         {
+            use diesel::pg::Pg;
             assert!(distinct_versions::<Pg>(&[POSTGRES_MIGRATIONS]).is_ok());
             refused.push(distinct_versions::<Pg>(&[POSTGRES_MIGRATIONS, CLASHING]));
         }
