@@ -89,7 +89,7 @@ pub mod perms;
 pub mod prelude;
 pub(crate) mod readiness;
 pub(crate) mod request_id;
-pub(crate) use users::schema;
+mod schema;
 pub mod sql_types;
 pub(crate) mod state;
 pub(crate) mod timestamp;

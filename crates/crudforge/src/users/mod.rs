@@ -12,8 +12,14 @@
 //! | `sign_up` | public registration on a user blueprint: which members a self-registering caller may send |
 //! | `blueprint` | the user endpoints: CRUD plus login, refresh and me |
 
-#[path = "../schema.rs"]
-pub mod schema;
+/// The library's own tables (users, roles, tokens, settings, domains), as Diesel `table!`s,
+/// for an application's own queries on them.
+///
+/// They are defined below both this module and `auth` (which loads the current user from
+/// them), so that neither imports the other; this is their one public path.
+pub mod schema {
+    pub use crate::schema::*;
+}
 
 pub(crate) mod blueprint;
 pub(crate) mod domains;
