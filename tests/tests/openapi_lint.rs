@@ -7,7 +7,7 @@
 #![allow(missing_docs, clippy::unwrap_used)]
 
 use actix_web::{test, web, HttpResponse};
-use crudforge::crud::{CustomRoute, Operation, Present};
+use crudforge::crud::{CustomRoute, Operation, OperationType, Present};
 use crudforge::perms::OwnerRules;
 use crudforge::{Api, Database, Error, Resource};
 use crudforge_tests::critters::{create_table, Critter};
@@ -75,7 +75,7 @@ async fn api(t: &crudforge_tests::TestDb) -> Api {
                     "`true`: delete even when tagged.",
                 )
                 .route(
-                    CustomRoute::get("stats/", || {
+                    CustomRoute::new(OperationType::Get, "stats/", || {
                         web::get().to(|| async { HttpResponse::Ok().json(Stats { count: 0 }) })
                     })
                     .operation_id("critterStats")
@@ -84,7 +84,7 @@ async fn api(t: &crudforge_tests::TestDb) -> Api {
                     .public(),
                 )
                 .route(
-                    CustomRoute::post("rename/", || {
+                    CustomRoute::new(OperationType::Post, "rename/", || {
                         web::post().to(|| async { HttpResponse::NoContent().finish() })
                     })
                     .operation_id("renameCritters")

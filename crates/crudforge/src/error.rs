@@ -67,7 +67,7 @@ pub struct Violation {
 
 impl Violation {
     /// A fault of the body member `field`.
-    pub fn new(field: impl Into<String>, detail: impl Into<String>) -> Self {
+    pub(crate) fn new(field: impl Into<String>, detail: impl Into<String>) -> Self {
         let field = field.into();
         Violation {
             pointer: format!("/{}", pointer_token(&field)),
@@ -142,7 +142,7 @@ impl ItemError {
 
 impl Problem {
     /// A problem for `status` with the given detail; its `type` is the status's problem type.
-    pub fn new(status: StatusCode, detail: impl Into<String>) -> Self {
+    pub(crate) fn new(status: StatusCode, detail: impl Into<String>) -> Self {
         Problem {
             type_: format!("/errors/{}", error_name_for(status)),
             title: status.canonical_reason().unwrap_or("Error").to_owned(),
@@ -172,7 +172,7 @@ impl Problem {
     }
 
     /// The HTTP status.
-    pub fn status_code(&self) -> StatusCode {
+    pub(crate) fn status_code(&self) -> StatusCode {
         StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
     }
 
@@ -309,7 +309,7 @@ pub enum Error {
 
 impl Error {
     /// A 400 naming the parameter (or member) at fault.
-    pub fn bad_param(field: impl Into<String>, detail: impl fmt::Display) -> Self {
+    pub(crate) fn bad_param(field: impl Into<String>, detail: impl fmt::Display) -> Self {
         let field = field.into();
         Error::BadRequest {
             detail: format!("Invalid `{field}`: {detail}"),

@@ -56,7 +56,7 @@ impl FieldInfo {
 
     /// Whether values of the field can be compared: a sort key, a `res_id` or a parent in a
     /// nested prefix (filterable and not JSON).
-    pub const fn comparable(&self) -> bool {
+    pub(crate) const fn comparable(&self) -> bool {
         self.filterable && !matches!(self.kind, Kind::Json)
     }
 

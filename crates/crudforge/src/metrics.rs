@@ -185,7 +185,7 @@ impl Metrics {
     }
 
     /// Counts a credential check refused with 429.
-    pub fn throttled(&self) {
+    pub(crate) fn throttled(&self) {
         self.throttled.inc();
     }
 

@@ -42,7 +42,7 @@ impl std::fmt::Debug for ApiDoc {
 
 impl ApiDoc {
     /// An empty description with the given title and version label.
-    pub fn new(title: &str, version: &str) -> Self {
+    pub(crate) fn new(title: &str, version: &str) -> Self {
         ApiDoc {
             spec: OpenApi {
                 info: Info {
@@ -116,17 +116,17 @@ impl ApiDoc {
     }
 
     /// The longest `filter` expression list operations document.
-    pub fn filter_max_length(&self) -> u32 {
+    pub(crate) fn filter_max_length(&self) -> u32 {
         self.filter_max_length
     }
 
     /// The largest `page_size` list operations document.
-    pub fn max_page_size(&self) -> u32 {
+    pub(crate) fn max_page_size(&self) -> u32 {
         self.max_page_size
     }
 
     /// A reference to `T`'s schema, adding it (and what it uses) to the components.
-    pub fn schema<T: JsonSchema>(&mut self) -> ReferenceOr<Schema> {
+    pub(crate) fn schema<T: JsonSchema>(&mut self) -> ReferenceOr<Schema> {
         ReferenceOr::Object(self.gen.subschema_for::<T>())
     }
 
@@ -242,7 +242,7 @@ impl ApiDoc {
     }
 
     /// The schema generator, for callers that build schemas by hand.
-    pub fn generator(&mut self) -> &mut SchemaGenerator {
+    pub(crate) fn generator(&mut self) -> &mut SchemaGenerator {
         &mut self.gen
     }
 
@@ -253,7 +253,7 @@ impl ApiDoc {
     /// An operation that takes a JSON body also gets the problem responses every such body can
     /// cause (400 malformed JSON, 413 too large, 415 not JSON, 422 wrong shape), and one with
     /// path parameters gets 404, unless it documents them itself.
-    pub fn add_operation(&mut self, path: &str, method: OperationType, mut op: Operation) {
+    pub(crate) fn add_operation(&mut self, path: &str, method: OperationType, mut op: Operation) {
         // A path value that does not parse, or names nothing, is 404.
         let path_errors: &[StatusCode] = if path.contains('{') {
             &[StatusCode::NOT_FOUND]
@@ -321,7 +321,7 @@ impl ApiDoc {
     }
 
     /// Finishes the description.
-    pub fn finish(mut self) -> OpenApi {
+    pub(crate) fn finish(mut self) -> OpenApi {
         let defs = self.gen.take_definitions();
         let components = self.spec.components.get_or_insert_with(Components::default);
         for (name, schema) in defs {

@@ -9,7 +9,7 @@
 pub use crate::auth::{Admin, Auth, CurrentUser, MaybeAuth};
 pub use crate::cli::{App, BoxError, Context};
 pub use crate::condition::{Arg, Cond};
-pub use crate::crud::{CustomRoute, HookCtx, Operation, Validate};
+pub use crate::crud::{CustomRoute, HookCtx, Operation, OperationType, Validate};
 pub use crate::db::{AppMigrations, Conn, TxMode};
 pub use crate::perms::{
     Access, AdminOnly, DefaultRules, Open, OwnerRules, PublicRead, PublicReadAdminWrite, Rules,

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 /// Where an instance is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
+pub(crate) enum Phase {
     /// Started, not serving yet (migrations run).
     Starting,
     /// Serving.
@@ -25,7 +25,7 @@ pub enum Phase {
 
 impl Phase {
     /// The phase as the readiness body names it.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Phase::Starting => "starting",
             Phase::Ready => "ready",
@@ -40,12 +40,12 @@ pub struct Readiness(Arc<AtomicU8>);
 
 impl Readiness {
     /// A readiness in `phase`.
-    pub fn new(phase: Phase) -> Readiness {
+    pub(crate) fn new(phase: Phase) -> Readiness {
         Readiness(Arc::new(AtomicU8::new(phase as u8)))
     }
 
     /// The current phase.
-    pub fn phase(&self) -> Phase {
+    pub(crate) fn phase(&self) -> Phase {
         match self.0.load(Ordering::Acquire) {
             0 => Phase::Starting,
             1 => Phase::Ready,

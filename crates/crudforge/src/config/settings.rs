@@ -3,11 +3,6 @@
 //! section structs, their defaults, their reading and their `Debug` from it, and a test checks
 //! it against `docs/configuration.md`. To add a setting, add one line here and one row there.
 
-use super::value::{
-    bcrypt_cost, body_size, boolean, count, file_path, log_format, networks, origins,
-    password_length, path, positive, schema_check, seconds, secret, slow_query_threshold,
-    some_text, sqlite_locking, sqlite_synchronous, text, trimmed, trimmed_secret, whole_seconds,
-};
 use super::{
     LogFormat, SchemaCheck, Secret, SqliteLocking, SqliteSynchronous, DEFAULT_MIN_PASSWORD_CHARS,
 };

@@ -375,24 +375,23 @@ pub(crate) fn redact_uri(uri: &str) -> String {
 /// `Debug` that hides secrets, `from_lookup`/`from_env` and the list of its keys.
 ///
 /// Each line reads `KEY => field: Type = default, reader, visibility;` where `reader` is a
-/// function `fn(&'static str, &str) -> Result<Type, ConfigError>` (those of
-/// [`crudforge::config::value`](crate::config::value), or your own) and `visibility` is
+/// function `fn(&'static str, &str) -> Result<Type, ConfigError>`: a bare name (`boolean`,
+/// `seconds`) is one of [`crudforge::config::value`](crate::config::value); your own is named
+/// by a path of two or more segments (`self::parse_level`, `crate::levels::parse`); `visibility` is
 /// `plain` (shown by `Debug`), `secret` (a [`Secret`](crate::config::Secret), shown by its
 /// length only) or `uri_password` (an `Option<String>` connection string whose password is
 /// hidden). Every field type implements `Debug` and [`Shown`]. The fields and the generated
 /// functions have the struct's visibility.
 ///
 /// ```
-/// use crudforge::config::value;
-///
 /// crudforge::settings! {
 ///     /// The shop's settings.
 ///     #[derive(Clone, PartialEq)]
 ///     pub struct ShopSettings {
 ///         /// Whether the catalogue is shown to visitors.
-///         SHOP_OPEN => open: bool = false, value::boolean, plain;
+///         SHOP_OPEN => open: bool = false, boolean, plain;
 ///         /// Seconds a basket is kept.
-///         SHOP_BASKET_TTL => basket_ttl: u64 = 3600, value::seconds, plain;
+///         SHOP_BASKET_TTL => basket_ttl: u64 = 3600, seconds, plain;
 ///     }
 /// }
 ///
@@ -408,12 +407,14 @@ pub(crate) fn redact_uri(uri: &str) -> String {
 /// ```
 #[macro_export]
 macro_rules! settings {
+    (@reader $one:ident) => { $crate::config::value::$one };
+    (@reader $($segment:ident)::+) => { $($segment)::+ };
     (
         $(#[$meta:meta])*
         $vis:vis struct $name:ident {
             $(
                 $(#[doc = $doc:literal])*
-                $key:ident => $field:ident : $ty:ty = $default:expr, $reader:path, $show:ident;
+                $key:ident => $field:ident : $ty:ty = $default:expr, $($reader:ident)::+, $show:ident;
             )*
         }
     ) => {
@@ -458,7 +459,8 @@ macro_rules! settings {
                 let mut settings = <Self as ::core::default::Default>::default();
                 $(
                     if let Some(v) = $crate::config::value::get(&lookup, stringify!($key)) {
-                        settings.$field = $reader(stringify!($key), &v)?;
+                        settings.$field =
+                            $crate::settings!(@reader $($reader)::+)(stringify!($key), &v)?;
                     }
                 )*
                 Ok(settings)

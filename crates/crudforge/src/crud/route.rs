@@ -41,8 +41,7 @@ pub(crate) struct RouteDoc {
 }
 
 /// A hand-written route mounted under a blueprint's prefix.
-/// Build one with [`CustomRoute::get`], [`CustomRoute::post`] and friends, or
-/// [`CustomRoute::new`] with an [`OperationType`].
+/// Build one with [`CustomRoute::new`] and an [`OperationType`].
 pub struct CustomRoute {
     pub(crate) path: String,
     pub(crate) method: OperationType,
@@ -73,46 +72,6 @@ impl CustomRoute {
             route: Box::new(route),
             doc: RouteDoc::default(),
         }
-    }
-
-    /// A GET route (see [`CustomRoute::new`]).
-    pub fn get<F>(path: &str, route: F) -> Self
-    where
-        F: Fn() -> actix_web::Route + Send + Sync + 'static,
-    {
-        CustomRoute::new(OperationType::Get, path, route)
-    }
-
-    /// A POST route.
-    pub fn post<F>(path: &str, route: F) -> Self
-    where
-        F: Fn() -> actix_web::Route + Send + Sync + 'static,
-    {
-        CustomRoute::new(OperationType::Post, path, route)
-    }
-
-    /// A PATCH route.
-    pub fn patch<F>(path: &str, route: F) -> Self
-    where
-        F: Fn() -> actix_web::Route + Send + Sync + 'static,
-    {
-        CustomRoute::new(OperationType::Patch, path, route)
-    }
-
-    /// A PUT route.
-    pub fn put<F>(path: &str, route: F) -> Self
-    where
-        F: Fn() -> actix_web::Route + Send + Sync + 'static,
-    {
-        CustomRoute::new(OperationType::Put, path, route)
-    }
-
-    /// A DELETE route.
-    pub fn delete<F>(path: &str, route: F) -> Self
-    where
-        F: Fn() -> actix_web::Route + Send + Sync + 'static,
-    {
-        CustomRoute::new(OperationType::Delete, path, route)
     }
 
     /// Sets the operation id.
@@ -203,7 +162,7 @@ impl CustomRoute {
     /// Documents the `ETag` of the success answer (required) and `If-None-Match` with its 304
     /// answer, for a GET route whose handler sends them.
     #[must_use]
-    pub fn etag(mut self) -> Self {
+    pub(crate) fn etag(mut self) -> Self {
         self.doc.etag = true;
         self
     }

@@ -31,7 +31,7 @@ pub enum SqlValue {
 impl SqlValue {
     /// The literal as SQL (strings quoted, quotes doubled; booleans `TRUE`/`FALSE`, which
     /// SQLite reads as 1 and 0).
-    pub fn to_sql(&self) -> String {
+    pub(crate) fn to_sql(&self) -> String {
         match self {
             SqlValue::Text(s) => format!("'{}'", s.replace('\'', "''")),
             SqlValue::Int(n) => n.to_string(),
@@ -300,7 +300,7 @@ impl ModelTable {
     }
 
     /// The column `name`.
-    pub fn column(&self, name: &str) -> Option<&'static ModelColumn> {
+    pub(crate) fn column(&self, name: &str) -> Option<&'static ModelColumn> {
         self.columns.iter().find(|c| c.name() == name)
     }
 
@@ -322,7 +322,7 @@ impl ModelTable {
     }
 
     /// The tables this one references (its foreign keys), each once, itself left out.
-    pub fn referenced_tables(&self) -> Vec<&'static str> {
+    pub(crate) fn referenced_tables(&self) -> Vec<&'static str> {
         let mut out: Vec<&'static str> = Vec::new();
         for fk in self.columns.iter().filter_map(|c| c.references) {
             if fk.table != self.table && !out.contains(&fk.table) {
@@ -333,7 +333,7 @@ impl ModelTable {
     }
 
     /// `CREATE TABLE <table> (...);` on `backend`, one column a line.
-    pub fn create_table_sql(&self, backend: Backend) -> String {
+    pub(crate) fn create_table_sql(&self, backend: Backend) -> String {
         let columns: Vec<String> = self
             .columns
             .iter()
@@ -351,7 +351,7 @@ impl ModelTable {
     /// constraint is a `CREATE UNIQUE INDEX`, not a `UNIQUE (...)` in the `CREATE TABLE`: the
     /// same statement then adds it to an existing table (SQLite has no `ADD CONSTRAINT`), and
     /// `down.sql` drops it by its name.
-    pub fn create_sql(&self, backend: Backend) -> Vec<String> {
+    pub(crate) fn create_sql(&self, backend: Backend) -> Vec<String> {
         let mut out = vec![self.create_table_sql(backend)];
         out.extend(self.index_specs().iter().map(IndexSpec::create_sql));
         out.extend(self.unique_specs().iter().map(IndexSpec::create_sql));

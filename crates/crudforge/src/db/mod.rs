@@ -162,7 +162,7 @@ impl DbOptions {
     /// The options a configuration asks for (`ORM_PERFORMANCE_MONITORING`,
     /// `ORM_SLOW_QUERY_THRESHOLD`, `SQLITE_SYNCHRONOUS`, `SQLITE_LOCKING`, `DB_CHECKOUT_TIMEOUT`,
     /// `DB_STATEMENT_TIMEOUT`).
-    pub fn from_config(config: &Config) -> DbOptions {
+    pub(crate) fn from_config(config: &Config) -> DbOptions {
         DbOptions {
             monitor: config
                 .db
@@ -274,7 +274,7 @@ pub enum Conn {
 
 impl Conn {
     /// Which backend this connection talks to.
-    pub fn backend(&self) -> Backend {
+    pub(crate) fn backend(&self) -> Backend {
         match self {
             #[cfg(feature = "sqlite")]
             Conn::Sqlite(_) => Backend::Sqlite,
@@ -293,8 +293,8 @@ impl Conn {
         }
     }
 
-    /// Begins a transaction on this connection; end it with [`Conn::finish`] (or
-    /// [`Conn::commit`] / [`Conn::rollback`]). On SQLite it starts with `BEGIN IMMEDIATE`: the
+    /// Begins a transaction on this connection; end it with [`Conn::finish`], which commits
+    /// an `Ok` outcome and rolls back an `Err`. On SQLite it starts with `BEGIN IMMEDIATE`: the
     /// write lock is taken first (waiting up to the busy timeout), so the transaction never has
     /// to upgrade a read lock. A connection given back to the pool with a transaction still
     /// open is discarded, not reused.
@@ -314,21 +314,6 @@ impl Conn {
     /// The database refuses (lock timeout, connection lost, already in a transaction).
     pub async fn begin(&mut self, mode: TxMode) -> Result<(), crate::error::Error> {
         tx::begin(self, mode).await
-    }
-
-    /// Commits the open transaction.
-    ///
-    /// # Errors
-    ///
-    /// The commit fails (the transaction is then rolled back by the database).
-    pub async fn commit(&mut self) -> Result<(), crate::error::Error> {
-        tx::commit(self).await
-    }
-
-    /// Rolls the open transaction back. A failure is logged: the connection is then marked
-    /// broken and the pool discards it.
-    pub async fn rollback(&mut self) {
-        tx::rollback(self).await;
     }
 
     /// Ends the open transaction by the outcome of the work done in it: commits on `Ok` (a
@@ -717,7 +702,7 @@ impl Database {
     }
 
     /// Runs a trivial query; true when it succeeds within `timeout`.
-    pub async fn ping(&self, timeout: Duration) -> bool {
+    pub(crate) async fn ping(&self, timeout: Duration) -> bool {
         let db = self.clone();
         // A task of its own: on timeout only the wait is abandoned; the probe finishes by
         // itself and gives its connection back.

@@ -27,7 +27,7 @@ pub struct Runner {
 
 impl Runner {
     /// Statements run on the calling thread, each stopped after `limit`.
-    pub fn inline(limit: Option<Duration>) -> Runner {
+    pub(crate) fn inline(limit: Option<Duration>) -> Runner {
         Runner {
             limit,
             inline: true,
@@ -35,7 +35,7 @@ impl Runner {
     }
 
     /// Statements run on Tokio's blocking pool, each stopped after `limit`.
-    pub fn pooled(limit: Option<Duration>) -> Runner {
+    pub(crate) fn pooled(limit: Option<Duration>) -> Runner {
         Runner {
             limit,
             inline: false,

@@ -30,7 +30,7 @@ pub struct TableSpec {
 impl TableSpec {
     /// The table `table` with the columns `fields` (a resource's
     /// [`TABLE`](crate::Resource::TABLE) and [`FIELDS`](crate::Resource::FIELDS)).
-    pub const fn new(table: &'static str, fields: &'static [FieldInfo]) -> TableSpec {
+    pub(crate) const fn new(table: &'static str, fields: &'static [FieldInfo]) -> TableSpec {
         TableSpec { table, fields }
     }
 }

@@ -28,7 +28,7 @@ pub enum TokenRecord {
 
 impl TokenRecord {
     /// The stored `kind`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             TokenRecord::ApiKey => "api_key",
             TokenRecord::Refresh => "refresh",

@@ -5,7 +5,6 @@ use super::login::AccessToken;
 use super::users::AppUser;
 use actix_web::{HttpRequest, HttpResponse};
 use crudforge::auth::{self, Account, Attempt, TokenKind};
-use crudforge::config::value;
 use crudforge::prelude::*;
 use crudforge::users::{self, TokenRecord};
 use serde::{Deserialize, Serialize};
@@ -22,15 +21,15 @@ crudforge::settings! {
         /// An account without a first name may be recovered with an empty `first_name` (a
         /// missing name compares as ""). Off by default: with it on, anyone who knows such an
         /// account's e-mail address can recover it.
-        RECOVERY_ALLOW_NO_FIRST_NAME => allow_no_first_name: bool = false, value::boolean, plain;
+        RECOVERY_ALLOW_NO_FIRST_NAME => allow_no_first_name: bool = false, boolean, plain;
         /// A used recovery token's id is recorded, and a second use is refused by that record.
         /// Every token already stops at the first reset it makes (the reset changes the
         /// password it was issued for; see `reset_password`), so this only adds the record.
         /// Off (the default): a token may be used any number of times until it expires.
-        RECOVERY_SINGLE_USE => single_use: bool = false, value::boolean, plain;
+        RECOVERY_SINGLE_USE => single_use: bool = false, boolean, plain;
         /// Without `DEBUG`, an unknown e-mail address or a wrong name gets the same 200 answer
         /// as a match, so the endpoint tells nobody which addresses have accounts (off: 401).
-        RECOVERY_UNIFORM_ANSWER => uniform_answer: bool = false, value::boolean, plain;
+        RECOVERY_UNIFORM_ANSWER => uniform_answer: bool = false, boolean, plain;
     }
 }
 

@@ -11,7 +11,6 @@ use super::users::AppUser;
 use super::visits::Visit;
 use super::{login, settings, user_path};
 use actix_web::web;
-use crudforge::crud::OperationType;
 use crudforge::prelude::*;
 use crudforge::users::{guard_domain_delete, guard_roles, UserRole, DEFAULT_ROLES};
 use crudforge::MountError;

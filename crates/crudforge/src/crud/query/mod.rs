@@ -108,7 +108,7 @@ impl ListQuery {
     }
 
     /// Rows to skip.
-    pub fn offset(&self) -> i64 {
+    pub(crate) fn offset(&self) -> i64 {
         i64::from(self.page.saturating_sub(1)) * i64::from(self.page_size)
     }
 }
