@@ -105,7 +105,7 @@ impl Api {
     }
 
     /// The configuration.
-    pub(crate) fn config(&self) -> &Config {
+    pub fn config(&self) -> &Config {
         &self.state.config
     }
 
@@ -276,7 +276,7 @@ impl Api {
 
     /// Registers every route on a service config (for embedding in an existing `App`; the
     /// error middleware of [`Api::app`] is then the caller's to add).
-    pub(crate) fn configure(&self, cfg: &mut web::ServiceConfig) {
+    pub fn configure(&self, cfg: &mut web::ServiceConfig) {
         let state = &self.state;
         let limit = state.config.http.max_body_size;
         cfg.app_data(web::Data::from(state.clone()))

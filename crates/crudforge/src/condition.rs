@@ -437,7 +437,7 @@ pub(crate) fn text_arg(v: &str) -> Result<Arg, String> {
 /// # Errors
 ///
 /// A message saying what form was expected.
-pub fn parse_arg(kind: Kind, v: &str) -> Result<Arg, String> {
+pub(crate) fn parse_arg(kind: Kind, v: &str) -> Result<Arg, String> {
     match kind {
         Kind::Text | Kind::Other => text_arg(v),
         Kind::Integer => v

@@ -309,7 +309,7 @@ pub enum Error {
 
 impl Error {
     /// A 400 naming the parameter (or member) at fault.
-    pub(crate) fn bad_param(field: impl Into<String>, detail: impl fmt::Display) -> Self {
+    pub fn bad_param(field: impl Into<String>, detail: impl fmt::Display) -> Self {
         let field = field.into();
         Error::BadRequest {
             detail: format!("Invalid `{field}`: {detail}"),
@@ -606,7 +606,7 @@ pub(crate) fn form_error(
 
 /// A ready problem used as an actix-web error.
 #[derive(Debug)]
-pub struct ProblemError(pub Problem);
+pub(crate) struct ProblemError(pub Problem);
 
 impl fmt::Display for ProblemError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

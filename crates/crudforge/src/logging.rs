@@ -74,7 +74,7 @@ pub fn flush() {
 /// # Errors
 ///
 /// The inner service's error (logged with its status).
-pub async fn access_log(
+pub(crate) async fn access_log(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {

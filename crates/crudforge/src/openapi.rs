@@ -343,7 +343,10 @@ impl ApiDoc {
 }
 
 /// A JSON response with `T`'s schema.
-pub fn json_response(description: &str, schema: ReferenceOr<Schema>) -> ReferenceOr<Response> {
+pub(crate) fn json_response(
+    description: &str,
+    schema: ReferenceOr<Schema>,
+) -> ReferenceOr<Response> {
     ReferenceOr::Object(Response {
         description: description.to_owned(),
         content: BTreeMap::from([(
@@ -374,7 +377,10 @@ pub(crate) fn response_header(
 }
 
 /// A problem+json error response; 429 and 503 declare their `Retry-After` header.
-pub fn problem_response(doc: &mut ApiDoc, status: StatusCode) -> (String, ReferenceOr<Response>) {
+pub(crate) fn problem_response(
+    doc: &mut ApiDoc,
+    status: StatusCode,
+) -> (String, ReferenceOr<Response>) {
     let schema = doc.schema::<Problem>();
     let mut headers = BTreeMap::new();
     if matches!(
@@ -406,7 +412,7 @@ pub fn problem_response(doc: &mut ApiDoc, status: StatusCode) -> (String, Refere
 }
 
 /// A JSON request body.
-pub fn json_body(schema: ReferenceOr<Schema>) -> ReferenceOr<RequestBody> {
+pub(crate) fn json_body(schema: ReferenceOr<Schema>) -> ReferenceOr<RequestBody> {
     ReferenceOr::Object(RequestBody {
         content: BTreeMap::from([(
             "application/json".to_owned(),
@@ -421,7 +427,7 @@ pub fn json_body(schema: ReferenceOr<Schema>) -> ReferenceOr<RequestBody> {
 }
 
 /// A parameter with a schema.
-pub fn parameter(
+pub(crate) fn parameter(
     name: &str,
     location: ParameterIn,
     required: bool,

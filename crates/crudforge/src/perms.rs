@@ -39,7 +39,7 @@ impl Access {
 
     /// Global administrators only (anonymous: 401, others: 403): an unscoped ADMIN or a
     /// SUPERADMIN; an ADMIN scoped to a domain is not one.
-    pub(crate) fn admins(user: Option<&CurrentUser>) -> Access {
+    pub fn admins(user: Option<&CurrentUser>) -> Access {
         match user {
             Some(u) if u.is_admin() => Access::All,
             Some(_) => Access::Forbidden,
@@ -48,7 +48,7 @@ impl Access {
     }
 
     /// Anyone, signed in or not.
-    pub(crate) fn anyone(_user: Option<&CurrentUser>) -> Access {
+    pub fn anyone(_user: Option<&CurrentUser>) -> Access {
         Access::All
     }
 

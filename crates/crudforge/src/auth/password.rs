@@ -45,7 +45,7 @@ pub struct PasswordPolicy {
 
 impl PasswordPolicy {
     /// A policy hashing at `cost` with the default minimum length.
-    pub(crate) fn new(cost: u32) -> Self {
+    pub fn new(cost: u32) -> Self {
         PasswordPolicy {
             cost,
             min_chars: DEFAULT_MIN_PASSWORD_CHARS,
@@ -67,7 +67,7 @@ impl PasswordPolicy {
     ///
     /// 422 naming `field` for a password shorter than the minimum (an empty one included)
     /// or longer than 1024 bytes.
-    pub(crate) fn check(&self, field: &str, password: &str) -> Result<(), Error> {
+    pub fn check(&self, field: &str, password: &str) -> Result<(), Error> {
         if password.len() > MAX_PASSWORD_LEN {
             return Err(Error::invalid_field(
                 field,

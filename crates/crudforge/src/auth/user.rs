@@ -74,7 +74,7 @@ impl CurrentUser {
     }
 
     /// The domains the user administers through domain-scoped ADMIN roles.
-    pub(crate) fn admin_domains(&self) -> Vec<Uuid> {
+    pub fn admin_domains(&self) -> Vec<Uuid> {
         self.roles
             .iter()
             .filter(|g| g.role == "ADMIN")

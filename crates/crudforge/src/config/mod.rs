@@ -202,7 +202,7 @@ impl Secret {
     }
 
     /// The secret bytes.
-    pub(crate) fn expose(&self) -> &[u8] {
+    pub fn expose(&self) -> &[u8] {
         &self.0
     }
 }
@@ -261,7 +261,7 @@ impl Config {
     /// # Errors
     ///
     /// A malformed value, a too-short secret or an unsupported OpenAPI version.
-    pub(crate) fn from_env() -> Result<Config, ConfigError> {
+    pub fn from_env() -> Result<Config, ConfigError> {
         Config::from_lookup(|key| std::env::var(key).ok())
     }
 
@@ -271,7 +271,7 @@ impl Config {
     /// # Errors
     ///
     /// A malformed value, a too-short secret or an unsupported OpenAPI version.
-    pub(crate) fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
         let cfg = Config {
             http: HttpSettings::from_lookup(&lookup)?,
             db: DbSettings::from_lookup(&lookup)?,
@@ -290,7 +290,7 @@ impl Config {
     /// # Errors
     ///
     /// The first rule that does not hold.
-    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         for (key, secret) in [
             ("JWT_SECRET_KEY", &self.auth.jwt_secret_key),
             ("SECRET_KEY", &self.auth.secret_key),

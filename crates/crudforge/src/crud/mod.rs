@@ -353,7 +353,7 @@ bind_portable!(uuid::Uuid, DateTime<Utc>, serde_json::Value);
 
 /// The INDEX response envelope.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Page<T> {
+pub(crate) struct Page<T> {
     /// This page's items.
     pub data: Vec<T>,
     /// Where this page is.
@@ -379,7 +379,7 @@ impl Window {
 
 /// Position of a page in a list.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Pagination {
+pub(crate) struct Pagination {
     /// 1-based page number.
     pub page: u32,
     /// Items per page.

@@ -41,7 +41,7 @@ impl Operation {
     ];
 
     /// The operation id for a model name: `listCritter`, `getCritter`, ...
-    pub(crate) fn operation_id(self, model: &str) -> String {
+    pub fn operation_id(self, model: &str) -> String {
         let verb = match self {
             Operation::Index => "list",
             Operation::Get => "get",
@@ -169,14 +169,14 @@ impl<R: Resource> OpOptions<R> {
 
     /// Only administrators may call the operation (401 anonymous, 403 other users).
     #[must_use]
-    pub(crate) fn admin_only(mut self, yes: bool) -> Self {
+    pub fn admin_only(mut self, yes: bool) -> Self {
         self.admin_only = yes;
         self
     }
 
     /// Anyone may call the operation, without a token.
     #[must_use]
-    pub(crate) fn public(mut self, yes: bool) -> Self {
+    pub fn public(mut self, yes: bool) -> Self {
         self.public = yes;
         self
     }

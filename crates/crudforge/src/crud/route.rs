@@ -162,7 +162,7 @@ impl CustomRoute {
     /// Documents the `ETag` of the success answer (required) and `If-None-Match` with its 304
     /// answer, for a GET route whose handler sends them.
     #[must_use]
-    pub(crate) fn etag(mut self) -> Self {
+    pub fn etag(mut self) -> Self {
         self.doc.etag = true;
         self
     }

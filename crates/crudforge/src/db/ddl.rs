@@ -31,7 +31,7 @@ pub enum SqlValue {
 impl SqlValue {
     /// The literal as SQL (strings quoted, quotes doubled; booleans `TRUE`/`FALSE`, which
     /// SQLite reads as 1 and 0).
-    pub(crate) fn to_sql(&self) -> String {
+    pub(crate) fn to_sql(self) -> String {
         match self {
             SqlValue::Text(s) => format!("'{}'", s.replace('\'', "''")),
             SqlValue::Int(n) => n.to_string(),
@@ -43,7 +43,7 @@ impl SqlValue {
                     format!("{s}.0")
                 }
             }
-            SqlValue::Bool(b) => if *b { "TRUE" } else { "FALSE" }.to_owned(),
+            SqlValue::Bool(b) => if b { "TRUE" } else { "FALSE" }.to_owned(),
         }
     }
 }
@@ -214,7 +214,7 @@ impl ModelColumn {
             parts.push(format!("{col} <= {}", v.to_sql()));
         }
         if !self.one_of.is_empty() {
-            let values: Vec<String> = self.one_of.iter().map(SqlValue::to_sql).collect();
+            let values: Vec<String> = self.one_of.iter().map(|v| v.to_sql()).collect();
             parts.push(format!("{col} IN ({})", values.join(", ")));
         }
         (!parts.is_empty()).then(|| parts.join(" AND "))
@@ -300,11 +300,15 @@ impl ModelTable {
     }
 
     /// The column `name`.
+    // Only the migration writer (SQLite) calls it.
+    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
     pub(crate) fn column(&self, name: &str) -> Option<&'static ModelColumn> {
         self.columns.iter().find(|c| c.name() == name)
     }
 
     /// The declared indexes, each with its name and statements.
+    // Only the migration writer (SQLite) calls it.
+    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
     pub(crate) fn index_specs(&self) -> Vec<IndexSpec> {
         self.indexes
             .iter()
@@ -351,6 +355,8 @@ impl ModelTable {
     /// constraint is a `CREATE UNIQUE INDEX`, not a `UNIQUE (...)` in the `CREATE TABLE`: the
     /// same statement then adds it to an existing table (SQLite has no `ADD CONSTRAINT`), and
     /// `down.sql` drops it by its name.
+    // Only the migration writer (SQLite) calls it.
+    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
     pub(crate) fn create_sql(&self, backend: Backend) -> Vec<String> {
         let mut out = vec![self.create_table_sql(backend)];
         out.extend(self.index_specs().iter().map(IndexSpec::create_sql));

@@ -140,8 +140,8 @@ pub struct DbOptions {
     /// on SQLite an interrupt from a progress handler (`deadline`); `None` leaves them
     /// unbounded.
     pub statement_timeout: Option<Duration>,
-    /// Run SQLite statements on the calling thread ([`Runner::inline`], the default) rather
-    /// than on Tokio's blocking pool ([`Runner::pooled`]).
+    /// Run SQLite statements on the calling thread (the default) rather
+    /// than on Tokio's blocking pool (one thread per statement from that pool).
     pub sqlite_inline: bool,
 }
 
@@ -162,7 +162,7 @@ impl DbOptions {
     /// The options a configuration asks for (`ORM_PERFORMANCE_MONITORING`,
     /// `ORM_SLOW_QUERY_THRESHOLD`, `SQLITE_SYNCHRONOUS`, `SQLITE_LOCKING`, `DB_CHECKOUT_TIMEOUT`,
     /// `DB_STATEMENT_TIMEOUT`).
-    pub(crate) fn from_config(config: &Config) -> DbOptions {
+    pub fn from_config(config: &Config) -> DbOptions {
         DbOptions {
             monitor: config
                 .db
@@ -274,7 +274,7 @@ pub enum Conn {
 
 impl Conn {
     /// Which backend this connection talks to.
-    pub(crate) fn backend(&self) -> Backend {
+    pub fn backend(&self) -> Backend {
         match self {
             #[cfg(feature = "sqlite")]
             Conn::Sqlite(_) => Backend::Sqlite,
@@ -702,7 +702,7 @@ impl Database {
     }
 
     /// Runs a trivial query; true when it succeeds within `timeout`.
-    pub(crate) async fn ping(&self, timeout: Duration) -> bool {
+    pub async fn ping(&self, timeout: Duration) -> bool {
         let db = self.clone();
         // A task of its own: on timeout only the wait is abandoned; the probe finishes by
         // itself and gives its connection back.

@@ -44,12 +44,12 @@ pub struct QueryStats {
 
 impl QueryStats {
     /// Number of queries run so far.
-    pub(crate) fn count(&self) -> u64 {
+    pub fn count(&self) -> u64 {
         self.count.load(Ordering::Relaxed)
     }
 
     /// Total time spent in queries so far.
-    pub(crate) fn total(&self) -> Duration {
+    pub fn total(&self) -> Duration {
         Duration::from_nanos(self.nanos.load(Ordering::Relaxed))
     }
 
@@ -65,7 +65,7 @@ impl QueryStats {
     }
 
     /// The statistics of the request served by the current task, if monitoring is on.
-    pub(crate) fn current() -> Option<Arc<QueryStats>> {
+    pub fn current() -> Option<Arc<QueryStats>> {
         CURRENT.try_with(Arc::clone).ok()
     }
 }

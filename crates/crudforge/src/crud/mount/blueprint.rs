@@ -59,7 +59,7 @@ impl<R: Resource> CrudBlueprint<R> {
     /// (`/api/users/<uuid:user_id>/posts/` or `/api/users/{user_id}/posts/`) naming a field of
     /// `R`: then INDEX, POST and GET item are mounted, every query is filtered by it, and
     /// creation sets it.
-    pub(crate) fn new(prefix: &str) -> Self {
+    pub fn new(prefix: &str) -> Self {
         let (prefix, params) = normalize_prefix(prefix);
         let mut errors = Vec::new();
         let mut parents = Vec::new();

@@ -110,7 +110,7 @@ impl<R: Resource> CrudBlueprint<R> {
     /// the row about to be deleted. An error refuses the delete (nothing is deleted) and
     /// reaches the client: for example a 409 while other rows still reference this one.
     #[must_use]
-    pub(crate) fn before_delete<F>(mut self, hook: F) -> Self
+    pub fn before_delete<F>(mut self, hook: F) -> Self
     where
         F: for<'a> Fn(&'a mut Conn, &'a HookCtx, &'a R) -> LocalBoxFuture<'a, Result<(), Error>>
             + Send
