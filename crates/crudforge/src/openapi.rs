@@ -126,7 +126,7 @@ impl ApiDoc {
     }
 
     /// A reference to `T`'s schema, adding it (and what it uses) to the components.
-    pub(crate) fn schema<T: JsonSchema>(&mut self) -> ReferenceOr<Schema> {
+    pub fn schema<T: JsonSchema>(&mut self) -> ReferenceOr<Schema> {
         ReferenceOr::Object(self.gen.subschema_for::<T>())
     }
 
@@ -253,7 +253,7 @@ impl ApiDoc {
     /// An operation that takes a JSON body also gets the problem responses every such body can
     /// cause (400 malformed JSON, 413 too large, 415 not JSON, 422 wrong shape), and one with
     /// path parameters gets 404, unless it documents them itself.
-    pub(crate) fn add_operation(&mut self, path: &str, method: OperationType, mut op: Operation) {
+    pub fn add_operation(&mut self, path: &str, method: OperationType, mut op: Operation) {
         // A path value that does not parse, or names nothing, is 404.
         let path_errors: &[StatusCode] = if path.contains('{') {
             &[StatusCode::NOT_FOUND]
@@ -343,10 +343,7 @@ impl ApiDoc {
 }
 
 /// A JSON response with `T`'s schema.
-pub(crate) fn json_response(
-    description: &str,
-    schema: ReferenceOr<Schema>,
-) -> ReferenceOr<Response> {
+pub fn json_response(description: &str, schema: ReferenceOr<Schema>) -> ReferenceOr<Response> {
     ReferenceOr::Object(Response {
         description: description.to_owned(),
         content: BTreeMap::from([(
@@ -377,10 +374,7 @@ pub(crate) fn response_header(
 }
 
 /// A problem+json error response; 429 and 503 declare their `Retry-After` header.
-pub(crate) fn problem_response(
-    doc: &mut ApiDoc,
-    status: StatusCode,
-) -> (String, ReferenceOr<Response>) {
+pub fn problem_response(doc: &mut ApiDoc, status: StatusCode) -> (String, ReferenceOr<Response>) {
     let schema = doc.schema::<Problem>();
     let mut headers = BTreeMap::new();
     if matches!(
@@ -412,7 +406,7 @@ pub(crate) fn problem_response(
 }
 
 /// A JSON request body.
-pub(crate) fn json_body(schema: ReferenceOr<Schema>) -> ReferenceOr<RequestBody> {
+pub fn json_body(schema: ReferenceOr<Schema>) -> ReferenceOr<RequestBody> {
     ReferenceOr::Object(RequestBody {
         content: BTreeMap::from([(
             "application/json".to_owned(),
@@ -427,7 +421,7 @@ pub(crate) fn json_body(schema: ReferenceOr<Schema>) -> ReferenceOr<RequestBody>
 }
 
 /// A parameter with a schema.
-pub(crate) fn parameter(
+pub fn parameter(
     name: &str,
     location: ParameterIn,
     required: bool,

@@ -300,15 +300,11 @@ impl ModelTable {
     }
 
     /// The column `name`.
-    // Only the migration writer (SQLite) calls it.
-    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
-    pub(crate) fn column(&self, name: &str) -> Option<&'static ModelColumn> {
+    pub fn column(&self, name: &str) -> Option<&'static ModelColumn> {
         self.columns.iter().find(|c| c.name() == name)
     }
 
     /// The declared indexes, each with its name and statements.
-    // Only the migration writer (SQLite) calls it.
-    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
     pub(crate) fn index_specs(&self) -> Vec<IndexSpec> {
         self.indexes
             .iter()
@@ -337,7 +333,7 @@ impl ModelTable {
     }
 
     /// `CREATE TABLE <table> (...);` on `backend`, one column a line.
-    pub(crate) fn create_table_sql(&self, backend: Backend) -> String {
+    pub fn create_table_sql(&self, backend: Backend) -> String {
         let columns: Vec<String> = self
             .columns
             .iter()
@@ -355,9 +351,7 @@ impl ModelTable {
     /// constraint is a `CREATE UNIQUE INDEX`, not a `UNIQUE (...)` in the `CREATE TABLE`: the
     /// same statement then adds it to an existing table (SQLite has no `ADD CONSTRAINT`), and
     /// `down.sql` drops it by its name.
-    // Only the migration writer (SQLite) calls it.
-    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
-    pub(crate) fn create_sql(&self, backend: Backend) -> Vec<String> {
+    pub fn create_sql(&self, backend: Backend) -> Vec<String> {
         let mut out = vec![self.create_table_sql(backend)];
         out.extend(self.index_specs().iter().map(IndexSpec::create_sql));
         out.extend(self.unique_specs().iter().map(IndexSpec::create_sql));
