@@ -153,7 +153,7 @@ mod tests {
         assert!(!out.contains("compile_error"), "{out}");
         assert!(out.contains("diesel :: table !"), "{out}");
         assert!(
-            out.contains("author_id -> :: crudforge :: __private :: diesel :: sql_types :: Nullable < :: crudforge :: __private :: sql_types :: PortableUuid >"),
+            out.contains("author_id -> :: crudforge :: __private :: diesel :: sql_types :: Nullable < :: crudforge :: sql_types :: PortableUuid >"),
             "{out}"
         );
         assert!(out.contains("const MODEL"), "{out}");

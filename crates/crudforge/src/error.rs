@@ -67,7 +67,7 @@ pub struct Violation {
 
 impl Violation {
     /// A fault of the body member `field`.
-    pub(crate) fn new(field: impl Into<String>, detail: impl Into<String>) -> Self {
+    pub fn new(field: impl Into<String>, detail: impl Into<String>) -> Self {
         let field = field.into();
         Violation {
             pointer: format!("/{}", pointer_token(&field)),

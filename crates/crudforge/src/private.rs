@@ -9,7 +9,7 @@ use serde::{Deserialize, Deserializer};
 #[path = "private/validators.rs"]
 pub mod validators;
 
-pub use crate::condition::{Builder, Link, Node, Reach, Related, WhereFn};
+pub use crate::condition::nodes::{Builder, Link, Node, Reach, Related, WhereFn};
 pub use crate::crud::mount::registry::{make, Registration};
 pub use crate::crud::relations::sql::{related_order, related_sql, LinkSql, RelSql};
 pub use crate::crud::relations::{Relation, RelationKind, Target, WhereSql};
@@ -19,8 +19,6 @@ pub use crate::db::functions::{unicode_lower, unicode_lower_nullable};
 pub use crate::db::sqlite_direct::{first as sqlite_first, load as sqlite_load, one as sqlite_one};
 pub use crate::db::statement_cache::{Cached, Shape};
 pub use crate::db::update::Update;
-/// The portable SQL types, for the `table!` of a model-first resource.
-pub use crate::sql_types;
 pub use crate::timestamp::{
     now, serialize as timestamp_serialize, serialize_opt as timestamp_serialize_opt,
 };

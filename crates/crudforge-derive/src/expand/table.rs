@@ -14,13 +14,14 @@ use quote::{format_ident, quote};
 pub(super) fn table_macro(g: &Gen<'_>) -> Option<TokenStream> {
     g.m.attrs.model_first?;
     let p = &g.p;
+    let k = g.k;
     let table = g.m.attrs.table.as_ref()?;
     let id = &g.id.ident;
     let columns = g.m.fields.iter().filter_map(|f| {
         let sql = sql_of(&f.inner)?;
         let name = format_ident!("{}", sql.diesel);
         let mut ty = if sql.portable {
-            quote!(#p::sql_types::#name)
+            quote!(#k::sql_types::#name)
         } else {
             quote!(#p::diesel::sql_types::#name)
         };
