@@ -11,7 +11,7 @@
 use crate::procfs;
 use crate::setup::Scratch;
 use chrono::Utc;
-use crudforge::__bench::Update;
+use crudforge::__private::Update;
 use crudforge::config::SqliteLocking;
 use crudforge::config::SqliteSynchronous;
 use crudforge::sql_types::Portable;

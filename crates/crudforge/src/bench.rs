@@ -12,7 +12,6 @@ pub use crate::db::plans::install as install_plans;
 #[cfg(feature = "sqlite")]
 pub use crate::db::sqlite_global::configure as configure_sqlite_globally;
 pub use crate::db::statement_cache::MAX_SHAPES;
-pub use crate::db::update::Update;
 
 /// How long a SQLite connection waits for a lock (`PRAGMA busy_timeout`), in milliseconds.
 #[cfg(feature = "sqlite")]
