@@ -62,6 +62,9 @@ impl Text {
 /// The text of `t`, or `None` where chrono's form differs from the plain one (a year outside
 /// 0–9999 is written with a sign; a leap second as second 60).
 fn text(t: &DateTime<Utc>, fraction: Fraction) -> Option<Text> {
+    // The date and time in UTC once: each of `DateTime`'s own accessors converts to local
+    // time (the offset added) again.
+    let t = t.naive_utc();
     let year = u32::try_from(t.year()).ok().filter(|y| *y <= 9999)?;
     let nano = t.nanosecond();
     if nano >= 1_000_000_000 {
