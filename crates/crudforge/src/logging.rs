@@ -2,8 +2,8 @@
 //! id, operation id, status and duration.
 //!
 //! Lines are formatted by `tracing-subscriber`'s own `fmt` formatter (their time written by
-//! [`LogClock`], the same text as its clock's without `fmt`) and go to stderr in batches,
-//! written by `tracing-appender`'s thread; call [`flush`] before the process exits.
+//! `timestamp::LogClock`, the same text as its clock's without `fmt`) and go to stderr in
+//! batches, written by `tracing-appender`'s thread; call [`flush`] before the process exits.
 //!
 //! No line carries a header, a body or a query string, so passwords and tokens never reach
 //! the logs.
