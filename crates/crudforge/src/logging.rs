@@ -1,7 +1,8 @@
 //! Logs: the subscriber (`LOG_FORMAT` text or JSON lines) and one line per request with its
 //! id, operation id, status and duration.
 //!
-//! Lines are formatted by `tracing-subscriber`'s own `fmt` formatter and go to stderr in
+//! Lines are formatted by `tracing-subscriber`'s own `fmt` formatter (their time written by
+//! `timestamp::LogClock`, the same text as its clock's without `fmt`) and go to stderr in
 //! batches, written by `tracing-appender`'s thread; call [`flush`] before the process exits.
 //!
 //! No line carries a header, a body or a query string, so passwords and tokens never reach
@@ -10,6 +11,7 @@
 use crate::config::LogFormat;
 use crate::operation::Pending;
 use crate::request_id::RequestId;
+use crate::timestamp::LogClock;
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::middleware::Next;
@@ -48,6 +50,7 @@ where
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(ansi)
+        .with_timer(LogClock)
         .with_writer(writer);
     match format {
         LogFormat::Text => Dispatch::new(builder.finish()),

@@ -1,8 +1,9 @@
 //! Timestamps as text without `fmt`: the RFC 3339 forms crudforge writes (JSON members of
-//! responses, SQLite values) and reads back, the common case done by hand and anything else
-//! left to chrono, with the same result. It is the crate's one RFC 3339 writer of its own: log
-//! lines take their time from `tracing-subscriber`'s clock, and the few other timestamps
-//! (`/health`, cursors, parent ids from the path put into a body) call chrono's `to_rfc3339*`.
+//! responses, SQLite values, the time of log lines) and reads back, the common case done by
+//! hand and anything else left to chrono (or, for log lines, to `tracing-subscriber`'s clock),
+//! with the same result. It is the crate's one RFC 3339 writer of its own: the few other
+//! timestamps (`/health`, cursors, parent ids from the path put into a body) call chrono's
+//! `to_rfc3339*`.
 //!
 //! Kept for a measured reason: chrono writes a timestamp digit by digit through `fmt::Write`
 //! (and `serde_json` escapes each piece it is handed); a list page of 25 rows has 50 of them,
@@ -10,10 +11,14 @@
 //! 10 % of the server's samples, most of it these timestamps (`docs/performance.md`, "Per-request
 //! work, third pass"). The text is chrono's byte for byte (the tests compare both), and
 //! chrono writes every form this module does not (years outside 0-9999, leap seconds, other
-//! offsets).
+//! offsets). Log lines take the same text ([`LogClock`]): `tracing-subscriber`'s own clock
+//! writes each of its seven fields through `fmt`, about 2,400 instructions of every log line
+//! (`docs/performance.md`, "Issue 46, item 8").
 
 use chrono::{DateTime, Datelike, NaiveDate, NaiveTime, Timelike, Utc};
 use serde::{Serialize, Serializer};
+use tracing_subscriber::fmt::format::Writer;
+use tracing_subscriber::fmt::time::{FormatTime, SystemTime};
 
 /// How many fractional digits a timestamp's text has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,8 +27,7 @@ enum Fraction {
     /// its JSON form).
     Auto,
     /// Always 6 (`SecondsFormat::Micros`, the SQLite form: fixed width, so text order is
-    /// time order).
-    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
+    /// time order; also the time of log lines).
     Micros,
 }
 
@@ -58,6 +62,9 @@ impl Text {
 /// The text of `t`, or `None` where chrono's form differs from the plain one (a year outside
 /// 0–9999 is written with a sign; a leap second as second 60).
 fn text(t: &DateTime<Utc>, fraction: Fraction) -> Option<Text> {
+    // The date and time in UTC once: each of `DateTime`'s own accessors converts to local
+    // time (the offset added) again.
+    let t = t.naive_utc();
     let year = u32::try_from(t.year()).ok().filter(|y| *y <= 9999)?;
     let nano = t.nanosecond();
     if nano >= 1_000_000_000 {
@@ -165,6 +172,21 @@ pub(crate) fn parse_sqlite(s: &str) -> Option<DateTime<Utc>> {
     Some(date.and_time(time).and_utc())
 }
 
+/// The time at the start of log lines: `tracing-subscriber`'s default text (RFC 3339 in UTC,
+/// six fractional digits, `Z`, as its `SystemTime` clock writes it) without `fmt`. A time that
+/// text does not cover (a year outside 0–9999) is left to that clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct LogClock;
+
+impl FormatTime for LogClock {
+    fn format_time(&self, w: &mut Writer<'_>) -> std::fmt::Result {
+        match text(&Utc::now(), Fraction::Micros) {
+            Some(text) => w.write_str(text.as_str()),
+            None => SystemTime.format_time(w),
+        }
+    }
+}
+
 /// The current time, at the microsecond precision both backends store.
 pub fn now() -> DateTime<Utc> {
     use chrono::SubsecRound;
@@ -247,6 +269,37 @@ mod tests {
                 assert_eq!(parse_sqlite(&text), Some(micros), "{text}");
             }
         }
+    }
+
+    fn clock_text(clock: &impl FormatTime) -> String {
+        let mut out = String::new();
+        clock.format_time(&mut Writer::new(&mut out)).unwrap();
+        out
+    }
+
+    #[test]
+    fn log_clock_writes_what_tracing_subscribers_clock_writes() {
+        // Both read the clock, so compare readings taken within one second: the same bytes
+        // up to the second, digits where its digits are, the same separators.
+        for _ in 0..100 {
+            let before = clock_text(&SystemTime);
+            let ours = clock_text(&LogClock);
+            let after = clock_text(&SystemTime);
+            if before[..19] != after[..19] {
+                continue;
+            }
+            assert_eq!(ours.len(), before.len(), "{ours} {before}");
+            assert_eq!(ours[..19], before[..19], "{ours} {before}");
+            for (a, b) in ours.bytes().zip(before.bytes()) {
+                assert_eq!(a.is_ascii_digit(), b.is_ascii_digit(), "{ours} {before}");
+                if !a.is_ascii_digit() {
+                    assert_eq!(a, b, "{ours} {before}");
+                }
+            }
+            assert!(ours[19..] >= before[19..] && ours[19..] <= after[19..]);
+            return;
+        }
+        panic!("the clock never stayed within one second");
     }
 
     #[test]
