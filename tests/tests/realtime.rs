@@ -607,6 +607,35 @@ backend_tests! {
         assert_eq!((ev.event.as_str(), ev.data["reason"].as_str()), ("end", Some("shutdown")));
     }
 
+    async fn the_description_documents_the_feed(t) {
+        let w = world(&t, config(&t, |_| {})).await;
+        let app = test::init_service(w.api.app()).await;
+        let resp = test::call_service(&app, Req::get().uri("/openapi.json").to_request()).await;
+        assert_eq!(resp.status(), 200);
+        let body = test::read_body(resp).await;
+        let spec: Value = serde_json::from_slice(&body).unwrap();
+        let feed = &spec["paths"]["/api/memos/events/"]["get"];
+        assert_eq!(feed["operationId"], "streamMemoEvents");
+        let stream = &feed["responses"]["200"]["content"]["text/event-stream"]["schema"];
+        assert_eq!(stream["$ref"], "#/components/schemas/FeedEvent", "{feed}");
+        let names: Vec<&str> = feed["parameters"].as_array().unwrap().iter().filter_map(|p| p["name"].as_str()).collect();
+        for name in ["ticket", "Last-Event-ID", "fields", "filter", "scope", "priority__gte"] {
+            assert!(names.contains(&name), "{name} in {names:?}");
+        }
+        for name in ["page", "cursor", "sort", "include_deleted"] {
+            assert!(!names.contains(&name), "{name} in {names:?}");
+        }
+        assert!(feed["responses"]["429"].is_object());
+        let ticket = &spec["paths"]["/api/memos/events/ticket"]["post"];
+        assert_eq!(ticket["operationId"], "createMemoStreamTicket");
+        assert!(spec["components"]["schemas"]["FeedEvent"]["properties"]["event"].is_object(), "{}", spec["components"]["schemas"]["FeedEvent"]);
+        // The critters offer no feed.
+        assert!(spec["paths"]["/api/critters/events/"].is_null());
+        if let Err(e) = crudforge_tests::tools::openapi_spec_validator(&body) {
+            panic!("openapi-spec-validator rejects the description: {e}");
+        }
+    }
+
     async fn retention_is_pruned(t) {
         let w = world(&t, config(&t, |c| {
             c.ops.realtime_retention_events = 2;

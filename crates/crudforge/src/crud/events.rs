@@ -213,12 +213,15 @@ pub(crate) async fn feed<R: Resource>(
         None => (new_token()?, opened.head, opened.head, opened.keys),
     };
     opening.extend_from_slice(&stream::ready(&stream::event_id(emitted, &token)));
+    let view = crate::crud::feed::View {
+        conds: opened.conds,
+        viewer: opened.who.viewer().cloned(),
+        fields: opened.fields,
+    };
     let (sub, rx) = feed.subscribe(
         &st.realtime,
         &st.db,
-        opened.conds,
-        opened.who.viewer().cloned(),
-        opened.fields,
+        view,
         cursor,
         cfg.realtime_queue as usize,
     );

@@ -221,6 +221,17 @@ pub(crate) struct Fact {
     pub(crate) data: Option<Vec<u8>>,
 }
 
+/// What a subscriber sees: the rows matching `conds`, rendered for `viewer`, trimmed to
+/// `fields`.
+pub(crate) struct View {
+    /// The read scope, the parents, the filters, the named filters (relations linked).
+    pub(crate) conds: Condition,
+    /// Whom rows are rendered for (read rules).
+    pub(crate) viewer: Option<CurrentUser>,
+    /// The members asked for (`fields=`).
+    pub(crate) fields: Option<Vec<&'static str>>,
+}
+
 /// One subscriber, as the delivery sees it.
 pub(crate) struct Sub {
     /// Its number in its feed.
@@ -289,24 +300,22 @@ impl<R: Resource> Default for Feed<R> {
 }
 
 impl<R: Resource> Feed<R> {
-    /// Adds a subscriber whose view is `conds`, from event `cursor` on, with a queue of
-    /// `queue` events; starts the delivery if it is not running.
+    /// Adds a subscriber with `view`, from event `cursor` on, with a queue of `queue` events;
+    /// starts the delivery if it is not running.
     pub(crate) fn subscribe(
         self: &Arc<Self>,
         hub: &Arc<Hub>,
         db: &crate::db::Database,
-        conds: Condition,
-        viewer: Option<CurrentUser>,
-        fields: Option<Vec<&'static str>>,
+        view: View,
         cursor: i64,
         queue: usize,
     ) -> (Arc<Sub>, mpsc::Receiver<Fact>) {
         let (tx, rx) = mpsc::channel(queue.max(1));
         let sub = Arc::new(Sub {
             id: self.next_id.fetch_add(1, Ordering::Relaxed),
-            conds,
-            viewer,
-            fields,
+            conds: view.conds,
+            viewer: view.viewer,
+            fields: view.fields,
             cursor: AtomicI64::new(cursor),
             tx,
             overflowed: AtomicBool::new(false),
