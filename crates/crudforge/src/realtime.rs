@@ -7,7 +7,9 @@
 use crate::error::Error;
 use prometheus::{IntCounter, IntGauge};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
+#[cfg(feature = "postgres")]
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -32,6 +34,7 @@ pub(crate) struct Hub {
     /// Open streams, in all and per user.
     open: Mutex<Open>,
     /// Whether the PostgreSQL listener runs.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     listening: AtomicBool,
     /// Stream tickets: ticket -> the session it stands for, and its expiry.
     tickets: Mutex<HashMap<String, (Session, Instant)>>,
