@@ -399,7 +399,7 @@ backend_tests! {
     }
 
     async fn each_subscriber_sees_what_its_get_shows(t) {
-        let w = world(&t, config(&t, |_| {})).await;
+        let w = world(&t, config(&t, |c| c.ops.metrics_enabled = true)).await;
         let app = test::init_service(w.api.app()).await;
         let (mut alice, _) = subscribe(&app, &w.api, Some(w.alice), "").await;
         let (mut bob, _) = subscribe(&app, &w.api, Some(w.bob), "").await;
@@ -436,6 +436,18 @@ backend_tests! {
         let ev = alice.next().await;
         assert_eq!((ev.event.as_str(), ev.data["title"].as_str()), ("updated", Some("diary 2")));
         assert_eq!(members(&ev.data), ["created_at", "deleted_at", "id", "owner_id", "priority", "private_note", "shared", "title", "updated_at"]);
+        // The process's metrics count open streams and events sent.
+        let resp = test::call_service(&app, Req::get().uri("/metrics").to_request()).await;
+        assert_eq!(resp.status().as_u16(), 200);
+        let text = String::from_utf8(test::read_body(resp).await.to_vec()).unwrap();
+        let value = |name: &str| -> f64 {
+            text.lines()
+                .find_map(|l| l.strip_prefix(name).and_then(|v| v.trim().parse().ok()))
+                .unwrap_or_else(|| panic!("{name} in {text}"))
+        };
+        assert!(value("crudforge_realtime_streams_open ") >= 3.0);
+        assert!(value("crudforge_realtime_events_sent_total ") >= 6.0);
+        assert!(value("crudforge_realtime_streams_dropped_total ") >= 0.0);
     }
 
     async fn rows_move_in_and_out_of_view(t) {
