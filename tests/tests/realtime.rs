@@ -136,9 +136,43 @@ fn api(cfg: Config, db: Database) -> Api {
             crudforge::crud::Operation::Delete,
         ]))
         .unwrap()
-        .mount(crudforge_tests::critters::Critter::blueprint(
-            "/api/critters/",
-        ))
+        .mount(
+            // A critter named `memo:<owner>` makes a shared memo for that owner, written by the
+            // hook directly, in the critter's transaction, and recorded for the memos' feed.
+            crudforge_tests::critters::Critter::blueprint("/api/critters/")
+                .after_create(|conn, _ctx, critter: &crudforge_tests::critters::Critter| {
+                    let name = critter.name.clone();
+                    Box::pin(async move {
+                        let Some(owner) = name.strip_prefix("memo:") else {
+                            return Ok(());
+                        };
+                        let owner = owner.trim_end_matches('!');
+                        let input: MemoCreate = serde_json::from_value(json!({
+                            "owner_id": owner, "title": name, "shared": true, "priority": 1,
+                        }))
+                        .unwrap();
+                        let memo = Memo::insert(conn, input).await?;
+                        crudforge::crud::record_change::<Memo>(
+                            conn,
+                            crudforge::crud::EventKind::Created,
+                            &memo.id.to_string(),
+                        )
+                        .await
+                    })
+                })
+                // A name ending in `!` is refused after the memo was written and recorded.
+                .after_create(
+                    |_conn, _ctx, critter: &crudforge_tests::critters::Critter| {
+                        let refused = critter.name.ends_with('!');
+                        Box::pin(async move {
+                            if refused {
+                                return Err(crudforge::Error::Conflict("no shouting".into()));
+                            }
+                            Ok(())
+                        })
+                    },
+                ),
+        )
         .unwrap()
 }
 
@@ -646,6 +680,23 @@ backend_tests! {
         if let Err(e) = crudforge_tests::tools::openapi_spec_validator(&body) {
             panic!("openapi-spec-validator rejects the description: {e}");
         }
+    }
+
+    async fn a_hooks_direct_write_is_recorded_with_its_transaction(t) {
+        let w = world(&t, config(&t, |_| {})).await;
+        let app = test::init_service(w.api.app()).await;
+        let (mut bob, _) = subscribe(&app, &w.api, Some(w.bob), "").await;
+        let name = format!("memo:{}", w.alice);
+        let (s, v) = send(&app, Req::post().uri("/api/critters/").set_json(json!({"name": name, "species": "cat"}))).await;
+        assert_eq!(s, 201, "{v}");
+        let ev = bob.next().await;
+        assert_eq!((ev.event.as_str(), ev.data["title"].as_str()), ("created", Some(name.as_str())));
+        // A critter refused by a later hook rolls the memo and its event back with it.
+        let before = recorded(w.api.db()).await.len();
+        let shout = format!("memo:{}!", w.alice);
+        let (s, v) = send(&app, Req::post().uri("/api/critters/").set_json(json!({"name": shout, "species": "cat"}))).await;
+        assert_eq!(s, 409, "{v}");
+        assert_eq!(recorded(w.api.db()).await.len(), before);
     }
 
     async fn retention_is_pruned(t) {

@@ -37,9 +37,9 @@ use tokio::sync::mpsc;
 /// transaction still open would commit later).
 pub(crate) const EVENTS_LOCK_KEY: i64 = 0x6372_7564_6576_7473;
 
-/// What happened to a row.
+/// What happened to a row, as a feed's events say it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
+pub enum Kind {
     /// A row was created.
     Created,
     /// A row was changed.
@@ -71,6 +71,31 @@ impl Kind {
             _ => return None,
         })
     }
+}
+
+/// Records, in the transaction `conn` is in, that the row `key` of `R` was created, updated,
+/// deleted or restored: for writes a hook makes directly through [`Resource`]'s functions
+/// (`Resource::insert`, ...) to a resource whose blueprint offers a feed, which the
+/// blueprints' own writes record by themselves. Subscribers hear of it once the transaction
+/// commits (on PostgreSQL through its `NOTIFY`; on SQLite at their next read of the events,
+/// within 2 seconds).
+///
+/// ```ignore
+/// .after_create(|conn, _ctx, order: &Order| Box::pin(async move {
+///     let line = Line::insert(conn, line_for(order)?).await?;
+///     crudforge::crud::record_change::<Line>(conn, EventKind::Created, &line.id.to_string()).await
+/// }))
+/// ```
+///
+/// # Errors
+///
+/// Database errors (the hook's write then rolls back with it).
+pub async fn record_change<R: Resource>(
+    conn: &mut Conn,
+    kind: Kind,
+    key: &str,
+) -> Result<(), Error> {
+    record(conn, R::sql_table(), &vec![(kind, key.to_owned())]).await
 }
 
 /// The changes one write made to a resource with a feed: kind and row key, in order.
