@@ -76,6 +76,8 @@ impl Api {
                 db,
                 signing_key,
                 tokens,
+                #[cfg(feature = "realtime")]
+                realtime: Arc::default(),
             }),
             mounts: Vec::new(),
             spec: Arc::new(OnceLock::new()),
@@ -388,6 +390,29 @@ impl Api {
         Ok(purged)
     }
 
+    /// Prunes the recorded events of every mounted feed past their retention
+    /// (`REALTIME_RETENTION_EVENTS`, `REALTIME_RETENTION_SECONDS`; never an event younger than
+    /// `REALTIME_RESUME_SECONDS`); how many. [`Api::server`] runs it in the background.
+    ///
+    /// # Errors
+    ///
+    /// Database errors.
+    #[cfg(feature = "realtime")]
+    pub async fn prune_events(&self) -> Result<u64, Error> {
+        let mut pruned = 0;
+        for m in &self.mounts {
+            pruned += m.prune_events(&self.state.db, &self.state.config).await?;
+        }
+        Ok(pruned)
+    }
+
+    /// Ends every open event stream of this API (the `realtime` feature), as a graceful
+    /// shutdown does: each stream writes `event: end` (`{"reason":"shutdown"}`) and closes.
+    #[cfg(feature = "realtime")]
+    pub fn close_event_streams(&self) {
+        self.state.realtime.close();
+    }
+
     /// Binds `addr` and starts serving; await the returned server to wait until it stops.
     ///
     /// On SIGTERM or Ctrl-C the readiness turns 503 at once, the listener closes, and
@@ -420,9 +445,15 @@ impl Api {
         let handle = server.handle();
         let readiness = self.readiness.clone();
         let db = self.state.db.clone();
+        #[cfg(feature = "realtime")]
+        let hub = self.state.realtime.clone();
         actix_web::rt::spawn(async move {
             stop_signal().await;
             readiness.begin_shutdown();
+            // Event streams never finish by themselves: they are ended, so that the requests
+            // in flight drain within SHUTDOWN_TIMEOUT.
+            #[cfg(feature = "realtime")]
+            hub.close();
             tracing::info!("shutting down: readiness is 503, finishing requests in flight");
             // SQLite's advice for connections about to close. Before the stop: once the server
             // has stopped, the application may exit before this task runs again.
@@ -460,7 +491,28 @@ impl Api {
         let upkeep = crate::db::maintenance::run(self.state.db.clone(), move || {
             readiness.phase() == Phase::Draining
         });
+        #[cfg(feature = "realtime")]
+        futures_util::future::join3(upkeep, self.purge_loop(), self.prune_loop()).await;
+        #[cfg(not(feature = "realtime"))]
         futures_util::future::join(upkeep, self.purge_loop()).await;
+    }
+
+    /// Prunes recorded events ([`Api::prune_events`]) every [`PRUNE_INTERVAL`] until the API
+    /// drains; outside any write, so writes never wait for it.
+    #[cfg(feature = "realtime")]
+    async fn prune_loop(&self) {
+        loop {
+            if let Err(e) = self.prune_events().await {
+                tracing::warn!(target: "crudforge::realtime", error = %e, "pruning events failed");
+            }
+            let until = std::time::Instant::now() + PRUNE_INTERVAL;
+            while std::time::Instant::now() < until {
+                if self.readiness.phase() == Phase::Draining {
+                    return;
+                }
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            }
+        }
     }
 
     /// Purges old soft-deleted rows ([`Api::purge_deleted`]) now and then every
@@ -495,6 +547,10 @@ impl Api {
 /// How often a serving API purges old soft-deleted rows (more often with a shorter
 /// `SOFT_DELETE_RETENTION`).
 const PURGE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60 * 60);
+
+/// How often a serving API prunes recorded events.
+#[cfg(feature = "realtime")]
+const PRUNE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Waits for Ctrl-C, or on Unix also SIGTERM (what orchestrators send).
 async fn stop_signal() {

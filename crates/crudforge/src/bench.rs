@@ -25,3 +25,10 @@ pub const MIGRATION_LOCK_KEY: i64 = crate::db::MIGRATION_LOCK_KEY;
 pub fn sqlite_pragmas(synchronous: crate::config::SqliteSynchronous) -> String {
     crate::db::sqlite_pragmas(synchronous)
 }
+
+/// What the last delivery of an API's feeds cost: (events, queries), the queries counted when
+/// `ORM_PERFORMANCE_MONITORING` is on (the `realtime` feature).
+#[cfg(feature = "realtime")]
+pub fn realtime_last_delivery(api: &crate::Api) -> Option<(u64, u64)> {
+    api.state().realtime.last_delivery()
+}

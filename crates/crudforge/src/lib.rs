@@ -51,6 +51,7 @@
 //! |---|---|---|
 //! | `sqlite` | yes | SQLite, embedded: diesel's SQLite backend, the bundled SQLite C library and the generated SQLite queries |
 //! | `postgres` | yes | PostgreSQL: diesel-async's PostgreSQL connection (tokio-postgres) and the generated PostgreSQL queries |
+//! | `realtime` | no | live updates: the change feed a blueprint offers with [`CrudBlueprint::events`] (`GET <prefix>events/`, Server-Sent Events), the events table written in each write's transaction, `LISTEN`/`NOTIFY` across instances on PostgreSQL (`docs/realtime.md`) |
 //!
 //! At least one of the two must be on. An application on one backend alone compiles that one:
 //! `crudforge = { version = "0.1", default-features = false, features = ["sqlite"] }`. A
@@ -88,6 +89,8 @@ pub(crate) mod owner_only;
 pub mod perms;
 pub mod prelude;
 pub(crate) mod readiness;
+#[cfg(feature = "realtime")]
+pub(crate) mod realtime;
 pub(crate) mod request_id;
 mod schema;
 pub mod sql_types;

@@ -56,6 +56,19 @@ pub trait Mount: Send + Sync + 'static {
         let _ = (db, before);
         Box::pin(async { Ok(0) })
     }
+    /// Prunes the recorded events of the mounted feed past their retention (the `realtime`
+    /// feature); how many. Nothing by default. [`Api::prune_events`](crate::Api::prune_events)
+    /// calls it.
+    #[cfg(feature = "realtime")]
+    #[doc(hidden)]
+    fn prune_events<'a>(
+        &'a self,
+        db: &'a Database,
+        config: &'a crate::Config,
+    ) -> LocalBoxFuture<'a, Result<u64, Error>> {
+        let _ = (db, config);
+        Box::pin(async { Ok(0) })
+    }
 }
 
 /// Something that becomes a [`Mount`] once checked: a blueprint, or a ready `Mount`.

@@ -165,3 +165,20 @@ diesel::table! {
         updated_at -> BigInt,
     }
 }
+
+#[cfg(feature = "realtime")]
+diesel::table! {
+    /// The recorded changes of resources whose blueprint offers a feed (see `crud::feed`).
+    crudforge_events (id) {
+        /// Order of the events; never reused.
+        id -> BigInt,
+        /// The resource's table.
+        resource -> Text,
+        /// `created`, `updated`, `deleted` or `restored`.
+        kind -> Text,
+        /// The row's id, as text.
+        row_key -> Text,
+        /// Microseconds since 1970.
+        created_at -> BigInt,
+    }
+}

@@ -19,6 +19,9 @@ pub struct ApiState {
     pub signing_key: Secret,
     /// Token signing and verification.
     pub tokens: Tokens,
+    /// What the API's feeds share (wake-up, caps, tickets, shutdown).
+    #[cfg(feature = "realtime")]
+    pub(crate) realtime: Arc<crate::realtime::Hub>,
 }
 
 impl ApiState {

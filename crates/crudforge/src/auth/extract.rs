@@ -165,6 +165,49 @@ impl FromRequest for Admin {
     }
 }
 
+/// The claims of the request's bearer access token, if it carries one (checked as
+/// [`current_user`] checks it: signature, time, kind).
+///
+/// # Errors
+///
+/// 401 for a malformed header or an invalid token.
+#[cfg(feature = "realtime")]
+pub(crate) fn bearer_claims(req: &HttpRequest) -> Result<Option<crate::jwt::Claims>, Error> {
+    let Some(header) = req.headers().get(actix_web::http::header::AUTHORIZATION) else {
+        return Ok(None);
+    };
+    let token = header
+        .to_str()
+        .ok()
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| Error::Unauthorized("Expected `Authorization: Bearer <token>`.".into()))?;
+    let st = ApiState::of(req)?;
+    st.tokens.verify(token, TokenKind::Access).map(Some)
+}
+
+/// The user `id` if their session at credential version `version` still holds: `None` when
+/// the user is gone or disabled, or logged out everywhere or changed their password since.
+///
+/// # Errors
+///
+/// Database errors.
+#[cfg(feature = "realtime")]
+pub(crate) async fn session_at(
+    db: &Database,
+    id: Uuid,
+    version: i64,
+) -> Result<Option<CurrentUser>, Error> {
+    Ok(load_session(db, id)
+        .await?
+        .filter(|(u, v)| u.is_enabled && *v == version)
+        .map(|(u, _)| u))
+}
+
 /// Loads a user and its roles in one query; `None` when no such user exists.
 ///
 /// # Errors

@@ -153,5 +153,30 @@ crate::settings! {
         LOG_FORMAT => log_format: LogFormat = LogFormat::Text, log_format, plain;
         /// Seconds a graceful shutdown waits for requests in flight.
         SHUTDOWN_TIMEOUT => shutdown_timeout: u64 = 30, whole_seconds, plain;
+        /// Live updates (`realtime` feature): most recorded events kept per resource; a
+        /// client resuming from before them gets `reset`.
+        REALTIME_RETENTION_EVENTS => realtime_retention_events: u32 = 10_000, positive, plain;
+        /// Live updates: seconds recorded events are kept.
+        REALTIME_RETENTION_SECONDS => realtime_retention_seconds: u64 = 3600, seconds, plain;
+        /// Live updates: seconds between heartbeat comments on an idle stream.
+        REALTIME_HEARTBEAT => realtime_heartbeat: u64 = 15, seconds, plain;
+        /// Live updates: most streams open at once in this process (503 above).
+        REALTIME_MAX_STREAMS => realtime_max_streams: u32 = 1000, positive, plain;
+        /// Live updates: most streams one user (or all anonymous callers) keeps open (429
+        /// above).
+        REALTIME_MAX_STREAMS_PER_USER => realtime_max_streams_per_user: u32 = 5, positive, plain;
+        /// Live updates: events queued for one stream; a subscriber further behind gets
+        /// `reset` and its stream ends.
+        REALTIME_QUEUE => realtime_queue: u32 = 256, positive, plain;
+        /// Live updates: most rows one stream's view may hold (the keys it keeps to tell
+        /// an update from a creation and to send deletions); 400 above at subscription,
+        /// `reset` and the end of the stream when the view grows past it.
+        REALTIME_VIEW_MAX => realtime_view_max: u32 = 10_000, positive, plain;
+        /// Live updates: seconds between checks that a stream's session still holds
+        /// (logout everywhere, password change, disabled account end it).
+        REALTIME_SESSION_CHECK => realtime_session_check: u64 = 5, seconds, plain;
+        /// Live updates: seconds this instance keeps a dropped stream's state, so that a client
+        /// reconnecting with `Last-Event-ID` gets what it missed.
+        REALTIME_RESUME_SECONDS => realtime_resume_seconds: u64 = 300, whole_seconds, plain;
     }
 }

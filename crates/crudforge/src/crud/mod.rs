@@ -21,7 +21,9 @@ pub(crate) mod rules;
 // What a blueprint is made of and what its handlers share: the operations and their options,
 // custom routes, lifecycle hooks, idempotency keys, the actix scope of its routes, the state of
 // a mounted blueprint, what a handler reads from its request, how it answers, and which rows
-// (live or deleted) an operation sees.
+// (live or deleted) an operation sees; with `realtime`, a feed's subscribers and delivery.
+#[cfg(feature = "realtime")]
+pub(crate) mod feed;
 pub(crate) mod hooks;
 pub(crate) mod idempotency;
 pub(crate) mod options;
@@ -36,7 +38,10 @@ mod soft_delete;
 pub(crate) mod relations;
 
 // The handlers, one concern each: listing (INDEX), reading one item (GET), writing (POST,
-// PATCH, DELETE, restore, batches, through one transaction wrapper).
+// PATCH, DELETE, restore, batches, through one transaction wrapper); with `realtime`, the
+// event feed and its stream tickets.
+#[cfg(feature = "realtime")]
+mod events;
 mod list;
 mod read;
 pub(crate) mod write;
@@ -48,6 +53,8 @@ pub(crate) mod mount;
 pub(crate) use crate::condition::{Arg, Cond, Condition, Conditions, Sort};
 pub(crate) use crate::field::{FieldInfo, Kind};
 pub use conditional::entity_tag;
+#[cfg(feature = "realtime")]
+pub use feed::{record_change, Kind as EventKind};
 pub use hooks::HookCtx;
 pub(crate) use list::limits::ListCaps;
 pub use mount::blueprint::CrudBlueprint;

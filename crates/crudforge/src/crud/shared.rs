@@ -22,6 +22,9 @@ pub(crate) struct Shared<R: Resource> {
     pub(crate) hooks: Hooks<R>,
     pub(crate) require_if_match: bool,
     pub(crate) in_flight: InFlight,
+    /// The blueprint's feed, when it offers one (`CrudBlueprint::events`).
+    #[cfg(feature = "realtime")]
+    pub(crate) feed: Option<Arc<crate::crud::feed::Feed<R>>>,
 }
 
 /// A `true`/`false` query parameter of one operation that a hook reads

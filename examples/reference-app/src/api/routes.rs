@@ -152,8 +152,10 @@ pub fn mount(api: Api, recovery_settings: RecoverySettings) -> Result<Api, Mount
             // PATCH honour Idempotency-Key (all built into generated blueprints). Batch writes
             // at `batch/` (create, update) and `batch/delete/`, each item judged like a single
             // write. DELETE keeps the row; administrators list deleted critters
-            // (`include_deleted=true`) and restore them.
+            // (`include_deleted=true`) and restore them. Live updates at `events/`
+            // (Server-Sent Events of the critters each subscriber may read; docs/realtime.md).
             Critter::blueprint("/api/critters/")
+                .events()
                 .admin_only([Operation::Delete, Operation::Restore])
                 .batch([Operation::Post, Operation::Patch, Operation::Delete])
                 .before_create(critters::tidy_new)

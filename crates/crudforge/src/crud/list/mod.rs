@@ -124,7 +124,7 @@ fn crosses_relations(c: &Condition) -> bool {
 /// The list parameters and the `expand` list of `params`, parsed and judged for `viewer`: the
 /// caps, the selectable members, and the members the caller may not read (which cannot be
 /// selected, sorted or filtered on).
-fn judged_query<R: Resource>(
+pub(crate) fn judged_query<R: Resource>(
     shared: &Shared<R>,
     params: &Params,
     st: &ApiState,
@@ -146,7 +146,7 @@ fn judged_query<R: Resource>(
 /// Everything the rows must match: the parent parameters, the caller's `scope`, the filters
 /// and the filter expression of `q` (taken out of it), the named filters of `params`, and,
 /// linked with the related resources' read scopes, the filters across relations.
-async fn conditions<R: Resource>(
+pub(crate) async fn conditions<R: Resource>(
     shared: &Shared<R>,
     req: &HttpRequest,
     params: &Params,

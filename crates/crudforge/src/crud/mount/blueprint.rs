@@ -41,6 +41,9 @@ pub struct CrudBlueprint<R: Resource> {
     /// What the resource's default rules do to the blueprint when it is mounted
     /// (`Rules::on_mount`), kept when the application replaces the rules.
     pub(crate) on_mount: Option<fn(&mut dyn std::any::Any)>,
+    /// Whether the blueprint offers a feed (`events`).
+    #[cfg(feature = "realtime")]
+    pub(crate) events: bool,
 }
 
 impl<R: Resource> fmt::Debug for CrudBlueprint<R> {
@@ -100,6 +103,8 @@ impl<R: Resource> CrudBlueprint<R> {
             require_if_match: false,
             flags: Vec::new(),
             batch: Vec::new(),
+            #[cfg(feature = "realtime")]
+            events: false,
         }
     }
 
@@ -139,6 +144,20 @@ impl<R: Resource> CrudBlueprint<R> {
                 self.batch.push(op);
             }
         }
+        self
+    }
+
+    /// Offers the resource's change feed (the `realtime` feature): `GET <prefix>events/`
+    /// streams Server-Sent Events (`created`, `updated`, `deleted`, `restored`) of the rows the
+    /// subscriber may read, under the list's filters, `scope=` and `fields=`, each rendered as
+    /// the subscriber's `GET` would; `POST <prefix>events/ticket` gives a browser's
+    /// `EventSource` a single-use ticket. Every write through this blueprint then records its
+    /// events in its own transaction. See `docs/realtime.md`. Needs INDEX and the generated
+    /// `GET` representation (no substituted schema or presenter).
+    #[cfg(feature = "realtime")]
+    #[must_use]
+    pub fn events(mut self) -> Self {
+        self.events = true;
         self
     }
 
@@ -304,6 +323,8 @@ impl<R: Resource> CrudBlueprint<R> {
                 R::NAME
             ));
         }
+        #[cfg(feature = "realtime")]
+        self.check_events();
         if !self.errors.is_empty() {
             return Err(self.errors.join("; "));
         }
@@ -320,6 +341,8 @@ impl<R: Resource> CrudBlueprint<R> {
                 hooks: self.hooks,
                 require_if_match: self.require_if_match,
                 in_flight: crate::crud::idempotency::InFlight::default(),
+                #[cfg(feature = "realtime")]
+                feed: self.events.then(Arc::default),
             }),
             prefix: self.prefix,
             item_path,
@@ -332,6 +355,31 @@ impl<R: Resource> CrudBlueprint<R> {
 }
 
 impl<R: Resource> CrudBlueprint<R> {
+    /// A feed needs what it renders and judges with: INDEX (its caller and scope), the
+    /// generated `GET` representation (rendered once per event for all subscribers).
+    #[cfg(feature = "realtime")]
+    fn check_events(&mut self) {
+        if !self.events {
+            return;
+        }
+        if !self.ops.contains_key(&Operation::Index) {
+            self.errors.push(format!(
+                "{}: a feed (`events()`) needs the INDEX operation",
+                self.prefix
+            ));
+        }
+        if self
+            .ops
+            .get(&Operation::Get)
+            .is_some_and(|o| o.response.is_some() || o.presenter.is_some())
+        {
+            self.errors.push(format!(
+                "{}: a feed (`events()`) renders the generated representation; GET has a substituted schema or presenter",
+                self.prefix
+            ));
+        }
+    }
+
     /// Checks that every field the rules name (server-set and admin-only members, the fields
     /// their scopes compare) is a field of `R`, so that a misspelt owner field fails at mount
     /// time rather than on the first request.
@@ -469,6 +517,22 @@ impl<R: Resource> Mounted<R> {
         }
     }
 
+    /// The feed and its ticket, when the blueprint offers one.
+    #[cfg(feature = "realtime")]
+    fn feed_routes(&self, routes: &mut crate::crud::scope::Routes) {
+        if self.shared.feed.is_none() {
+            return;
+        }
+        let feed = format!("{}{}", self.prefix, crate::crud::events::PATH);
+        routes.add(&feed, |r| {
+            r.route(web::get().to(handler!(self.shared, crate::crud::events::feed)))
+        });
+        let ticket = format!("{}{}", self.prefix, crate::crud::events::TICKET_PATH);
+        routes.add(&ticket, |r| {
+            r.route(web::post().to(handler!(self.shared, crate::crud::events::ticket)))
+        });
+    }
+
     /// The list, the item and the restore routes, for the operations the blueprint enables.
     fn standard_routes(&self, routes: &mut crate::crud::scope::Routes) {
         let ops = &self.shared.ops;
@@ -541,6 +605,8 @@ impl<R: Resource> Mount for Mounted<R> {
         // item id.
         self.custom_routes(&mut routes);
         self.batch_routes(&mut routes);
+        #[cfg(feature = "realtime")]
+        self.feed_routes(&mut routes);
         self.standard_routes(&mut routes);
         routes.register(cfg, &self.patterns);
     }
@@ -570,5 +636,27 @@ impl<R: Resource> Mount for Mounted<R> {
         before: chrono::DateTime<chrono::Utc>,
     ) -> futures_util::future::LocalBoxFuture<'a, Result<u64, crate::error::Error>> {
         Box::pin(crate::crud::soft_delete::purge::<R>(db, before))
+    }
+
+    #[cfg(feature = "realtime")]
+    fn prune_events<'a>(
+        &'a self,
+        db: &'a crate::db::Database,
+        config: &'a crate::Config,
+    ) -> futures_util::future::LocalBoxFuture<'a, Result<u64, crate::error::Error>> {
+        Box::pin(async move {
+            if self.shared.feed.is_none() {
+                return Ok(0);
+            }
+            let ops = &config.ops;
+            crate::crud::feed::prune(
+                &mut db.get().await?,
+                R::sql_table(),
+                ops.realtime_retention_events,
+                std::time::Duration::from_secs(ops.realtime_retention_seconds),
+                std::time::Duration::from_secs(ops.realtime_resume_seconds),
+            )
+            .await
+        })
     }
 }

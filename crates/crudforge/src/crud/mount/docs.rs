@@ -4,12 +4,15 @@
 //! files beside it hold the parts: `list` (INDEX: its parameters and page), `item` (`GET` and
 //! `DELETE` of an item), `write` (`POST`, `PATCH` and their bodies), `headers` (conditional
 //! requests and idempotency keys), `callers` (who may call, security), `custom` (custom
-//! routes), `batch`, `soft_delete` and `rules` (read rules, named filters), on the shared
+//! routes), `batch`, `soft_delete`, `rules` (read rules, named filters) and `events` (a
+//! feed and its ticket, with `realtime`), on the shared
 //! `schema` and `words` helpers.
 
 mod batch;
 mod callers;
 mod custom;
+#[cfg(feature = "realtime")]
+mod events;
 mod headers;
 mod item;
 mod list;
@@ -37,6 +40,8 @@ pub(super) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
     }
     batch::document(doc, m);
     custom::document(doc, m);
+    #[cfg(feature = "realtime")]
+    events::document(doc, m);
 }
 
 /// What one generated operation puts in the description, before the parts every operation

@@ -289,6 +289,14 @@ impl Params {
     pub(crate) fn pairs(&self) -> &[(String, String)] {
         &self.0
     }
+
+    /// Takes the parameter `name` out (one the list parameters do not know, read by another
+    /// reader first).
+    #[cfg(feature = "realtime")]
+    pub(crate) fn take(&mut self, name: &str) -> Option<String> {
+        let i = self.0.iter().position(|(n, _)| n == name)?;
+        Some(self.0.remove(i).1)
+    }
 }
 
 /// The `name=value` pairs of a query string, each name once: the values of a repeated list

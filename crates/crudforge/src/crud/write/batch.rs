@@ -208,19 +208,26 @@ pub(crate) async fn delete<R: Resource>(
     let plan = Plan::new(shared, Operation::Delete, held.key(), needs);
     let write = async |conn: &mut Conn| {
         let mut committed = Vec::new();
+        let mut deleted = Vec::new();
         for (i, (target, pre)) in targets.iter().enumerate() {
-            let deleted = super::delete::write(shared, &ctx, conn, target, pre.as_ref()).await;
-            match deleted.map_err(|e| at(i, e))? {
+            let gone = super::delete::write(shared, &ctx, conn, target, pre.as_ref()).await;
+            match gone.map_err(|e| at(i, e))? {
                 Change::Deleted { row, committed: c } => {
                     if let Some(row) = &row {
                         after_write(shared, conn, &ctx, i, row).await?;
+                        deleted.extend(row.key_of(R::ID_FIELD));
                     }
                     committed.extend(c);
                 }
                 _ => return Err(Error::Internal("a delete reported no deletion".into())),
             }
         }
-        Ok(batch(Vec::new(), committed, 204))
+        Ok(Change::Batch {
+            rows: Vec::new(),
+            deleted,
+            committed,
+            answer: Answer::new(204, None),
+        })
     };
     Ok(run(shared, st, &req, &ctx, plan, write)
         .await?
@@ -231,6 +238,7 @@ pub(crate) async fn delete<R: Resource>(
 fn batch<R>(rows: Vec<R>, committed: Vec<std::sync::Arc<R>>, status: u16) -> Change<R> {
     Change::Batch {
         rows,
+        deleted: Vec::new(),
         committed,
         answer: Answer::new(status, None),
     }

@@ -63,10 +63,13 @@ pub(crate) async fn write<R: Resource>(
     Ok(Change::Deleted { row, committed })
 }
 
-/// Whether a hook of the delete sees the row.
+/// Whether a hook of the delete sees the row, or a feed records its key.
 fn wants_row<R: Resource>(shared: &Shared<R>) -> bool {
     let hooks = &shared.hooks;
-    !hooks.after_delete.is_empty() || !hooks.before_delete.is_empty() || hooks.has_after_commit()
+    !hooks.after_delete.is_empty()
+        || !hooks.before_delete.is_empty()
+        || hooks.has_after_commit()
+        || super::has_feed(shared)
 }
 
 /// The row before the delete, with `If-Match` checked against it: the copy the

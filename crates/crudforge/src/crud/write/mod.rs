@@ -121,7 +121,9 @@ impl<'k> Plan<'k> {
         let hooks = &shared.hooks;
         let updates = matches!(op, Operation::Patch | Operation::Restore);
         let addressed = updates || op == Operation::Delete;
+        // A write of a resource with a feed records its events in its own transaction.
         let in_tx = needs.batch
+            || has_feed(shared)
             || key.is_some()
             || needs.if_match
             || needs.create_rule
@@ -151,6 +153,9 @@ pub(crate) enum Change<R> {
     Batch {
         /// The created or updated rows, in the order of the request's items.
         rows: Vec<R>,
+        /// The keys of the deleted rows, in order (when the rows were read: with a feed).
+        #[cfg_attr(not(feature = "realtime"), allow(dead_code))]
+        deleted: Vec<String>,
         /// The after-commit hooks' copies of deleted rows.
         committed: Vec<Arc<R>>,
         /// Status of the answer.
@@ -207,7 +212,19 @@ pub(crate) async fn run<R: Resource>(
     let mut lost_claim = false;
     let outcome = match claim(&mut conn, st, plan.key).await {
         Ok(true) => match body(&mut conn).await {
-            Ok(change) => settle(shared, st, &mut conn, ctx, plan.op, change, plan.key).await,
+            Ok(change) => {
+                #[cfg(feature = "realtime")]
+                let journal = journal(shared, plan.op, &change);
+                let settled = settle(shared, st, &mut conn, ctx, plan.op, change, plan.key).await;
+                #[cfg(feature = "realtime")]
+                let settled = match (settled, journal) {
+                    (Ok(w), Some(j)) => crate::crud::feed::record(&mut conn, R::sql_table(), &j)
+                        .await
+                        .map(|()| w),
+                    (settled, _) => settled,
+                };
+                settled
+            }
             Err(e) => Err(e),
         },
         Ok(false) => {
@@ -222,7 +239,58 @@ pub(crate) async fn run<R: Resource>(
         Ending::Replay(res) => return Ok(Ended::Replay(res)),
     };
     drop(conn);
+    // Committed: this process's feeds read the new events now (other instances hear the
+    // transaction's NOTIFY on PostgreSQL).
+    #[cfg(feature = "realtime")]
+    if has_feed(shared) {
+        st.realtime.wake();
+    }
     Ok(Ended::Done(written.finish(shared, st, ctx, plan.op).await?))
+}
+
+/// Whether the blueprint offers a feed, so that its writes record events.
+pub(crate) fn has_feed<R: Resource>(shared: &Shared<R>) -> bool {
+    #[cfg(feature = "realtime")]
+    {
+        shared.feed.is_some()
+    }
+    #[cfg(not(feature = "realtime"))]
+    {
+        let _ = shared;
+        false
+    }
+}
+
+/// The events a write's change records, when the blueprint offers a feed: each created,
+/// updated or restored row's key, and each deleted row's.
+#[cfg(feature = "realtime")]
+fn journal<R: Resource>(
+    shared: &Shared<R>,
+    op: Operation,
+    change: &Change<R>,
+) -> Option<crate::crud::feed::Journal> {
+    use crate::crud::feed::Kind;
+    shared.feed.as_ref()?;
+    let written = match op {
+        Operation::Post => Kind::Created,
+        Operation::Restore => Kind::Restored,
+        _ => Kind::Updated,
+    };
+    let key = |row: &R| row.key_of(R::ID_FIELD);
+    Some(match change {
+        Change::Stored(row, _) => key(row).map(|k| (written, k)).into_iter().collect(),
+        Change::Deleted { row, .. } => row
+            .as_ref()
+            .and_then(key)
+            .map(|k| (Kind::Deleted, k))
+            .into_iter()
+            .collect(),
+        Change::Batch { rows, deleted, .. } => rows
+            .iter()
+            .filter_map(|r| key(r).map(|k| (written, k)))
+            .chain(deleted.iter().map(|k| (Kind::Deleted, k.clone())))
+            .collect(),
+    })
 }
 
 /// Claims `key` in the write's transaction: false when another request stored it first.
@@ -266,6 +334,7 @@ async fn settle<R: Resource>(
             rows,
             mut committed,
             mut answer,
+            ..
         } => {
             if shared.hooks.has_after_commit() {
                 if key.is_none() && answer.status != 204 {

@@ -1,0 +1,282 @@
+//! The feed's handlers (the `realtime` feature): `GET <prefix>events/`, a stream of
+//! Server-Sent Events of the rows a subscriber may read under the list's own vocabulary
+//! (simple filters, `filter`, `scope=`, `fields=`), and `POST <prefix>events/ticket`, a
+//! short-lived single-use ticket standing for the bearer token, for browsers' `EventSource`
+//! (which cannot send `Authorization`). What a subscriber receives is `crud::feed`'s.
+
+use crate::condition::Condition;
+use crate::crud::feed::stream::{self, Stream};
+use crate::crud::feed::Feed;
+use crate::crud::options::Operation;
+use crate::crud::query::Params;
+use crate::crud::relations;
+use crate::crud::request::{caller_for, Caller};
+use crate::crud::shared::Shared;
+use crate::crud::soft_delete::Rows;
+use crate::crud::Resource;
+use crate::db::{snapshot, Conn};
+use crate::error::Error;
+use crate::realtime::{Session, TICKET_TTL};
+use crate::state::ApiState;
+use actix_web::http::header;
+use actix_web::{web, HttpRequest, HttpResponse};
+use std::collections::HashSet;
+use std::sync::Arc;
+
+/// The feed's path below the blueprint's prefix.
+pub(crate) const PATH: &str = "events/";
+/// The ticket's path below the blueprint's prefix.
+pub(crate) const TICKET_PATH: &str = "events/ticket";
+
+/// The parameters of the list a feed does not take.
+const REFUSED: [&str; 3] = ["expand", "cursor", "include_deleted"];
+
+/// `POST <prefix>events/ticket`: a ticket for `GET <prefix>events/?ticket=...`, standing for
+/// the bearer token of this request for a few seconds, once.
+pub(crate) async fn ticket<R: Resource>(
+    _shared: &Shared<R>,
+    req: HttpRequest,
+    _body: web::Bytes,
+) -> Result<HttpResponse, Error> {
+    let st = ApiState::of(&req)?;
+    let user = crate::auth::require_user(&req).await?;
+    let claims = crate::auth::extract::bearer_claims(&req)?
+        .ok_or_else(|| Error::Unauthorized("Authentication required.".into()))?;
+    let ticket = st.realtime.issue_ticket(Session {
+        user: user.id,
+        version: claims.ver.unwrap_or(0),
+        expires: claims.exp,
+    })?;
+    Ok(HttpResponse::Ok()
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .json(serde_json::json!({
+            "ticket": ticket,
+            "expires_in": TICKET_TTL.as_secs(),
+        })))
+}
+
+/// Who subscribes: the user of a `ticket` parameter (redeemed now), or of the bearer token;
+/// with the session the stream lives in.
+async fn subscriber(
+    st: &ApiState,
+    req: &HttpRequest,
+    params: &mut Params,
+    conn: &mut Conn,
+) -> Result<(Option<crate::auth::CurrentUser>, Option<Session>), Error> {
+    if let Some(t) = params.take("ticket") {
+        let unknown =
+            || Error::Unauthorized("The stream ticket is unknown, used or expired.".into());
+        let session = st.realtime.redeem(&t).ok_or_else(unknown)?;
+        let user = crate::auth::extract::session_at(&st.db, session.user, session.version)
+            .await?
+            .ok_or_else(unknown)?;
+        return Ok((Some(user), Some(session)));
+    }
+    let user = crate::auth::current_user_on(req, conn).await?;
+    let session = match (&user, crate::auth::extract::bearer_claims(req)?) {
+        (Some(u), Some(c)) => Some(Session {
+            user: u.id,
+            version: c.ver.unwrap_or(0),
+            expires: c.exp,
+        }),
+        _ => None,
+    };
+    Ok((user, session))
+}
+
+/// What a subscription read in its snapshot.
+struct Opened {
+    who: Caller,
+    session: Option<Session>,
+    conds: Condition,
+    fields: Option<Vec<&'static str>>,
+    /// The newest event when the view was read.
+    head: i64,
+    /// The keys of the view.
+    keys: HashSet<Arc<str>>,
+}
+
+/// The subscriber, its view's conditions and members, and the view's keys with the event
+/// position they were read at.
+async fn open<R: Resource>(
+    shared: &Shared<R>,
+    req: &HttpRequest,
+    st: &ApiState,
+    mut params: Params,
+    conn: &mut Conn,
+) -> Result<Opened, Error> {
+    let (user, session) = subscriber(st, req, &mut params, conn).await?;
+    params.take("last_event_id");
+    for p in REFUSED {
+        if params.get(p).is_some() {
+            return Err(Error::bad_param(
+                p,
+                format!("the event feed does not take `{p}`"),
+            ));
+        }
+    }
+    let who = caller_for(shared, Operation::Index, user.as_ref())?;
+    let scope =
+        relations::rules::scope_in(&who, shared, req, Rows::Live, relations::rules::Kind::Read)?;
+    let (mut q, _) = crate::crud::list::judged_query(shared, &params, st, who.viewer())?;
+    let conds =
+        crate::crud::list::conditions(shared, req, &params, conn, scope, &mut q, who.viewer())
+            .await?;
+    let fields = q.fields.take();
+    // The position first, then the view: a write between the two is delivered again (as an
+    // update of a row already known), never lost.
+    let head = crate::crud::feed::newest(conn, R::sql_table()).await?;
+    let max = st.config.ops.realtime_view_max as usize;
+    let rows = R::select(
+        conn,
+        &conds,
+        &[],
+        Some(crate::crud::Window::first(max as i64 + 1)),
+    )
+    .await?;
+    if rows.len() > max {
+        return Err(Error::bad_param(
+            "filter",
+            format!("the feed's view holds more than {max} rows; narrow it with filters"),
+        ));
+    }
+    let keys = rows
+        .iter()
+        .filter_map(|r| r.key_of(R::ID_FIELD))
+        .map(|k| Arc::from(k.as_str()))
+        .collect();
+    Ok(Opened {
+        who,
+        session,
+        conds,
+        fields,
+        head,
+        keys,
+    })
+}
+
+/// `GET <prefix>events/`: the feed, as `text/event-stream`.
+pub(crate) async fn feed<R: Resource>(
+    shared: &Shared<R>,
+    req: HttpRequest,
+    _body: web::Bytes,
+) -> Result<HttpResponse, Error> {
+    let st = ApiState::of(&req)?;
+    let feed: Arc<Feed<R>> = shared
+        .feed
+        .clone()
+        .ok_or_else(|| Error::NotFound("This resource offers no event feed.".into()))?;
+    let params = Params::of(req.query_string())?;
+    let last_event_id = req
+        .headers()
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| params.get("last_event_id").map(str::to_owned));
+    // The view's conditions, with the ticket and the resume position taken out: what a
+    // parked stream was opened with.
+    let query = view_query(&params);
+    let opened = snapshot::read(&st.db, async |conn| {
+        open(shared, &req, st, params, conn).await
+    })
+    .await?;
+    let cfg = &st.config.ops;
+    let permit = st.realtime.admit(
+        opened.who.user_id(),
+        cfg.realtime_max_streams,
+        cfg.realtime_max_streams_per_user,
+    )?;
+    #[cfg(feature = "postgres")]
+    if st.db.backend() == crate::db::Backend::Postgres {
+        if let Some(url) = st.config.db.database_uri.as_deref() {
+            st.realtime.listen(url);
+        }
+    }
+    let user = opened.who.user_id();
+    // A resume: the parked state of the stream the id names, when this instance still keeps
+    // it and it was the same caller's stream of the same view, at the id the client last
+    // received. The events it needs are retained: pruning keeps every event younger than
+    // REALTIME_RESUME_SECONDS (see `feed::prune`).
+    let mut opening = Vec::new();
+    let resumed = last_event_id
+        .as_deref()
+        .and_then(stream::parse_event_id)
+        .and_then(|(n, token)| {
+            let p = feed.unpark(token, user, &query)?;
+            (p.emitted == n).then(|| (token.to_owned(), p))
+        });
+    if last_event_id.is_some() && resumed.is_none() {
+        opening.extend_from_slice(&stream::reset("resume_unavailable"));
+    }
+    let (token, cursor, emitted, known) = match resumed {
+        Some((token, p)) => (token, p.pulled, p.emitted, p.known),
+        None => (new_token()?, opened.head, opened.head, opened.keys),
+    };
+    opening.extend_from_slice(&stream::ready(&stream::event_id(emitted, &token)));
+    let view = crate::crud::feed::View {
+        conds: opened.conds,
+        viewer: opened.who.viewer().cloned(),
+        fields: opened.fields,
+    };
+    let (sub, rx) = feed.subscribe(
+        &st.realtime,
+        &st.db,
+        view,
+        cursor,
+        cfg.realtime_queue as usize,
+    );
+    let session_every = std::time::Duration::from_secs(cfg.realtime_session_check);
+    let s = Stream {
+        feed,
+        sub,
+        rx,
+        known,
+        view_max: cfg.realtime_view_max as usize,
+        token,
+        emitted,
+        pulled: cursor,
+        opening: Some(opening),
+        heartbeat: std::time::Duration::from_secs(cfg.realtime_heartbeat),
+        closing: st.realtime.closing(),
+        session: opened.session.map(|s| (s, session_every, st.db.clone())),
+        next_check: tokio::time::Instant::now() + session_every,
+        user,
+        query,
+        resume_for: std::time::Duration::from_secs(cfg.realtime_resume_seconds),
+        park_max: cfg.realtime_max_streams as usize,
+        ended: false,
+        _permit: permit,
+    };
+    let body = futures_util::stream::unfold(s, |mut s| async move {
+        let chunk = s.next_chunk().await?;
+        Some((
+            Ok::<_, std::convert::Infallible>(web::Bytes::from(chunk)),
+            s,
+        ))
+    });
+    Ok(HttpResponse::Ok()
+        .insert_header((header::CONTENT_TYPE, "text/event-stream"))
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .insert_header(("X-Accel-Buffering", "no"))
+        .streaming(body))
+}
+
+/// The query string of the view: every parameter but the ticket and the resume position,
+/// sorted, so that the same view asked again matches.
+fn view_query(params: &Params) -> String {
+    let mut pairs: Vec<String> = params
+        .pairs()
+        .iter()
+        .filter(|(n, _)| n != "ticket" && n != "last_event_id")
+        .map(|(n, v)| format!("{n}={v}"))
+        .collect();
+    pairs.sort_unstable();
+    pairs.join("&")
+}
+
+/// A random stream token.
+fn new_token() -> Result<String, Error> {
+    let mut raw = [0u8; 12];
+    getrandom::fill(&mut raw).map_err(|e| Error::Internal(format!("randomness: {e}")))?;
+    Ok(raw.iter().map(|b| format!("{b:02x}")).collect())
+}

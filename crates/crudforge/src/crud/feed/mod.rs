@@ -1,0 +1,401 @@
+//! Live updates of one blueprint (the `realtime` feature): what a write records
+//! ([`record`], in the write's own transaction), the subscribers of a feed ([`Feed`], one per
+//! blueprint that offers one), their delivery ([`pump`]: the recorded events read in order, the
+//! rules of every group of subscribers with equal conditions judged in one query against the
+//! rows as committed) and each subscriber's stream ([`stream`]: Server-Sent Events, the keys
+//! it has shown, resume, heartbeats, the end of a session).
+//!
+//! "Was the row in this subscriber's view before?" is answered by the stream itself: it keeps
+//! the keys of the rows it has shown (seeded at subscription with the keys of its view,
+//! bounded by `REALTIME_VIEW_MAX`). A row now in view is `updated` when its key is known,
+//! `created` otherwise; a row out of view is `deleted` (key only) when its key is known, and
+//! nothing otherwise. So a subscriber hears only of keys it was shown, and nothing about a row
+//! it cannot read. A dropped stream's keys stay with this instance for
+//! `REALTIME_RESUME_SECONDS`; a client reconnecting with the `Last-Event-ID` of its last event
+//! gets what it missed from the retained events, and any other reconnection gets `reset`.
+
+pub(crate) mod pump;
+pub(crate) mod stream;
+
+use crate::auth::CurrentUser;
+use crate::condition::Condition;
+use crate::crud::Resource;
+use crate::db::Conn;
+use crate::error::Error;
+use crate::realtime::Hub;
+use crate::schema::crudforge_events as events;
+use diesel::prelude::*;
+use std::collections::{HashMap, HashSet};
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+/// The PostgreSQL advisory lock a write holds from its first event to its commit, so that
+/// event ids are committed in the order they were taken (a reader never passes an id that a
+/// transaction still open would commit later).
+pub(crate) const EVENTS_LOCK_KEY: i64 = 0x6372_7564_6576_7473;
+
+/// What happened to a row, as a feed's events say it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A row was created.
+    Created,
+    /// A row was changed.
+    Updated,
+    /// A row was deleted (or soft-deleted).
+    Deleted,
+    /// A soft-deleted row was restored.
+    Restored,
+}
+
+impl Kind {
+    /// The event's name on the wire and in the table.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Kind::Created => "created",
+            Kind::Updated => "updated",
+            Kind::Deleted => "deleted",
+            Kind::Restored => "restored",
+        }
+    }
+
+    /// The kind stored as `s`.
+    pub(crate) fn parse(s: &str) -> Option<Kind> {
+        Some(match s {
+            "created" => Kind::Created,
+            "updated" => Kind::Updated,
+            "deleted" => Kind::Deleted,
+            "restored" => Kind::Restored,
+            _ => return None,
+        })
+    }
+}
+
+/// Records, in the transaction `conn` is in, that the row `key` of `R` was created, updated,
+/// deleted or restored: for writes a hook makes directly through [`Resource`]'s functions
+/// (`Resource::insert`, ...) to a resource whose blueprint offers a feed, which the
+/// blueprints' own writes record by themselves. Subscribers hear of it once the transaction
+/// commits (on PostgreSQL through its `NOTIFY`; on SQLite at their next read of the events,
+/// within 2 seconds).
+///
+/// ```ignore
+/// .after_create(|conn, _ctx, order: &Order| Box::pin(async move {
+///     let line = Line::insert(conn, line_for(order)?).await?;
+///     crudforge::crud::record_change::<Line>(conn, EventKind::Created, &line.id.to_string()).await
+/// }))
+/// ```
+///
+/// # Errors
+///
+/// Database errors (the hook's write then rolls back with it).
+pub async fn record_change<R: Resource>(
+    conn: &mut Conn,
+    kind: Kind,
+    key: &str,
+) -> Result<(), Error> {
+    record(conn, R::sql_table(), &vec![(kind, key.to_owned())]).await
+}
+
+/// The changes one write made to a resource with a feed: kind and row key, in order.
+pub(crate) type Journal = Vec<(Kind, String)>;
+
+/// Records `journal` for `table` on `conn`, inside the write's transaction: on PostgreSQL
+/// after taking [`EVENTS_LOCK_KEY`] (held until the commit) and with a `NOTIFY` that every
+/// instance hears at the commit.
+///
+/// # Errors
+///
+/// Database errors (the write then rolls back with its events).
+pub(crate) async fn record(conn: &mut Conn, table: &str, journal: &Journal) -> Result<(), Error> {
+    if journal.is_empty() {
+        return Ok(());
+    }
+    let pg = conn.backend() == crate::db::Backend::Postgres;
+    let now = chrono::Utc::now().timestamp_micros();
+    crate::with_conn!(conn, |c| {
+        if pg {
+            let lock = format!(
+                "SELECT pg_advisory_xact_lock({EVENTS_LOCK_KEY}); SELECT pg_notify('{}', '')",
+                crate::realtime::CHANNEL
+            );
+            diesel_async::SimpleAsyncConnection::batch_execute(c, &lock).await?;
+        }
+        for (kind, key) in journal {
+            let q = diesel::insert_into(events::table).values((
+                events::resource.eq(table),
+                events::kind.eq(kind.as_str()),
+                events::row_key.eq(key),
+                events::created_at.eq(now),
+            ));
+            diesel_async::RunQueryDsl::execute(q, c).await?;
+        }
+        Ok::<_, diesel::result::Error>(())
+    })?;
+    Ok(())
+}
+
+/// One recorded event.
+#[derive(Debug, Clone)]
+pub(crate) struct Event {
+    /// Its id.
+    pub(crate) id: i64,
+    /// What happened.
+    pub(crate) kind: Kind,
+    /// The row's key.
+    pub(crate) key: Arc<str>,
+}
+
+/// The events of `table` after `after`, in order, at most `limit`.
+///
+/// # Errors
+///
+/// Database errors.
+pub(crate) async fn after(
+    conn: &mut Conn,
+    table: &str,
+    after: i64,
+    limit: i64,
+) -> Result<Vec<Event>, Error> {
+    let rows: Vec<(i64, String, String)> = crate::with_conn!(conn, |c| {
+        let q = events::table
+            .filter(events::resource.eq(table))
+            .filter(events::id.gt(after))
+            .order(events::id.asc())
+            .limit(limit)
+            .select((events::id, events::kind, events::row_key));
+        diesel_async::RunQueryDsl::load(q, c).await
+    })?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(id, kind, key)| {
+            Some(Event {
+                id,
+                kind: Kind::parse(&kind)?,
+                key: key.into(),
+            })
+        })
+        .collect())
+}
+
+/// The newest event id of `table` (0 when there is none).
+///
+/// # Errors
+///
+/// Database errors.
+pub(crate) async fn newest(conn: &mut Conn, table: &str) -> Result<i64, Error> {
+    let newest: Option<i64> = crate::with_conn!(conn, |c| {
+        let q = events::table
+            .filter(events::resource.eq(table))
+            .select(diesel::dsl::max(events::id));
+        diesel_async::RunQueryDsl::get_result(q, c).await
+    })?;
+    Ok(newest.unwrap_or(0))
+}
+
+/// Prunes the events of `table` past the retention: those older than `max_age`, and all but
+/// the newest `keep` among those older than `resume` (an event a parked stream may still need
+/// for its resume is never pruned). Small statements outside any write.
+///
+/// # Errors
+///
+/// Database errors.
+pub(crate) async fn prune(
+    conn: &mut Conn,
+    table: &str,
+    keep: u32,
+    max_age: Duration,
+    resume: Duration,
+) -> Result<u64, Error> {
+    let micros = |d: Duration| i64::try_from(d.as_micros()).unwrap_or(i64::MAX);
+    let now = chrono::Utc::now().timestamp_micros();
+    let too_old = now.saturating_sub(micros(max_age.max(resume)));
+    let resumable = now.saturating_sub(micros(resume));
+    let n = crate::with_conn!(conn, |c| {
+        // The newest id past the `keep` newest (none: nothing to prune by count).
+        let past = events::table
+            .filter(events::resource.eq(table))
+            .order(events::id.desc())
+            .offset(i64::from(keep))
+            .limit(1)
+            .select(events::id);
+        let floor: i64 = diesel_async::RunQueryDsl::get_result(past, c)
+            .await
+            .optional()?
+            .unwrap_or(0);
+        let old = diesel::delete(
+            events::table.filter(events::resource.eq(table)).filter(
+                events::created_at
+                    .lt(too_old)
+                    .or(events::id.le(floor).and(events::created_at.lt(resumable))),
+            ),
+        );
+        diesel_async::RunQueryDsl::execute(old, c).await
+    })?;
+    Ok(n as u64)
+}
+
+/// What a subscriber is told about one event: its row as the subscriber's `GET` renders it,
+/// or `None` when the row is not (or no longer) in the subscriber's view.
+#[derive(Debug)]
+pub(crate) struct Fact {
+    /// The event.
+    pub(crate) event: Event,
+    /// The row's representation for this subscriber, trimmed to its `fields`.
+    pub(crate) data: Option<Vec<u8>>,
+}
+
+/// What a subscriber sees: the rows matching `conds`, rendered for `viewer`, trimmed to
+/// `fields`.
+pub(crate) struct View {
+    /// The read scope, the parents, the filters, the named filters (relations linked).
+    pub(crate) conds: Condition,
+    /// Whom rows are rendered for (read rules).
+    pub(crate) viewer: Option<CurrentUser>,
+    /// The members asked for (`fields=`).
+    pub(crate) fields: Option<Vec<&'static str>>,
+}
+
+/// One subscriber, as the delivery sees it.
+pub(crate) struct Sub {
+    /// Its number in its feed.
+    pub(crate) id: u64,
+    /// Everything a row must match to be in its view: the read scope, the parents, the
+    /// filters, the named filters (relations linked).
+    pub(crate) conds: Condition,
+    /// Whom rows are rendered for (read rules).
+    pub(crate) viewer: Option<CurrentUser>,
+    /// The members asked for (`fields=`).
+    pub(crate) fields: Option<Vec<&'static str>>,
+    /// The last event handed to its queue.
+    pub(crate) cursor: AtomicI64,
+    /// Its queue.
+    pub(crate) tx: mpsc::Sender<Fact>,
+    /// Set when its queue was full: the stream sends `reset` and ends.
+    pub(crate) overflowed: AtomicBool,
+}
+
+/// A dropped stream's state, kept for a resume on this instance.
+pub(crate) struct Parked {
+    /// Whose stream it was.
+    pub(crate) user: Option<uuid::Uuid>,
+    /// The request's query string (the same view is asked for again).
+    pub(crate) query: String,
+    /// The id of the last event the stream wrote.
+    pub(crate) emitted: i64,
+    /// The last event its queue had given it (events between `emitted` and this one told
+    /// the client nothing).
+    pub(crate) pulled: i64,
+    /// The keys it had shown.
+    pub(crate) known: HashSet<Arc<str>>,
+    /// Until when it is kept.
+    pub(crate) until: Instant,
+}
+
+/// The feed of one blueprint: its subscribers, the parked states of dropped streams, whether
+/// its delivery runs.
+pub(crate) struct Feed<R> {
+    /// The resource's table, as events name it.
+    pub(crate) table: &'static str,
+    pub(crate) subs: Mutex<Vec<Arc<Sub>>>,
+    pub(crate) parked: Mutex<HashMap<String, Parked>>,
+    /// Whether the delivery task runs.
+    pumping: AtomicBool,
+    next_id: AtomicU64,
+    _resource: PhantomData<fn() -> R>,
+}
+
+/// Locks `m`, through a poisoned lock (the lists it guards stay consistent).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl<R: Resource> Default for Feed<R> {
+    fn default() -> Self {
+        Feed {
+            table: R::sql_table(),
+            subs: Mutex::new(Vec::new()),
+            parked: Mutex::new(HashMap::new()),
+            pumping: AtomicBool::new(false),
+            next_id: AtomicU64::new(1),
+            _resource: PhantomData,
+        }
+    }
+}
+
+impl<R: Resource> Feed<R> {
+    /// Adds a subscriber with `view`, from event `cursor` on, with a queue of `queue` events;
+    /// starts the delivery if it is not running.
+    pub(crate) fn subscribe(
+        self: &Arc<Self>,
+        hub: &Arc<Hub>,
+        db: &crate::db::Database,
+        view: View,
+        cursor: i64,
+        queue: usize,
+    ) -> (Arc<Sub>, mpsc::Receiver<Fact>) {
+        let (tx, rx) = mpsc::channel(queue.max(1));
+        let sub = Arc::new(Sub {
+            id: self.next_id.fetch_add(1, Ordering::Relaxed),
+            conds: view.conds,
+            viewer: view.viewer,
+            fields: view.fields,
+            cursor: AtomicI64::new(cursor),
+            tx,
+            overflowed: AtomicBool::new(false),
+        });
+        lock(&self.subs).push(sub.clone());
+        if !self.pumping.swap(true, Ordering::SeqCst) {
+            actix_web::rt::spawn(pump::run(self.clone(), hub.clone(), db.clone()));
+        }
+        hub.wake();
+        (sub, rx)
+    }
+
+    /// Removes subscriber `id`.
+    pub(crate) fn unsubscribe(&self, id: u64) {
+        lock(&self.subs).retain(|s| s.id != id);
+    }
+
+    /// The subscribers now; when there are none, marks the delivery stopped (under the same
+    /// lock that [`subscribe`](Self::subscribe) adds under, so none is left without one).
+    pub(crate) fn current_or_stop(&self) -> Vec<Arc<Sub>> {
+        let subs = lock(&self.subs);
+        if subs.is_empty() {
+            self.pumping.store(false, Ordering::SeqCst);
+        }
+        subs.clone()
+    }
+
+    /// Keeps a dropped stream's state under `token` (bounded: the oldest go first).
+    pub(crate) fn park(&self, token: String, parked: Parked, max: usize) {
+        let now = Instant::now();
+        let mut all = lock(&self.parked);
+        all.retain(|_, p| p.until > now);
+        while all.len() >= max.max(1) {
+            let Some(oldest) = all
+                .iter()
+                .min_by_key(|(_, p)| p.until)
+                .map(|(k, _)| k.clone())
+            else {
+                break;
+            };
+            all.remove(&oldest);
+        }
+        all.insert(token, parked);
+    }
+
+    /// The parked state under `token`, taken, if it is still kept and was `user`'s stream of
+    /// the same view.
+    pub(crate) fn unpark(
+        &self,
+        token: &str,
+        user: Option<uuid::Uuid>,
+        query: &str,
+    ) -> Option<Parked> {
+        let mut all = lock(&self.parked);
+        let p = all.remove(token)?;
+        (p.until > Instant::now() && p.user == user && p.query == query).then_some(p)
+    }
+}

@@ -1,0 +1,253 @@
+//! One subscriber's stream of Server-Sent Events: what its queue delivers, told as
+//! `created`, `updated`, `deleted` or `restored` by the keys it has shown; heartbeat comments
+//! when idle; its end (the session ended or expired, the subscriber too slow, the view too
+//! large, the API shutting down); and, when the client goes away, its state parked for a
+//! resume with `Last-Event-ID` on this instance.
+
+use super::{Fact, Feed, Kind, Parked, Sub};
+use crate::crud::Resource;
+use crate::db::Database;
+use crate::realtime::{Permit, Session, METRICS};
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, watch};
+
+/// Everything a stream holds.
+pub(crate) struct Stream<R: Resource> {
+    pub(crate) feed: Arc<Feed<R>>,
+    pub(crate) sub: Arc<Sub>,
+    pub(crate) rx: mpsc::Receiver<Fact>,
+    /// The keys of the rows it has shown (or that were in its view when it began).
+    pub(crate) known: HashSet<Arc<str>>,
+    /// Most keys it keeps.
+    pub(crate) view_max: usize,
+    /// The part of every event id that names this stream's state.
+    pub(crate) token: String,
+    /// The last event it wrote.
+    pub(crate) emitted: i64,
+    /// The last event its queue gave it.
+    pub(crate) pulled: i64,
+    /// What it writes first (`reset` when a resume failed, then `ready`).
+    pub(crate) opening: Option<Vec<u8>>,
+    /// Silence after which a heartbeat comment is written.
+    pub(crate) heartbeat: Duration,
+    /// The API's shutdown.
+    pub(crate) closing: watch::Receiver<bool>,
+    /// The session it lives in, and how often it is checked, with the database.
+    pub(crate) session: Option<(Session, Duration, Database)>,
+    /// When the session is checked next.
+    pub(crate) next_check: tokio::time::Instant,
+    /// For a resume: whose stream it is, the view it asks for, how long it is kept, at most
+    /// how many are kept.
+    pub(crate) user: Option<uuid::Uuid>,
+    pub(crate) query: String,
+    pub(crate) resume_for: Duration,
+    pub(crate) park_max: usize,
+    /// Ended by the server: nothing to resume.
+    pub(crate) ended: bool,
+    pub(crate) _permit: Permit,
+}
+
+/// One SSE event: `id`, `event`, `data`.
+fn event(id: &str, kind: &str, data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(data.len() + id.len() + kind.len() + 24);
+    if !id.is_empty() {
+        out.extend_from_slice(b"id: ");
+        out.extend_from_slice(id.as_bytes());
+        out.push(b'\n');
+    }
+    out.extend_from_slice(b"event: ");
+    out.extend_from_slice(kind.as_bytes());
+    out.extend_from_slice(b"\ndata: ");
+    out.extend_from_slice(data);
+    out.extend_from_slice(b"\n\n");
+    out
+}
+
+/// A `reset` event: the client reloads what it shows (the stream goes on, or ends after it).
+pub(crate) fn reset(reason: &str) -> Vec<u8> {
+    let data = serde_json::json!({ "reason": reason }).to_string();
+    event("", "reset", data.as_bytes())
+}
+
+/// The `end` event: the stream ends for `reason` and should not be resumed as it is.
+fn end(reason: &str) -> Vec<u8> {
+    let data = serde_json::json!({ "reason": reason }).to_string();
+    event("", "end", data.as_bytes())
+}
+
+/// The `ready` event a stream begins with: its position, as an event id to resume from.
+pub(crate) fn ready(id: &str) -> Vec<u8> {
+    event(id, "ready", b"{}")
+}
+
+/// A stream's event id: the event's number and the stream's token.
+pub(crate) fn event_id(id: i64, token: &str) -> String {
+    format!("{id}_{token}")
+}
+
+/// The event number and token of a `Last-Event-ID`, when it is one of ours.
+pub(crate) fn parse_event_id(s: &str) -> Option<(i64, &str)> {
+    let (n, token) = s.trim().split_once('_')?;
+    let n = n.parse().ok()?;
+    (!token.is_empty() && token.len() <= 64).then_some((n, token))
+}
+
+impl<R: Resource> Stream<R> {
+    /// The next bytes to write, or `None` when the stream ends.
+    pub(crate) async fn next_chunk(&mut self) -> Option<Vec<u8>> {
+        if let Some(first) = self.opening.take() {
+            return Some(first);
+        }
+        if self.ended {
+            return None;
+        }
+        let mut quiet = Box::pin(tokio::time::sleep(self.heartbeat));
+        loop {
+            if self.sub.overflowed.load(Ordering::SeqCst) {
+                return Some(self.finish(reset("too_slow")));
+            }
+            tokio::select! {
+                fact = self.rx.recv() => match fact {
+                    Some(fact) => {
+                        if let Some(out) = self.apply(fact) {
+                            return Some(out);
+                        }
+                    }
+                    None => {
+                        if self.sub.overflowed.load(Ordering::SeqCst) {
+                            return Some(self.finish(reset("too_slow")));
+                        }
+                        self.ended = true;
+                        return None;
+                    }
+                },
+                () = &mut quiet => return Some(b": heartbeat\n\n".to_vec()),
+                _ = self.closing.changed() => {
+                    return Some(self.finish(end("shutdown")));
+                }
+                () = tokio::time::sleep_until(self.next_check), if self.session.is_some() => {
+                    if let Some(reason) = self.session_over().await {
+                        return Some(self.finish(end(reason)));
+                    }
+                    let every = self.session.as_ref().map_or(Duration::from_secs(5), |s| s.1);
+                    self.next_check = tokio::time::Instant::now() + every;
+                }
+            }
+        }
+    }
+
+    /// Ends the stream after `last`.
+    fn finish(&mut self, last: Vec<u8>) -> Vec<u8> {
+        self.ended = true;
+        self.feed.unsubscribe(self.sub.id);
+        last
+    }
+
+    /// Why the session no longer holds, if it does not: the token expired, or the user logged
+    /// out everywhere, changed their password or was disabled (their credential version
+    /// moved on). A database error keeps the stream (checked again next time).
+    async fn session_over(&self) -> Option<&'static str> {
+        let (session, _, db) = self.session.as_ref()?;
+        if chrono::Utc::now().timestamp() >= session.expires {
+            return Some("token_expired");
+        }
+        match crate::auth::extract::session_at(db, session.user, session.version).await {
+            Ok(Some(_)) | Err(_) => None,
+            Ok(None) => Some("session_ended"),
+        }
+    }
+
+    /// What `fact` tells this client, if anything.
+    fn apply(&mut self, fact: Fact) -> Option<Vec<u8>> {
+        let Fact { event: e, data } = fact;
+        self.pulled = e.id;
+        let (kind, body) = match data {
+            Some(data) => {
+                let known = self.known.contains(&e.key);
+                let kind = match e.kind {
+                    Kind::Created => Kind::Created,
+                    Kind::Restored if !known => Kind::Restored,
+                    _ if known => Kind::Updated,
+                    _ => Kind::Created,
+                };
+                if !known {
+                    if self.known.len() >= self.view_max {
+                        return Some(self.finish(reset("view_too_large")));
+                    }
+                    self.known.insert(e.key.clone());
+                }
+                (kind, data)
+            }
+            None => {
+                if !self.known.remove(&e.key) {
+                    return None;
+                }
+                (Kind::Deleted, deleted_key::<R>(&e.key))
+            }
+        };
+        self.emitted = e.id;
+        METRICS.sent.inc();
+        Some(event(&event_id(e.id, &self.token), kind.as_str(), &body))
+    }
+}
+
+/// The data of a deletion: the key alone, `{"<id field>": key}` (a number for an integer
+/// key).
+fn deleted_key<R: Resource>(key: &str) -> Vec<u8> {
+    let value = match R::field(R::ID_FIELD).map(|f| f.kind) {
+        Some(crate::crud::Kind::Integer) => key
+            .parse::<i64>()
+            .map_or_else(|_| serde_json::Value::from(key), serde_json::Value::from),
+        _ => serde_json::Value::from(key),
+    };
+    let mut map = serde_json::Map::new();
+    map.insert(R::ID_FIELD.to_owned(), value);
+    serde_json::to_vec(&map).unwrap_or_default()
+}
+
+impl<R: Resource> Drop for Stream<R> {
+    fn drop(&mut self) {
+        self.feed.unsubscribe(self.sub.id);
+        if self.ended || self.resume_for.is_zero() || self.sub.overflowed.load(Ordering::SeqCst) {
+            return;
+        }
+        let parked = Parked {
+            user: self.user,
+            query: std::mem::take(&mut self.query),
+            emitted: self.emitted,
+            pulled: self.pulled,
+            known: std::mem::take(&mut self.known),
+            until: Instant::now() + self.resume_for,
+        };
+        self.feed
+            .park(std::mem::take(&mut self.token), parked, self.park_max);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_ids_round_trip() {
+        assert_eq!(parse_event_id(&event_id(42, "ab12")), Some((42, "ab12")));
+        assert_eq!(parse_event_id("42"), None);
+        assert_eq!(parse_event_id("x_ab"), None);
+        assert_eq!(parse_event_id("7_"), None);
+    }
+
+    #[test]
+    fn events_are_written_as_sse() {
+        assert_eq!(
+            event("3_t", "created", b"{\"id\":1}"),
+            b"id: 3_t\nevent: created\ndata: {\"id\":1}\n\n".to_vec()
+        );
+        assert_eq!(
+            reset("too_slow"),
+            b"event: reset\ndata: {\"reason\":\"too_slow\"}\n\n".to_vec()
+        );
+    }
+}

@@ -1,0 +1,298 @@
+//! Live updates' part of one API that every feed shares (the `realtime` feature): the wake-up
+//! of the feeds' delivery (a write's commit in this process, or on PostgreSQL a `NOTIFY` from
+//! any instance, heard on one `LISTEN` connection), the caps on open streams (per process and
+//! per user), the single-use stream tickets, the metrics, and the signal that closes every
+//! stream at shutdown. The feeds themselves (what a subscriber receives) are `crud::feed`.
+
+use crate::error::Error;
+use prometheus::{IntCounter, IntGauge};
+use std::collections::HashMap;
+use std::sync::atomic::AtomicBool;
+#[cfg(feature = "postgres")]
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+use uuid::Uuid;
+
+/// The PostgreSQL channel a write notifies (in its transaction, so at its commit) and every
+/// instance listens on.
+pub(crate) const CHANNEL: &str = "crudforge_events";
+
+/// How long a stream ticket stays valid.
+pub(crate) const TICKET_TTL: Duration = Duration::from_secs(30);
+
+/// Most tickets outstanding at once (older ones are forgotten first).
+const MAX_TICKETS: usize = 10_000;
+
+/// The feeds' part of one API.
+pub(crate) struct Hub {
+    /// Bumped when events may have been recorded: the feeds' delivery reads the table then.
+    wake: watch::Sender<u64>,
+    /// True once the API shuts down: every stream ends.
+    closing: watch::Sender<bool>,
+    /// Open streams, in all and per user.
+    open: Mutex<Open>,
+    /// Whether the PostgreSQL listener runs.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    listening: AtomicBool,
+    /// Stream tickets: ticket -> the session it stands for, and its expiry.
+    tickets: Mutex<HashMap<String, (Session, Instant)>>,
+    /// The last delivery's (events, queries), for tests and benchmarks.
+    last_delivery: Mutex<Option<(u64, u64)>>,
+}
+
+impl std::fmt::Debug for Hub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hub").finish_non_exhaustive()
+    }
+}
+
+#[derive(Default)]
+struct Open {
+    all: usize,
+    per_user: HashMap<Option<Uuid>, usize>,
+}
+
+impl Default for Hub {
+    fn default() -> Self {
+        Hub {
+            wake: watch::channel(0).0,
+            closing: watch::channel(false).0,
+            open: Mutex::new(Open::default()),
+            listening: AtomicBool::new(false),
+            tickets: Mutex::new(HashMap::new()),
+            last_delivery: Mutex::new(None),
+        }
+    }
+}
+
+/// The session a stream lives in: the user, the credential version its token carried and the
+/// token's expiry (seconds since 1970).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Session {
+    /// The user.
+    pub(crate) user: Uuid,
+    /// The credential version of the token.
+    pub(crate) version: i64,
+    /// When the token expires, seconds since 1970.
+    pub(crate) expires: i64,
+}
+
+/// One open stream, counted until it is dropped.
+pub(crate) struct Permit {
+    hub: Arc<Hub>,
+    user: Option<Uuid>,
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        let mut open = lock(&self.hub.open);
+        open.all = open.all.saturating_sub(1);
+        if let Some(n) = open.per_user.get_mut(&self.user) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                open.per_user.remove(&self.user);
+            }
+        }
+        METRICS.open.dec();
+    }
+}
+
+/// Locks `m`, through a poisoned lock (what it guards stays consistent: counters and maps).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Hub {
+    /// Wakes the feeds' delivery: events may have been committed.
+    pub(crate) fn wake(&self) {
+        self.wake.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// What the delivery waits on.
+    pub(crate) fn woken(&self) -> watch::Receiver<u64> {
+        self.wake.subscribe()
+    }
+
+    /// Ends every stream (graceful shutdown).
+    pub(crate) fn close(&self) {
+        self.closing.send_replace(true);
+    }
+
+    /// What a stream watches to end at shutdown.
+    pub(crate) fn closing(&self) -> watch::Receiver<bool> {
+        self.closing.subscribe()
+    }
+
+    /// Admits one more stream for `user`: 503 past `max_all` streams in this process, 429 past
+    /// `max_per_user` for one user (anonymous callers share one count), each with
+    /// `Retry-After`.
+    ///
+    /// # Errors
+    ///
+    /// The 503 or the 429.
+    pub(crate) fn admit(
+        self: &Arc<Self>,
+        user: Option<Uuid>,
+        max_all: u32,
+        max_per_user: u32,
+    ) -> Result<Permit, Error> {
+        let mut open = lock(&self.open);
+        if open.all >= max_all as usize {
+            return Err(Error::Busy {
+                detail: "Too many open event streams on this server; retry later.".into(),
+                retry_after: 5,
+            });
+        }
+        let mine = open.per_user.get(&user).copied().unwrap_or(0);
+        if mine >= max_per_user as usize {
+            return Err(Error::TooManyRequests {
+                detail: "Too many open event streams for this caller; close one first.".into(),
+                retry_after: 5,
+            });
+        }
+        open.all += 1;
+        *open.per_user.entry(user).or_insert(0) += 1;
+        METRICS.open.inc();
+        Ok(Permit {
+            hub: self.clone(),
+            user,
+        })
+    }
+
+    /// A new single-use ticket standing for `session` (a bearer token's) for [`TICKET_TTL`].
+    ///
+    /// # Errors
+    ///
+    /// No randomness (500).
+    pub(crate) fn issue_ticket(&self, session: Session) -> Result<String, Error> {
+        let mut raw = [0u8; 24];
+        getrandom::fill(&mut raw).map_err(|e| Error::Internal(format!("randomness: {e}")))?;
+        let ticket = raw.iter().map(|b| format!("{b:02x}")).collect::<String>();
+        let now = Instant::now();
+        let mut tickets = lock(&self.tickets);
+        tickets.retain(|_, (_, until)| *until > now);
+        if tickets.len() >= MAX_TICKETS {
+            if let Some(oldest) = tickets
+                .iter()
+                .min_by_key(|(_, (_, until))| *until)
+                .map(|(k, _)| k.clone())
+            {
+                tickets.remove(&oldest);
+            }
+        }
+        tickets.insert(ticket.clone(), (session, now + TICKET_TTL));
+        Ok(ticket)
+    }
+
+    /// The session a ticket stands for, once: a redeemed or expired ticket is `None`.
+    pub(crate) fn redeem(&self, ticket: &str) -> Option<Session> {
+        let (session, until) = lock(&self.tickets).remove(ticket)?;
+        (until > Instant::now()).then_some(session)
+    }
+
+    /// Notes what one delivery cost.
+    pub(crate) fn delivered(&self, events: u64, queries: u64) {
+        *lock(&self.last_delivery) = Some((events, queries));
+    }
+
+    /// The last delivery's (events, queries).
+    pub(crate) fn last_delivery(&self) -> Option<(u64, u64)> {
+        *lock(&self.last_delivery)
+    }
+
+    /// Starts listening for other instances' writes on PostgreSQL at `url` (once per API): a
+    /// connection of its own `LISTEN`s on [`CHANNEL`] and wakes the delivery on each
+    /// notification; after an error it connects again, and it wakes the delivery then too,
+    /// since notifications may have been missed meanwhile.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn listen(self: &Arc<Self>, url: &str) {
+        if self.listening.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let hub = Arc::downgrade(self);
+        let url = url.to_owned();
+        actix_web::rt::spawn(async move {
+            use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
+            use futures_util::StreamExt;
+            loop {
+                let Some(h) = hub.upgrade() else { return };
+                if *h.closing.borrow() {
+                    return;
+                }
+                drop(h);
+                match AsyncPgConnection::establish(&url).await {
+                    Ok(mut conn) => {
+                        if conn
+                            .batch_execute(&format!("LISTEN {CHANNEL}"))
+                            .await
+                            .is_ok()
+                        {
+                            if let Some(h) = hub.upgrade() {
+                                h.wake();
+                            }
+                            let mut heard = std::pin::pin!(conn.notifications_stream());
+                            while let Some(n) = heard.next().await {
+                                let Some(h) = hub.upgrade() else { return };
+                                if n.is_err() {
+                                    break;
+                                }
+                                h.wake();
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(target: "crudforge::realtime", error = %e, "cannot listen for events");
+                    }
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        });
+    }
+}
+
+/// The feeds' metrics, registered in the process's registry on first use.
+pub(crate) struct RealtimeMetrics {
+    /// Streams open now.
+    pub(crate) open: IntGauge,
+    /// Events written to streams.
+    pub(crate) sent: IntCounter,
+    /// Streams ended by the server because the subscriber was too slow.
+    pub(crate) dropped: IntCounter,
+}
+
+/// The feeds' metrics.
+pub(crate) static METRICS: LazyLock<RealtimeMetrics> = LazyLock::new(|| {
+    let r = crate::metrics::global().registry();
+    let open = IntGauge::new("crudforge_realtime_streams_open", "Event streams open now.")
+        .unwrap_or_else(|_| unreachable_metric());
+    let sent = IntCounter::new(
+        "crudforge_realtime_events_sent_total",
+        "Events written to event streams.",
+    )
+    .unwrap_or_else(|_| unreachable_counter());
+    let dropped = IntCounter::new(
+        "crudforge_realtime_streams_dropped_total",
+        "Event streams the server ended because the subscriber could not keep up.",
+    )
+    .unwrap_or_else(|_| unreachable_counter());
+    let _ = r.register(Box::new(open.clone()));
+    let _ = r.register(Box::new(sent.clone()));
+    let _ = r.register(Box::new(dropped.clone()));
+    RealtimeMetrics {
+        open,
+        sent,
+        dropped,
+    }
+});
+
+/// A gauge outside any registry (only if a constant name were invalid).
+fn unreachable_metric() -> IntGauge {
+    IntGauge::new("crudforge_realtime_unused", "unused").unwrap_or_else(|_| unreachable!())
+}
+
+/// A counter outside any registry (only if a constant name were invalid).
+fn unreachable_counter() -> IntCounter {
+    IntCounter::new("crudforge_realtime_unused_total", "unused").unwrap_or_else(|_| unreachable!())
+}
