@@ -21,7 +21,7 @@ struct FeedEvent {
     /// `<position>_<stream token>`, on every event but `reset` and `end`; sent back as
     /// `Last-Event-ID` to resume.
     id: Option<String>,
-    /// What happened.
+    // What happened: the kinds are described on `FeedEventKind` (a `$ref` takes no description).
     event: FeedEventKind,
     /// The `data:` line, JSON: for `created`, `updated` and `restored` the item as the
     /// subscriber's `GET` renders it (trimmed to `fields`); for `deleted` the key alone
