@@ -10,6 +10,7 @@
 //! rule the derive checks at compile time.
 
 pub mod expr;
+pub mod files;
 
 /// What kind of value a field holds; decides which filters apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

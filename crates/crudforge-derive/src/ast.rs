@@ -216,7 +216,12 @@ fn field(cx: &Ctxt, f: &syn::Field) -> Option<Field> {
         Some(t) => (t.clone(), true),
         None => (f.ty.clone(), false),
     };
-    let kind = field_kind(cx, &inner, fa.skip.is_some());
+    // A file member is stored as JSON (its name, size, type and id): never filtered.
+    let kind = if fa.file.is_some() {
+        Some(Kind::Json)
+    } else {
+        field_kind(cx, &inner, fa.skip.is_some())
+    };
     let docs = f
         .attrs
         .iter()

@@ -11,12 +11,13 @@
 
 use crate::ctxt::Ctxt;
 use crate::symbol::{
-    Symbol, BELONGS_TO, CRATE, CREATE_ONLY, DEFAULT, DIESEL, EMAIL, FILTER, HAS_MANY, ID, INDEX,
+    Symbol, BELONGS_TO, CRATE, CREATE_ONLY, DEFAULT, DIESEL, EMAIL, FILE, FILTER, HAS_MANY, ID, INDEX,
     MAX, MAX_LEN, MIN, MIN_LEN, MODEL_FIRST, NAME, ONE_OF, ON_DELETE, PASSWORD, PATTERN, READ,
     READ_ONLY, REFERENCES, RESOURCE, RULES, SCOPE, SET, SKIP, SOFT_DELETE, TABLE, TABLE_NAME,
     UNIQUE, VALIDATE, WRITE_ONLY,
 };
 
+mod files;
 mod keys;
 mod members;
 mod model_first;
@@ -48,6 +49,7 @@ pub(crate) const STRUCT_KEYS: &[Symbol] = &[
 ];
 /// Keys accepted on a field, in the order errors list them.
 pub(crate) const FIELD_KEYS: &[Symbol] = &[
+    FILE,
     ID,
     READ_ONLY,
     WRITE_ONLY,
@@ -140,6 +142,8 @@ pub(crate) struct FieldAttrs {
     pub(crate) set: Option<(SetAttr, proc_macro2::Span)>,
     /// `create_only`: clients send the member on create, never on update.
     pub(crate) create_only: Flag,
+    /// `file(...)`: the member holds an uploaded file.
+    pub(crate) file: Option<(files::FileAttr, proc_macro2::Span)>,
 }
 
 /// Reads the struct's attributes.
@@ -250,6 +254,7 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
     let mut belongs_to: Attr<'_, BelongsTo> = Attr::none(cx, BELONGS_TO);
     let mut set: Attr<'_, SetAttr> = Attr::none(cx, SET);
     let mut create_only = BoolAttr::none(cx, CREATE_ONLY);
+    let mut file: Attr<'_, files::FileAttr> = Attr::none(cx, FILE);
     for attr in attrs.iter().filter(|a| a.path() == RESOURCE) {
         let r = attr.parse_nested_meta(|meta| {
             let p = &meta.path;
@@ -303,6 +308,8 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
                 belongs_to.set_with(&meta, relations::belongs_to)?;
             } else if p == DEFAULT {
                 default.set_with(&meta, model_first::default)?;
+            } else if p == FILE {
+                file.set_with(&meta, files::file)?;
             } else {
                 unknown_key(cx, &meta, FIELD_KEYS)?;
             }
@@ -335,6 +342,7 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
         belongs_to: belongs_to.get(),
         set: set.get_with_span(),
         create_only: create_only.get(),
+        file: file.get_with_span(),
     }
 }
 

@@ -82,6 +82,8 @@ pub(crate) const PASSWORD: Symbol = Symbol("password");
 pub(crate) const SET: Symbol = Symbol("set");
 /// Field flag `create_only`: clients send the member on create, never on update.
 pub(crate) const CREATE_ONLY: Symbol = Symbol("create_only");
+/// `file(max_size = "...", types = [...])`: the member holds an uploaded file.
+pub(crate) const FILE: Symbol = Symbol("file");
 
 impl Symbol {
     /// The name as written in source.

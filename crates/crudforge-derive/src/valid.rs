@@ -4,6 +4,7 @@
 use crate::ast::{Field, Kind, Model};
 use crate::ctxt::Ctxt;
 
+mod files;
 mod members;
 mod pattern;
 mod rules;
@@ -183,7 +184,8 @@ fn check_field(cx: &Ctxt, m: &Model, f: &Field) {
     check_default(cx, m, f);
     check_password(cx, f);
     members::check(cx, m, f);
-    if f.kind == Some(Kind::Json) {
+    files::check(cx, f);
+    if f.kind == Some(Kind::Json) && a.file.is_none() {
         if let Some((true, span)) = a.filter {
             cx.error_at(
                 span,

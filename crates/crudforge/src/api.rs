@@ -72,6 +72,8 @@ impl Api {
         );
         Ok(Api {
             state: Arc::new(ApiState {
+                #[cfg(feature = "files")]
+                files: crate::files::storage::Storage::local(&config.db.data_dir),
                 config: Arc::new(config),
                 db,
                 signing_key,

@@ -28,6 +28,18 @@ pub struct FieldInfo {
     /// A unique index backs the column (the key field, or `#[resource(unique)]`): only such a
     /// field may address items as a blueprint's `res_id`.
     pub unique: bool,
+    /// The member holds an uploaded file (`#[resource(file(...))]`): its largest size and
+    /// accepted media types.
+    pub file: Option<FileRule>,
+}
+
+/// What a file member accepts (`#[resource(file(max_size = "5 MiB", types = [..]))]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileRule {
+    /// The largest file, in bytes.
+    pub max_size: u64,
+    /// The media types accepted, as recognized from the content.
+    pub types: &'static [&'static str],
 }
 
 impl FieldInfo {
@@ -44,6 +56,7 @@ impl FieldInfo {
             write_only: false,
             int_range: None,
             unique: false,
+            file: None,
         }
     }
 
@@ -100,6 +113,14 @@ impl FieldInfo {
     #[must_use]
     pub const fn create_only(mut self) -> Self {
         self.create_only = true;
+        self
+    }
+
+    /// Marks the field a file member (never filterable; uploaded, never sent as JSON).
+    #[must_use]
+    pub const fn file(mut self, rule: FileRule) -> Self {
+        self.file = Some(rule);
+        self.filterable = false;
         self
     }
 

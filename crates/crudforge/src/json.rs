@@ -2,6 +2,7 @@
 //! name the member at fault.
 
 use crate::error::Error;
+use actix_web::HttpMessage as _;
 use actix_web::dev::Payload;
 use actix_web::http::header;
 use actix_web::{web, FromRequest, HttpRequest};
@@ -67,8 +68,16 @@ pub(crate) fn parse(req: &HttpRequest, body: &[u8]) -> Result<Value, Error> {
     Ok(value)
 }
 
+/// Marks a request whose body was `multipart/form-data`: its JSON part has been taken out of
+/// it, so the body handed on is JSON whatever the request's `Content-Type` says.
+#[cfg_attr(not(feature = "files"), allow(dead_code))]
+pub(crate) struct FromMultipart;
+
 /// The content type and syntax of a JSON body (see [`parse`]).
 fn syntax(req: &HttpRequest, body: &[u8]) -> Result<Value, Error> {
+    if req.extensions().contains::<FromMultipart>() {
+        return serde_json::from_slice(body).map_err(|e| crate::error::serde_error(&e));
+    }
     let ct = req
         .headers()
         .get(header::CONTENT_TYPE)

@@ -72,6 +72,8 @@ pub mod db;
 mod dialect;
 pub mod error;
 pub mod field;
+#[cfg(feature = "files")]
+pub mod files;
 pub(crate) mod health;
 #[cfg(test)]
 mod import_cycles;

@@ -112,6 +112,10 @@ macro_rules! portable_to_sql {
     )*};
 }
 
+// Other modules' types that bind as a portable type (a file member's `File`).
+#[cfg_attr(not(feature = "files"), allow(unused_imports))]
+pub(crate) use {portable, portable_to_sql};
+
 /// The portable types on SQLite: text in a fixed form.
 #[cfg(feature = "sqlite")]
 mod sqlite {

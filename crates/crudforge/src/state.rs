@@ -22,6 +22,9 @@ pub struct ApiState {
     /// What the API's feeds share (wake-up, caps, tickets, shutdown).
     #[cfg(feature = "realtime")]
     pub(crate) realtime: Arc<crate::realtime::Hub>,
+    /// Where file members' files are kept (the `files` feature).
+    #[cfg(feature = "files")]
+    pub(crate) files: crate::files::storage::Storage,
 }
 
 impl ApiState {

@@ -38,6 +38,11 @@ pub(super) fn field_info(g: &Gen<'_>, f: &Field) -> TokenStream {
     if f.attrs.create_only.is_some() {
         e = quote!(#e.create_only());
     }
+    if let Some((file, _)) = &f.attrs.file {
+        let max = file.max_size;
+        let types = &file.types;
+        e = quote!(#e.file(#k::field::FileRule { max_size: #max, types: &[#(#types),*] }));
+    }
     if f.attrs.unique.is_some() || f.name() == g.id.name() {
         e = quote!(#e.unique());
     }

@@ -125,7 +125,9 @@ fn create_field(g: &Gen<'_>, f: &Field) -> TokenStream {
         (None, true) => quote!(#[serde(default)]),
         (None, false) => quote!(),
     };
-    if f.attrs.set.is_some() {
+    // A file arrives as a multipart part, never in JSON (the server refuses a client's
+    // metadata): the member is put in the body from the upload, and left out of the schema.
+    if f.attrs.set.is_some() || f.attrs.file.is_some() {
         return quote! { #(#docs)* #default #[schemars(skip)] pub #fi: #ty, };
     }
     let rules = schema_rules(f);
@@ -194,6 +196,12 @@ fn update_field(g: &Gen<'_>, f: &Field) -> TokenStream {
     let rules = schema_rules(f);
     let with = quote!(#ty).to_string();
     let with = one_of_schema(g, f).unwrap_or_else(|| quote!(#[schemars(with = #with)]));
+    // A file member is uploaded as a part, or removed with `null`; JSON never carries one.
+    let with = if f.attrs.file.is_some() {
+        quote!(#[schemars(skip)])
+    } else {
+        with
+    };
     if f.nullable {
         let de = format!("{}::__private::double_option", quote!(#k));
         quote! {

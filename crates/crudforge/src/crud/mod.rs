@@ -39,9 +39,11 @@ pub(crate) mod relations;
 
 // The handlers, one concern each: listing (INDEX), reading one item (GET), writing (POST,
 // PATCH, DELETE, restore, batches, through one transaction wrapper); with `realtime`, the
-// event feed and its stream tickets.
+// event feed and its stream tickets; with `files`, uploads and downloads of file members.
 #[cfg(feature = "realtime")]
 mod events;
+#[cfg(feature = "files")]
+pub(crate) mod files;
 mod list;
 mod read;
 pub(crate) mod write;
@@ -357,6 +359,8 @@ macro_rules! bind_portable {
     )*};
 }
 bind_portable!(uuid::Uuid, DateTime<Utc>, serde_json::Value);
+#[cfg(feature = "files")]
+bind_portable!(crate::files::File);
 
 /// The INDEX response envelope.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]

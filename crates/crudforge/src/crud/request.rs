@@ -213,6 +213,13 @@ pub(crate) fn check_members<R: Resource>(
 ) -> Result<(), Error> {
     let update = matches!(op, Operation::Patch);
     for f in R::FIELDS.iter().filter(|f| obj.contains_key(f.name)) {
+        // Only an upload sets a file member: metadata in JSON could name another row's file.
+        if f.file.is_some() && !obj.get(f.name).is_some_and(serde_json::Value::is_null) {
+            return Err(Error::invalid_field(
+                f.name,
+                "is a file: upload it as a `multipart/form-data` part of this name, or send null to remove it",
+            ));
+        }
         if f.server_set {
             return Err(Error::invalid_field(
                 f.name,

@@ -12,6 +12,8 @@ use crate::crud::{list, read, write, FieldInfo, Resource};
 use crate::mount::{IntoMount, Mount};
 use crate::openapi::ApiDoc;
 use crate::perms::Rules;
+#[cfg(feature = "files")]
+use actix_web::guard;
 use actix_web::{web, HttpRequest};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -331,6 +333,10 @@ impl<R: Resource> CrudBlueprint<R> {
         let item_path = self.item_path();
         let res_id = R::field(self.res_id)
             .ok_or_else(|| format!("{}: no field {}", self.prefix, self.res_id))?;
+        #[cfg(feature = "files")]
+        if crate::crud::files::has_files::<R>() {
+            crate::files::register_mount(std::any::TypeId::of::<R>(), &self.prefix, res_id.name);
+        }
         Ok(Mounted {
             shared: Arc::new(Shared {
                 rules: self.rules,
@@ -470,6 +476,19 @@ macro_rules! handler {
     }};
 }
 
+/// An actix handler that runs the generic handler `$f`, which reads the body as a stream, with
+/// the blueprint's shared state.
+#[cfg(feature = "files")]
+macro_rules! stream_handler {
+    ($shared:expr, $f:path) => {{
+        let shared = $shared.clone();
+        move |req: HttpRequest, body: web::Payload| {
+            let shared = shared.clone();
+            async move { $f(&*shared, req, body).await }
+        }
+    }};
+}
+
 impl<R: Resource> Mounted<R> {
     /// The routes the application added. Routes sharing a path (GET and POST `settings/`) go
     /// on one resource: actix stops at the first resource whose path matches, so a second
@@ -533,6 +552,45 @@ impl<R: Resource> Mounted<R> {
         });
     }
 
+    /// The item's writes on a resource with file members (uploads, and removing the files a
+    /// write replaces), after its GET.
+    #[cfg(feature = "files")]
+    fn file_item_routes(&self, mut item: actix_web::Resource) -> actix_web::Resource {
+        use crate::crud::files;
+        let ops = &self.shared.ops;
+        if ops.contains_key(&Operation::Patch) {
+            item = item
+                .route(
+                    web::patch()
+                        .guard(guard::fn_guard(files::is_multipart))
+                        .to(stream_handler!(self.shared, files::update_multipart)),
+                )
+                .route(web::patch().to(handler!(self.shared, files::update)));
+        }
+        if ops.contains_key(&Operation::Delete) {
+            item = item.route(web::delete().to(handler!(self.shared, files::delete)));
+        }
+        item
+    }
+
+    /// The download route of a resource's files, when GET is enabled.
+    #[cfg(feature = "files")]
+    fn file_routes(&self, routes: &mut crate::crud::scope::Routes) {
+        use crate::crud::files;
+        if !files::has_files::<R>() || !self.shared.ops.contains_key(&Operation::Get) {
+            return;
+        }
+        let path = format!(
+            "{}/{}/{{{}}}",
+            self.item_path,
+            files::SEGMENT,
+            files::FILE_PARAM
+        );
+        routes.add(&path, |r| {
+            r.route(web::get().to(handler!(self.shared, files::download)))
+        });
+    }
+
     /// The list, the item and the restore routes, for the operations the blueprint enables.
     fn standard_routes(&self, routes: &mut crate::crud::scope::Routes) {
         let ops = &self.shared.ops;
@@ -541,8 +599,16 @@ impl<R: Resource> Mounted<R> {
                 if ops.contains_key(&Operation::Index) {
                     list = list.route(web::get().to(handler!(self.shared, list::index)));
                 }
+                #[cfg(feature = "files")]
+                if ops.contains_key(&Operation::Post) && crate::crud::files::has_files::<R>() {
+                    list = list.route(
+                        web::post()
+                            .guard(guard::fn_guard(crate::crud::files::is_multipart))
+                            .to(stream_handler!(self.shared, crate::crud::files::create)),
+                    );
+                }
                 if ops.contains_key(&Operation::Post) {
-                    list = list.route(web::post().to(handler!(self.shared, post)));
+                    list = list.route(web::post().to(handler!(self.shared, write::create::post)));
                 }
                 list
             });
@@ -554,6 +620,10 @@ impl<R: Resource> Mounted<R> {
             routes.add(&self.item_path, |mut item| {
                 if ops.contains_key(&Operation::Get) {
                     item = item.route(web::get().to(handler!(self.shared, read::get)));
+                }
+                #[cfg(feature = "files")]
+                if crate::crud::files::has_files::<R>() {
+                    return self.file_item_routes(item);
                 }
                 if ops.contains_key(&Operation::Patch) {
                     item =
@@ -570,22 +640,6 @@ impl<R: Resource> Mounted<R> {
             routes.add(&crate::crud::route::restore_path(&self.item_path), |r| {
                 r.route(web::post().to(handler!(self.shared, write::restore::restore)))
             });
-        }
-    }
-}
-
-/// `POST` of the prefix: the generated create, through the blueprint's wrapper when it has
-/// one.
-async fn post<R: Resource>(
-    shared: &Shared<R>,
-    req: HttpRequest,
-    body: web::Bytes,
-) -> Result<actix_web::HttpResponse, crate::error::Error> {
-    match &shared.hooks.around_post {
-        None => write::create::create(shared, req, body).await,
-        Some(around) => {
-            let outer = req.clone();
-            around(&outer, Box::pin(write::create::create(shared, req, body))).await
         }
     }
 }
@@ -607,6 +661,8 @@ impl<R: Resource> Mount for Mounted<R> {
         self.batch_routes(&mut routes);
         #[cfg(feature = "realtime")]
         self.feed_routes(&mut routes);
+        #[cfg(feature = "files")]
+        self.file_routes(&mut routes);
         self.standard_routes(&mut routes);
         routes.register(cfg, &self.patterns);
     }

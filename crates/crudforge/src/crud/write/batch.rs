@@ -57,7 +57,7 @@ pub(crate) async fn create<R: Resource>(
     for (i, item) in items.into_iter().enumerate() {
         let read = object(item).and_then(|obj| {
             keys.push(Keys::of::<R>(&obj, &parents));
-            input(shared, obj, &who, &ctx, &parents)
+            input(shared, &req, obj, &who, &ctx, &parents)
         });
         match read {
             Ok(input) => inputs.push(input),

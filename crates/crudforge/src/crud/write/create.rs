@@ -17,6 +17,22 @@ use crate::error::Error;
 use crate::state::ApiState;
 use actix_web::{web, HttpRequest, HttpResponse};
 
+/// `POST` of the prefix: the generated create, through the blueprint's wrapper when it has
+/// one.
+pub(crate) async fn post<R: Resource>(
+    shared: &Shared<R>,
+    req: HttpRequest,
+    body: web::Bytes,
+) -> Result<HttpResponse, Error> {
+    match &shared.hooks.around_post {
+        None => create(shared, req, body).await,
+        Some(around) => {
+            let outer = req.clone();
+            around(&outer, Box::pin(create(shared, req, body))).await
+        }
+    }
+}
+
 /// `POST` of the prefix: creates an item (201 with its representation and `Location`).
 pub(crate) async fn create<R: Resource>(
     shared: &Shared<R>,
@@ -34,7 +50,7 @@ pub(crate) async fn create<R: Resource>(
     let obj = json_object(&req, &body)?;
     let keys = Keys::of::<R>(&obj, &parents);
     let ctx = who.hook_ctx(Operation::Post, &st.db, &req);
-    let mut input: R::Create = input(shared, obj, &who, &ctx, &parents)?;
+    let mut input: R::Create = input(shared, &req, obj, &who, &ctx, &parents)?;
     hash_passwords(&mut input, st.config.password_policy()).await?;
     let input = shared.hooks.before_create(&ctx, input).await?;
     // A create rule judges the stored row, in the transaction (crud::relations::rules).
@@ -82,12 +98,15 @@ pub(crate) fn refuse_anonymous<R: Resource>(shared: &Shared<R>, who: &Caller) ->
 /// (401), the validators' 422.
 pub(crate) fn input<R: Resource>(
     shared: &Shared<R>,
+    #[cfg_attr(not(feature = "files"), allow(unused_variables))] req: &HttpRequest,
     mut obj: serde_json::Map<String, serde_json::Value>,
     who: &Caller,
     ctx: &HookCtx,
     parents: &[Cond],
 ) -> Result<R::Create, Error> {
     check_members(shared, who, &obj, Operation::Post)?;
+    #[cfg(feature = "files")]
+    crate::crud::files::merge(req, &mut obj);
     R::__server_set(ctx, &mut obj)?;
     match who {
         Caller::Public => {}

@@ -32,8 +32,11 @@ pub(crate) async fn update<R: Resource>(
         KeyCheck::Replay(stored) => return Ok(stored),
         held => held,
     };
-    let obj = json_object(&req, &body)?;
+    #[cfg_attr(not(feature = "files"), allow(unused_mut))]
+    let mut obj = json_object(&req, &body)?;
     check_members(shared, &who, &obj, Operation::Patch)?;
+    #[cfg(feature = "files")]
+    crate::crud::files::merge(&req, &mut obj);
     let keys = Keys::of::<R>(&obj, &[]);
     let mut input: R::Update = decode(shared, Operation::Patch, obj, &[])?;
     hash_passwords(&mut input, st.config.password_policy()).await?;

@@ -1,0 +1,71 @@
+//! Reading `file(max_size = "5 MiB", types = ["image/png", "image/jpeg"])` on a field: the
+//! member holds one uploaded file, at most `max_size` bytes, of one of the listed media types.
+
+use crudforge_core::files::{media_type, parse_size, MEDIA_TYPES};
+use syn::meta::ParseNestedMeta;
+use syn::{ExprArray, LitStr};
+
+/// How `file(...)` is written, for the help of every error about one.
+const FILE_HELP: &str =
+    "help: write `file(max_size = \"5 MiB\", types = [\"image/png\", \"image/jpeg\"])`";
+
+/// A field's `file(...)`: its largest size in bytes and its accepted media types.
+pub(crate) struct FileAttr {
+    pub(crate) max_size: u64,
+    pub(crate) types: Vec<String>,
+}
+
+/// Reads `file(max_size = "...", types = [...])`; both keys are required.
+pub(crate) fn file(meta: &ParseNestedMeta<'_>) -> syn::Result<FileAttr> {
+    let mut max_size = None;
+    let mut types = None;
+    meta.parse_nested_meta(|inner| {
+        if inner.path.is_ident("max_size") {
+            let lit: LitStr = inner
+                .value()?
+                .parse()
+                .map_err(|_| inner.error(format!("expected a size in quotes: `max_size = \"5 MiB\"`\n{FILE_HELP}")))?;
+            let bytes = parse_size(&lit.value()).map_err(|why| {
+                syn::Error::new(
+                    lit.span(),
+                    format!("`max_size`: {why}\nhelp: write a size such as \"800 KiB\" or \"5 MiB\""),
+                )
+            })?;
+            max_size = Some(bytes);
+        } else if inner.path.is_ident("types") {
+            let list: ExprArray = inner.value()?.parse().map_err(|_| {
+                inner.error(format!("expected a list of media types\n{FILE_HELP}"))
+            })?;
+            let mut names = Vec::new();
+            for e in &list.elems {
+                let syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) = e else {
+                    return Err(syn::Error::new_spanned(e, format!("expected a media type in quotes\n{FILE_HELP}")));
+                };
+                let Some(known) = media_type(&s.value()) else {
+                    let known: Vec<&str> = MEDIA_TYPES.iter().map(|m| m.name).collect();
+                    return Err(syn::Error::new(
+                        s.span(),
+                        format!(
+                            "`{}` is not a media type the server can recognize from a file's content\nhelp: use one of {}",
+                            s.value(),
+                            known.join(", ")
+                        ),
+                    ));
+                };
+                names.push(known.name.to_owned());
+            }
+            if names.is_empty() {
+                return Err(syn::Error::new_spanned(&list, format!("a file member accepts at least one media type\n{FILE_HELP}")));
+            }
+            types = Some(names);
+        } else {
+            return Err(inner.error(format!("unknown key in `file(...)`: expected `max_size` or `types`\n{FILE_HELP}")));
+        }
+        Ok(())
+    })?;
+    match (max_size, types) {
+        (Some(max_size), Some(types)) => Ok(FileAttr { max_size, types }),
+        (None, _) => Err(meta.error(format!("`file(...)` needs `max_size`\n{FILE_HELP}"))),
+        (_, None) => Err(meta.error(format!("`file(...)` needs `types`\n{FILE_HELP}"))),
+    }
+}

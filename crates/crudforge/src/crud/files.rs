@@ -1,0 +1,426 @@
+//! The routes of file members (the `files` feature). A `multipart/form-data` create or update
+//! stores its files first, hands the JSON part and the files' metadata to the ordinary create
+//! or update, and removes the stored files again when that write fails, so a failed write
+//! leaves no file and a stored file's row always exists. After a write commits, the files it
+//! replaced or removed (a new upload, `null`, or the row's hard delete) are removed. A file
+//! downloads from `<item>/files/<file id>` under the row's read rules, as a `GET` of the row
+//! would show it.
+
+use crate::condition::Condition;
+use crate::crud::options::Operation;
+use crate::crud::query::Params;
+use crate::crud::relations;
+use crate::crud::request::{caller_on, item_conds, not_found};
+use crate::crud::rows::select_one;
+use crate::crud::rules::read;
+use crate::crud::shared::Shared;
+use crate::crud::write;
+use crate::crud::Resource;
+use crate::db::snapshot;
+use crate::error::Error;
+use crate::files::upload::{self, Uploads};
+use crate::files::File;
+use crate::state::ApiState;
+use actix_web::guard::GuardContext;
+use actix_web::http::header;
+use actix_web::{web, HttpMessage as _, HttpRequest, HttpResponse};
+use std::sync::Arc;
+
+/// The path segment under an item that its files download from.
+pub(crate) const SEGMENT: &str = "files";
+
+/// The match-info name of a file's id in the download path.
+pub(crate) const FILE_PARAM: &str = "__file";
+
+/// The bytes read from storage per chunk of a download.
+const READ_CHUNK: usize = 256 * 1024;
+
+/// Whether `R` has file members.
+pub(crate) fn has_files<R: Resource>() -> bool {
+    R::FIELDS.iter().any(|f| f.file.is_some())
+}
+
+/// The guard of the multipart routes.
+pub(crate) fn is_multipart(ctx: &GuardContext<'_>) -> bool {
+    ctx.head()
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(';')
+                .next()
+                .is_some_and(|m| m.trim().eq_ignore_ascii_case("multipart/form-data"))
+        })
+}
+
+/// The files a multipart body stored, which the create or update puts in its body.
+struct Uploaded(Arc<Vec<(&'static str, File)>>);
+
+/// Puts the uploaded files' metadata into `obj` (after the client's members were checked:
+/// only an upload sets a file member).
+pub(crate) fn merge(req: &HttpRequest, obj: &mut serde_json::Map<String, serde_json::Value>) {
+    if let Some(Uploaded(files)) = req.extensions().get::<Uploaded>() {
+        for (member, file) in files.iter() {
+            obj.insert((*member).to_owned(), file.to_json());
+        }
+    }
+}
+
+/// Reads a multipart body into stored files and the JSON handed on.
+async fn uploads<R: Resource>(req: &HttpRequest, payload: web::Payload) -> Result<Uploads, Error> {
+    if req.headers().contains_key("idempotency-key") {
+        return Err(Error::bad_param(
+            "Idempotency-Key",
+            "is not accepted with a multipart upload; retry an upload by its result",
+        ));
+    }
+    let st = ApiState::of(req)?;
+    upload::read(
+        req.headers(),
+        payload,
+        R::FIELDS,
+        R::sql_table(),
+        &st.files,
+        st.config.http.max_body_size,
+    )
+    .await
+}
+
+/// Marks `req` as carrying `uploads`: its body is the JSON part, its files go in the body.
+fn hand_on(req: &HttpRequest, uploads: &Uploads) {
+    let mut ext = req.extensions_mut();
+    ext.insert(crate::json::FromMultipart);
+    ext.insert(Uploaded(Arc::new(uploads.files.clone())));
+}
+
+/// Whether a write's answer says it happened.
+fn succeeded(answer: &Result<HttpResponse, Error>) -> bool {
+    matches!(answer, Ok(r) if r.status().is_success())
+}
+
+/// `POST` of the prefix with a multipart body.
+pub(crate) async fn create<R: Resource>(
+    shared: &Shared<R>,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, Error> {
+    let st = ApiState::of(&req)?;
+    let files = st.files.clone();
+    let uploads = uploads::<R>(&req, payload).await?;
+    hand_on(&req, &uploads);
+    let answer = write::create::post(shared, req, web::Bytes::from(uploads.data.clone())).await;
+    if !succeeded(&answer) {
+        files.remove_all(&uploads.stored()).await;
+    }
+    answer
+}
+
+/// `PATCH` of an item with a multipart body.
+pub(crate) async fn update_multipart<R: Resource>(
+    shared: &Shared<R>,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, Error> {
+    let uploads = uploads::<R>(&req, payload).await?;
+    update_with(shared, req, uploads).await
+}
+
+/// `PATCH` of an item with a JSON body, on a resource with file members: a member set to
+/// `null` loses its file once the update commits.
+pub(crate) async fn update<R: Resource>(
+    shared: &Shared<R>,
+    req: HttpRequest,
+    body: web::Bytes,
+) -> Result<HttpResponse, Error> {
+    let cleared = nulled_members::<R>(&body);
+    if cleared.is_empty() {
+        return write::update::update(shared, req, body).await;
+    }
+    let st = ApiState::of(&req)?;
+    let files = st.files.clone();
+    let before = current_files(shared, &req, &cleared).await?;
+    let answer = write::update::update(shared, req, body).await;
+    if succeeded(&answer) {
+        files.remove_all(&before).await;
+    }
+    answer
+}
+
+async fn update_with<R: Resource>(
+    shared: &Shared<R>,
+    req: HttpRequest,
+    uploads: Uploads,
+) -> Result<HttpResponse, Error> {
+    let st = ApiState::of(&req)?;
+    let files = st.files.clone();
+    let mut changed = nulled_members::<R>(&uploads.data);
+    changed.extend(uploads.files.iter().map(|(m, _)| *m));
+    let before = match current_files(shared, &req, &changed).await {
+        Ok(b) => b,
+        Err(e) => {
+            files.remove_all(&uploads.stored()).await;
+            return Err(e);
+        }
+    };
+    hand_on(&req, &uploads);
+    let answer = write::update::update(shared, req, web::Bytes::from(uploads.data.clone())).await;
+    if succeeded(&answer) {
+        files.remove_all(&before).await;
+    } else {
+        files.remove_all(&uploads.stored()).await;
+    }
+    answer
+}
+
+/// `DELETE` of an item on a resource with file members: once a hard delete commits, the row's
+/// files are removed (a soft delete keeps them until the row is purged).
+pub(crate) async fn delete<R: Resource>(
+    shared: &Shared<R>,
+    req: HttpRequest,
+    body: web::Bytes,
+) -> Result<HttpResponse, Error> {
+    if R::SOFT_DELETE {
+        return write::delete::delete(shared, req, body).await;
+    }
+    let st = ApiState::of(&req)?;
+    let files = st.files.clone();
+    let members: Vec<&'static str> = file_members::<R>().collect();
+    let before = current_files(shared, &req, &members).await?;
+    let answer = write::delete::delete(shared, req, body).await;
+    if succeeded(&answer) {
+        files.remove_all(&before).await;
+    }
+    answer
+}
+
+fn file_members<R: Resource>() -> impl Iterator<Item = &'static str> {
+    R::FIELDS.iter().filter(|f| f.file.is_some()).map(|f| f.name)
+}
+
+/// The file members a JSON body sets to `null`.
+fn nulled_members<R: Resource>(body: &[u8]) -> Vec<&'static str> {
+    let Ok(serde_json::Value::Object(obj)) = serde_json::from_slice::<serde_json::Value>(body)
+    else {
+        return Vec::new();
+    };
+    file_members::<R>()
+        .filter(|m| obj.get(*m).is_some_and(serde_json::Value::is_null))
+        .collect()
+}
+
+/// The files the addressed row holds now in `members` (none when it does not exist).
+async fn current_files<R: Resource>(
+    shared: &Shared<R>,
+    req: &HttpRequest,
+    members: &[&'static str],
+) -> Result<Vec<(&'static str, uuid::Uuid)>, Error> {
+    if members.is_empty() {
+        return Ok(Vec::new());
+    }
+    let st = ApiState::of(req)?;
+    let conds = Condition::from(item_conds(shared, req)?);
+    let mut conn = st.db.get().await?;
+    let Some(item) = select_one::<R>(&mut conn, &conds).await? else {
+        return Ok(Vec::new());
+    };
+    Ok(files_of(item, &[])
+        .into_iter()
+        .filter(|(m, _)| members.contains(m))
+        .map(|(_, f)| (R::sql_table(), f.id))
+        .collect())
+}
+
+/// The files `item` holds, by member, leaving out the members in `hidden`.
+fn files_of<R: Resource>(item: R, hidden: &[&str]) -> Vec<(&'static str, File)> {
+    let Ok(serde_json::Value::Object(obj)) = serde_json::to_value(R::Response::from(item)) else {
+        return Vec::new();
+    };
+    file_members::<R>()
+        .filter(|m| !hidden.contains(m))
+        .filter_map(|m| {
+            let file: File = serde_json::from_value(obj.get(m)?.clone()).ok()?;
+            Some((m, file))
+        })
+        .collect()
+}
+
+/// `GET <item>/files/<file id>`: the file, to a caller who may read the row and the member.
+pub(crate) async fn download<R: Resource>(
+    shared: &Shared<R>,
+    req: HttpRequest,
+    _body: web::Bytes,
+) -> Result<HttpResponse, Error> {
+    let st = ApiState::of(&req)?;
+    let no_file = || Error::NotFound("No such file exists at this path.".into());
+    let wanted = req
+        .match_info()
+        .get(FILE_PARAM)
+        .and_then(|v| uuid::Uuid::parse_str(v).ok())
+        .ok_or_else(no_file)?;
+    let file = snapshot::read(&st.db, async |conn| {
+        let who = caller_on(shared, &req, Operation::Get, conn).await?;
+        let rows = who.rows_read::<R>(&Params::of("")?)?;
+        let scope =
+            relations::rules::scope_in(&who, shared, &req, rows, relations::rules::Kind::Read)?;
+        let addressed = Condition::from(item_conds(shared, &req)?);
+        let conds = if scope.is_always() {
+            addressed
+        } else {
+            addressed.and(scope)
+        };
+        let item = select_one::<R>(conn, &conds)
+            .await?
+            .ok_or_else(not_found::<R>)?;
+        let hidden = read::hidden(&item, who.viewer());
+        Ok(files_of(item, &hidden)
+            .into_iter()
+            .map(|(_, f)| f)
+            .find(|f| f.id == wanted))
+    })
+    .await?
+    .ok_or_else(no_file)?;
+    serve(st, &req, R::sql_table(), file).await
+}
+
+/// A byte range a `Range` header asks for, within a file of `size` bytes: `Ok(None)` for the
+/// whole file (no header, or one this server does not split: several ranges, other units),
+/// `Err(())` for a range outside the file (416).
+fn range(req: &HttpRequest, etag: &str, size: u64) -> Result<Option<(u64, u64)>, ()> {
+    let Some(spec) = req.headers().get(header::RANGE).and_then(|v| v.to_str().ok()) else {
+        return Ok(None);
+    };
+    // `If-Range` with another tag (or a date) asks for the whole file.
+    if let Some(if_range) = req.headers().get(header::IF_RANGE) {
+        if if_range.as_bytes() != etag.as_bytes() {
+            return Ok(None);
+        }
+    }
+    let Some(spec) = spec.trim().strip_prefix("bytes=") else {
+        return Ok(None);
+    };
+    if spec.contains(',') {
+        return Ok(None);
+    }
+    let Some((first, last)) = spec.split_once('-') else {
+        return Ok(None);
+    };
+    let (first, last) = (first.trim(), last.trim());
+    let parsed = if first.is_empty() {
+        // The last `n` bytes.
+        let n: u64 = last.parse().map_err(|_| ())?;
+        if n == 0 || size == 0 {
+            return Err(());
+        }
+        (size.saturating_sub(n), size - 1)
+    } else {
+        let start: u64 = first.parse().map_err(|_| ())?;
+        let end = if last.is_empty() {
+            size.saturating_sub(1)
+        } else {
+            last.parse::<u64>().map_err(|_| ())?.min(size.saturating_sub(1))
+        };
+        (start, end)
+    };
+    if parsed.0 >= size || parsed.0 > parsed.1 {
+        return Err(());
+    }
+    Ok(Some(parsed))
+}
+
+/// Whether an `If-None-Match` header names `etag` (or `*`).
+fn not_modified(req: &HttpRequest, etag: &str) -> bool {
+    req.headers()
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(',')
+                .map(|t| t.trim().trim_start_matches("W/"))
+                .any(|t| t == etag || t == "*")
+        })
+}
+
+/// The answer carrying `file`: its stored type, never sniffed, inline only for raster
+/// images, in a sandbox that runs nothing.
+async fn serve(
+    st: &ApiState,
+    req: &HttpRequest,
+    table: &'static str,
+    file: File,
+) -> Result<HttpResponse, Error> {
+    let etag = format!("\"{}\"", file.id.hyphenated());
+    let inline = crudforge_core::files::media_type(&file.media_type).is_some_and(|m| m.inline);
+    let disposition = format!(
+        "{}; filename*=UTF-8''{}",
+        if inline { "inline" } else { "attachment" },
+        percent_encode(&file.name)
+    );
+    let answer = |status| {
+        let mut b = HttpResponse::build(status);
+        b.insert_header((header::ETAG, etag.clone()))
+            .insert_header((header::CACHE_CONTROL, "private, no-cache"))
+            .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
+            .insert_header((
+                header::CONTENT_SECURITY_POLICY,
+                "default-src 'none'; sandbox; frame-ancestors 'none'",
+            ))
+            .insert_header((header::ACCEPT_RANGES, "bytes"));
+        b
+    };
+    if not_modified(req, &etag) {
+        return Ok(answer(actix_web::http::StatusCode::NOT_MODIFIED).finish());
+    }
+    let size = file.size;
+    let (status, start, end) = match range(req, &etag, size) {
+        Err(()) => {
+            return Ok(answer(actix_web::http::StatusCode::RANGE_NOT_SATISFIABLE)
+                .insert_header((header::CONTENT_RANGE, format!("bytes */{size}")))
+                .finish());
+        }
+        Ok(Some((a, b))) => (actix_web::http::StatusCode::PARTIAL_CONTENT, a, b),
+        Ok(None) => (actix_web::http::StatusCode::OK, 0, size.saturating_sub(1)),
+    };
+    let len = if size == 0 { 0 } else { end - start + 1 };
+    let mut b = answer(status);
+    b.insert_header((header::CONTENT_TYPE, file.media_type.clone()))
+        .insert_header((header::CONTENT_DISPOSITION, disposition));
+    if status == actix_web::http::StatusCode::PARTIAL_CONTENT {
+        b.insert_header((header::CONTENT_RANGE, format!("bytes {start}-{end}/{size}")));
+    }
+    // Small files in one read; larger ones streamed in chunks.
+    let storage = st.files.clone();
+    let id = file.id;
+    if len <= READ_CHUNK as u64 {
+        let bytes = storage.read(table, id, start, len as usize).await?;
+        return Ok(b.body(bytes));
+    }
+    let chunks = futures_util::stream::try_unfold(
+        (storage, start, start + len),
+        move |(storage, at, stop)| async move {
+            if at >= stop {
+                return Ok(None);
+            }
+            let n = usize::try_from((stop - at).min(READ_CHUNK as u64)).unwrap_or(READ_CHUNK);
+            let bytes = storage.read(table, id, at, n).await?;
+            if bytes.is_empty() {
+                return Err(Error::Internal("file storage: a stored file is shorter than recorded".into()));
+            }
+            let next = at + bytes.len() as u64;
+            Ok(Some((web::Bytes::from(bytes), (storage, next, stop))))
+        },
+    );
+    Ok(b.no_chunking(len).streaming(chunks))
+}
+
+/// `name` for `filename*=UTF-8''...` (RFC 8187): unreserved characters as they are, every other
+/// byte percent-encoded.
+fn percent_encode(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for b in name.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}

@@ -1,0 +1,274 @@
+//! File members (the `files` feature): [`File`], what a model's
+//! `#[resource(file(...))]` member holds, stored as JSON in its column (id, name, size, type)
+//! and returned with the URL that downloads it; the folder the files are kept in (`storage`);
+//! and the reading of a `multipart/form-data` body into the stored files and the body's JSON
+//! (`upload`). The routes that use them are `crud::files`.
+
+pub(crate) mod storage;
+pub(crate) mod upload;
+
+use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
+
+/// An uploaded file, as a file member holds it: `Option<crudforge::files::File>`.
+///
+/// The server fills it from a `multipart/form-data` upload: `id` is its own (never the client's
+/// file name), `media_type` is recognized from the content, `name` is the client's file name
+/// with any folder part and control character removed (shown to users, never a storage path).
+/// In an answer it is `{"id", "name", "size", "type", "url"}`, where `url` downloads it under
+/// the row's read rules.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct File {
+    /// The file's own id: its storage key within the resource, and its `ETag`.
+    pub id: uuid::Uuid,
+    /// The client's file name, sanitized.
+    pub name: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its media type, recognized from its content.
+    pub media_type: String,
+}
+
+/// The stored form of a [`File`] (and the form a client's JSON would have to take, which the
+/// server refuses: only an upload sets a file member).
+#[derive(Serialize, Deserialize)]
+struct Stored<'a> {
+    id: uuid::Uuid,
+    name: std::borrow::Cow<'a, str>,
+    size: u64,
+    #[serde(rename = "type")]
+    media_type: std::borrow::Cow<'a, str>,
+}
+
+impl File {
+    /// The stored JSON of the file.
+    pub(crate) fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "id": self.id,
+            "name": self.name,
+            "size": self.size,
+            "type": self.media_type,
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for File {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = Stored::deserialize(d)?;
+        Ok(File {
+            id: s.id,
+            name: s.name.into_owned(),
+            size: s.size,
+            media_type: s.media_type.into_owned(),
+        })
+    }
+}
+
+thread_local! {
+    /// The URL prefix of the files of the item being written (`/api/critters/<key>/files/`),
+    /// set around each item's serialization ([`UrlBase`]).
+    static URL_BASE: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Where each resource with file members is mounted: its type, its prefix and the member that
+/// addresses its items. Registered when the blueprint is mounted; a resource mounted under a
+/// nested prefix (one naming a parent) registers nothing, and its files answer without `url`.
+static MOUNTS: std::sync::RwLock<Vec<(std::any::TypeId, String, &'static str)>> =
+    std::sync::RwLock::new(Vec::new());
+
+/// Records where the resource `ty` is mounted (the first mount of a resource wins).
+pub(crate) fn register_mount(ty: std::any::TypeId, prefix: &str, res_id: &'static str) {
+    if prefix.contains('{') {
+        return;
+    }
+    let mut mounts = MOUNTS.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !mounts.iter().any(|(t, _, _)| *t == ty) {
+        mounts.push((ty, prefix.to_owned(), res_id));
+    }
+}
+
+/// While alive, [`File`]s serialize with `url` under the item's `.../files/`.
+pub(crate) struct UrlBase(());
+
+impl UrlBase {
+    /// Sets the base for the files of one item of resource `ty`, whose members' values
+    /// `key_of` gives as text; `None` when the resource is not registered.
+    pub(crate) fn for_item(
+        ty: std::any::TypeId,
+        key_of: impl FnOnce(&str) -> Option<String>,
+    ) -> Option<UrlBase> {
+        let (prefix, res_id) = {
+            let mounts = MOUNTS.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let (_, prefix, res_id) = mounts.iter().find(|(t, _, _)| *t == ty)?;
+            (prefix.clone(), *res_id)
+        };
+        let key = key_of(res_id)?;
+        URL_BASE.with(|b| *b.borrow_mut() = Some(format!("{prefix}{key}/files/")));
+        Some(UrlBase(()))
+    }
+
+    #[cfg(test)]
+    fn set(base: String) -> UrlBase {
+        URL_BASE.with(|b| *b.borrow_mut() = Some(base));
+        UrlBase(())
+    }
+}
+
+impl Drop for UrlBase {
+    fn drop(&mut self) {
+        URL_BASE.with(|b| *b.borrow_mut() = None);
+    }
+}
+
+impl Serialize for File {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let url = URL_BASE.with(|b| b.borrow().as_ref().map(|base| format!("{base}{}", self.id)));
+        let mut st = s.serialize_struct("File", 5)?;
+        st.serialize_field("id", &self.id)?;
+        st.serialize_field("name", &self.name)?;
+        st.serialize_field("size", &self.size)?;
+        st.serialize_field("type", &self.media_type)?;
+        if let Some(url) = url {
+            st.serialize_field("url", &url)?;
+        }
+        st.end()
+    }
+}
+
+/// The schema of a file member in answers.
+#[derive(schemars::JsonSchema)]
+#[schemars(rename = "File")]
+#[allow(dead_code)]
+struct FileSchema {
+    /// The file's id (also its `ETag`).
+    id: uuid::Uuid,
+    /// The uploader's file name, without any folder part.
+    name: String,
+    /// Its size in bytes.
+    size: u64,
+    /// Its media type, recognized by the server from the content.
+    #[serde(rename = "type")]
+    media_type: String,
+    /// Where it downloads, under the item's read rules.
+    url: String,
+}
+
+impl schemars::JsonSchema for File {
+    fn schema_name() -> String {
+        "File".to_owned()
+    }
+
+    fn json_schema(g: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
+        let mut schema = FileSchema::json_schema(g);
+        if let schemars::schema::Schema::Object(o) = &mut schema {
+            o.metadata().read_only = true;
+        }
+        schema
+    }
+}
+
+/// Reading a file from its JSON column.
+macro_rules! file_from_sql {
+    ($db:ty) => {
+        impl diesel::deserialize::FromSql<crate::sql_types::PortableJson, $db> for File {
+            fn from_sql(
+                bytes: <$db as diesel::backend::Backend>::RawValue<'_>,
+            ) -> diesel::deserialize::Result<Self> {
+                let value = <serde_json::Value as diesel::deserialize::FromSql<
+                    crate::sql_types::PortableJson,
+                    $db,
+                >>::from_sql(bytes)?;
+                Ok(serde_json::from_value(value)?)
+            }
+        }
+    };
+}
+
+#[cfg(feature = "sqlite")]
+file_from_sql!(diesel::sqlite::Sqlite);
+#[cfg(feature = "postgres")]
+file_from_sql!(diesel::pg::Pg);
+
+/// Writing a file to its column on SQLite: the stored JSON as text.
+#[cfg(feature = "sqlite")]
+impl diesel::serialize::ToSql<crate::sql_types::PortableJson, diesel::sqlite::Sqlite> for File {
+    fn to_sql<'b>(
+        &'b self,
+        out: &mut diesel::serialize::Output<'b, '_, diesel::sqlite::Sqlite>,
+    ) -> diesel::serialize::Result {
+        out.set_value(serde_json::to_string(&self.to_json())?);
+        Ok(diesel::serialize::IsNull::No)
+    }
+}
+
+/// Writing a file to its column on PostgreSQL: `jsonb`'s binary form (version 1, then text).
+#[cfg(feature = "postgres")]
+impl diesel::serialize::ToSql<crate::sql_types::PortableJson, diesel::pg::Pg> for File {
+    fn to_sql<'b>(
+        &'b self,
+        out: &mut diesel::serialize::Output<'b, '_, diesel::pg::Pg>,
+    ) -> diesel::serialize::Result {
+        use std::io::Write as _;
+        out.write_all(&[1])?;
+        serde_json::to_writer(out, &self.to_json())?;
+        Ok(diesel::serialize::IsNull::No)
+    }
+}
+
+// A file binds to its column as `Portable(file)`, like the other portable values.
+mod bind {
+    use super::File;
+    use crate::sql_types::{portable, PortableJson, Portable};
+    use diesel::expression::AsExpression;
+    use diesel::internal::derives::as_expression::Bound;
+    use diesel::sql_types::Nullable;
+
+    portable!(File => PortableJson);
+
+    #[cfg(feature = "sqlite")]
+    mod sqlite {
+        use super::{File, Portable, PortableJson};
+        use crate::sql_types::portable_to_sql;
+        use diesel::serialize::{self, IsNull, Output, ToSql};
+        use diesel::sql_types::Nullable;
+        use diesel::sqlite::Sqlite;
+        portable_to_sql!(Sqlite: File => PortableJson);
+    }
+
+    #[cfg(feature = "postgres")]
+    mod pg {
+        use super::{File, Portable, PortableJson};
+        use crate::sql_types::portable_to_sql;
+        use diesel::pg::Pg;
+        use diesel::serialize::{self, IsNull, Output, ToSql};
+        use diesel::sql_types::Nullable;
+        portable_to_sql!(Pg: File => PortableJson);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_form_round_trips_and_answers_carry_the_url() {
+        let f = File {
+            id: uuid::Uuid::nil(),
+            name: "cat.png".into(),
+            size: 3,
+            media_type: "image/png".into(),
+        };
+        let back: File = serde_json::from_value(f.to_json()).unwrap();
+        assert_eq!(back, f);
+        let plain = serde_json::to_value(&f).unwrap();
+        assert!(plain.get("url").is_none());
+        let _base = UrlBase::set("/api/cats/1/files/".into());
+        let answer = serde_json::to_value(&f).unwrap();
+        assert_eq!(
+            answer["url"],
+            "/api/cats/1/files/00000000-0000-0000-0000-000000000000"
+        );
+        assert_eq!(answer["type"], "image/png");
+    }
+}

@@ -1,0 +1,516 @@
+//! File members (the `files` feature) on both backends: a multipart create and update store
+//! files whose type is recognized from their content; downloads under the row's read rules
+//! and member rules, with the stored type, `nosniff`, a sandboxing CSP, `ETag`, conditional
+//! and range requests; a disguised document, an oversized file, a path in a file name and
+//! client-written metadata are harmless; a failed write leaves no file, and a replaced,
+//! removed or hard-deleted row's file is removed after commit while a soft delete keeps it.
+#![allow(missing_docs, clippy::unwrap_used)]
+
+use actix_web::dev::ServiceResponse;
+use actix_web::test;
+use crudforge::files::File;
+use crudforge::users;
+use crudforge::{with_conn, Api, Resource};
+use crudforge_tests::{backend_tests, Backend, TestDb};
+use diesel::prelude::*;
+use diesel_async::SimpleAsyncConnection;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use uuid::Uuid;
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crudforge::sql_types::*;
+
+    /// Pets.
+    pets (id) {
+        /// Id.
+        id -> PortableUuid,
+        /// Created.
+        created_at -> PortableTimestamp,
+        /// Updated.
+        updated_at -> PortableTimestamp,
+        /// Owner.
+        owner_id -> PortableUuid,
+        /// Name.
+        name -> Text,
+        /// Shown to everyone signed in.
+        shared -> Bool,
+        /// Photo.
+        photo -> Nullable<PortableJson>,
+        /// The owner's papers.
+        papers -> Nullable<PortableJson>,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crudforge::sql_types::*;
+
+    /// Cards.
+    cards (id) {
+        /// Id.
+        id -> PortableUuid,
+        /// Created.
+        created_at -> PortableTimestamp,
+        /// Updated.
+        updated_at -> PortableTimestamp,
+        /// Title.
+        title -> Text,
+        /// Picture.
+        picture -> Nullable<PortableJson>,
+        /// Deleted.
+        deleted_at -> Nullable<PortableTimestamp>,
+    }
+}
+
+type DateTime = chrono::DateTime<chrono::Utc>;
+
+/// A pet: its owner reads and writes it; a shared pet is read by everyone signed in, but its
+/// papers only by its owner.
+#[derive(Debug, Clone, Queryable, Selectable, Resource)]
+#[diesel(table_name = pets)]
+#[resource(rules(read = "shared = true or owner_id = @me", write = "owner_id = @me"))]
+pub struct Pet {
+    /// Identifier.
+    pub id: Uuid,
+    /// Creation time.
+    pub created_at: DateTime,
+    /// Last change.
+    pub updated_at: DateTime,
+    /// Its owner.
+    #[resource(set = me)]
+    pub owner_id: Uuid,
+    /// Its name.
+    #[resource(max_len = 40)]
+    pub name: String,
+    /// Whether everyone signed in sees it.
+    pub shared: bool,
+    /// Its photo.
+    #[resource(file(max_size = "64 KiB", types = ["image/png", "image/jpeg"]))]
+    pub photo: Option<File>,
+    /// Its papers, for its owner alone.
+    #[resource(file(max_size = "1 MiB", types = ["application/pdf"]), read = owner(owner_id))]
+    pub papers: Option<File>,
+}
+
+/// A card: soft-deleted, open to anyone.
+#[derive(Debug, Clone, Queryable, Selectable, Resource)]
+#[diesel(table_name = cards)]
+#[resource(soft_delete, rules = crudforge::perms::Open)]
+pub struct Card {
+    /// Identifier.
+    pub id: Uuid,
+    /// Creation time.
+    pub created_at: DateTime,
+    /// Last change.
+    pub updated_at: DateTime,
+    /// Title.
+    pub title: String,
+    /// Its picture.
+    #[resource(file(max_size = "64 KiB", types = ["image/png"]))]
+    pub picture: Option<File>,
+    /// When it was deleted.
+    pub deleted_at: Option<DateTime>,
+}
+
+const DDL_SQLITE: &str = "CREATE TABLE pets (id TEXT PRIMARY KEY, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, owner_id TEXT NOT NULL, name TEXT NOT NULL, shared BOOLEAN NOT NULL, photo TEXT, papers TEXT);
+CREATE TABLE cards (id TEXT PRIMARY KEY, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, title TEXT NOT NULL, picture TEXT, deleted_at TEXT)";
+const DDL_PG: &str = "CREATE TABLE pets (id UUID PRIMARY KEY, created_at TIMESTAMPTZ NOT NULL, updated_at TIMESTAMPTZ NOT NULL, owner_id UUID NOT NULL, name TEXT NOT NULL, shared BOOLEAN NOT NULL, photo JSONB, papers JSONB);
+CREATE TABLE cards (id UUID PRIMARY KEY, created_at TIMESTAMPTZ NOT NULL, updated_at TIMESTAMPTZ NOT NULL, title TEXT NOT NULL, picture JSONB, deleted_at TIMESTAMPTZ)";
+
+/// A PNG's signature and header, then `n` bytes of `fill`.
+fn png(n: usize, fill: u8) -> Vec<u8> {
+    let mut v = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x02\0\0\0".to_vec();
+    v.extend(std::iter::repeat_n(fill, n));
+    v
+}
+
+fn pdf() -> Vec<u8> {
+    b"%PDF-1.4\n1 0 obj <<>> endobj\ntrailer <<>>\n%%EOF\n".to_vec()
+}
+
+struct World {
+    api: Api,
+    data: PathBuf,
+    alice: Uuid,
+    bob: Uuid,
+}
+
+async fn world(t: &TestDb) -> World {
+    let cfg = t.config().with(|c| c.auth.bcrypt_cost = 4);
+    let db = t.open(&cfg).await;
+    let ddl = match db.backend() {
+        Backend::Sqlite => DDL_SQLITE,
+        Backend::Postgres => DDL_PG,
+    };
+    let mut conn = db.get().await.unwrap();
+    with_conn!(conn, |c| c.batch_execute(ddl).await).unwrap();
+    drop(conn);
+    let alice = users::create_user(&db, "alice@example.com", "some-pass", true, 4)
+        .await
+        .unwrap();
+    let bob = users::create_user(&db, "bob@example.com", "some-pass", true, 4)
+        .await
+        .unwrap();
+    let api = Api::new(cfg, db)
+        .unwrap()
+        .mount(Pet::blueprint("/api/pets/"))
+        .unwrap()
+        .mount(Card::blueprint("/api/cards/"))
+        .unwrap();
+    World {
+        api,
+        data: t.data_dir(),
+        alice,
+        bob,
+    }
+}
+
+type Req = test::TestRequest;
+
+fn auth(req: Req, api: &Api, id: Uuid) -> Req {
+    let token = api.state().tokens.access(id).unwrap();
+    req.insert_header(("authorization", format!("Bearer {token}")))
+}
+
+/// One part of a multipart body: its name, file name and content.
+struct Part<'a> {
+    name: &'a str,
+    file_name: Option<&'a str>,
+    content_type: &'a str,
+    body: Vec<u8>,
+}
+
+fn data(v: Value) -> Part<'static> {
+    Part {
+        name: "data",
+        file_name: None,
+        content_type: "application/json",
+        body: v.to_string().into_bytes(),
+    }
+}
+
+fn file<'a>(name: &'a str, file_name: &'a str, content_type: &'a str, body: Vec<u8>) -> Part<'a> {
+    Part {
+        name,
+        file_name: Some(file_name),
+        content_type,
+        body,
+    }
+}
+
+const BOUNDARY: &str = "----crudforge-test-boundary";
+
+/// A `multipart/form-data` request of `parts`.
+fn multipart(req: Req, parts: &[Part<'_>]) -> Req {
+    let mut body = Vec::new();
+    for p in parts {
+        body.extend_from_slice(format!("--{BOUNDARY}\r\n").as_bytes());
+        let disposition = match p.file_name {
+            Some(f) => format!("form-data; name=\"{}\"; filename=\"{f}\"", p.name),
+            None => format!("form-data; name=\"{}\"", p.name),
+        };
+        body.extend_from_slice(format!("Content-Disposition: {disposition}\r\n").as_bytes());
+        body.extend_from_slice(format!("Content-Type: {}\r\n\r\n", p.content_type).as_bytes());
+        body.extend_from_slice(&p.body);
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(format!("--{BOUNDARY}--\r\n").as_bytes());
+    req.insert_header((
+        "content-type",
+        format!("multipart/form-data; boundary={BOUNDARY}"),
+    ))
+    .set_payload(body)
+}
+
+/// Status, headers and raw body of a request.
+async fn call<S, B>(app: &S, req: Req) -> (u16, actix_web::http::header::HeaderMap, Vec<u8>)
+where
+    S: actix_web::dev::Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
+    B: actix_web::body::MessageBody + 'static,
+{
+    let resp = test::call_service(app, req.to_request()).await;
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let body = test::read_body(resp).await.to_vec();
+    (status, headers, body)
+}
+
+/// Status and JSON body of a request.
+async fn send<S, B>(app: &S, req: Req) -> (u16, Value)
+where
+    S: actix_web::dev::Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
+    B: actix_web::body::MessageBody + 'static,
+{
+    let (s, _, body) = call(app, req).await;
+    (s, serde_json::from_slice(&body).unwrap_or(Value::Null))
+}
+
+/// The files stored under the data folder, by table folder and name.
+fn stored(data: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let Ok(tables) = std::fs::read_dir(data.join("files")) else {
+        return out;
+    };
+    for t in tables.flatten() {
+        for f in std::fs::read_dir(t.path()).unwrap().flatten() {
+            out.push(format!(
+                "{}/{}",
+                t.file_name().to_string_lossy(),
+                f.file_name().to_string_lossy()
+            ));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Creates a pet of `owner` with a photo; gives its JSON.
+async fn pet_with_photo<S, B>(app: &S, w: &World, owner: Uuid, shared: bool, photo: Vec<u8>) -> Value
+where
+    S: actix_web::dev::Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
+    B: actix_web::body::MessageBody + 'static,
+{
+    let req = multipart(
+        auth(Req::post().uri("/api/pets/"), &w.api, owner),
+        &[
+            data(json!({"name": "Rex", "shared": shared})),
+            file("photo", "rex.png", "image/png", photo),
+            file("papers", "papers.pdf", "application/pdf", pdf()),
+        ],
+    );
+    let (s, v) = send(app, req).await;
+    assert_eq!(s, 201, "{v}");
+    v
+}
+
+backend_tests! {
+    async fn an_upload_is_stored_privately_and_downloads_with_safe_headers(t) {
+        let w = world(&t).await;
+        let app = test::init_service(w.api.app()).await;
+        let bytes = png(3000, 7);
+        let req = multipart(
+            auth(Req::post().uri("/api/pets/"), &w.api, w.alice),
+            &[
+                data(json!({"name": "Rex", "shared": false})),
+                // The client's type and name are not believed: the name loses its folders.
+                file("photo", "../../etc/passwd", "text/html", bytes.clone()),
+            ],
+        );
+        let (s, v) = send(&app, req).await;
+        assert_eq!(s, 201, "{v}");
+        let id = v["id"].as_str().unwrap().to_owned();
+        let photo = &v["photo"];
+        assert_eq!(photo["name"], "passwd");
+        assert_eq!(photo["type"], "image/png");
+        assert_eq!(photo["size"], bytes.len());
+        let file_id = photo["id"].as_str().unwrap().to_owned();
+        let url = photo["url"].as_str().unwrap().to_owned();
+        assert_eq!(url, format!("/api/pets/{id}/files/{file_id}"));
+        assert!(v["papers"].is_null());
+        // Stored under its own id, owner-only; no client name anywhere on disk.
+        assert_eq!(stored(&w.data), vec![format!("pets/{file_id}")]);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = |p: PathBuf| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode(w.data.join("files")), 0o700);
+            assert_eq!(mode(w.data.join("files/pets").join(&file_id)), 0o600);
+        }
+        // A GET of the row shows the same metadata.
+        let (s, got) = send(&app, auth(Req::get().uri(&format!("/api/pets/{id}")), &w.api, w.alice)).await;
+        assert_eq!(s, 200);
+        assert_eq!(got["photo"], *photo);
+
+        let (s, h, body) = call(&app, auth(Req::get().uri(&url), &w.api, w.alice)).await;
+        assert_eq!(s, 200);
+        assert_eq!(body, bytes);
+        assert_eq!(h.get("content-type").unwrap(), "image/png");
+        assert_eq!(h.get("x-content-type-options").unwrap(), "nosniff");
+        let csp = h.get("content-security-policy").unwrap().to_str().unwrap();
+        assert!(csp.contains("default-src 'none'") && csp.contains("sandbox"), "{csp}");
+        assert_eq!(h.get("content-disposition").unwrap(), "inline; filename*=UTF-8''passwd");
+        let etag = h.get("etag").unwrap().to_str().unwrap().to_owned();
+        assert_eq!(etag, format!("\"{file_id}\""));
+        // Conditional and range requests.
+        let (s, _, body) = call(&app, auth(Req::get().uri(&url), &w.api, w.alice).insert_header(("if-none-match", etag.clone()))).await;
+        assert_eq!((s, body.len()), (304, 0));
+        let (s, h, body) = call(&app, auth(Req::get().uri(&url), &w.api, w.alice).insert_header(("range", "bytes=0-7"))).await;
+        assert_eq!(s, 206);
+        assert_eq!(body, &bytes[..8]);
+        assert_eq!(h.get("content-range").unwrap().to_str().unwrap(), format!("bytes 0-7/{}", bytes.len()));
+        let (s, _, body) = call(&app, auth(Req::get().uri(&url), &w.api, w.alice).insert_header(("range", "bytes=-10"))).await;
+        assert_eq!((s, body.as_slice()), (206, &bytes[bytes.len() - 10..]));
+        let (s, h, _) = call(&app, auth(Req::get().uri(&url), &w.api, w.alice).insert_header(("range", "bytes=999999-"))).await;
+        assert_eq!(s, 416);
+        assert_eq!(h.get("content-range").unwrap().to_str().unwrap(), format!("bytes */{}", bytes.len()));
+        // A PDF is never shown inline.
+        let v = pet_with_photo(&app, &w, w.alice, false, png(10, 1)).await;
+        let papers = v["papers"]["url"].as_str().unwrap().to_owned();
+        let (s, h, body) = call(&app, auth(Req::get().uri(&papers), &w.api, w.alice)).await;
+        assert_eq!(s, 200);
+        assert_eq!(body, pdf());
+        assert_eq!(h.get("content-type").unwrap(), "application/pdf");
+        assert!(h.get("content-disposition").unwrap().to_str().unwrap().starts_with("attachment;"));
+    }
+
+    async fn a_caller_who_may_not_read_the_row_or_member_gets_no_file(t) {
+        let w = world(&t).await;
+        let app = test::init_service(w.api.app()).await;
+        let v = pet_with_photo(&app, &w, w.alice, false, png(100, 2)).await;
+        let id = v["id"].as_str().unwrap().to_owned();
+        let photo = v["photo"]["url"].as_str().unwrap().to_owned();
+        let papers = v["papers"]["url"].as_str().unwrap().to_owned();
+        // Bob cannot read the row: neither file.
+        for url in [&photo, &papers] {
+            let (s, _, _) = call(&app, auth(Req::get().uri(url), &w.api, w.bob)).await;
+            assert_eq!(s, 404, "{url}");
+            // Anonymous: the same refusal as a GET of the row.
+            let (row, _, _) = call(&app, Req::get().uri(&format!("/api/pets/{id}"))).await;
+            let (s, _, _) = call(&app, Req::get().uri(url)).await;
+            assert!(s == row && (s == 401 || s == 404), "{url}: {s} (row: {row})");
+        }
+        // Shared: Bob reads the row and its photo, but not the owner's papers.
+        let (s, v) = send(&app, auth(Req::patch().uri(&format!("/api/pets/{id}")).set_json(json!({"shared": true})), &w.api, w.alice)).await;
+        assert_eq!(s, 200, "{v}");
+        let (s, row) = send(&app, auth(Req::get().uri(&format!("/api/pets/{id}")), &w.api, w.bob)).await;
+        assert_eq!(s, 200);
+        assert!(row.get("papers").is_none(), "{row}");
+        let (s, _, _) = call(&app, auth(Req::get().uri(&photo), &w.api, w.bob)).await;
+        assert_eq!(s, 200);
+        let (s, _, _) = call(&app, auth(Req::get().uri(&papers), &w.api, w.bob)).await;
+        assert_eq!(s, 404);
+        // Another row's path does not serve this row's file.
+        let other = pet_with_photo(&app, &w, w.bob, true, png(5, 3)).await;
+        let file_id = photo.rsplit('/').next().unwrap();
+        let crossed = format!("/api/pets/{}/files/{file_id}", other["id"].as_str().unwrap());
+        let (s, _, _) = call(&app, auth(Req::get().uri(&crossed), &w.api, w.bob)).await;
+        assert_eq!(s, 404);
+        // Not a file id at all.
+        let (s, _, _) = call(&app, auth(Req::get().uri(&format!("/api/pets/{id}/files/..%2F..%2Fetc%2Fpasswd")), &w.api, w.alice)).await;
+        assert_eq!(s, 404);
+    }
+
+    async fn disguised_oversized_or_client_written_files_are_refused_and_leave_nothing(t) {
+        let w = world(&t).await;
+        let app = test::init_service(w.api.app()).await;
+        let html = b"<html><body><script>alert(1)</script></body></html>".to_vec();
+        let svg = b"<svg xmlns=\"http://www.w3.org/2000/svg\" onload=\"alert(1)\"/>".to_vec();
+        for (body, why) in [(html, "accepted: image/png, image/jpeg"), (svg, "accepted: image/png, image/jpeg"), (pdf(), "the file is application/pdf")] {
+            let req = multipart(
+                auth(Req::post().uri("/api/pets/"), &w.api, w.alice),
+                &[data(json!({"name": "Rex", "shared": false})), file("photo", "x.png", "image/png", body)],
+            );
+            let (s, v) = send(&app, req).await;
+            assert_eq!(s, 422, "{v}");
+            assert_eq!(v["field"], "photo", "{v}");
+            assert!(v["detail"].as_str().unwrap().contains(why), "{v}");
+        }
+        // Over its size: 413.
+        let req = multipart(
+            auth(Req::post().uri("/api/pets/"), &w.api, w.alice),
+            &[data(json!({"name": "Rex", "shared": false})), file("photo", "big.png", "image/png", png(70 * 1024, 0))],
+        );
+        let (s, v) = send(&app, req).await;
+        assert_eq!(s, 413, "{v}");
+        // Metadata written by the client (it could name another row's file) is refused.
+        let forged = json!({"id": Uuid::new_v4(), "name": "x.png", "size": 1, "type": "image/png"});
+        let (s, v) = send(&app, auth(Req::post().uri("/api/pets/").set_json(json!({"name": "Rex", "shared": false, "photo": forged})), &w.api, w.alice)).await;
+        assert_eq!(s, 422, "{v}");
+        assert_eq!(v["field"], "photo");
+        // An unknown part, a repeated file, an idempotency key.
+        let req = multipart(
+            auth(Req::post().uri("/api/pets/"), &w.api, w.alice),
+            &[data(json!({"name": "Rex", "shared": false})), file("avatar", "a.png", "image/png", png(4, 0))],
+        );
+        assert_eq!(send(&app, req).await.0, 422);
+        let req = multipart(
+            auth(Req::post().uri("/api/pets/"), &w.api, w.alice),
+            &[file("photo", "a.png", "image/png", png(4, 0)), file("photo", "b.png", "image/png", png(4, 0))],
+        );
+        assert_eq!(send(&app, req).await.0, 422);
+        let req = multipart(
+            auth(Req::post().uri("/api/pets/").insert_header(("idempotency-key", "k-1")), &w.api, w.alice),
+            &[data(json!({"name": "Rex", "shared": false})), file("photo", "a.png", "image/png", png(4, 0))],
+        );
+        assert_eq!(send(&app, req).await.0, 400);
+        // A write that fails after its files were stored leaves none behind.
+        let req = multipart(
+            auth(Req::post().uri("/api/pets/"), &w.api, w.alice),
+            &[data(json!({"name": "x".repeat(41), "shared": false})), file("photo", "a.png", "image/png", png(4, 0))],
+        );
+        let (s, v) = send(&app, req).await;
+        assert_eq!(s, 422, "{v}");
+        assert_eq!(v["errors"][0]["field"], "name", "{v}");
+        // An anonymous upload is refused before its files are kept.
+        let req = multipart(Req::post().uri("/api/pets/"), &[data(json!({"name": "Rex", "shared": false})), file("photo", "a.png", "image/png", png(4, 0))]);
+        assert_eq!(send(&app, req).await.0, 401);
+        assert_eq!(stored(&w.data), Vec::<String>::new());
+        let (s, list) = send(&app, auth(Req::get().uri("/api/pets/"), &w.api, w.alice)).await;
+        assert_eq!(s, 200);
+        assert_eq!(list["pagination"]["total"], 0, "{list}");
+    }
+
+    async fn replacing_removing_and_deleting_remove_the_old_file_after_commit(t) {
+        let w = world(&t).await;
+        let app = test::init_service(w.api.app()).await;
+        let v = pet_with_photo(&app, &w, w.alice, false, png(10, 1)).await;
+        let id = v["id"].as_str().unwrap().to_owned();
+        let first = v["photo"]["url"].as_str().unwrap().to_owned();
+        assert_eq!(stored(&w.data).len(), 2);
+        // The photo replaced on its own (no `data` part).
+        let req = multipart(
+            auth(Req::patch().uri(&format!("/api/pets/{id}")), &w.api, w.alice),
+            &[file("photo", "new.jpg", "image/jpeg", b"\xFF\xD8\xFF\xE0\0\x10JFIF\0".to_vec())],
+        );
+        let (s, v) = send(&app, req).await;
+        assert_eq!(s, 200, "{v}");
+        assert_eq!(v["photo"]["type"], "image/jpeg");
+        assert_eq!(v["name"], "Rex");
+        let second = v["photo"]["url"].as_str().unwrap().to_owned();
+        assert_ne!(first, second);
+        assert_eq!(call(&app, auth(Req::get().uri(&first), &w.api, w.alice)).await.0, 404);
+        assert_eq!(call(&app, auth(Req::get().uri(&second), &w.api, w.alice)).await.0, 200);
+        assert_eq!(stored(&w.data).len(), 2);
+        // A refused update keeps the old file and stores nothing new.
+        let req = multipart(
+            auth(Req::patch().uri(&format!("/api/pets/{id}")), &w.api, w.bob),
+            &[file("photo", "mine.png", "image/png", png(4, 0))],
+        );
+        let (s, _) = send(&app, req).await;
+        assert!(s == 403 || s == 404, "{s}");
+        assert_eq!(stored(&w.data).len(), 2);
+        // Removed with null.
+        let (s, v) = send(&app, auth(Req::patch().uri(&format!("/api/pets/{id}")).set_json(json!({"photo": null})), &w.api, w.alice)).await;
+        assert_eq!(s, 200, "{v}");
+        assert!(v["photo"].is_null());
+        assert_eq!(call(&app, auth(Req::get().uri(&second), &w.api, w.alice)).await.0, 404);
+        assert_eq!(stored(&w.data).len(), 1);
+        // The row deleted: its files go too.
+        let papers = v["papers"]["url"].as_str().unwrap().to_owned();
+        let (s, _) = send(&app, auth(Req::delete().uri(&format!("/api/pets/{id}")), &w.api, w.alice)).await;
+        assert_eq!(s, 204);
+        assert_eq!(call(&app, auth(Req::get().uri(&papers), &w.api, w.alice)).await.0, 404);
+        assert_eq!(stored(&w.data), Vec::<String>::new());
+    }
+
+    async fn a_soft_deleted_row_keeps_its_file_but_does_not_serve_it(t) {
+        let w = world(&t).await;
+        let app = test::init_service(w.api.app()).await;
+        let req = multipart(Req::post().uri("/api/cards/"), &[data(json!({"title": "hello"})), file("picture", "p.png", "image/png", png(20, 9))]);
+        let (s, v) = send(&app, req).await;
+        assert_eq!(s, 201, "{v}");
+        let id = v["id"].as_str().unwrap().to_owned();
+        let url = v["picture"]["url"].as_str().unwrap().to_owned();
+        assert_eq!(call(&app, Req::get().uri(&url)).await.0, 200);
+        let (s, _) = send(&app, Req::delete().uri(&format!("/api/cards/{id}"))).await;
+        assert_eq!(s, 204);
+        assert_eq!(call(&app, Req::get().uri(&url)).await.0, 404);
+        assert_eq!(stored(&w.data).len(), 1);
+        // Restored, it serves again.
+        let (s, _) = send(&app, Req::post().uri(&format!("/api/cards/{id}/restore/"))).await;
+        assert_eq!(s, 200);
+        assert_eq!(call(&app, Req::get().uri(&url)).await.0, 200);
+    }
+}
