@@ -9,8 +9,9 @@
 use actix_web::dev::ServiceResponse;
 use actix_web::test;
 use crudforge::files::File;
+use crudforge::cli::{App, BoxError, Console};
 use crudforge::users;
-use crudforge::{with_conn, Api, Resource};
+use crudforge::{with_conn, Api, Config, Database, Resource};
 use crudforge_tests::{backend_tests, Backend, TestDb};
 use diesel::prelude::*;
 use diesel_async::SimpleAsyncConnection;
@@ -135,6 +136,24 @@ struct World {
     data: PathBuf,
     alice: Uuid,
     bob: Uuid,
+}
+
+fn build(config: Config, db: Database) -> Result<Api, BoxError> {
+    Ok(Api::new(config, db)?
+        .mount(Pet::blueprint("/api/pets/"))?
+        .mount(Card::blueprint("/api/cards/"))?)
+}
+
+/// Writes a file into the store as a crash would leave it: `age` old, held by no row.
+fn orphan(data: &Path, table: &str, age: std::time::Duration) -> String {
+    let id = Uuid::new_v4();
+    let dir = data.join("files").join(table);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(id.to_string());
+    std::fs::write(&path, png(100, 5)).unwrap();
+    let f = std::fs::File::options().write(true).open(&path).unwrap();
+    f.set_modified(std::time::SystemTime::now() - age).unwrap();
+    format!("{table}/{id}")
 }
 
 async fn world(t: &TestDb) -> World {
@@ -512,5 +531,34 @@ backend_tests! {
         let (s, _) = send(&app, Req::post().uri(&format!("/api/cards/{id}/restore/"))).await;
         assert_eq!(s, 200);
         assert_eq!(call(&app, Req::get().uri(&url)).await.0, 200);
+    }
+
+    async fn files_gc_removes_old_orphans_and_keeps_held_and_young_files(t) {
+        let w = world(&t).await;
+        let app = test::init_service(w.api.app()).await;
+        let v = pet_with_photo(&app, &w, w.alice, false, png(10, 1)).await;
+        let photo = format!("pets/{}", v["photo"]["id"].as_str().unwrap());
+        let hour = std::time::Duration::from_secs(7200);
+        let old = orphan(&w.data, "pets", hour);
+        let young = orphan(&w.data, "pets", std::time::Duration::ZERO);
+        // A folder no mounted resource names is not this application's to sweep.
+        let foreign = orphan(&w.data, "someone_elses", hour);
+        let cli = App::new("pets-app", build).config(t.config());
+        let mut console = Console::captured("");
+        assert_eq!(cli.run(["pets-app", "files", "gc", "--dry-run"], &mut console).await, 0, "{}", console.errors());
+        assert_eq!(console.output().trim(), format!("{old} (129 bytes)"));
+        assert!(console.errors().contains("would remove 1 orphaned file(s), 129 bytes"), "{}", console.errors());
+        assert!(stored(&w.data).contains(&old));
+        let mut console = Console::captured("");
+        assert_eq!(cli.run(["pets-app", "files", "gc"], &mut console).await, 0, "{}", console.errors());
+        assert!(console.errors().contains("removed 1 orphaned file(s)"), "{}", console.errors());
+        let left = stored(&w.data);
+        assert!(!left.contains(&old), "{left:?}");
+        for kept in [&photo, &young, &foreign] {
+            assert!(left.contains(kept), "{kept} in {left:?}");
+        }
+        // The held file still downloads.
+        let url = v["photo"]["url"].as_str().unwrap();
+        assert_eq!(call(&app, auth(Req::get().uri(url), &w.api, w.alice)).await.0, 200);
     }
 }

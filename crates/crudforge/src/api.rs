@@ -392,6 +392,46 @@ impl Api {
         Ok(purged)
     }
 
+    /// Removes (or, with `dry_run`, only lists) the stored files no row of a mounted resource
+    /// holds and older than `older_than` (the files feature): files left by a crash between an
+    /// upload and its row, or by purged rows. A younger file may belong to an upload whose row
+    /// is being written, so it is left alone. Gives what was (or would be) removed.
+    ///
+    /// # Errors
+    ///
+    /// Database or storage errors (a file that cannot be removed is logged and left).
+    #[cfg(feature = "files")]
+    pub(crate) async fn sweep_files(
+        &self,
+        older_than: std::time::Duration,
+        dry_run: bool,
+    ) -> Result<Vec<crate::files::storage::Stored>, Error> {
+        let mut held: std::collections::HashMap<&str, std::collections::HashSet<uuid::Uuid>> =
+            std::collections::HashMap::new();
+        for m in &self.mounts {
+            if let Some((table, ids)) = m.file_refs(&self.state.db).await? {
+                held.entry(table).or_default().extend(ids);
+            }
+        }
+        let storage = &self.state.files;
+        let mut orphans = Vec::new();
+        for f in storage.list(older_than).await? {
+            let kept = held
+                .get(f.table.as_str())
+                .is_some_and(|ids| ids.contains(&f.id));
+            // A folder of a table no mounted resource names is left alone: its files may be
+            // another application's on the same data folder.
+            if kept || !held.contains_key(f.table.as_str()) || f.age < older_than {
+                continue;
+            }
+            if !dry_run {
+                storage.remove(&f.table, f.id).await?;
+            }
+            orphans.push(f);
+        }
+        Ok(orphans)
+    }
+
     /// Prunes the recorded events of every mounted feed past their retention
     /// (`REALTIME_RETENTION_EVENTS`, `REALTIME_RETENTION_SECONDS`; never an event younger than
     /// `REALTIME_RESUME_SECONDS`); how many. [`Api::server`] runs it in the background.
@@ -529,7 +569,26 @@ impl Api {
             match self.purge_deleted().await {
                 Ok(0) => {}
                 Ok(n) => {
-                    tracing::info!(target: "crudforge::db", rows = n, "purged soft-deleted rows")
+                    tracing::info!(target: "crudforge::db", rows = n, "purged soft-deleted rows");
+                    // The purged rows' files go too. A file younger than the retention (at
+                    // least a minute) may be an upload whose row is being written: kept.
+                    #[cfg(feature = "files")]
+                    {
+                        let grace = std::time::Duration::from_secs(u64::from(retention).clamp(60, 3600));
+                        match self.sweep_files(grace, false).await {
+                            Ok(removed) if !removed.is_empty() => tracing::info!(
+                                target: "crudforge::db",
+                                files = removed.len(),
+                                "removed the files of purged rows"
+                            ),
+                            Ok(_) => {}
+                            Err(e) => tracing::warn!(
+                                target: "crudforge::db",
+                                error = %e,
+                                "removing the files of purged rows failed"
+                            ),
+                        }
+                    }
                 }
                 Err(e) => {
                     tracing::warn!(target: "crudforge::db", error = %e, "purging soft-deleted rows failed")

@@ -69,6 +69,17 @@ pub trait Mount: Send + Sync + 'static {
         let _ = (db, config);
         Box::pin(async { Ok(0) })
     }
+    /// The ids of the files the mounted resource's rows hold (the `files` feature), by table:
+    /// what the orphan sweep keeps. Nothing by default.
+    #[cfg(feature = "files")]
+    #[doc(hidden)]
+    fn file_refs<'a>(
+        &'a self,
+        db: &'a Database,
+    ) -> LocalBoxFuture<'a, Result<Option<(&'static str, Vec<uuid::Uuid>)>, Error>> {
+        let _ = db;
+        Box::pin(async { Ok(None) })
+    }
 }
 
 /// Something that becomes a [`Mount`] once checked: a blueprint, or a ready `Mount`.

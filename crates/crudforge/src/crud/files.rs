@@ -424,3 +424,38 @@ fn percent_encode(name: &str) -> String {
     }
     out
 }
+
+/// One file column's value as text, read by [`referenced`].
+#[derive(diesel::QueryableByName)]
+struct FileText {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    v: String,
+}
+
+/// The ids of every file `R`'s rows hold, soft-deleted rows included (they keep their files
+/// until they are purged).
+///
+/// # Errors
+///
+/// Database errors.
+pub(crate) async fn referenced<R: Resource>(
+    conn: &mut crate::db::Conn,
+) -> Result<Vec<uuid::Uuid>, Error> {
+    let mut ids = Vec::new();
+    for member in file_members::<R>() {
+        // Both names are the model's own identifiers (the derive checks them), quoted.
+        let sql = format!(
+            "SELECT CAST(\"{member}\" AS TEXT) AS v FROM \"{}\" WHERE \"{member}\" IS NOT NULL",
+            R::sql_table()
+        );
+        let rows: Vec<FileText> = crate::with_conn!(conn, |c| {
+            diesel_async::RunQueryDsl::load(diesel::sql_query(sql), c).await
+        })?;
+        for row in rows {
+            if let Ok(f) = serde_json::from_str::<File>(&row.v) {
+                ids.push(f.id);
+            }
+        }
+    }
+    Ok(ids)
+}

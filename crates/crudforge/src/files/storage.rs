@@ -134,8 +134,12 @@ impl Storage {
         .await
     }
 
-    /// Every stored file, as (table folder, id), for the orphan sweep.
-    pub(crate) async fn list(&self) -> Result<Vec<(String, uuid::Uuid)>, Error> {
+    /// Every stored file, for the orphan sweep: its table folder, id, size and age.
+    /// Unfinished uploads (`.upload-*`) older than `stale` are removed on the way.
+    pub(crate) async fn list(
+        &self,
+        stale: std::time::Duration,
+    ) -> Result<Vec<Stored>, Error> {
         let root = self.root.clone();
         blocking(move || {
             let mut out = Vec::new();
@@ -144,14 +148,33 @@ impl Storage {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
                 Err(e) => return Err(io_error("listing files", &e)),
             };
+            let now = std::time::SystemTime::now();
             for table in tables.flatten() {
                 let name = table.file_name().to_string_lossy().into_owned();
                 let Ok(files) = std::fs::read_dir(table.path()) else {
                     continue;
                 };
                 for f in files.flatten() {
-                    if let Ok(id) = uuid::Uuid::parse_str(&f.file_name().to_string_lossy()) {
-                        out.push((name.clone(), id));
+                    let Ok(meta) = f.metadata() else { continue };
+                    let age = meta
+                        .modified()
+                        .ok()
+                        .and_then(|m| now.duration_since(m).ok())
+                        .unwrap_or_default();
+                    let file_name = f.file_name().to_string_lossy().into_owned();
+                    if file_name.starts_with(".upload-") {
+                        if age > stale {
+                            let _ = std::fs::remove_file(f.path());
+                        }
+                        continue;
+                    }
+                    if let Ok(id) = uuid::Uuid::parse_str(&file_name) {
+                        out.push(Stored {
+                            table: name.clone(),
+                            id,
+                            size: meta.len(),
+                            age,
+                        });
                     }
                 }
             }
@@ -159,6 +182,19 @@ impl Storage {
         })
         .await
     }
+}
+
+/// One stored file, as [`Storage::list`] finds it.
+#[derive(Debug, Clone)]
+pub(crate) struct Stored {
+    /// Its table's folder.
+    pub(crate) table: String,
+    /// Its id.
+    pub(crate) id: uuid::Uuid,
+    /// Its size in bytes.
+    pub(crate) size: u64,
+    /// How long ago it was written.
+    pub(crate) age: std::time::Duration,
 }
 
 impl Writing {

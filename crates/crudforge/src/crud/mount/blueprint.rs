@@ -715,4 +715,21 @@ impl<R: Resource> Mount for Mounted<R> {
             .await
         })
     }
+
+    #[cfg(feature = "files")]
+    fn file_refs<'a>(
+        &'a self,
+        db: &'a crate::db::Database,
+    ) -> futures_util::future::LocalBoxFuture<
+        'a,
+        Result<Option<(&'static str, Vec<uuid::Uuid>)>, crate::error::Error>,
+    > {
+        Box::pin(async move {
+            if !crate::crud::files::has_files::<R>() {
+                return Ok(None);
+            }
+            let ids = crate::crud::files::referenced::<R>(&mut db.get().await?).await?;
+            Ok(Some((R::sql_table(), ids)))
+        })
+    }
 }
