@@ -561,4 +561,68 @@ backend_tests! {
         let url = v["photo"]["url"].as_str().unwrap();
         assert_eq!(call(&app, auth(Req::get().uri(url), &w.api, w.alice)).await.0, 200);
     }
+
+    async fn a_signed_link_works_without_a_header_for_its_user_alone_and_expires(t) {
+        let w = world(&t).await;
+        let app = test::init_service(w.api.app()).await;
+        let v = pet_with_photo(&app, &w, w.alice, false, png(10, 1)).await;
+        let url = v["photo"]["url"].as_str().unwrap().to_owned();
+        // Bob may not read the row: no link for him.
+        let (s, _) = send(&app, auth(Req::post().uri(&format!("{url}/link")), &w.api, w.bob)).await;
+        assert_eq!(s, 404);
+        assert_eq!(send(&app, Req::post().uri(&format!("{url}/link"))).await.0, 401);
+        let (s, made) = send(&app, auth(Req::post().uri(&format!("{url}/link")), &w.api, w.alice)).await;
+        assert_eq!(s, 200, "{made}");
+        let link = made["url"].as_str().unwrap().to_owned();
+        assert!(link.starts_with(&format!("{url}?link=")), "{link}");
+        assert!(made["expires_at"].is_string());
+        // No header needed (an <img src>).
+        let (s, _, body) = call(&app, Req::get().uri(&link)).await;
+        assert_eq!((s, body), (200, png(10, 1)));
+        // Bob with his own credentials cannot use Alice's link.
+        assert_eq!(call(&app, auth(Req::get().uri(&link), &w.api, w.bob)).await.0, 403);
+        assert_eq!(call(&app, auth(Req::get().uri(&link), &w.api, w.alice)).await.0, 200);
+        // A link changed in any part is refused: another file, another expiry, another user.
+        let token = link.split("?link=").nth(1).unwrap().to_owned();
+        let mut parts: Vec<String> = token.split('.').map(str::to_owned).collect();
+        let other = pet_with_photo(&app, &w, w.alice, false, png(3, 3)).await;
+        let other_url = other["photo"]["url"].as_str().unwrap();
+        assert_eq!(call(&app, Req::get().uri(&format!("{other_url}?link={token}"))).await.0, 403);
+        parts[0] = (parts[0].parse::<i64>().unwrap() + 3600).to_string();
+        assert_eq!(call(&app, Req::get().uri(&format!("{url}?link={}", parts.join(".")))).await.0, 403);
+        let mut parts: Vec<String> = token.split('.').map(str::to_owned).collect();
+        parts[1] = w.bob.simple().to_string();
+        assert_eq!(call(&app, Req::get().uri(&format!("{url}?link={}", parts.join(".")))).await.0, 403);
+        assert_eq!(call(&app, Req::get().uri(&format!("{url}?link=garbage"))).await.0, 403);
+        // The row's rules still apply to the link's user: once deleted, nothing.
+        let id = v["id"].as_str().unwrap();
+        assert_eq!(send(&app, auth(Req::delete().uri(&format!("/api/pets/{id}")), &w.api, w.alice)).await.0, 204);
+        assert_eq!(call(&app, Req::get().uri(&link)).await.0, 404);
+    }
+
+    async fn a_signed_link_expires(t) {
+        let cfg = t.config().with(|c| {
+            c.auth.bcrypt_cost = 4;
+            c.ops.files_link_seconds = 0;
+        });
+        let db = t.open(&cfg).await;
+        let ddl = match db.backend() {
+            Backend::Sqlite => DDL_SQLITE,
+            Backend::Postgres => DDL_PG,
+        };
+        let mut conn = db.get().await.unwrap();
+        with_conn!(conn, |c| c.batch_execute(ddl).await).unwrap();
+        drop(conn);
+        let alice = users::create_user(&db, "alice@example.com", "some-pass", true, 4).await.unwrap();
+        let api = build(cfg, db).unwrap();
+        let w = World { api, data: t.data_dir(), alice, bob: alice };
+        let app = test::init_service(w.api.app()).await;
+        let v = pet_with_photo(&app, &w, w.alice, false, png(10, 1)).await;
+        let url = v["photo"]["url"].as_str().unwrap().to_owned();
+        let (s, made) = send(&app, auth(Req::post().uri(&format!("{url}/link")), &w.api, w.alice)).await;
+        assert_eq!(s, 200, "{made}");
+        // Valid for no whole second: past the next second boundary it is refused.
+        tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+        assert_eq!(call(&app, Req::get().uri(made["url"].as_str().unwrap())).await.0, 403);
+    }
 }

@@ -178,5 +178,7 @@ crate::settings! {
         /// Live updates: seconds this instance keeps a dropped stream's state, so that a client
         /// reconnecting with `Last-Event-ID` gets what it missed.
         REALTIME_RESUME_SECONDS => realtime_resume_seconds: u64 = 300, whole_seconds, plain;
+        /// Files (`files` feature): seconds a signed download link stays valid.
+        FILES_LINK_SECONDS => files_link_seconds: u64 = 300, whole_seconds, plain;
     }
 }

@@ -586,6 +586,9 @@ impl<R: Resource> Mounted<R> {
             files::SEGMENT,
             files::FILE_PARAM
         );
+        routes.add(&format!("{path}/link"), |r| {
+            r.route(web::post().to(handler!(self.shared, files::link)))
+        });
         routes.add(&path, |r| {
             r.route(web::get().to(handler!(self.shared, files::download)))
         });
