@@ -53,19 +53,6 @@ pub(crate) fn is_multipart(ctx: &GuardContext<'_>) -> bool {
         })
 }
 
-/// The files a multipart body stored, which the create or update puts in its body.
-struct Uploaded(Arc<Vec<(&'static str, File)>>);
-
-/// Puts the uploaded files' metadata into `obj` (after the client's members were checked:
-/// only an upload sets a file member).
-pub(crate) fn merge(req: &HttpRequest, obj: &mut serde_json::Map<String, serde_json::Value>) {
-    if let Some(Uploaded(files)) = req.extensions().get::<Uploaded>() {
-        for (member, file) in files.iter() {
-            obj.insert((*member).to_owned(), file.to_json());
-        }
-    }
-}
-
 /// Reads a multipart body into stored files and the JSON handed on.
 async fn uploads<R: Resource>(req: &HttpRequest, payload: web::Payload) -> Result<Uploads, Error> {
     if req.headers().contains_key("idempotency-key") {
@@ -90,7 +77,7 @@ async fn uploads<R: Resource>(req: &HttpRequest, payload: web::Payload) -> Resul
 fn hand_on(req: &HttpRequest, uploads: &Uploads) {
     let mut ext = req.extensions_mut();
     ext.insert(crate::json::FromMultipart);
-    ext.insert(Uploaded(Arc::new(uploads.files.clone())));
+    ext.insert(upload::Uploaded(Arc::new(uploads.files.clone())));
 }
 
 /// Whether a write's answer says it happened.

@@ -38,6 +38,24 @@ impl Uploads {
     }
 }
 
+/// The files a multipart body stored, in the request's extensions while the create or update
+/// it hands on runs: [`merge`] puts them in its body.
+pub(crate) struct Uploaded(pub(crate) std::sync::Arc<Vec<(&'static str, File)>>);
+
+/// Puts the uploaded files' metadata into `obj` (after the client's members were checked:
+/// only an upload sets a file member).
+pub(crate) fn merge(
+    req: &actix_web::HttpRequest,
+    obj: &mut serde_json::Map<String, serde_json::Value>,
+) {
+    use actix_web::HttpMessage as _;
+    if let Some(Uploaded(files)) = req.extensions().get::<Uploaded>() {
+        for (member, file) in files.iter() {
+            obj.insert((*member).to_owned(), file.to_json());
+        }
+    }
+}
+
 /// Removes the files stored so far when dropped before being disarmed.
 struct Cleanup<'a> {
     storage: &'a Storage,

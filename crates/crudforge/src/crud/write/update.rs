@@ -36,7 +36,7 @@ pub(crate) async fn update<R: Resource>(
     let mut obj = json_object(&req, &body)?;
     check_members(shared, &who, &obj, Operation::Patch)?;
     #[cfg(feature = "files")]
-    crate::crud::files::merge(&req, &mut obj);
+    crate::files::upload::merge(&req, &mut obj);
     let keys = Keys::of::<R>(&obj, &[]);
     let mut input: R::Update = decode(shared, Operation::Patch, obj, &[])?;
     hash_passwords(&mut input, st.config.password_policy()).await?;
