@@ -625,4 +625,40 @@ backend_tests! {
         tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
         assert_eq!(call(&app, Req::get().uri(made["url"].as_str().unwrap())).await.0, 403);
     }
+
+    async fn the_description_documents_uploads_and_downloads(t) {
+        let w = world(&t).await;
+        let app = test::init_service(w.api.app()).await;
+        let (s, _, body) = call(&app, Req::get().uri("/openapi.json")).await;
+        assert_eq!(s, 200);
+        let spec: Value = serde_json::from_slice(&body).unwrap();
+        let create = &spec["paths"]["/api/pets/"]["post"]["requestBody"]["content"];
+        let form = &create["multipart/form-data"];
+        assert_eq!(form["schema"]["properties"]["photo"]["format"], "binary", "{create}");
+        assert_eq!(form["schema"]["properties"]["data"]["$ref"], "#/components/schemas/PetCreate");
+        assert_eq!(form["encoding"]["data"]["contentType"], "application/json");
+        assert_eq!(form["encoding"]["photo"]["contentType"], "image/png, image/jpeg");
+        // The JSON body never carries a file member.
+        let json_schema = &spec["components"]["schemas"]["PetCreate"];
+        assert!(json_schema["properties"]["photo"].is_null(), "{json_schema}");
+        assert!(spec["paths"]["/api/pets/{id}"]["patch"]["requestBody"]["content"]["multipart/form-data"].is_object());
+        // Answers describe the file's metadata.
+        let file = &spec["components"]["schemas"]["File"];
+        for member in ["id", "name", "size", "type", "url"] {
+            assert!(file["properties"][member].is_object(), "{member}: {file}");
+        }
+        let download = &spec["paths"]["/api/pets/{id}/files/{file_id}"]["get"];
+        assert_eq!(download["operationId"], "downloadPetFile");
+        for t in ["image/png", "image/jpeg", "application/pdf"] {
+            assert_eq!(download["responses"]["200"]["content"][t]["schema"]["format"], "binary", "{t}");
+        }
+        assert!(download["responses"]["206"].is_object() && download["responses"]["416"].is_object());
+        let link = &spec["paths"]["/api/pets/{id}/files/{file_id}/link"]["post"];
+        assert_eq!(link["operationId"], "linkPetFile");
+        // The cards have no GET restrictions but their own download too.
+        assert!(spec["paths"]["/api/cards/{id}/files/{file_id}"]["get"].is_object());
+        if let Err(e) = crudforge_tests::tools::openapi_spec_validator(&body) {
+            panic!("openapi-spec-validator rejects the description: {e}");
+        }
+    }
 }

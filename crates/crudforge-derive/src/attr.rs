@@ -49,7 +49,6 @@ pub(crate) const STRUCT_KEYS: &[Symbol] = &[
 ];
 /// Keys accepted on a field, in the order errors list them.
 pub(crate) const FIELD_KEYS: &[Symbol] = &[
-    FILE,
     ID,
     READ_ONLY,
     WRITE_ONLY,
@@ -72,6 +71,7 @@ pub(crate) const FIELD_KEYS: &[Symbol] = &[
     BELONGS_TO,
     SET,
     CREATE_ONLY,
+    FILE,
 ];
 
 /// Struct-level options.

@@ -30,7 +30,7 @@ use std::sync::Arc;
 pub(crate) const SEGMENT: &str = "files";
 
 /// The match-info name of a file's id in the download path.
-pub(crate) const FILE_PARAM: &str = "__file";
+pub(crate) const FILE_PARAM: &str = "file_id";
 
 /// The bytes read from storage per chunk of a download.
 const READ_CHUNK: usize = 256 * 1024;

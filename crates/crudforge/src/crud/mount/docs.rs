@@ -4,8 +4,8 @@
 //! files beside it hold the parts: `list` (INDEX: its parameters and page), `item` (`GET` and
 //! `DELETE` of an item), `write` (`POST`, `PATCH` and their bodies), `headers` (conditional
 //! requests and idempotency keys), `callers` (who may call, security), `custom` (custom
-//! routes), `batch`, `soft_delete`, `rules` (read rules, named filters) and `events` (a
-//! feed and its ticket, with `realtime`), on the shared
+//! routes), `batch`, `soft_delete`, `rules` (read rules, named filters), `events` (a
+//! feed and its ticket, with `realtime`) and `files` (uploads and downloads, with `files`), on the shared
 //! `schema` and `words` helpers.
 
 mod batch;
@@ -13,6 +13,8 @@ mod callers;
 mod custom;
 #[cfg(feature = "realtime")]
 mod events;
+#[cfg(feature = "files")]
+mod files;
 mod headers;
 mod item;
 mod list;
@@ -42,6 +44,8 @@ pub(super) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
     custom::document(doc, m);
     #[cfg(feature = "realtime")]
     events::document(doc, m);
+    #[cfg(feature = "files")]
+    files::document(doc, m);
 }
 
 /// What one generated operation puts in the description, before the parts every operation

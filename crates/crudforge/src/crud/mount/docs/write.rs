@@ -24,6 +24,12 @@ pub(super) fn post_parts<R: Resource>(
 ) -> OpParts {
     let params = path_params(doc, &m.shared.parents, None);
     let input = create_input(doc, o, m);
+    #[cfg_attr(not(feature = "files"), allow(unused_mut))]
+    let mut body = json_body(input.clone());
+    #[cfg(feature = "files")]
+    if crate::crud::files::has_files::<R>() {
+        super::files::with_uploads::<R>(&mut body, input);
+    }
     let mut responses = BTreeMap::new();
     responses.insert("201".to_owned(), json_response("Created", response));
     // 400/413/415/422 (body) are added by `ApiDoc::add_operation`.
@@ -33,7 +39,7 @@ pub(super) fn post_parts<R: Resource>(
         method: OperationType::Post,
         summary: format!("Create {}", article(&words(R::NAME))),
         params,
-        body: Some(json_body(input)),
+        body: Some(body),
         responses,
     }
 }
@@ -47,6 +53,12 @@ pub(super) fn patch_parts<R: Resource>(
 ) -> OpParts {
     let params = item_params(doc, m);
     let input = update_input(doc, o, m);
+    #[cfg_attr(not(feature = "files"), allow(unused_mut))]
+    let mut body = json_body(input.clone());
+    #[cfg(feature = "files")]
+    if crate::crud::files::has_files::<R>() {
+        super::files::with_uploads::<R>(&mut body, input);
+    }
     let mut responses = BTreeMap::new();
     responses.insert(
         "200".to_owned(),
@@ -59,7 +71,7 @@ pub(super) fn patch_parts<R: Resource>(
         method: OperationType::Patch,
         summary: format!("Update {}", article(&words(R::NAME))),
         params,
-        body: Some(json_body(input)),
+        body: Some(body),
         responses,
     }
 }

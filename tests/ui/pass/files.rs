@@ -1,0 +1,39 @@
+//! A model with file members: one image, one document read by its owner alone.
+use chrono::{DateTime, Utc};
+use crudforge::files::File;
+use crudforge::Resource;
+use diesel::prelude::*;
+use uuid::Uuid;
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crudforge::sql_types::*;
+
+    albums (id) {
+        id -> PortableUuid,
+        created_at -> PortableTimestamp,
+        updated_at -> PortableTimestamp,
+        owner_id -> PortableUuid,
+        cover -> Nullable<PortableJson>,
+        booklet -> Nullable<PortableJson>,
+    }
+}
+
+#[derive(Debug, Queryable, Selectable, Resource)]
+#[diesel(table_name = albums)]
+#[resource(rules(write = "owner_id = @me"))]
+pub struct Album {
+    pub id: Uuid,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    #[resource(set = me)]
+    pub owner_id: Uuid,
+    #[resource(file(max_size = "5 MiB", types = ["image/png", "image/jpeg", "image/webp"]))]
+    pub cover: Option<File>,
+    #[resource(file(max_size = "20 MiB", types = ["application/pdf"]), read = owner(owner_id))]
+    pub booklet: Option<File>,
+}
+
+fn main() {
+    let _ = Album::blueprint("/api/albums/");
+}
