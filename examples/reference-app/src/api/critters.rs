@@ -62,6 +62,10 @@ pub struct Critter {
     /// only.
     #[resource(read = admin, max_len = 2000)]
     pub vet_notes: Option<String>,
+    /// A photo: a PNG, JPEG, GIF or WebP image of at most 5 MiB, uploaded as a
+    /// `multipart/form-data` part; downloaded from its `url` under the critter's read rules.
+    #[resource(file(max_size = "5 MiB", types = ["image/png", "image/jpeg", "image/gif", "image/webp"]))]
+    pub photo: Option<crudforge::files::File>,
 }
 
 /// The critters' rules: any signed-in user reads, writes and creates (the library's default),

@@ -135,6 +135,8 @@ diesel::table! {
         vet_notes -> Nullable<Text>,
         /// Habitat.
         habitat_id -> Nullable<PortableUuid>,
+        /// Photo.
+        photo -> Nullable<PortableJson>,
     }
 }
 

@@ -1,0 +1,1 @@
+ALTER TABLE critters DROP COLUMN photo;
