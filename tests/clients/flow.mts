@@ -229,6 +229,36 @@ async function main(): Promise<void> {
   const live = await user.GET("/api/critters/{id}", { params: item });
   check(live.response.status === 200, "live again", live.response.status);
 
+  // A photo: the create's members and the file as multipart (the typed body, serialized as a
+  // form), downloaded back as bytes with its stored type.
+  const png = new Uint8Array([
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d, 0x49, 0x48, 0x44, 0x52, 0, 0, 0,
+    1, 0, 0, 0, 1, 8, 2, 0, 0, 0, 7, 7, 7, 7,
+  ]);
+  const snapBody: components["schemas"]["CritterCreate"] = { name: "Snap", species: "turtle" };
+  const snap = await user.POST("/api/critters/", {
+    body: snapBody,
+    bodySerializer(body) {
+      const form = new FormData();
+      form.append("data", new Blob([JSON.stringify(body)], { type: "application/json" }));
+      form.append("photo", new Blob([png], { type: "image/png" }), "snap.png");
+      return form;
+    },
+  });
+  const photo = snap.data?.photo;
+  if (snap.data === undefined || photo === undefined || photo === null) {
+    throw new Error(`create with a photo: ${snap.response.status}`);
+  }
+  check(photo.type === "image/png" && photo.size === png.length && photo.name === "snap.png", "photo", photo);
+  const file = await user.GET("/api/critters/{id}/files/{file_id}", {
+    params: { path: { id: snap.data.id, file_id: photo.id } },
+    parseAs: "arrayBuffer",
+  });
+  check(file.response.status === 200, "download", file.response.status);
+  check(file.response.headers.get("content-type") === "image/png", "stored type");
+  const bytes = new Uint8Array(file.data ?? new ArrayBuffer(0));
+  check(bytes.length === png.length && bytes.every((b, i) => b === png[i]), "downloaded bytes");
+
   // An owned row, created without its owner: the server sets `visitor_id` to the caller, and
   // the create body has no such member (sending one does not compile). `critter_id` is
   // create-only: the update body has no such member either.

@@ -6,6 +6,7 @@ through a generated function, and every answer is read through a generated model
 Usage: flow.py BASE_URL ADMIN_EMAIL ADMIN_PASSWORD
 """
 
+import io
 import sys
 import uuid
 
@@ -13,6 +14,7 @@ from crudforge_client import AuthenticatedClient, Client
 from crudforge_client.api.critter import (
     create_critter,
     delete_critter,
+    download_critter_file,
     get_critter,
     list_critter,
     restore_critter,
@@ -30,6 +32,7 @@ from crudforge_client.api.user import (
     send_recovery_token,
 )
 from crudforge_client.models import (
+    CreateCritterFilesBody,
     Critter,
     CritterCreate,
     CritterUpdate,
@@ -44,11 +47,12 @@ from crudforge_client.models import (
     RefreshRequest,
     ResetRequest,
     UserCreate,
+    UpdateCritterFilesBody,
     Visit,
     VisitCreate,
     VisitUpdate,
 )
-from crudforge_client.types import UNSET
+from crudforge_client.types import UNSET, File
 
 BASE, ADMIN_EMAIL, ADMIN_PASSWORD = sys.argv[1:4]
 USER_EMAIL = "flow-python@example.com"
@@ -190,6 +194,40 @@ problem(restore_critter.sync_detailed(tom.id, client=user), 403, "/errors/forbid
 back = expect(restore_critter.sync_detailed(tom.id, client=admin), 200, Critter)
 assert back.id == tom.id and back.deleted_at is None, back
 expect(get_critter.sync_detailed(tom.id, client=user), 200, object)
+
+# A photo: uploaded with the create (multipart), replaced on its own, downloaded as bytes.
+PNG = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x02\0\0\0" + b"\x07" * 64
+r = create_critter.sync_detailed(
+    client=user,
+    body=CreateCritterFilesBody(
+        data=CritterCreate(name="Snap", species="turtle"),
+        photo=File(payload=io.BytesIO(PNG), file_name="../snap.png", mime_type="image/png"),
+    ),
+)
+snap = expect(r, 201, Critter)
+assert snap.name == "Snap" and snap.photo.name == "snap.png" and snap.photo.size == len(PNG), snap
+assert snap.photo.type_ == "image/png", snap.photo
+r = download_critter_file.sync_detailed(snap.id, snap.photo.id, client=user)
+assert r.status_code == 200 and r.content == PNG, (r.status_code, r.content[:40])
+assert r.headers["content-type"] == "image/png" and r.headers["x-content-type-options"] == "nosniff"
+JPEG = b"\xff\xd8\xff\xe0\0\x10JFIF\0" + b"\x01" * 32
+r = update_critter.sync_detailed(
+    snap.id,
+    client=user,
+    body=UpdateCritterFilesBody(photo=File(payload=io.BytesIO(JPEG), file_name="snap.jpg", mime_type="image/jpeg")),
+)
+replaced = expect(r, 200, Critter)
+assert replaced.photo.type_ == "image/jpeg" and replaced.photo.id != snap.photo.id, replaced.photo
+r = download_critter_file.sync_detailed(snap.id, replaced.photo.id, client=user)
+assert r.status_code == 200 and r.content == JPEG
+# The replaced file is gone; an HTML page named like an image is refused (422).
+problem(download_critter_file.sync_detailed(snap.id, snap.photo.id, client=user), 404, "/errors/not_found_error")
+r = update_critter.sync_detailed(
+    snap.id,
+    client=user,
+    body=UpdateCritterFilesBody(photo=File(payload=io.BytesIO(b"<html><script>alert(1)</script>"), file_name="x.png", mime_type="image/png")),
+)
+problem(r, 422, "/errors/validation_error")
 
 # An owned row, created without its owner: the server sets `visitor_id` to the caller, and the
 # generated create model has no such member. `critter_id` is create-only: the generated update

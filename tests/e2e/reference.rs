@@ -1883,6 +1883,7 @@ fn critters_crud_for_signed_in_users_with_admin_only_delete() {
                 "habitat_id",
                 "id",
                 "name",
+                "photo",
                 "species",
                 "updated_at"
             ]

@@ -144,6 +144,8 @@ pub(crate) struct FieldAttrs {
     pub(crate) create_only: Flag,
     /// `file(...)`: the member holds an uploaded file.
     pub(crate) file: Option<(files::FileAttr, proc_macro2::Span)>,
+    /// `file` was written, valid or not (a malformed one was reported already).
+    pub(crate) file_written: bool,
 }
 
 /// Reads the struct's attributes.
@@ -255,6 +257,7 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
     let mut set: Attr<'_, SetAttr> = Attr::none(cx, SET);
     let mut create_only = BoolAttr::none(cx, CREATE_ONLY);
     let mut file: Attr<'_, files::FileAttr> = Attr::none(cx, FILE);
+    let mut file_written = false;
     for attr in attrs.iter().filter(|a| a.path() == RESOURCE) {
         let r = attr.parse_nested_meta(|meta| {
             let p = &meta.path;
@@ -309,6 +312,7 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
             } else if p == DEFAULT {
                 default.set_with(&meta, model_first::default)?;
             } else if p == FILE {
+                file_written = true;
                 file.set_with(&meta, files::file)?;
             } else {
                 unknown_key(cx, &meta, FIELD_KEYS)?;
@@ -343,6 +347,7 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
         set: set.get_with_span(),
         create_only: create_only.get(),
         file: file.get_with_span(),
+        file_written,
     }
 }
 

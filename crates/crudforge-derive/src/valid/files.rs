@@ -12,7 +12,7 @@ fn names_file(f: &Field) -> bool {
 /// The `file(...)` key of one field, and a `File` field without one.
 pub(super) fn check(cx: &Ctxt, f: &Field) {
     let Some((_, span)) = &f.attrs.file else {
-        if names_file(f) && f.attrs.skip.is_none() {
+        if names_file(f) && f.attrs.skip.is_none() && !f.attrs.file_written {
             cx.error(
                 &f.ty,
                 format!(

@@ -150,13 +150,20 @@ struct FileSchema {
     /// Its media type, recognized by the server from the content.
     #[serde(rename = "type")]
     media_type: String,
-    /// Where it downloads, under the item's read rules.
-    url: String,
+    /// Where it downloads, under the item's read rules (absent for a resource mounted under
+    /// a nested prefix).
+    url: Option<String>,
 }
 
 impl schemars::JsonSchema for File {
     fn schema_name() -> String {
         "File".to_owned()
+    }
+
+    // Inline, so that a member's own description and `nullable` sit beside it rather than
+    // beside a `$ref` (where OpenAPI 3.0 ignores them).
+    fn is_referenceable() -> bool {
+        false
     }
 
     fn json_schema(g: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
