@@ -76,11 +76,16 @@ pub trait Mount: Send + Sync + 'static {
     fn file_refs<'a>(
         &'a self,
         db: &'a Database,
-    ) -> LocalBoxFuture<'a, Result<Option<(&'static str, Vec<uuid::Uuid>)>, Error>> {
+    ) -> LocalBoxFuture<'a, Result<Option<FileRefs>, Error>> {
         let _ = db;
         Box::pin(async { Ok(None) })
     }
 }
+
+/// The table of a resource with file members and the ids of the files its rows hold.
+#[cfg(feature = "files")]
+#[doc(hidden)]
+pub(crate) type FileRefs = (&'static str, Vec<uuid::Uuid>);
 
 /// Something that becomes a [`Mount`] once checked: a blueprint, or a ready `Mount`.
 pub trait IntoMount {

@@ -725,7 +725,7 @@ impl<R: Resource> Mount for Mounted<R> {
         db: &'a crate::db::Database,
     ) -> futures_util::future::LocalBoxFuture<
         'a,
-        Result<Option<(&'static str, Vec<uuid::Uuid>)>, crate::error::Error>,
+        Result<Option<crate::mount::FileRefs>, crate::error::Error>,
     > {
         Box::pin(async move {
             if !crate::crud::files::has_files::<R>() {
