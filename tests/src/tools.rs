@@ -222,3 +222,52 @@ pub fn openapi_spec_validator(spec: &[u8]) -> Result<bool, String> {
         Err(stderr.into_owned())
     }
 }
+
+/// An S3-compatible server for the files tests: `CRUDFORGE_TEST_S3_ENDPOINT`
+/// (`http://127.0.0.1:5055`; `.ci/run` starts moto's server there). `None` after saying on
+/// stderr that the test skips its S3 half.
+///
+/// # Panics
+///
+/// When none is configured and [`tools_required`].
+pub fn s3_endpoint() -> Option<String> {
+    match std::env::var("CRUDFORGE_TEST_S3_ENDPOINT") {
+        Ok(e) if !e.is_empty() => Some(e.trim_end_matches('/').to_owned()),
+        _ => {
+            assert!(
+                !tools_required(),
+                "an S3-compatible server is required (CRUDFORGE_REQUIRE_TOOLS=1) but CRUDFORGE_TEST_S3_ENDPOINT is unset"
+            );
+            eprintln!("skipped: no S3-compatible server (CRUDFORGE_TEST_S3_ENDPOINT)");
+            None
+        }
+    }
+}
+
+/// One plain HTTP/1.1 request to the S3 test server (which does not check signatures):
+/// status and body.
+///
+/// # Panics
+///
+/// When the server cannot be reached.
+pub fn s3_request(endpoint: &str, method: &str, path: &str, body: &[u8]) -> (u16, String) {
+    use std::io::Read as _;
+    let host = endpoint.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(host).expect("the S3 test server");
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).expect("write");
+    stream.write_all(body).expect("write");
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).expect("read");
+    let text = String::from_utf8_lossy(&answer).into_owned();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    (status, body)
+}

@@ -131,11 +131,52 @@ fn pdf() -> Vec<u8> {
     b"%PDF-1.4\n1 0 obj <<>> endobj\ntrailer <<>>\n%%EOF\n".to_vec()
 }
 
+/// Where a test's files are kept.
+#[derive(Debug, Clone)]
+enum Store {
+    /// `files/` in the test's data folder.
+    Local,
+    /// A bucket of its own on the S3 test server.
+    S3 { endpoint: String, bucket: String },
+}
+
+impl Store {
+    /// A new bucket on the S3 test server, when there is one.
+    fn s3() -> Option<Store> {
+        let endpoint = crudforge_tests::tools::s3_endpoint()?;
+        let bucket = format!("t-{}", Uuid::new_v4().simple());
+        let (status, body) = crudforge_tests::tools::s3_request(&endpoint, "PUT", &format!("/{bucket}"), b"");
+        assert_eq!(status, 200, "creating the bucket: {body}");
+        Some(Store::S3 { endpoint, bucket })
+    }
+
+    /// The `FILES_STORAGE` of this store.
+    fn url(&self) -> Option<String> {
+        match self {
+            Store::Local => None,
+            Store::S3 { endpoint, bucket } => Some(format!("s3://{bucket}/app?endpoint={endpoint}&region=us-east-1")),
+        }
+    }
+}
+
 struct World {
     api: Api,
     data: PathBuf,
+    store: Store,
     alice: Uuid,
     bob: Uuid,
+}
+
+/// The test configuration on `store`.
+fn config(t: &TestDb, store: &Store) -> Config {
+    t.config().with(|c| {
+        c.auth.bcrypt_cost = 4;
+        c.ops.files_storage = store.url();
+        if matches!(store, Store::S3 { .. }) {
+            c.ops.files_s3_access_key_id = Some("testing".into());
+            c.ops.files_s3_secret_access_key = Some(crudforge::config::Secret::new("testing"));
+        }
+    })
 }
 
 fn build(config: Config, db: Database) -> Result<Api, BoxError> {
@@ -144,20 +185,29 @@ fn build(config: Config, db: Database) -> Result<Api, BoxError> {
         .mount(Card::blueprint("/api/cards/"))?)
 }
 
-/// Writes a file into the store as a crash would leave it: `age` old, held by no row.
-fn orphan(data: &Path, table: &str, age: std::time::Duration) -> String {
+/// Writes a file into the store as a crash would leave it: `age` old (on a local store; an
+/// S3 object is as old as it is), held by no row.
+fn orphan(w: &World, table: &str, age: std::time::Duration) -> String {
     let id = Uuid::new_v4();
-    let dir = data.join("files").join(table);
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(id.to_string());
-    std::fs::write(&path, png(100, 5)).unwrap();
-    let f = std::fs::File::options().write(true).open(&path).unwrap();
-    f.set_modified(std::time::SystemTime::now() - age).unwrap();
+    match &w.store {
+        Store::Local => {
+            let dir = w.data.join("files").join(table);
+            std::fs::create_dir_all(&dir).unwrap();
+            let path = dir.join(id.to_string());
+            std::fs::write(&path, png(100, 5)).unwrap();
+            let f = std::fs::File::options().write(true).open(&path).unwrap();
+            f.set_modified(std::time::SystemTime::now() - age).unwrap();
+        }
+        Store::S3 { endpoint, bucket } => {
+            let (status, body) = crudforge_tests::tools::s3_request(endpoint, "PUT", &format!("/{bucket}/app/{table}/{id}"), &png(100, 5));
+            assert_eq!(status, 200, "{body}");
+        }
+    }
     format!("{table}/{id}")
 }
 
-async fn world(t: &TestDb) -> World {
-    let cfg = t.config().with(|c| c.auth.bcrypt_cost = 4);
+async fn world(t: &TestDb, store: &Store) -> World {
+    let cfg = config(t, store);
     let db = t.open(&cfg).await;
     let ddl = match db.backend() {
         Backend::Sqlite => DDL_SQLITE,
@@ -181,6 +231,7 @@ async fn world(t: &TestDb) -> World {
     World {
         api,
         data: t.data_dir(),
+        store: store.clone(),
         alice,
         bob,
     }
@@ -266,19 +317,31 @@ where
     (s, serde_json::from_slice(&body).unwrap_or(Value::Null))
 }
 
-/// The files stored under the data folder, by table folder and name.
-fn stored(data: &Path) -> Vec<String> {
+/// The files stored, as `table/id`.
+fn stored(w: &World) -> Vec<String> {
     let mut out = Vec::new();
-    let Ok(tables) = std::fs::read_dir(data.join("files")) else {
-        return out;
-    };
-    for t in tables.flatten() {
-        for f in std::fs::read_dir(t.path()).unwrap().flatten() {
-            out.push(format!(
-                "{}/{}",
-                t.file_name().to_string_lossy(),
-                f.file_name().to_string_lossy()
-            ));
+    match &w.store {
+        Store::Local => {
+            let Ok(tables) = std::fs::read_dir(w.data.join("files")) else {
+                return out;
+            };
+            for t in tables.flatten() {
+                for f in std::fs::read_dir(t.path()).unwrap().flatten() {
+                    out.push(format!(
+                        "{}/{}",
+                        t.file_name().to_string_lossy(),
+                        f.file_name().to_string_lossy()
+                    ));
+                }
+            }
+        }
+        Store::S3 { endpoint, bucket } => {
+            let (status, xml) = crudforge_tests::tools::s3_request(endpoint, "GET", &format!("/{bucket}?list-type=2"), b"");
+            assert_eq!(status, 200, "{xml}");
+            for part in xml.split("<Key>").skip(1) {
+                let key = part.split("</Key>").next().unwrap();
+                out.push(key.strip_prefix("app/").unwrap_or(key).to_owned());
+            }
         }
     }
     out.sort();
@@ -304,361 +367,465 @@ where
     v
 }
 
-backend_tests! {
-    async fn an_upload_is_stored_privately_and_downloads_with_safe_headers(t) {
-        let w = world(&t).await;
-        let app = test::init_service(w.api.app()).await;
-        let bytes = png(3000, 7);
+async fn an_upload_is_stored_privately_and_downloads_with_safe_headers_on(t: TestDb, store: Store) {
+    let w = world(&t, &store).await;
+    let app = test::init_service(w.api.app()).await;
+    let bytes = png(3000, 7);
+    let req = multipart(
+        auth(Req::post().uri("/api/pets/"), &w.api, w.alice),
+        &[
+            data(json!({"name": "Rex", "shared": false})),
+            // The client's type and name are not believed: the name loses its folders.
+            file("photo", "../../etc/passwd", "text/html", bytes.clone()),
+        ],
+    );
+    let (s, v) = send(&app, req).await;
+    assert_eq!(s, 201, "{v}");
+    let id = v["id"].as_str().unwrap().to_owned();
+    let photo = &v["photo"];
+    assert_eq!(photo["name"], "passwd");
+    assert_eq!(photo["type"], "image/png");
+    assert_eq!(photo["size"], bytes.len());
+    let file_id = photo["id"].as_str().unwrap().to_owned();
+    let url = photo["url"].as_str().unwrap().to_owned();
+    assert_eq!(url, format!("/api/pets/{id}/files/{file_id}"));
+    assert!(v["papers"].is_null());
+    // Stored under its own id, owner-only; no client name anywhere on disk.
+    assert_eq!(stored(&w), vec![format!("pets/{file_id}")]);
+    #[cfg(unix)]
+    if matches!(store, Store::Local) {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: PathBuf| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(w.data.join("files")), 0o700);
+        assert_eq!(mode(w.data.join("files/pets").join(&file_id)), 0o600);
+    }
+    // A GET of the row shows the same metadata.
+    let (s, got) = send(&app, auth(Req::get().uri(&format!("/api/pets/{id}")), &w.api, w.alice)).await;
+    assert_eq!(s, 200);
+    assert_eq!(got["photo"], *photo);
+
+    let (s, h, body) = call(&app, auth(Req::get().uri(&url), &w.api, w.alice)).await;
+    assert_eq!(s, 200);
+    assert_eq!(body, bytes);
+    assert_eq!(h.get("content-type").unwrap(), "image/png");
+    assert_eq!(h.get("x-content-type-options").unwrap(), "nosniff");
+    let csp = h.get("content-security-policy").unwrap().to_str().unwrap();
+    assert!(csp.contains("default-src 'none'") && csp.contains("sandbox"), "{csp}");
+    assert_eq!(h.get("content-disposition").unwrap(), "inline; filename*=UTF-8''passwd");
+    let etag = h.get("etag").unwrap().to_str().unwrap().to_owned();
+    assert_eq!(etag, format!("\"{file_id}\""));
+    // Conditional and range requests.
+    let (s, _, body) = call(&app, auth(Req::get().uri(&url), &w.api, w.alice).insert_header(("if-none-match", etag.clone()))).await;
+    assert_eq!((s, body.len()), (304, 0));
+    let (s, h, body) = call(&app, auth(Req::get().uri(&url), &w.api, w.alice).insert_header(("range", "bytes=0-7"))).await;
+    assert_eq!(s, 206);
+    assert_eq!(body, &bytes[..8]);
+    assert_eq!(h.get("content-range").unwrap().to_str().unwrap(), format!("bytes 0-7/{}", bytes.len()));
+    let (s, _, body) = call(&app, auth(Req::get().uri(&url), &w.api, w.alice).insert_header(("range", "bytes=-10"))).await;
+    assert_eq!((s, body.as_slice()), (206, &bytes[bytes.len() - 10..]));
+    let (s, h, _) = call(&app, auth(Req::get().uri(&url), &w.api, w.alice).insert_header(("range", "bytes=999999-"))).await;
+    assert_eq!(s, 416);
+    assert_eq!(h.get("content-range").unwrap().to_str().unwrap(), format!("bytes */{}", bytes.len()));
+    // A PDF is never shown inline.
+    let v = pet_with_photo(&app, &w, w.alice, false, png(10, 1)).await;
+    let papers = v["papers"]["url"].as_str().unwrap().to_owned();
+    let (s, h, body) = call(&app, auth(Req::get().uri(&papers), &w.api, w.alice)).await;
+    assert_eq!(s, 200);
+    assert_eq!(body, pdf());
+    assert_eq!(h.get("content-type").unwrap(), "application/pdf");
+    assert!(h.get("content-disposition").unwrap().to_str().unwrap().starts_with("attachment;"));
+}
+
+async fn a_caller_who_may_not_read_the_row_or_member_gets_no_file_on(t: TestDb, store: Store) {
+    let w = world(&t, &store).await;
+    let app = test::init_service(w.api.app()).await;
+    let v = pet_with_photo(&app, &w, w.alice, false, png(100, 2)).await;
+    let id = v["id"].as_str().unwrap().to_owned();
+    let photo = v["photo"]["url"].as_str().unwrap().to_owned();
+    let papers = v["papers"]["url"].as_str().unwrap().to_owned();
+    // Bob cannot read the row: neither file.
+    for url in [&photo, &papers] {
+        let (s, _, _) = call(&app, auth(Req::get().uri(url), &w.api, w.bob)).await;
+        assert_eq!(s, 404, "{url}");
+        // Anonymous: the same refusal as a GET of the row.
+        let (row, _, _) = call(&app, Req::get().uri(&format!("/api/pets/{id}"))).await;
+        let (s, _, _) = call(&app, Req::get().uri(url)).await;
+        assert!(s == row && (s == 401 || s == 404), "{url}: {s} (row: {row})");
+    }
+    // Shared: Bob reads the row and its photo, but not the owner's papers.
+    let (s, v) = send(&app, auth(Req::patch().uri(&format!("/api/pets/{id}")).set_json(json!({"shared": true})), &w.api, w.alice)).await;
+    assert_eq!(s, 200, "{v}");
+    let (s, row) = send(&app, auth(Req::get().uri(&format!("/api/pets/{id}")), &w.api, w.bob)).await;
+    assert_eq!(s, 200);
+    assert!(row.get("papers").is_none(), "{row}");
+    let (s, _, _) = call(&app, auth(Req::get().uri(&photo), &w.api, w.bob)).await;
+    assert_eq!(s, 200);
+    let (s, _, _) = call(&app, auth(Req::get().uri(&papers), &w.api, w.bob)).await;
+    assert_eq!(s, 404);
+    // Another row's path does not serve this row's file.
+    let other = pet_with_photo(&app, &w, w.bob, true, png(5, 3)).await;
+    let file_id = photo.rsplit('/').next().unwrap();
+    let crossed = format!("/api/pets/{}/files/{file_id}", other["id"].as_str().unwrap());
+    let (s, _, _) = call(&app, auth(Req::get().uri(&crossed), &w.api, w.bob)).await;
+    assert_eq!(s, 404);
+    // Not a file id at all.
+    let (s, _, _) = call(&app, auth(Req::get().uri(&format!("/api/pets/{id}/files/..%2F..%2Fetc%2Fpasswd")), &w.api, w.alice)).await;
+    assert_eq!(s, 404);
+}
+
+async fn disguised_oversized_or_client_written_files_are_refused_and_leave_nothing_on(t: TestDb, store: Store) {
+    let w = world(&t, &store).await;
+    let app = test::init_service(w.api.app()).await;
+    let html = b"<html><body><script>alert(1)</script></body></html>".to_vec();
+    let svg = b"<svg xmlns=\"http://www.w3.org/2000/svg\" onload=\"alert(1)\"/>".to_vec();
+    for (body, why) in [(html, "accepted: image/png, image/jpeg"), (svg, "accepted: image/png, image/jpeg"), (pdf(), "the file is application/pdf")] {
         let req = multipart(
             auth(Req::post().uri("/api/pets/"), &w.api, w.alice),
-            &[
-                data(json!({"name": "Rex", "shared": false})),
-                // The client's type and name are not believed: the name loses its folders.
-                file("photo", "../../etc/passwd", "text/html", bytes.clone()),
-            ],
+            &[data(json!({"name": "Rex", "shared": false})), file("photo", "x.png", "image/png", body)],
         );
         let (s, v) = send(&app, req).await;
-        assert_eq!(s, 201, "{v}");
-        let id = v["id"].as_str().unwrap().to_owned();
-        let photo = &v["photo"];
-        assert_eq!(photo["name"], "passwd");
-        assert_eq!(photo["type"], "image/png");
-        assert_eq!(photo["size"], bytes.len());
-        let file_id = photo["id"].as_str().unwrap().to_owned();
-        let url = photo["url"].as_str().unwrap().to_owned();
-        assert_eq!(url, format!("/api/pets/{id}/files/{file_id}"));
-        assert!(v["papers"].is_null());
-        // Stored under its own id, owner-only; no client name anywhere on disk.
-        assert_eq!(stored(&w.data), vec![format!("pets/{file_id}")]);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let mode = |p: PathBuf| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
-            assert_eq!(mode(w.data.join("files")), 0o700);
-            assert_eq!(mode(w.data.join("files/pets").join(&file_id)), 0o600);
-        }
-        // A GET of the row shows the same metadata.
-        let (s, got) = send(&app, auth(Req::get().uri(&format!("/api/pets/{id}")), &w.api, w.alice)).await;
-        assert_eq!(s, 200);
-        assert_eq!(got["photo"], *photo);
+        assert_eq!(s, 422, "{v}");
+        assert_eq!(v["field"], "photo", "{v}");
+        assert!(v["detail"].as_str().unwrap().contains(why), "{v}");
+    }
+    // Over its size: 413.
+    let req = multipart(
+        auth(Req::post().uri("/api/pets/"), &w.api, w.alice),
+        &[data(json!({"name": "Rex", "shared": false})), file("photo", "big.png", "image/png", png(70 * 1024, 0))],
+    );
+    let (s, v) = send(&app, req).await;
+    assert_eq!(s, 413, "{v}");
+    // Metadata written by the client (it could name another row's file) is refused.
+    let forged = json!({"id": Uuid::new_v4(), "name": "x.png", "size": 1, "type": "image/png"});
+    let (s, v) = send(&app, auth(Req::post().uri("/api/pets/").set_json(json!({"name": "Rex", "shared": false, "photo": forged})), &w.api, w.alice)).await;
+    assert_eq!(s, 422, "{v}");
+    assert_eq!(v["field"], "photo");
+    // An unknown part, a repeated file, an idempotency key.
+    let req = multipart(
+        auth(Req::post().uri("/api/pets/"), &w.api, w.alice),
+        &[data(json!({"name": "Rex", "shared": false})), file("avatar", "a.png", "image/png", png(4, 0))],
+    );
+    assert_eq!(send(&app, req).await.0, 422);
+    let req = multipart(
+        auth(Req::post().uri("/api/pets/"), &w.api, w.alice),
+        &[file("photo", "a.png", "image/png", png(4, 0)), file("photo", "b.png", "image/png", png(4, 0))],
+    );
+    assert_eq!(send(&app, req).await.0, 422);
+    let req = multipart(
+        auth(Req::post().uri("/api/pets/").insert_header(("idempotency-key", "k-1")), &w.api, w.alice),
+        &[data(json!({"name": "Rex", "shared": false})), file("photo", "a.png", "image/png", png(4, 0))],
+    );
+    assert_eq!(send(&app, req).await.0, 400);
+    // A write that fails after its files were stored leaves none behind.
+    let req = multipart(
+        auth(Req::post().uri("/api/pets/"), &w.api, w.alice),
+        &[data(json!({"name": "x".repeat(41), "shared": false})), file("photo", "a.png", "image/png", png(4, 0))],
+    );
+    let (s, v) = send(&app, req).await;
+    assert_eq!(s, 422, "{v}");
+    assert_eq!(v["errors"][0]["field"], "name", "{v}");
+    // An anonymous upload is refused before its files are kept.
+    let req = multipart(Req::post().uri("/api/pets/"), &[data(json!({"name": "Rex", "shared": false})), file("photo", "a.png", "image/png", png(4, 0))]);
+    assert_eq!(send(&app, req).await.0, 401);
+    assert_eq!(stored(&w), Vec::<String>::new());
+    let (s, list) = send(&app, auth(Req::get().uri("/api/pets/"), &w.api, w.alice)).await;
+    assert_eq!(s, 200);
+    assert_eq!(list["pagination"]["total"], 0, "{list}");
+}
 
-        let (s, h, body) = call(&app, auth(Req::get().uri(&url), &w.api, w.alice)).await;
-        assert_eq!(s, 200);
-        assert_eq!(body, bytes);
-        assert_eq!(h.get("content-type").unwrap(), "image/png");
-        assert_eq!(h.get("x-content-type-options").unwrap(), "nosniff");
-        let csp = h.get("content-security-policy").unwrap().to_str().unwrap();
-        assert!(csp.contains("default-src 'none'") && csp.contains("sandbox"), "{csp}");
-        assert_eq!(h.get("content-disposition").unwrap(), "inline; filename*=UTF-8''passwd");
-        let etag = h.get("etag").unwrap().to_str().unwrap().to_owned();
-        assert_eq!(etag, format!("\"{file_id}\""));
-        // Conditional and range requests.
-        let (s, _, body) = call(&app, auth(Req::get().uri(&url), &w.api, w.alice).insert_header(("if-none-match", etag.clone()))).await;
-        assert_eq!((s, body.len()), (304, 0));
-        let (s, h, body) = call(&app, auth(Req::get().uri(&url), &w.api, w.alice).insert_header(("range", "bytes=0-7"))).await;
-        assert_eq!(s, 206);
-        assert_eq!(body, &bytes[..8]);
-        assert_eq!(h.get("content-range").unwrap().to_str().unwrap(), format!("bytes 0-7/{}", bytes.len()));
-        let (s, _, body) = call(&app, auth(Req::get().uri(&url), &w.api, w.alice).insert_header(("range", "bytes=-10"))).await;
-        assert_eq!((s, body.as_slice()), (206, &bytes[bytes.len() - 10..]));
-        let (s, h, _) = call(&app, auth(Req::get().uri(&url), &w.api, w.alice).insert_header(("range", "bytes=999999-"))).await;
-        assert_eq!(s, 416);
-        assert_eq!(h.get("content-range").unwrap().to_str().unwrap(), format!("bytes */{}", bytes.len()));
-        // A PDF is never shown inline.
-        let v = pet_with_photo(&app, &w, w.alice, false, png(10, 1)).await;
-        let papers = v["papers"]["url"].as_str().unwrap().to_owned();
-        let (s, h, body) = call(&app, auth(Req::get().uri(&papers), &w.api, w.alice)).await;
-        assert_eq!(s, 200);
-        assert_eq!(body, pdf());
-        assert_eq!(h.get("content-type").unwrap(), "application/pdf");
-        assert!(h.get("content-disposition").unwrap().to_str().unwrap().starts_with("attachment;"));
+async fn replacing_removing_and_deleting_remove_the_old_file_after_commit_on(t: TestDb, store: Store) {
+    let w = world(&t, &store).await;
+    let app = test::init_service(w.api.app()).await;
+    let v = pet_with_photo(&app, &w, w.alice, false, png(10, 1)).await;
+    let id = v["id"].as_str().unwrap().to_owned();
+    let first = v["photo"]["url"].as_str().unwrap().to_owned();
+    assert_eq!(stored(&w).len(), 2);
+    // The photo replaced on its own (no `data` part).
+    let req = multipart(
+        auth(Req::patch().uri(&format!("/api/pets/{id}")), &w.api, w.alice),
+        &[file("photo", "new.jpg", "image/jpeg", b"\xFF\xD8\xFF\xE0\0\x10JFIF\0".to_vec())],
+    );
+    let (s, v) = send(&app, req).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["photo"]["type"], "image/jpeg");
+    assert_eq!(v["name"], "Rex");
+    let second = v["photo"]["url"].as_str().unwrap().to_owned();
+    assert_ne!(first, second);
+    assert_eq!(call(&app, auth(Req::get().uri(&first), &w.api, w.alice)).await.0, 404);
+    assert_eq!(call(&app, auth(Req::get().uri(&second), &w.api, w.alice)).await.0, 200);
+    assert_eq!(stored(&w).len(), 2);
+    // A refused update keeps the old file and stores nothing new.
+    let req = multipart(
+        auth(Req::patch().uri(&format!("/api/pets/{id}")), &w.api, w.bob),
+        &[file("photo", "mine.png", "image/png", png(4, 0))],
+    );
+    let (s, _) = send(&app, req).await;
+    assert!(s == 403 || s == 404, "{s}");
+    assert_eq!(stored(&w).len(), 2);
+    // Removed with null.
+    let (s, v) = send(&app, auth(Req::patch().uri(&format!("/api/pets/{id}")).set_json(json!({"photo": null})), &w.api, w.alice)).await;
+    assert_eq!(s, 200, "{v}");
+    assert!(v["photo"].is_null());
+    assert_eq!(call(&app, auth(Req::get().uri(&second), &w.api, w.alice)).await.0, 404);
+    assert_eq!(stored(&w).len(), 1);
+    // The row deleted: its files go too.
+    let papers = v["papers"]["url"].as_str().unwrap().to_owned();
+    let (s, _) = send(&app, auth(Req::delete().uri(&format!("/api/pets/{id}")), &w.api, w.alice)).await;
+    assert_eq!(s, 204);
+    assert_eq!(call(&app, auth(Req::get().uri(&papers), &w.api, w.alice)).await.0, 404);
+    assert_eq!(stored(&w), Vec::<String>::new());
+}
+
+async fn a_soft_deleted_row_keeps_its_file_but_does_not_serve_it_on(t: TestDb, store: Store) {
+    let w = world(&t, &store).await;
+    let app = test::init_service(w.api.app()).await;
+    let req = multipart(Req::post().uri("/api/cards/"), &[data(json!({"title": "hello"})), file("picture", "p.png", "image/png", png(20, 9))]);
+    let (s, v) = send(&app, req).await;
+    assert_eq!(s, 201, "{v}");
+    let id = v["id"].as_str().unwrap().to_owned();
+    let url = v["picture"]["url"].as_str().unwrap().to_owned();
+    assert_eq!(call(&app, Req::get().uri(&url)).await.0, 200);
+    let (s, _) = send(&app, Req::delete().uri(&format!("/api/cards/{id}"))).await;
+    assert_eq!(s, 204);
+    assert_eq!(call(&app, Req::get().uri(&url)).await.0, 404);
+    assert_eq!(stored(&w).len(), 1);
+    // Restored, it serves again.
+    let (s, _) = send(&app, Req::post().uri(&format!("/api/cards/{id}/restore/"))).await;
+    assert_eq!(s, 200);
+    assert_eq!(call(&app, Req::get().uri(&url)).await.0, 200);
+}
+
+async fn files_gc_removes_old_orphans_and_keeps_held_and_young_files_on(t: TestDb, store: Store) {
+    let w = world(&t, &store).await;
+    let app = test::init_service(w.api.app()).await;
+    let v = pet_with_photo(&app, &w, w.alice, false, png(10, 1)).await;
+    let photo = format!("pets/{}", v["photo"]["id"].as_str().unwrap());
+    let hour = std::time::Duration::from_secs(7200);
+    let old = orphan(&w, "pets", hour);
+    let young = orphan(&w, "pets", std::time::Duration::ZERO);
+    // A folder no mounted resource names is not this application's to sweep.
+    let foreign = orphan(&w, "someone_elses", hour);
+    // An object's age in a bucket cannot be set: there every orphan is swept at once.
+    let (args, mut removed, kept): (&[&str], Vec<&String>, Vec<&String>) = match store {
+        Store::Local => (&[], vec![&old], vec![&photo, &young, &foreign]),
+        Store::S3 { .. } => (&["--older-than", "0"], vec![&old, &young], vec![&photo, &foreign]),
+    };
+    removed.sort();
+    let cli = App::new("pets-app", build).config(config(&t, &store));
+    let mut console = Console::captured("");
+    let mut argv = vec!["pets-app", "files", "gc", "--dry-run"];
+    argv.extend_from_slice(args);
+    assert_eq!(cli.run(argv, &mut console).await, 0, "{}", console.errors());
+    let mut listed: Vec<String> = console.output().lines().map(str::to_owned).collect();
+    listed.sort();
+    let expected: Vec<String> = removed.iter().map(|r| format!("{r} (129 bytes)")).collect();
+    assert_eq!(listed, expected);
+    let total = format!("would remove {} orphaned file(s), {} bytes", removed.len(), 129 * removed.len());
+    assert!(console.errors().contains(&total), "{}", console.errors());
+    assert!(stored(&w).contains(&old));
+    let mut console = Console::captured("");
+    let mut argv = vec!["pets-app", "files", "gc"];
+    argv.extend_from_slice(args);
+    assert_eq!(cli.run(argv, &mut console).await, 0, "{}", console.errors());
+    let total = format!("removed {} orphaned file(s)", removed.len());
+    assert!(console.errors().contains(&total), "{}", console.errors());
+    let left = stored(&w);
+    for gone in &removed {
+        assert!(!left.contains(gone), "{gone} in {left:?}");
+    }
+    for kept in kept {
+        assert!(left.contains(kept), "{kept} in {left:?}");
+    }
+    // The held file still downloads.
+    let url = v["photo"]["url"].as_str().unwrap();
+    assert_eq!(call(&app, auth(Req::get().uri(url), &w.api, w.alice)).await.0, 200);
+}
+
+async fn a_signed_link_works_without_a_header_for_its_user_alone_and_expires_on(t: TestDb, store: Store) {
+    let w = world(&t, &store).await;
+    let app = test::init_service(w.api.app()).await;
+    let v = pet_with_photo(&app, &w, w.alice, false, png(10, 1)).await;
+    let url = v["photo"]["url"].as_str().unwrap().to_owned();
+    // Bob may not read the row: no link for him.
+    let (s, _) = send(&app, auth(Req::post().uri(&format!("{url}/link")), &w.api, w.bob)).await;
+    assert_eq!(s, 404);
+    assert_eq!(send(&app, Req::post().uri(&format!("{url}/link"))).await.0, 401);
+    let (s, made) = send(&app, auth(Req::post().uri(&format!("{url}/link")), &w.api, w.alice)).await;
+    assert_eq!(s, 200, "{made}");
+    let link = made["url"].as_str().unwrap().to_owned();
+    assert!(link.starts_with(&format!("{url}?link=")), "{link}");
+    assert!(made["expires_at"].is_string());
+    // No header needed (an <img src>).
+    let (s, _, body) = call(&app, Req::get().uri(&link)).await;
+    assert_eq!((s, body), (200, png(10, 1)));
+    // Bob with his own credentials cannot use Alice's link.
+    assert_eq!(call(&app, auth(Req::get().uri(&link), &w.api, w.bob)).await.0, 403);
+    assert_eq!(call(&app, auth(Req::get().uri(&link), &w.api, w.alice)).await.0, 200);
+    // A link changed in any part is refused: another file, another expiry, another user.
+    let token = link.split("?link=").nth(1).unwrap().to_owned();
+    let mut parts: Vec<String> = token.split('.').map(str::to_owned).collect();
+    let other = pet_with_photo(&app, &w, w.alice, false, png(3, 3)).await;
+    let other_url = other["photo"]["url"].as_str().unwrap();
+    assert_eq!(call(&app, Req::get().uri(&format!("{other_url}?link={token}"))).await.0, 403);
+    parts[0] = (parts[0].parse::<i64>().unwrap() + 3600).to_string();
+    assert_eq!(call(&app, Req::get().uri(&format!("{url}?link={}", parts.join(".")))).await.0, 403);
+    let mut parts: Vec<String> = token.split('.').map(str::to_owned).collect();
+    parts[1] = w.bob.simple().to_string();
+    assert_eq!(call(&app, Req::get().uri(&format!("{url}?link={}", parts.join(".")))).await.0, 403);
+    assert_eq!(call(&app, Req::get().uri(&format!("{url}?link=garbage"))).await.0, 403);
+    // The row's rules still apply to the link's user: once deleted, nothing.
+    let id = v["id"].as_str().unwrap();
+    assert_eq!(send(&app, auth(Req::delete().uri(&format!("/api/pets/{id}")), &w.api, w.alice)).await.0, 204);
+    assert_eq!(call(&app, Req::get().uri(&link)).await.0, 404);
+}
+
+async fn a_signed_link_expires_on(t: TestDb, store: Store) {
+    let cfg = config(&t, &store).with(|c| c.ops.files_link_seconds = 0);
+    let db = t.open(&cfg).await;
+    let ddl = match db.backend() {
+        Backend::Sqlite => DDL_SQLITE,
+        Backend::Postgres => DDL_PG,
+    };
+    let mut conn = db.get().await.unwrap();
+    with_conn!(conn, |c| c.batch_execute(ddl).await).unwrap();
+    drop(conn);
+    let alice = users::create_user(&db, "alice@example.com", "some-pass", true, 4).await.unwrap();
+    let api = build(cfg, db).unwrap();
+    let w = World { api, data: t.data_dir(), store, alice, bob: alice };
+    let app = test::init_service(w.api.app()).await;
+    let v = pet_with_photo(&app, &w, w.alice, false, png(10, 1)).await;
+    let url = v["photo"]["url"].as_str().unwrap().to_owned();
+    let (s, made) = send(&app, auth(Req::post().uri(&format!("{url}/link")), &w.api, w.alice)).await;
+    assert_eq!(s, 200, "{made}");
+    // Valid for no whole second: past the next second boundary it is refused.
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    assert_eq!(call(&app, Req::get().uri(made["url"].as_str().unwrap())).await.0, 403);
+}
+
+async fn the_description_documents_uploads_and_downloads_on(t: TestDb, store: Store) {
+    let w = world(&t, &store).await;
+    let app = test::init_service(w.api.app()).await;
+    let (s, _, body) = call(&app, Req::get().uri("/openapi.json")).await;
+    assert_eq!(s, 200);
+    let spec: Value = serde_json::from_slice(&body).unwrap();
+    let create = &spec["paths"]["/api/pets/"]["post"]["requestBody"]["content"];
+    let form = &create["multipart/form-data"];
+    assert_eq!(form["schema"]["properties"]["photo"]["format"], "binary", "{create}");
+    assert_eq!(form["schema"]["properties"]["data"]["$ref"], "#/components/schemas/PetCreate");
+    assert_eq!(form["encoding"]["data"]["contentType"], "application/json");
+    assert_eq!(form["encoding"]["photo"]["contentType"], "image/png, image/jpeg");
+    // The JSON body never carries a file member.
+    let json_schema = &spec["components"]["schemas"]["PetCreate"];
+    assert!(json_schema["properties"]["photo"].is_null(), "{json_schema}");
+    assert!(spec["paths"]["/api/pets/{id}"]["patch"]["requestBody"]["content"]["multipart/form-data"].is_object());
+    // Answers describe the file's metadata.
+    let file = &spec["components"]["schemas"]["Pet"]["properties"]["photo"];
+    for member in ["id", "name", "size", "type", "url"] {
+        assert!(file["properties"][member].is_object(), "{member}: {file}");
+    }
+    let download = &spec["paths"]["/api/pets/{id}/files/{file_id}"]["get"];
+    assert_eq!(download["operationId"], "downloadPetFile");
+    for t in ["image/png", "image/jpeg", "application/pdf"] {
+        assert_eq!(download["responses"]["200"]["content"][t]["schema"]["format"], "binary", "{t}");
+    }
+    assert!(download["responses"]["206"].is_object() && download["responses"]["416"].is_object());
+    let link = &spec["paths"]["/api/pets/{id}/files/{file_id}/link"]["post"];
+    assert_eq!(link["operationId"], "linkPetFile");
+    // The cards have no GET restrictions but their own download too.
+    assert!(spec["paths"]["/api/cards/{id}/files/{file_id}"]["get"].is_object());
+    if let Err(e) = crudforge_tests::tools::openapi_spec_validator(&body) {
+        panic!("openapi-spec-validator rejects the description: {e}");
+    }
+}
+
+backend_tests! {
+    async fn an_upload_is_stored_privately_and_downloads_with_safe_headers(t) {
+        an_upload_is_stored_privately_and_downloads_with_safe_headers_on(t, Store::Local).await;
+    }
+
+    async fn an_upload_is_stored_privately_and_downloads_with_safe_headers_on_s3(t) {
+        if let Some(store) = Store::s3() {
+            an_upload_is_stored_privately_and_downloads_with_safe_headers_on(t, store).await;
+        }
     }
 
     async fn a_caller_who_may_not_read_the_row_or_member_gets_no_file(t) {
-        let w = world(&t).await;
-        let app = test::init_service(w.api.app()).await;
-        let v = pet_with_photo(&app, &w, w.alice, false, png(100, 2)).await;
-        let id = v["id"].as_str().unwrap().to_owned();
-        let photo = v["photo"]["url"].as_str().unwrap().to_owned();
-        let papers = v["papers"]["url"].as_str().unwrap().to_owned();
-        // Bob cannot read the row: neither file.
-        for url in [&photo, &papers] {
-            let (s, _, _) = call(&app, auth(Req::get().uri(url), &w.api, w.bob)).await;
-            assert_eq!(s, 404, "{url}");
-            // Anonymous: the same refusal as a GET of the row.
-            let (row, _, _) = call(&app, Req::get().uri(&format!("/api/pets/{id}"))).await;
-            let (s, _, _) = call(&app, Req::get().uri(url)).await;
-            assert!(s == row && (s == 401 || s == 404), "{url}: {s} (row: {row})");
+        a_caller_who_may_not_read_the_row_or_member_gets_no_file_on(t, Store::Local).await;
+    }
+
+    async fn a_caller_who_may_not_read_the_row_or_member_gets_no_file_on_s3(t) {
+        if let Some(store) = Store::s3() {
+            a_caller_who_may_not_read_the_row_or_member_gets_no_file_on(t, store).await;
         }
-        // Shared: Bob reads the row and its photo, but not the owner's papers.
-        let (s, v) = send(&app, auth(Req::patch().uri(&format!("/api/pets/{id}")).set_json(json!({"shared": true})), &w.api, w.alice)).await;
-        assert_eq!(s, 200, "{v}");
-        let (s, row) = send(&app, auth(Req::get().uri(&format!("/api/pets/{id}")), &w.api, w.bob)).await;
-        assert_eq!(s, 200);
-        assert!(row.get("papers").is_none(), "{row}");
-        let (s, _, _) = call(&app, auth(Req::get().uri(&photo), &w.api, w.bob)).await;
-        assert_eq!(s, 200);
-        let (s, _, _) = call(&app, auth(Req::get().uri(&papers), &w.api, w.bob)).await;
-        assert_eq!(s, 404);
-        // Another row's path does not serve this row's file.
-        let other = pet_with_photo(&app, &w, w.bob, true, png(5, 3)).await;
-        let file_id = photo.rsplit('/').next().unwrap();
-        let crossed = format!("/api/pets/{}/files/{file_id}", other["id"].as_str().unwrap());
-        let (s, _, _) = call(&app, auth(Req::get().uri(&crossed), &w.api, w.bob)).await;
-        assert_eq!(s, 404);
-        // Not a file id at all.
-        let (s, _, _) = call(&app, auth(Req::get().uri(&format!("/api/pets/{id}/files/..%2F..%2Fetc%2Fpasswd")), &w.api, w.alice)).await;
-        assert_eq!(s, 404);
     }
 
     async fn disguised_oversized_or_client_written_files_are_refused_and_leave_nothing(t) {
-        let w = world(&t).await;
-        let app = test::init_service(w.api.app()).await;
-        let html = b"<html><body><script>alert(1)</script></body></html>".to_vec();
-        let svg = b"<svg xmlns=\"http://www.w3.org/2000/svg\" onload=\"alert(1)\"/>".to_vec();
-        for (body, why) in [(html, "accepted: image/png, image/jpeg"), (svg, "accepted: image/png, image/jpeg"), (pdf(), "the file is application/pdf")] {
-            let req = multipart(
-                auth(Req::post().uri("/api/pets/"), &w.api, w.alice),
-                &[data(json!({"name": "Rex", "shared": false})), file("photo", "x.png", "image/png", body)],
-            );
-            let (s, v) = send(&app, req).await;
-            assert_eq!(s, 422, "{v}");
-            assert_eq!(v["field"], "photo", "{v}");
-            assert!(v["detail"].as_str().unwrap().contains(why), "{v}");
+        disguised_oversized_or_client_written_files_are_refused_and_leave_nothing_on(t, Store::Local).await;
+    }
+
+    async fn disguised_oversized_or_client_written_files_are_refused_and_leave_nothing_on_s3(t) {
+        if let Some(store) = Store::s3() {
+            disguised_oversized_or_client_written_files_are_refused_and_leave_nothing_on(t, store).await;
         }
-        // Over its size: 413.
-        let req = multipart(
-            auth(Req::post().uri("/api/pets/"), &w.api, w.alice),
-            &[data(json!({"name": "Rex", "shared": false})), file("photo", "big.png", "image/png", png(70 * 1024, 0))],
-        );
-        let (s, v) = send(&app, req).await;
-        assert_eq!(s, 413, "{v}");
-        // Metadata written by the client (it could name another row's file) is refused.
-        let forged = json!({"id": Uuid::new_v4(), "name": "x.png", "size": 1, "type": "image/png"});
-        let (s, v) = send(&app, auth(Req::post().uri("/api/pets/").set_json(json!({"name": "Rex", "shared": false, "photo": forged})), &w.api, w.alice)).await;
-        assert_eq!(s, 422, "{v}");
-        assert_eq!(v["field"], "photo");
-        // An unknown part, a repeated file, an idempotency key.
-        let req = multipart(
-            auth(Req::post().uri("/api/pets/"), &w.api, w.alice),
-            &[data(json!({"name": "Rex", "shared": false})), file("avatar", "a.png", "image/png", png(4, 0))],
-        );
-        assert_eq!(send(&app, req).await.0, 422);
-        let req = multipart(
-            auth(Req::post().uri("/api/pets/"), &w.api, w.alice),
-            &[file("photo", "a.png", "image/png", png(4, 0)), file("photo", "b.png", "image/png", png(4, 0))],
-        );
-        assert_eq!(send(&app, req).await.0, 422);
-        let req = multipart(
-            auth(Req::post().uri("/api/pets/").insert_header(("idempotency-key", "k-1")), &w.api, w.alice),
-            &[data(json!({"name": "Rex", "shared": false})), file("photo", "a.png", "image/png", png(4, 0))],
-        );
-        assert_eq!(send(&app, req).await.0, 400);
-        // A write that fails after its files were stored leaves none behind.
-        let req = multipart(
-            auth(Req::post().uri("/api/pets/"), &w.api, w.alice),
-            &[data(json!({"name": "x".repeat(41), "shared": false})), file("photo", "a.png", "image/png", png(4, 0))],
-        );
-        let (s, v) = send(&app, req).await;
-        assert_eq!(s, 422, "{v}");
-        assert_eq!(v["errors"][0]["field"], "name", "{v}");
-        // An anonymous upload is refused before its files are kept.
-        let req = multipart(Req::post().uri("/api/pets/"), &[data(json!({"name": "Rex", "shared": false})), file("photo", "a.png", "image/png", png(4, 0))]);
-        assert_eq!(send(&app, req).await.0, 401);
-        assert_eq!(stored(&w.data), Vec::<String>::new());
-        let (s, list) = send(&app, auth(Req::get().uri("/api/pets/"), &w.api, w.alice)).await;
-        assert_eq!(s, 200);
-        assert_eq!(list["pagination"]["total"], 0, "{list}");
     }
 
     async fn replacing_removing_and_deleting_remove_the_old_file_after_commit(t) {
-        let w = world(&t).await;
-        let app = test::init_service(w.api.app()).await;
-        let v = pet_with_photo(&app, &w, w.alice, false, png(10, 1)).await;
-        let id = v["id"].as_str().unwrap().to_owned();
-        let first = v["photo"]["url"].as_str().unwrap().to_owned();
-        assert_eq!(stored(&w.data).len(), 2);
-        // The photo replaced on its own (no `data` part).
-        let req = multipart(
-            auth(Req::patch().uri(&format!("/api/pets/{id}")), &w.api, w.alice),
-            &[file("photo", "new.jpg", "image/jpeg", b"\xFF\xD8\xFF\xE0\0\x10JFIF\0".to_vec())],
-        );
-        let (s, v) = send(&app, req).await;
-        assert_eq!(s, 200, "{v}");
-        assert_eq!(v["photo"]["type"], "image/jpeg");
-        assert_eq!(v["name"], "Rex");
-        let second = v["photo"]["url"].as_str().unwrap().to_owned();
-        assert_ne!(first, second);
-        assert_eq!(call(&app, auth(Req::get().uri(&first), &w.api, w.alice)).await.0, 404);
-        assert_eq!(call(&app, auth(Req::get().uri(&second), &w.api, w.alice)).await.0, 200);
-        assert_eq!(stored(&w.data).len(), 2);
-        // A refused update keeps the old file and stores nothing new.
-        let req = multipart(
-            auth(Req::patch().uri(&format!("/api/pets/{id}")), &w.api, w.bob),
-            &[file("photo", "mine.png", "image/png", png(4, 0))],
-        );
-        let (s, _) = send(&app, req).await;
-        assert!(s == 403 || s == 404, "{s}");
-        assert_eq!(stored(&w.data).len(), 2);
-        // Removed with null.
-        let (s, v) = send(&app, auth(Req::patch().uri(&format!("/api/pets/{id}")).set_json(json!({"photo": null})), &w.api, w.alice)).await;
-        assert_eq!(s, 200, "{v}");
-        assert!(v["photo"].is_null());
-        assert_eq!(call(&app, auth(Req::get().uri(&second), &w.api, w.alice)).await.0, 404);
-        assert_eq!(stored(&w.data).len(), 1);
-        // The row deleted: its files go too.
-        let papers = v["papers"]["url"].as_str().unwrap().to_owned();
-        let (s, _) = send(&app, auth(Req::delete().uri(&format!("/api/pets/{id}")), &w.api, w.alice)).await;
-        assert_eq!(s, 204);
-        assert_eq!(call(&app, auth(Req::get().uri(&papers), &w.api, w.alice)).await.0, 404);
-        assert_eq!(stored(&w.data), Vec::<String>::new());
+        replacing_removing_and_deleting_remove_the_old_file_after_commit_on(t, Store::Local).await;
+    }
+
+    async fn replacing_removing_and_deleting_remove_the_old_file_after_commit_on_s3(t) {
+        if let Some(store) = Store::s3() {
+            replacing_removing_and_deleting_remove_the_old_file_after_commit_on(t, store).await;
+        }
     }
 
     async fn a_soft_deleted_row_keeps_its_file_but_does_not_serve_it(t) {
-        let w = world(&t).await;
-        let app = test::init_service(w.api.app()).await;
-        let req = multipart(Req::post().uri("/api/cards/"), &[data(json!({"title": "hello"})), file("picture", "p.png", "image/png", png(20, 9))]);
-        let (s, v) = send(&app, req).await;
-        assert_eq!(s, 201, "{v}");
-        let id = v["id"].as_str().unwrap().to_owned();
-        let url = v["picture"]["url"].as_str().unwrap().to_owned();
-        assert_eq!(call(&app, Req::get().uri(&url)).await.0, 200);
-        let (s, _) = send(&app, Req::delete().uri(&format!("/api/cards/{id}"))).await;
-        assert_eq!(s, 204);
-        assert_eq!(call(&app, Req::get().uri(&url)).await.0, 404);
-        assert_eq!(stored(&w.data).len(), 1);
-        // Restored, it serves again.
-        let (s, _) = send(&app, Req::post().uri(&format!("/api/cards/{id}/restore/"))).await;
-        assert_eq!(s, 200);
-        assert_eq!(call(&app, Req::get().uri(&url)).await.0, 200);
+        a_soft_deleted_row_keeps_its_file_but_does_not_serve_it_on(t, Store::Local).await;
+    }
+
+    async fn a_soft_deleted_row_keeps_its_file_but_does_not_serve_it_on_s3(t) {
+        if let Some(store) = Store::s3() {
+            a_soft_deleted_row_keeps_its_file_but_does_not_serve_it_on(t, store).await;
+        }
     }
 
     async fn files_gc_removes_old_orphans_and_keeps_held_and_young_files(t) {
-        let w = world(&t).await;
-        let app = test::init_service(w.api.app()).await;
-        let v = pet_with_photo(&app, &w, w.alice, false, png(10, 1)).await;
-        let photo = format!("pets/{}", v["photo"]["id"].as_str().unwrap());
-        let hour = std::time::Duration::from_secs(7200);
-        let old = orphan(&w.data, "pets", hour);
-        let young = orphan(&w.data, "pets", std::time::Duration::ZERO);
-        // A folder no mounted resource names is not this application's to sweep.
-        let foreign = orphan(&w.data, "someone_elses", hour);
-        let cli = App::new("pets-app", build).config(t.config());
-        let mut console = Console::captured("");
-        assert_eq!(cli.run(["pets-app", "files", "gc", "--dry-run"], &mut console).await, 0, "{}", console.errors());
-        assert_eq!(console.output().trim(), format!("{old} (129 bytes)"));
-        assert!(console.errors().contains("would remove 1 orphaned file(s), 129 bytes"), "{}", console.errors());
-        assert!(stored(&w.data).contains(&old));
-        let mut console = Console::captured("");
-        assert_eq!(cli.run(["pets-app", "files", "gc"], &mut console).await, 0, "{}", console.errors());
-        assert!(console.errors().contains("removed 1 orphaned file(s)"), "{}", console.errors());
-        let left = stored(&w.data);
-        assert!(!left.contains(&old), "{left:?}");
-        for kept in [&photo, &young, &foreign] {
-            assert!(left.contains(kept), "{kept} in {left:?}");
+        files_gc_removes_old_orphans_and_keeps_held_and_young_files_on(t, Store::Local).await;
+    }
+
+    async fn files_gc_removes_old_orphans_and_keeps_held_and_young_files_on_s3(t) {
+        if let Some(store) = Store::s3() {
+            files_gc_removes_old_orphans_and_keeps_held_and_young_files_on(t, store).await;
         }
-        // The held file still downloads.
-        let url = v["photo"]["url"].as_str().unwrap();
-        assert_eq!(call(&app, auth(Req::get().uri(url), &w.api, w.alice)).await.0, 200);
     }
 
     async fn a_signed_link_works_without_a_header_for_its_user_alone_and_expires(t) {
-        let w = world(&t).await;
-        let app = test::init_service(w.api.app()).await;
-        let v = pet_with_photo(&app, &w, w.alice, false, png(10, 1)).await;
-        let url = v["photo"]["url"].as_str().unwrap().to_owned();
-        // Bob may not read the row: no link for him.
-        let (s, _) = send(&app, auth(Req::post().uri(&format!("{url}/link")), &w.api, w.bob)).await;
-        assert_eq!(s, 404);
-        assert_eq!(send(&app, Req::post().uri(&format!("{url}/link"))).await.0, 401);
-        let (s, made) = send(&app, auth(Req::post().uri(&format!("{url}/link")), &w.api, w.alice)).await;
-        assert_eq!(s, 200, "{made}");
-        let link = made["url"].as_str().unwrap().to_owned();
-        assert!(link.starts_with(&format!("{url}?link=")), "{link}");
-        assert!(made["expires_at"].is_string());
-        // No header needed (an <img src>).
-        let (s, _, body) = call(&app, Req::get().uri(&link)).await;
-        assert_eq!((s, body), (200, png(10, 1)));
-        // Bob with his own credentials cannot use Alice's link.
-        assert_eq!(call(&app, auth(Req::get().uri(&link), &w.api, w.bob)).await.0, 403);
-        assert_eq!(call(&app, auth(Req::get().uri(&link), &w.api, w.alice)).await.0, 200);
-        // A link changed in any part is refused: another file, another expiry, another user.
-        let token = link.split("?link=").nth(1).unwrap().to_owned();
-        let mut parts: Vec<String> = token.split('.').map(str::to_owned).collect();
-        let other = pet_with_photo(&app, &w, w.alice, false, png(3, 3)).await;
-        let other_url = other["photo"]["url"].as_str().unwrap();
-        assert_eq!(call(&app, Req::get().uri(&format!("{other_url}?link={token}"))).await.0, 403);
-        parts[0] = (parts[0].parse::<i64>().unwrap() + 3600).to_string();
-        assert_eq!(call(&app, Req::get().uri(&format!("{url}?link={}", parts.join(".")))).await.0, 403);
-        let mut parts: Vec<String> = token.split('.').map(str::to_owned).collect();
-        parts[1] = w.bob.simple().to_string();
-        assert_eq!(call(&app, Req::get().uri(&format!("{url}?link={}", parts.join(".")))).await.0, 403);
-        assert_eq!(call(&app, Req::get().uri(&format!("{url}?link=garbage"))).await.0, 403);
-        // The row's rules still apply to the link's user: once deleted, nothing.
-        let id = v["id"].as_str().unwrap();
-        assert_eq!(send(&app, auth(Req::delete().uri(&format!("/api/pets/{id}")), &w.api, w.alice)).await.0, 204);
-        assert_eq!(call(&app, Req::get().uri(&link)).await.0, 404);
+        a_signed_link_works_without_a_header_for_its_user_alone_and_expires_on(t, Store::Local).await;
+    }
+
+    async fn a_signed_link_works_without_a_header_for_its_user_alone_and_expires_on_s3(t) {
+        if let Some(store) = Store::s3() {
+            a_signed_link_works_without_a_header_for_its_user_alone_and_expires_on(t, store).await;
+        }
     }
 
     async fn a_signed_link_expires(t) {
-        let cfg = t.config().with(|c| {
-            c.auth.bcrypt_cost = 4;
-            c.ops.files_link_seconds = 0;
-        });
-        let db = t.open(&cfg).await;
-        let ddl = match db.backend() {
-            Backend::Sqlite => DDL_SQLITE,
-            Backend::Postgres => DDL_PG,
-        };
-        let mut conn = db.get().await.unwrap();
-        with_conn!(conn, |c| c.batch_execute(ddl).await).unwrap();
-        drop(conn);
-        let alice = users::create_user(&db, "alice@example.com", "some-pass", true, 4).await.unwrap();
-        let api = build(cfg, db).unwrap();
-        let w = World { api, data: t.data_dir(), alice, bob: alice };
-        let app = test::init_service(w.api.app()).await;
-        let v = pet_with_photo(&app, &w, w.alice, false, png(10, 1)).await;
-        let url = v["photo"]["url"].as_str().unwrap().to_owned();
-        let (s, made) = send(&app, auth(Req::post().uri(&format!("{url}/link")), &w.api, w.alice)).await;
-        assert_eq!(s, 200, "{made}");
-        // Valid for no whole second: past the next second boundary it is refused.
-        tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
-        assert_eq!(call(&app, Req::get().uri(made["url"].as_str().unwrap())).await.0, 403);
+        a_signed_link_expires_on(t, Store::Local).await;
+    }
+
+    async fn a_signed_link_expires_on_s3(t) {
+        if let Some(store) = Store::s3() {
+            a_signed_link_expires_on(t, store).await;
+        }
     }
 
     async fn the_description_documents_uploads_and_downloads(t) {
-        let w = world(&t).await;
-        let app = test::init_service(w.api.app()).await;
-        let (s, _, body) = call(&app, Req::get().uri("/openapi.json")).await;
-        assert_eq!(s, 200);
-        let spec: Value = serde_json::from_slice(&body).unwrap();
-        let create = &spec["paths"]["/api/pets/"]["post"]["requestBody"]["content"];
-        let form = &create["multipart/form-data"];
-        assert_eq!(form["schema"]["properties"]["photo"]["format"], "binary", "{create}");
-        assert_eq!(form["schema"]["properties"]["data"]["$ref"], "#/components/schemas/PetCreate");
-        assert_eq!(form["encoding"]["data"]["contentType"], "application/json");
-        assert_eq!(form["encoding"]["photo"]["contentType"], "image/png, image/jpeg");
-        // The JSON body never carries a file member.
-        let json_schema = &spec["components"]["schemas"]["PetCreate"];
-        assert!(json_schema["properties"]["photo"].is_null(), "{json_schema}");
-        assert!(spec["paths"]["/api/pets/{id}"]["patch"]["requestBody"]["content"]["multipart/form-data"].is_object());
-        // Answers describe the file's metadata.
-        let file = &spec["components"]["schemas"]["Pet"]["properties"]["photo"];
-        for member in ["id", "name", "size", "type", "url"] {
-            assert!(file["properties"][member].is_object(), "{member}: {file}");
-        }
-        let download = &spec["paths"]["/api/pets/{id}/files/{file_id}"]["get"];
-        assert_eq!(download["operationId"], "downloadPetFile");
-        for t in ["image/png", "image/jpeg", "application/pdf"] {
-            assert_eq!(download["responses"]["200"]["content"][t]["schema"]["format"], "binary", "{t}");
-        }
-        assert!(download["responses"]["206"].is_object() && download["responses"]["416"].is_object());
-        let link = &spec["paths"]["/api/pets/{id}/files/{file_id}/link"]["post"];
-        assert_eq!(link["operationId"], "linkPetFile");
-        // The cards have no GET restrictions but their own download too.
-        assert!(spec["paths"]["/api/cards/{id}/files/{file_id}"]["get"].is_object());
-        if let Err(e) = crudforge_tests::tools::openapi_spec_validator(&body) {
-            panic!("openapi-spec-validator rejects the description: {e}");
+        the_description_documents_uploads_and_downloads_on(t, Store::Local).await;
+    }
+
+    async fn the_description_documents_uploads_and_downloads_on_s3(t) {
+        if let Some(store) = Store::s3() {
+            the_description_documents_uploads_and_downloads_on(t, store).await;
         }
     }
 }

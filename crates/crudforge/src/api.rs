@@ -70,10 +70,20 @@ impl Api {
             config.auth.jwt_access_token_expires,
             config.auth.jwt_refresh_token_expires,
         );
+        #[cfg(feature = "files")]
+        let files = crate::files::storage::Storage::from_config(&config)
+            .map_err(|detail| {
+                tracing::error!(target: "crudforge::files", "{detail}");
+                ConfigError::Invalid {
+                    key: "FILES_STORAGE",
+                    expected: "s3://bucket[/prefix]?endpoint=URL&region=NAME (s3 needs the `s3` feature), or unset",
+                    value: config.ops.files_storage.clone().unwrap_or_default(),
+                }
+            })?;
         Ok(Api {
             state: Arc::new(ApiState {
                 #[cfg(feature = "files")]
-                files: crate::files::storage::Storage::local(&config.db.data_dir),
+                files,
                 config: Arc::new(config),
                 db,
                 signing_key,

@@ -180,5 +180,13 @@ crate::settings! {
         REALTIME_RESUME_SECONDS => realtime_resume_seconds: u64 = 300, whole_seconds, plain;
         /// Files (`files` feature): seconds a signed download link stays valid.
         FILES_LINK_SECONDS => files_link_seconds: u64 = 300, whole_seconds, plain;
+        /// Files: where they are kept. Unset: `files/` in the data folder. With the `s3`
+        /// feature, `s3://bucket[/prefix]?endpoint=URL&region=NAME`: S3-compatible object
+        /// storage.
+        FILES_STORAGE => files_storage: Option<String> = None, some_text, plain;
+        /// Files: the access key id for `s3://` storage.
+        FILES_S3_ACCESS_KEY_ID => files_s3_access_key_id: Option<String> = None, some_text, plain;
+        /// Files: the secret access key for `s3://` storage.
+        FILES_S3_SECRET_ACCESS_KEY => files_s3_secret_access_key: Option<Secret> = None, trimmed_secret, secret;
     }
 }

@@ -4,6 +4,8 @@
 //! and the reading of a `multipart/form-data` body into the stored files and the body's JSON
 //! (`upload`). The routes that use them are `crud::files`.
 
+#[cfg(feature = "s3")]
+mod s3;
 pub(crate) mod storage;
 pub(crate) mod upload;
 

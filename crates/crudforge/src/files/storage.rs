@@ -1,26 +1,44 @@
-//! Where uploaded files are kept: a folder inside the data folder (`files/`, 0700; each file
-//! 0600), one subfolder per table, each file named by its own id. No name a client sent ever
-//! becomes part of a path. Writes go to a temporary name in the same folder and are renamed
-//! into place when complete, so a reader never sees half a file.
+//! Where uploaded files are kept: by default a folder inside the data folder (`files/`, 0700;
+//! each file 0600), one subfolder per table, each file named by its own id; with the `s3`
+//! feature and `FILES_STORAGE=s3://...`, objects `<prefix>/<table>/<id>` in an S3-compatible
+//! bucket (through `object_store`). No name a client sent ever becomes part of a path. Local
+//! writes go to a temporary name and are renamed into place when complete; S3 writes are
+//! multipart uploads completed at the end; so a reader never sees half a file.
 
 use crate::error::Error;
 use std::io::{Read as _, Seek as _, Write as _};
 use std::path::{Path, PathBuf};
 
-/// The local store of an API's files.
+/// The store of an API's files.
 #[derive(Debug, Clone)]
-pub(crate) struct Storage {
-    root: PathBuf,
+pub(crate) enum Storage {
+    /// A folder on this machine.
+    Local {
+        /// The folder (`<data dir>/files`).
+        root: PathBuf,
+    },
+    /// An S3-compatible bucket.
+    #[cfg(feature = "s3")]
+    S3(super::s3::S3),
 }
 
-/// A file being written: its temporary path until [`Writing::finish`] renames it.
-pub(crate) struct Writing {
+/// A file being written.
+pub(crate) enum Writing {
+    /// To a local temporary file, renamed into place by [`Writing::finish`].
+    Local(LocalWriting),
+    /// A multipart upload, completed by [`Writing::finish`].
+    #[cfg(feature = "s3")]
+    S3(super::s3::S3Writing),
+}
+
+/// A local file being written: its temporary path until it is renamed.
+pub(crate) struct LocalWriting {
     file: Option<std::fs::File>,
     tmp: PathBuf,
     dest: PathBuf,
 }
 
-impl Drop for Writing {
+impl Drop for LocalWriting {
     fn drop(&mut self) {
         // Not finished (refused, failed or dropped mid-upload): nothing is left behind.
         if self.file.take().is_some() {
@@ -29,7 +47,7 @@ impl Drop for Writing {
     }
 }
 
-fn io_error(what: &str, e: &std::io::Error) -> Error {
+pub(crate) fn io_error(what: &str, e: &dyn std::fmt::Display) -> Error {
     Error::Internal(format!("file storage: {what}: {e}"))
 }
 
@@ -43,33 +61,45 @@ async fn blocking<T: Send + 'static>(
 }
 
 impl Storage {
-    /// The store under `data_dir/files`.
-    pub(crate) fn local(data_dir: &Path) -> Storage {
-        Storage {
-            root: data_dir.join("files"),
+    /// The store `config` names: `FILES_STORAGE`, or `files/` in the data folder.
+    ///
+    /// # Errors
+    ///
+    /// A `FILES_STORAGE` that is not a storage URL, or names S3 without the `s3` feature.
+    pub(crate) fn from_config(config: &crate::config::Config) -> Result<Storage, String> {
+        match config.ops.files_storage.as_deref().map(str::trim) {
+            None | Some("") => Ok(Storage::Local {
+                root: config.db.data_dir.join("files"),
+            }),
+            #[cfg(feature = "s3")]
+            Some(url) if url.starts_with("s3://") => super::s3::S3::from_config(url, config).map(Storage::S3),
+            #[cfg(not(feature = "s3"))]
+            Some(url) if url.starts_with("s3://") => Err(
+                "FILES_STORAGE: s3:// storage needs crudforge's `s3` feature".to_owned(),
+            ),
+            Some(_) => Err("FILES_STORAGE: expected s3://bucket[/prefix]?endpoint=URL&region=NAME, or unset for the data folder".to_owned()),
         }
     }
 
-    /// The folder of `table`'s files.
-    fn folder(&self, table: &str) -> PathBuf {
-        // Table names are the application's own identifiers; anything else is kept out of
-        // paths all the same.
-        let safe: String = table
-            .chars()
-            .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
-            .collect();
-        self.root.join(safe)
+    /// The folder of `table`'s files under `root`.
+    fn folder(root: &Path, table: &str) -> PathBuf {
+        root.join(safe_table(table))
     }
 
-    /// The path of file `id` of `table`.
-    fn path(&self, table: &str, id: uuid::Uuid) -> PathBuf {
-        self.folder(table).join(id.hyphenated().to_string())
+    /// The path of file `id` of `table` under `root`.
+    fn path(root: &Path, table: &str, id: uuid::Uuid) -> PathBuf {
+        Self::folder(root, table).join(id.hyphenated().to_string())
     }
 
     /// Starts writing file `id` of `table`.
     pub(crate) async fn create(&self, table: &str, id: uuid::Uuid) -> Result<Writing, Error> {
-        let folder = self.folder(table);
-        let dest = self.path(table, id);
+        let root = match self {
+            Storage::Local { root } => root,
+            #[cfg(feature = "s3")]
+            Storage::S3(s3) => return s3.create(table, id).await.map(Writing::S3),
+        };
+        let folder = Self::folder(root, table);
+        let dest = Self::path(root, table, id);
         let tmp = folder.join(format!(".upload-{}", id.hyphenated()));
         blocking(move || {
             crate::owner_only::create_dir(&folder).map_err(|e| io_error("creating a folder", &e))?;
@@ -83,18 +113,23 @@ impl Storage {
             let file = options
                 .open(&tmp)
                 .map_err(|e| io_error("creating a file", &e))?;
-            Ok(Writing {
+            Ok(Writing::Local(LocalWriting {
                 file: Some(file),
                 tmp,
                 dest,
-            })
+            }))
         })
         .await
     }
 
     /// Removes file `id` of `table`; a missing file is not an error.
     pub(crate) async fn remove(&self, table: &str, id: uuid::Uuid) -> Result<(), Error> {
-        let path = self.path(table, id);
+        let root = match self {
+            Storage::Local { root } => root,
+            #[cfg(feature = "s3")]
+            Storage::S3(s3) => return s3.remove(table, id).await,
+        };
+        let path = Self::path(root, table, id);
         blocking(move || match std::fs::remove_file(&path) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
@@ -120,7 +155,12 @@ impl Storage {
         start: u64,
         len: usize,
     ) -> Result<Vec<u8>, Error> {
-        let path = self.path(table, id);
+        let root = match self {
+            Storage::Local { root } => root,
+            #[cfg(feature = "s3")]
+            Storage::S3(s3) => return s3.read(table, id, start, len).await,
+        };
+        let path = Self::path(root, table, id);
         blocking(move || {
             let mut f = std::fs::File::open(&path).map_err(|e| io_error("opening a file", &e))?;
             f.seek(std::io::SeekFrom::Start(start))
@@ -140,7 +180,11 @@ impl Storage {
         &self,
         stale: std::time::Duration,
     ) -> Result<Vec<Stored>, Error> {
-        let root = self.root.clone();
+        let root = match self {
+            Storage::Local { root } => root.clone(),
+            #[cfg(feature = "s3")]
+            Storage::S3(s3) => return s3.list().await,
+        };
         blocking(move || {
             let mut out = Vec::new();
             let tables = match std::fs::read_dir(&root) {
@@ -197,9 +241,38 @@ pub(crate) struct Stored {
     pub(crate) age: std::time::Duration,
 }
 
+/// `table` as it may appear in a path: letters, digits and `_` (table names are the
+/// application's own identifiers; anything else is kept out of paths all the same).
+pub(crate) fn safe_table(table: &str) -> String {
+    table
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect()
+}
+
 impl Writing {
     /// Appends `chunk`.
     pub(crate) async fn write(&mut self, chunk: Vec<u8>) -> Result<(), Error> {
+        match self {
+            Writing::Local(w) => w.write(chunk).await,
+            #[cfg(feature = "s3")]
+            Writing::S3(w) => w.write(chunk).await,
+        }
+    }
+
+    /// Completes the file: from now on it can be read.
+    pub(crate) async fn finish(self) -> Result<(), Error> {
+        match self {
+            Writing::Local(w) => w.finish().await,
+            #[cfg(feature = "s3")]
+            Writing::S3(w) => w.finish().await,
+        }
+    }
+}
+
+impl LocalWriting {
+    /// Appends `chunk`.
+    async fn write(&mut self, chunk: Vec<u8>) -> Result<(), Error> {
         let Some(mut file) = self.file.take() else {
             return Err(Error::Internal("file storage: write after the end".into()));
         };
@@ -214,7 +287,7 @@ impl Writing {
     }
 
     /// Flushes the file to disk and renames it into place.
-    pub(crate) async fn finish(mut self) -> Result<(), Error> {
+    async fn finish(mut self) -> Result<(), Error> {
         let Some(file) = self.file.take() else {
             return Err(Error::Internal("file storage: finished twice".into()));
         };
