@@ -140,11 +140,10 @@ fn crudforge_side(args: &Args, pin: Option<usize>, report: &mut String) -> Resul
     let scratch = match args.backend {
         BackendArg::Sqlite => Scratch::sqlite(args.sqlite_exclusive)?,
         BackendArg::Postgres => {
-            let url = args
-                .postgres_url
-                .clone()
-                .filter(|u| !u.is_empty())
-                .ok_or("--backend postgres needs --postgres-url or CRUDFORGE_TEST_POSTGRES_URL")?;
+            let url =
+                args.postgres_url.clone().filter(|u| !u.is_empty()).ok_or(
+                    "--backend postgres needs --postgres-url or CRUDFORGE_TEST_POSTGRES_URL",
+                )?;
             rt.block_on(Scratch::postgres(&url))?
         }
     };
@@ -408,7 +407,11 @@ fn window(
     };
     eprintln!(
         "  {key} {}: {:.0} req/s, p50 {:.2} ms, p99 {:.2} ms, {:.0} µs CPU/req (load {})",
-        if streams { "with streams" } else { "no streams" },
+        if streams {
+            "with streams"
+        } else {
+            "no streams"
+        },
         w.rps,
         w.p50,
         w.p99,
@@ -446,7 +449,8 @@ fn deliver(
             .map(|k| {
                 let stop = &stop;
                 s.spawn(move || -> Result<Vec<(u64, u64, u64)>, String> {
-                    let mut c = Client::connect(server.addr).map_err(|e| format!("connect: {e}"))?;
+                    let mut c =
+                        Client::connect(server.addr).map_err(|e| format!("connect: {e}"))?;
                     let mut out = Vec::new();
                     let mut n = k;
                     while n < total && !stop.load(std::sync::atomic::Ordering::Relaxed) {
@@ -520,7 +524,13 @@ fn deliver(
         }
     }
     let delivered = from_response.len() as u64;
-    let q3 = |v: &mut Vec<u32>| [quantile_ms(v, 0.5), quantile_ms(v, 0.99), quantile_ms(v, 1.0)];
+    let q3 = |v: &mut Vec<u32>| {
+        [
+            quantile_ms(v, 0.5),
+            quantile_ms(v, 0.99),
+            quantile_ms(v, 1.0),
+        ]
+    };
     // Write counts stay far below 2^52.
     #[allow(clippy::cast_precision_loss)]
     let write_rate = total as f64 / writes_done.duration_since(start).as_secs_f64();

@@ -217,7 +217,8 @@ impl Reader {
         let mut sock = TcpStream::connect(addr)
             .await
             .map_err(|e| format!("connect: {e}"))?;
-        sock.set_nodelay(true).map_err(|e| format!("nodelay: {e}"))?;
+        sock.set_nodelay(true)
+            .map_err(|e| format!("nodelay: {e}"))?;
         let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\n");
         for (k, v) in headers {
             req.push_str(&format!("{k}: {v}\r\n"));
@@ -467,8 +468,8 @@ async fn follow(
             if first.name != "PB_CONNECT" {
                 return Err(format!("first event {:?}, not PB_CONNECT", first.name));
             }
-            let v: serde_json::Value = serde_json::from_str(&first.data)
-                .map_err(|e| format!("PB_CONNECT data: {e}"))?;
+            let v: serde_json::Value =
+                serde_json::from_str(&first.data).map_err(|e| format!("PB_CONNECT data: {e}"))?;
             let id = v["clientId"]
                 .as_str()
                 .ok_or("PB_CONNECT without clientId")?;
