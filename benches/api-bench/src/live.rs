@@ -18,6 +18,10 @@ use uuid::Uuid;
 
 /// The species of the rows the streams follow (no seeded row has it).
 const LIVE_SPECIES: &str = "live";
+/// What a writer records of each write: its number, when it was sent, when its answer came
+/// (microseconds since the common base).
+type Written = Vec<(u64, u64, u64)>;
+
 /// Writer connections sharing the write rate.
 const WRITERS: u64 = 16;
 
@@ -444,11 +448,11 @@ fn deliver(
     let cpu0 = procfs::cpu(server.pid).ok_or("cannot read the server's CPU time")?;
     let me0 = procfs::cpu(std::process::id()).unwrap_or_default();
     let stop = AtomicBool::new(false);
-    let results: Vec<Result<Vec<(u64, u64, u64)>, String>> = std::thread::scope(|s| {
+    let results: Vec<Result<Written, String>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..WRITERS)
             .map(|k| {
                 let stop = &stop;
-                s.spawn(move || -> Result<Vec<(u64, u64, u64)>, String> {
+                s.spawn(move || -> Result<Written, String> {
                     let mut c =
                         Client::connect(server.addr).map_err(|e| format!("connect: {e}"))?;
                     let mut out = Vec::new();
