@@ -3,7 +3,10 @@
 //! on the same machine: a minimal actix-web server that checks the same HS256 token and
 //! answers the same JSON with no I/O (framework limit), and the same SQL statements executed
 //! directly with Diesel on the same database (storage limit). `--soak MINUTES` instead runs a
-//! mixed W1–W4 load and checks that the service does not degrade.
+//! mixed W1–W4 load and checks that the service does not degrade. `--live` instead measures
+//! the live change feed: many open streams, writes at a fixed rate, the delay to each
+//! delivery, memory per idle stream, W3/W4 with the streams open (and, with `--pocketbase`,
+//! the same against PocketBase's realtime API).
 //!
 //! It builds nothing: build the binaries first, then run it.
 //!
@@ -17,11 +20,13 @@
 //! It is never part of `cargo test`: it is a binary, run on demand. See `docs/performance.md`.
 
 mod client;
+mod live;
 mod measure;
 mod procfs;
 mod reference;
 mod setup;
 mod soak;
+mod sse;
 mod storage;
 
 use clap::{Parser, ValueEnum};
@@ -97,6 +102,32 @@ pub(crate) struct Args {
     /// Soak: the largest acceptable SQLite WAL file, in MiB.
     #[arg(long, default_value_t = 64)]
     pub(crate) wal_limit_mib: u64,
+    /// Live updates: measure the change feed (streams, deliveries, memory per idle stream,
+    /// W3/W4 with idle streams open against none) instead of W1–W6.
+    #[arg(long)]
+    pub(crate) live: bool,
+    /// Live updates: streams to open.
+    #[arg(long, default_value_t = 1000)]
+    pub(crate) streams: usize,
+    /// Live updates: writes per second while the streams receive.
+    #[arg(long, default_value_t = 200.0)]
+    pub(crate) write_rate: f64,
+    /// Live updates: seconds of writes.
+    #[arg(long, default_value_t = 10.0)]
+    pub(crate) live_seconds: f64,
+    /// Live updates: users the streams are spread over (the per-user stream cap is raised to
+    /// streams / users for the run).
+    #[arg(long, default_value_t = 10)]
+    pub(crate) live_users: usize,
+    /// Live updates: rows in the streams' view; the writes rename them in turn.
+    #[arg(long, default_value_t = 20)]
+    pub(crate) live_rows: usize,
+    /// Live updates: also run the streams and writes against this PocketBase binary.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) pocketbase: Option<PathBuf>,
+    /// Live updates: skip the reference application (PocketBase only).
+    #[arg(long)]
+    pub(crate) no_crudforge: bool,
     /// Internal: serve the framework reference on this port (a child process of the benchmark).
     #[arg(long, hide = true)]
     pub(crate) serve_reference: Option<u16>,
@@ -155,7 +186,12 @@ fn main() -> ExitCode {
         Pinning::Servers => Some(0),
         Pinning::None => None,
     };
-    match measure::run(&args, pin) {
+    let outcome = if args.live {
+        live::run(&args, pin)
+    } else {
+        measure::run(&args, pin)
+    };
+    match outcome {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(e) => {

@@ -27,7 +27,7 @@ pub(crate) const LOGIN_PATH: &str = "/api/user/login/";
 /// The server binary: `--server-bin`, or `reference-app` next to this binary (both built into
 /// the same target directory), or `release/reference-app` in CARGO_TARGET_DIR or in the
 /// workspace's `target` directory.
-fn server_bin(args: &Args) -> Result<PathBuf, String> {
+pub(crate) fn server_bin(args: &Args) -> Result<PathBuf, String> {
     let bin = match &args.server_bin {
         Some(b) => b.clone(),
         None => {
