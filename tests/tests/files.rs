@@ -8,15 +8,15 @@
 
 use actix_web::dev::ServiceResponse;
 use actix_web::test;
-use crudforge::files::File;
 use crudforge::cli::{App, BoxError, Console};
+use crudforge::files::File;
 use crudforge::users;
 use crudforge::{with_conn, Api, Config, Database, Resource};
 use crudforge_tests::{backend_tests, Backend, TestDb};
 use diesel::prelude::*;
 use diesel_async::SimpleAsyncConnection;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use uuid::Uuid;
 
 diesel::table! {
@@ -145,7 +145,8 @@ impl Store {
     fn s3() -> Option<Store> {
         let endpoint = crudforge_tests::tools::s3_endpoint()?;
         let bucket = format!("t-{}", Uuid::new_v4().simple());
-        let (status, body) = crudforge_tests::tools::s3_request(&endpoint, "PUT", &format!("/{bucket}"), b"");
+        let (status, body) =
+            crudforge_tests::tools::s3_request(&endpoint, "PUT", &format!("/{bucket}"), b"");
         assert_eq!(status, 200, "creating the bucket: {body}");
         Some(Store::S3 { endpoint, bucket })
     }
@@ -154,7 +155,9 @@ impl Store {
     fn url(&self) -> Option<String> {
         match self {
             Store::Local => None,
-            Store::S3 { endpoint, bucket } => Some(format!("s3://{bucket}/app?endpoint={endpoint}&region=us-east-1")),
+            Store::S3 { endpoint, bucket } => Some(format!(
+                "s3://{bucket}/app?endpoint={endpoint}&region=us-east-1"
+            )),
         }
     }
 }
@@ -199,7 +202,12 @@ fn orphan(w: &World, table: &str, age: std::time::Duration) -> String {
             f.set_modified(std::time::SystemTime::now() - age).unwrap();
         }
         Store::S3 { endpoint, bucket } => {
-            let (status, body) = crudforge_tests::tools::s3_request(endpoint, "PUT", &format!("/{bucket}/app/{table}/{id}"), &png(100, 5));
+            let (status, body) = crudforge_tests::tools::s3_request(
+                endpoint,
+                "PUT",
+                &format!("/{bucket}/app/{table}/{id}"),
+                &png(100, 5),
+            );
             assert_eq!(status, 200, "{body}");
         }
     }
@@ -207,7 +215,11 @@ fn orphan(w: &World, table: &str, age: std::time::Duration) -> String {
 }
 
 async fn world(t: &TestDb, store: &Store) -> World {
-    let cfg = config(t, store);
+    world_with(t, store, |_| {}).await
+}
+
+async fn world_with(t: &TestDb, store: &Store, tune: impl FnOnce(&mut Config)) -> World {
+    let cfg = config(t, store).with(tune);
     let db = t.open(&cfg).await;
     let ddl = match db.backend() {
         Backend::Sqlite => DDL_SQLITE,
@@ -297,7 +309,11 @@ fn multipart(req: Req, parts: &[Part<'_>]) -> Req {
 /// Status, headers and raw body of a request.
 async fn call<S, B>(app: &S, req: Req) -> (u16, actix_web::http::header::HeaderMap, Vec<u8>)
 where
-    S: actix_web::dev::Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
+    S: actix_web::dev::Service<
+        actix_http::Request,
+        Response = ServiceResponse<B>,
+        Error = actix_web::Error,
+    >,
     B: actix_web::body::MessageBody + 'static,
 {
     let resp = test::call_service(app, req.to_request()).await;
@@ -310,7 +326,11 @@ where
 /// Status and JSON body of a request.
 async fn send<S, B>(app: &S, req: Req) -> (u16, Value)
 where
-    S: actix_web::dev::Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
+    S: actix_web::dev::Service<
+        actix_http::Request,
+        Response = ServiceResponse<B>,
+        Error = actix_web::Error,
+    >,
     B: actix_web::body::MessageBody + 'static,
 {
     let (s, _, body) = call(app, req).await;
@@ -336,7 +356,12 @@ fn stored(w: &World) -> Vec<String> {
             }
         }
         Store::S3 { endpoint, bucket } => {
-            let (status, xml) = crudforge_tests::tools::s3_request(endpoint, "GET", &format!("/{bucket}?list-type=2"), b"");
+            let (status, xml) = crudforge_tests::tools::s3_request(
+                endpoint,
+                "GET",
+                &format!("/{bucket}?list-type=2"),
+                b"",
+            );
             assert_eq!(status, 200, "{xml}");
             for part in xml.split("<Key>").skip(1) {
                 let key = part.split("</Key>").next().unwrap();
@@ -349,9 +374,19 @@ fn stored(w: &World) -> Vec<String> {
 }
 
 /// Creates a pet of `owner` with a photo; gives its JSON.
-async fn pet_with_photo<S, B>(app: &S, w: &World, owner: Uuid, shared: bool, photo: Vec<u8>) -> Value
+async fn pet_with_photo<S, B>(
+    app: &S,
+    w: &World,
+    owner: Uuid,
+    shared: bool,
+    photo: Vec<u8>,
+) -> Value
 where
-    S: actix_web::dev::Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
+    S: actix_web::dev::Service<
+        actix_http::Request,
+        Response = ServiceResponse<B>,
+        Error = actix_web::Error,
+    >,
     B: actix_web::body::MessageBody + 'static,
 {
     let req = multipart(
@@ -400,7 +435,11 @@ async fn an_upload_is_stored_privately_and_downloads_with_safe_headers_on(t: Tes
         assert_eq!(mode(w.data.join("files/pets").join(&file_id)), 0o600);
     }
     // A GET of the row shows the same metadata.
-    let (s, got) = send(&app, auth(Req::get().uri(&format!("/api/pets/{id}")), &w.api, w.alice)).await;
+    let (s, got) = send(
+        &app,
+        auth(Req::get().uri(&format!("/api/pets/{id}")), &w.api, w.alice),
+    )
+    .await;
     assert_eq!(s, 200);
     assert_eq!(got["photo"], *photo);
 
@@ -410,22 +449,50 @@ async fn an_upload_is_stored_privately_and_downloads_with_safe_headers_on(t: Tes
     assert_eq!(h.get("content-type").unwrap(), "image/png");
     assert_eq!(h.get("x-content-type-options").unwrap(), "nosniff");
     let csp = h.get("content-security-policy").unwrap().to_str().unwrap();
-    assert!(csp.contains("default-src 'none'") && csp.contains("sandbox"), "{csp}");
-    assert_eq!(h.get("content-disposition").unwrap(), "inline; filename*=UTF-8''passwd");
+    assert!(
+        csp.contains("default-src 'none'") && csp.contains("sandbox"),
+        "{csp}"
+    );
+    assert_eq!(
+        h.get("content-disposition").unwrap(),
+        "inline; filename*=UTF-8''passwd"
+    );
     let etag = h.get("etag").unwrap().to_str().unwrap().to_owned();
     assert_eq!(etag, format!("\"{file_id}\""));
     // Conditional and range requests.
-    let (s, _, body) = call(&app, auth(Req::get().uri(&url), &w.api, w.alice).insert_header(("if-none-match", etag.clone()))).await;
+    let (s, _, body) = call(
+        &app,
+        auth(Req::get().uri(&url), &w.api, w.alice).insert_header(("if-none-match", etag.clone())),
+    )
+    .await;
     assert_eq!((s, body.len()), (304, 0));
-    let (s, h, body) = call(&app, auth(Req::get().uri(&url), &w.api, w.alice).insert_header(("range", "bytes=0-7"))).await;
+    let (s, h, body) = call(
+        &app,
+        auth(Req::get().uri(&url), &w.api, w.alice).insert_header(("range", "bytes=0-7")),
+    )
+    .await;
     assert_eq!(s, 206);
     assert_eq!(body, &bytes[..8]);
-    assert_eq!(h.get("content-range").unwrap().to_str().unwrap(), format!("bytes 0-7/{}", bytes.len()));
-    let (s, _, body) = call(&app, auth(Req::get().uri(&url), &w.api, w.alice).insert_header(("range", "bytes=-10"))).await;
+    assert_eq!(
+        h.get("content-range").unwrap().to_str().unwrap(),
+        format!("bytes 0-7/{}", bytes.len())
+    );
+    let (s, _, body) = call(
+        &app,
+        auth(Req::get().uri(&url), &w.api, w.alice).insert_header(("range", "bytes=-10")),
+    )
+    .await;
     assert_eq!((s, body.as_slice()), (206, &bytes[bytes.len() - 10..]));
-    let (s, h, _) = call(&app, auth(Req::get().uri(&url), &w.api, w.alice).insert_header(("range", "bytes=999999-"))).await;
+    let (s, h, _) = call(
+        &app,
+        auth(Req::get().uri(&url), &w.api, w.alice).insert_header(("range", "bytes=999999-")),
+    )
+    .await;
     assert_eq!(s, 416);
-    assert_eq!(h.get("content-range").unwrap().to_str().unwrap(), format!("bytes */{}", bytes.len()));
+    assert_eq!(
+        h.get("content-range").unwrap().to_str().unwrap(),
+        format!("bytes */{}", bytes.len())
+    );
     // A PDF is never shown inline.
     let v = pet_with_photo(&app, &w, w.alice, false, png(10, 1)).await;
     let papers = v["papers"]["url"].as_str().unwrap().to_owned();
@@ -433,7 +500,12 @@ async fn an_upload_is_stored_privately_and_downloads_with_safe_headers_on(t: Tes
     assert_eq!(s, 200);
     assert_eq!(body, pdf());
     assert_eq!(h.get("content-type").unwrap(), "application/pdf");
-    assert!(h.get("content-disposition").unwrap().to_str().unwrap().starts_with("attachment;"));
+    assert!(h
+        .get("content-disposition")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .starts_with("attachment;"));
 }
 
 async fn a_caller_who_may_not_read_the_row_or_member_gets_no_file_on(t: TestDb, store: Store) {
@@ -450,12 +522,29 @@ async fn a_caller_who_may_not_read_the_row_or_member_gets_no_file_on(t: TestDb, 
         // Anonymous: the same refusal as a GET of the row.
         let (row, _, _) = call(&app, Req::get().uri(&format!("/api/pets/{id}"))).await;
         let (s, _, _) = call(&app, Req::get().uri(url)).await;
-        assert!(s == row && (s == 401 || s == 404), "{url}: {s} (row: {row})");
+        assert!(
+            s == row && (s == 401 || s == 404),
+            "{url}: {s} (row: {row})"
+        );
     }
     // Shared: Bob reads the row and its photo, but not the owner's papers.
-    let (s, v) = send(&app, auth(Req::patch().uri(&format!("/api/pets/{id}")).set_json(json!({"shared": true})), &w.api, w.alice)).await;
+    let (s, v) = send(
+        &app,
+        auth(
+            Req::patch()
+                .uri(&format!("/api/pets/{id}"))
+                .set_json(json!({"shared": true})),
+            &w.api,
+            w.alice,
+        ),
+    )
+    .await;
     assert_eq!(s, 200, "{v}");
-    let (s, row) = send(&app, auth(Req::get().uri(&format!("/api/pets/{id}")), &w.api, w.bob)).await;
+    let (s, row) = send(
+        &app,
+        auth(Req::get().uri(&format!("/api/pets/{id}")), &w.api, w.bob),
+    )
+    .await;
     assert_eq!(s, 200);
     assert!(row.get("papers").is_none(), "{row}");
     let (s, _, _) = call(&app, auth(Req::get().uri(&photo), &w.api, w.bob)).await;
@@ -465,23 +554,44 @@ async fn a_caller_who_may_not_read_the_row_or_member_gets_no_file_on(t: TestDb, 
     // Another row's path does not serve this row's file.
     let other = pet_with_photo(&app, &w, w.bob, true, png(5, 3)).await;
     let file_id = photo.rsplit('/').next().unwrap();
-    let crossed = format!("/api/pets/{}/files/{file_id}", other["id"].as_str().unwrap());
+    let crossed = format!(
+        "/api/pets/{}/files/{file_id}",
+        other["id"].as_str().unwrap()
+    );
     let (s, _, _) = call(&app, auth(Req::get().uri(&crossed), &w.api, w.bob)).await;
     assert_eq!(s, 404);
     // Not a file id at all.
-    let (s, _, _) = call(&app, auth(Req::get().uri(&format!("/api/pets/{id}/files/..%2F..%2Fetc%2Fpasswd")), &w.api, w.alice)).await;
+    let (s, _, _) = call(
+        &app,
+        auth(
+            Req::get().uri(&format!("/api/pets/{id}/files/..%2F..%2Fetc%2Fpasswd")),
+            &w.api,
+            w.alice,
+        ),
+    )
+    .await;
     assert_eq!(s, 404);
 }
 
-async fn disguised_oversized_or_client_written_files_are_refused_and_leave_nothing_on(t: TestDb, store: Store) {
+async fn disguised_oversized_or_client_written_files_are_refused_and_leave_nothing_on(
+    t: TestDb,
+    store: Store,
+) {
     let w = world(&t, &store).await;
     let app = test::init_service(w.api.app()).await;
     let html = b"<html><body><script>alert(1)</script></body></html>".to_vec();
     let svg = b"<svg xmlns=\"http://www.w3.org/2000/svg\" onload=\"alert(1)\"/>".to_vec();
-    for (body, why) in [(html, "accepted: image/png, image/jpeg"), (svg, "accepted: image/png, image/jpeg"), (pdf(), "the file is application/pdf")] {
+    for (body, why) in [
+        (html, "accepted: image/png, image/jpeg"),
+        (svg, "accepted: image/png, image/jpeg"),
+        (pdf(), "the file is application/pdf"),
+    ] {
         let req = multipart(
             auth(Req::post().uri("/api/pets/"), &w.api, w.alice),
-            &[data(json!({"name": "Rex", "shared": false})), file("photo", "x.png", "image/png", body)],
+            &[
+                data(json!({"name": "Rex", "shared": false})),
+                file("photo", "x.png", "image/png", body),
+            ],
         );
         let (s, v) = send(&app, req).await;
         assert_eq!(s, 422, "{v}");
@@ -491,41 +601,78 @@ async fn disguised_oversized_or_client_written_files_are_refused_and_leave_nothi
     // Over its size: 413.
     let req = multipart(
         auth(Req::post().uri("/api/pets/"), &w.api, w.alice),
-        &[data(json!({"name": "Rex", "shared": false})), file("photo", "big.png", "image/png", png(70 * 1024, 0))],
+        &[
+            data(json!({"name": "Rex", "shared": false})),
+            file("photo", "big.png", "image/png", png(70 * 1024, 0)),
+        ],
     );
     let (s, v) = send(&app, req).await;
     assert_eq!(s, 413, "{v}");
     // Metadata written by the client (it could name another row's file) is refused.
     let forged = json!({"id": Uuid::new_v4(), "name": "x.png", "size": 1, "type": "image/png"});
-    let (s, v) = send(&app, auth(Req::post().uri("/api/pets/").set_json(json!({"name": "Rex", "shared": false, "photo": forged})), &w.api, w.alice)).await;
+    let (s, v) = send(
+        &app,
+        auth(
+            Req::post()
+                .uri("/api/pets/")
+                .set_json(json!({"name": "Rex", "shared": false, "photo": forged})),
+            &w.api,
+            w.alice,
+        ),
+    )
+    .await;
     assert_eq!(s, 422, "{v}");
     assert_eq!(v["field"], "photo");
     // An unknown part, a repeated file, an idempotency key.
     let req = multipart(
         auth(Req::post().uri("/api/pets/"), &w.api, w.alice),
-        &[data(json!({"name": "Rex", "shared": false})), file("avatar", "a.png", "image/png", png(4, 0))],
+        &[
+            data(json!({"name": "Rex", "shared": false})),
+            file("avatar", "a.png", "image/png", png(4, 0)),
+        ],
     );
     assert_eq!(send(&app, req).await.0, 422);
     let req = multipart(
         auth(Req::post().uri("/api/pets/"), &w.api, w.alice),
-        &[file("photo", "a.png", "image/png", png(4, 0)), file("photo", "b.png", "image/png", png(4, 0))],
+        &[
+            file("photo", "a.png", "image/png", png(4, 0)),
+            file("photo", "b.png", "image/png", png(4, 0)),
+        ],
     );
     assert_eq!(send(&app, req).await.0, 422);
     let req = multipart(
-        auth(Req::post().uri("/api/pets/").insert_header(("idempotency-key", "k-1")), &w.api, w.alice),
-        &[data(json!({"name": "Rex", "shared": false})), file("photo", "a.png", "image/png", png(4, 0))],
+        auth(
+            Req::post()
+                .uri("/api/pets/")
+                .insert_header(("idempotency-key", "k-1")),
+            &w.api,
+            w.alice,
+        ),
+        &[
+            data(json!({"name": "Rex", "shared": false})),
+            file("photo", "a.png", "image/png", png(4, 0)),
+        ],
     );
     assert_eq!(send(&app, req).await.0, 400);
     // A write that fails after its files were stored leaves none behind.
     let req = multipart(
         auth(Req::post().uri("/api/pets/"), &w.api, w.alice),
-        &[data(json!({"name": "x".repeat(41), "shared": false})), file("photo", "a.png", "image/png", png(4, 0))],
+        &[
+            data(json!({"name": "x".repeat(41), "shared": false})),
+            file("photo", "a.png", "image/png", png(4, 0)),
+        ],
     );
     let (s, v) = send(&app, req).await;
     assert_eq!(s, 422, "{v}");
     assert_eq!(v["errors"][0]["field"], "name", "{v}");
     // An anonymous upload is refused before its files are kept.
-    let req = multipart(Req::post().uri("/api/pets/"), &[data(json!({"name": "Rex", "shared": false})), file("photo", "a.png", "image/png", png(4, 0))]);
+    let req = multipart(
+        Req::post().uri("/api/pets/"),
+        &[
+            data(json!({"name": "Rex", "shared": false})),
+            file("photo", "a.png", "image/png", png(4, 0)),
+        ],
+    );
     assert_eq!(send(&app, req).await.0, 401);
     assert_eq!(stored(&w), Vec::<String>::new());
     let (s, list) = send(&app, auth(Req::get().uri("/api/pets/"), &w.api, w.alice)).await;
@@ -533,7 +680,10 @@ async fn disguised_oversized_or_client_written_files_are_refused_and_leave_nothi
     assert_eq!(list["pagination"]["total"], 0, "{list}");
 }
 
-async fn replacing_removing_and_deleting_remove_the_old_file_after_commit_on(t: TestDb, store: Store) {
+async fn replacing_removing_and_deleting_remove_the_old_file_after_commit_on(
+    t: TestDb,
+    store: Store,
+) {
     let w = world(&t, &store).await;
     let app = test::init_service(w.api.app()).await;
     let v = pet_with_photo(&app, &w, w.alice, false, png(10, 1)).await;
@@ -542,8 +692,17 @@ async fn replacing_removing_and_deleting_remove_the_old_file_after_commit_on(t: 
     assert_eq!(stored(&w).len(), 2);
     // The photo replaced on its own (no `data` part).
     let req = multipart(
-        auth(Req::patch().uri(&format!("/api/pets/{id}")), &w.api, w.alice),
-        &[file("photo", "new.jpg", "image/jpeg", b"\xFF\xD8\xFF\xE0\0\x10JFIF\0".to_vec())],
+        auth(
+            Req::patch().uri(&format!("/api/pets/{id}")),
+            &w.api,
+            w.alice,
+        ),
+        &[file(
+            "photo",
+            "new.jpg",
+            "image/jpeg",
+            b"\xFF\xD8\xFF\xE0\0\x10JFIF\0".to_vec(),
+        )],
     );
     let (s, v) = send(&app, req).await;
     assert_eq!(s, 200, "{v}");
@@ -551,8 +710,18 @@ async fn replacing_removing_and_deleting_remove_the_old_file_after_commit_on(t: 
     assert_eq!(v["name"], "Rex");
     let second = v["photo"]["url"].as_str().unwrap().to_owned();
     assert_ne!(first, second);
-    assert_eq!(call(&app, auth(Req::get().uri(&first), &w.api, w.alice)).await.0, 404);
-    assert_eq!(call(&app, auth(Req::get().uri(&second), &w.api, w.alice)).await.0, 200);
+    assert_eq!(
+        call(&app, auth(Req::get().uri(&first), &w.api, w.alice))
+            .await
+            .0,
+        404
+    );
+    assert_eq!(
+        call(&app, auth(Req::get().uri(&second), &w.api, w.alice))
+            .await
+            .0,
+        200
+    );
     assert_eq!(stored(&w).len(), 2);
     // A refused update keeps the old file and stores nothing new.
     let req = multipart(
@@ -563,23 +732,57 @@ async fn replacing_removing_and_deleting_remove_the_old_file_after_commit_on(t: 
     assert!(s == 403 || s == 404, "{s}");
     assert_eq!(stored(&w).len(), 2);
     // Removed with null.
-    let (s, v) = send(&app, auth(Req::patch().uri(&format!("/api/pets/{id}")).set_json(json!({"photo": null})), &w.api, w.alice)).await;
+    let (s, v) = send(
+        &app,
+        auth(
+            Req::patch()
+                .uri(&format!("/api/pets/{id}"))
+                .set_json(json!({"photo": null})),
+            &w.api,
+            w.alice,
+        ),
+    )
+    .await;
     assert_eq!(s, 200, "{v}");
     assert!(v["photo"].is_null());
-    assert_eq!(call(&app, auth(Req::get().uri(&second), &w.api, w.alice)).await.0, 404);
+    assert_eq!(
+        call(&app, auth(Req::get().uri(&second), &w.api, w.alice))
+            .await
+            .0,
+        404
+    );
     assert_eq!(stored(&w).len(), 1);
     // The row deleted: its files go too.
     let papers = v["papers"]["url"].as_str().unwrap().to_owned();
-    let (s, _) = send(&app, auth(Req::delete().uri(&format!("/api/pets/{id}")), &w.api, w.alice)).await;
+    let (s, _) = send(
+        &app,
+        auth(
+            Req::delete().uri(&format!("/api/pets/{id}")),
+            &w.api,
+            w.alice,
+        ),
+    )
+    .await;
     assert_eq!(s, 204);
-    assert_eq!(call(&app, auth(Req::get().uri(&papers), &w.api, w.alice)).await.0, 404);
+    assert_eq!(
+        call(&app, auth(Req::get().uri(&papers), &w.api, w.alice))
+            .await
+            .0,
+        404
+    );
     assert_eq!(stored(&w), Vec::<String>::new());
 }
 
-async fn a_soft_deleted_row_keeps_its_file_but_does_not_serve_it_on(t: TestDb, store: Store) {
-    let w = world(&t, &store).await;
+async fn a_soft_deleted_row_keeps_its_file_until_purged_on(t: TestDb, store: Store) {
+    let w = world_with(&t, &store, |c| c.db.soft_delete_retention = 1).await;
     let app = test::init_service(w.api.app()).await;
-    let req = multipart(Req::post().uri("/api/cards/"), &[data(json!({"title": "hello"})), file("picture", "p.png", "image/png", png(20, 9))]);
+    let req = multipart(
+        Req::post().uri("/api/cards/"),
+        &[
+            data(json!({"title": "hello"})),
+            file("picture", "p.png", "image/png", png(20, 9)),
+        ],
+    );
     let (s, v) = send(&app, req).await;
     assert_eq!(s, 201, "{v}");
     let id = v["id"].as_str().unwrap().to_owned();
@@ -593,6 +796,16 @@ async fn a_soft_deleted_row_keeps_its_file_but_does_not_serve_it_on(t: TestDb, s
     let (s, _) = send(&app, Req::post().uri(&format!("/api/cards/{id}/restore/"))).await;
     assert_eq!(s, 200);
     assert_eq!(call(&app, Req::get().uri(&url)).await.0, 200);
+    // Purged: the row and its file go for good.
+    assert_eq!(
+        send(&app, Req::delete().uri(&format!("/api/cards/{id}")))
+            .await
+            .0,
+        204
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    assert_eq!(w.api.purge_deleted().await.unwrap(), 1);
+    assert_eq!(stored(&w), Vec::<String>::new());
 }
 
 async fn files_gc_removes_old_orphans_and_keeps_held_and_young_files_on(t: TestDb, store: Store) {
@@ -608,7 +821,11 @@ async fn files_gc_removes_old_orphans_and_keeps_held_and_young_files_on(t: TestD
     // An object's age in a bucket cannot be set: there every orphan is swept at once.
     let (args, mut removed, kept): (&[&str], Vec<&String>, Vec<&String>) = match store {
         Store::Local => (&[], vec![&old], vec![&photo, &young, &foreign]),
-        Store::S3 { .. } => (&["--older-than", "0"], vec![&old, &young], vec![&photo, &foreign]),
+        Store::S3 { .. } => (
+            &["--older-than", "0"],
+            vec![&old, &young],
+            vec![&photo, &foreign],
+        ),
     };
     removed.sort();
     let cli = App::new("pets-app", build).config(config(&t, &store));
@@ -620,7 +837,11 @@ async fn files_gc_removes_old_orphans_and_keeps_held_and_young_files_on(t: TestD
     listed.sort();
     let expected: Vec<String> = removed.iter().map(|r| format!("{r} (129 bytes)")).collect();
     assert_eq!(listed, expected);
-    let total = format!("would remove {} orphaned file(s), {} bytes", removed.len(), 129 * removed.len());
+    let total = format!(
+        "would remove {} orphaned file(s), {} bytes",
+        removed.len(),
+        129 * removed.len()
+    );
     assert!(console.errors().contains(&total), "{}", console.errors());
     assert!(stored(&w).contains(&old));
     let mut console = Console::captured("");
@@ -638,19 +859,38 @@ async fn files_gc_removes_old_orphans_and_keeps_held_and_young_files_on(t: TestD
     }
     // The held file still downloads.
     let url = v["photo"]["url"].as_str().unwrap();
-    assert_eq!(call(&app, auth(Req::get().uri(url), &w.api, w.alice)).await.0, 200);
+    assert_eq!(
+        call(&app, auth(Req::get().uri(url), &w.api, w.alice))
+            .await
+            .0,
+        200
+    );
 }
 
-async fn a_signed_link_works_without_a_header_for_its_user_alone_and_expires_on(t: TestDb, store: Store) {
+async fn a_signed_link_works_without_a_header_for_its_user_alone_and_expires_on(
+    t: TestDb,
+    store: Store,
+) {
     let w = world(&t, &store).await;
     let app = test::init_service(w.api.app()).await;
     let v = pet_with_photo(&app, &w, w.alice, false, png(10, 1)).await;
     let url = v["photo"]["url"].as_str().unwrap().to_owned();
     // Bob may not read the row: no link for him.
-    let (s, _) = send(&app, auth(Req::post().uri(&format!("{url}/link")), &w.api, w.bob)).await;
+    let (s, _) = send(
+        &app,
+        auth(Req::post().uri(&format!("{url}/link")), &w.api, w.bob),
+    )
+    .await;
     assert_eq!(s, 404);
-    assert_eq!(send(&app, Req::post().uri(&format!("{url}/link"))).await.0, 401);
-    let (s, made) = send(&app, auth(Req::post().uri(&format!("{url}/link")), &w.api, w.alice)).await;
+    assert_eq!(
+        send(&app, Req::post().uri(&format!("{url}/link"))).await.0,
+        401
+    );
+    let (s, made) = send(
+        &app,
+        auth(Req::post().uri(&format!("{url}/link")), &w.api, w.alice),
+    )
+    .await;
     assert_eq!(s, 200, "{made}");
     let link = made["url"].as_str().unwrap().to_owned();
     assert!(link.starts_with(&format!("{url}?link=")), "{link}");
@@ -659,23 +899,71 @@ async fn a_signed_link_works_without_a_header_for_its_user_alone_and_expires_on(
     let (s, _, body) = call(&app, Req::get().uri(&link)).await;
     assert_eq!((s, body), (200, png(10, 1)));
     // Bob with his own credentials cannot use Alice's link.
-    assert_eq!(call(&app, auth(Req::get().uri(&link), &w.api, w.bob)).await.0, 403);
-    assert_eq!(call(&app, auth(Req::get().uri(&link), &w.api, w.alice)).await.0, 200);
+    assert_eq!(
+        call(&app, auth(Req::get().uri(&link), &w.api, w.bob))
+            .await
+            .0,
+        403
+    );
+    assert_eq!(
+        call(&app, auth(Req::get().uri(&link), &w.api, w.alice))
+            .await
+            .0,
+        200
+    );
     // A link changed in any part is refused: another file, another expiry, another user.
     let token = link.split("?link=").nth(1).unwrap().to_owned();
     let mut parts: Vec<String> = token.split('.').map(str::to_owned).collect();
     let other = pet_with_photo(&app, &w, w.alice, false, png(3, 3)).await;
     let other_url = other["photo"]["url"].as_str().unwrap();
-    assert_eq!(call(&app, Req::get().uri(&format!("{other_url}?link={token}"))).await.0, 403);
+    assert_eq!(
+        call(&app, Req::get().uri(&format!("{other_url}?link={token}")))
+            .await
+            .0,
+        403
+    );
     parts[0] = (parts[0].parse::<i64>().unwrap() + 3600).to_string();
-    assert_eq!(call(&app, Req::get().uri(&format!("{url}?link={}", parts.join(".")))).await.0, 403);
+    assert_eq!(
+        call(
+            &app,
+            Req::get().uri(&format!("{url}?link={}", parts.join(".")))
+        )
+        .await
+        .0,
+        403
+    );
     let mut parts: Vec<String> = token.split('.').map(str::to_owned).collect();
     parts[1] = w.bob.simple().to_string();
-    assert_eq!(call(&app, Req::get().uri(&format!("{url}?link={}", parts.join(".")))).await.0, 403);
-    assert_eq!(call(&app, Req::get().uri(&format!("{url}?link=garbage"))).await.0, 403);
+    assert_eq!(
+        call(
+            &app,
+            Req::get().uri(&format!("{url}?link={}", parts.join(".")))
+        )
+        .await
+        .0,
+        403
+    );
+    assert_eq!(
+        call(&app, Req::get().uri(&format!("{url}?link=garbage")))
+            .await
+            .0,
+        403
+    );
     // The row's rules still apply to the link's user: once deleted, nothing.
     let id = v["id"].as_str().unwrap();
-    assert_eq!(send(&app, auth(Req::delete().uri(&format!("/api/pets/{id}")), &w.api, w.alice)).await.0, 204);
+    assert_eq!(
+        send(
+            &app,
+            auth(
+                Req::delete().uri(&format!("/api/pets/{id}")),
+                &w.api,
+                w.alice
+            )
+        )
+        .await
+        .0,
+        204
+    );
     assert_eq!(call(&app, Req::get().uri(&link)).await.0, 404);
 }
 
@@ -689,17 +977,34 @@ async fn a_signed_link_expires_on(t: TestDb, store: Store) {
     let mut conn = db.get().await.unwrap();
     with_conn!(conn, |c| c.batch_execute(ddl).await).unwrap();
     drop(conn);
-    let alice = users::create_user(&db, "alice@example.com", "some-pass", true, 4).await.unwrap();
+    let alice = users::create_user(&db, "alice@example.com", "some-pass", true, 4)
+        .await
+        .unwrap();
     let api = build(cfg, db).unwrap();
-    let w = World { api, data: t.data_dir(), store, alice, bob: alice };
+    let w = World {
+        api,
+        data: t.data_dir(),
+        store,
+        alice,
+        bob: alice,
+    };
     let app = test::init_service(w.api.app()).await;
     let v = pet_with_photo(&app, &w, w.alice, false, png(10, 1)).await;
     let url = v["photo"]["url"].as_str().unwrap().to_owned();
-    let (s, made) = send(&app, auth(Req::post().uri(&format!("{url}/link")), &w.api, w.alice)).await;
+    let (s, made) = send(
+        &app,
+        auth(Req::post().uri(&format!("{url}/link")), &w.api, w.alice),
+    )
+    .await;
     assert_eq!(s, 200, "{made}");
     // Valid for no whole second: past the next second boundary it is refused.
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
-    assert_eq!(call(&app, Req::get().uri(made["url"].as_str().unwrap())).await.0, 403);
+    assert_eq!(
+        call(&app, Req::get().uri(made["url"].as_str().unwrap()))
+            .await
+            .0,
+        403
+    );
 }
 
 async fn the_description_documents_uploads_and_downloads_on(t: TestDb, store: Store) {
@@ -710,14 +1015,29 @@ async fn the_description_documents_uploads_and_downloads_on(t: TestDb, store: St
     let spec: Value = serde_json::from_slice(&body).unwrap();
     let create = &spec["paths"]["/api/pets/"]["post"]["requestBody"]["content"];
     let form = &create["multipart/form-data"];
-    assert_eq!(form["schema"]["properties"]["photo"]["format"], "binary", "{create}");
-    assert_eq!(form["schema"]["properties"]["data"]["$ref"], "#/components/schemas/PetCreate");
+    assert_eq!(
+        form["schema"]["properties"]["photo"]["format"], "binary",
+        "{create}"
+    );
+    assert_eq!(
+        form["schema"]["properties"]["data"]["$ref"],
+        "#/components/schemas/PetCreate"
+    );
     assert_eq!(form["encoding"]["data"]["contentType"], "application/json");
-    assert_eq!(form["encoding"]["photo"]["contentType"], "image/png, image/jpeg");
+    assert_eq!(
+        form["encoding"]["photo"]["contentType"],
+        "image/png, image/jpeg"
+    );
     // The JSON body never carries a file member.
     let json_schema = &spec["components"]["schemas"]["PetCreate"];
-    assert!(json_schema["properties"]["photo"].is_null(), "{json_schema}");
-    assert!(spec["paths"]["/api/pets/{id}"]["patch"]["requestBody"]["content"]["multipart/form-data"].is_object());
+    assert!(
+        json_schema["properties"]["photo"].is_null(),
+        "{json_schema}"
+    );
+    assert!(
+        spec["paths"]["/api/pets/{id}"]["patch"]["requestBody"]["content"]["multipart/form-data"]
+            .is_object()
+    );
     // Answers describe the file's metadata.
     let file = &spec["components"]["schemas"]["Pet"]["properties"]["photo"];
     for member in ["id", "name", "size", "type", "url"] {
@@ -726,7 +1046,10 @@ async fn the_description_documents_uploads_and_downloads_on(t: TestDb, store: St
     let download = &spec["paths"]["/api/pets/{id}/files/{file_id}"]["get"];
     assert_eq!(download["operationId"], "downloadPetFile");
     for t in ["image/png", "image/jpeg", "application/pdf"] {
-        assert_eq!(download["responses"]["200"]["content"][t]["schema"]["format"], "binary", "{t}");
+        assert_eq!(
+            download["responses"]["200"]["content"][t]["schema"]["format"], "binary",
+            "{t}"
+        );
     }
     assert!(download["responses"]["206"].is_object() && download["responses"]["416"].is_object());
     let link = &spec["paths"]["/api/pets/{id}/files/{file_id}/link"]["post"];
@@ -779,13 +1102,13 @@ backend_tests! {
         }
     }
 
-    async fn a_soft_deleted_row_keeps_its_file_but_does_not_serve_it(t) {
-        a_soft_deleted_row_keeps_its_file_but_does_not_serve_it_on(t, Store::Local).await;
+    async fn a_soft_deleted_row_keeps_its_file_until_purged(t) {
+        a_soft_deleted_row_keeps_its_file_until_purged_on(t, Store::Local).await;
     }
 
-    async fn a_soft_deleted_row_keeps_its_file_but_does_not_serve_it_on_s3(t) {
+    async fn a_soft_deleted_row_keeps_its_file_until_purged_on_s3(t) {
         if let Some(store) = Store::s3() {
-            a_soft_deleted_row_keeps_its_file_but_does_not_serve_it_on(t, store).await;
+            a_soft_deleted_row_keeps_its_file_until_purged_on(t, store).await;
         }
     }
 

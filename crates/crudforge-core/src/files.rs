@@ -17,27 +17,74 @@ pub struct MediaType {
 /// without a reliable signature (plain text, CSV, SVG, HTML) are not in the list, so they can
 /// never be declared: their content could not be told apart from a disguised document.
 pub const MEDIA_TYPES: &[MediaType] = &[
-    MediaType { name: "image/png", inline: true },
-    MediaType { name: "image/jpeg", inline: true },
-    MediaType { name: "image/gif", inline: true },
-    MediaType { name: "image/webp", inline: true },
-    MediaType { name: "image/avif", inline: true },
-    MediaType { name: "image/bmp", inline: true },
-    MediaType { name: "image/tiff", inline: false },
-    MediaType { name: "image/heif", inline: false },
-    MediaType { name: "application/pdf", inline: false },
-    MediaType { name: "application/zip", inline: false },
-    MediaType { name: "application/gzip", inline: false },
-    MediaType { name: "audio/mpeg", inline: false },
-    MediaType { name: "audio/ogg", inline: false },
-    MediaType { name: "video/mp4", inline: false },
-    MediaType { name: "video/webm", inline: false },
+    MediaType {
+        name: "image/png",
+        inline: true,
+    },
+    MediaType {
+        name: "image/jpeg",
+        inline: true,
+    },
+    MediaType {
+        name: "image/gif",
+        inline: true,
+    },
+    MediaType {
+        name: "image/webp",
+        inline: true,
+    },
+    MediaType {
+        name: "image/avif",
+        inline: true,
+    },
+    MediaType {
+        name: "image/bmp",
+        inline: true,
+    },
+    MediaType {
+        name: "image/tiff",
+        inline: false,
+    },
+    MediaType {
+        name: "image/heif",
+        inline: false,
+    },
+    MediaType {
+        name: "application/pdf",
+        inline: false,
+    },
+    MediaType {
+        name: "application/zip",
+        inline: false,
+    },
+    MediaType {
+        name: "application/gzip",
+        inline: false,
+    },
+    MediaType {
+        name: "audio/mpeg",
+        inline: false,
+    },
+    MediaType {
+        name: "audio/ogg",
+        inline: false,
+    },
+    MediaType {
+        name: "video/mp4",
+        inline: false,
+    },
+    MediaType {
+        name: "video/webm",
+        inline: false,
+    },
 ];
 
 /// The entry of [`MEDIA_TYPES`] named `name` (compared without case).
 #[must_use]
 pub fn media_type(name: &str) -> Option<&'static MediaType> {
-    MEDIA_TYPES.iter().find(|m| m.name.eq_ignore_ascii_case(name))
+    MEDIA_TYPES
+        .iter()
+        .find(|m| m.name.eq_ignore_ascii_case(name))
 }
 
 /// Reads a size: a whole number of bytes, optionally followed by a unit, `B`, `KiB`, `MiB` or

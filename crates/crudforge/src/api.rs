@@ -383,8 +383,9 @@ impl Api {
     }
 
     /// Removes for good the rows of every mounted soft-delete resource that were deleted more
-    /// than `SOFT_DELETE_RETENTION` seconds ago; how many. Nothing when the setting is 0 (the
-    /// default: deleted rows are kept). [`Api::server`] runs it in the background.
+    /// than `SOFT_DELETE_RETENTION` seconds ago, and (with the `files` feature) the files they
+    /// held; how many rows. Nothing when the setting is 0 (the default: deleted rows are kept).
+    /// [`Api::server`] runs it in the background.
     ///
     /// # Errors
     ///
@@ -397,7 +398,26 @@ impl Api {
         let before = chrono::Utc::now() - chrono::Duration::seconds(i64::from(retention));
         let mut purged = 0;
         for m in &self.mounts {
-            purged += m.purge_deleted(&self.state.db, before).await?;
+            // The purged rows' files go with them (the `files` feature): those held before
+            // the purge and no longer after it.
+            #[cfg(feature = "files")]
+            let held = m.file_refs(&self.state.db).await?;
+            let n = m.purge_deleted(&self.state.db, before).await?;
+            #[cfg(feature = "files")]
+            if let (true, Some((table, before_ids))) = (n > 0, held) {
+                let after: std::collections::HashSet<uuid::Uuid> = m
+                    .file_refs(&self.state.db)
+                    .await?
+                    .map(|(_, ids)| ids.into_iter().collect())
+                    .unwrap_or_default();
+                let gone: Vec<(&'static str, uuid::Uuid)> = before_ids
+                    .into_iter()
+                    .filter(|id| !after.contains(id))
+                    .map(|id| (table, id))
+                    .collect();
+                self.state.files.remove_all(&gone).await;
+            }
+            purged += n;
         }
         Ok(purged)
     }
@@ -579,26 +599,7 @@ impl Api {
             match self.purge_deleted().await {
                 Ok(0) => {}
                 Ok(n) => {
-                    tracing::info!(target: "crudforge::db", rows = n, "purged soft-deleted rows");
-                    // The purged rows' files go too. A file younger than the retention (at
-                    // least a minute) may be an upload whose row is being written: kept.
-                    #[cfg(feature = "files")]
-                    {
-                        let grace = std::time::Duration::from_secs(u64::from(retention).clamp(60, 3600));
-                        match self.sweep_files(grace, false).await {
-                            Ok(removed) if !removed.is_empty() => tracing::info!(
-                                target: "crudforge::db",
-                                files = removed.len(),
-                                "removed the files of purged rows"
-                            ),
-                            Ok(_) => {}
-                            Err(e) => tracing::warn!(
-                                target: "crudforge::db",
-                                error = %e,
-                                "removing the files of purged rows failed"
-                            ),
-                        }
-                    }
+                    tracing::info!(target: "crudforge::db", rows = n, "purged soft-deleted rows")
                 }
                 Err(e) => {
                     tracing::warn!(target: "crudforge::db", error = %e, "purging soft-deleted rows failed")

@@ -2,9 +2,9 @@
 //! name the member at fault.
 
 use crate::error::Error;
-use actix_web::HttpMessage as _;
 use actix_web::dev::Payload;
 use actix_web::http::header;
+use actix_web::HttpMessage as _;
 use actix_web::{web, FromRequest, HttpRequest};
 use futures_util::future::LocalBoxFuture;
 use serde::de::DeserializeOwned;

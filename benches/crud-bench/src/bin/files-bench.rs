@@ -154,7 +154,11 @@ impl Conn {
         s.write_all(body).expect("write body");
         let mut line = String::new();
         self.stream.read_line(&mut line).expect("status line");
-        let status: u16 = line.split(' ').nth(1).and_then(|c| c.parse().ok()).expect("status");
+        let status: u16 = line
+            .split(' ')
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .expect("status");
         let mut len = 0usize;
         loop {
             line.clear();
@@ -240,14 +244,21 @@ fn run(rounds: usize) -> ExitCode {
     let server = Server(child);
     let started = Instant::now();
     while TcpStream::connect(&addr).is_err() {
-        assert!(started.elapsed() < Duration::from_secs(30), "the server did not start");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the server did not start"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     let pid = server.0.id();
     let mut c = Conn::open(&addr);
     let one = png(MIB);
     let form = multipart(&one);
-    let create = post("/api/blobs/", &format!("multipart/form-data; boundary={BOUNDARY}"), form.len());
+    let create = post(
+        "/api/blobs/",
+        &format!("multipart/form-data; boundary={BOUNDARY}"),
+        form.len(),
+    );
     let plain = post("/plain/upload", "application/octet-stream", one.len());
     // Warm-up, and one created blob to download.
     let (s, created) = c.call(&create, &form);
@@ -289,7 +300,9 @@ fn run(rounds: usize) -> ExitCode {
         }
         results[3].1.push(rate(per_round, MIB, t.elapsed()));
     }
-    println!("1 MiB transfers, one keep-alive connection, {rounds} rounds of {per_round}: median MiB/s");
+    println!(
+        "1 MiB transfers, one keep-alive connection, {rounds} rounds of {per_round}: median MiB/s"
+    );
     for (what, mut v) in results {
         v.sort_by(f64::total_cmp);
         println!("  {what:<48} {:>8.1}", v[v.len() / 2]);
@@ -298,7 +311,11 @@ fn run(rounds: usize) -> ExitCode {
     // Memory during one 100 MiB upload, sampled every 5 ms from another thread.
     let (idle, _) = memory(pid);
     let big = multipart(&png(100 * MIB));
-    let head = post("/api/blobs/", &format!("multipart/form-data; boundary={BOUNDARY}"), big.len());
+    let head = post(
+        "/api/blobs/",
+        &format!("multipart/form-data; boundary={BOUNDARY}"),
+        big.len(),
+    );
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let sampler = {
         let done = done.clone();
@@ -332,8 +349,14 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     match args.get(1).map(String::as_str) {
         Some("serve") => {
-            let dir = args.iter().position(|a| a == "--dir").and_then(|i| args.get(i + 1));
-            let bind = args.iter().position(|a| a == "--bind").and_then(|i| args.get(i + 1));
+            let dir = args
+                .iter()
+                .position(|a| a == "--dir")
+                .and_then(|i| args.get(i + 1));
+            let bind = args
+                .iter()
+                .position(|a| a == "--bind")
+                .and_then(|i| args.get(i + 1));
             let (Some(dir), Some(bind)) = (dir, bind) else {
                 eprintln!("usage: files-bench serve --dir DIR --bind ADDR");
                 return ExitCode::FAILURE;

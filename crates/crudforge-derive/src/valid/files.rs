@@ -31,19 +31,59 @@ pub(super) fn check(cx: &Ctxt, f: &Field) {
     }
     let a = &f.attrs;
     let others = [
-        (matches!(a.filter, Some((true, _))), "filter = true", "a file cannot be filtered or sorted on"),
-        (a.max_len.is_some() || a.min_len.is_some(), "max_len/min_len", "the size is `max_size`"),
-        (a.min.is_some() || a.max.is_some(), "min/max", "a file is not a number"),
-        (a.pattern.is_some() || a.one_of.is_some() || a.email.is_some(), "a text validator", "a file is not text"),
-        (a.validate.is_some(), "validate", "the server checks a file's size and type"),
+        (
+            matches!(a.filter, Some((true, _))),
+            "filter = true",
+            "a file cannot be filtered or sorted on",
+        ),
+        (
+            a.max_len.is_some() || a.min_len.is_some(),
+            "max_len/min_len",
+            "the size is `max_size`",
+        ),
+        (
+            a.min.is_some() || a.max.is_some(),
+            "min/max",
+            "a file is not a number",
+        ),
+        (
+            a.pattern.is_some() || a.one_of.is_some() || a.email.is_some(),
+            "a text validator",
+            "a file is not text",
+        ),
+        (
+            a.validate.is_some(),
+            "validate",
+            "the server checks a file's size and type",
+        ),
         (a.set.is_some(), "set", "a file comes from an upload"),
-        (a.default.is_some(), "default", "a file comes from an upload"),
+        (
+            a.default.is_some(),
+            "default",
+            "a file comes from an upload",
+        ),
         (a.password.is_some(), "password", "a file is not a password"),
         (a.unique.is_some(), "unique", "a file is not a key"),
-        (a.read_only.is_some(), "read_only", "clients upload a file member"),
-        (a.write_only.is_some(), "write_only", "a file member is returned as its name, size, type and URL"),
-        (a.skip.is_some(), "skip", "a skipped member is not in the API"),
-        (a.references.is_some() || a.belongs_to.is_some(), "a relation", "a file is not a key"),
+        (
+            a.read_only.is_some(),
+            "read_only",
+            "clients upload a file member",
+        ),
+        (
+            a.write_only.is_some(),
+            "write_only",
+            "a file member is returned as its name, size, type and URL",
+        ),
+        (
+            a.skip.is_some(),
+            "skip",
+            "a skipped member is not in the API",
+        ),
+        (
+            a.references.is_some() || a.belongs_to.is_some(),
+            "a relation",
+            "a file is not a key",
+        ),
     ];
     for (_, key, why) in others.iter().filter(|(on, _, _)| *on) {
         cx.error_at(

@@ -548,10 +548,11 @@ impl<C: Subcommand + 'static, U: Args + 'static> App<C, U> {
             }
             #[cfg(feature = "files")]
             Command::Files {
-                command: FilesCommand::Gc {
-                    dry_run,
-                    older_than,
-                },
+                command:
+                    FilesCommand::Gc {
+                        dry_run,
+                        older_than,
+                    },
             } => {
                 let (db, _) = open_and_migrate(&config, shared.migrations()).await?;
                 let api = (shared.build)(config, db)?;

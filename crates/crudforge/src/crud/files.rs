@@ -181,7 +181,10 @@ pub(crate) async fn delete<R: Resource>(
 }
 
 fn file_members<R: Resource>() -> impl Iterator<Item = &'static str> {
-    R::FIELDS.iter().filter(|f| f.file.is_some()).map(|f| f.name)
+    R::FIELDS
+        .iter()
+        .filter(|f| f.file.is_some())
+        .map(|f| f.name)
 }
 
 /// The file members a JSON body sets to `null`.
@@ -320,7 +323,10 @@ pub(crate) async fn link<R: Resource>(
 fn link_param(req: &HttpRequest) -> Result<Option<String>, Error> {
     let pairs: Vec<(String, String)> = serde_urlencoded::from_str(req.query_string())
         .map_err(|_| Error::bad_param("link", "is malformed"))?;
-    let mut links = pairs.into_iter().filter(|(k, _)| k == "link").map(|(_, v)| v);
+    let mut links = pairs
+        .into_iter()
+        .filter(|(k, _)| k == "link")
+        .map(|(_, v)| v);
     let first = links.next();
     if links.next().is_some() {
         return Err(Error::bad_param("link", "is given twice"));
@@ -363,15 +369,17 @@ async fn link_user<R: Resource>(
     };
     let expires: i64 = expires.parse().map_err(|_| refused())?;
     let user = uuid::Uuid::parse_str(user).map_err(|_| refused())?;
-    let key = req.match_info().get(&shared.res_id_param).unwrap_or_default();
+    let key = req
+        .match_info()
+        .get(&shared.res_id_param)
+        .unwrap_or_default();
     let file = req
         .match_info()
         .get(FILE_PARAM)
         .and_then(|v| uuid::Uuid::parse_str(v).ok())
         .ok_or_else(refused)?;
     let expected = link_signature(st, R::sql_table(), key, file, user, expires);
-    let genuine: bool =
-        subtle::ConstantTimeEq::ct_eq(expected.as_bytes(), sig.as_bytes()).into();
+    let genuine: bool = subtle::ConstantTimeEq::ct_eq(expected.as_bytes(), sig.as_bytes()).into();
     if !genuine || expires < chrono::Utc::now().timestamp() {
         return Err(refused());
     }
@@ -393,7 +401,11 @@ async fn link_user<R: Resource>(
 /// whole file (no header, or one this server does not split: several ranges, other units),
 /// `Err(())` for a range outside the file (416).
 fn range(req: &HttpRequest, etag: &str, size: u64) -> Result<Option<(u64, u64)>, ()> {
-    let Some(spec) = req.headers().get(header::RANGE).and_then(|v| v.to_str().ok()) else {
+    let Some(spec) = req
+        .headers()
+        .get(header::RANGE)
+        .and_then(|v| v.to_str().ok())
+    else {
         return Ok(None);
     };
     // `If-Range` with another tag (or a date) asks for the whole file.
@@ -424,7 +436,9 @@ fn range(req: &HttpRequest, etag: &str, size: u64) -> Result<Option<(u64, u64)>,
         let end = if last.is_empty() {
             size.saturating_sub(1)
         } else {
-            last.parse::<u64>().map_err(|_| ())?.min(size.saturating_sub(1))
+            last.parse::<u64>()
+                .map_err(|_| ())?
+                .min(size.saturating_sub(1))
         };
         (start, end)
     };
@@ -509,7 +523,9 @@ async fn serve(
             let n = usize::try_from((stop - at).min(READ_CHUNK as u64)).unwrap_or(READ_CHUNK);
             let bytes = storage.read(table, id, at, n).await?;
             if bytes.is_empty() {
-                return Err(Error::Internal("file storage: a stored file is shorter than recorded".into()));
+                return Err(Error::Internal(
+                    "file storage: a stored file is shorter than recorded".into(),
+                ));
             }
             let next = at + bytes.len() as u64;
             Ok(Some((web::Bytes::from(bytes), (storage, next, stop))))

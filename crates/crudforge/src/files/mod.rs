@@ -83,7 +83,9 @@ pub(crate) fn register_mount(ty: std::any::TypeId, prefix: &str, res_id: &'stati
     if prefix.contains('{') {
         return;
     }
-    let mut mounts = MOUNTS.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut mounts = MOUNTS
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if !mounts.iter().any(|(t, _, _)| *t == ty) {
         mounts.push((ty, prefix.to_owned(), res_id));
     }
@@ -100,7 +102,9 @@ impl UrlBase {
         key_of: impl FnOnce(&str) -> Option<String>,
     ) -> Option<UrlBase> {
         let (prefix, res_id) = {
-            let mounts = MOUNTS.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mounts = MOUNTS
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             let (_, prefix, res_id) = mounts.iter().find(|(t, _, _)| *t == ty)?;
             (prefix.clone(), *res_id)
         };
@@ -228,7 +232,7 @@ impl diesel::serialize::ToSql<crate::sql_types::PortableJson, diesel::pg::Pg> fo
 // A file binds to its column as `Portable(file)`, like the other portable values.
 mod bind {
     use super::File;
-    use crate::sql_types::{portable, PortableJson, Portable};
+    use crate::sql_types::{portable, Portable, PortableJson};
     use diesel::expression::AsExpression;
     use diesel::internal::derives::as_expression::Bound;
     use diesel::sql_types::Nullable;

@@ -33,8 +33,12 @@ impl S3 {
     /// The bucket `url` names (`s3://bucket[/prefix]?endpoint=URL&region=NAME`), with the
     /// configured credentials.
     pub(crate) fn from_config(url: &str, config: &crate::config::Config) -> Result<S3, String> {
-        let bad = |why: &str| format!("FILES_STORAGE: {why} (expected s3://bucket[/prefix]?endpoint=URL&region=NAME)");
-        let rest = url.strip_prefix("s3://").ok_or_else(|| bad("not an s3:// URL"))?;
+        let bad = |why: &str| {
+            format!("FILES_STORAGE: {why} (expected s3://bucket[/prefix]?endpoint=URL&region=NAME)")
+        };
+        let rest = url
+            .strip_prefix("s3://")
+            .ok_or_else(|| bad("not an s3:// URL"))?;
         let (location, query) = rest.split_once('?').unwrap_or((rest, ""));
         let (bucket, prefix) = location.split_once('/').unwrap_or((location, ""));
         if bucket.is_empty() {
@@ -67,9 +71,7 @@ impl S3 {
                 .map_err(|_| "FILES_S3_SECRET_ACCESS_KEY: not UTF-8".to_owned())?;
             builder = builder.with_secret_access_key(secret);
         }
-        let store = builder
-            .build()
-            .map_err(|e| format!("FILES_STORAGE: {e}"))?;
+        let store = builder.build().map_err(|e| format!("FILES_STORAGE: {e}"))?;
         Ok(S3 {
             store: Arc::new(store),
             prefix: prefix.trim_matches('/').to_owned(),

@@ -102,7 +102,8 @@ impl Storage {
         let dest = Self::path(root, table, id);
         let tmp = folder.join(format!(".upload-{}", id.hyphenated()));
         blocking(move || {
-            crate::owner_only::create_dir(&folder).map_err(|e| io_error("creating a folder", &e))?;
+            crate::owner_only::create_dir(&folder)
+                .map_err(|e| io_error("creating a folder", &e))?;
             let mut options = std::fs::OpenOptions::new();
             options.write(true).create_new(true);
             #[cfg(unix)]
@@ -176,10 +177,7 @@ impl Storage {
 
     /// Every stored file, for the orphan sweep: its table folder, id, size and age.
     /// Unfinished uploads (`.upload-*`) older than `stale` are removed on the way.
-    pub(crate) async fn list(
-        &self,
-        stale: std::time::Duration,
-    ) -> Result<Vec<Stored>, Error> {
+    pub(crate) async fn list(&self, stale: std::time::Duration) -> Result<Vec<Stored>, Error> {
         let root = match self {
             Storage::Local { root } => root.clone(),
             #[cfg(feature = "s3")]
@@ -293,9 +291,7 @@ impl LocalWriting {
         };
         let (tmp, dest) = (self.tmp.clone(), self.dest.clone());
         blocking(move || {
-            let done = file
-                .sync_all()
-                .and_then(|()| std::fs::rename(&tmp, &dest));
+            let done = file.sync_all().and_then(|()| std::fs::rename(&tmp, &dest));
             if let Err(e) = done {
                 let _ = std::fs::remove_file(&tmp);
                 return Err(io_error("storing a file", &e));

@@ -154,7 +154,16 @@ pub(crate) async fn read(
         files: Vec::new(),
         table,
     };
-    let read = read_parts(headers, payload, fields, storage, json_limit, &mut out, &mut cleanup).await;
+    let read = read_parts(
+        headers,
+        payload,
+        fields,
+        storage,
+        json_limit,
+        &mut out,
+        &mut cleanup,
+    )
+    .await;
     match read {
         Ok(()) => Ok(out),
         Err(e) => {
@@ -222,7 +231,10 @@ async fn read_parts(
             .content_disposition()
             .and_then(|cd| cd.get_filename())
             .map_or_else(|| "file".to_owned(), sanitize_name);
-        let file = store_part(&mut part, field.name, &rule, file_name, storage, out.table, cleanup).await?;
+        let file = store_part(
+            &mut part, field.name, &rule, file_name, storage, out.table, cleanup,
+        )
+        .await?;
         out.files.push((field.name, file));
     }
     Ok(())

@@ -84,7 +84,9 @@ pub(super) fn with_uploads<R: Resource>(
     let schema = Schema::Object(SchemaObject {
         instance_type: Some(InstanceType::Object.into()),
         metadata: Some(Box::new(Metadata {
-            description: Some("The members as the JSON part `data`, and one part per file member.".to_owned()),
+            description: Some(
+                "The members as the JSON part `data`, and one part per file member.".to_owned(),
+            ),
             ..Default::default()
         })),
         object: Some(Box::new(ObjectValidation {
@@ -146,7 +148,9 @@ pub(super) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
             ParameterIn::Header,
             false,
             Some(match header {
-                "Range" => "One byte range (`bytes=0-1023`, `bytes=-500`): answered with 206.".into(),
+                "Range" => {
+                    "One byte range (`bytes=0-1023`, `bytes=-500`): answered with 206.".into()
+                }
                 "If-None-Match" => "The file's `ETag`: 304 when it has not changed.".into(),
                 _ => "The file's `ETag`: the range only while it is unchanged.".into(),
             }),
