@@ -424,7 +424,7 @@ impl Api {
 
     /// Removes (or, with `dry_run`, only lists) the stored files no row of a mounted resource
     /// holds and older than `older_than` (the files feature): files left by a crash between an
-    /// upload and its row, or by purged rows. A younger file may belong to an upload whose row
+    /// upload and its row, or by rows removed outside the API. A younger file may belong to an upload whose row
     /// is being written, so it is left alone. Gives what was (or would be) removed.
     ///
     /// # Errors

@@ -196,8 +196,8 @@ enum Command<C: Subcommand, U: Args> {
 #[cfg(feature = "files")]
 #[derive(Debug, Subcommand)]
 enum FilesCommand {
-    /// Remove the stored files that no row holds (left by a crash mid-upload, or by purged
-    /// rows): prints one `table/id (bytes)` line each, then a total.
+    /// Remove the stored files that no row holds (left by a crash mid-upload, or by rows
+    /// removed outside the API): prints one `table/id (bytes)` line each, then a total.
     Gc {
         /// List them without removing anything.
         #[arg(long)]
