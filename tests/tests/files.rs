@@ -184,7 +184,7 @@ fn config(t: &TestDb, store: &Store) -> Config {
 
 fn build(config: Config, db: Database) -> Result<Api, BoxError> {
     Ok(Api::new(config, db)?
-        .mount(Pet::blueprint("/api/pets/"))?
+        .mount(Pet::blueprint("/api/pets/").batch([crudforge::crud::Operation::Delete]))?
         .mount(Card::blueprint("/api/cards/"))?)
 }
 
@@ -236,7 +236,7 @@ async fn world_with(t: &TestDb, store: &Store, tune: impl FnOnce(&mut Config)) -
         .unwrap();
     let api = Api::new(cfg, db)
         .unwrap()
-        .mount(Pet::blueprint("/api/pets/"))
+        .mount(Pet::blueprint("/api/pets/").batch([crudforge::crud::Operation::Delete]))
         .unwrap()
         .mount(Card::blueprint("/api/cards/"))
         .unwrap();
@@ -771,6 +771,32 @@ async fn replacing_removing_and_deleting_remove_the_old_file_after_commit_on(
         404
     );
     assert_eq!(stored(&w), Vec::<String>::new());
+    // A batch delete: the deleted rows' files go, the others stay.
+    let a = pet_with_photo(&app, &w, w.alice, false, png(4, 1)).await;
+    let b = pet_with_photo(&app, &w, w.alice, false, png(4, 2)).await;
+    let keep = pet_with_photo(&app, &w, w.alice, false, png(4, 3)).await;
+    assert_eq!(stored(&w).len(), 6);
+    let del = json!({"items": [{"id": a["id"]}, {"id": b["id"]}]});
+    let (s, v) = send(
+        &app,
+        auth(
+            Req::post().uri("/api/pets/batch/delete/").set_json(del),
+            &w.api,
+            w.alice,
+        ),
+    )
+    .await;
+    assert_eq!(s, 204, "{v}");
+    let left = stored(&w);
+    let expected: Vec<String> = {
+        let mut e = vec![
+            format!("pets/{}", keep["photo"]["id"].as_str().unwrap()),
+            format!("pets/{}", keep["papers"]["id"].as_str().unwrap()),
+        ];
+        e.sort();
+        e
+    };
+    assert_eq!(left, expected);
 }
 
 async fn a_soft_deleted_row_keeps_its_file_until_purged_on(t: TestDb, store: Store) {

@@ -180,6 +180,36 @@ pub(crate) async fn delete<R: Resource>(
     answer
 }
 
+/// The batch delete on a resource with file members: once it commits, the files of the rows
+/// it removed go too (those the table held before it and no longer does; a soft delete keeps
+/// them).
+pub(crate) async fn delete_batch<R: Resource>(
+    shared: &Shared<R>,
+    req: HttpRequest,
+    body: web::Bytes,
+) -> Result<HttpResponse, Error> {
+    if R::SOFT_DELETE {
+        return write::batch::delete(shared, req, body).await;
+    }
+    let st = ApiState::of(&req)?;
+    let (files, db) = (st.files.clone(), st.db.clone());
+    let before = referenced::<R>(&mut db.get().await?).await?;
+    let answer = write::batch::delete(shared, req, body).await;
+    if succeeded(&answer) {
+        let after: std::collections::HashSet<uuid::Uuid> = referenced::<R>(&mut db.get().await?)
+            .await?
+            .into_iter()
+            .collect();
+        let gone: Vec<_> = before
+            .into_iter()
+            .filter(|id| !after.contains(id))
+            .map(|id| (R::sql_table(), id))
+            .collect();
+        files.remove_all(&gone).await;
+    }
+    answer
+}
+
 fn file_members<R: Resource>() -> impl Iterator<Item = &'static str> {
     R::FIELDS
         .iter()

@@ -531,6 +531,12 @@ impl<R: Resource> Mounted<R> {
         if batch.contains(&Operation::Delete) {
             let path = format!("{}{}", self.prefix, write::batch::DELETE_PATH);
             routes.add(&path, |resource| {
+                #[cfg(feature = "files")]
+                if crate::crud::files::has_files::<R>() {
+                    return resource.route(
+                        web::post().to(handler!(self.shared, crate::crud::files::delete_batch)),
+                    );
+                }
                 resource.route(web::post().to(handler!(self.shared, write::batch::delete)))
             });
         }
