@@ -194,6 +194,26 @@ pub(crate) async fn newest(conn: &mut Conn, table: &str) -> Result<i64, Error> {
     Ok(newest.unwrap_or(0))
 }
 
+/// Whether the event `id` of `table` is still retained: a resume after it misses nothing
+/// (pruning removes the oldest events first). Position 0 (no event yet) always is.
+///
+/// # Errors
+///
+/// Database errors.
+pub(crate) async fn retained(conn: &mut Conn, table: &str, id: i64) -> Result<bool, Error> {
+    if id == 0 {
+        return Ok(true);
+    }
+    let found: Option<i64> = crate::with_conn!(conn, |c| {
+        let q = events::table
+            .filter(events::resource.eq(table))
+            .filter(events::id.eq(id))
+            .select(events::id);
+        diesel_async::RunQueryDsl::get_result(q, c).await.optional()
+    })?;
+    Ok(found.is_some())
+}
+
 /// Prunes the events of `table` past the retention: those older than `max_age`, and all but
 /// the newest `keep` among those older than `resume` (an event a parked stream may still need
 /// for its resume is never pruned). Small statements outside any write.
@@ -284,8 +304,9 @@ pub(crate) struct Parked {
     pub(crate) query: String,
     /// The id of the last event the stream wrote.
     pub(crate) emitted: i64,
-    /// The last event its queue had given it (events between `emitted` and this one told
-    /// the client nothing).
+    /// The event its resume starts after: the last one it took from its queue, or the
+    /// delivery's position when its queue was empty (events between `emitted` and this one
+    /// told the client nothing).
     pub(crate) pulled: i64,
     /// The keys it had shown.
     pub(crate) known: HashSet<Arc<str>>,
