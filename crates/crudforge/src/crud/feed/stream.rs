@@ -7,7 +7,7 @@
 use super::{Fact, Feed, Kind, Parked, Sub};
 use crate::crud::Resource;
 use crate::db::Database;
-use crate::realtime::{Permit, Session, METRICS};
+use crate::realtime::{Permit, Session};
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -189,7 +189,7 @@ impl<R: Resource> Stream<R> {
             }
         };
         self.emitted = e.id;
-        METRICS.sent.inc();
+        crate::metrics::global().event_sent();
         Some(event(&event_id(e.id, &self.token), kind.as_str(), &body))
     }
 }
