@@ -98,6 +98,22 @@ pub async fn record_change<R: Resource>(
     record(conn, R::sql_table(), &vec![(kind, key.to_owned())]).await
 }
 
+/// Records, like [`record_change`], that the rows `keys` of `R` were all created, updated,
+/// deleted or restored: for a bulk write of many rows (a seeding command, an import), in
+/// the transaction that wrote them, with one lock and one notification for all.
+///
+/// # Errors
+///
+/// Database errors (the write then rolls back with its events).
+pub async fn record_changes<R: Resource>(
+    conn: &mut Conn,
+    kind: Kind,
+    keys: impl IntoIterator<Item = String>,
+) -> Result<(), Error> {
+    let journal: Journal = keys.into_iter().map(|k| (kind, k)).collect();
+    record(conn, R::sql_table(), &journal).await
+}
+
 /// The changes one write made to a resource with a feed: kind and row key, in order.
 pub(crate) type Journal = Vec<(Kind, String)>;
 
@@ -112,27 +128,41 @@ pub(crate) async fn record(conn: &mut Conn, table: &str, journal: &Journal) -> R
     if journal.is_empty() {
         return Ok(());
     }
-    let pg = conn.backend() == crate::db::Backend::Postgres;
     let now = chrono::Utc::now().timestamp_micros();
-    crate::with_conn!(conn, |c| {
-        if pg {
+    let rows: Vec<_> = journal
+        .iter()
+        .map(|(kind, key)| {
+            (
+                events::resource.eq(table),
+                events::kind.eq(kind.as_str()),
+                events::row_key.eq(key.as_str()),
+                events::created_at.eq(now),
+            )
+        })
+        .collect();
+    crate::__by_backend!(*conn, |c|
+        sqlite => {
+            // One statement a row: SQLite's Diesel backend has no multi-row `INSERT`.
+            for row in &rows {
+                let q = diesel::insert_into(events::table).values(row.clone());
+                diesel_async::RunQueryDsl::execute(q, c).await?;
+            }
+            Ok::<_, diesel::result::Error>(())
+        },
+        postgres => {
             let lock = format!(
                 "SELECT pg_advisory_xact_lock({EVENTS_LOCK_KEY}); SELECT pg_notify('{}', '')",
                 crate::realtime::CHANNEL
             );
             diesel_async::SimpleAsyncConnection::batch_execute(c, &lock).await?;
+            // Up to 1,000 rows a statement (4 parameters each, far below PostgreSQL's limit).
+            for chunk in rows.chunks(1000) {
+                let q = diesel::insert_into(events::table).values(chunk.to_vec());
+                diesel_async::RunQueryDsl::execute(q, c).await?;
+            }
+            Ok::<_, diesel::result::Error>(())
         }
-        for (kind, key) in journal {
-            let q = diesel::insert_into(events::table).values((
-                events::resource.eq(table),
-                events::kind.eq(kind.as_str()),
-                events::row_key.eq(key),
-                events::created_at.eq(now),
-            ));
-            diesel_async::RunQueryDsl::execute(q, c).await?;
-        }
-        Ok::<_, diesel::result::Error>(())
-    })?;
+    )?;
     Ok(())
 }
 
