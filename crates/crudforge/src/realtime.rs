@@ -16,6 +16,7 @@ use uuid::Uuid;
 
 /// The PostgreSQL channel a write notifies (in its transaction, so at its commit) and every
 /// instance listens on.
+#[cfg(feature = "postgres")]
 pub(crate) const CHANNEL: &str = "crudforge_events";
 
 /// How long a stream ticket stays valid.

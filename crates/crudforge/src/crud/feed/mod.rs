@@ -35,6 +35,7 @@ use tokio::sync::mpsc;
 /// The PostgreSQL advisory lock a write holds from its first event to its commit, so that
 /// event ids are committed in the order they were taken (a reader never passes an id that a
 /// transaction still open would commit later).
+#[cfg(feature = "postgres")]
 pub(crate) const EVENTS_LOCK_KEY: i64 = 0x6372_7564_6576_7473;
 
 /// What happened to a row, as a feed's events say it.
@@ -144,7 +145,7 @@ pub(crate) async fn record(conn: &mut Conn, table: &str, journal: &Journal) -> R
         sqlite => {
             // One statement a row: SQLite's Diesel backend has no multi-row `INSERT`.
             for row in &rows {
-                let q = diesel::insert_into(events::table).values(row.clone());
+                let q = diesel::insert_into(events::table).values(*row);
                 diesel_async::RunQueryDsl::execute(q, c).await?;
             }
             Ok::<_, diesel::result::Error>(())
