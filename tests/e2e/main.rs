@@ -7,6 +7,7 @@ mod clients;
 mod foundation;
 mod indexes;
 mod instances;
+mod live;
 mod locking;
 mod operations;
 mod reference;

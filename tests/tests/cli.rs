@@ -195,7 +195,83 @@ async fn login(api: &Api, email: &str, password: &str) -> u16 {
         .as_u16()
 }
 
+/// An application whose users and role grants offer feeds (the `realtime` feature).
+fn build_with_feeds(config: Config, db: Database) -> Result<Api, BoxError> {
+    Ok(Api::new(config, db)?
+        .mount(UserBlueprint::default().crud(|b| b.events()))?
+        .mount(crudforge::users::UserRole::blueprint("/api/roles/").events())?)
+}
+
+/// The recorded events: (resource, kind, key), in order.
+async fn recorded(db: &Database) -> Vec<(String, String, String)> {
+    diesel::table! {
+        crudforge_events (id) {
+            id -> BigInt,
+            resource -> Text,
+            kind -> Text,
+            row_key -> Text,
+            created_at -> BigInt,
+        }
+    }
+    let mut conn = db.get().await.unwrap();
+    with_conn!(conn, |c| {
+        let q = crudforge_events::table
+            .order(crudforge_events::id.asc())
+            .select((
+                crudforge_events::resource,
+                crudforge_events::kind,
+                crudforge_events::row_key,
+            ));
+        diesel_async::RunQueryDsl::load(q, c).await
+    })
+    .unwrap()
+}
+
+/// The id of `role`'s grant row.
+async fn grant_id(db: &Database, role: &str) -> String {
+    use crudforge::users::schema::user_roles;
+    let mut conn = db.get().await.unwrap();
+    let id: Uuid = with_conn!(conn, |c| {
+        diesel_async::RunQueryDsl::get_result(
+            user_roles::table
+                .filter(user_roles::role.eq(role.to_owned()))
+                .select(user_roles::id),
+            c,
+        )
+        .await
+    })
+    .unwrap();
+    id.to_string()
+}
+
 backend_tests! {
+    async fn the_command_lines_writes_are_recorded_for_feeds(t) {
+        let (config, db) = setup(&t).await;
+        // An application without feeds: nothing is recorded.
+        let plain = app(&config);
+        assert_eq!(run(&plain, &["create-user", "--email", "bob@example.com", "--password-stdin", "--admin"], "bob secret\n").await.0, 0);
+        assert_eq!(recorded(&db).await, []);
+        // With feeds on users and role grants, each write is recorded in its transaction.
+        let cli = App::new("feeds-app", build_with_feeds).config(config.clone());
+        let mut console = Console::captured("alice secret\n");
+        let status = cli.run(["feeds-app", "create-user", "--email", "alice@example.com", "--password-stdin", "--admin"], &mut console).await;
+        assert_eq!(status, 0, "{}", console.errors());
+        let alice = console.output().trim().to_owned();
+        let mut console = Console::captured("");
+        assert_eq!(cli.run(["feeds-app", "grant-role", "--email", "alice@example.com", "--role", "MODERATOR"], &mut console).await, 0, "{}", console.errors());
+        let moderator = grant_id(&db, "MODERATOR").await;
+        let mut console = Console::captured("");
+        assert_eq!(cli.run(["feeds-app", "revoke-role", "--email", "alice@example.com", "--role", "MODERATOR"], &mut console).await, 0, "{}", console.errors());
+        // Refused: nothing written, nothing recorded.
+        let mut console = Console::captured("");
+        assert_eq!(cli.run(["feeds-app", "revoke-role", "--email", "alice@example.com", "--role", "MODERATOR"], &mut console).await, 1);
+        let events = recorded(&db).await;
+        let got: Vec<(&str, &str)> = events.iter().map(|(r, k, _)| (r.as_str(), k.as_str())).collect();
+        assert_eq!(got, [("users", "created"), ("user_roles", "created"), ("user_roles", "created"), ("user_roles", "deleted")]);
+        assert_eq!(events[0].2, alice);
+        assert_eq!((events[2].2.as_str(), events[3].2.as_str()), (moderator.as_str(), moderator.as_str()));
+    }
+
     async fn create_user_with_the_password_on_stdin_then_login(t) {
         let (config, db) = setup(&t).await;
         let cli = app(&config);

@@ -228,40 +228,47 @@ impl Sse {
         self.try_next().await.expect("the stream ended")
     }
 
-    /// The next event, or `None` when the stream ends.
-    async fn try_next(&mut self) -> Option<Ev> {
+    /// The next block of the stream as written (an event or a comment), or `None` when the
+    /// stream ends; panics when none comes within 20 s.
+    async fn next_block(&mut self) -> Option<String> {
         loop {
             if let Some(i) = self.buf.find("\n\n") {
-                let block: String = self.buf.drain(..i + 2).collect();
-                let mut ev = Ev {
-                    id: None,
-                    event: String::new(),
-                    data: Value::Null,
-                };
-                let mut comment = true;
-                for line in block.lines() {
-                    if let Some(v) = line.strip_prefix("id: ") {
-                        ev.id = Some(v.to_owned());
-                    } else if let Some(v) = line.strip_prefix("event: ") {
-                        ev.event = v.to_owned();
-                        comment = false;
-                    } else if let Some(v) = line.strip_prefix("data: ") {
-                        ev.data = serde_json::from_str(v).unwrap();
-                    }
-                }
-                if comment {
-                    continue;
-                }
-                return Some(ev);
+                return Some(self.buf.drain(..i + 2).collect());
             }
             let chunk = tokio::time::timeout(
                 Duration::from_secs(20),
                 futures_util::future::poll_fn(|cx| Pin::new(&mut self.body).poll_next(cx)),
             )
             .await
-            .expect("an event within 20 s")?;
+            .expect("a block within 20 s")?;
             self.buf
                 .push_str(std::str::from_utf8(&chunk.unwrap()).unwrap());
+        }
+    }
+
+    /// The next event, or `None` when the stream ends.
+    async fn try_next(&mut self) -> Option<Ev> {
+        loop {
+            let block = self.next_block().await?;
+            let mut ev = Ev {
+                id: None,
+                event: String::new(),
+                data: Value::Null,
+            };
+            let mut comment = true;
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("id: ") {
+                    ev.id = Some(v.to_owned());
+                } else if let Some(v) = line.strip_prefix("event: ") {
+                    ev.event = v.to_owned();
+                    comment = false;
+                } else if let Some(v) = line.strip_prefix("data: ") {
+                    ev.data = serde_json::from_str(v).unwrap();
+                }
+            }
+            if !comment {
+                return Some(ev);
+            }
         }
     }
 }
@@ -699,17 +706,130 @@ backend_tests! {
         assert_eq!(recorded(w.api.db()).await.len(), before);
     }
 
+    async fn the_process_cap_answers_503_with_retry_after(t) {
+        let w = world(&t, config(&t, |c| c.ops.realtime_max_streams = 1)).await;
+        let app = test::init_service(w.api.app()).await;
+        let (first, _) = subscribe(&app, &w.api, Some(w.alice), "").await;
+        // Another user, under the per-user cap, is refused by the process's.
+        let resp = test::call_service(&app, auth(Req::get().uri("/api/memos/events/"), &w.api, w.bob).to_request()).await;
+        assert_eq!(resp.status().as_u16(), 503);
+        let retry = resp.headers().get("retry-after").map(|v| v.to_str().unwrap().parse::<u64>().unwrap());
+        assert!(retry.is_some_and(|s| s >= 1), "{:?}", resp.headers());
+        assert_eq!(resp.headers().get("content-type").unwrap(), "application/problem+json");
+        // The place is free again once the stream is gone.
+        drop(first);
+        let (_bob, ready) = subscribe(&app, &w.api, Some(w.bob), "").await;
+        assert!(ready.id.is_some());
+    }
+
+    async fn an_idle_stream_gets_heartbeats(t) {
+        let w = world(&t, config(&t, |c| c.ops.realtime_heartbeat = 1)).await;
+        let app = test::init_service(w.api.app()).await;
+        let (mut s, _) = subscribe(&app, &w.api, Some(w.alice), "").await;
+        // Nothing happens: a comment line comes (the reader gives up after 20 s).
+        assert_eq!(s.next_block().await.as_deref(), Some(": heartbeat\n\n"));
+        // And the stream goes on.
+        let id = memo(&app, &w.api, w.alice, json!({"title": "after the beat"})).await;
+        let ev = s.next().await;
+        assert_eq!((ev.event.as_str(), ev.data["id"].as_str()), ("created", Some(id.as_str())));
+    }
+
+    async fn a_view_larger_than_the_maximum_is_refused_or_reset(t) {
+        let w = world(&t, config(&t, |c| c.ops.realtime_view_max = 2)).await;
+        let app = test::init_service(w.api.app()).await;
+        for i in 0..3 {
+            memo(&app, &w.api, w.alice, json!({"title": format!("m{i}")})).await;
+        }
+        // Alice's view holds three memos: refused at subscription.
+        let resp = test::call_service(&app, auth(Req::get().uri("/api/memos/events/"), &w.api, w.alice).to_request()).await;
+        assert_eq!(resp.status().as_u16(), 400);
+        assert_eq!(resp.headers().get("content-type").unwrap(), "application/problem+json");
+        let problem: Value = serde_json::from_slice(&test::read_body(resp).await).unwrap();
+        assert_eq!(problem["status"], 400, "{problem}");
+        // Bob's view of the same memos is empty (he may read none of them): accepted.
+        let (_bob, _) = subscribe(&app, &w.api, Some(w.bob), "").await;
+        // A narrower view of Alice's is accepted; it grows to the maximum, then past it.
+        let (mut s, _) = subscribe(&app, &w.api, Some(w.alice), "?priority__gte=5").await;
+        for i in 0..2 {
+            let id = memo(&app, &w.api, w.alice, json!({"title": format!("p{i}"), "priority": 5})).await;
+            let ev = s.next().await;
+            assert_eq!((ev.event.as_str(), ev.data["id"].as_str()), ("created", Some(id.as_str())));
+        }
+        memo(&app, &w.api, w.alice, json!({"title": "p2", "priority": 5})).await;
+        let ev = s.next().await;
+        assert_eq!((ev.event.as_str(), ev.data["reason"].as_str()), ("reset", Some("view_too_large")), "{ev:?}");
+        assert!(s.try_next().await.is_none(), "the stream ends after the reset");
+    }
+
+    async fn a_stream_ends_when_its_token_expires(t) {
+        let w = world(&t, config(&t, |c| c.auth.jwt_access_token_expires = 3)).await;
+        let app = test::init_service(w.api.app()).await;
+        let (mut by_bearer, _) = subscribe(&app, &w.api, Some(w.alice), "").await;
+        // A ticket stands for the token it was obtained with, its expiry included.
+        let (s, v) = send(&app, auth(Req::post().uri("/api/memos/events/ticket"), &w.api, w.bob)).await;
+        assert_eq!(s, 200, "{v}");
+        let uri = format!("/api/memos/events/?ticket={}", v["ticket"].as_str().unwrap());
+        let resp = test::call_service(&app, Req::get().uri(&uri).to_request()).await;
+        assert_eq!(resp.status().as_u16(), 200);
+        let mut by_ticket = Sse { body: resp.map_into_boxed_body().into_body(), buf: String::new() };
+        assert_eq!(by_ticket.next().await.event, "ready");
+        for s in [&mut by_bearer, &mut by_ticket] {
+            let ev = s.next().await;
+            assert_eq!((ev.event.as_str(), ev.data["reason"].as_str()), ("end", Some("token_expired")), "{ev:?}");
+            assert!(s.try_next().await.is_none(), "the stream ends");
+        }
+    }
+
+    async fn retention_by_age_and_a_resume_from_before_it(t) {
+        let w = world(&t, config(&t, |c| {
+            c.ops.realtime_retention_seconds = 3600;
+            c.ops.realtime_resume_seconds = 300;
+        })).await;
+        let app = test::init_service(w.api.app()).await;
+        let (mut s, _) = subscribe(&app, &w.api, Some(w.bob), "?shared=true").await;
+        memo(&app, &w.api, w.alice, json!({"title": "a", "shared": true})).await;
+        let last = s.next().await.id.unwrap();
+        drop(s);
+        // Missed while away.
+        memo(&app, &w.api, w.alice, json!({"title": "b", "shared": true})).await;
+        // Nothing is old enough yet.
+        assert_eq!(w.api.prune_events().await.unwrap(), 0);
+        // The two events age past the retention (their times moved two hours back); a new
+        // one stays.
+        let mut conn = w.api.db().get().await.unwrap();
+        with_conn!(conn, |c| c.batch_execute("UPDATE crudforge_events SET created_at = created_at - 7200000000;").await).unwrap();
+        drop(conn);
+        let c = memo(&app, &w.api, w.alice, json!({"title": "c"})).await;
+        assert_eq!(w.api.prune_events().await.unwrap(), 2);
+        let left = recorded(w.api.db()).await;
+        assert_eq!(left, vec![("memos".to_owned(), "created".to_owned(), c)]);
+        // The stream's state is still parked, but what it missed is gone: `reset`, then the
+        // stream goes on from now.
+        let resp = test::call_service(&app, auth(Req::get().uri("/api/memos/events/?shared=true").insert_header(("last-event-id", last.as_str())), &w.api, w.bob).to_request()).await;
+        assert_eq!(resp.status().as_u16(), 200);
+        let mut sse = Sse { body: resp.map_into_boxed_body().into_body(), buf: String::new() };
+        let ev = sse.next().await;
+        assert_eq!((ev.event.as_str(), ev.data["reason"].as_str()), ("reset", Some("resume_unavailable")), "{ev:?}");
+        assert_eq!(sse.next().await.event, "ready");
+        let d = memo(&app, &w.api, w.alice, json!({"title": "d", "shared": true})).await;
+        let ev = sse.next().await;
+        assert_eq!((ev.event.as_str(), ev.data["id"].as_str()), ("created", Some(d.as_str())));
+    }
+
     async fn retention_is_pruned(t) {
         let w = world(&t, config(&t, |c| {
             c.ops.realtime_retention_events = 2;
             c.ops.realtime_resume_seconds = 0;
         })).await;
         let app = test::init_service(w.api.app()).await;
+        let mut ids = Vec::new();
         for i in 0..5 {
-            memo(&app, &w.api, w.alice, json!({"title": format!("m{i}")})).await;
+            ids.push(memo(&app, &w.api, w.alice, json!({"title": format!("m{i}")})).await);
         }
+        // By count: the two newest stay.
         assert_eq!(w.api.prune_events().await.unwrap(), 3);
-        assert_eq!(recorded(w.api.db()).await.len(), 2);
+        let left: Vec<String> = recorded(w.api.db()).await.into_iter().map(|(_, _, key)| key).collect();
+        assert_eq!(left, ids[3..]);
     }
 }
 

@@ -478,6 +478,12 @@ impl Api {
         Ok(pruned)
     }
 
+    /// The tables of the resources whose blueprints offer a feed (the `realtime` feature).
+    #[cfg(feature = "realtime")]
+    pub(crate) fn feed_tables(&self) -> Vec<&'static str> {
+        self.mounts.iter().filter_map(|m| m.feed_table()).collect()
+    }
+
     /// Ends every open event stream of this API (the `realtime` feature), as a graceful
     /// shutdown does: each stream writes `event: end` (`{"reason":"shutdown"}`) and closes.
     #[cfg(feature = "realtime")]

@@ -80,6 +80,13 @@ pub trait Mount: Send + Sync + 'static {
         let _ = db;
         Box::pin(async { Ok(None) })
     }
+    /// The table of the resource whose feed this mount offers (the `realtime` feature), if
+    /// it offers one. None by default.
+    #[cfg(feature = "realtime")]
+    #[doc(hidden)]
+    fn feed_table(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 /// The table of a resource with file members and the ids of the files its rows hold.

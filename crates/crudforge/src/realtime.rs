@@ -1,22 +1,22 @@
 //! Live updates' part of one API that every feed shares (the `realtime` feature): the wake-up
 //! of the feeds' delivery (a write's commit in this process, or on PostgreSQL a `NOTIFY` from
 //! any instance, heard on one `LISTEN` connection), the caps on open streams (per process and
-//! per user), the single-use stream tickets, the metrics, and the signal that closes every
+//! per user), the single-use stream tickets, and the signal that closes every
 //! stream at shutdown. The feeds themselves (what a subscriber receives) are `crud::feed`.
 
 use crate::error::Error;
-use prometheus::{IntCounter, IntGauge};
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 #[cfg(feature = "postgres")]
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use uuid::Uuid;
 
 /// The PostgreSQL channel a write notifies (in its transaction, so at its commit) and every
 /// instance listens on.
+#[cfg(feature = "postgres")]
 pub(crate) const CHANNEL: &str = "crudforge_events";
 
 /// How long a stream ticket stays valid.
@@ -95,7 +95,7 @@ impl Drop for Permit {
                 open.per_user.remove(&self.user);
             }
         }
-        METRICS.open.dec();
+        crate::metrics::global().stream_closed();
     }
 }
 
@@ -154,7 +154,7 @@ impl Hub {
         }
         open.all += 1;
         *open.per_user.entry(user).or_insert(0) += 1;
-        METRICS.open.inc();
+        crate::metrics::global().stream_opened();
         Ok(Permit {
             hub: self.clone(),
             user,
@@ -250,49 +250,4 @@ impl Hub {
             }
         });
     }
-}
-
-/// The feeds' metrics, registered in the process's registry on first use.
-pub(crate) struct RealtimeMetrics {
-    /// Streams open now.
-    pub(crate) open: IntGauge,
-    /// Events written to streams.
-    pub(crate) sent: IntCounter,
-    /// Streams ended by the server because the subscriber was too slow.
-    pub(crate) dropped: IntCounter,
-}
-
-/// The feeds' metrics.
-pub(crate) static METRICS: LazyLock<RealtimeMetrics> = LazyLock::new(|| {
-    let r = crate::metrics::global().registry();
-    let open = IntGauge::new("crudforge_realtime_streams_open", "Event streams open now.")
-        .unwrap_or_else(|_| unreachable_metric());
-    let sent = IntCounter::new(
-        "crudforge_realtime_events_sent_total",
-        "Events written to event streams.",
-    )
-    .unwrap_or_else(|_| unreachable_counter());
-    let dropped = IntCounter::new(
-        "crudforge_realtime_streams_dropped_total",
-        "Event streams the server ended because the subscriber could not keep up.",
-    )
-    .unwrap_or_else(|_| unreachable_counter());
-    let _ = r.register(Box::new(open.clone()));
-    let _ = r.register(Box::new(sent.clone()));
-    let _ = r.register(Box::new(dropped.clone()));
-    RealtimeMetrics {
-        open,
-        sent,
-        dropped,
-    }
-});
-
-/// A gauge outside any registry (only if a constant name were invalid).
-fn unreachable_metric() -> IntGauge {
-    IntGauge::new("crudforge_realtime_unused", "unused").unwrap_or_else(|_| unreachable!())
-}
-
-/// A counter outside any registry (only if a constant name were invalid).
-fn unreachable_counter() -> IntCounter {
-    IntCounter::new("crudforge_realtime_unused_total", "unused").unwrap_or_else(|_| unreachable!())
 }

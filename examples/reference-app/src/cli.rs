@@ -3,6 +3,7 @@
 //! `docs/cli.md`) and the reference application's own: `create-domain`, `seed-critters`, and
 //! the profile names of `create-user`.
 
+use crate::api::critters::Critter;
 use crate::api::domains::{RefDomain, RefDomainCreate};
 use crate::api::schema::critters;
 use crate::api::users::AppUser;
@@ -168,7 +169,9 @@ async fn insert_critters(conn: &mut Conn, rows: &[SeedRow]) -> Result<(), Error>
     Ok(())
 }
 
-/// Inserts `count` critters in batches inside one transaction; returns their ids.
+/// Inserts `count` critters in batches inside one transaction; returns their ids. The
+/// critters' blueprint offers a feed, so their creations are recorded in the same transaction:
+/// streams open on `/api/critters/events/` receive them once it commits.
 ///
 /// # Errors
 ///
@@ -194,7 +197,16 @@ pub async fn seed_critters(db: &Database, count: usize) -> Result<Vec<Uuid>, Err
     // All or nothing: one transaction, multi-row inserts of up to 1000 rows.
     let mut conn = db.get().await?;
     conn.begin(TxMode::Write).await?;
-    let inserted = insert_critters(&mut conn, &rows).await;
-    conn.finish(inserted).await?;
+    let written = async {
+        insert_critters(&mut conn, &rows).await?;
+        crudforge::crud::record_changes::<Critter>(
+            &mut conn,
+            crudforge::crud::EventKind::Created,
+            ids.iter().map(Uuid::to_string),
+        )
+        .await
+    }
+    .await;
+    conn.finish(written).await?;
     Ok(ids)
 }

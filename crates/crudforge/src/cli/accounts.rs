@@ -1,6 +1,7 @@
 //! `create-user` and `create-token`, and where their secrets come from: standard input or
 //! the environment, so that they need not appear in the process list.
 
+use super::feeds::{Change, Feeds, USERS, USER_ROLES};
 use super::{BoxError, Console, UserHook};
 use crate::config::Config;
 use crate::db::tx::{self, TxMode};
@@ -87,7 +88,8 @@ pub(crate) fn token(
 
 /// Creates a user with its unscoped roles, and whatever the application's hook writes, in one
 /// transaction: the password is checked and hashed first, then either everything is written
-/// or nothing is (a failed grant leaves no half-made account behind).
+/// or nothing is (a failed grant leaves no half-made account behind). The user's row and its
+/// grants are recorded for `feeds`, in the same transaction.
 ///
 /// # Errors
 ///
@@ -98,6 +100,7 @@ pub(crate) async fn create_user<U>(
     config: &Config,
     user: NewUser<'_, U>,
     hook: Option<&UserHook<U>>,
+    feeds: &Feeds,
 ) -> Result<Uuid, BoxError> {
     let email = user.email;
     let hash = users::new_user_hash(email, user.password, config.password_policy())
@@ -107,11 +110,15 @@ pub(crate) async fn create_user<U>(
     tx::begin(&mut conn, TxMode::Write).await?;
     let work = async {
         let id = users::create_user_in(&mut conn, email, &hash, user.enabled).await?;
+        feeds.record(&mut conn, USERS, Change::Created, id).await?;
         if let Some(hook) = hook {
             hook(&mut conn, id, user.extra).await?;
         }
         for role in &user.roles {
-            users::grant_role_in(&mut conn, id, role.as_str(), None).await?;
+            let grant = users::grant_role_in(&mut conn, id, role.as_str(), None).await?;
+            feeds
+                .record(&mut conn, USER_ROLES, Change::Created, grant)
+                .await?;
         }
         Ok(id)
     }

@@ -27,10 +27,12 @@
 //! | `schema` | `schema check`, `make-migrations` and `print-indexes` |
 //! | `accounts` | `create-user`, `create-token` and where their secrets come from |
 //! | `roles` | `grant-role` and `revoke-role`, with the operator's (a SUPERADMIN's) authority |
+//! | `feeds` | what those commands' writes record for the application's feeds (`realtime`) |
 
 mod accounts;
 mod console;
 mod database;
+mod feeds;
 mod roles;
 mod schema;
 mod serve;
@@ -625,7 +627,9 @@ impl<C: Subcommand + 'static, U: Args + 'static> App<C, U> {
             roles,
             extra: args.extra,
         };
-        let id = accounts::create_user(&db, &config, user, self.user_hook.as_deref()).await?;
+        let feeds = feeds::Feeds::of(&self.shared, &config, &db)?;
+        let id =
+            accounts::create_user(&db, &config, user, self.user_hook.as_deref(), &feeds).await?;
         console.println(&id.to_string());
         Ok(())
     }
@@ -646,7 +650,8 @@ async fn role_command(
         role: &args.role,
         domain: args.domain.as_deref(),
     };
-    match roles::change_role(&db, shared.roles, kind, change).await? {
+    let feeds = feeds::Feeds::of(shared, &config, &db)?;
+    match roles::change_role(&db, shared.roles, kind, change, &feeds).await? {
         roles::Done::Changed(line) | roles::Done::AlreadyHeld(line) => console.eprintln(&line),
     }
     Ok(())

@@ -1,6 +1,7 @@
 //! `grant-role` and `revoke-role`: a role given to or taken from the user with an e-mail
 //! address, in every domain or in one, with the operator's authority (a SUPERADMIN's).
 
+use super::feeds::{Change, Feeds, USER_ROLES};
 use super::BoxError;
 use crate::auth::{normalize_email, CurrentUser, RoleGrant};
 use crate::db::tx::{self, TxMode};
@@ -170,7 +171,7 @@ pub(crate) enum Kind {
 /// and the operator's authority must allow it ([`may_grant`], as the role endpoints apply
 /// it). Nothing else of the user changes: roles are read afresh on every request, so the
 /// change applies to the user's next request and its sessions continue, as after a grant
-/// through the API.
+/// through the API. The grant's row is recorded for `feeds` in the same transaction.
 ///
 /// # Errors
 ///
@@ -181,6 +182,7 @@ pub(crate) async fn change_role(
     roles: &[&str],
     kind: Kind,
     change: RoleChange<'_>,
+    feeds: &Feeds,
 ) -> Result<Done, BoxError> {
     let role = change.role;
     if !roles.contains(&role) {
@@ -188,7 +190,7 @@ pub(crate) async fn change_role(
     }
     let mut conn = db.get().await?;
     tx::begin(&mut conn, TxMode::Write).await?;
-    let work = in_transaction(&mut conn, kind, &change).await;
+    let work = in_transaction(&mut conn, kind, &change, feeds).await;
     match work {
         Ok(Ok(done)) => {
             tx::commit(&mut conn).await?;
@@ -211,6 +213,7 @@ async fn in_transaction(
     conn: &mut Conn,
     kind: Kind,
     change: &RoleChange<'_>,
+    feeds: &Feeds,
 ) -> Result<Result<Done, String>, Error> {
     let (email, role) = (change.email, change.role);
     let user = match user_by_email(conn, email).await? {
@@ -234,7 +237,10 @@ async fn in_transaction(
             "{email} already holds {role} {place}; nothing changed"
         )),
         Kind::Grant => {
-            crate::users::grant_role_in(conn, user, role, domain).await?;
+            let grant = crate::users::grant_role_in(conn, user, role, domain).await?;
+            feeds
+                .record(conn, USER_ROLES, Change::Created, grant)
+                .await?;
             Done::Changed(format!("granted {role} to {email} {place}"))
         }
         Kind::Revoke if held.is_empty() => {
@@ -248,6 +254,11 @@ async fn in_transaction(
             )));
         }
         Kind::Revoke => {
+            for grant in &held {
+                feeds
+                    .record(conn, USER_ROLES, Change::Deleted, *grant)
+                    .await?;
+            }
             delete_rows(conn, held).await?;
             Done::Changed(format!("revoked {role} from {email} {place}"))
         }

@@ -198,13 +198,21 @@ pub(crate) async fn feed<R: Resource>(
     // received. The events it needs are retained: pruning keeps every event younger than
     // REALTIME_RESUME_SECONDS (see `feed::prune`).
     let mut opening = Vec::new();
-    let resumed = last_event_id
+    let mut resumed = last_event_id
         .as_deref()
         .and_then(stream::parse_event_id)
         .and_then(|(n, token)| {
             let p = feed.unpark(token, user, &query)?;
             (p.emitted == n).then(|| (token.to_owned(), p))
         });
+    // Events pruned since (an event older than the retention, which a stream far behind may
+    // still have needed): what it missed is gone, so it starts afresh after a `reset`.
+    if let Some((_, p)) = &resumed {
+        let mut conn = st.db.get().await?;
+        if !crate::crud::feed::retained(&mut conn, R::sql_table(), p.pulled).await? {
+            resumed = None;
+        }
+    }
     if last_event_id.is_some() && resumed.is_none() {
         opening.extend_from_slice(&stream::reset("resume_unavailable"));
     }

@@ -56,7 +56,7 @@ pub(crate) use crate::condition::{Arg, Cond, Condition, Conditions, Sort};
 pub(crate) use crate::field::{FieldInfo, Kind};
 pub use conditional::entity_tag;
 #[cfg(feature = "realtime")]
-pub use feed::{record_change, Kind as EventKind};
+pub use feed::{record_change, record_changes, Kind as EventKind};
 pub use hooks::HookCtx;
 pub(crate) use list::limits::ListCaps;
 pub use mount::blueprint::CrudBlueprint;

@@ -239,10 +239,13 @@ pub async fn grant_role(
     domain_id: Option<Uuid>,
 ) -> Result<(), Error> {
     let mut conn = db.get().await?;
-    grant_role_in(&mut conn, user_id, role, domain_id).await
+    grant_role_in(&mut conn, user_id, role, domain_id)
+        .await
+        .map(|_| ())
 }
 
-/// Grants a role to a user on `conn`, which may be inside a transaction.
+/// Grants a role to a user on `conn`, which may be inside a transaction; the id of the
+/// grant's row.
 ///
 /// # Errors
 ///
@@ -252,12 +255,13 @@ pub(crate) async fn grant_role_in(
     user_id: Uuid,
     role: &str,
     domain_id: Option<Uuid>,
-) -> Result<(), Error> {
+) -> Result<Uuid, Error> {
     let now = crate::timestamp::now();
+    let id = Uuid::new_v4();
     with_conn!(conn, |c| {
         diesel_async::RunQueryDsl::execute(
             diesel::insert_into(user_roles::table).values((
-                user_roles::id.eq(Portable(Uuid::new_v4())),
+                user_roles::id.eq(Portable(id)),
                 user_roles::created_at.eq(Portable(now)),
                 user_roles::updated_at.eq(Portable(now)),
                 user_roles::user_id.eq(Portable(user_id)),
@@ -268,5 +272,5 @@ pub(crate) async fn grant_role_in(
         )
         .await
     })?;
-    Ok(())
+    Ok(id)
 }

@@ -35,6 +35,7 @@ use tokio::sync::mpsc;
 /// The PostgreSQL advisory lock a write holds from its first event to its commit, so that
 /// event ids are committed in the order they were taken (a reader never passes an id that a
 /// transaction still open would commit later).
+#[cfg(feature = "postgres")]
 pub(crate) const EVENTS_LOCK_KEY: i64 = 0x6372_7564_6576_7473;
 
 /// What happened to a row, as a feed's events say it.
@@ -98,6 +99,22 @@ pub async fn record_change<R: Resource>(
     record(conn, R::sql_table(), &vec![(kind, key.to_owned())]).await
 }
 
+/// Records, like [`record_change`], that the rows `keys` of `R` were all created, updated,
+/// deleted or restored: for a bulk write of many rows (a seeding command, an import), in
+/// the transaction that wrote them, with one lock and one notification for all.
+///
+/// # Errors
+///
+/// Database errors (the write then rolls back with its events).
+pub async fn record_changes<R: Resource>(
+    conn: &mut Conn,
+    kind: Kind,
+    keys: impl IntoIterator<Item = String>,
+) -> Result<(), Error> {
+    let journal: Journal = keys.into_iter().map(|k| (kind, k)).collect();
+    record(conn, R::sql_table(), &journal).await
+}
+
 /// The changes one write made to a resource with a feed: kind and row key, in order.
 pub(crate) type Journal = Vec<(Kind, String)>;
 
@@ -112,27 +129,41 @@ pub(crate) async fn record(conn: &mut Conn, table: &str, journal: &Journal) -> R
     if journal.is_empty() {
         return Ok(());
     }
-    let pg = conn.backend() == crate::db::Backend::Postgres;
     let now = chrono::Utc::now().timestamp_micros();
-    crate::with_conn!(conn, |c| {
-        if pg {
+    let rows: Vec<_> = journal
+        .iter()
+        .map(|(kind, key)| {
+            (
+                events::resource.eq(table),
+                events::kind.eq(kind.as_str()),
+                events::row_key.eq(key.as_str()),
+                events::created_at.eq(now),
+            )
+        })
+        .collect();
+    crate::__by_backend!(*conn, |c|
+        sqlite => {
+            // One statement a row: SQLite's Diesel backend has no multi-row `INSERT`.
+            for row in &rows {
+                let q = diesel::insert_into(events::table).values(*row);
+                diesel_async::RunQueryDsl::execute(q, c).await?;
+            }
+            Ok::<_, diesel::result::Error>(())
+        },
+        postgres => {
             let lock = format!(
                 "SELECT pg_advisory_xact_lock({EVENTS_LOCK_KEY}); SELECT pg_notify('{}', '')",
                 crate::realtime::CHANNEL
             );
             diesel_async::SimpleAsyncConnection::batch_execute(c, &lock).await?;
+            // Up to 1,000 rows a statement (4 parameters each, far below PostgreSQL's limit).
+            for chunk in rows.chunks(1000) {
+                let q = diesel::insert_into(events::table).values(chunk.to_vec());
+                diesel_async::RunQueryDsl::execute(q, c).await?;
+            }
+            Ok::<_, diesel::result::Error>(())
         }
-        for (kind, key) in journal {
-            let q = diesel::insert_into(events::table).values((
-                events::resource.eq(table),
-                events::kind.eq(kind.as_str()),
-                events::row_key.eq(key),
-                events::created_at.eq(now),
-            ));
-            diesel_async::RunQueryDsl::execute(q, c).await?;
-        }
-        Ok::<_, diesel::result::Error>(())
-    })?;
+    )?;
     Ok(())
 }
 
@@ -192,6 +223,26 @@ pub(crate) async fn newest(conn: &mut Conn, table: &str) -> Result<i64, Error> {
         diesel_async::RunQueryDsl::get_result(q, c).await
     })?;
     Ok(newest.unwrap_or(0))
+}
+
+/// Whether the event `id` of `table` is still retained: a resume after it misses nothing
+/// (pruning removes the oldest events first). Position 0 (no event yet) always is.
+///
+/// # Errors
+///
+/// Database errors.
+pub(crate) async fn retained(conn: &mut Conn, table: &str, id: i64) -> Result<bool, Error> {
+    if id == 0 {
+        return Ok(true);
+    }
+    let found: Option<i64> = crate::with_conn!(conn, |c| {
+        let q = events::table
+            .filter(events::resource.eq(table))
+            .filter(events::id.eq(id))
+            .select(events::id);
+        diesel_async::RunQueryDsl::get_result(q, c).await.optional()
+    })?;
+    Ok(found.is_some())
 }
 
 /// Prunes the events of `table` past the retention: those older than `max_age`, and all but
@@ -284,8 +335,9 @@ pub(crate) struct Parked {
     pub(crate) query: String,
     /// The id of the last event the stream wrote.
     pub(crate) emitted: i64,
-    /// The last event its queue had given it (events between `emitted` and this one told
-    /// the client nothing).
+    /// The event its resume starts after: the last one it took from its queue, or the
+    /// delivery's position when its queue was empty (events between `emitted` and this one
+    /// told the client nothing).
     pub(crate) pulled: i64,
     /// The keys it had shown.
     pub(crate) known: HashSet<Arc<str>>,

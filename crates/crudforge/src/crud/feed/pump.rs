@@ -18,7 +18,7 @@ use crate::crud::Resource;
 use crate::db::monitor::QueryStats;
 use crate::db::Database;
 use crate::error::Error;
-use crate::realtime::{Hub, METRICS};
+use crate::realtime::Hub;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -220,7 +220,7 @@ fn queue<R: Resource>(
                 Ok(()) => {}
                 Err(TrySendError::Full(_)) => {
                     sub.overflowed.store(true, Ordering::SeqCst);
-                    METRICS.dropped.inc();
+                    crate::metrics::global().stream_dropped();
                     feed.unsubscribe(sub.id);
                     return;
                 }

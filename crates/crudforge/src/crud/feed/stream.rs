@@ -7,7 +7,7 @@
 use super::{Fact, Feed, Kind, Parked, Sub};
 use crate::crud::Resource;
 use crate::db::Database;
-use crate::realtime::{Permit, Session, METRICS};
+use crate::realtime::{Permit, Session};
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -189,7 +189,7 @@ impl<R: Resource> Stream<R> {
             }
         };
         self.emitted = e.id;
-        METRICS.sent.inc();
+        crate::metrics::global().event_sent();
         Some(event(&event_id(e.id, &self.token), kind.as_str(), &body))
     }
 }
@@ -214,11 +214,20 @@ impl<R: Resource> Drop for Stream<R> {
         if self.ended || self.resume_for.is_zero() || self.sub.overflowed.load(Ordering::SeqCst) {
             return;
         }
+        // Where a resume starts: the delivery's position for this stream, unless its queue
+        // still holds events it never wrote (then the last one it took). The position is read
+        // before the queue: the delivery queues an event before it moves the position past it.
+        let position = self.sub.cursor.load(Ordering::SeqCst);
+        let resume_after = if self.rx.try_recv().is_ok() {
+            self.pulled
+        } else {
+            position.max(self.pulled)
+        };
         let parked = Parked {
             user: self.user,
             query: std::mem::take(&mut self.query),
             emitted: self.emitted,
-            pulled: self.pulled,
+            pulled: resume_after,
             known: std::mem::take(&mut self.known),
             until: Instant::now() + self.resume_for,
         };

@@ -704,6 +704,11 @@ impl<R: Resource> Mount for Mounted<R> {
     }
 
     #[cfg(feature = "realtime")]
+    fn feed_table(&self) -> Option<&'static str> {
+        self.shared.feed.as_ref().map(|_| R::sql_table())
+    }
+
+    #[cfg(feature = "realtime")]
     fn prune_events<'a>(
         &'a self,
         db: &'a crate::db::Database,
