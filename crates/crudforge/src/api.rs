@@ -435,7 +435,7 @@ impl Api {
         &self,
         older_than: std::time::Duration,
         dry_run: bool,
-    ) -> Result<Vec<crate::files::storage::Stored>, Error> {
+    ) -> Result<Vec<crate::files::StoredFile>, Error> {
         let mut held: std::collections::HashMap<&str, std::collections::HashSet<uuid::Uuid>> =
             std::collections::HashMap::new();
         for m in &self.mounts {

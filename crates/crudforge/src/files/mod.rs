@@ -260,6 +260,33 @@ mod bind {
     }
 }
 
+/// A storage error as a 500 (its text is logged, and shown only in debug mode).
+pub(crate) fn io_error(what: &str, e: &dyn std::fmt::Display) -> crate::error::Error {
+    crate::error::Error::Internal(format!("file storage: {what}: {e}"))
+}
+
+/// `table` as it may appear in a path: letters, digits and `_` (table names are the
+/// application's own identifiers; anything else is kept out of paths all the same).
+pub(crate) fn safe_table(table: &str) -> String {
+    table
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect()
+}
+
+/// One stored file, as `storage::Storage::list` finds it.
+#[derive(Debug, Clone)]
+pub(crate) struct StoredFile {
+    /// Its table's folder.
+    pub(crate) table: String,
+    /// Its id.
+    pub(crate) id: uuid::Uuid,
+    /// Its size in bytes.
+    pub(crate) size: u64,
+    /// How long ago it was written.
+    pub(crate) age: std::time::Duration,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,7 @@
 //! 5 MiB in flight, so an upload's memory is bounded), read by ranges, listed for the sweep.
 //! Nothing is made public: every download goes through the API.
 
-use super::storage::{io_error, safe_table, Stored};
+use super::{io_error, safe_table, StoredFile};
 use crate::error::Error;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::path::Path;
@@ -129,7 +129,7 @@ impl S3 {
     }
 
     /// Every object under the prefix that is a stored file.
-    pub(crate) async fn list(&self) -> Result<Vec<Stored>, Error> {
+    pub(crate) async fn list(&self) -> Result<Vec<StoredFile>, Error> {
         use futures_util::StreamExt as _;
         let prefix = (!self.prefix.is_empty()).then(|| Path::from(self.prefix.as_str()));
         let mut objects = self.store.list(prefix.as_ref());
@@ -144,7 +144,7 @@ impl S3 {
             let Ok(id) = uuid::Uuid::parse_str(id) else {
                 continue;
             };
-            out.push(Stored {
+            out.push(StoredFile {
                 table: (*table).to_owned(),
                 id,
                 size: meta.size,

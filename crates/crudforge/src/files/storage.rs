@@ -5,6 +5,7 @@
 //! writes go to a temporary name and are renamed into place when complete; S3 writes are
 //! multipart uploads completed at the end; so a reader never sees half a file.
 
+use super::{io_error, safe_table, StoredFile};
 use crate::error::Error;
 use std::io::{Read as _, Seek as _, Write as _};
 use std::path::{Path, PathBuf};
@@ -45,10 +46,6 @@ impl Drop for LocalWriting {
             let _ = std::fs::remove_file(&self.tmp);
         }
     }
-}
-
-pub(crate) fn io_error(what: &str, e: &dyn std::fmt::Display) -> Error {
-    Error::Internal(format!("file storage: {what}: {e}"))
 }
 
 /// Runs `f` on the blocking pool (file system calls stay off the request threads).
@@ -177,7 +174,7 @@ impl Storage {
 
     /// Every stored file, for the orphan sweep: its table folder, id, size and age.
     /// Unfinished uploads (`.upload-*`) older than `stale` are removed on the way.
-    pub(crate) async fn list(&self, stale: std::time::Duration) -> Result<Vec<Stored>, Error> {
+    pub(crate) async fn list(&self, stale: std::time::Duration) -> Result<Vec<StoredFile>, Error> {
         let root = match self {
             Storage::Local { root } => root.clone(),
             #[cfg(feature = "s3")]
@@ -211,7 +208,7 @@ impl Storage {
                         continue;
                     }
                     if let Ok(id) = uuid::Uuid::parse_str(&file_name) {
-                        out.push(Stored {
+                        out.push(StoredFile {
                             table: name.clone(),
                             id,
                             size: meta.len(),
@@ -224,28 +221,6 @@ impl Storage {
         })
         .await
     }
-}
-
-/// One stored file, as [`Storage::list`] finds it.
-#[derive(Debug, Clone)]
-pub(crate) struct Stored {
-    /// Its table's folder.
-    pub(crate) table: String,
-    /// Its id.
-    pub(crate) id: uuid::Uuid,
-    /// Its size in bytes.
-    pub(crate) size: u64,
-    /// How long ago it was written.
-    pub(crate) age: std::time::Duration,
-}
-
-/// `table` as it may appear in a path: letters, digits and `_` (table names are the
-/// application's own identifiers; anything else is kept out of paths all the same).
-pub(crate) fn safe_table(table: &str) -> String {
-    table
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
-        .collect()
 }
 
 impl Writing {
