@@ -356,7 +356,7 @@ mod tests {
     use super::{field_attrs, struct_attrs, FIELD_KEYS, STRUCT_KEYS};
     use crate::ctxt::Ctxt;
     use crate::symbol::{
-        BELONGS_TO, CRATE, DEFAULT, FILTER, HAS_MANY, INDEX, MAX, MAX_LEN, MIN, MIN_LEN,
+        BELONGS_TO, CRATE, DEFAULT, FILE, FILTER, HAS_MANY, INDEX, MAX, MAX_LEN, MIN, MIN_LEN,
         MODEL_FIRST, NAME, ONE_OF, ON_DELETE, PATTERN, READ, REFERENCES, RULES, SCOPE, SET,
         SOFT_DELETE, TABLE, UNIQUE, VALIDATE,
     };
@@ -428,6 +428,7 @@ mod tests {
                 READ => quote!(= admin),
                 BELONGS_TO => quote!((Habitat)),
                 SET => quote!(= me),
+                FILE => quote!((max_size = "1 MiB", types = ["image/png"])),
                 _ => quote!(),
             };
             let attr: Attribute = syn::parse_quote!(#[resource(#ident #value)]);
