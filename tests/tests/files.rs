@@ -88,7 +88,7 @@ pub struct Pet {
     /// Whether everyone signed in sees it.
     pub shared: bool,
     /// Its photo.
-    #[resource(file(max_size = "64 KiB", types = ["image/png", "image/jpeg"]))]
+    #[resource(file(max_size = "64 KiB", types = ["image/png", "image/jpeg"], thumbs = ["16x16"]))]
     pub photo: Option<File>,
     /// Its papers, for its owner alone.
     #[resource(file(max_size = "1 MiB", types = ["application/pdf"]), read = owner(owner_id))]
@@ -335,6 +335,31 @@ where
 {
     let (s, _, body) = call(app, req).await;
     (s, serde_json::from_slice(&body).unwrap_or(Value::Null))
+}
+
+/// A real PNG of `w` × `h` pixels.
+fn real_png(w: u32, h: u32) -> Vec<u8> {
+    let img = image::RgbImage::from_pixel(w, h, image::Rgb([10, 120, 200]));
+    let mut out = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut out, image::ImageFormat::Png).unwrap();
+    out.into_inner()
+}
+
+/// A PNG whose header declares `w` × `h` pixels (with a correct checksum) over one pixel of
+/// data: a decompression bomb's shape.
+fn bomb_png(w: u32, h: u32) -> Vec<u8> {
+    let mut bomb = real_png(1, 1);
+    bomb[16..20].copy_from_slice(&w.to_be_bytes());
+    bomb[20..24].copy_from_slice(&h.to_be_bytes());
+    let crc = bomb[12..29].iter().fold(!0u32, |mut c, b| {
+        c ^= u32::from(*b);
+        for _ in 0..8 {
+            c = if c & 1 == 1 { (c >> 1) ^ 0xEDB8_8320 } else { c >> 1 };
+        }
+        c
+    });
+    bomb[29..33].copy_from_slice(&(!crc).to_be_bytes());
+    bomb
 }
 
 /// The files stored, as `table/id`.
@@ -1033,6 +1058,47 @@ async fn a_signed_link_expires_on(t: TestDb, store: Store) {
     );
 }
 
+async fn thumbnails_are_made_once_under_the_rules_and_refuse_bombs_on(t: TestDb, store: Store) {
+    let w = world(&t, &store).await;
+    let app = test::init_service(w.api.app()).await;
+    let v = pet_with_photo(&app, &w, w.alice, false, real_png(64, 48)).await;
+    let id = v["id"].as_str().unwrap().to_owned();
+    let photo_id = v["photo"]["id"].as_str().unwrap().to_owned();
+    let url = v["photo"]["url"].as_str().unwrap().to_owned();
+    let thumb = format!("{url}?thumb=16x16");
+    let (s, h, body) = call(&app, auth(Req::get().uri(&thumb), &w.api, w.alice)).await;
+    assert_eq!(s, 200, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(h.get("content-type").unwrap(), "image/png");
+    assert_eq!(h.get("x-content-type-options").unwrap(), "nosniff");
+    let small = image::load_from_memory(&body).unwrap();
+    assert_eq!((small.width(), small.height()), (16, 12));
+    let etag = h.get("etag").unwrap().to_str().unwrap().to_owned();
+    // Kept beside its file, and served from there the next time.
+    assert!(stored(&w).iter().any(|k| k.starts_with(&format!("pets/{photo_id}.thumbs"))), "{:?}", stored(&w));
+    let (s, _, again) = call(&app, auth(Req::get().uri(&thumb), &w.api, w.alice)).await;
+    assert_eq!((s, again), (200, body));
+    let (s, _, _) = call(&app, auth(Req::get().uri(&thumb), &w.api, w.alice).insert_header(("if-none-match", etag))).await;
+    assert_eq!(s, 304);
+    // Only the declared boxes, only for members that declare them, only for readers.
+    assert_eq!(call(&app, auth(Req::get().uri(&format!("{url}?thumb=99x99")), &w.api, w.alice)).await.0, 400);
+    let papers = v["papers"]["url"].as_str().unwrap();
+    assert_eq!(call(&app, auth(Req::get().uri(&format!("{papers}?thumb=16x16")), &w.api, w.alice)).await.0, 400);
+    assert_eq!(call(&app, auth(Req::get().uri(&thumb), &w.api, w.bob)).await.0, 404);
+    // A bomb is stored (it is a PNG) but no thumbnail is made of it: 422 before decoding.
+    let req = multipart(
+        auth(Req::patch().uri(&format!("/api/pets/{id}")), &w.api, w.alice),
+        &[file("photo", "bomb.png", "image/png", bomb_png(100_000, 100_000))],
+    );
+    let (s, replaced) = send(&app, req).await;
+    assert_eq!(s, 200, "{replaced}");
+    let bomb_url = replaced["photo"]["url"].as_str().unwrap();
+    let (s, problem) = send(&app, auth(Req::get().uri(&format!("{bomb_url}?thumb=16x16")), &w.api, w.alice)).await;
+    assert_eq!(s, 422, "{problem}");
+    assert!(problem["detail"].as_str().unwrap().contains("pixels"), "{problem}");
+    // The replaced photo's thumbnails went with it.
+    assert!(!stored(&w).iter().any(|k| k.contains(&photo_id)), "{:?}", stored(&w));
+}
+
 async fn the_description_documents_uploads_and_downloads_on(t: TestDb, store: Store) {
     let w = world(&t, &store).await;
     let app = test::init_service(w.api.app()).await;
@@ -1165,6 +1231,16 @@ backend_tests! {
     async fn a_signed_link_expires_on_s3(t) {
         if let Some(store) = Store::s3() {
             a_signed_link_expires_on(t, store).await;
+        }
+    }
+
+    async fn thumbnails_are_made_once_under_the_rules_and_refuse_bombs(t) {
+        thumbnails_are_made_once_under_the_rules_and_refuse_bombs_on(t, Store::Local).await;
+    }
+
+    async fn thumbnails_are_made_once_under_the_rules_and_refuse_bombs_on_s3(t) {
+        if let Some(store) = Store::s3() {
+            thumbnails_are_made_once_under_the_rules_and_refuse_bombs_on(t, store).await;
         }
     }
 

@@ -87,6 +87,35 @@ pub fn media_type(name: &str) -> Option<&'static MediaType> {
         .find(|m| m.name.eq_ignore_ascii_case(name))
 }
 
+/// The media types a thumbnail can be made from (the decoders the `thumbnails` feature
+/// compiles in).
+pub const THUMBNAIL_SOURCES: &[&str] = &["image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp"];
+
+/// The largest side of a thumbnail, in pixels.
+pub const MAX_THUMBNAIL_SIDE: u32 = 4096;
+
+/// Reads a thumbnail's box, `"WxH"` (`"320x240"`): the thumbnail fits inside it, keeping the
+/// image's proportions. Each side is 1 to [`MAX_THUMBNAIL_SIDE`] pixels.
+///
+/// # Errors
+///
+/// Why the text is not a box.
+pub fn parse_box(text: &str) -> Result<(u32, u32), String> {
+    let (w, h) = text
+        .split_once('x')
+        .ok_or_else(|| format!("`{text}` is not a box: write WIDTHxHEIGHT, such as \"320x240\""))?;
+    let side = |v: &str| -> Result<u32, String> {
+        let n: u32 = v
+            .parse()
+            .map_err(|_| format!("`{text}` is not a box: write WIDTHxHEIGHT, such as \"320x240\""))?;
+        if n == 0 || n > MAX_THUMBNAIL_SIDE {
+            return Err(format!("`{text}`: each side is 1 to {MAX_THUMBNAIL_SIDE} pixels"));
+        }
+        Ok(n)
+    };
+    Ok((side(w)?, side(h)?))
+}
+
 /// Reads a size: a whole number of bytes, optionally followed by a unit, `B`, `KiB`, `MiB` or
 /// `GiB` (powers of 1024; `KB`, `MB`, `GB` are refused as ambiguous). Zero is refused.
 ///
@@ -135,6 +164,15 @@ mod tests {
         assert!(parse_size("MiB").is_err());
         assert!(parse_size("0").is_err());
         assert!(parse_size("99999999999999999999 GiB").is_err());
+    }
+
+    #[test]
+    fn boxes() {
+        assert_eq!(parse_box("320x240"), Ok((320, 240)));
+        assert!(parse_box("320").is_err());
+        assert!(parse_box("0x10").is_err());
+        assert!(parse_box("5000x10").is_err());
+        assert!(parse_box("axb").is_err());
     }
 
     #[test]

@@ -40,6 +40,8 @@ pub struct FileRule {
     pub max_size: u64,
     /// The media types accepted, as recognized from the content.
     pub types: &'static [&'static str],
+    /// The boxes (width, height) of the thumbnails it offers (`thumbs = ["WxH", ..]`).
+    pub thumbs: &'static [(u32, u32)],
 }
 
 impl FieldInfo {

@@ -1,7 +1,7 @@
 //! Reading `file(max_size = "5 MiB", types = ["image/png", "image/jpeg"])` on a field: the
 //! member holds one uploaded file, at most `max_size` bytes, of one of the listed media types.
 
-use crudforge_core::files::{media_type, parse_size, MEDIA_TYPES};
+use crudforge_core::files::{media_type, parse_box, parse_size, MEDIA_TYPES, THUMBNAIL_SOURCES};
 use syn::meta::ParseNestedMeta;
 use syn::{ExprArray, LitStr};
 
@@ -13,12 +13,15 @@ const FILE_HELP: &str =
 pub(crate) struct FileAttr {
     pub(crate) max_size: u64,
     pub(crate) types: Vec<String>,
+    /// `thumbs = ["WxH", ..]`: the thumbnails' boxes.
+    pub(crate) thumbs: Vec<(u32, u32)>,
 }
 
 /// Reads `file(max_size = "...", types = [...])`; both keys are required.
 pub(crate) fn file(meta: &ParseNestedMeta<'_>) -> syn::Result<FileAttr> {
     let mut max_size = None;
     let mut types = None;
+    let mut thumbs: Option<(Vec<(u32, u32)>, proc_macro2::Span)> = None;
     meta.parse_nested_meta(|inner| {
         if inner.path.is_ident("max_size") {
             let lit: LitStr = inner
@@ -58,13 +61,37 @@ pub(crate) fn file(meta: &ParseNestedMeta<'_>) -> syn::Result<FileAttr> {
                 return Err(syn::Error::new_spanned(&list, format!("a file member accepts at least one media type\n{FILE_HELP}")));
             }
             types = Some(names);
+        } else if inner.path.is_ident("thumbs") {
+            let list: ExprArray = inner.value()?.parse().map_err(|_| {
+                inner.error("expected a list of boxes: `thumbs = [\"128x128\", \"640x480\"]`")
+            })?;
+            let mut boxes = Vec::new();
+            for e in &list.elems {
+                let syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) = e else {
+                    return Err(syn::Error::new_spanned(e, "expected a box in quotes, such as \"128x128\""));
+                };
+                boxes.push(parse_box(&s.value()).map_err(|why| syn::Error::new(s.span(), format!("`thumbs`: {why}")))?);
+            }
+            thumbs = Some((boxes, syn::spanned::Spanned::span(&list)));
         } else {
-            return Err(inner.error(format!("unknown key in `file(...)`: expected `max_size` or `types`\n{FILE_HELP}")));
+            return Err(inner.error(format!("unknown key in `file(...)`: expected `max_size`, `types` or `thumbs`\n{FILE_HELP}")));
         }
         Ok(())
     })?;
+    if let (Some((_, span)), Some(types)) = (&thumbs, &types) {
+        if let Some(t) = types.iter().find(|t| !THUMBNAIL_SOURCES.contains(&t.as_str())) {
+            return Err(syn::Error::new(
+                *span,
+                format!(
+                    "`thumbs` needs images a thumbnail can be made from, but `{t}` is accepted\nhelp: accept only {} with `thumbs`",
+                    THUMBNAIL_SOURCES.join(", ")
+                ),
+            ));
+        }
+    }
+    let thumbs = thumbs.map(|(t, _)| t).unwrap_or_default();
     match (max_size, types) {
-        (Some(max_size), Some(types)) => Ok(FileAttr { max_size, types }),
+        (Some(max_size), Some(types)) => Ok(FileAttr { max_size, types, thumbs }),
         (None, _) => Err(meta.error(format!("`file(...)` needs `max_size`\n{FILE_HELP}"))),
         (_, None) => Err(meta.error(format!("`file(...)` needs `types`\n{FILE_HELP}"))),
     }

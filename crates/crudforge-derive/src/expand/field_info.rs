@@ -41,7 +41,8 @@ pub(super) fn field_info(g: &Gen<'_>, f: &Field) -> TokenStream {
     if let Some((file, _)) = &f.attrs.file {
         let max = file.max_size;
         let types = &file.types;
-        e = quote!(#e.file(#k::field::FileRule { max_size: #max, types: &[#(#types),*] }));
+        let thumbs = file.thumbs.iter().map(|(w, h)| quote!((#w, #h)));
+        e = quote!(#e.file(#k::field::FileRule { max_size: #max, types: &[#(#types),*], thumbs: &[#(#thumbs),*] }));
     }
     if f.attrs.unique.is_some() || f.name() == g.id.name() {
         e = quote!(#e.unique());

@@ -271,7 +271,7 @@ async fn readable_file<R: Resource>(
     shared: &Shared<R>,
     req: &HttpRequest,
     who: Option<crate::auth::CurrentUser>,
-) -> Result<File, Error> {
+) -> Result<(&'static str, File), Error> {
     let st = ApiState::of(req)?;
     let no_file = || Error::NotFound("No such file exists at this path.".into());
     let wanted = req
@@ -296,8 +296,7 @@ async fn readable_file<R: Resource>(
         let hidden = read::hidden(&item, who.viewer());
         Ok(files_of(item, &hidden)
             .into_iter()
-            .map(|(_, f)| f)
-            .find(|f| f.id == wanted))
+            .find(|(_, f)| f.id == wanted))
     })
     .await?
     .ok_or_else(no_file)
@@ -315,8 +314,94 @@ pub(crate) async fn download<R: Resource>(
         Some(link) => Some(link_user(shared, &req, &link).await?),
         None => crate::auth::current_user(&req).await?,
     };
-    let file = readable_file(shared, &req, who).await?;
+    let (member, file) = readable_file(shared, &req, who).await?;
+    if let Some(size) = thumb_param::<R>(&req, member)? {
+        #[cfg(feature = "thumbnails")]
+        return serve_thumb(st, &req, R::sql_table(), &file, size).await;
+        #[cfg(not(feature = "thumbnails"))]
+        return Err(Error::Internal(format!(
+            "a {}x{} thumbnail was asked for, without the `thumbnails` feature",
+            size.0, size.1
+        )));
+    }
     serve(st, &req, R::sql_table(), file).await
+}
+
+/// The `thumb=WxH` parameter: one of the boxes `member` declares (400 otherwise).
+fn thumb_param<R: Resource>(
+    req: &HttpRequest,
+    member: &str,
+) -> Result<Option<(u32, u32)>, Error> {
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(req.query_string())
+        .map_err(|_| Error::bad_param("thumb", "is malformed"))?;
+    let Some((_, asked)) = pairs.into_iter().find(|(k, _)| k == "thumb") else {
+        return Ok(None);
+    };
+    let offered: &[(u32, u32)] = R::FIELDS
+        .iter()
+        .find(|f| f.name == member)
+        .and_then(|f| f.file)
+        .map_or(&[], |r| r.thumbs);
+    let size = crudforge_core::files::parse_box(&asked).map_err(|e| Error::bad_param("thumb", e))?;
+    if !offered.contains(&size) {
+        let list: Vec<String> = offered.iter().map(|(w, h)| format!("{w}x{h}")).collect();
+        return Err(Error::bad_param(
+            "thumb",
+            if list.is_empty() {
+                format!("`{member}` offers no thumbnails")
+            } else {
+                format!("`{member}` offers {}", list.join(", "))
+            },
+        ));
+    }
+    Ok(Some(size))
+}
+
+/// A file's thumbnail in box `size`: kept from an earlier request, or made now from the file
+/// (on the blocking pool) and kept.
+#[cfg(feature = "thumbnails")]
+async fn serve_thumb(
+    st: &ApiState,
+    req: &HttpRequest,
+    table: &'static str,
+    file: &File,
+    size: (u32, u32),
+) -> Result<HttpResponse, Error> {
+    let etag = format!("\"{}-{}x{}\"", file.id.hyphenated(), size.0, size.1);
+    let media_type = crate::files::thumbs::thumb_type(&file.media_type);
+    let answer = |status| {
+        let mut b = HttpResponse::build(status);
+        b.insert_header((header::ETAG, etag.clone()))
+            .insert_header((header::CACHE_CONTROL, "private, no-cache"))
+            .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
+            .insert_header((
+                header::CONTENT_SECURITY_POLICY,
+                "default-src 'none'; sandbox; frame-ancestors 'none'",
+            ));
+        b
+    };
+    if not_modified(req, &etag) {
+        return Ok(answer(actix_web::http::StatusCode::NOT_MODIFIED).finish());
+    }
+    let storage = &st.files;
+    let bytes = match storage.thumb(table, file.id, size).await? {
+        Some(kept) => kept,
+        None => {
+            let len = usize::try_from(file.size)
+                .map_err(|_| Error::Internal("a stored file larger than memory".into()))?;
+            let source = storage.read(table, file.id, 0, len).await?;
+            let source_type = file.media_type.clone();
+            let made = web::block(move || crate::files::thumbs::make(&source, &source_type, size))
+                .await
+                .map_err(|e| Error::Internal(format!("making a thumbnail: {e}")))??;
+            storage.keep_thumb(table, file.id, size, made.clone()).await?;
+            made
+        }
+    };
+    Ok(answer(actix_web::http::StatusCode::OK)
+        .insert_header((header::CONTENT_TYPE, media_type))
+        .insert_header((header::CONTENT_DISPOSITION, "inline"))
+        .body(bytes))
 }
 
 /// `POST <item>/files/<file id>/link`: a URL that downloads the file without a header (for
@@ -330,7 +415,7 @@ pub(crate) async fn link<R: Resource>(
     let Some(user) = crate::auth::current_user(&req).await? else {
         return Err(Error::Unauthorized("Authentication required.".into()));
     };
-    let file = readable_file(shared, &req, Some(user.clone())).await?;
+    let (_, file) = readable_file(shared, &req, Some(user.clone())).await?;
     let key = req
         .match_info()
         .get(&shared.res_id_param)

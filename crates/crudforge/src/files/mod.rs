@@ -7,6 +7,8 @@
 #[cfg(feature = "s3")]
 mod s3;
 pub(crate) mod storage;
+#[cfg(feature = "thumbnails")]
+pub(crate) mod thumbs;
 pub(crate) mod upload;
 
 use serde::{Deserialize, Serialize};

@@ -103,10 +103,60 @@ impl S3 {
 
     /// Removes file `id` of `table`; a missing object is not an error.
     pub(crate) async fn remove(&self, table: &str, id: uuid::Uuid) -> Result<(), Error> {
+        use futures_util::StreamExt as _;
+        // Its thumbnails first: a file is gone only once nothing of it is left.
+        let thumbs = Path::from(format!("{}.thumbs", self.path(table, id)));
+        let mut listed = self.store.list(Some(&thumbs));
+        while let Some(meta) = listed.next().await {
+            let meta = meta.map_err(|e| s3_error("listing thumbnails", &e))?;
+            match self.store.delete(&meta.location).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(s3_error("removing a thumbnail", &e)),
+            }
+        }
         match self.store.delete(&self.path(table, id)).await {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(s3_error("removing an object", &e)),
         }
+    }
+
+    /// The object of the thumbnail of file `id` of `table` in box `(w, h)`.
+    fn thumb_path(&self, table: &str, id: uuid::Uuid, (w, h): (u32, u32)) -> Path {
+        Path::from(format!("{}.thumbs/{w}x{h}", self.path(table, id)))
+    }
+
+    /// The thumbnail of file `id` in box `(w, h)`, when it was made before.
+    pub(crate) async fn thumb(
+        &self,
+        table: &str,
+        id: uuid::Uuid,
+        size: (u32, u32),
+    ) -> Result<Option<Vec<u8>>, Error> {
+        match self.store.get(&self.thumb_path(table, id, size)).await {
+            Ok(got) => Ok(Some(
+                got.bytes()
+                    .await
+                    .map_err(|e| s3_error("reading a thumbnail", &e))?
+                    .to_vec(),
+            )),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(s3_error("reading a thumbnail", &e)),
+        }
+    }
+
+    /// Keeps the thumbnail `bytes` of file `id` in box `(w, h)`.
+    pub(crate) async fn keep_thumb(
+        &self,
+        table: &str,
+        id: uuid::Uuid,
+        size: (u32, u32),
+        bytes: Vec<u8>,
+    ) -> Result<(), Error> {
+        self.store
+            .put(&self.thumb_path(table, id, size), bytes.into())
+            .await
+            .map(|_| ())
+            .map_err(|e| s3_error("storing a thumbnail", &e))
     }
 
     /// `len` bytes of file `id` of `table` from `start`.

@@ -128,10 +128,84 @@ impl Storage {
             Storage::S3(s3) => return s3.remove(table, id).await,
         };
         let path = Self::path(root, table, id);
-        blocking(move || match std::fs::remove_file(&path) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(io_error("removing a file", &e)),
+        let thumbs = Self::thumbs_dir(root, table, id);
+        blocking(move || {
+            // Its thumbnails first: a file is gone only once nothing of it is left.
+            match std::fs::remove_dir_all(&thumbs) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io_error("removing thumbnails", &e)),
+            }
+            match std::fs::remove_file(&path) {
+                Ok(()) => Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                Err(e) => Err(io_error("removing a file", &e)),
+            }
+        })
+        .await
+    }
+
+    /// The folder of file `id`'s thumbnails (`<id>.thumbs/`).
+    fn thumbs_dir(root: &Path, table: &str, id: uuid::Uuid) -> PathBuf {
+        Self::folder(root, table).join(format!("{}.thumbs", id.hyphenated()))
+    }
+
+    /// The thumbnail of file `id` of `table` in box `(w, h)`, when it was made before.
+    #[cfg_attr(not(feature = "thumbnails"), allow(dead_code))]
+    pub(crate) async fn thumb(
+        &self,
+        table: &str,
+        id: uuid::Uuid,
+        (w, h): (u32, u32),
+    ) -> Result<Option<Vec<u8>>, Error> {
+        let root = match self {
+            Storage::Local { root } => root,
+            #[cfg(feature = "s3")]
+            Storage::S3(s3) => return s3.thumb(table, id, (w, h)).await,
+        };
+        let path = Self::thumbs_dir(root, table, id).join(format!("{w}x{h}"));
+        blocking(move || match std::fs::read(&path) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io_error("reading a thumbnail", &e)),
+        })
+        .await
+    }
+
+    /// Keeps the thumbnail `bytes` of file `id` of `table` in box `(w, h)`.
+    #[cfg_attr(not(feature = "thumbnails"), allow(dead_code))]
+    pub(crate) async fn keep_thumb(
+        &self,
+        table: &str,
+        id: uuid::Uuid,
+        (w, h): (u32, u32),
+        bytes: Vec<u8>,
+    ) -> Result<(), Error> {
+        let root = match self {
+            Storage::Local { root } => root,
+            #[cfg(feature = "s3")]
+            Storage::S3(s3) => return s3.keep_thumb(table, id, (w, h), bytes).await,
+        };
+        let dir = Self::thumbs_dir(root, table, id);
+        blocking(move || {
+            crate::owner_only::create_dir(&dir).map_err(|e| io_error("creating a folder", &e))?;
+            let tmp = dir.join(format!(".{}", uuid::Uuid::new_v4().simple()));
+            let mut options = std::fs::OpenOptions::new();
+            options.write(true).create_new(true);
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::OpenOptionsExt;
+                options.mode(0o600);
+            }
+            let written = options
+                .open(&tmp)
+                .and_then(|mut f| f.write_all(&bytes))
+                .and_then(|()| std::fs::rename(&tmp, dir.join(format!("{w}x{h}"))));
+            if let Err(e) = written {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(io_error("storing a thumbnail", &e));
+            }
+            Ok(())
         })
         .await
     }

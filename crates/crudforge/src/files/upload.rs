@@ -321,6 +321,7 @@ mod tests {
         let rule = FileRule {
             max_size: 10,
             types: &["image/png"],
+            thumbs: &[],
         };
         let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
         assert_eq!(recognize("photo", &rule, png).unwrap(), "image/png");

@@ -63,8 +63,13 @@ pub struct Critter {
     #[resource(read = admin, max_len = 2000)]
     pub vet_notes: Option<String>,
     /// A photo: a PNG, JPEG, GIF or WebP image of at most 5 MiB, uploaded as a
-    /// `multipart/form-data` part; downloaded from its `url` under the critter's read rules.
-    #[resource(file(max_size = "5 MiB", types = ["image/png", "image/jpeg", "image/gif", "image/webp"]))]
+    /// `multipart/form-data` part; downloaded from its `url` under the critter's read rules,
+    /// also as a thumbnail (`?thumb=128x128` or `?thumb=512x512`).
+    #[resource(file(
+        max_size = "5 MiB",
+        types = ["image/png", "image/jpeg", "image/gif", "image/webp"],
+        thumbs = ["128x128", "512x512"]
+    ))]
     pub photo: Option<crudforge::files::File>,
 }
 

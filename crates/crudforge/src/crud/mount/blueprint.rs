@@ -327,6 +327,16 @@ impl<R: Resource> CrudBlueprint<R> {
         }
         #[cfg(feature = "realtime")]
         self.check_events();
+        #[cfg(not(feature = "thumbnails"))]
+        if let Some(f) = R::FIELDS
+            .iter()
+            .find(|f| f.file.is_some_and(|r| !r.thumbs.is_empty()))
+        {
+            self.errors.push(format!(
+                "{}: `{}` declares thumbnails, which need crudforge's `thumbnails` feature",
+                self.prefix, f.name
+            ));
+        }
         if !self.errors.is_empty() {
             return Err(self.errors.join("; "));
         }
