@@ -354,7 +354,11 @@ fn bomb_png(w: u32, h: u32) -> Vec<u8> {
     let crc = bomb[12..29].iter().fold(!0u32, |mut c, b| {
         c ^= u32::from(*b);
         for _ in 0..8 {
-            c = if c & 1 == 1 { (c >> 1) ^ 0xEDB8_8320 } else { c >> 1 };
+            c = if c & 1 == 1 {
+                (c >> 1) ^ 0xEDB8_8320
+            } else {
+                c >> 1
+            };
         }
         c
     });
@@ -1074,29 +1078,92 @@ async fn thumbnails_are_made_once_under_the_rules_and_refuse_bombs_on(t: TestDb,
     assert_eq!((small.width(), small.height()), (16, 12));
     let etag = h.get("etag").unwrap().to_str().unwrap().to_owned();
     // Kept beside its file, and served from there the next time.
-    assert!(stored(&w).iter().any(|k| k.starts_with(&format!("pets/{photo_id}.thumbs"))), "{:?}", stored(&w));
+    assert!(
+        stored(&w)
+            .iter()
+            .any(|k| k.starts_with(&format!("pets/{photo_id}.thumbs"))),
+        "{:?}",
+        stored(&w)
+    );
     let (s, _, again) = call(&app, auth(Req::get().uri(&thumb), &w.api, w.alice)).await;
     assert_eq!((s, again), (200, body));
-    let (s, _, _) = call(&app, auth(Req::get().uri(&thumb), &w.api, w.alice).insert_header(("if-none-match", etag))).await;
+    let (s, _, _) = call(
+        &app,
+        auth(Req::get().uri(&thumb), &w.api, w.alice).insert_header(("if-none-match", etag)),
+    )
+    .await;
     assert_eq!(s, 304);
     // Only the declared boxes, only for members that declare them, only for readers.
-    assert_eq!(call(&app, auth(Req::get().uri(&format!("{url}?thumb=99x99")), &w.api, w.alice)).await.0, 400);
+    assert_eq!(
+        call(
+            &app,
+            auth(
+                Req::get().uri(&format!("{url}?thumb=99x99")),
+                &w.api,
+                w.alice
+            )
+        )
+        .await
+        .0,
+        400
+    );
     let papers = v["papers"]["url"].as_str().unwrap();
-    assert_eq!(call(&app, auth(Req::get().uri(&format!("{papers}?thumb=16x16")), &w.api, w.alice)).await.0, 400);
-    assert_eq!(call(&app, auth(Req::get().uri(&thumb), &w.api, w.bob)).await.0, 404);
+    assert_eq!(
+        call(
+            &app,
+            auth(
+                Req::get().uri(&format!("{papers}?thumb=16x16")),
+                &w.api,
+                w.alice
+            )
+        )
+        .await
+        .0,
+        400
+    );
+    assert_eq!(
+        call(&app, auth(Req::get().uri(&thumb), &w.api, w.bob))
+            .await
+            .0,
+        404
+    );
     // A bomb is stored (it is a PNG) but no thumbnail is made of it: 422 before decoding.
     let req = multipart(
-        auth(Req::patch().uri(&format!("/api/pets/{id}")), &w.api, w.alice),
-        &[file("photo", "bomb.png", "image/png", bomb_png(100_000, 100_000))],
+        auth(
+            Req::patch().uri(&format!("/api/pets/{id}")),
+            &w.api,
+            w.alice,
+        ),
+        &[file(
+            "photo",
+            "bomb.png",
+            "image/png",
+            bomb_png(100_000, 100_000),
+        )],
     );
     let (s, replaced) = send(&app, req).await;
     assert_eq!(s, 200, "{replaced}");
     let bomb_url = replaced["photo"]["url"].as_str().unwrap();
-    let (s, problem) = send(&app, auth(Req::get().uri(&format!("{bomb_url}?thumb=16x16")), &w.api, w.alice)).await;
+    let (s, problem) = send(
+        &app,
+        auth(
+            Req::get().uri(&format!("{bomb_url}?thumb=16x16")),
+            &w.api,
+            w.alice,
+        ),
+    )
+    .await;
     assert_eq!(s, 422, "{problem}");
-    assert!(problem["detail"].as_str().unwrap().contains("pixels"), "{problem}");
+    assert!(
+        problem["detail"].as_str().unwrap().contains("pixels"),
+        "{problem}"
+    );
     // The replaced photo's thumbnails went with it.
-    assert!(!stored(&w).iter().any(|k| k.contains(&photo_id)), "{:?}", stored(&w));
+    assert!(
+        !stored(&w).iter().any(|k| k.contains(&photo_id)),
+        "{:?}",
+        stored(&w)
+    );
 }
 
 async fn the_description_documents_uploads_and_downloads_on(t: TestDb, store: Store) {

@@ -89,7 +89,13 @@ pub fn media_type(name: &str) -> Option<&'static MediaType> {
 
 /// The media types a thumbnail can be made from (the decoders the `thumbnails` feature
 /// compiles in).
-pub const THUMBNAIL_SOURCES: &[&str] = &["image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp"];
+pub const THUMBNAIL_SOURCES: &[&str] = &[
+    "image/png",
+    "image/jpeg",
+    "image/gif",
+    "image/webp",
+    "image/bmp",
+];
 
 /// The largest side of a thumbnail, in pixels.
 pub const MAX_THUMBNAIL_SIDE: u32 = 4096;
@@ -105,11 +111,13 @@ pub fn parse_box(text: &str) -> Result<(u32, u32), String> {
         .split_once('x')
         .ok_or_else(|| format!("`{text}` is not a box: write WIDTHxHEIGHT, such as \"320x240\""))?;
     let side = |v: &str| -> Result<u32, String> {
-        let n: u32 = v
-            .parse()
-            .map_err(|_| format!("`{text}` is not a box: write WIDTHxHEIGHT, such as \"320x240\""))?;
+        let n: u32 = v.parse().map_err(|_| {
+            format!("`{text}` is not a box: write WIDTHxHEIGHT, such as \"320x240\"")
+        })?;
         if n == 0 || n > MAX_THUMBNAIL_SIDE {
-            return Err(format!("`{text}`: each side is 1 to {MAX_THUMBNAIL_SIDE} pixels"));
+            return Err(format!(
+                "`{text}`: each side is 1 to {MAX_THUMBNAIL_SIDE} pixels"
+            ));
         }
         Ok(n)
     };

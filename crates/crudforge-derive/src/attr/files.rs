@@ -79,7 +79,10 @@ pub(crate) fn file(meta: &ParseNestedMeta<'_>) -> syn::Result<FileAttr> {
         Ok(())
     })?;
     if let (Some((_, span)), Some(types)) = (&thumbs, &types) {
-        if let Some(t) = types.iter().find(|t| !THUMBNAIL_SOURCES.contains(&t.as_str())) {
+        if let Some(t) = types
+            .iter()
+            .find(|t| !THUMBNAIL_SOURCES.contains(&t.as_str()))
+        {
             return Err(syn::Error::new(
                 *span,
                 format!(
@@ -91,7 +94,11 @@ pub(crate) fn file(meta: &ParseNestedMeta<'_>) -> syn::Result<FileAttr> {
     }
     let thumbs = thumbs.map(|(t, _)| t).unwrap_or_default();
     match (max_size, types) {
-        (Some(max_size), Some(types)) => Ok(FileAttr { max_size, types, thumbs }),
+        (Some(max_size), Some(types)) => Ok(FileAttr {
+            max_size,
+            types,
+            thumbs,
+        }),
         (None, _) => Err(meta.error(format!("`file(...)` needs `max_size`\n{FILE_HELP}"))),
         (_, None) => Err(meta.error(format!("`file(...)` needs `types`\n{FILE_HELP}"))),
     }

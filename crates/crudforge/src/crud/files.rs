@@ -328,10 +328,7 @@ pub(crate) async fn download<R: Resource>(
 }
 
 /// The `thumb=WxH` parameter: one of the boxes `member` declares (400 otherwise).
-fn thumb_param<R: Resource>(
-    req: &HttpRequest,
-    member: &str,
-) -> Result<Option<(u32, u32)>, Error> {
+fn thumb_param<R: Resource>(req: &HttpRequest, member: &str) -> Result<Option<(u32, u32)>, Error> {
     let pairs: Vec<(String, String)> = serde_urlencoded::from_str(req.query_string())
         .map_err(|_| Error::bad_param("thumb", "is malformed"))?;
     let Some((_, asked)) = pairs.into_iter().find(|(k, _)| k == "thumb") else {
@@ -342,7 +339,8 @@ fn thumb_param<R: Resource>(
         .find(|f| f.name == member)
         .and_then(|f| f.file)
         .map_or(&[], |r| r.thumbs);
-    let size = crudforge_core::files::parse_box(&asked).map_err(|e| Error::bad_param("thumb", e))?;
+    let size =
+        crudforge_core::files::parse_box(&asked).map_err(|e| Error::bad_param("thumb", e))?;
     if !offered.contains(&size) {
         let list: Vec<String> = offered.iter().map(|(w, h)| format!("{w}x{h}")).collect();
         return Err(Error::bad_param(
@@ -394,7 +392,9 @@ async fn serve_thumb(
             let made = web::block(move || crate::files::thumbs::make(&source, &source_type, size))
                 .await
                 .map_err(|e| Error::Internal(format!("making a thumbnail: {e}")))??;
-            storage.keep_thumb(table, file.id, size, made.clone()).await?;
+            storage
+                .keep_thumb(table, file.id, size, made.clone())
+                .await?;
             made
         }
     };

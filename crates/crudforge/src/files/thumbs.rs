@@ -102,7 +102,11 @@ mod tests {
         let crc = bomb[12..29].iter().fold(!0u32, |mut c, b| {
             c ^= u32::from(*b);
             for _ in 0..8 {
-                c = if c & 1 == 1 { (c >> 1) ^ 0xEDB8_8320 } else { c >> 1 };
+                c = if c & 1 == 1 {
+                    (c >> 1) ^ 0xEDB8_8320
+                } else {
+                    c >> 1
+                };
             }
             c
         });

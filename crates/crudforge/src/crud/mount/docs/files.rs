@@ -152,7 +152,12 @@ pub(super) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
     if !boxes.is_empty() {
         let schema = Schema::Object(SchemaObject {
             instance_type: Some(InstanceType::String.into()),
-            enum_values: Some(boxes.iter().map(|b| serde_json::Value::from(b.as_str())).collect()),
+            enum_values: Some(
+                boxes
+                    .iter()
+                    .map(|b| serde_json::Value::from(b.as_str()))
+                    .collect(),
+            ),
             ..Default::default()
         });
         download_params.push(parameter(
