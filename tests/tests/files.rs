@@ -3,13 +3,14 @@
 //! and member rules, with the stored type, `nosniff`, a sandboxing CSP, `ETag`, conditional
 //! and range requests; a disguised document, an oversized file, a path in a file name and
 //! client-written metadata are harmless; a failed write leaves no file, and a replaced,
-//! removed or hard-deleted row's file is removed after commit while a soft delete keeps it.
+//! removed or hard-deleted row's file is removed after commit while a soft delete keeps it;
+//! a list member gains files by upload, keeps the ids a `PATCH` lists, and stays bounded.
 #![allow(missing_docs, clippy::unwrap_used)]
 
 use actix_web::dev::ServiceResponse;
 use actix_web::test;
 use crudforge::cli::{App, BoxError, Console};
-use crudforge::files::File;
+use crudforge::files::{File, FileList};
 use crudforge::users;
 use crudforge::{with_conn, Api, Config, Database, Resource};
 use crudforge_tests::{backend_tests, Backend, TestDb};
@@ -41,6 +42,8 @@ diesel::table! {
         photo -> Nullable<PortableJson>,
         /// The owner's papers.
         papers -> Nullable<PortableJson>,
+        /// Album.
+        album -> Nullable<PortableJson>,
     }
 }
 
@@ -93,6 +96,9 @@ pub struct Pet {
     /// Its papers, for its owner alone.
     #[resource(file(max_size = "1 MiB", types = ["application/pdf"]), read = owner(owner_id))]
     pub papers: Option<File>,
+    /// Up to three more pictures.
+    #[resource(file(max_size = "64 KiB", types = ["image/png"], max_count = 3))]
+    pub album: Option<FileList>,
 }
 
 /// A card: soft-deleted, open to anyone.
@@ -115,9 +121,9 @@ pub struct Card {
     pub deleted_at: Option<DateTime>,
 }
 
-const DDL_SQLITE: &str = "CREATE TABLE pets (id TEXT PRIMARY KEY, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, owner_id TEXT NOT NULL, name TEXT NOT NULL, shared BOOLEAN NOT NULL, photo TEXT, papers TEXT);
+const DDL_SQLITE: &str = "CREATE TABLE pets (id TEXT PRIMARY KEY, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, owner_id TEXT NOT NULL, name TEXT NOT NULL, shared BOOLEAN NOT NULL, photo TEXT, papers TEXT, album TEXT);
 CREATE TABLE cards (id TEXT PRIMARY KEY, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, title TEXT NOT NULL, picture TEXT, deleted_at TEXT)";
-const DDL_PG: &str = "CREATE TABLE pets (id UUID PRIMARY KEY, created_at TIMESTAMPTZ NOT NULL, updated_at TIMESTAMPTZ NOT NULL, owner_id UUID NOT NULL, name TEXT NOT NULL, shared BOOLEAN NOT NULL, photo JSONB, papers JSONB);
+const DDL_PG: &str = "CREATE TABLE pets (id UUID PRIMARY KEY, created_at TIMESTAMPTZ NOT NULL, updated_at TIMESTAMPTZ NOT NULL, owner_id UUID NOT NULL, name TEXT NOT NULL, shared BOOLEAN NOT NULL, photo JSONB, papers JSONB, album JSONB);
 CREATE TABLE cards (id UUID PRIMARY KEY, created_at TIMESTAMPTZ NOT NULL, updated_at TIMESTAMPTZ NOT NULL, title TEXT NOT NULL, picture JSONB, deleted_at TIMESTAMPTZ)";
 
 /// A PNG's signature and header, then `n` bytes of `fill`.
@@ -828,6 +834,195 @@ async fn replacing_removing_and_deleting_remove_the_old_file_after_commit_on(
     assert_eq!(left, expected);
 }
 
+/// The ids of a rendered list member.
+fn album_ids(v: &Value) -> Vec<String> {
+    v["album"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|f| f["id"].as_str().unwrap().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+async fn a_list_member_gains_keeps_and_removes_files_within_its_bound_on(t: TestDb, store: Store) {
+    let w = world(&t, &store).await;
+    let app = test::init_service(w.api.app()).await;
+    // Past the bound on create: 422 naming the member, nothing stored, no row.
+    let four: Vec<Part<'_>> = (0..4u8)
+        .map(|i| file("album", "a.png", "image/png", png(8, i)))
+        .collect();
+    let mut parts = vec![data(json!({"name": "Rex", "shared": false}))];
+    parts.extend(four);
+    let (s, v) = send(
+        &app,
+        multipart(auth(Req::post().uri("/api/pets/"), &w.api, w.alice), &parts),
+    )
+    .await;
+    assert_eq!(s, 422, "{v}");
+    assert!(v.to_string().contains("album"), "{v}");
+    assert!(v.to_string().contains("at most 3"), "{v}");
+    assert_eq!(stored(&w), Vec::<String>::new());
+    // Metadata in JSON is refused: only uploads fill a list.
+    let fake = json!({"name": "Rex", "shared": false, "album": [{"id": Uuid::new_v4(), "name": "x", "size": 1, "type": "image/png"}]});
+    let (s, v) = send(
+        &app,
+        auth(
+            Req::post().uri("/api/pets/").set_json(fake),
+            &w.api,
+            w.alice,
+        ),
+    )
+    .await;
+    assert_eq!(s, 422, "{v}");
+    // Two files on create, in the order sent.
+    let req = multipart(
+        auth(Req::post().uri("/api/pets/"), &w.api, w.alice),
+        &[
+            data(json!({"name": "Rex", "shared": false})),
+            file("album", "one.png", "image/png", png(8, 1)),
+            file("album", "two.png", "image/png", png(8, 2)),
+        ],
+    );
+    let (s, v) = send(&app, req).await;
+    assert_eq!(s, 201, "{v}");
+    let id = v["id"].as_str().unwrap().to_owned();
+    let item = format!("/api/pets/{id}");
+    assert_eq!(v["album"][0]["name"], "one.png");
+    assert_eq!(v["album"][1]["name"], "two.png");
+    let [a, b] = <[String; 2]>::try_from(album_ids(&v)).unwrap();
+    assert_eq!(stored(&w).len(), 2);
+    let url_a = v["album"][0]["url"].as_str().unwrap().to_owned();
+    let url_b = v["album"][1]["url"].as_str().unwrap().to_owned();
+    let (s, _, body) = call(&app, auth(Req::get().uri(&url_b), &w.api, w.alice)).await;
+    assert_eq!(s, 200);
+    assert_eq!(body, png(8, 2));
+    // Another user may not read the row: no file of its list either.
+    assert_eq!(
+        call(&app, auth(Req::get().uri(&url_a), &w.api, w.bob))
+            .await
+            .0,
+        404
+    );
+    // An update's parts are added after the files the list holds.
+    let req = multipart(
+        auth(Req::patch().uri(&item), &w.api, w.alice),
+        &[file("album", "three.png", "image/png", png(8, 3))],
+    );
+    let (s, v) = send(&app, req).await;
+    assert_eq!(s, 200, "{v}");
+    let ids = album_ids(&v);
+    assert_eq!(ids.len(), 3);
+    assert_eq!(ids[..2], [a.clone(), b.clone()]);
+    let c = ids[2].clone();
+    assert_eq!(stored(&w).len(), 3);
+    // One more passes the bound: 422, the list unchanged, the new upload not kept.
+    let req = multipart(
+        auth(Req::patch().uri(&item), &w.api, w.alice),
+        &[
+            data(json!({"name": "Max"})),
+            file("album", "four.png", "image/png", png(8, 4)),
+        ],
+    );
+    let (s, v) = send(&app, req).await;
+    assert_eq!(s, 422, "{v}");
+    assert!(v.to_string().contains("at most 3"), "{v}");
+    assert_eq!(stored(&w).len(), 3);
+    let (_, v) = send(&app, auth(Req::get().uri(&item), &w.api, w.alice)).await;
+    assert_eq!(album_ids(&v), [a.clone(), b.clone(), c.clone()]);
+    assert_eq!(v["name"], "Rex", "the refused update changed nothing");
+    // A keep list reorders and drops: the dropped file is removed after commit.
+    let (s, v) = send(
+        &app,
+        auth(
+            Req::patch().uri(&item).set_json(json!({"album": [c, a]})),
+            &w.api,
+            w.alice,
+        ),
+    )
+    .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(album_ids(&v), [c.clone(), a.clone()]);
+    assert_eq!(
+        call(&app, auth(Req::get().uri(&url_b), &w.api, w.alice))
+            .await
+            .0,
+        404
+    );
+    assert_eq!(stored(&w).len(), 2);
+    // Keeping a file the list no longer holds, naming one twice, or not a list: 422.
+    for bad in [json!([b]), json!([a, a]), json!("x"), json!([1])] {
+        let (s, v) = send(
+            &app,
+            auth(
+                Req::patch().uri(&item).set_json(json!({"album": bad})),
+                &w.api,
+                w.alice,
+            ),
+        )
+        .await;
+        assert_eq!(s, 422, "{bad}: {v}");
+        assert_eq!(v["field"], "album", "{bad}: {v}");
+    }
+    // Another user's keep list: refused by the row's rules, the files stay.
+    let (s, _) = send(
+        &app,
+        auth(
+            Req::patch().uri(&item).set_json(json!({"album": []})),
+            &w.api,
+            w.bob,
+        ),
+    )
+    .await;
+    assert!(s == 403 || s == 404, "{s}");
+    assert_eq!(stored(&w).len(), 2);
+    // A keep list and new parts together: kept first, then the new ones.
+    let req = multipart(
+        auth(Req::patch().uri(&item), &w.api, w.alice),
+        &[
+            data(json!({"album": [a]})),
+            file("album", "five.png", "image/png", png(8, 5)),
+        ],
+    );
+    let (s, v) = send(&app, req).await;
+    assert_eq!(s, 200, "{v}");
+    let ids = album_ids(&v);
+    assert_eq!(ids.len(), 2);
+    assert_eq!(ids[0], a);
+    assert_eq!(v["album"][1]["name"], "five.png");
+    assert_eq!(stored(&w).len(), 2);
+    // `files gc` keeps the files a list holds.
+    let cli = App::new("pets-app", build).config(config(&t, &store));
+    let mut console = Console::captured("");
+    let argv = vec!["pets-app", "files", "gc", "--older-than", "0"];
+    assert_eq!(cli.run(argv, &mut console).await, 0, "{}", console.errors());
+    assert_eq!(stored(&w).len(), 2);
+    // An empty keep list empties the list (null); deleting the row would have removed them.
+    let (s, v) = send(
+        &app,
+        auth(
+            Req::patch().uri(&item).set_json(json!({"album": []})),
+            &w.api,
+            w.alice,
+        ),
+    )
+    .await;
+    assert_eq!(s, 200, "{v}");
+    assert!(v["album"].is_null(), "{v}");
+    assert_eq!(stored(&w), Vec::<String>::new());
+    // A list's files go with their row.
+    let req = multipart(
+        auth(Req::patch().uri(&item), &w.api, w.alice),
+        &[file("album", "six.png", "image/png", png(8, 6))],
+    );
+    assert_eq!(send(&app, req).await.0, 200);
+    assert_eq!(stored(&w).len(), 1);
+    let (s, _) = send(&app, auth(Req::delete().uri(&item), &w.api, w.alice)).await;
+    assert_eq!(s, 204);
+    assert_eq!(stored(&w), Vec::<String>::new());
+}
+
 async fn a_soft_deleted_row_keeps_its_file_until_purged_on(t: TestDb, store: Store) {
     let w = world_with(&t, &store, |c| c.db.soft_delete_retention = 1).await;
     let app = test::init_service(w.api.app()).await;
@@ -1197,11 +1392,25 @@ async fn the_description_documents_uploads_and_downloads_on(t: TestDb, store: St
         spec["paths"]["/api/pets/{id}"]["patch"]["requestBody"]["content"]["multipart/form-data"]
             .is_object()
     );
-    // Answers describe the file's metadata.
+    // A list member: an array of binary parts, bounded; an update keeps a list of ids.
+    let album = &form["schema"]["properties"]["album"];
+    assert_eq!(album["type"], "array", "{album}");
+    assert_eq!(album["maxItems"], 3, "{album}");
+    assert_eq!(album["items"]["format"], "binary", "{album}");
+    assert!(
+        json_schema["properties"]["album"].is_null(),
+        "{json_schema}"
+    );
+    let update = &spec["components"]["schemas"]["PetUpdate"]["properties"]["album"];
+    assert_eq!(update["items"]["format"], "uuid", "{update}");
+    // Answers describe the file's metadata (a list's, as an array of it).
     let file = &spec["components"]["schemas"]["Pet"]["properties"]["photo"];
     for member in ["id", "name", "size", "type", "url"] {
         assert!(file["properties"][member].is_object(), "{member}: {file}");
     }
+    let list = &spec["components"]["schemas"]["Pet"]["properties"]["album"];
+    assert_eq!(list["type"], "array", "{list}");
+    assert!(list["items"]["properties"]["url"].is_object(), "{list}");
     let download = &spec["paths"]["/api/pets/{id}/files/{file_id}"]["get"];
     assert_eq!(download["operationId"], "downloadPetFile");
     for t in ["image/png", "image/jpeg", "application/pdf"] {
@@ -1308,6 +1517,16 @@ backend_tests! {
     async fn thumbnails_are_made_once_under_the_rules_and_refuse_bombs_on_s3(t) {
         if let Some(store) = Store::s3() {
             thumbnails_are_made_once_under_the_rules_and_refuse_bombs_on(t, store).await;
+        }
+    }
+
+    async fn a_list_member_gains_keeps_and_removes_files_within_its_bound(t) {
+        a_list_member_gains_keeps_and_removes_files_within_its_bound_on(t, Store::Local).await;
+    }
+
+    async fn a_list_member_gains_keeps_and_removes_files_within_its_bound_on_s3(t) {
+        if let Some(store) = Store::s3() {
+            a_list_member_gains_keeps_and_removes_files_within_its_bound_on(t, store).await;
         }
     }
 

@@ -42,6 +42,9 @@ pub struct FileRule {
     pub types: &'static [&'static str],
     /// The boxes (width, height) of the thumbnails it offers (`thumbs = ["WxH", ..]`).
     pub thumbs: &'static [(u32, u32)],
+    /// For a list member (`FileList`), the most files it holds (`max_count = N`); `None` for a
+    /// member holding one file.
+    pub max_count: Option<u32>,
 }
 
 impl FieldInfo {

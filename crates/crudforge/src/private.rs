@@ -278,3 +278,8 @@ impl RelationKey for Option<uuid::Uuid> {}
 pub fn foreign_key<K: RelationKey>(key: &K) {
     let _ = key;
 }
+
+/// The schema of a file list member in an update: the ids of the files it keeps, in their
+/// order (or `null`, none).
+#[cfg(feature = "files")]
+pub type FileIds = Option<Vec<uuid::Uuid>>;

@@ -1,6 +1,7 @@
-//! A model with file members: one image, one document read by its owner alone.
+//! A model with file members: one image, one document read by its owner alone, and a bounded
+//! list of images.
 use chrono::{DateTime, Utc};
-use crudforge::files::File;
+use crudforge::files::{File, FileList};
 use crudforge::Resource;
 use diesel::prelude::*;
 use uuid::Uuid;
@@ -16,6 +17,7 @@ diesel::table! {
         owner_id -> PortableUuid,
         cover -> Nullable<PortableJson>,
         booklet -> Nullable<PortableJson>,
+        pages -> Nullable<PortableJson>,
     }
 }
 
@@ -32,6 +34,8 @@ pub struct Album {
     pub cover: Option<File>,
     #[resource(file(max_size = "20 MiB", types = ["application/pdf"]), read = owner(owner_id))]
     pub booklet: Option<File>,
+    #[resource(file(max_size = "2 MiB", types = ["image/png"], max_count = 12))]
+    pub pages: Option<FileList>,
 }
 
 fn main() {

@@ -1,5 +1,6 @@
 //! Reading `file(max_size = "5 MiB", types = ["image/png", "image/jpeg"])` on a field: the
-//! member holds one uploaded file, at most `max_size` bytes, of one of the listed media types.
+//! member holds one uploaded file, at most `max_size` bytes, of one of the listed media types;
+//! with `max_count = N`, a list of at most `N` such files.
 
 use crudforge_core::files::{media_type, parse_box, parse_size, MEDIA_TYPES, THUMBNAIL_SOURCES};
 use syn::meta::ParseNestedMeta;
@@ -15,13 +16,19 @@ pub(crate) struct FileAttr {
     pub(crate) types: Vec<String>,
     /// `thumbs = ["WxH", ..]`: the thumbnails' boxes.
     pub(crate) thumbs: Vec<(u32, u32)>,
+    /// `max_count = N`: the member is a list of at most `N` files.
+    pub(crate) max_count: Option<(u32, proc_macro2::Span)>,
 }
+
+/// The largest `max_count` a list member may declare.
+const MAX_COUNT: u32 = 100;
 
 /// Reads `file(max_size = "...", types = [...])`; both keys are required.
 pub(crate) fn file(meta: &ParseNestedMeta<'_>) -> syn::Result<FileAttr> {
     let mut max_size = None;
     let mut types = None;
     let mut thumbs: Option<(Vec<(u32, u32)>, proc_macro2::Span)> = None;
+    let mut max_count = None;
     meta.parse_nested_meta(|inner| {
         if inner.path.is_ident("max_size") {
             let lit: LitStr = inner
@@ -73,8 +80,16 @@ pub(crate) fn file(meta: &ParseNestedMeta<'_>) -> syn::Result<FileAttr> {
                 boxes.push(parse_box(&s.value()).map_err(|why| syn::Error::new(s.span(), format!("`thumbs`: {why}")))?);
             }
             thumbs = Some((boxes, syn::spanned::Spanned::span(&list)));
+        } else if inner.path.is_ident("max_count") {
+            let lit: syn::LitInt = inner.value()?.parse().map_err(|_| {
+                inner.error("expected a number of files: `max_count = 5`")
+            })?;
+            let n: u32 = lit.base10_parse().ok().filter(|n| (1..=MAX_COUNT).contains(n)).ok_or_else(|| {
+                syn::Error::new(lit.span(), format!("`max_count` is a number of files from 1 to {MAX_COUNT}"))
+            })?;
+            max_count = Some((n, lit.span()));
         } else {
-            return Err(inner.error(format!("unknown key in `file(...)`: expected `max_size`, `types` or `thumbs`\n{FILE_HELP}")));
+            return Err(inner.error(format!("unknown key in `file(...)`: expected `max_size`, `types`, `thumbs` or `max_count`\n{FILE_HELP}")));
         }
         Ok(())
     })?;
@@ -98,6 +113,7 @@ pub(crate) fn file(meta: &ParseNestedMeta<'_>) -> syn::Result<FileAttr> {
             max_size,
             types,
             thumbs,
+            max_count,
         }),
         (None, _) => Err(meta.error(format!("`file(...)` needs `max_size`\n{FILE_HELP}"))),
         (_, None) => Err(meta.error(format!("`file(...)` needs `types`\n{FILE_HELP}"))),

@@ -42,7 +42,11 @@ pub(super) fn field_info(g: &Gen<'_>, f: &Field) -> TokenStream {
         let max = file.max_size;
         let types = &file.types;
         let thumbs = file.thumbs.iter().map(|(w, h)| quote!((#w, #h)));
-        e = quote!(#e.file(#k::field::FileRule { max_size: #max, types: &[#(#types),*], thumbs: &[#(#thumbs),*] }));
+        let count = match file.max_count {
+            Some((n, _)) => quote!(::core::option::Option::Some(#n)),
+            None => quote!(::core::option::Option::None),
+        };
+        e = quote!(#e.file(#k::field::FileRule { max_size: #max, types: &[#(#types),*], thumbs: &[#(#thumbs),*], max_count: #count }));
     }
     if f.attrs.unique.is_some() || f.name() == g.id.name() {
         e = quote!(#e.unique());

@@ -197,10 +197,14 @@ fn update_field(g: &Gen<'_>, f: &Field) -> TokenStream {
     let with = quote!(#ty).to_string();
     let with = one_of_schema(g, f).unwrap_or_else(|| quote!(#[schemars(with = #with)]));
     // A file member is uploaded as a part, or removed with `null`; JSON never carries one.
-    let with = if f.attrs.file.is_some() {
-        quote!(#[schemars(skip)])
-    } else {
-        with
+    // A list member takes the ids of the files it keeps, in their order.
+    let with = match &f.attrs.file {
+        Some((file, _)) if file.max_count.is_some() => {
+            let ids = format!("{}::__private::FileIds", quote!(#k));
+            quote!(#[schemars(with = #ids)])
+        }
+        Some(_) => quote!(#[schemars(skip)]),
+        None => with,
     };
     if f.nullable {
         let de = format!("{}::__private::double_option", quote!(#k));

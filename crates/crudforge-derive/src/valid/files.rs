@@ -1,12 +1,21 @@
-//! File members: `file(...)` goes on an `Option<crudforge::files::File>` that is nothing else
-//! (no filter, no validator, no server-set value), and a `File` member needs `file(...)`.
+//! File members: `file(...)` goes on an `Option<crudforge::files::File>` (or, with
+//! `max_count`, an `Option<crudforge::files::FileList>`) that is nothing else (no filter, no
+//! validator, no server-set value), and a `File` or `FileList` member needs `file(...)`.
 
 use crate::ast::Field;
 use crate::ctxt::Ctxt;
 
-/// Whether the type inside `Option<_>` is named `File`.
+/// The last segment of the type inside `Option<_>`.
+fn last_name(f: &Field) -> Option<String> {
+    match &f.inner {
+        syn::Type::Path(tp) => tp.path.segments.last().map(|s| s.ident.to_string()),
+        _ => None,
+    }
+}
+
+/// Whether the type inside `Option<_>` is named `File` or `FileList`.
 fn names_file(f: &Field) -> bool {
-    matches!(&f.inner, syn::Type::Path(tp) if tp.path.segments.last().is_some_and(|s| s.ident == "File"))
+    matches!(last_name(f).as_deref(), Some("File" | "FileList"))
 }
 
 /// The `file(...)` key of one field, and a `File` field without one.
@@ -23,11 +32,28 @@ pub(super) fn check(cx: &Ctxt, f: &Field) {
         }
         return;
     };
+    let list = f.attrs.file.as_ref().and_then(|(a, _)| a.max_count);
     if !names_file(f) || !f.nullable {
         cx.error(
             &f.ty,
-            "a file member is an `Option<crudforge::files::File>`: null until a file is uploaded\nhelp: write `Option<crudforge::files::File>`",
+            if list.is_some() {
+                "a list of files is an `Option<crudforge::files::FileList>`: null until a file is uploaded\nhelp: write `Option<crudforge::files::FileList>`"
+            } else {
+                "a file member is an `Option<crudforge::files::File>`: null until a file is uploaded\nhelp: write `Option<crudforge::files::File>`"
+            },
         );
+    } else {
+        match (last_name(f).as_deref(), list) {
+            (Some("FileList"), None) => cx.error_at(
+                *span,
+                "a `FileList` member says how many files it holds\nhelp: add `max_count = 5` (or your bound) to `file(...)`",
+            ),
+            (Some("File"), Some((_, at))) => cx.error_at(
+                at,
+                "`max_count` is for a list of files, but this member holds one `File`\nhelp: write `Option<crudforge::files::FileList>`, or remove `max_count`",
+            ),
+            _ => {}
+        }
     }
     let a = &f.attrs;
     let others = [

@@ -33,6 +33,8 @@ mod accounts;
 mod console;
 mod database;
 mod feeds;
+#[cfg(feature = "files")]
+mod files;
 mod roles;
 mod schema;
 mod serve;
@@ -187,27 +189,11 @@ enum Command<C: Subcommand, U: Args> {
     Files {
         /// What to do.
         #[command(subcommand)]
-        command: FilesCommand,
+        command: files::FilesCommand,
     },
     /// The application's own commands.
     #[command(flatten)]
     App(C),
-}
-
-/// The subcommands of `files`.
-#[cfg(feature = "files")]
-#[derive(Debug, Subcommand)]
-enum FilesCommand {
-    /// Remove the stored files that no row holds (left by a crash mid-upload, or by rows
-    /// removed outside the API): prints one `table/id (bytes)` line each, then a total.
-    Gc {
-        /// List them without removing anything.
-        #[arg(long)]
-        dry_run: bool,
-        /// Leave files younger than this many seconds (an upload whose row is being written).
-        #[arg(long, default_value_t = 3600)]
-        older_than: u64,
-    },
 }
 
 /// The subcommands of `schema`.
@@ -549,29 +535,7 @@ impl<C: Subcommand + 'static, U: Args + 'static> App<C, U> {
                 Ok(())
             }
             #[cfg(feature = "files")]
-            Command::Files {
-                command:
-                    FilesCommand::Gc {
-                        dry_run,
-                        older_than,
-                    },
-            } => {
-                let (db, _) = open_and_migrate(&config, shared.migrations()).await?;
-                let api = (shared.build)(config, db)?;
-                let orphans = api
-                    .sweep_files(std::time::Duration::from_secs(older_than), dry_run)
-                    .await?;
-                for f in &orphans {
-                    console.println(&format!("{}/{} ({} bytes)", f.table, f.id, f.size));
-                }
-                let bytes: u64 = orphans.iter().map(|f| f.size).sum();
-                let verb = if dry_run { "would remove" } else { "removed" };
-                console.eprintln(&format!(
-                    "{verb} {} orphaned file(s), {bytes} bytes",
-                    orphans.len()
-                ));
-                Ok(())
-            }
+            Command::Files { command } => files::run(shared, config, command, console).await,
             Command::PrintIndexes { down } => {
                 for line in schema::index_statements(shared, config, down).await? {
                     console.println(&line);

@@ -18,6 +18,8 @@ use crate::crud::write;
 use crate::crud::Resource;
 use crate::db::snapshot;
 use crate::error::Error;
+use crate::files::lists::ListEdits;
+use crate::files::storage::Storage;
 use crate::files::upload::{self, Uploads};
 use crate::files::File;
 use crate::state::ApiState;
@@ -91,13 +93,32 @@ pub(crate) async fn create<R: Resource>(
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, Error> {
-    let st = ApiState::of(&req)?;
-    let files = st.files.clone();
+    let files = ApiState::of(&req)?.files.clone();
     let uploads = uploads::<R>(&req, payload).await?;
     hand_on(&req, &uploads);
-    let answer = write::create::post(shared, req, web::Bytes::from(uploads.data.clone())).await;
-    if !succeeded(&answer) {
-        files.remove_all(&uploads.stored()).await;
+    let answer =
+        write::create::post(shared, req.clone(), web::Bytes::from(uploads.data.clone())).await;
+    settle::<R>(&files, &req, answer, &[], &uploads.stored()).await
+}
+
+/// Finishes a write on a resource with file members: once it succeeded, removes the files it
+/// replaced or removed (`before`) and those its list edits took out; when it failed, the
+/// files it had stored (`uploaded`).
+async fn settle<R: Resource>(
+    files: &Storage,
+    req: &HttpRequest,
+    answer: Result<HttpResponse, Error>,
+    before: &[(&'static str, uuid::Uuid)],
+    uploaded: &[(&'static str, uuid::Uuid)],
+) -> Result<HttpResponse, Error> {
+    if succeeded(&answer) {
+        let mut gone = before.to_vec();
+        if let Some(lists) = ListEdits::of(req) {
+            gone.extend(lists.removed().into_iter().map(|id| (R::sql_table(), id)));
+        }
+        files.remove_all(&gone).await;
+    } else {
+        files.remove_all(uploaded).await;
     }
     answer
 }
@@ -119,18 +140,10 @@ pub(crate) async fn update<R: Resource>(
     req: HttpRequest,
     body: web::Bytes,
 ) -> Result<HttpResponse, Error> {
-    let cleared = nulled_members::<R>(&body);
-    if cleared.is_empty() {
-        return write::update::update(shared, req, body).await;
-    }
-    let st = ApiState::of(&req)?;
-    let files = st.files.clone();
-    let before = current_files(shared, &req, &cleared).await?;
-    let answer = write::update::update(shared, req, body).await;
-    if succeeded(&answer) {
-        files.remove_all(&before).await;
-    }
-    answer
+    let files = ApiState::of(&req)?.files.clone();
+    let before = current_files(shared, &req, &nulled_members::<R>(&body)).await?;
+    let answer = write::update::update(shared, req.clone(), body).await;
+    settle::<R>(&files, &req, answer, &before, &[]).await
 }
 
 async fn update_with<R: Resource>(
@@ -138,10 +151,16 @@ async fn update_with<R: Resource>(
     req: HttpRequest,
     uploads: Uploads,
 ) -> Result<HttpResponse, Error> {
-    let st = ApiState::of(&req)?;
-    let files = st.files.clone();
+    let files = ApiState::of(&req)?.files.clone();
+    // A new file replaces a single file; a list's new files are added to it.
     let mut changed = nulled_members::<R>(&uploads.data);
-    changed.extend(uploads.files.iter().map(|(m, _)| *m));
+    changed.extend(
+        uploads
+            .files
+            .iter()
+            .map(|(m, _)| *m)
+            .filter(|m| !upload::is_list(R::FIELDS, m)),
+    );
     let before = match current_files(shared, &req, &changed).await {
         Ok(b) => b,
         Err(e) => {
@@ -150,13 +169,9 @@ async fn update_with<R: Resource>(
         }
     };
     hand_on(&req, &uploads);
-    let answer = write::update::update(shared, req, web::Bytes::from(uploads.data.clone())).await;
-    if succeeded(&answer) {
-        files.remove_all(&before).await;
-    } else {
-        files.remove_all(&uploads.stored()).await;
-    }
-    answer
+    let answer =
+        write::update::update(shared, req.clone(), web::Bytes::from(uploads.data.clone())).await;
+    settle::<R>(&files, &req, answer, &before, &uploads.stored()).await
 }
 
 /// `DELETE` of an item on a resource with file members: once a hard delete commits, the row's
@@ -169,15 +184,11 @@ pub(crate) async fn delete<R: Resource>(
     if R::SOFT_DELETE {
         return write::delete::delete(shared, req, body).await;
     }
-    let st = ApiState::of(&req)?;
-    let files = st.files.clone();
+    let files = ApiState::of(&req)?.files.clone();
     let members: Vec<&'static str> = file_members::<R>().collect();
     let before = current_files(shared, &req, &members).await?;
-    let answer = write::delete::delete(shared, req, body).await;
-    if succeeded(&answer) {
-        files.remove_all(&before).await;
-    }
-    answer
+    let answer = write::delete::delete(shared, req.clone(), body).await;
+    settle::<R>(&files, &req, answer, &before, &[]).await
 }
 
 /// The batch delete on a resource with file members: once it commits, the files of the rows
@@ -257,9 +268,12 @@ fn files_of<R: Resource>(item: R, hidden: &[&str]) -> Vec<(&'static str, File)> 
     };
     file_members::<R>()
         .filter(|m| !hidden.contains(m))
-        .filter_map(|m| {
-            let file: File = serde_json::from_value(obj.get(m)?.clone()).ok()?;
-            Some((m, file))
+        .flat_map(|m| {
+            obj.get(m)
+                .map(crate::files::files_in)
+                .unwrap_or_default()
+                .into_iter()
+                .map(move |f| (m, f))
         })
         .collect()
 }
@@ -690,8 +704,8 @@ pub(crate) async fn referenced<R: Resource>(
             diesel_async::RunQueryDsl::load(diesel::sql_query(sql), c).await
         })?;
         for row in rows {
-            if let Ok(f) = serde_json::from_str::<File>(&row.v) {
-                ids.push(f.id);
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(&row.v) {
+                ids.extend(crate::files::files_in(&v).into_iter().map(|f| f.id));
             }
         }
     }

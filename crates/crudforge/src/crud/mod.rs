@@ -360,7 +360,7 @@ macro_rules! bind_portable {
 }
 bind_portable!(uuid::Uuid, DateTime<Utc>, serde_json::Value);
 #[cfg(feature = "files")]
-bind_portable!(crate::files::File);
+bind_portable!(crate::files::File, crate::files::FileList);
 
 /// The INDEX response envelope.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]

@@ -1,9 +1,11 @@
 //! File members (the `files` feature): [`File`], what a model's
-//! `#[resource(file(...))]` member holds, stored as JSON in its column (id, name, size, type)
-//! and returned with the URL that downloads it; the folder the files are kept in (`storage`);
-//! and the reading of a `multipart/form-data` body into the stored files and the body's JSON
-//! (`upload`). The routes that use them are `crud::files`.
+//! `#[resource(file(...))]` member holds (or a bounded [`FileList`] of them), stored as JSON
+//! in its column (id, name, size, type) and returned with the URL that downloads it; the
+//! folder the files are kept in (`storage`);
+//! the reading of a `multipart/form-data` body into the stored files and the body's JSON
+//! (`upload`); the edits of a list in an update (`lists`). The routes that use them are `crud::files`.
 
+pub(crate) mod lists;
 #[cfg(feature = "s3")]
 mod s3;
 pub(crate) mod storage;
@@ -56,6 +58,63 @@ impl File {
     }
 }
 
+/// A bounded list of uploaded files, as a list member holds it:
+/// `Option<crudforge::files::FileList>` with `#[resource(file(..., max_count = N))]`.
+///
+/// Multipart parts named after the member add files to it (on create, the list; on update,
+/// after the files it holds); a `PATCH` with the member set to a list of file ids keeps those
+/// files in that order and removes the others, and `null` removes them all. In an answer it is
+/// an array of files as [`File`] shows them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct FileList(pub Vec<File>);
+
+impl std::ops::Deref for FileList {
+    type Target = [File];
+    fn deref(&self) -> &[File] {
+        &self.0
+    }
+}
+
+impl<'a> IntoIterator for &'a FileList {
+    type Item = &'a File;
+    type IntoIter = std::slice::Iter<'a, File>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl FileList {
+    /// The stored JSON of the list.
+    pub(crate) fn to_json(&self) -> serde_json::Value {
+        serde_json::Value::Array(self.0.iter().map(File::to_json).collect())
+    }
+}
+
+impl Serialize for FileList {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(&self.0)
+    }
+}
+
+impl schemars::JsonSchema for FileList {
+    fn schema_name() -> String {
+        "FileList".to_owned()
+    }
+
+    fn is_referenceable() -> bool {
+        false
+    }
+
+    fn json_schema(g: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
+        let mut schema = <Vec<File>>::json_schema(g);
+        if let schemars::schema::Schema::Object(o) = &mut schema {
+            o.metadata().read_only = true;
+        }
+        schema
+    }
+}
+
 impl<'de> Deserialize<'de> for File {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = Stored::deserialize(d)?;
@@ -97,12 +156,17 @@ pub(crate) fn register_mount(ty: std::any::TypeId, prefix: &str, res_id: &'stati
 pub(crate) struct UrlBase(());
 
 impl UrlBase {
-    /// Sets the base for the files of one item of resource `ty`, whose members' values
-    /// `key_of` gives as text; `None` when the resource is not registered.
+    /// Sets the base for the files of one item of resource `ty` with members `fields`, whose
+    /// members' values `key_of` gives as text; `None` when the resource has no file members
+    /// (decided before any lock is taken) or is not registered.
     pub(crate) fn for_item(
         ty: std::any::TypeId,
+        fields: &[crate::field::FieldInfo],
         key_of: impl FnOnce(&str) -> Option<String>,
     ) -> Option<UrlBase> {
+        if !fields.iter().any(|f| f.file.is_some()) {
+            return None;
+        }
         let (prefix, res_id) = {
             let mounts = MOUNTS
                 .read()
@@ -183,10 +247,10 @@ impl schemars::JsonSchema for File {
     }
 }
 
-/// Reading a file from its JSON column.
+/// Reading a file (or a list of files) from its JSON column.
 macro_rules! file_from_sql {
-    ($db:ty) => {
-        impl diesel::deserialize::FromSql<crate::sql_types::PortableJson, $db> for File {
+    ($db:ty, $t:ty) => {
+        impl diesel::deserialize::FromSql<crate::sql_types::PortableJson, $db> for $t {
             fn from_sql(
                 bytes: <$db as diesel::backend::Backend>::RawValue<'_>,
             ) -> diesel::deserialize::Result<Self> {
@@ -200,65 +264,90 @@ macro_rules! file_from_sql {
     };
 }
 
-#[cfg(feature = "sqlite")]
-file_from_sql!(diesel::sqlite::Sqlite);
-#[cfg(feature = "postgres")]
-file_from_sql!(diesel::pg::Pg);
+/// Writing a file (or a list of files) to its column: on SQLite the stored JSON as text, on
+/// PostgreSQL `jsonb`'s binary form (version 1, then text).
+macro_rules! file_to_sql {
+    ($t:ty) => {
+        #[cfg(feature = "sqlite")]
+        impl diesel::serialize::ToSql<crate::sql_types::PortableJson, diesel::sqlite::Sqlite>
+            for $t
+        {
+            fn to_sql<'b>(
+                &'b self,
+                out: &mut diesel::serialize::Output<'b, '_, diesel::sqlite::Sqlite>,
+            ) -> diesel::serialize::Result {
+                out.set_value(serde_json::to_string(&self.to_json())?);
+                Ok(diesel::serialize::IsNull::No)
+            }
+        }
 
-/// Writing a file to its column on SQLite: the stored JSON as text.
-#[cfg(feature = "sqlite")]
-impl diesel::serialize::ToSql<crate::sql_types::PortableJson, diesel::sqlite::Sqlite> for File {
-    fn to_sql<'b>(
-        &'b self,
-        out: &mut diesel::serialize::Output<'b, '_, diesel::sqlite::Sqlite>,
-    ) -> diesel::serialize::Result {
-        out.set_value(serde_json::to_string(&self.to_json())?);
-        Ok(diesel::serialize::IsNull::No)
-    }
+        #[cfg(feature = "postgres")]
+        impl diesel::serialize::ToSql<crate::sql_types::PortableJson, diesel::pg::Pg> for $t {
+            fn to_sql<'b>(
+                &'b self,
+                out: &mut diesel::serialize::Output<'b, '_, diesel::pg::Pg>,
+            ) -> diesel::serialize::Result {
+                use std::io::Write as _;
+                out.write_all(&[1])?;
+                serde_json::to_writer(out, &self.to_json())?;
+                Ok(diesel::serialize::IsNull::No)
+            }
+        }
+    };
 }
 
-/// Writing a file to its column on PostgreSQL: `jsonb`'s binary form (version 1, then text).
+#[cfg(feature = "sqlite")]
+file_from_sql!(diesel::sqlite::Sqlite, File);
 #[cfg(feature = "postgres")]
-impl diesel::serialize::ToSql<crate::sql_types::PortableJson, diesel::pg::Pg> for File {
-    fn to_sql<'b>(
-        &'b self,
-        out: &mut diesel::serialize::Output<'b, '_, diesel::pg::Pg>,
-    ) -> diesel::serialize::Result {
-        use std::io::Write as _;
-        out.write_all(&[1])?;
-        serde_json::to_writer(out, &self.to_json())?;
-        Ok(diesel::serialize::IsNull::No)
-    }
-}
+file_from_sql!(diesel::pg::Pg, File);
+#[cfg(feature = "sqlite")]
+file_from_sql!(diesel::sqlite::Sqlite, FileList);
+#[cfg(feature = "postgres")]
+file_from_sql!(diesel::pg::Pg, FileList);
+file_to_sql!(File);
+file_to_sql!(FileList);
 
-// A file binds to its column as `Portable(file)`, like the other portable values.
+// A file (or a list) binds to its column as `Portable(file)`, like the other portable values.
 mod bind {
-    use super::File;
+    use super::{File, FileList};
     use crate::sql_types::{portable, Portable, PortableJson};
     use diesel::expression::AsExpression;
     use diesel::internal::derives::as_expression::Bound;
     use diesel::sql_types::Nullable;
 
     portable!(File => PortableJson);
+    portable!(FileList => PortableJson);
 
     #[cfg(feature = "sqlite")]
     mod sqlite {
-        use super::{File, Portable, PortableJson};
+        use super::{File, FileList, Portable, PortableJson};
         use crate::sql_types::portable_to_sql;
         use diesel::serialize::{self, IsNull, Output, ToSql};
         use diesel::sql_types::Nullable;
         use diesel::sqlite::Sqlite;
-        portable_to_sql!(Sqlite: File => PortableJson);
+        portable_to_sql!(Sqlite: File => PortableJson, FileList => PortableJson);
     }
 
     #[cfg(feature = "postgres")]
     mod pg {
-        use super::{File, Portable, PortableJson};
+        use super::{File, FileList, Portable, PortableJson};
         use crate::sql_types::portable_to_sql;
         use diesel::pg::Pg;
         use diesel::serialize::{self, IsNull, Output, ToSql};
         use diesel::sql_types::Nullable;
-        portable_to_sql!(Pg: File => PortableJson);
+        portable_to_sql!(Pg: File => PortableJson, FileList => PortableJson);
+    }
+}
+
+/// The files a member's value holds (stored or rendered JSON): one file, a list, or none.
+pub(crate) fn files_in(value: &serde_json::Value) -> Vec<File> {
+    match value {
+        serde_json::Value::Array(items) => items
+            .iter()
+            .filter_map(|v| serde_json::from_value(v.clone()).ok())
+            .collect(),
+        serde_json::Value::Object(_) => serde_json::from_value(value.clone()).into_iter().collect(),
+        _ => Vec::new(),
     }
 }
 

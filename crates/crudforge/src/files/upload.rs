@@ -1,5 +1,6 @@
 //! Reading a `multipart/form-data` body: an optional part named `data` holds the other
-//! members as one JSON object; each other part is named after a file member and holds its file.
+//! members as one JSON object; each other part is named after a file member and holds its file
+//! (a list member's name may repeat, up to its `max_count`).
 //! A file is stored as it arrives (never held whole in memory): its media type is recognized
 //! from its first bytes (the `infer` crate) before anything is kept, and it is refused with 413
 //! as soon as it passes its member's size. A refused or failed upload leaves nothing stored.
@@ -43,17 +44,39 @@ impl Uploads {
 pub(crate) struct Uploaded(pub(crate) std::sync::Arc<Vec<(&'static str, File)>>);
 
 /// Puts the uploaded files' metadata into `obj` (after the client's members were checked:
-/// only an upload sets a file member).
+/// only an upload sets a file member). A list member's files make its list on create; on
+/// update they are added to the list the row holds, in the write's transaction
+/// (`crud::files::ListEdits`), so they are left out here.
 pub(crate) fn merge(
     req: &actix_web::HttpRequest,
     obj: &mut serde_json::Map<String, serde_json::Value>,
+    fields: &[FieldInfo],
+    creating: bool,
 ) {
     use actix_web::HttpMessage as _;
     if let Some(Uploaded(files)) = req.extensions().get::<Uploaded>() {
         for (member, file) in files.iter() {
-            obj.insert((*member).to_owned(), file.to_json());
+            if !is_list(fields, member) {
+                obj.insert((*member).to_owned(), file.to_json());
+            } else if creating {
+                let list = obj
+                    .entry((*member).to_owned())
+                    .or_insert_with(|| serde_json::Value::Array(Vec::new()));
+                if let serde_json::Value::Array(items) = list {
+                    items.push(file.to_json());
+                }
+            }
         }
     }
+}
+
+/// Whether `member` is a list of files.
+pub(crate) fn is_list(fields: &[FieldInfo], member: &str) -> bool {
+    fields
+        .iter()
+        .find(|f| f.name == member)
+        .and_then(|f| f.file)
+        .is_some_and(|r| r.max_count.is_some())
 }
 
 /// Removes the files stored so far when dropped before being disarmed.
@@ -115,8 +138,12 @@ fn check_length(headers: &HeaderMap, fields: &[FieldInfo], json_limit: usize) ->
         .and_then(|v| v.parse::<u64>().ok());
     let room: u64 = fields
         .iter()
-        .filter_map(|f| f.file.map(|r| r.max_size))
-        .sum::<u64>()
+        .filter_map(|f| f.file)
+        .map(|r| {
+            r.max_size
+                .saturating_mul(u64::from(r.max_count.unwrap_or(1)))
+        })
+        .fold(0u64, u64::saturating_add)
         .saturating_add(json_limit as u64)
         // The parts' headers and boundaries.
         .saturating_add(64 * 1024);
@@ -224,8 +251,16 @@ async fn read_parts(
                 field: Some(name),
             });
         };
-        if out.files.iter().any(|(m, _)| *m == field.name) {
-            return Err(Error::invalid_field(field.name, "is sent twice"));
+        let sent = out.files.iter().filter(|(m, _)| *m == field.name).count();
+        match rule.max_count {
+            None if sent > 0 => return Err(Error::invalid_field(field.name, "is sent twice")),
+            Some(most) if sent >= most as usize => {
+                return Err(Error::invalid_field(
+                    field.name,
+                    format!("holds at most {most} files"),
+                ))
+            }
+            _ => {}
         }
         let file_name = part
             .content_disposition()
@@ -322,6 +357,7 @@ mod tests {
             max_size: 10,
             types: &["image/png"],
             thumbs: &[],
+            max_count: None,
         };
         let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
         assert_eq!(recognize("photo", &rule, png).unwrap(), "image/png");

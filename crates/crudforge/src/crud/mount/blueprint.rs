@@ -12,8 +12,6 @@ use crate::crud::{list, read, write, FieldInfo, Resource};
 use crate::mount::{IntoMount, Mount};
 use crate::openapi::ApiDoc;
 use crate::perms::Rules;
-#[cfg(feature = "files")]
-use actix_web::guard;
 use actix_web::{web, HttpRequest};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -486,18 +484,8 @@ macro_rules! handler {
     }};
 }
 
-/// An actix handler that runs the generic handler `$f`, which reads the body as a stream, with
-/// the blueprint's shared state.
 #[cfg(feature = "files")]
-macro_rules! stream_handler {
-    ($shared:expr, $f:path) => {{
-        let shared = $shared.clone();
-        move |req: HttpRequest, body: web::Payload| {
-            let shared = shared.clone();
-            async move { $f(&*shared, req, body).await }
-        }
-    }};
-}
+mod files;
 
 impl<R: Resource> Mounted<R> {
     /// The routes the application added. Routes sharing a path (GET and POST `settings/`) go
@@ -568,48 +556,6 @@ impl<R: Resource> Mounted<R> {
         });
     }
 
-    /// The item's writes on a resource with file members (uploads, and removing the files a
-    /// write replaces), after its GET.
-    #[cfg(feature = "files")]
-    fn file_item_routes(&self, mut item: actix_web::Resource) -> actix_web::Resource {
-        use crate::crud::files;
-        let ops = &self.shared.ops;
-        if ops.contains_key(&Operation::Patch) {
-            item = item
-                .route(
-                    web::patch()
-                        .guard(guard::fn_guard(files::is_multipart))
-                        .to(stream_handler!(self.shared, files::update_multipart)),
-                )
-                .route(web::patch().to(handler!(self.shared, files::update)));
-        }
-        if ops.contains_key(&Operation::Delete) {
-            item = item.route(web::delete().to(handler!(self.shared, files::delete)));
-        }
-        item
-    }
-
-    /// The download route of a resource's files, when GET is enabled.
-    #[cfg(feature = "files")]
-    fn file_routes(&self, routes: &mut crate::crud::scope::Routes) {
-        use crate::crud::files;
-        if !files::has_files::<R>() || !self.shared.ops.contains_key(&Operation::Get) {
-            return;
-        }
-        let path = format!(
-            "{}/{}/{{{}}}",
-            self.item_path,
-            files::SEGMENT,
-            files::FILE_PARAM
-        );
-        routes.add(&format!("{path}/link"), |r| {
-            r.route(web::post().to(handler!(self.shared, files::link)))
-        });
-        routes.add(&path, |r| {
-            r.route(web::get().to(handler!(self.shared, files::download)))
-        });
-    }
-
     /// The list, the item and the restore routes, for the operations the blueprint enables.
     fn standard_routes(&self, routes: &mut crate::crud::scope::Routes) {
         let ops = &self.shared.ops;
@@ -619,12 +565,8 @@ impl<R: Resource> Mounted<R> {
                     list = list.route(web::get().to(handler!(self.shared, list::index)));
                 }
                 #[cfg(feature = "files")]
-                if ops.contains_key(&Operation::Post) && crate::crud::files::has_files::<R>() {
-                    list = list.route(
-                        web::post()
-                            .guard(guard::fn_guard(crate::crud::files::is_multipart))
-                            .to(stream_handler!(self.shared, crate::crud::files::create)),
-                    );
+                {
+                    list = self.file_list_routes(list);
                 }
                 if ops.contains_key(&Operation::Post) {
                     list = list.route(web::post().to(handler!(self.shared, write::create::post)));

@@ -200,7 +200,8 @@ pub(crate) fn write_response<R: Resource>(
 ) -> Result<(), Error> {
     // File members answer with the URL that downloads them.
     #[cfg(feature = "files")]
-    let _base = crate::files::UrlBase::for_item(std::any::TypeId::of::<R>(), |m| item.key_of(m));
+    let _base =
+        crate::files::UrlBase::for_item(std::any::TypeId::of::<R>(), R::FIELDS, |m| item.key_of(m));
     let response = R::Response::from(item);
     let written = if hidden.is_empty() {
         serde_json::to_writer(&mut *out, &response)

@@ -106,7 +106,7 @@ pub(crate) fn input<R: Resource>(
 ) -> Result<R::Create, Error> {
     check_members(shared, who, &obj, Operation::Post)?;
     #[cfg(feature = "files")]
-    crate::files::upload::merge(req, &mut obj);
+    crate::files::upload::merge(req, &mut obj, R::FIELDS, true);
     R::__server_set(ctx, &mut obj)?;
     match who {
         Caller::Public => {}

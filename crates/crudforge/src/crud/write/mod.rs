@@ -102,13 +102,15 @@ pub(crate) struct Needs {
     pub(crate) if_match: bool,
     /// A create rule, judged on the stored row (`relations::rules::check_created`).
     pub(crate) create_rule: bool,
+    /// An edit of a list of files, written after the update in its transaction.
+    pub(crate) file_lists: bool,
 }
 
 impl<'k> Plan<'k> {
     /// The plan of a write of `op` on `shared`'s resource, with the idempotency key `key`.
     ///
-    /// It runs in a transaction when it is a batch, carries a key, an `If-Match` or a create
-    /// rule, has hooks of `op` that run inside it ([`Hooks::wrap`](crate::crud::hooks::Hooks::wrap)), or
+    /// It runs in a transaction when it is a batch, carries a key, an `If-Match`, a create
+    /// rule or an edit of a list of files, has hooks of `op` that run inside it ([`Hooks::wrap`](crate::crud::hooks::Hooks::wrap)), or
     /// addresses its item by a key other than the id (counted first, so that it never writes
     /// several rows). The transaction is serialized when a precondition or an update hook
     /// judges the row as read (`If-Match`, `serialized_update` for PATCH and restore).
@@ -127,6 +129,7 @@ impl<'k> Plan<'k> {
             || key.is_some()
             || needs.if_match
             || needs.create_rule
+            || needs.file_lists
             || hooks.wrap(op)
             || (addressed && target::by_other_key(shared));
         let serialized = needs.if_match || (updates && hooks.serialized_update);

@@ -66,13 +66,29 @@ pub(super) fn with_uploads<R: Resource>(
     for f in R::FIELDS {
         let Some(rule) = f.file else { continue };
         let types = rule.types.join(", ");
-        properties.insert(
-            f.name.to_owned(),
-            binary(format!(
+        let part = match rule.max_count {
+            None => binary(format!(
                 "The file of `{}`: {types}, recognized from its content; at most {} bytes. Replaces the member's file; send `\"{}\": null` in `data` to remove it.",
                 f.name, rule.max_size, f.name
             )),
-        );
+            Some(most) => Schema::Object(SchemaObject {
+                instance_type: Some(InstanceType::Array.into()),
+                metadata: Some(Box::new(Metadata {
+                    description: Some(format!(
+                        "Files for the list `{}` (one part each, at most {most} in the list): {types}, recognized from their content; at most {} bytes each. On update they are added after the files the list keeps; send `\"{}\"` in `data` as the ids of the files to keep (in their order), or null to remove them all.",
+                        f.name, rule.max_size, f.name
+                    )),
+                    ..Default::default()
+                })),
+                array: Some(Box::new(schemars::schema::ArrayValidation {
+                    items: Some(binary(format!("One file of `{}`.", f.name)).into()),
+                    max_items: Some(most),
+                    ..Default::default()
+                })),
+                ..Default::default()
+            }),
+        };
+        properties.insert(f.name.to_owned(), part);
         encoding.insert(
             f.name.to_owned(),
             Encoding {
