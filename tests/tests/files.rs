@@ -710,6 +710,25 @@ async fn disguised_oversized_or_client_written_files_are_refused_and_leave_nothi
     );
     assert_eq!(send(&app, req).await.0, 401);
     assert_eq!(stored(&w), Vec::<String>::new());
+    // A declared length past what the files and members could hold: 413 before reading.
+    let req = multipart(
+        auth(Req::post().uri("/api/pets/"), &w.api, w.alice),
+        &[
+            data(json!({"name": "Rex", "shared": false})),
+            file("photo", "a.png", "image/png", png(4, 0)),
+        ],
+    )
+    .insert_header(("content-length", (1u64 << 30).to_string()));
+    let (s, v) = send(&app, req).await;
+    assert_eq!(s, 413, "{v}");
+    assert!(
+        v["detail"]
+            .as_str()
+            .unwrap()
+            .contains("than its files and members may be"),
+        "{v}"
+    );
+    assert_eq!(stored(&w), Vec::<String>::new());
     let (s, list) = send(&app, auth(Req::get().uri("/api/pets/"), &w.api, w.alice)).await;
     assert_eq!(s, 200);
     assert_eq!(list["pagination"]["total"], 0, "{list}");

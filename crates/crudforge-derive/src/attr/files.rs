@@ -77,7 +77,7 @@ pub(crate) fn file(meta: &ParseNestedMeta<'_>) -> syn::Result<FileAttr> {
                 let syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) = e else {
                     return Err(syn::Error::new_spanned(e, "expected a box in quotes, such as \"128x128\""));
                 };
-                boxes.push(parse_box(&s.value()).map_err(|why| syn::Error::new(s.span(), format!("`thumbs`: {why}")))?);
+                boxes.push(parse_box(&s.value()).map_err(|why| syn::Error::new(s.span(), format!("`thumbs`: {why}\nhelp: write boxes such as [\"128x128\", \"640x480\"]")))?);
             }
             thumbs = Some((boxes, syn::spanned::Spanned::span(&list)));
         } else if inner.path.is_ident("max_count") {
@@ -85,7 +85,7 @@ pub(crate) fn file(meta: &ParseNestedMeta<'_>) -> syn::Result<FileAttr> {
                 inner.error("expected a number of files: `max_count = 5`")
             })?;
             let n: u32 = lit.base10_parse().ok().filter(|n| (1..=MAX_COUNT).contains(n)).ok_or_else(|| {
-                syn::Error::new(lit.span(), format!("`max_count` is a number of files from 1 to {MAX_COUNT}"))
+                syn::Error::new(lit.span(), format!("`max_count` is a number of files from 1 to {MAX_COUNT}\nhelp: write a bound such as `max_count = 5`"))
             })?;
             max_count = Some((n, lit.span()));
         } else {
