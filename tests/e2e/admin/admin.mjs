@@ -22,6 +22,8 @@ const axeSource = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 const userEmail = 'ordinary@example.com';
 const userPassword = 'ordinary pass phrase';
 const XSS = '<img src=x onerror=alert(1)>';
+// A 1x1 PNG.
+const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
 
 let current = 'start';
 function step(name) { current = name; }
@@ -194,6 +196,16 @@ try {
   await page.waitForFunction(() => document.querySelector('#record dd[data-member="species"]')?.textContent === 'salamander');
   console.log('ok stale If-Match: 412 shown as a conflict, nothing overwritten; saved after reloading');
 
+  step('file upload');
+  await page.setInputFiles('#update-form input[type=file][name="photo"]', { name: 'dot.png', mimeType: 'image/png', buffer: Buffer.from(PNG, 'base64') });
+  await page.click('#update-submit');
+  await page.waitForFunction(() => {
+    const img = document.querySelector('#record dd[data-member="photo"] img');
+    return img && img.complete && img.naturalWidth === 1;
+  });
+  check((await call('GET', `/api/critters/${createdId}`, admin)).data.photo.name === 'dot.png', 'the photo stored');
+  console.log('ok file upload: a PNG sent as a multipart part, its preview shown');
+
   step('relations');
   await page.click('details[data-relation="visits"] summary');
   await page.waitForFunction(() => !/Loading/.test(document.querySelector('details[data-relation="visits"]').textContent.replace('Visits', '')));
@@ -239,6 +251,12 @@ try {
   console.log(`ok render: a 50-row list in ${renderMs} ms after its answer arrived`);
   console.log(`render_ms_50_rows=${renderMs}`);
 
+  step('live refresh');
+  await page.waitForFunction(() => document.getElementById('view').dataset.live === 'on');
+  await call('POST', '/api/critters/', admin, { name: 'Live Lynx', species: 'lynx', cuteness_level: 100 });
+  await page.waitForFunction(() => document.querySelector('#list tbody tr td[data-member="name"]')?.textContent === 'Live Lynx', null, { timeout: 15000 });
+  console.log('ok live refresh: a critter created elsewhere appears in the open list');
+
   step('axe');
   await page.evaluate(axeSource);
   const results = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
@@ -262,7 +280,22 @@ try {
   await page.click('#grant-submit');
   await page.waitForSelector('#roles-table tr[data-role="USER"]');
   check(await page.$('#user-disable'), 'a disable button for another user');
-  console.log('ok role grant: USER granted to the ordinary user');
+  await page.fill('#grant-form input[type=text]', 'ADMIN');
+  await page.click('#grant-submit');
+  await page.waitForSelector('#roles-table tr[data-role="ADMIN"]');
+  await page.click('#roles-table tr[data-role="ADMIN"] button');
+  await page.waitForFunction(() => !document.querySelector('#roles-table tr[data-role="ADMIN"]') && document.querySelector('#roles-table tr[data-role="USER"]'));
+  await page.click('#user-disable');
+  await page.waitForSelector('#user-enable');
+  let disabled = (await call('GET', `/api/user/${userRow}`, admin)).data;
+  check(disabled.is_enabled === false, 'disabled');
+  await page.click('#user-enable');
+  await page.waitForSelector('#user-disable');
+  console.log('ok users: USER and ADMIN granted, ADMIN revoked, the account disabled and enabled again');
+  const userResults = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
+  const userSerious = userResults.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  check(userSerious.length === 0, `axe on a user's page: ${JSON.stringify(userSerious.map((v) => [v.id, v.impact, v.nodes.map((n) => n.target)]))}`);
+  console.log("ok axe on a user's page: no serious or critical violation");
 
   check(seen.errors.length === 0, `errors in the page: ${seen.errors.join(' | ')}`);
 
@@ -276,6 +309,9 @@ try {
   check(!(await other.page.$('#list-deleted')), 'include deleted offered');
   check(!(await other.page.$('#list button[data-action="delete"]')), 'delete offered');
   check(await other.page.$('#create-link'), 'create offered to a signed-in user');
+  await other.page.fill('#list-search', 'Critter 2');
+  await applyList(other.page);
+  check((await rows(other.page)).length === 10 && !(await other.page.$('#list-error')), 'search as an ordinary user');
   await other.page.click('#list tbody tr a');
   await other.page.waitForSelector('#update-form');
   check(!(await other.page.$('button[data-action="delete"]')), 'delete offered on the row');

@@ -75,7 +75,8 @@ function picker(ctx, m, field) {
     if (!term || /^[0-9a-f-]{36}$/i.test(term) || !target.can('list', ctx.admin)) return;
     timer = setTimeout(async () => {
       const params = { page_size: 10 };
-      if (target.textMembers.length) params.filter = searchExpression(target.textMembers, term);
+      const searchable = target.textMembers.filter((n) => target.shown(ctx.admin).some((x) => x.name === n));
+      if (searchable.length) params.filter = searchExpression(searchable, term);
       try {
         const answer = await api.send('GET', target.collectionPath(), { params });
         replace(list, answer.body.data.map((row) => h('option', { value: row.id }, text(row.name || row.email || row.id))));
@@ -110,6 +111,8 @@ function read(m, el, mode) {
  */
 function recordForm(ctx, resource, mode, row, submit) {
   const members = resource.shown(ctx.admin).filter((m) => (mode === 'create' ? m.creatable : m.updatable) && !m.file && (ctx.admin || !m.adminOnly));
+  // File members go up as parts of a multipart body beside the JSON part `data`.
+  const uploads = resource.shown(ctx.admin).filter((m) => m.file && m.upload && m.upload[mode]);
   const fields = new Map();
   const errors = new Map();
   const formError = h('p', { class: 'field-error', role: 'alert', id: `${mode}-form-error` });
@@ -124,6 +127,17 @@ function recordForm(ctx, resource, mode, row, submit) {
     form.append(
       h('label', { class: 'field-label', for: id }, m.label, (mode === 'create' && m.required && m.default === undefined) ? ' *' : ''),
       h('div', {}, el, help, err));
+  }
+  const files = new Map();
+  for (const m of uploads) {
+    const id = freshId(`file-${m.name}`);
+    const el = h('input', { id, name: m.name, type: 'file', accept: m.accept.replace(/\s+/g, ''), 'aria-describedby': `${id}-help ${id}-error` });
+    const err = h('p', { class: 'field-error', id: `${id}-error`, dataset: { errorFor: m.name } });
+    files.set(m.name, el);
+    fields.set(m.name, el);
+    errors.set(m.name, err);
+    form.append(h('label', { class: 'field-label', for: id }, m.label),
+      h('div', {}, el, h('p', { class: 'field-help', id: `${id}-help` }, m.description.replace(/`/g, '')), err));
   }
   const button = h('button', { type: 'submit', id: `${mode}-submit` }, mode === 'create' ? 'Create' : 'Save');
   form.append(h('div', { class: 'actions' }, button), formError);
@@ -143,9 +157,16 @@ function recordForm(ctx, resource, mode, row, submit) {
       if (mode === 'update' && !m.writeOnly && JSON.stringify(v) === JSON.stringify(row[m.name] ?? null)) continue;
       body[m.name] = v;
     }
+    const chosen = [...files].filter(([, el]) => el.files && el.files.length);
+    let multipart = null;
+    if (chosen.length) {
+      multipart = new FormData();
+      multipart.append('data', new Blob([JSON.stringify(body)], { type: 'application/json' }));
+      for (const [name, el] of chosen) multipart.append(name, el.files[0], el.files[0].name);
+    }
     button.disabled = true;
     try {
-      await submit(body);
+      await submit(body, multipart);
     } catch (e) {
       showProblem(e, errors, fields, formError);
     } finally {
@@ -180,8 +201,8 @@ export function createView(ctx, resource) {
     replace(ctx.view, h('h2', {}, `New ${resource.name}`), h('p', {}, 'You may not create these.'));
     return;
   }
-  const form = recordForm(ctx, resource, 'create', null, async (body) => {
-    const answer = await api.send('POST', resource.collectionPath(), { body });
+  const form = recordForm(ctx, resource, 'create', null, async (body, multipart) => {
+    const answer = await api.send('POST', resource.collectionPath(), multipart ? { form: multipart } : { body });
     say(`Created ${answer.body.name || answer.body.email || answer.body.id}.`, 'ok');
     location.hash = `#/${resource.key}/${encodeURIComponent(answer.body.id)}`;
   });
@@ -266,10 +287,11 @@ export async function recordView(ctx, resource, id) {
     say('Not saved: the row changed meanwhile.', 'error');
   }
   if (!deleted && resource.can('update', ctx.admin)) {
-    parts.push(h('h3', {}, 'Edit'), recordForm(ctx, resource, 'update', row, async (body) => {
-      if (!Object.keys(body).length) { say('Nothing to save.'); return; }
+    parts.push(h('h3', {}, 'Edit'), recordForm(ctx, resource, 'update', row, async (body, multipart) => {
+      if (!Object.keys(body).length && !multipart) { say('Nothing to save.'); return; }
       try {
-        const a = await api.send('PATCH', resource.itemPath('update', id), { body, headers: etag ? { 'If-Match': etag } : {} });
+        const headers = etag ? { 'If-Match': etag } : {};
+        const a = await api.send('PATCH', resource.itemPath('update', id), multipart ? { form: multipart, headers } : { body, headers });
         row = a.body;
         etag = a.etag || etag;
         drawDetails();

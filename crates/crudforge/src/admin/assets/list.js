@@ -30,6 +30,8 @@ export function searchExpression(members, term) {
 export function listView(ctx, resource) {
   const { admin } = ctx;
   const shown = resource.shown(admin);
+  // Text members the caller may filter by (an administrators-only one is not).
+  const searchable = resource.textMembers.filter((n) => shown.some((m) => m.name === n));
   const st = remembered.get(resource.key) || {
     page: 1,
     pageSize: 25,
@@ -56,8 +58,8 @@ export function listView(ctx, resource) {
     : null;
 
   // Search over the text members.
-  const searchInput = resource.textMembers.length && resource.hasFilterExpression
-    ? h('input', { id: 'list-search', type: 'search', value: st.search, placeholder: resource.textMembers.join(', ') })
+  const searchInput = searchable.length && resource.hasFilterExpression
+    ? h('input', { id: 'list-search', type: 'search', value: st.search, placeholder: searchable.join(', ') })
     : null;
   // The filter expression.
   const exprInput = resource.hasFilterExpression
@@ -147,7 +149,7 @@ export function listView(ctx, resource) {
     if (st.sort) p.sort = st.sort;
     const exprs = [];
     if (st.expression) exprs.push(st.expression);
-    if (st.search) exprs.push(searchExpression(resource.textMembers, st.search));
+    if (st.search) exprs.push(searchExpression(searchable, st.search));
     if (exprs.length) p.filter = exprs;
     if (st.scope) p.scope = st.scope;
     if (st.includeDeleted) p.include_deleted = 'true';

@@ -203,6 +203,19 @@ function resource(doc, r, envelope) {
   const segments = path.split('/').filter(Boolean);
   const key = segments.filter((s) => !s.startsWith('{')).slice(-1)[0] || r.name.toLowerCase();
   const scope = params.get('scope');
+  // File members a create or update may upload (multipart bodies), with the types accepted.
+  for (const m of members) {
+    if (!m.file) continue;
+    for (const verb of ['create', 'update']) {
+      const content = r.ops[verb] && r.ops[verb].op.requestBody && r.ops[verb].op.requestBody.content;
+      const multipart = content && content['multipart/form-data'];
+      if (multipart && multipart.schema && multipart.schema.properties && multipart.schema.properties[m.name]) {
+        m.upload = m.upload || {};
+        m.upload[verb] = true;
+        m.accept = (multipart.encoding && multipart.encoding[m.name] && multipart.encoding[m.name].contentType) || '';
+      }
+    }
+  }
   const res = {
     name: r.name,
     key,
