@@ -18,7 +18,11 @@ const ADMIN_EMAIL: &str = "admin@example.com";
 const ADMIN_PASSWORD: &str = "admin pass phrase";
 
 /// The databases to run on: SQLite always, PostgreSQL when configured.
-fn databases() -> Vec<(&'static str, Vec<(&'static str, String)>, Option<crudforge_tests::TestDb>)> {
+fn databases() -> Vec<(
+    &'static str,
+    Vec<(&'static str, String)>,
+    Option<crudforge_tests::TestDb>,
+)> {
     let env = vec![
         ("BCRYPT_COST", "4".to_owned()),
         ("JWT_SECRET_KEY", crudforge_tests::TEST_SECRET.to_owned()),
@@ -55,15 +59,22 @@ fn the_admin_page_works_in_a_real_browser() {
     let script = root.join("tests/e2e/admin/admin.mjs");
     for (name, env, _db) in databases() {
         let dir = tempfile::tempdir().unwrap();
-        let out = create_user(dir.path(), &env, ADMIN_EMAIL, ADMIN_PASSWORD, &["--superadmin"]);
+        let out = create_user(
+            dir.path(),
+            &env,
+            ADMIN_EMAIL,
+            ADMIN_PASSWORD,
+            &["--superadmin"],
+        );
         tools::check("create-user", &out);
         let server = Server::start(dir.path(), &env);
-        let shots: PathBuf =
-            if name == "sqlite" && std::env::var("CRUDFORGE_ADMIN_SCREENSHOTS").as_deref() == Ok("1") {
-                root.join("docs/admin")
-            } else {
-                dir.path().join("shots")
-            };
+        let shots: PathBuf = if name == "sqlite"
+            && std::env::var("CRUDFORGE_ADMIN_SCREENSHOTS").as_deref() == Ok("1")
+        {
+            root.join("docs/admin")
+        } else {
+            dir.path().join("shots")
+        };
         std::fs::create_dir_all(&shots).unwrap();
         let out = tools::run(
             Command::new("node")
@@ -82,7 +93,9 @@ fn the_admin_page_works_in_a_real_browser() {
         assert!(said.contains("admin e2e complete"), "[{name}] {said}");
         assert!(!said.contains("FAILED"), "[{name}] {said}");
         for shot in ["list.png", "form.png"] {
-            let len = std::fs::metadata(shots.join(shot)).map(|m| m.len()).unwrap_or(0);
+            let len = std::fs::metadata(shots.join(shot))
+                .map(|m| m.len())
+                .unwrap_or(0);
             assert!(len > 0, "[{name}] no screenshot {shot}");
         }
     }

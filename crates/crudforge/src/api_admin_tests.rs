@@ -7,9 +7,12 @@ use actix_web::test;
 
 /// An API over a fresh SQLite file in `dir`.
 async fn api(dir: &tempfile::TempDir) -> Api {
-    let db = Database::open(Target::Sqlite(dir.path().join("admin.db")), DbOptions::default())
-        .await
-        .expect("open");
+    let db = Database::open(
+        Target::Sqlite(dir.path().join("admin.db")),
+        DbOptions::default(),
+    )
+    .await
+    .expect("open");
     let config = Config::default().with(|c| {
         c.db.data_dir = dir.path().join("data");
         c.auth.jwt_secret_key = Some(crate::config::Secret::new(
@@ -79,7 +82,10 @@ async fn the_page_and_its_files_carry_the_security_and_caching_headers() {
         assert_eq!(h("x-content-type-options"), "nosniff", "{path}");
         assert_eq!(h("cache-control"), "no-cache", "{path}");
         let etag = h("etag");
-        assert!(etag.len() > 2 && etag.starts_with('"') && etag.ends_with('"'), "{path}: {etag}");
+        assert!(
+            etag.len() > 2 && etag.starts_with('"') && etag.ends_with('"'),
+            "{path}: {etag}"
+        );
         assert!(!body.is_empty(), "{path}");
         // The tag it answered with: 304, no body, the same headers.
         let (status, again, body) = get(&api, path, &[("If-None-Match", &etag)]).await;
@@ -90,7 +96,9 @@ async fn the_page_and_its_files_carry_the_security_and_caching_headers() {
             Some(etag.as_str())
         );
         assert_eq!(
-            again.get("content-security-policy").and_then(|v| v.to_str().ok()),
+            again
+                .get("content-security-policy")
+                .and_then(|v| v.to_str().ok()),
             Some(csp)
         );
         // Another tag: the whole file again.
@@ -101,7 +109,10 @@ async fn the_page_and_its_files_carry_the_security_and_caching_headers() {
     // The page names only its own files, as modules.
     let (_, _, page) = get(&api, "/admin/", &[]).await;
     let page = String::from_utf8(page).expect("UTF-8");
-    assert!(page.contains(r#"<script type="module" src="main.js">"#), "{page}");
+    assert!(
+        page.contains(r#"<script type="module" src="main.js">"#),
+        "{page}"
+    );
     // Without the trailing slash: a redirect to the page.
     let (status, headers, _) = get(&api, "/admin", &[]).await;
     assert_eq!(status, 308);

@@ -161,7 +161,10 @@ fn serve(req: &HttpRequest, index: usize) -> HttpResponse {
             header::X_CONTENT_TYPE_OPTIONS,
             HeaderValue::from_static("nosniff"),
         ))
-        .insert_header((header::REFERRER_POLICY, HeaderValue::from_static("no-referrer")));
+        .insert_header((
+            header::REFERRER_POLICY,
+            HeaderValue::from_static("no-referrer"),
+        ));
     if fresh {
         return answer.finish();
     }
