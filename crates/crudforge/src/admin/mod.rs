@@ -201,6 +201,21 @@ mod tests {
         assert!(raw_size() > 0);
     }
 
+    /// Whether `html` has an attribute like `onclick=`: ` on`, letters, `=`.
+    fn inline_handler(html: &str) -> bool {
+        html.match_indices(" on").any(|(i, _)| {
+            let rest = &html[i + 3..];
+            let letters = rest.bytes().take_while(u8::is_ascii_alphabetic).count();
+            letters > 0 && rest[letters..].starts_with('=')
+        })
+    }
+
+    #[test]
+    fn inline_handlers_are_recognized() {
+        assert!(inline_handler(r#"<img src=x onerror=alert(1)>"#));
+        assert!(!inline_handler("<p>turned on or off</p>"));
+    }
+
     #[test]
     fn no_asset_holds_inline_script_or_eval() {
         for a in ASSETS {
@@ -211,8 +226,9 @@ mod tests {
             assert!(!a.body.contains("sessionStorage"), "{}", a.name);
             if a.name.is_empty() {
                 assert!(!a.body.contains("<script>"), "inline script in index.html");
-                assert!(!a.body.contains(" on"), "an inline handler in index.html");
                 assert!(!a.body.contains("style="), "an inline style in index.html");
+                assert!(!a.body.contains("<style"), "a style element in index.html");
+                assert!(!inline_handler(a.body), "an inline handler in index.html");
             }
         }
     }

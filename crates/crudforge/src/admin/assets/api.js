@@ -1,5 +1,5 @@
 // The API client: every request the page makes goes through here, with the signed-in user's
-// access token. Tokens live in this module's memory only (never localStorage or cookies); an
+// access token. Tokens live in this module's memory only (never in web storage or cookies); an
 // access token that has expired is exchanged once through the refresh endpoint, and a reload
 // of the page means signing in again.
 
