@@ -143,11 +143,19 @@ try {
   await applyList(page);
   list = await rows(page);
   check(list.length === 5 && list.every((r) => /^Critter 1\d$/.test(r.cells.name) && r.cells.species === 'dog'), `search with a simple filter: ${JSON.stringify(list.map((r) => r.cells.name))}`);
+  await page.fill('#list-search', '');
+  await page.selectOption('#list-scope', 'cute');
+  await applyList(page);
+  list = await rows(page);
+  check(list.length === 3 && list.every((r) => Number(r.cells.cuteness_level) >= 50 && r.cells.species === 'dog'), `named filter with a simple filter: ${JSON.stringify(list.map((r) => r.cells.cuteness_level))}`);
+  await page.selectOption('#list-scope', '');
+  await page.fill('#list-search', 'critter 1');
+  await applyList(page);
   await page.click('ul.filters button');
   await settled(page);
   await page.fill('#list-search', '');
   await applyList(page);
-  console.log('ok filter: expression, simple filter, search');
+  console.log('ok filter: expression, simple filter, search, named filter');
 
   step('xss');
   await page.fill('#list-search', 'onerror');

@@ -228,7 +228,8 @@ function resource(doc, r, envelope) {
     sortable: sortKeys(params.get('sort')),
     filters,
     textMembers: members.filter((m) => m.type === 'string' && !m.format && !m.enum && (filters.get(m.name) || []).includes('ilike')).map((m) => m.name),
-    scopes: scope && scope.schema && scope.schema.enum ? scope.schema.enum : [],
+    // Named filters: the `scope` parameter's names (an enum, or the enum of its items).
+    scopes: (scope && scope.schema && (scope.schema.enum || (scope.schema.items && scope.schema.items.enum))) || [],
     includeDeleted: params.has('include_deleted'),
     softDelete: Boolean(r.ops.restore) || params.has('include_deleted'),
     hasFilterExpression: params.has('filter'),
