@@ -55,6 +55,14 @@ fn the_admin_page_works_in_a_real_browser() {
     ) else {
         return;
     };
+    if Command::new("node").arg("--version").output().is_err() {
+        assert!(
+            !tools::tools_required(),
+            "node is required (CRUDFORGE_REQUIRE_TOOLS=1) but cannot be run"
+        );
+        eprintln!("skipped: node is not installed");
+        return;
+    }
     let root = tools::workspace_root();
     let script = root.join("tests/e2e/admin/admin.mjs");
     for (name, env, _db) in databases() {

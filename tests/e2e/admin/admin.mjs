@@ -326,8 +326,10 @@ try {
   check(!(await other.page.$('#update-form [name="vet_notes"]')), 'the administrators-only member offered');
   await showList(other.page, 'habitats');
   check(!(await other.page.$('#create-link')), 'habitat create offered');
+  await showList(other.page, 'domains');
+  check(!(await other.page.$('#create-link')), 'domain create offered (administrators only by rule)');
   check(other.seen.errors.length === 0, `errors in the page: ${other.seen.errors.join(' | ')}`);
-  console.log('ok ordinary user: no user list, no delete, batch, deleted rows, admin member or habitat writes offered');
+  console.log('ok ordinary user: no user list, no delete, batch, deleted rows, admin member, habitat or domain writes offered');
 
   step('sign-out');
   await other.page.click('#signout');

@@ -251,7 +251,7 @@ export async function recordView(ctx, resource, id) {
     parts.push(box);
   }
   const actions = h('div', { class: 'toolbar' });
-  if (deleted && resource.can('restore', ctx.admin)) {
+  if (deleted && resource.canRow('restore', ctx.admin, row, ctx.me)) {
     actions.append(h('button', { type: 'button', id: 'restore', onclick: async () => {
       try {
         await api.send('POST', resource.itemPath('restore', id), { headers: etag ? { 'If-Match': etag } : {} });
@@ -260,7 +260,7 @@ export async function recordView(ctx, resource, id) {
       } catch (e) { say(e.message, 'error'); }
     } }, 'Restore'));
   }
-  if (!deleted && resource.can('delete', ctx.admin)) {
+  if (!deleted && resource.canRow('delete', ctx.admin, row, ctx.me)) {
     actions.append(confirmButton('Delete', `Delete ${title}`, async () => {
       try {
         await api.send('DELETE', resource.itemPath('delete', id), { headers: etag ? { 'If-Match': etag } : {} });
@@ -286,7 +286,7 @@ export async function recordView(ctx, resource, id) {
       h('button', { type: 'button', class: 'secondary', id: 'conflict-reload', onclick: () => recordView(ctx, resource, id) }, 'Load the current version'));
     say('Not saved: the row changed meanwhile.', 'error');
   }
-  if (!deleted && resource.can('update', ctx.admin)) {
+  if (!deleted && resource.canRow('update', ctx.admin, row, ctx.me)) {
     parts.push(h('h3', {}, 'Edit'), recordForm(ctx, resource, 'update', row, async (body, multipart) => {
       if (!Object.keys(body).length && !multipart) { say('Nothing to save.'); return; }
       try {

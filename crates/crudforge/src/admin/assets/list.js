@@ -233,7 +233,7 @@ export function listView(ctx, resource) {
       h('a', { href: `#/${resource.key}/${encodeURIComponent(row.id)}`, 'aria-label': `Open ${label}` }, 'Open'));
     if (deleted && canRestore) {
       actions.append(h('button', { type: 'button', class: 'secondary', dataset: { action: 'restore' }, onclick: () => restore(row) }, 'Restore'));
-    } else if (!deleted && canDelete) {
+    } else if (!deleted && canDelete && resource.canRow('delete', admin, row, ctx.me)) {
       actions.append(confirmButton('Delete', `Delete ${label}`, () => remove(row)));
     }
     return h('tr', { class: deleted ? 'deleted' : null, dataset: { id: row.id } },

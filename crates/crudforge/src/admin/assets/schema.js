@@ -96,8 +96,24 @@ function sortKeys(param) {
   return m[1].split('|').filter((k) => !k.includes('\\.'));
 }
 
+/**
+ * One operation, with who may call it: `x-admin-only`, or the description's "Who may call:"
+ * sentence saying "administrators only" (a rule rather than a mark), and the member naming the
+ * caller when only the row's own user (and administrators) may call it.
+ */
 function operation(path, method, op) {
-  return { path, method, id: op.operationId, adminOnly: Boolean(op['x-admin-only']), public: Boolean(op['x-public']), op };
+  const who = /Who may call: ([^\n]*)/.exec(op.description || '');
+  const sentence = who ? who[1] : '';
+  const owner = /^signed-in users on the items where `(\w+)` is the caller's id; administrators on every item\./.exec(sentence);
+  return {
+    path,
+    method,
+    id: op.operationId,
+    adminOnly: Boolean(op['x-admin-only']) || /^administrators only\b/.test(sentence),
+    ownerKey: owner ? owner[1] : null,
+    public: Boolean(op['x-public']),
+    op,
+  };
 }
 
 /** Reads the whole description into the page's model. */
@@ -240,6 +256,9 @@ function resource(doc, r, envelope) {
   res.can = (verb, admin) => Boolean(res.ops[verb]) && (!res.ops[verb].adminOnly || admin);
   /** The members the caller may see (an administrators-only member is absent for others). */
   res.shown = (admin) => res.members.filter((m) => admin || (m.readRule !== 'admin' && !(m.adminOnly && !m.readable)));
+  /** Whether the caller may perform `verb` on `row` (rules that name the row's own user). */
+  res.canRow = (verb, admin, row, me) => res.can(verb, admin)
+    && (admin || !res.ops[verb].ownerKey || (row && me && row[res.ops[verb].ownerKey] === me.id));
   /** Whether anything of the resource is open to the caller. */
   res.visible = (admin) => res.can('list', admin);
   /** The item path of `id`. */
