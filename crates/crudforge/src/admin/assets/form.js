@@ -42,7 +42,7 @@ function input(ctx, resource, m, value, mode) {
     else if (m.format === 'email') type = 'email';
     else if (m.format === 'date') type = 'date';
     else if (m.format === 'uri') type = 'url';
-    const long = (m.maxLength || 0) > 255;
+    const long = type === 'text' && (m.maxLength || 0) > 500;
     const attrs = {
       ...common, type, minlength: m.minLength, maxlength: m.maxLength, pattern: m.pattern,
       autocomplete: type === 'password' ? 'new-password' : 'off',
