@@ -17,17 +17,25 @@ use std::process::Command;
 const ADMIN_EMAIL: &str = "admin@example.com";
 const ADMIN_PASSWORD: &str = "admin pass phrase";
 
+/// One database to run on: its name, the server's environment, and the PostgreSQL database
+/// kept alive while it runs.
+struct Setup {
+    name: &'static str,
+    env: Vec<(&'static str, String)>,
+    _db: Option<crudforge_tests::TestDb>,
+}
+
 /// The databases to run on: SQLite always, PostgreSQL when configured.
-fn databases() -> Vec<(
-    &'static str,
-    Vec<(&'static str, String)>,
-    Option<crudforge_tests::TestDb>,
-)> {
+fn databases() -> Vec<Setup> {
     let env = vec![
         ("BCRYPT_COST", "4".to_owned()),
         ("JWT_SECRET_KEY", crudforge_tests::TEST_SECRET.to_owned()),
     ];
-    let mut out = vec![("sqlite", env.clone(), None)];
+    let mut out = vec![Setup {
+        name: "sqlite",
+        env: env.clone(),
+        _db: None,
+    }];
     if crudforge_tests::postgres_url().is_some() {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -38,7 +46,11 @@ fn databases() -> Vec<(
             .expect("CRUDFORGE_TEST_POSTGRES_URL is set");
         let mut env = env;
         env.push(("ORM_DATABASE_URI", db.uri.clone()));
-        out.push(("postgres", env, Some(db)));
+        out.push(Setup {
+            name: "postgres",
+            env,
+            _db: Some(db),
+        });
     }
     out
 }
@@ -65,17 +77,18 @@ fn the_admin_page_works_in_a_real_browser() {
     }
     let root = tools::workspace_root();
     let script = root.join("tests/e2e/admin/admin.mjs");
-    for (name, env, _db) in databases() {
+    for setup in databases() {
+        let (name, env) = (setup.name, &setup.env);
         let dir = tempfile::tempdir().unwrap();
         let out = create_user(
             dir.path(),
-            &env,
+            env,
             ADMIN_EMAIL,
             ADMIN_PASSWORD,
             &["--superadmin"],
         );
         tools::check("create-user", &out);
-        let server = Server::start(dir.path(), &env);
+        let server = Server::start(dir.path(), env);
         let shots: PathBuf = if name == "sqlite"
             && std::env::var("CRUDFORGE_ADMIN_SCREENSHOTS").as_deref() == Ok("1")
         {
