@@ -240,10 +240,12 @@ try {
   step('batch delete');
   await page.fill('#list-search', 'Critter 0');
   await applyList(page);
-  const boxes = await page.$$('#list tbody input[type=checkbox]');
-  check(boxes.length === 10, `10 rows to select, got ${boxes.length}`);
-  await boxes[0].check();
-  await boxes[1].check();
+  const boxes = await page.$$eval('#list tbody input[type=checkbox]', (b) => b.length);
+  check(boxes === 10, `10 rows to select, got ${boxes}`);
+  // Selectors, not handles: the live feed may redraw the rows meanwhile (the selection stays).
+  await page.check('#list tbody tr:nth-child(1) input[type=checkbox]');
+  await page.check('#list tbody tr:nth-child(2) input[type=checkbox]');
+  await page.waitForFunction(() => document.querySelectorAll('#list tbody input[type=checkbox]:checked').length === 2);
   await page.click('#batch-delete');
   await page.waitForFunction(() => document.querySelectorAll('#list tbody tr').length === 8);
   await page.fill('#list-search', '');

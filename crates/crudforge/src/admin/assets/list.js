@@ -196,8 +196,10 @@ export function listView(ctx, resource) {
   }
 
   function render(page) {
-    selected.clear();
-    if (batchButton) batchButton.disabled = true;
+    // A reload (paging, the live feed) keeps the selection of the rows still shown.
+    const ids = new Set(page.data.map((row) => row.id));
+    for (const id of [...selected]) if (!ids.has(id)) selected.delete(id);
+    if (batchButton) batchButton.disabled = selected.size === 0;
     const columns = shown.filter((m) => m.readable && (!resource.chooser.length || st.fields.includes(m.name)));
     const sortState = (name) => {
       if (st.sort === name) return 'ascending';
@@ -238,7 +240,7 @@ export function listView(ctx, resource) {
     }
     return h('tr', { class: deleted ? 'deleted' : null, dataset: { id: row.id } },
       canBatchDelete ? h('td', {}, deleted ? null : h('input', {
-        type: 'checkbox', 'aria-label': `Select ${label}`,
+        type: 'checkbox', 'aria-label': `Select ${label}`, checked: selected.has(row.id),
         onchange: (e) => {
           if (e.target.checked) selected.add(row.id); else selected.delete(row.id);
           batchButton.disabled = selected.size === 0;
@@ -273,6 +275,7 @@ export function listView(ctx, resource) {
     if (!items.length) return;
     try {
       await api.send('POST', resource.ops.batchDelete.path, { body: { items } });
+      selected.clear();
       say(`Deleted ${items.length} items.`, 'ok');
       load();
     } catch (e) {
