@@ -106,7 +106,8 @@ try {
   await call('POST', '/api/critters/batch/', admin, { items });
   await call('POST', '/api/critters/', admin, { name: XSS, species: 'cat' });
   await call('POST', '/api/user/', admin, { email: userEmail, password: userPassword });
-  console.log('ok seed: 56 critters, an ordinary user');
+  const habitat = (await call('POST', '/api/habitats/', admin, { name: 'Savanna', climate: 'dry' })).data;
+  console.log('ok seed: 56 critters, a habitat, an ordinary user');
 
   step('sign-in');
   const { page, seen } = await open(adminEmail, adminPassword);
@@ -182,12 +183,17 @@ try {
   check(await page.$eval('#create-form input[name="name"]', (i) => i.getAttribute('aria-invalid')) === 'true', 'the name input marked invalid');
   await page.screenshot({ path: join(shots, 'form.png') });
   await page.fill('#create-form input[name="name"]', 'Axel');
+  // The habitat picker: typing searches habitats and offers them by name.
+  await page.fill('#create-form input[name="habitat_id"]', 'sav');
+  await page.waitForFunction((id) => [...document.querySelectorAll('#create-form datalist option')].some((o) => o.value === id && o.textContent === 'Savanna'), habitat.id);
+  await page.fill('#create-form input[name="habitat_id"]', habitat.id);
   await page.click('#create-submit');
   await page.waitForFunction(() => /^#\/critters\/[0-9a-f-]{36}$/.test(location.hash));
   await page.waitForSelector('#record');
   const createdId = await page.evaluate(() => location.hash.split('/')[2]);
   check(await page.$eval('#record dd[data-member="name"]', (dd) => dd.textContent) === 'Axel', 'created');
-  console.log(`ok create: the problem shown next to name (${nameError}), then created`);
+  check(await page.$eval('#record dd[data-member="habitat_id"]', (dd) => dd.textContent) === habitat.id, 'created in the habitat picked');
+  console.log(`ok create: the problem shown next to name (${nameError}), then created, its habitat found by name in the picker`);
 
   step('stale If-Match');
   await call('PATCH', `/api/critters/${createdId}`, admin, { cuteness_level: 77 });
@@ -217,7 +223,9 @@ try {
   step('relations');
   await page.click('details[data-relation="visits"] summary');
   await page.waitForFunction(() => !/Loading/.test(document.querySelector('details[data-relation="visits"]').textContent.replace('Visits', '')));
-  console.log('ok relations: expanded on demand');
+  await page.click('details[data-relation="habitat"] summary');
+  await page.waitForFunction(() => document.querySelector('details[data-relation="habitat"] table')?.textContent.includes('Savanna'));
+  console.log('ok relations: expanded on demand (its habitat, its visits)');
 
   step('delete and restore');
   await page.click('button[data-action="delete"]');
