@@ -41,7 +41,8 @@ export function listView(ctx, resource) {
     search: '',
     scope: '',
     includeDeleted: false,
-    fields: shown.filter((m) => m.readable && !m.file && m.type !== 'json').slice(0, 8).map((m) => m.name),
+    // The first columns, without the id (each row links to its page).
+    fields: shown.filter((m) => m.readable && !m.file && m.type !== 'json' && m.name !== 'id').slice(0, 7).map((m) => m.name),
   };
   remembered.set(resource.key, st);
   const selected = new Set();
