@@ -3,6 +3,7 @@
 
 mod harness;
 
+mod admin;
 mod clients;
 mod foundation;
 mod indexes;

@@ -44,6 +44,9 @@ pub struct Api {
     /// Whether [`Api::apply_schema_check`] has run (shared by clones), so that the server's
     /// background task does not compare again.
     schema_checked: Arc<AtomicBool>,
+    /// Where the admin page is mounted ([`Api::admin`]), as `admin::base` writes it.
+    #[cfg(feature = "admin")]
+    admin: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for Api {
@@ -96,7 +99,22 @@ impl Api {
             operation_ids: Arc::new(OnceLock::new()),
             readiness: Readiness::new(Phase::Ready),
             schema_checked: Arc::new(AtomicBool::new(false)),
+            #[cfg(feature = "admin")]
+            admin: None,
         })
+    }
+
+    /// Mounts the admin page at `path` (for example `"/admin/"`; `"/admin"` answers with a
+    /// redirect to it): a single-page app, embedded in the binary, that signs in with the user
+    /// blueprint's `login/` and `refresh/` and lists, creates, edits, deletes and restores the
+    /// rows of every mounted resource through the same endpoints any client uses, with the
+    /// signed-in user's rights. It learns the resources from `/openapi.json` and offers only
+    /// the operations the caller may perform. See `docs/admin.md`.
+    #[cfg(feature = "admin")]
+    pub fn admin(mut self, path: &str) -> Self {
+        self.admin = Some(crate::admin::base(path).into());
+        self.operation_ids = Arc::new(OnceLock::new());
+        self
     }
 
     /// Mounts a blueprint (or any [`Mount`]).
@@ -252,6 +270,12 @@ impl Api {
                 }
                 ids.add(Method::GET, openapi::OPENAPI_PATH, "openapi");
                 ids.add(Method::GET, openapi::DOCS_PATH, "docs");
+                #[cfg(feature = "admin")]
+                if let Some(base) = &self.admin {
+                    for route in crate::admin::routes(base) {
+                        ids.add(Method::GET, &route, "admin");
+                    }
+                }
                 Arc::new(ids)
             })
             .clone()
@@ -329,6 +353,10 @@ impl Api {
             );
         }
         openapi::register(cfg, &state.config.http.api_title, self.openapi_json());
+        #[cfg(feature = "admin")]
+        if let Some(base) = &self.admin {
+            crate::admin::register(cfg, base);
+        }
         for m in &self.mounts {
             m.register(cfg);
         }
@@ -666,3 +694,7 @@ async fn metrics_route(req: HttpRequest, state: web::Data<ApiState>) -> HttpResp
     }
     crate::metrics::text(state.db.pool_status(), &state.config.http.api_version)
 }
+
+#[cfg(all(test, feature = "sqlite"))]
+#[path = "api_admin_tests.rs"]
+mod admin_tests;

@@ -52,6 +52,7 @@
 //! | `sqlite` | yes | SQLite, embedded: diesel's SQLite backend, the bundled SQLite C library and the generated SQLite queries |
 //! | `postgres` | yes | PostgreSQL: diesel-async's PostgreSQL connection (tokio-postgres) and the generated PostgreSQL queries |
 //! | `realtime` | no | live updates: the change feed a blueprint offers with [`CrudBlueprint::events`] (`GET <prefix>events/`, Server-Sent Events), the events table written in each write's transaction, `LISTEN`/`NOTIFY` across instances on PostgreSQL (`docs/realtime.md`) |
+//! | `admin` | no | the admin page, mounted with [`Api::admin`]: a single-page app embedded in the binary that works through the public API only (`docs/admin.md`) |
 //!
 //! At least one of the two must be on. An application on one backend alone compiles that one:
 //! `crudforge = { version = "0.1", default-features = false, features = ["sqlite"] }`. A
@@ -60,6 +61,8 @@
 
 extern crate self as crudforge;
 
+#[cfg(feature = "admin")]
+pub(crate) mod admin;
 pub(crate) mod api;
 pub mod auth;
 mod backends;

@@ -19,6 +19,8 @@ use uuid::Uuid;
 /// equality columns, so the counts stay covering index searches and the pages come out of
 /// their index in order. The migrations create them; the server warns if one is missing.
 ///
+/// `scope=cute` is a named filter: the critters with a cuteness level of at least 50.
+///
 /// `expand=visits` embeds the visits to it that the caller may read (their own; all of them
 /// for the keeper of its habitat and administrators).
 ///
@@ -33,7 +35,8 @@ use uuid::Uuid;
     index("deleted_at", "created_at", "id"),
     index("species", "deleted_at", "cuteness_level"),
     index("species", "deleted_at", "created_at", "id", "cuteness_level"),
-    index("habitat_id")
+    index("habitat_id"),
+    scope(cute = "cuteness_level >= 50")
 )]
 pub struct Critter {
     /// Identifier.

@@ -1,5 +1,5 @@
 //! The reference application's routes: the `/api/user/` blueprint with its extra endpoints,
-//! nested roles, domains and critters.
+//! nested roles, domains and critters, and the admin page at `/admin/`.
 
 use super::critters::{self, Critter};
 use super::domains::RefDomain;
@@ -171,4 +171,7 @@ pub fn mount(api: Api, recovery_settings: RecoverySettings) -> Result<Api, Mount
         ]))?
         // Visits: the model's rules (expressions) say who reads and writes each one.
         .mount(Visit::blueprint("/api/visits/"))
+        // The admin page (docs/admin.md): it works through the endpoints above only, with
+        // the signed-in user's rights.
+        .map(|api| api.admin("/admin/"))
 }

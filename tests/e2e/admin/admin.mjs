@@ -1,0 +1,373 @@
+// Drives the admin page of a running reference application in headless Chromium, through
+// Playwright's core (no browser download: the system Chromium) and axe-core, both from the
+// pinned test tools (tests/tools/package.json).
+//
+//   node admin.mjs <base URL> <admin e-mail> <admin password> <screenshot dir>
+//
+// Environment: CRUDFORGE_TOOLS_DIR (the tools' folder, node/node_modules inside) and
+// CRUDFORGE_CHROMIUM (the browser). Prints one `ok <step>` line per step, the render time of
+// a 50-row list, and `admin e2e complete`; the first failed step prints `FAILED <step>: ...`
+// and exits with 1.
+
+import { createRequire } from 'node:module';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+const [base, adminEmail, adminPassword, shots] = process.argv.slice(2);
+const tools = process.env.CRUDFORGE_TOOLS_DIR || '.tools';
+const require = createRequire(join(tools, 'node', 'node_modules', 'noop.js'));
+const { chromium } = require('playwright-core');
+const axeSource = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+
+const userEmail = 'ordinary@example.com';
+const userPassword = 'ordinary pass phrase';
+const XSS = '<img src=x onerror=alert(1)>';
+// A 1x1 PNG.
+const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
+
+let current = 'start';
+function step(name) { current = name; }
+function check(cond, message) { if (!cond) throw new Error(message); }
+
+// ---- The API, straight (seeding data and making a concurrent change). ----
+async function call(method, path, token, body, headers = {}) {
+  const h = { ...headers };
+  if (token) h.Authorization = `Bearer ${token}`;
+  if (body !== undefined) h['Content-Type'] = 'application/json';
+  const res = await fetch(base + path, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await res.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch { data = text; }
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+  return { data, etag: res.headers.get('ETag') };
+}
+
+async function token(email, password) {
+  return (await call('POST', '/api/user/login/', null, { email, password })).data.access_token;
+}
+
+// ---- The browser. ----
+const browser = await chromium.launch({
+  executablePath: process.env.CRUDFORGE_CHROMIUM || '/usr/bin/chromium',
+  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+
+let lastPage = null;
+
+async function open(email, password) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  lastPage = page;
+  const seen = { dialogs: [], errors: [] };
+  page.on('dialog', async (d) => { seen.dialogs.push(d.message()); await d.dismiss(); });
+  page.on('pageerror', (e) => seen.errors.push(`page error: ${e.message}`));
+  page.on('console', (m) => { if (m.type() === 'error' && !/status of 4\d\d/.test(m.text())) seen.errors.push(`console: ${m.text()}`); });
+  await page.goto(`${base}/admin/`);
+  await page.fill('#signin-email', email);
+  await page.fill('#signin-password', password);
+  await page.click('form.signin button[type=submit]');
+  await page.waitForSelector('nav a', { timeout: 15000 });
+  return { context, page, seen };
+}
+
+async function rows(page) {
+  return page.$$eval('#list tbody tr', (trs) => trs.map((tr) => ({
+    id: tr.dataset.id,
+    deleted: tr.classList.contains('deleted'),
+    cells: Object.fromEntries([...tr.querySelectorAll('td[data-member]')].map((td) => [td.dataset.member, td.textContent])),
+  })));
+}
+
+async function showList(page, key) {
+  await page.evaluate((k) => { location.hash = `#/${k}`; }, key);
+  await page.waitForSelector('#list', { state: 'attached' });
+  await settled(page);
+}
+
+/** Clicks Apply and waits until the list it asked for is on screen. */
+async function applyList(page) {
+  await page.click('#list-apply');
+  await settled(page);
+}
+
+/** Waits until no list load is under way. */
+async function settled(page) {
+  await page.waitForFunction(() => {
+    const v = document.getElementById('view');
+    return v && v.dataset.rows !== undefined && v.dataset.loading === undefined;
+  });
+}
+
+let failed = false;
+try {
+  step('seed');
+  const admin = await token(adminEmail, adminPassword);
+  const items = Array.from({ length: 55 }, (_, i) => ({ name: `Critter ${String(i).padStart(2, '0')}`, species: i % 2 ? 'cat' : 'dog', cuteness_level: i }));
+  await call('POST', '/api/critters/batch/', admin, { items });
+  await call('POST', '/api/critters/', admin, { name: XSS, species: 'cat' });
+  await call('POST', '/api/user/', admin, { email: userEmail, password: userPassword });
+  const habitat = (await call('POST', '/api/habitats/', admin, { name: 'Savanna', climate: 'dry' })).data;
+  console.log('ok seed: 56 critters, a habitat, an ordinary user');
+
+  step('sign-in');
+  const { page, seen } = await open(adminEmail, adminPassword);
+  const stored = await page.evaluate(() => [localStorage.length, sessionStorage.length, document.cookie]);
+  check(stored[0] === 0 && stored[1] === 0 && stored[2] === '', `something was stored: ${JSON.stringify(stored)}`);
+  console.log('ok sign-in (nothing in localStorage, sessionStorage or cookies)');
+
+  step('list');
+  await showList(page, 'critters');
+  let list = await rows(page);
+  check(list.length === 25, `25 rows on the first page, got ${list.length}`);
+  check(await page.$('#page-next:not([disabled])'), 'a next page');
+  await page.click('th button[data-sort="cuteness_level"]');
+  await page.waitForFunction(() => document.querySelector('th[aria-sort="ascending"]'));
+  await page.click('th button[data-sort="cuteness_level"]');
+  await page.waitForFunction(() => document.querySelector('th[aria-sort="descending"]'));
+  await page.waitForFunction(() => document.querySelector('#list tbody tr td[data-member="cuteness_level"]')?.textContent === '54');
+  await page.click('#page-next');
+  await page.waitForFunction(() => /^Page 2 /.test(document.getElementById('page-info').textContent));
+  console.log('ok list: 25 rows, sorted both ways by a click on the header, page 2');
+
+  step('filter');
+  await page.fill('#list-filter', 'cuteness_level >= 50');
+  await applyList(page);
+  list = await rows(page);
+  check(list.length === 5 && list.every((r) => Number(r.cells.cuteness_level) >= 50), `filter expression: ${JSON.stringify(list.map((r) => r.cells.cuteness_level))}`);
+  await page.fill('#list-filter', '');
+  await page.selectOption('#filter-member', 'species');
+  await page.selectOption('#filter-op', 'eq');
+  await page.fill('#filter-value', 'dog');
+  await page.click('#filter-add');
+  await page.waitForFunction(() => document.querySelectorAll('#list tbody tr').length > 0 && [...document.querySelectorAll('#list td[data-member="species"]')].every((td) => td.textContent === 'dog'));
+  await page.fill('#list-search', 'critter 1');
+  await applyList(page);
+  list = await rows(page);
+  check(list.length === 5 && list.every((r) => /^Critter 1\d$/.test(r.cells.name) && r.cells.species === 'dog'), `search with a simple filter: ${JSON.stringify(list.map((r) => r.cells.name))}`);
+  await page.fill('#list-search', '');
+  await page.selectOption('#list-scope', 'cute');
+  await applyList(page);
+  list = await rows(page);
+  check(list.length === 3 && list.every((r) => Number(r.cells.cuteness_level) >= 50 && r.cells.species === 'dog'), `named filter with a simple filter: ${JSON.stringify(list.map((r) => r.cells.cuteness_level))}`);
+  await page.selectOption('#list-scope', '');
+  await page.fill('#list-search', 'critter 1');
+  await applyList(page);
+  await page.click('ul.filters button');
+  await settled(page);
+  await page.fill('#list-search', '');
+  await applyList(page);
+  console.log('ok filter: expression, simple filter, search, named filter');
+
+  step('xss');
+  await page.fill('#list-search', 'onerror');
+  await applyList(page);
+  list = await rows(page);
+  check(list.length === 1 && list[0].cells.name === XSS, `the hostile name as text: ${JSON.stringify(list)}`);
+  check(await page.$$eval('#list img', (imgs) => imgs.length) === 0, 'an img element in the list');
+  await page.click('#list tbody tr a');
+  await page.waitForSelector('#record');
+  check(await page.$eval('#record dd[data-member="name"]', (dd) => dd.textContent) === XSS, 'the hostile name on its page');
+  check(await page.$$eval('#record img', (imgs) => imgs.length) === 0, 'an img element on its page');
+  await page.waitForTimeout(300);
+  check(seen.dialogs.length === 0, `a dialog opened: ${seen.dialogs}`);
+  console.log('ok xss: shown as text, no element, no dialog');
+
+  step('create');
+  await page.evaluate(() => { location.hash = '#/critters/new'; });
+  await page.waitForSelector('#create-form');
+  await page.fill('#create-form input[name="name"]', '   ');
+  await page.fill('#create-form input[name="species"]', 'axolotl');
+  await page.click('#create-submit');
+  await page.waitForFunction(() => document.querySelector('[data-error-for="name"]').textContent.length > 0);
+  const nameError = await page.$eval('[data-error-for="name"]', (p) => p.textContent);
+  check(await page.$eval('#create-form input[name="name"]', (i) => i.getAttribute('aria-invalid')) === 'true', 'the name input marked invalid');
+  await page.screenshot({ path: join(shots, 'form.png') });
+  await page.fill('#create-form input[name="name"]', 'Axel');
+  // The habitat picker: typing searches habitats and offers them by name.
+  await page.fill('#create-form input[name="habitat_id"]', 'sav');
+  await page.waitForFunction((id) => [...document.querySelectorAll('#create-form datalist option')].some((o) => o.value === id && o.textContent === 'Savanna'), habitat.id);
+  await page.fill('#create-form input[name="habitat_id"]', habitat.id);
+  await page.click('#create-submit');
+  await page.waitForFunction(() => /^#\/critters\/[0-9a-f-]{36}$/.test(location.hash));
+  await page.waitForSelector('#record');
+  const createdId = await page.evaluate(() => location.hash.split('/')[2]);
+  check(await page.$eval('#record dd[data-member="name"]', (dd) => dd.textContent) === 'Axel', 'created');
+  check(await page.$eval('#record dd[data-member="habitat_id"]', (dd) => dd.textContent) === habitat.id, 'created in the habitat picked');
+  console.log(`ok create: the problem shown next to name (${nameError}), then created, its habitat found by name in the picker`);
+
+  step('stale If-Match');
+  await call('PATCH', `/api/critters/${createdId}`, admin, { cuteness_level: 77 });
+  await page.fill('#update-form input[name="species"]', 'salamander');
+  await page.click('#update-submit');
+  await page.waitForSelector('#conflict:not([hidden])');
+  const now = (await call('GET', `/api/critters/${createdId}`, admin)).data;
+  check(now.species === 'axolotl' && now.cuteness_level === 77, `overwritten: ${JSON.stringify(now)}`);
+  check((await page.$eval('#conflict', (c) => c.textContent)).includes('77'), 'the current values shown');
+  await page.click('#conflict-reload');
+  await page.waitForFunction(() => document.querySelector('#record dd[data-member="cuteness_level"]')?.textContent === '77');
+  await page.fill('#update-form input[name="species"]', 'salamander');
+  await page.click('#update-submit');
+  await page.waitForFunction(() => document.querySelector('#record dd[data-member="species"]')?.textContent === 'salamander');
+  console.log('ok stale If-Match: 412 shown as a conflict, nothing overwritten; saved after reloading');
+
+  step('file upload');
+  await page.setInputFiles('#update-form input[type=file][name="photo"]', { name: 'dot.png', mimeType: 'image/png', buffer: Buffer.from(PNG, 'base64') });
+  await page.click('#update-submit');
+  await page.waitForFunction(() => {
+    const img = document.querySelector('#record dd[data-member="photo"] img');
+    return img && img.complete && img.naturalWidth === 1;
+  });
+  check((await call('GET', `/api/critters/${createdId}`, admin)).data.photo.name === 'dot.png', 'the photo stored');
+  console.log('ok file upload: a PNG sent as a multipart part, its preview shown');
+
+  step('relations');
+  await page.click('details[data-relation="visits"] summary');
+  await page.waitForFunction(() => !/Loading/.test(document.querySelector('details[data-relation="visits"]').textContent.replace('Visits', '')));
+  await page.click('details[data-relation="habitat"] summary');
+  await page.waitForFunction(() => document.querySelector('details[data-relation="habitat"] table')?.textContent.includes('Savanna'));
+  console.log('ok relations: expanded on demand (its habitat, its visits)');
+
+  step('delete and restore');
+  await page.click('button[data-action="delete"]');
+  await page.click('button[data-action="delete"]');
+  await page.waitForFunction(() => location.hash === '#/critters');
+  await page.waitForSelector('#list tbody');
+  await page.fill('#list-search', 'Axel');
+  await page.check('#list-deleted');
+  await applyList(page);
+  list = await rows(page);
+  check(list.length === 1 && list[0].deleted, `the deleted row listed: ${JSON.stringify(list)}`);
+  await page.click('#list button[data-action="restore"]');
+  await page.waitForFunction(() => document.querySelectorAll('#list tbody tr.deleted').length === 0 && document.querySelectorAll('#list tbody tr').length === 1);
+  check((await call('GET', `/api/critters/${createdId}`, admin)).data.deleted_at === null, 'restored');
+  await page.uncheck('#list-deleted');
+  await page.fill('#list-search', '');
+  await applyList(page);
+  console.log('ok delete and restore');
+
+  step('batch delete');
+  await page.fill('#list-search', 'Critter 0');
+  await applyList(page);
+  const boxes = await page.$$eval('#list tbody input[type=checkbox]', (b) => b.length);
+  check(boxes === 10, `10 rows to select, got ${boxes}`);
+  // Selectors, not handles: the live feed may redraw the rows meanwhile (the selection stays).
+  await page.check('#list tbody tr:nth-child(1) input[type=checkbox]');
+  await page.check('#list tbody tr:nth-child(2) input[type=checkbox]');
+  await page.waitForFunction(() => document.querySelectorAll('#list tbody input[type=checkbox]:checked').length === 2);
+  await page.click('#batch-delete');
+  await page.waitForFunction(() => document.querySelectorAll('#list tbody tr').length === 8);
+  await page.fill('#list-search', '');
+  await applyList(page);
+  console.log('ok batch delete of two selected rows');
+
+  step('render 50 rows');
+  await page.selectOption('#list-size', '50');
+  await applyList(page);
+  await page.waitForFunction(() => document.getElementById('view').dataset.rows === '50');
+  const renderMs = await page.$eval('#view', (v) => v.dataset.renderMs);
+  await page.screenshot({ path: join(shots, 'list.png') });
+  console.log(`ok render: a 50-row list in ${renderMs} ms after its answer arrived`);
+  console.log(`render_ms_50_rows=${renderMs}`);
+
+  step('live refresh');
+  await page.waitForFunction(() => document.getElementById('view').dataset.live === 'on');
+  await call('POST', '/api/critters/', admin, { name: 'Live Lynx', species: 'lynx', cuteness_level: 100 });
+  await page.waitForFunction(() => document.querySelector('#list tbody tr td[data-member="name"]')?.textContent === 'Live Lynx', null, { timeout: 15000 });
+  console.log('ok live refresh: a critter created elsewhere appears in the open list');
+
+  step('axe');
+  await page.evaluate(axeSource);
+  const results = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
+  const serious = results.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  check(serious.length === 0, `axe: ${JSON.stringify(serious.map((v) => [v.id, v.impact, v.nodes.map((n) => n.target)]))}`);
+  await page.evaluate(() => { location.hash = '#/critters/new'; });
+  await page.waitForSelector('#create-form');
+  const formResults = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
+  const formSerious = formResults.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  check(formSerious.length === 0, `axe on the form: ${JSON.stringify(formSerious.map((v) => [v.id, v.impact, v.nodes.map((n) => n.target)]))}`);
+  console.log(`ok axe: no serious or critical violation (list: ${results.violations.length} minor, form: ${formResults.violations.length} minor)`);
+
+  step('role grant');
+  await page.evaluate(() => { location.hash = '#/user'; });
+  await page.waitForSelector('#list tbody tr');
+  const userRow = await page.$$eval('#list tbody tr', (trs, email) => trs.find((tr) => tr.textContent.includes(email))?.dataset.id, userEmail);
+  check(userRow, 'the ordinary user listed');
+  await page.evaluate((id) => { location.hash = `#/user/${id}`; }, userRow);
+  await page.waitForSelector('#grant-form');
+  await page.fill('#grant-form input[type=text]', 'USER');
+  await page.click('#grant-submit');
+  await page.waitForSelector('#roles-table tr[data-role="USER"]');
+  check(await page.$('#user-disable'), 'a disable button for another user');
+  await page.fill('#grant-form input[type=text]', 'ADMIN');
+  await page.click('#grant-submit');
+  await page.waitForSelector('#roles-table tr[data-role="ADMIN"]');
+  await page.click('#roles-table tr[data-role="ADMIN"] button');
+  await page.waitForFunction(() => !document.querySelector('#roles-table tr[data-role="ADMIN"]') && document.querySelector('#roles-table tr[data-role="USER"]'));
+  await page.click('#user-disable');
+  await page.waitForSelector('#user-enable');
+  let disabled = (await call('GET', `/api/user/${userRow}`, admin)).data;
+  check(disabled.is_enabled === false, 'disabled');
+  await page.click('#user-enable');
+  await page.waitForSelector('#user-disable');
+  console.log('ok users: USER and ADMIN granted, ADMIN revoked, the account disabled and enabled again');
+  const before = await token(userEmail, userPassword);
+  await page.click('#end-sessions');
+  await page.waitForFunction(() => /sessions? of the user ended/.test(document.getElementById('status').textContent));
+  const refused = await fetch(`${base}/api/user/me/`, { headers: { Authorization: `Bearer ${before}` } });
+  check(refused.status === 401, `an ended session still works: ${refused.status}`);
+  console.log('ok end sessions: a token issued before is refused (401)');
+  await page.evaluate(() => { location.hash = '#/user/new'; });
+  await page.waitForSelector('#create-form');
+  await page.fill('#create-form input[name="email"]', 'made.here@example.com');
+  await page.fill('#create-form input[name="password"]', 'made here pass phrase');
+  await page.click('#create-submit');
+  await page.waitForSelector('#grant-form');
+  check((await token('made.here@example.com', 'made here pass phrase')).length > 0, 'the new user signs in');
+  console.log('ok users: a user created from the page signs in');
+  const userResults = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
+  const userSerious = userResults.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  check(userSerious.length === 0, `axe on a user's page: ${JSON.stringify(userSerious.map((v) => [v.id, v.impact, v.nodes.map((n) => n.target)]))}`);
+  console.log("ok axe on a user's page: no serious or critical violation");
+
+  check(seen.errors.length === 0, `errors in the page: ${seen.errors.join(' | ')}`);
+
+  step('ordinary user');
+  const other = await open(userEmail, userPassword);
+  const nav = await other.page.$$eval('nav a', (as) => as.map((a) => a.dataset.key));
+  check(!nav.includes('user'), `the user list offered: ${nav}`);
+  check(nav.includes('critters'), `critters listed: ${nav}`);
+  await showList(other.page, 'critters');
+  check(!(await other.page.$('#batch-delete')), 'batch delete offered');
+  check(!(await other.page.$('#list-deleted')), 'include deleted offered');
+  check(!(await other.page.$('#list button[data-action="delete"]')), 'delete offered');
+  check(await other.page.$('#create-link'), 'create offered to a signed-in user');
+  await other.page.fill('#list-search', 'Critter 2');
+  await applyList(other.page);
+  check((await rows(other.page)).length === 10 && !(await other.page.$('#list-error')), 'search as an ordinary user');
+  await other.page.click('#list tbody tr a');
+  await other.page.waitForSelector('#update-form');
+  check(!(await other.page.$('button[data-action="delete"]')), 'delete offered on the row');
+  check(!(await other.page.$('#update-form [name="vet_notes"]')), 'the administrators-only member offered');
+  await showList(other.page, 'habitats');
+  check(!(await other.page.$('#create-link')), 'habitat create offered');
+  await showList(other.page, 'domains');
+  check(!(await other.page.$('#create-link')), 'domain create offered (administrators only by rule)');
+  check(other.seen.errors.length === 0, `errors in the page: ${other.seen.errors.join(' | ')}`);
+  console.log('ok ordinary user: no user list, no delete, batch, deleted rows, admin member, habitat or domain writes offered');
+
+  step('sign-out');
+  await other.page.click('#signout');
+  await other.page.waitForSelector('#signin-email');
+  console.log('ok sign-out');
+  console.log('admin e2e complete');
+} catch (e) {
+  failed = true;
+  console.log(`FAILED ${current}: ${e.message}`);
+  if (lastPage) {
+    const shown = await lastPage.evaluate(() => `${location.hash}\n${document.body.innerText.slice(0, 1500)}`).catch(() => '');
+    console.log(`the page showed: ${shown}`);
+  }
+} finally {
+  await browser.close();
+}
+process.exit(failed ? 1 : 0);
