@@ -1,4 +1,5 @@
-//! The admin page (feature `admin`): a single-page app embedded in the binary and served under a path of the application's choice, reading only the public API.
+//! The admin page (feature `admin`): a single-page app embedded in the binary and served
+//! under a path of the application's choice, reading only the public API.
 //!
 //! The page learns every resource from the OpenAPI description (`/openapi.json`) and signs in
 //! through the user blueprint's `login/` and `refresh/`; it has no endpoint of its own. Each
