@@ -128,3 +128,39 @@ async fn the_page_and_its_files_carry_the_security_and_caching_headers() {
         Some("application/problem+json")
     );
 }
+
+#[cfg(feature = "admin")]
+#[actix_web::test]
+async fn a_blueprints_hints_reach_the_description_and_unknown_members_fail_the_mount() {
+    use crate::crud::Resource as _;
+    use crate::users::UserRole;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let refused = api(&dir)
+        .await
+        .mount(UserRole::blueprint("/api/roles/").admin_columns(["role", "nope"]));
+    let e = refused.expect_err("an unknown column").to_string();
+    assert!(e.contains("admin_columns names `nope`"), "{e}");
+    let refused = api(&dir)
+        .await
+        .mount(UserRole::blueprint("/api/roles/").admin_member_label("nope", "Nope"));
+    assert!(refused.is_err());
+    let api = api(&dir)
+        .await
+        .mount(
+            UserRole::blueprint("/api/roles/")
+                .admin_label("Grants")
+                .admin_columns(["role", "user_id"])
+                .admin_member_label("user_id", "User"),
+        )
+        .expect("mount")
+        .admin("/admin/");
+    let doc: serde_json::Value = serde_json::from_str(&api.openapi_json()).expect("json");
+    let list = &doc["paths"]["/api/roles/"]["get"];
+    assert_eq!(
+        list["x-admin"],
+        serde_json::json!({"label": "Grants", "columns": ["role", "user_id"], "labels": {"user_id": "User"}}),
+        "{list}"
+    );
+    // Another operation carries none.
+    assert!(doc["paths"]["/api/roles/"]["post"]["x-admin"].is_null());
+}

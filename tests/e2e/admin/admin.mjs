@@ -227,6 +227,17 @@ try {
   await page.waitForFunction(() => document.querySelector('details[data-relation="habitat"] table')?.textContent.includes('Savanna'));
   console.log('ok relations: expanded on demand (its habitat, its visits)');
 
+  step('blueprint hints');
+  await page.evaluate(() => { location.hash = '#/visits'; });
+  await page.waitForSelector('#list thead th[data-member]');
+  const visitsNav = await page.$eval('nav a[data-key="visits"]', (a) => a.textContent.trim());
+  check(visitsNav === 'Vet visits', `the blueprint's label: ${visitsNav}`);
+  const heads = await page.$$eval('#list thead th[data-member]', (ths) => ths.map((t) => [t.dataset.member, t.textContent.replace(/[▲▼]/g, '').trim()]));
+  check(JSON.stringify(heads) === JSON.stringify([['note', 'Note'], ['critter_id', 'Critter']]), `the blueprint's columns: ${JSON.stringify(heads)}`);
+  await page.evaluate((id) => { location.hash = `#/critters/${id}`; }, createdId);
+  await page.waitForSelector('button[data-action="delete"]');
+  console.log('ok blueprint hints: its label, its columns in order, a member label');
+
   step('delete and restore');
   await page.click('button[data-action="delete"]');
   await page.click('button[data-action="delete"]');

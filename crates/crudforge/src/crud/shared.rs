@@ -43,4 +43,46 @@ pub(crate) struct Mounted<R: Resource> {
     pub(crate) batch: Vec<Operation>,
     /// The routes' patterns for their scope's guard, compiled by the first worker.
     pub(crate) patterns: Patterns,
+    /// The admin page's hints for the resource (`x-admin` on its list operation).
+    #[cfg(feature = "admin")]
+    pub(crate) admin: AdminView,
+}
+
+/// What a blueprint tells the admin page about its resource: the name it shows, the members
+/// its list shows by default (in order), and members' labels.
+#[cfg(feature = "admin")]
+#[derive(Debug, Clone, Default)]
+pub(crate) struct AdminView {
+    /// The resource's label.
+    pub(crate) label: Option<String>,
+    /// The list's columns.
+    pub(crate) columns: Vec<&'static str>,
+    /// Members' labels.
+    pub(crate) labels: BTreeMap<&'static str, String>,
+}
+
+#[cfg(feature = "admin")]
+impl AdminView {
+    /// The `x-admin` value, or `None` when the blueprint chose nothing.
+    pub(crate) fn extension(&self) -> Option<serde_json::Value> {
+        if self.label.is_none() && self.columns.is_empty() && self.labels.is_empty() {
+            return None;
+        }
+        let mut out = serde_json::Map::new();
+        if let Some(label) = &self.label {
+            out.insert("label".into(), label.clone().into());
+        }
+        if !self.columns.is_empty() {
+            out.insert("columns".into(), self.columns.clone().into());
+        }
+        if !self.labels.is_empty() {
+            let labels = self
+                .labels
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), serde_json::Value::from(v.clone())))
+                .collect();
+            out.insert("labels".into(), serde_json::Value::Object(labels));
+        }
+        Some(serde_json::Value::Object(out))
+    }
 }

@@ -170,7 +170,13 @@ pub fn mount(api: Api, recovery_settings: RecoverySettings) -> Result<Api, Mount
             Operation::Delete,
         ]))?
         // Visits: the model's rules (expressions) say who reads and writes each one.
-        .mount(Visit::blueprint("/api/visits/"))
+        .mount(
+            // What the admin page shows of visits: its name, its list's columns, a label.
+            Visit::blueprint("/api/visits/")
+                .admin_label("Vet visits")
+                .admin_columns(["note", "critter_id"])
+                .admin_member_label("critter_id", "Critter"),
+        )
         // The admin page (docs/admin.md): it works through the endpoints above only, with
         // the signed-in user's rights.
         .map(|api| api.admin("/admin/"))

@@ -41,8 +41,11 @@ export function listView(ctx, resource) {
     search: '',
     scope: '',
     includeDeleted: false,
-    // The first columns, without the id (each row links to its page).
-    fields: shown.filter((m) => m.readable && !m.file && m.type !== 'json' && m.name !== 'id').slice(0, 7).map((m) => m.name),
+    // The blueprint's columns (`admin_columns`), or the first ones without the id (each row
+    // links to its page).
+    fields: resource.columns
+      ? resource.columns.filter((n) => shown.some((m) => m.name === n && m.readable))
+      : shown.filter((m) => m.readable && !m.file && m.type !== 'json' && m.name !== 'id').slice(0, 7).map((m) => m.name),
   };
   remembered.set(resource.key, st);
   const selected = new Set();
@@ -202,6 +205,7 @@ export function listView(ctx, resource) {
     for (const id of [...selected]) if (!ids.has(id)) selected.delete(id);
     if (batchButton) batchButton.disabled = selected.size === 0;
     const columns = shown.filter((m) => m.readable && (!resource.chooser.length || st.fields.includes(m.name)));
+    if (resource.columns) columns.sort((a, b) => st.fields.indexOf(a.name) - st.fields.indexOf(b.name));
     const sortState = (name) => {
       if (st.sort === name) return 'ascending';
       if (st.sort === `-${name}`) return 'descending';
@@ -209,7 +213,7 @@ export function listView(ctx, resource) {
     };
     const head = h('tr', {},
       canBatchDelete ? h('th', { scope: 'col' }, h('span', { class: 'visually-hidden' }, 'Select')) : null,
-      columns.map((m) => h('th', { scope: 'col', 'aria-sort': resource.sortable.includes(m.name) ? sortState(m.name) : null },
+      columns.map((m) => h('th', { scope: 'col', dataset: { member: m.name }, 'aria-sort': resource.sortable.includes(m.name) ? sortState(m.name) : null },
         resource.sortable.includes(m.name)
           ? h('button', { type: 'button', dataset: { sort: m.name }, onclick: () => {
             st.sort = st.sort === m.name ? `-${m.name}` : m.name;

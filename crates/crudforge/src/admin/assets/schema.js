@@ -1,7 +1,8 @@
 // Reading the OpenAPI description: which resources there are, their members (types, required,
 // defaults, validators, enums, read-only and write-only ones), relations, list parameters
 // (sort keys, filters, named filters, member chooser, include_deleted) and operations, with
-// the administrators-only marks (`x-admin-only`) the description carries. Nothing here is
+// the administrators-only marks (`x-admin-only`) the description carries, and the labels and
+// columns a blueprint chose for this page (`x-admin` on its list operation). Nothing here is
 // specific to one resource: the page is what the description says.
 
 
@@ -215,6 +216,11 @@ function resource(doc, r, envelope) {
     if (!filters.has(field)) filters.set(field, []);
     filters.get(field).push(op || 'eq');
   }
+  // The blueprint's hints (`x-admin`): its label, its list's columns, its members' labels.
+  const hints = list.op['x-admin'] || {};
+  for (const m of members) {
+    if (hints.labels && typeof hints.labels[m.name] === 'string') m.label = hints.labels[m.name];
+  }
   const path = list.path;
   const segments = path.split('/').filter(Boolean);
   const key = segments.filter((s) => !s.startsWith('{')).slice(-1)[0] || r.name.toLowerCase();
@@ -235,7 +241,8 @@ function resource(doc, r, envelope) {
   const res = {
     name: r.name,
     key,
-    label: humanize(key),
+    label: typeof hints.label === 'string' ? hints.label : humanize(key),
+    columns: Array.isArray(hints.columns) ? hints.columns : null,
     path,
     parent: path.includes('{'),
     ops: r.ops,

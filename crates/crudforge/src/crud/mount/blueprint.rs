@@ -1,6 +1,8 @@
 //! `CrudBlueprint`: which operations of a resource are mounted where, with which options, and
 //! their registration on actix-web.
 
+#[cfg(feature = "admin")]
+mod admin;
 mod lifecycle;
 
 use crate::auth::CurrentUser;
@@ -44,6 +46,9 @@ pub struct CrudBlueprint<R: Resource> {
     /// Whether the blueprint offers a feed (`events`).
     #[cfg(feature = "realtime")]
     pub(crate) events: bool,
+    /// What it tells the admin page (`admin_label`, `admin_columns`, `admin_member_label`).
+    #[cfg(feature = "admin")]
+    pub(crate) admin: crate::crud::shared::AdminView,
 }
 
 impl<R: Resource> fmt::Debug for CrudBlueprint<R> {
@@ -105,6 +110,8 @@ impl<R: Resource> CrudBlueprint<R> {
             batch: Vec::new(),
             #[cfg(feature = "realtime")]
             events: false,
+            #[cfg(feature = "admin")]
+            admin: crate::crud::shared::AdminView::default(),
         }
     }
 
@@ -364,6 +371,8 @@ impl<R: Resource> CrudBlueprint<R> {
             flags: self.flags,
             batch: self.batch,
             patterns: crate::crud::scope::Patterns::new(),
+            #[cfg(feature = "admin")]
+            admin: self.admin,
         })
     }
 }

@@ -90,7 +90,15 @@ fn document_op<R: Resource>(doc: &mut ApiDoc, op: Operation, o: &OpOptions<R>, m
             flag,
         ));
     }
-    let (extensions, description, security) = callers::callers(doc, op, o, m, &mut parts.responses);
+    #[cfg_attr(not(feature = "admin"), allow(unused_mut))]
+    let (mut extensions, description, security) =
+        callers::callers(doc, op, o, m, &mut parts.responses);
+    #[cfg(feature = "admin")]
+    if op == Operation::Index {
+        if let Some(hints) = m.admin.extension() {
+            extensions.insert("x-admin".to_owned(), hints);
+        }
+    }
     if op == Operation::Restore {
         soft_delete::describe_refusals(&mut parts.responses);
     }
