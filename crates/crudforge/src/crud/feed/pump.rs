@@ -166,14 +166,14 @@ async fn in_view<R: Resource>(
 struct Rendered {
     /// Each distinct view of the row (`None` when rendering it failed: the row then counts as
     /// out of view for those subscribers).
-    views: Vec<Option<Arc<[u8]>>>,
+    views: Vec<Option<Arc<Vec<u8>>>>,
     /// For each member of the group (in order), the index of its view.
     of: Vec<usize>,
 }
 
 impl Rendered {
     /// The row as member `i` of its group sees it.
-    fn view(&self, i: usize) -> Option<Arc<[u8]>> {
+    fn view(&self, i: usize) -> Option<Arc<Vec<u8>>> {
         self.of
             .get(i)
             .and_then(|&v| self.views.get(v))
@@ -203,7 +203,7 @@ fn rendered<R: Resource>(row: R, members: &[&Arc<Sub>]) -> Result<Rendered, Erro
     let views = kinds
         .iter()
         .map(|(hidden, fields)| match view_of(&full, hidden, *fields) {
-            Ok(v) => Some(Arc::from(v)),
+            Ok(v) => Some(Arc::new(v)),
             Err(err) => {
                 tracing::warn!(target: "crudforge::realtime", error = %err, "rendering an event failed");
                 None
@@ -237,7 +237,7 @@ pub(crate) fn judge(
     known: &mut HashSet<Arc<str>>,
     view_max: usize,
     e: &Event,
-    row: Option<Arc<[u8]>>,
+    row: Option<Arc<Vec<u8>>>,
 ) -> Option<Told> {
     match row {
         Some(data) => {
@@ -278,7 +278,8 @@ fn queue<R: Resource>(
         if let Some(told) = judge(&mut known, sub.view_max, e, row) {
             let too_large = matches!(told, Told::TooLarge);
             let fact = Fact {
-                event: e.clone(),
+                id: e.id,
+                key: e.key.clone(),
                 told,
             };
             match sub.tx.try_send(fact) {
@@ -318,8 +319,8 @@ mod tests {
         }
     }
 
-    fn row() -> Option<Arc<[u8]>> {
-        Some(Arc::from(&b"{}"[..]))
+    fn row() -> Option<Arc<Vec<u8>>> {
+        Some(Arc::new(b"{}".to_vec()))
     }
 
     fn said(t: Option<&Told>) -> Option<Kind> {
@@ -358,6 +359,16 @@ mod tests {
     }
 
     #[test]
+    fn a_queue_slot_stays_small() {
+        // Each stream's queue allocates its first block of 32 slots at once.
+        assert!(
+            std::mem::size_of::<Fact>() <= 40,
+            "{}",
+            std::mem::size_of::<Fact>()
+        );
+    }
+
+    #[test]
     fn facts_left_unwritten_are_taken_back_in_reverse() {
         let mut known: HashSet<Arc<str>> = [Arc::from("a")].into_iter().collect();
         let before = known.clone();
@@ -372,7 +383,11 @@ mod tests {
             let e = ev(id, kind, key);
             let told = judge(&mut known, 10, &e, if in_view { row() } else { None });
             if let Some(told) = told {
-                left.push(Fact { event: e, told });
+                left.push(Fact {
+                    id: e.id,
+                    key: e.key,
+                    told,
+                });
             }
         }
         assert_eq!(left.len(), 5);

@@ -141,7 +141,9 @@ impl<R: Resource> Stream<R> {
                     return Some(self.finish(end("shutdown")));
                 }
                 () = &mut self.check, if self.session.is_some() => {
-                    if let Some(reason) = self.session_over().await {
+                    // Boxed: the check's query is large and rare; inline it would make every
+                    // idle stream's state as large as the query's.
+                    if let Some(reason) = Box::pin(self.session_over()).await {
                         return Some(self.finish(end(reason)));
                     }
                     let every = self.session.as_ref().map_or(Duration::from_secs(5), |s| s.1);
@@ -174,16 +176,20 @@ impl<R: Resource> Stream<R> {
 
     /// What `fact` tells this client (the delivery decided it).
     fn apply(&mut self, fact: Fact) -> Vec<u8> {
-        let Fact { event: e, told } = fact;
-        self.pulled = e.id;
-        let (kind, body) = match told {
-            Told::Row { kind, data, .. } => (kind, data.to_vec()),
-            Told::Gone => (Kind::Deleted, deleted_key::<R>(&e.key)),
+        let Fact { id, key, told } = fact;
+        self.pulled = id;
+        let deleted;
+        let (kind, body): (Kind, &[u8]) = match &told {
+            Told::Row { kind, data, .. } => (*kind, data),
+            Told::Gone => {
+                deleted = deleted_key::<R>(&key);
+                (Kind::Deleted, &deleted)
+            }
             Told::TooLarge => return self.finish(reset("view_too_large")),
         };
-        self.emitted = e.id;
+        self.emitted = id;
         crate::metrics::global().event_sent();
-        event(&event_id(e.id, &self.token), kind.as_str(), &body)
+        event(&event_id(id, &self.token), kind.as_str(), body)
     }
 }
 
