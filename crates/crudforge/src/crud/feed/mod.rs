@@ -353,6 +353,9 @@ pub(crate) struct Sub {
     /// Everything a row must match to be in its view: the read scope, the parents, the
     /// filters, the named filters (relations linked).
     pub(crate) conds: Condition,
+    /// The number its feed gave its conditions: subscribers with equal conditions have the
+    /// same one (the delivery judges them together).
+    pub(crate) group: u64,
     /// Whom rows are rendered for (read rules).
     pub(crate) viewer: Option<CurrentUser>,
     /// The members asked for (`fields=`).
@@ -399,6 +402,7 @@ pub(crate) struct Feed<R> {
     /// Whether the delivery task runs.
     pumping: AtomicBool,
     next_id: AtomicU64,
+    next_group: AtomicU64,
     _resource: PhantomData<fn() -> R>,
 }
 
@@ -415,6 +419,7 @@ impl<R: Resource> Default for Feed<R> {
             parked: Mutex::new(HashMap::new()),
             pumping: AtomicBool::new(false),
             next_id: AtomicU64::new(1),
+            next_group: AtomicU64::new(1),
             _resource: PhantomData,
         }
     }
@@ -436,9 +441,15 @@ impl<R: Resource> Feed<R> {
         queue: usize,
     ) -> (Arc<Sub>, mpsc::Receiver<Fact>) {
         let (tx, rx) = mpsc::channel(queue.max(1));
+        let mut subs = lock(&self.subs);
+        let group = subs.iter().find(|s| s.conds == view.conds).map_or_else(
+            || self.next_group.fetch_add(1, Ordering::Relaxed),
+            |s| s.group,
+        );
         let sub = Arc::new(Sub {
             id: self.next_id.fetch_add(1, Ordering::Relaxed),
             conds: view.conds,
+            group,
             viewer: view.viewer,
             fields: view.fields,
             cursor: AtomicI64::new(cursor),
@@ -447,7 +458,8 @@ impl<R: Resource> Feed<R> {
             tx,
             overflowed: AtomicBool::new(false),
         });
-        lock(&self.subs).push(sub.clone());
+        subs.push(sub.clone());
+        drop(subs);
         if !self.pumping.swap(true, Ordering::SeqCst) {
             actix_web::rt::spawn(pump::run(self.clone(), hub.clone(), db.clone()));
         }

@@ -81,15 +81,17 @@ async fn deliver<R: Resource>(
         if events.is_empty() {
             return Ok::<_, Error>((events, Vec::new()));
         }
-        let mut groups: Vec<(&Condition, Vec<&Arc<Sub>>)> = Vec::new();
+        // Grouped by the number of their equal conditions, given at subscription (comparing
+        // the conditions themselves for every subscriber and round cost more than the rest).
+        let mut groups: Vec<(u64, &Condition, Vec<&Arc<Sub>>)> = Vec::new();
         for sub in subs {
-            match groups.iter_mut().find(|(c, _)| **c == sub.conds) {
-                Some((_, members)) => members.push(sub),
-                None => groups.push((&sub.conds, vec![sub])),
+            match groups.iter_mut().find(|(g, _, _)| *g == sub.group) {
+                Some((_, _, members)) => members.push(sub),
+                None => groups.push((sub.group, &sub.conds, vec![sub])),
             }
         }
         let mut outcome = Vec::new();
-        for (conds, members) in groups {
+        for (_, conds, members) in groups {
             let behind = members
                 .iter()
                 .map(|s| s.cursor.load(Ordering::SeqCst))
