@@ -542,6 +542,67 @@ backend_tests! {
         assert_eq!((ev.event.as_str(), ev.data["id"].as_str()), ("created", Some(id.as_str())));
     }
 
+    async fn out_of_view_changes_of_rows_never_shown_are_not_queued(t) {
+        // A queue of one event: anything queued for Bob and not read would overflow it.
+        let w = world(&t, config(&t, |c| c.ops.realtime_queue = 1)).await;
+        let app = test::init_service(w.api.app()).await;
+        let hidden = memo(&app, &w.api, w.alice, json!({"title": "hidden"})).await;
+        let (mut bob, _) = subscribe(&app, &w.api, Some(w.bob), "").await;
+        let (mut alice, _) = subscribe(&app, &w.api, Some(w.alice), "").await;
+        // Changes of a row Bob cannot read, then its deletion and restore: nothing for him;
+        // Alice, who reads each event as it comes, shows each was delivered.
+        for i in 0..4 {
+            patch(&app, &w.api, w.alice, &hidden, json!({"priority": i + 2})).await;
+            assert_eq!(alice.next().await.event, "updated");
+        }
+        let (s, _) = send(&app, auth(Req::delete().uri(&format!("/api/memos/{hidden}")), &w.api, w.alice)).await;
+        assert_eq!(s, 204);
+        assert_eq!(alice.next().await.event, "deleted");
+        let (s, _) = send(&app, auth(Req::post().uri(&format!("/api/memos/{hidden}/restore/")), &w.api, w.alice)).await;
+        assert_eq!(s, 200);
+        assert_eq!(alice.next().await.event, "restored");
+        // Bob's queue held none of them: it did not overflow, and the next thing he hears is
+        // a row he may read.
+        let shared = memo(&app, &w.api, w.alice, json!({"title": "open", "shared": true})).await;
+        let ev = bob.next().await;
+        assert_eq!((ev.event.as_str(), ev.data["id"].as_str()), ("created", Some(shared.as_str())), "{ev:?}");
+        assert!(ev.data.get("private_note").is_none());
+    }
+
+    async fn a_stream_dropped_with_events_queued_resumes_consistently(t) {
+        let w = world(&t, config(&t, |c| c.ops.realtime_resume_seconds = 300)).await;
+        let app = test::init_service(w.api.app()).await;
+        let a = memo(&app, &w.api, w.alice, json!({"title": "a"})).await;
+        let (s, ready) = subscribe(&app, &w.api, Some(w.bob), "?shared=true").await;
+        let (mut witness, _) = subscribe(&app, &w.api, Some(w.alice), "?shared=true").await;
+        // `a` is shared: it enters Bob's view, as a creation queued for him (the witness,
+        // delivered in the same round, shows it was), but he never reads it: the stream goes
+        // away.
+        patch(&app, &w.api, w.alice, &a, json!({"shared": true})).await;
+        assert_eq!(witness.next().await.event, "created");
+        drop(s);
+        // Resumed from the last event Bob got (`ready`'s position): `a` was never shown (what
+        // the unread queue added was taken back), so its update is `created`, not `updated`.
+        let last = ready.id.unwrap();
+        let (mut s, again) = subscribe_with(&app, &w.api, Some(w.bob), "?shared=true", Some(&last)).await;
+        assert_eq!(again.id.as_deref(), Some(last.as_str()), "resumed where it was");
+        let ev = s.next().await;
+        assert_eq!((ev.event.as_str(), ev.data["id"].as_str()), ("created", Some(a.as_str())), "{ev:?}");
+        let shown = ev.id.unwrap();
+        // Now shown: `a` moving out is a deletion, queued and again never read.
+        patch(&app, &w.api, w.alice, &a, json!({"shared": false})).await;
+        assert_eq!(witness.next().await.event, "deleted");
+        drop(s);
+        let (mut s, _) = subscribe_with(&app, &w.api, Some(w.bob), "?shared=true", Some(&shown)).await;
+        let ev = s.next().await;
+        assert_eq!((ev.event.as_str(), &ev.data), ("deleted", &json!({"id": a})), "{ev:?}");
+        // Out of view and known no more: its changes say nothing; a new shared memo is next.
+        patch(&app, &w.api, w.alice, &a, json!({"title": "a2"})).await;
+        let b = memo(&app, &w.api, w.alice, json!({"title": "b", "shared": true})).await;
+        let ev = s.next().await;
+        assert_eq!((ev.event.as_str(), ev.data["id"].as_str()), ("created", Some(b.as_str())), "{ev:?}");
+    }
+
     async fn resume_gets_what_was_missed(t) {
         let w = world(&t, config(&t, |_| {})).await;
         let app = test::init_service(w.api.app()).await;

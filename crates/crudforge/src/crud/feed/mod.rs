@@ -5,12 +5,13 @@
 //! rows as committed) and each subscriber's stream ([`stream`]: Server-Sent Events, the keys
 //! it has shown, resume, heartbeats, the end of a session).
 //!
-//! "Was the row in this subscriber's view before?" is answered by the stream itself: it keeps
-//! the keys of the rows it has shown (seeded at subscription with the keys of its view,
-//! bounded by `REALTIME_VIEW_MAX`). A row now in view is `updated` when its key is known,
-//! `created` otherwise; a row out of view is `deleted` (key only) when its key is known, and
-//! nothing otherwise. So a subscriber hears only of keys it was shown, and nothing about a row
-//! it cannot read. A dropped stream's keys stay with this instance for
+//! "Was the row in this subscriber's view before?" is answered by the delivery, from the keys
+//! of the rows the subscriber has been shown or has queued (seeded at subscription with the
+//! keys of its view, bounded by `REALTIME_VIEW_MAX`), changed only together with its queue. A
+//! row now in view is `updated` when its key is known, `created` otherwise; a row out of view
+//! is `deleted` (key only) when its key is known, and nothing otherwise: not queued, the
+//! stream not woken. So a subscriber hears only of keys it was shown, and nothing about a row
+//! it cannot read. A stream that goes away takes back what its queue still held. A dropped stream's keys stay with this instance for
 //! `REALTIME_RESUME_SECONDS`; a client reconnecting with the `Last-Event-ID` of its last event
 //! gets what it missed from the retained events, and any other reconnection gets `reset`.
 
@@ -287,14 +288,51 @@ pub(crate) async fn prune(
     Ok(n as u64)
 }
 
-/// What a subscriber is told about one event: its row as the subscriber's `GET` renders it,
-/// or `None` when the row is not (or no longer) in the subscriber's view.
+/// What a subscriber is told about one event, decided by the delivery ([`pump::judge`]).
 #[derive(Debug)]
 pub(crate) struct Fact {
-    /// The event.
-    pub(crate) event: Event,
-    /// The row's representation for this subscriber, trimmed to its `fields`.
-    pub(crate) data: Option<Vec<u8>>,
+    /// The event's id.
+    pub(crate) id: i64,
+    /// The row's key.
+    pub(crate) key: Arc<str>,
+    /// What the stream writes for it.
+    pub(crate) told: Told,
+}
+
+/// What a stream writes for one event.
+#[derive(Debug)]
+pub(crate) enum Told {
+    /// The row, in its view, as the subscriber's `GET` renders it (trimmed to its `fields`),
+    /// as `kind`; `new` when its key was added to the shown keys for it.
+    Row {
+        /// `created`, `updated` or `restored`.
+        kind: Kind,
+        /// The row's representation for this subscriber.
+        /// (A thin pointer: it keeps each slot of the stream's queue small, 40 bytes.)
+        data: Arc<Vec<u8>>,
+        /// Whether the key was new to the stream.
+        new: bool,
+    },
+    /// A row it was shown left its view (or was deleted): `deleted`, key only.
+    Gone,
+    /// A new row would pass the most keys a stream keeps: `reset`, and the stream ends.
+    TooLarge,
+}
+
+impl Fact {
+    /// Takes back what queueing this fact did to the shown keys (for a fact that was never
+    /// written: refused by the queue, or left in it when the stream went away).
+    pub(crate) fn undo(&self, known: &mut HashSet<Arc<str>>) {
+        match self.told {
+            Told::Row { new: true, .. } => {
+                known.remove(&self.key);
+            }
+            Told::Gone => {
+                known.insert(self.key.clone());
+            }
+            Told::Row { new: false, .. } | Told::TooLarge => {}
+        }
+    }
 }
 
 /// What a subscriber sees: the rows matching `conds`, rendered for `viewer`, trimmed to
@@ -315,12 +353,21 @@ pub(crate) struct Sub {
     /// Everything a row must match to be in its view: the read scope, the parents, the
     /// filters, the named filters (relations linked).
     pub(crate) conds: Condition,
+    /// The number its feed gave its conditions: subscribers with equal conditions have the
+    /// same one (the delivery judges them together).
+    pub(crate) group: u64,
     /// Whom rows are rendered for (read rules).
     pub(crate) viewer: Option<CurrentUser>,
     /// The members asked for (`fields=`).
     pub(crate) fields: Option<Vec<&'static str>>,
-    /// The last event handed to its queue.
+    /// The last event judged for it (queued, or telling it nothing).
     pub(crate) cursor: AtomicI64,
+    /// The keys of the rows it has been shown or has queued (or that were in its view when it
+    /// began): kept by the delivery, which changes them only together with the queue and
+    /// the position, under this lock.
+    pub(crate) known: Mutex<HashSet<Arc<str>>>,
+    /// Most keys it keeps.
+    pub(crate) view_max: usize,
     /// Its queue.
     pub(crate) tx: mpsc::Sender<Fact>,
     /// Set when its queue was full: the stream sends `reset` and ends.
@@ -355,6 +402,7 @@ pub(crate) struct Feed<R> {
     /// Whether the delivery task runs.
     pumping: AtomicBool,
     next_id: AtomicU64,
+    next_group: AtomicU64,
     _resource: PhantomData<fn() -> R>,
 }
 
@@ -371,33 +419,47 @@ impl<R: Resource> Default for Feed<R> {
             parked: Mutex::new(HashMap::new()),
             pumping: AtomicBool::new(false),
             next_id: AtomicU64::new(1),
+            next_group: AtomicU64::new(1),
             _resource: PhantomData,
         }
     }
 }
 
 impl<R: Resource> Feed<R> {
-    /// Adds a subscriber with `view`, from event `cursor` on, with a queue of `queue` events;
-    /// starts the delivery if it is not running.
+    /// Adds a subscriber with `view`, from event `cursor` on, having shown `known` (at most
+    /// `view_max` keys), with a queue of `queue` events; starts the delivery if it is not
+    /// running.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn subscribe(
         self: &Arc<Self>,
         hub: &Arc<Hub>,
         db: &crate::db::Database,
         view: View,
         cursor: i64,
+        known: HashSet<Arc<str>>,
+        view_max: usize,
         queue: usize,
     ) -> (Arc<Sub>, mpsc::Receiver<Fact>) {
         let (tx, rx) = mpsc::channel(queue.max(1));
+        let mut subs = lock(&self.subs);
+        let group = subs.iter().find(|s| s.conds == view.conds).map_or_else(
+            || self.next_group.fetch_add(1, Ordering::Relaxed),
+            |s| s.group,
+        );
         let sub = Arc::new(Sub {
             id: self.next_id.fetch_add(1, Ordering::Relaxed),
             conds: view.conds,
+            group,
             viewer: view.viewer,
             fields: view.fields,
             cursor: AtomicI64::new(cursor),
+            known: Mutex::new(known),
+            view_max,
             tx,
             overflowed: AtomicBool::new(false),
         });
-        lock(&self.subs).push(sub.clone());
+        subs.push(sub.clone());
+        drop(subs);
         if !self.pumping.swap(true, Ordering::SeqCst) {
             actix_web::rt::spawn(pump::run(self.clone(), hub.clone(), db.clone()));
         }

@@ -3,14 +3,17 @@
 //! [`POLL`] at the latest, it reads the events after the furthest-behind subscriber's position
 //! (one query), then judges them for every group of subscribers whose conditions are equal:
 //! one query per group selects the rows of the events' keys that match the group's
-//! conditions, as committed now. Each subscriber of the group gets, per event, the row as its
-//! `GET` renders it (its read rules, its `fields=`), or word that the row is not in its view.
-//! A subscriber whose queue is full is marked and dropped: its stream sends `reset` and ends.
+//! conditions, as committed now. The row is rendered once per distinct (hidden members,
+//! `fields=`) among the group's subscribers, and shared. For each subscriber the delivery then
+//! decides, from the keys it was shown ([`judge`]), what its stream writes: the row (`created`
+//! or `updated`), its deletion, or nothing, in which case nothing is queued and the stream is
+//! not woken. A subscriber whose queue is full is marked and dropped: its stream sends `reset`
+//! and ends.
 //!
 //! So an event costs 1 + (number of distinct conditions among its subscribers) queries, and a
 //! batch of events read together costs the same.
 
-use super::{Event, Fact, Feed, Kind, Sub};
+use super::{lock, Event, Fact, Feed, Kind, Sub, Told};
 use crate::condition::{parse_arg, Arg, Cond, Condition, Op};
 use crate::crud::query::sparse;
 use crate::crud::rules::read;
@@ -19,7 +22,7 @@ use crate::db::monitor::QueryStats;
 use crate::db::Database;
 use crate::error::Error;
 use crate::realtime::Hub;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -78,15 +81,17 @@ async fn deliver<R: Resource>(
         if events.is_empty() {
             return Ok::<_, Error>((events, Vec::new()));
         }
-        let mut groups: Vec<(&Condition, Vec<&Arc<Sub>>)> = Vec::new();
+        // Grouped by the number of their equal conditions, given at subscription (comparing
+        // the conditions themselves for every subscriber and round cost more than the rest).
+        let mut groups: Vec<(u64, &Condition, Vec<&Arc<Sub>>)> = Vec::new();
         for sub in subs {
-            match groups.iter_mut().find(|(c, _)| **c == sub.conds) {
-                Some((_, members)) => members.push(sub),
-                None => groups.push((&sub.conds, vec![sub])),
+            match groups.iter_mut().find(|(g, _, _)| *g == sub.group) {
+                Some((_, _, members)) => members.push(sub),
+                None => groups.push((sub.group, &sub.conds, vec![sub])),
             }
         }
         let mut outcome = Vec::new();
-        for (conds, members) in groups {
+        for (_, conds, members) in groups {
             let behind = members
                 .iter()
                 .map(|s| s.cursor.load(Ordering::SeqCst))
@@ -157,41 +162,110 @@ async fn in_view<R: Resource>(
     Ok(out)
 }
 
-/// A row of a group's view: its generated representation, and for each member of the group
-/// (in order) the members that subscriber may not read.
+/// A row of a group's view, rendered once per distinct way its subscribers see it: the
+/// members they may not read and the `fields=` they asked for. Subscribers with the same hidden
+/// members and fields share one rendering.
 struct Rendered {
-    full: Vec<u8>,
-    hidden: Vec<Vec<&'static str>>,
+    /// Each distinct view of the row (`None` when rendering it failed: the row then counts as
+    /// out of view for those subscribers).
+    views: Vec<Option<Arc<Vec<u8>>>>,
+    /// For each member of the group (in order), the index of its view.
+    of: Vec<usize>,
 }
 
-/// `row` rendered once for all of `members`.
+impl Rendered {
+    /// The row as member `i` of its group sees it.
+    fn view(&self, i: usize) -> Option<Arc<Vec<u8>>> {
+        self.of
+            .get(i)
+            .and_then(|&v| self.views.get(v))
+            .cloned()
+            .flatten()
+    }
+}
+
+/// `row` rendered once for each distinct (hidden members, fields) among `members`.
 fn rendered<R: Resource>(row: R, members: &[&Arc<Sub>]) -> Result<Rendered, Error> {
-    let hidden = members
-        .iter()
-        .map(|s| read::hidden(&row, s.viewer.as_ref()))
-        .collect();
+    let mut kinds: Vec<(Vec<&'static str>, Option<&[&'static str]>)> = Vec::new();
+    let mut of = Vec::with_capacity(members.len());
+    for s in members {
+        let hidden = read::hidden(&row, s.viewer.as_ref());
+        let fields = s.fields.as_deref();
+        let at = match kinds.iter().position(|(h, f)| *h == hidden && *f == fields) {
+            Some(at) => at,
+            None => {
+                kinds.push((hidden, fields));
+                kinds.len() - 1
+            }
+        };
+        of.push(at);
+    }
     let mut full = Vec::with_capacity(256);
     read::write_response(&mut full, row, &[])?;
-    Ok(Rendered { full, hidden })
+    let views = kinds
+        .iter()
+        .map(|(hidden, fields)| match view_of(&full, hidden, *fields) {
+            Ok(v) => Some(Arc::new(v)),
+            Err(err) => {
+                tracing::warn!(target: "crudforge::realtime", error = %err, "rendering an event failed");
+                None
+            }
+        })
+        .collect();
+    Ok(Rendered { views, of })
 }
 
-/// The row as member `i` of its group, `sub`, sees it through its `GET`: without the members
-/// it may not read, trimmed to its `fields`.
-fn view_of(r: &Rendered, i: usize, sub: &Sub) -> Result<Vec<u8>, Error> {
-    let mut out = r.full.clone();
-    if let Some(hidden) = r.hidden.get(i) {
-        read::strip(&mut out, 0, hidden)?;
-    }
-    match &sub.fields {
+/// The row `full` as a subscriber sees it through its `GET`: without the members it may not
+/// read, trimmed to its `fields`.
+fn view_of(
+    full: &[u8],
+    hidden: &[&str],
+    fields: Option<&[&'static str]>,
+) -> Result<Vec<u8>, Error> {
+    let mut out = full.to_vec();
+    read::strip(&mut out, 0, hidden)?;
+    match fields {
         Some(f) => sparse::project(&out, f),
         None => Ok(out),
     }
 }
 
-/// Queues, for `sub` (member `i` of its group), the events after its position: each with the
-/// row as `sub` may see it. A row created out of its view is skipped (its key cannot be known
-/// to the stream). A full queue marks the subscriber overflowed and removes it; a closed one
-/// removes it.
+/// What `sub` is told of `e`, whose row is `row` as `sub` sees it (`None`: not in its view),
+/// given the keys it was shown (`known`, updated here): the row, `created`/`restored` when
+/// its key is new to the stream and `updated` otherwise; a deletion when a shown row left the
+/// view; nothing when a row it was never shown is out of view (so nothing is queued and the
+/// stream is not woken); the view's end when a new key would pass `view_max`.
+pub(crate) fn judge(
+    known: &mut HashSet<Arc<str>>,
+    view_max: usize,
+    e: &Event,
+    row: Option<Arc<Vec<u8>>>,
+) -> Option<Told> {
+    match row {
+        Some(data) => {
+            let new = !known.contains(&e.key);
+            if new {
+                if known.len() >= view_max {
+                    return Some(Told::TooLarge);
+                }
+                known.insert(e.key.clone());
+            }
+            let kind = match e.kind {
+                Kind::Created => Kind::Created,
+                Kind::Restored if new => Kind::Restored,
+                _ if new => Kind::Created,
+                _ => Kind::Updated,
+            };
+            Some(Told::Row { kind, data, new })
+        }
+        None => known.remove(&e.key).then_some(Told::Gone),
+    }
+}
+
+/// Queues, for `sub` (member `i` of its group), what it is told of each event after its
+/// position ([`judge`]), under the lock of its shown keys, so that the keys, the queue and the
+/// position always agree for a stream that parks itself. A full queue marks the subscriber
+/// overflowed and removes it; a closed one, or a view grown too large, removes it.
 fn queue<R: Resource>(
     feed: &Feed<R>,
     sub: &Arc<Sub>,
@@ -199,37 +273,141 @@ fn queue<R: Resource>(
     events: &[Event],
     rows: &HashMap<Arc<str>, Rendered>,
 ) {
+    let mut known = lock(&sub.known);
     let start = sub.cursor.load(Ordering::SeqCst);
     for e in events.iter().filter(|e| e.id > start) {
-        let data = match rows.get(&e.key) {
-            Some(r) => match view_of(r, i, sub) {
-                Ok(d) => Some(d),
-                Err(err) => {
-                    tracing::warn!(target: "crudforge::realtime", error = %err, "rendering an event failed");
-                    None
-                }
-            },
-            None => None,
-        };
-        if data.is_some() || e.kind != Kind::Created {
+        let row = rows.get(&e.key).and_then(|r| r.view(i));
+        if let Some(told) = judge(&mut known, sub.view_max, e, row) {
+            let too_large = matches!(told, Told::TooLarge);
             let fact = Fact {
-                event: e.clone(),
-                data,
+                id: e.id,
+                key: e.key.clone(),
+                told,
             };
             match sub.tx.try_send(fact) {
                 Ok(()) => {}
-                Err(TrySendError::Full(_)) => {
+                Err(TrySendError::Full(fact)) => {
+                    fact.undo(&mut known);
                     sub.overflowed.store(true, Ordering::SeqCst);
                     crate::metrics::global().stream_dropped();
                     feed.unsubscribe(sub.id);
                     return;
                 }
-                Err(TrySendError::Closed(_)) => {
+                Err(TrySendError::Closed(fact)) => {
+                    fact.undo(&mut known);
                     feed.unsubscribe(sub.id);
                     return;
                 }
             }
+            if too_large {
+                sub.cursor.store(e.id, Ordering::SeqCst);
+                feed.unsubscribe(sub.id);
+                return;
+            }
         }
         sub.cursor.store(e.id, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(id: i64, kind: Kind, key: &str) -> Event {
+        Event {
+            id,
+            kind,
+            key: Arc::from(key),
+        }
+    }
+
+    fn row() -> Option<Arc<Vec<u8>>> {
+        Some(Arc::new(b"{}".to_vec()))
+    }
+
+    fn said(t: Option<&Told>) -> Option<Kind> {
+        match t? {
+            Told::Row { kind, .. } => Some(*kind),
+            Told::Gone => Some(Kind::Deleted),
+            Told::TooLarge => None,
+        }
+    }
+
+    #[test]
+    fn the_delivery_tells_only_of_keys_it_showed() {
+        let mut known = HashSet::new();
+        // Never shown and out of view: nothing, whatever the event.
+        for kind in [Kind::Created, Kind::Updated, Kind::Deleted, Kind::Restored] {
+            assert!(judge(&mut known, 10, &ev(1, kind, "a"), None).is_none());
+        }
+        assert!(known.is_empty());
+        // Moved in by an update: created; then updated; moved out: deleted; then nothing.
+        let t = judge(&mut known, 10, &ev(2, Kind::Updated, "a"), row());
+        assert_eq!(said(t.as_ref()), Some(Kind::Created));
+        let t = judge(&mut known, 10, &ev(3, Kind::Updated, "a"), row());
+        assert_eq!(said(t.as_ref()), Some(Kind::Updated));
+        let t = judge(&mut known, 10, &ev(4, Kind::Updated, "a"), None);
+        assert_eq!(said(t.as_ref()), Some(Kind::Deleted));
+        assert!(judge(&mut known, 10, &ev(5, Kind::Updated, "a"), None).is_none());
+        // A restore of a row never shown is `restored`; of a shown one, `updated`.
+        let t = judge(&mut known, 10, &ev(6, Kind::Restored, "b"), row());
+        assert_eq!(said(t.as_ref()), Some(Kind::Restored));
+        let t = judge(&mut known, 10, &ev(7, Kind::Restored, "b"), row());
+        assert_eq!(said(t.as_ref()), Some(Kind::Updated));
+        // A new key past the most kept: the view's end, the keys unchanged.
+        let t = judge(&mut known, 1, &ev(8, Kind::Created, "c"), row());
+        assert!(matches!(t, Some(Told::TooLarge)));
+        assert_eq!(known.len(), 1);
+    }
+
+    #[test]
+    fn a_queue_slot_stays_small() {
+        // Each stream's queue allocates its first block of 32 slots at once.
+        assert!(
+            std::mem::size_of::<Fact>() <= 40,
+            "{}",
+            std::mem::size_of::<Fact>()
+        );
+    }
+
+    #[test]
+    fn facts_left_unwritten_are_taken_back_in_reverse() {
+        let mut known: HashSet<Arc<str>> = [Arc::from("a")].into_iter().collect();
+        let before = known.clone();
+        let mut left = Vec::new();
+        for (id, kind, key, in_view) in [
+            (1, Kind::Updated, "a", false),
+            (2, Kind::Updated, "a", true),
+            (3, Kind::Created, "b", true),
+            (4, Kind::Deleted, "b", false),
+            (5, Kind::Updated, "a", true),
+        ] {
+            let e = ev(id, kind, key);
+            let told = judge(&mut known, 10, &e, if in_view { row() } else { None });
+            if let Some(told) = told {
+                left.push(Fact {
+                    id: e.id,
+                    key: e.key,
+                    told,
+                });
+            }
+        }
+        assert_eq!(left.len(), 5);
+        let kinds: Vec<_> = left.iter().map(|f| said(Some(&f.told))).collect();
+        assert_eq!(
+            kinds,
+            [
+                Kind::Deleted,
+                Kind::Created,
+                Kind::Created,
+                Kind::Deleted,
+                Kind::Updated
+            ]
+            .map(Some)
+        );
+        for fact in left.iter().rev() {
+            fact.undo(&mut known);
+        }
+        assert_eq!(known, before);
     }
 }

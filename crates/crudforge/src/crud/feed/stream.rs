@@ -1,28 +1,25 @@
-//! One subscriber's stream of Server-Sent Events: what its queue delivers, told as
-//! `created`, `updated`, `deleted` or `restored` by the keys it has shown; heartbeat comments
+//! One subscriber's stream of Server-Sent Events: what its queue delivers, as the delivery
+//! decided it (`created`, `updated`, `deleted` or `restored`); heartbeat comments
 //! when idle; its end (the session ended or expired, the subscriber too slow, the view too
 //! large, the API shutting down); and, when the client goes away, its state parked for a
 //! resume with `Last-Event-ID` on this instance.
 
-use super::{Fact, Feed, Kind, Parked, Sub};
+use super::{lock, Fact, Feed, Kind, Parked, Sub, Told};
 use crate::crud::Resource;
 use crate::db::Database;
 use crate::realtime::{Permit, Session};
-use std::collections::HashSet;
+use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, watch};
+use tokio::time::Sleep;
 
 /// Everything a stream holds.
 pub(crate) struct Stream<R: Resource> {
     pub(crate) feed: Arc<Feed<R>>,
     pub(crate) sub: Arc<Sub>,
     pub(crate) rx: mpsc::Receiver<Fact>,
-    /// The keys of the rows it has shown (or that were in its view when it began).
-    pub(crate) known: HashSet<Arc<str>>,
-    /// Most keys it keeps.
-    pub(crate) view_max: usize,
     /// The part of every event id that names this stream's state.
     pub(crate) token: String,
     /// The last event it wrote.
@@ -33,12 +30,16 @@ pub(crate) struct Stream<R: Resource> {
     pub(crate) opening: Option<Vec<u8>>,
     /// Silence after which a heartbeat comment is written.
     pub(crate) heartbeat: Duration,
+    /// When it last wrote (the heartbeat's silence counts from there).
+    pub(crate) wrote: tokio::time::Instant,
+    /// The one timer of the heartbeat, moved on rather than made anew for each chunk.
+    pub(crate) quiet: Pin<Box<Sleep>>,
     /// The API's shutdown.
     pub(crate) closing: watch::Receiver<bool>,
     /// The session it lives in, and how often it is checked, with the database.
     pub(crate) session: Option<(Session, Duration, Database)>,
-    /// When the session is checked next.
-    pub(crate) next_check: tokio::time::Instant,
+    /// The timer of the session's next check.
+    pub(crate) check: Pin<Box<Sleep>>,
     /// For a resume: whose stream it is, the view it asks for, how long it is kept, at most
     /// how many are kept.
     pub(crate) user: Option<uuid::Uuid>,
@@ -98,24 +99,25 @@ pub(crate) fn parse_event_id(s: &str) -> Option<(i64, &str)> {
 impl<R: Resource> Stream<R> {
     /// The next bytes to write, or `None` when the stream ends.
     pub(crate) async fn next_chunk(&mut self) -> Option<Vec<u8>> {
+        let chunk = self.next_inner().await;
+        self.wrote = tokio::time::Instant::now();
+        chunk
+    }
+
+    async fn next_inner(&mut self) -> Option<Vec<u8>> {
         if let Some(first) = self.opening.take() {
             return Some(first);
         }
         if self.ended {
             return None;
         }
-        let mut quiet = Box::pin(tokio::time::sleep(self.heartbeat));
         loop {
             if self.sub.overflowed.load(Ordering::SeqCst) {
                 return Some(self.finish(reset("too_slow")));
             }
             tokio::select! {
                 fact = self.rx.recv() => match fact {
-                    Some(fact) => {
-                        if let Some(out) = self.apply(fact) {
-                            return Some(out);
-                        }
-                    }
+                    Some(fact) => return Some(self.apply(fact)),
                     None => {
                         if self.sub.overflowed.load(Ordering::SeqCst) {
                             return Some(self.finish(reset("too_slow")));
@@ -124,16 +126,28 @@ impl<R: Resource> Stream<R> {
                         return None;
                     }
                 },
-                () = &mut quiet => return Some(b": heartbeat\n\n".to_vec()),
+                () = &mut self.quiet => {
+                    // The timer is moved on lazily: it fires at most once per heartbeat, and
+                    // writes only when nothing was written since it was set.
+                    let due = self.wrote + self.heartbeat;
+                    if tokio::time::Instant::now() >= due {
+                        let next = tokio::time::Instant::now() + self.heartbeat;
+                        self.quiet.as_mut().reset(next);
+                        return Some(b": heartbeat\n\n".to_vec());
+                    }
+                    self.quiet.as_mut().reset(due);
+                }
                 _ = self.closing.changed() => {
                     return Some(self.finish(end("shutdown")));
                 }
-                () = tokio::time::sleep_until(self.next_check), if self.session.is_some() => {
-                    if let Some(reason) = self.session_over().await {
+                () = &mut self.check, if self.session.is_some() => {
+                    // Boxed: the check's query is large and rare; inline it would make every
+                    // idle stream's state as large as the query's.
+                    if let Some(reason) = Box::pin(self.session_over()).await {
                         return Some(self.finish(end(reason)));
                     }
                     let every = self.session.as_ref().map_or(Duration::from_secs(5), |s| s.1);
-                    self.next_check = tokio::time::Instant::now() + every;
+                    self.check.as_mut().reset(tokio::time::Instant::now() + every);
                 }
             }
         }
@@ -160,37 +174,22 @@ impl<R: Resource> Stream<R> {
         }
     }
 
-    /// What `fact` tells this client, if anything.
-    fn apply(&mut self, fact: Fact) -> Option<Vec<u8>> {
-        let Fact { event: e, data } = fact;
-        self.pulled = e.id;
-        let (kind, body) = match data {
-            Some(data) => {
-                let known = self.known.contains(&e.key);
-                let kind = match e.kind {
-                    Kind::Created => Kind::Created,
-                    Kind::Restored if !known => Kind::Restored,
-                    _ if known => Kind::Updated,
-                    _ => Kind::Created,
-                };
-                if !known {
-                    if self.known.len() >= self.view_max {
-                        return Some(self.finish(reset("view_too_large")));
-                    }
-                    self.known.insert(e.key.clone());
-                }
-                (kind, data)
+    /// What `fact` tells this client (the delivery decided it).
+    fn apply(&mut self, fact: Fact) -> Vec<u8> {
+        let Fact { id, key, told } = fact;
+        self.pulled = id;
+        let deleted;
+        let (kind, body): (Kind, &[u8]) = match &told {
+            Told::Row { kind, data, .. } => (*kind, data),
+            Told::Gone => {
+                deleted = deleted_key::<R>(&key);
+                (Kind::Deleted, &deleted)
             }
-            None => {
-                if !self.known.remove(&e.key) {
-                    return None;
-                }
-                (Kind::Deleted, deleted_key::<R>(&e.key))
-            }
+            Told::TooLarge => return self.finish(reset("view_too_large")),
         };
-        self.emitted = e.id;
+        self.emitted = id;
         crate::metrics::global().event_sent();
-        Some(event(&event_id(e.id, &self.token), kind.as_str(), &body))
+        event(&event_id(id, &self.token), kind.as_str(), body)
     }
 }
 
@@ -214,21 +213,34 @@ impl<R: Resource> Drop for Stream<R> {
         if self.ended || self.resume_for.is_zero() || self.sub.overflowed.load(Ordering::SeqCst) {
             return;
         }
-        // Where a resume starts: the delivery's position for this stream, unless its queue
-        // still holds events it never wrote (then the last one it took). The position is read
-        // before the queue: the delivery queues an event before it moves the position past it.
-        let position = self.sub.cursor.load(Ordering::SeqCst);
-        let resume_after = if self.rx.try_recv().is_ok() {
-            self.pulled
-        } else {
-            position.max(self.pulled)
+        // Where a resume starts, read under the lock the delivery queues under, so that the
+        // keys, the queue and the position agree: the delivery's position for this stream,
+        // unless its queue still holds events it never wrote (then the last one it took,
+        // with the keys those queued events added or removed taken back).
+        let (known, resume_after) = {
+            let mut known = lock(&self.sub.known);
+            self.rx.close();
+            let position = self.sub.cursor.load(Ordering::SeqCst);
+            let mut left = Vec::new();
+            while let Ok(fact) = self.rx.try_recv() {
+                left.push(fact);
+            }
+            for fact in left.iter().rev() {
+                fact.undo(&mut known);
+            }
+            let after = if left.is_empty() {
+                position.max(self.pulled)
+            } else {
+                self.pulled
+            };
+            (std::mem::take(&mut *known), after)
         };
         let parked = Parked {
             user: self.user,
             query: std::mem::take(&mut self.query),
             emitted: self.emitted,
             pulled: resume_after,
-            known: std::mem::take(&mut self.known),
+            known,
             until: Instant::now() + self.resume_for,
         };
         self.feed
