@@ -416,3 +416,17 @@ pub fn render(browser: &Path, url: &str, screenshot: &Path) -> String {
         .status();
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// A PostgreSQL database of the test's own (dropped with it) when `CRUDFORGE_TEST_POSTGRES_URL`
+/// is set, made on a runtime of its own: the end-to-end tests are synchronous.
+pub fn postgres_db() -> Option<crudforge_tests::TestDb> {
+    crudforge_tests::postgres_url()?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    Some(
+        rt.block_on(crudforge_tests::TestDb::postgres())
+            .expect("CRUDFORGE_TEST_POSTGRES_URL is set"),
+    )
+}

@@ -37,14 +37,7 @@ fn setups(extra: &[(&'static str, String)]) -> Vec<Setup> {
         env: env.clone(),
         _pg: None,
     }];
-    if crudforge_tests::postgres_url().is_some() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let db = rt
-            .block_on(crudforge_tests::TestDb::postgres())
-            .expect("CRUDFORGE_TEST_POSTGRES_URL is set");
+    if let Some(db) = crate::harness::postgres_db() {
         env.push(("ORM_DATABASE_URI", db.uri.clone()));
         out.push(Setup {
             name: "postgres",
