@@ -1,0 +1,117 @@
+//! Signed links to a file (`POST <item>/files/<file id>/link`): a URL that downloads it without
+//! a header, for the user it was made for, until it expires.
+
+use super::{readable_file, FILE_PARAM};
+use crate::crud::shared::Shared;
+use crate::crud::Resource;
+use crate::error::Error;
+use crate::state::ApiState;
+use actix_web::{web, HttpRequest, HttpResponse};
+
+/// `POST <item>/files/<file id>/link`: a URL that downloads the file without a header (for
+/// an `<img src>`), valid `FILES_LINK_SECONDS`, for the caller alone.
+pub(crate) async fn link<R: Resource>(
+    shared: &Shared<R>,
+    req: HttpRequest,
+    _body: web::Bytes,
+) -> Result<HttpResponse, Error> {
+    let st = ApiState::of(&req)?;
+    let Some(user) = crate::auth::current_user(&req).await? else {
+        return Err(Error::Unauthorized("Authentication required.".into()));
+    };
+    let (_, file) = readable_file(shared, &req, Some(user.clone())).await?;
+    let key = req
+        .match_info()
+        .get(&shared.res_id_param)
+        .ok_or_else(|| Error::Internal("no item key in the path".into()))?;
+    let expires = chrono::Utc::now().timestamp()
+        + i64::try_from(st.config.ops.files_link_seconds).unwrap_or(i64::MAX / 2);
+    let sig = link_signature(st, R::sql_table(), key, file.id, user.id, expires);
+    let path = req.path();
+    let download = path.strip_suffix("/link").unwrap_or(path);
+    let token = format!("{expires}.{}.{sig}", user.id.simple());
+    let body = serde_json::json!({
+        "url": format!("{download}?link={token}"),
+        "expires_at": chrono::DateTime::from_timestamp(expires, 0)
+            .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+    });
+    Ok(HttpResponse::Ok().json(body))
+}
+
+/// The `link` query parameter, when the request has one.
+pub(super) fn link_param(req: &HttpRequest) -> Result<Option<String>, Error> {
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(req.query_string())
+        .map_err(|_| Error::bad_param("link", "is malformed"))?;
+    let mut links = pairs
+        .into_iter()
+        .filter(|(k, _)| k == "link")
+        .map(|(_, v)| v);
+    let first = links.next();
+    if links.next().is_some() {
+        return Err(Error::bad_param("link", "is given twice"));
+    }
+    Ok(first)
+}
+
+/// The signature of a link to file `file` of row `key` of `table`, for `user`, until `expires`
+/// (seconds since the epoch): HMAC-SHA-256 under the signing key, over a message no token
+/// signature can share (it starts with a zero byte), URL-safe base64.
+fn link_signature(
+    st: &ApiState,
+    table: &str,
+    key: &str,
+    file: uuid::Uuid,
+    user: uuid::Uuid,
+    expires: i64,
+) -> String {
+    use base64::Engine as _;
+    use hmac::Mac as _;
+    let mut mac = <hmac::Hmac<sha2::Sha256> as hmac::Mac>::new_from_slice(st.signing_key.expose())
+        .unwrap_or_else(|_| unreachable!("HMAC takes a key of any length"));
+    let message = format!("\0crudforge file link\0{table}\0{key}\0{file}\0{user}\0{expires}");
+    mac.update(message.as_bytes());
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes())
+}
+
+/// The user a signed link stands for, when it is genuine, unexpired, for this file, and
+/// either used without credentials or by that same user.
+pub(super) async fn link_user<R: Resource>(
+    shared: &Shared<R>,
+    req: &HttpRequest,
+    link: &str,
+) -> Result<crate::auth::CurrentUser, Error> {
+    let st = ApiState::of(req)?;
+    let refused = || Error::Forbidden("The link is invalid or has expired.".into());
+    let mut parts = link.splitn(3, '.');
+    let (Some(expires), Some(user), Some(sig)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(refused());
+    };
+    let expires: i64 = expires.parse().map_err(|_| refused())?;
+    let user = uuid::Uuid::parse_str(user).map_err(|_| refused())?;
+    let key = req
+        .match_info()
+        .get(&shared.res_id_param)
+        .unwrap_or_default();
+    let file = req
+        .match_info()
+        .get(FILE_PARAM)
+        .and_then(|v| uuid::Uuid::parse_str(v).ok())
+        .ok_or_else(refused)?;
+    let expected = link_signature(st, R::sql_table(), key, file, user, expires);
+    let genuine: bool = subtle::ConstantTimeEq::ct_eq(expected.as_bytes(), sig.as_bytes()).into();
+    if !genuine || expires < chrono::Utc::now().timestamp() {
+        return Err(refused());
+    }
+    // Another user's credentials with the link: the link is not theirs.
+    if let Some(caller) = crate::auth::current_user(req).await? {
+        if caller.id != user {
+            return Err(Error::Forbidden(
+                "This link was made for another user.".into(),
+            ));
+        }
+    }
+    match crate::auth::load_user(&st.db, user).await? {
+        Some(u) if u.is_enabled => Ok(u),
+        _ => Err(refused()),
+    }
+}
