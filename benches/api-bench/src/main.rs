@@ -6,7 +6,8 @@
 //! mixed W1–W4 load and checks that the service does not degrade. `--live` instead measures
 //! the live change feed: many open streams, writes at a fixed rate, the delay to each
 //! delivery, memory per idle stream, W3/W4 with the streams open (and, with `--pocketbase`,
-//! the same against PocketBase's realtime API).
+//! the same against PocketBase's realtime API). `--data` instead measures export, aggregates
+//! and import of critters.
 //!
 //! It builds nothing: build the binaries first, then run it.
 //!
@@ -20,6 +21,7 @@
 //! It is never part of `cargo test`: it is a binary, run on demand. See `docs/performance.md`.
 
 mod client;
+mod data;
 mod live;
 mod measure;
 mod procfs;
@@ -128,6 +130,11 @@ pub(crate) struct Args {
     /// Live updates: skip the reference application (PocketBase only).
     #[arg(long)]
     pub(crate) no_crudforge: bool,
+    /// Data in and out: export the seeded critters as CSV and NDJSON, aggregate them by
+    /// species with and without an index, import a CSV file (instead of W1–W6; seed with
+    /// `--rows 1000000` for the documented figures).
+    #[arg(long)]
+    pub(crate) data: bool,
     /// Internal: serve the framework reference on this port (a child process of the benchmark).
     #[arg(long, hide = true)]
     pub(crate) serve_reference: Option<u16>,
@@ -186,7 +193,9 @@ fn main() -> ExitCode {
         Pinning::Servers => Some(0),
         Pinning::None => None,
     };
-    let outcome = if args.live {
+    let outcome = if args.data {
+        data::run(&args, pin)
+    } else if args.live {
         live::run(&args, pin)
     } else {
         measure::run(&args, pin)

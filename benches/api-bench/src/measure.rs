@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use uuid::Uuid;
 
 /// The administrator the benchmark creates (not used by the workloads).
-const ADMIN_EMAIL: &str = "admin@api-bench.example";
+pub(crate) const ADMIN_EMAIL: &str = "admin@api-bench.example";
 /// The ordinary user every workload is authenticated as.
 pub(crate) const USER_EMAIL: &str = "user@api-bench.example";
 /// Both users' password.
