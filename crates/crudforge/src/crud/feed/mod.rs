@@ -319,10 +319,86 @@ pub(crate) enum Told {
     TooLarge,
 }
 
+/// The keys one stream was shown, also counted in its feed's tally of the keys any stream was
+/// shown, which every change here keeps true (and dropping or taking them takes back): with
+/// it, the delivery passes over every subscriber at once for events whose rows are in no view
+/// and whose keys no stream was shown.
+pub(crate) struct Known {
+    keys: HashSet<Arc<str>>,
+    tally: Arc<Mutex<HashMap<Arc<str>, u32>>>,
+}
+
+impl Known {
+    /// `keys`, counted in `tally`.
+    pub(crate) fn new(keys: HashSet<Arc<str>>, tally: Arc<Mutex<HashMap<Arc<str>, u32>>>) -> Known {
+        {
+            let mut t = lock(&tally);
+            for k in &keys {
+                *t.entry(k.clone()).or_insert(0) += 1;
+            }
+        }
+        Known { keys, tally }
+    }
+
+    /// Whether `key` was shown.
+    pub(crate) fn contains(&self, key: &str) -> bool {
+        self.keys.contains(key)
+    }
+
+    /// How many keys were shown.
+    pub(crate) fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Adds `key`; whether it was new.
+    pub(crate) fn insert(&mut self, key: Arc<str>) -> bool {
+        if self.keys.contains(&key) {
+            return false;
+        }
+        *lock(&self.tally).entry(key.clone()).or_insert(0) += 1;
+        self.keys.insert(key)
+    }
+
+    /// Removes `key`; whether it was there.
+    pub(crate) fn remove(&mut self, key: &str) -> bool {
+        let Some(k) = self.keys.take(key) else {
+            return false;
+        };
+        untally(&mut lock(&self.tally), &k);
+        true
+    }
+
+    /// The keys, taken out (and out of the tally): what a parked stream keeps.
+    pub(crate) fn take(&mut self) -> HashSet<Arc<str>> {
+        let keys = std::mem::take(&mut self.keys);
+        let mut t = lock(&self.tally);
+        for k in &keys {
+            untally(&mut t, k);
+        }
+        keys
+    }
+}
+
+impl Drop for Known {
+    fn drop(&mut self) {
+        self.take();
+    }
+}
+
+/// One stream fewer was shown `key`.
+fn untally(tally: &mut HashMap<Arc<str>, u32>, key: &str) {
+    if let Some(n) = tally.get_mut(key) {
+        *n -= 1;
+        if *n == 0 {
+            tally.remove(key);
+        }
+    }
+}
+
 impl Fact {
     /// Takes back what queueing this fact did to the shown keys (for a fact that was never
     /// written: refused by the queue, or left in it when the stream went away).
-    pub(crate) fn undo(&self, known: &mut HashSet<Arc<str>>) {
+    pub(crate) fn undo(&self, known: &mut Known) {
         match self.told {
             Told::Row { new: true, .. } => {
                 known.remove(&self.key);
@@ -365,7 +441,7 @@ pub(crate) struct Sub {
     /// The keys of the rows it has been shown or has queued (or that were in its view when it
     /// began): kept by the delivery, which changes them only together with the queue and
     /// the position, under this lock.
-    pub(crate) known: Mutex<HashSet<Arc<str>>>,
+    pub(crate) known: Mutex<Known>,
     /// Most keys it keeps.
     pub(crate) view_max: usize,
     /// Its queue.
@@ -399,6 +475,8 @@ pub(crate) struct Feed<R> {
     pub(crate) table: &'static str,
     pub(crate) subs: Mutex<Vec<Arc<Sub>>>,
     pub(crate) parked: Mutex<HashMap<String, Parked>>,
+    /// For each key some subscriber was shown, how many were (see [`Known`]).
+    pub(crate) shown: Arc<Mutex<HashMap<Arc<str>, u32>>>,
     /// Whether the delivery task runs.
     pumping: AtomicBool,
     next_id: AtomicU64,
@@ -417,6 +495,7 @@ impl<R: Resource> Default for Feed<R> {
             table: R::sql_table(),
             subs: Mutex::new(Vec::new()),
             parked: Mutex::new(HashMap::new()),
+            shown: Arc::default(),
             pumping: AtomicBool::new(false),
             next_id: AtomicU64::new(1),
             next_group: AtomicU64::new(1),
@@ -453,7 +532,7 @@ impl<R: Resource> Feed<R> {
             viewer: view.viewer,
             fields: view.fields,
             cursor: AtomicI64::new(cursor),
-            known: Mutex::new(known),
+            known: Mutex::new(Known::new(known, self.shown.clone())),
             view_max,
             tx,
             overflowed: AtomicBool::new(false),
@@ -465,6 +544,12 @@ impl<R: Resource> Feed<R> {
         }
         hub.wake();
         (sub, rx)
+    }
+
+    /// Whether some subscriber was shown one of the keys of `events`.
+    pub(crate) fn any_shown<'e>(&self, mut events: impl Iterator<Item = &'e Event>) -> bool {
+        let shown = lock(&self.shown);
+        events.any(|e| shown.contains_key(&e.key))
     }
 
     /// Removes subscriber `id`.

@@ -14,7 +14,7 @@
 //! batch of events read together costs the same: once woken, the delivery waits [`GATHER`]
 //! so that the commits of those few milliseconds make one batch.
 
-use super::{lock, Event, Fact, Feed, Kind, Sub, Told};
+use super::{lock, Event, Fact, Feed, Kind, Known, Sub, Told};
 use crate::condition::{parse_arg, Arg, Cond, Condition, Op};
 use crate::crud::query::sparse;
 use crate::crud::rules::read;
@@ -23,7 +23,7 @@ use crate::db::monitor::QueryStats;
 use crate::db::Database;
 use crate::error::Error;
 use crate::realtime::Hub;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -83,11 +83,11 @@ async fn deliver<R: Resource>(
         return Ok(0);
     };
     let stats = Arc::new(QueryStats::default());
-    let (events, outcome) = QueryStats::scope(stats.clone(), async {
+    let (events, outcome, passed) = QueryStats::scope(stats.clone(), async {
         let mut conn = db.get().await?;
         let events = super::after(&mut conn, feed.table, from, BATCH).await?;
         if events.is_empty() {
-            return Ok::<_, Error>((events, Vec::new()));
+            return Ok::<_, Error>((events, Vec::new(), Vec::new()));
         }
         // Grouped by the number of their equal conditions, given at subscription (comparing
         // the conditions themselves for every subscriber and round cost more than the rest).
@@ -99,6 +99,7 @@ async fn deliver<R: Resource>(
             }
         }
         let mut outcome = Vec::new();
+        let mut passed = Vec::new();
         for (_, conds, members) in groups {
             let behind = members
                 .iter()
@@ -110,15 +111,29 @@ async fn deliver<R: Resource>(
                 continue;
             }
             let rows = in_view::<R>(&mut conn, conds, &pending).await?;
+            if rows.is_empty() && !feed.any_shown(pending.iter().copied()) {
+                // No row in the group's view and no key any stream was shown: every member
+                // is told nothing, so only their positions move.
+                passed.push((members, pending.last().map_or(behind, |e| e.id)));
+                continue;
+            }
             let rendered = rows
                 .into_iter()
                 .map(|(key, row)| rendered(row, &members).map(|r| (key, r)))
                 .collect::<Result<HashMap<_, _>, Error>>()?;
             outcome.push((members, rendered));
         }
-        Ok((events, outcome))
+        Ok((events, outcome, passed))
     })
     .await?;
+    for (members, last) in passed {
+        for sub in members {
+            // Only this task changes shown keys, so none of these events can concern a member
+            // by now; a stream parking meanwhile resumes from before them, which tells it
+            // nothing more.
+            sub.cursor.fetch_max(last, Ordering::SeqCst);
+        }
+    }
     for (members, rows) in outcome {
         for (i, sub) in members.into_iter().enumerate() {
             queue(feed, sub, i, &events, &rows);
@@ -244,7 +259,7 @@ fn view_of(
 /// view; nothing when a row it was never shown is out of view (so nothing is queued and the
 /// stream is not woken); the view's end when a new key would pass `view_max`.
 pub(crate) fn judge(
-    known: &mut HashSet<Arc<str>>,
+    known: &mut Known,
     view_max: usize,
     e: &Event,
     row: Option<Arc<Vec<u8>>>,
@@ -325,6 +340,7 @@ fn queue<R: Resource>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashSet;
 
     fn ev(id: i64, kind: Kind, key: &str) -> Event {
         Event {
@@ -348,12 +364,13 @@ mod tests {
 
     #[test]
     fn the_delivery_tells_only_of_keys_it_showed() {
-        let mut known = HashSet::new();
+        let tally = Arc::default();
+        let mut known = Known::new(HashSet::new(), Arc::clone(&tally));
         // Never shown and out of view: nothing, whatever the event.
         for kind in [Kind::Created, Kind::Updated, Kind::Deleted, Kind::Restored] {
             assert!(judge(&mut known, 10, &ev(1, kind, "a"), None).is_none());
         }
-        assert!(known.is_empty());
+        assert_eq!(known.len(), 0);
         // Moved in by an update: created; then updated; moved out: deleted; then nothing.
         let t = judge(&mut known, 10, &ev(2, Kind::Updated, "a"), row());
         assert_eq!(said(t.as_ref()), Some(Kind::Created));
@@ -371,6 +388,17 @@ mod tests {
         let t = judge(&mut known, 1, &ev(8, Kind::Created, "c"), row());
         assert!(matches!(t, Some(Told::TooLarge)));
         assert_eq!(known.len(), 1);
+        // The feed's tally counts what the stream was shown, and forgets it with the stream.
+        assert_eq!(lock(&tally).get("b"), Some(&1));
+        assert_eq!(lock(&tally).len(), 1);
+        let other = Known::new(
+            ["b".into(), "d".into()].into_iter().collect(),
+            Arc::clone(&tally),
+        );
+        assert_eq!(lock(&tally).get("b"), Some(&2));
+        drop(known);
+        drop(other);
+        assert!(lock(&tally).is_empty());
     }
 
     #[test]
@@ -385,8 +413,9 @@ mod tests {
 
     #[test]
     fn facts_left_unwritten_are_taken_back_in_reverse() {
-        let mut known: HashSet<Arc<str>> = [Arc::from("a")].into_iter().collect();
-        let before = known.clone();
+        let before: HashSet<Arc<str>> = [Arc::from("a")].into_iter().collect();
+        let tally = Arc::default();
+        let mut known = Known::new(before.clone(), Arc::clone(&tally));
         let mut left = Vec::new();
         for (id, kind, key, in_view) in [
             (1, Kind::Updated, "a", false),
@@ -421,6 +450,8 @@ mod tests {
         for fact in left.iter().rev() {
             fact.undo(&mut known);
         }
-        assert_eq!(known, before);
+        assert_eq!(lock(&tally).keys().cloned().collect::<HashSet<_>>(), before);
+        assert_eq!(known.take(), before);
+        assert!(lock(&tally).is_empty());
     }
 }

@@ -233,7 +233,7 @@ impl<R: Resource> Drop for Stream<R> {
             } else {
                 self.pulled
             };
-            (std::mem::take(&mut *known), after)
+            (known.take(), after)
         };
         let parked = Parked {
             user: self.user,
