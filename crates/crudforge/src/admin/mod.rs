@@ -77,6 +77,11 @@ const ASSETS: &[Asset] = &[
         media_type: "text/javascript; charset=utf-8",
         body: include_str!("assets/live.js"),
     },
+    Asset {
+        name: "data.js",
+        media_type: "text/javascript; charset=utf-8",
+        body: include_str!("assets/data.js"),
+    },
 ];
 
 /// The strong entity tag of each asset (the first 16 bytes of its SHA-256, in hex), in the

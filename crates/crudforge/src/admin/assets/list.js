@@ -6,6 +6,7 @@
 import * as api from './api.js';
 import { h, replace, say, text, freshId } from './dom.js';
 import { follow } from './live.js';
+import { chartPanel, exportButton, importForm } from './data.js';
 
 const OPERATORS = {
   eq: '=', ne: '≠', gt: '>', gte: '≥', lt: '<', lte: '≤', like: 'like', ilike: 'ilike (any case)',
@@ -142,8 +143,11 @@ export function listView(ctx, resource) {
       : null,
     chips,
     chooser,
+    chartPanel(resource, () => selection({ sort: false })),
+    importForm(resource, () => load()),
     h('div', { class: 'toolbar' },
       canCreate ? h('a', { href: `#/${resource.key}/new`, id: 'create-link' }, `New ${resource.name}`) : null,
+      exportButton(resource, () => selection({ sort: true })),
       batchButton),
     tableHolder,
     pager);
@@ -166,6 +170,18 @@ export function listView(ctx, resource) {
       keep.add('id');
       if (resource.softDelete && resource.chooser.includes('deleted_at')) keep.add('deleted_at');
       p.fields = [...keep].filter((f) => resource.chooser.includes(f)).join(',');
+    }
+    return p;
+  };
+
+  /** The list's filters (and its sort and columns, with `sort`) without paging: what the chart and the download select. */
+  const selection = ({ sort }) => {
+    const p = params();
+    delete p.page;
+    delete p.page_size;
+    if (!sort) {
+      delete p.sort;
+      delete p.fields;
     }
     return p;
   };

@@ -146,6 +146,8 @@ export function readDescription(doc) {
       }
       m = /^batch(Create|Update|Delete)([A-Z]\w*)$/.exec(id);
       if (m) { ensure(m[2]).ops[`batch${m[1]}`] = o; continue; }
+      m = /^(aggregate|export|import)([A-Z]\w*)$/.exec(id);
+      if (m) { ensure(m[2]).ops[m[1]] = o; continue; }
       m = /^stream([A-Z]\w*)Events$/.exec(id);
       if (m) { ensure(m[1]).ops.events = o; continue; }
       m = /^create([A-Z]\w*)StreamTicket$/.exec(id);
