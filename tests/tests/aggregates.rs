@@ -174,13 +174,28 @@ where
         (w.alice, "cat", 4, json!(1.5), "2026-03-02T10:15:00Z", true),
         (w.alice, "cat", 6, json!(2.5), "2026-03-02T10:45:00Z", false),
         (w.alice, "dog", 20, json!(4.0), "2026-03-08T23:30:00Z", true),
-        (w.alice, "dog", 30, Value::Null, "2026-03-09T00:10:00Z", true),
+        (
+            w.alice,
+            "dog",
+            30,
+            Value::Null,
+            "2026-03-09T00:10:00Z",
+            true,
+        ),
         (w.alice, "owl", 1, json!(3.0), "2026-04-01T00:00:00Z", true),
         (w.bob, "cat", 100, json!(9.0), "2026-03-02T10:20:00Z", true),
     ];
     for (who, species, weight, score, seen_at, alive) in rows {
         let body = json!({"species": species, "weight": weight, "score": score, "seen_at": seen_at, "alive": alive});
-        let (s, _, b) = call(app, auth(Req::post().uri("/api/sightings/").set_json(body), &w.api, who)).await;
+        let (s, _, b) = call(
+            app,
+            auth(
+                Req::post().uri("/api/sightings/").set_json(body),
+                &w.api,
+                who,
+            ),
+        )
+        .await;
         assert_eq!(s, 201, "{b}");
     }
 }

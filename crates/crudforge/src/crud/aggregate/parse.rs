@@ -123,10 +123,7 @@ fn usable<R: Resource>(
         .iter()
         .find(|(n, _, uses)| *n == name && uses.has(flag))
         .filter(|(n, _, _)| reads_every_row::<R>(n, viewer))
-        .and_then(|(n, column, _)| R::field(n).map(|field| Member {
-            field,
-            column: *column,
-        }));
+        .and_then(|(n, column, _)| R::field(n).map(|field| Member { field, column }));
     found.ok_or_else(|| {
         let ok = allowed::<R>(flag, viewer);
         let list = if ok.is_empty() {

@@ -439,16 +439,28 @@ mod tests {
             serde_json::json!("67e55044-10b1-426f-9247-bb680e5fe0c8")
         );
         assert_eq!(value_of(Kind::Integer, Value::Null), Value::Null);
-        assert_eq!(value_of(Kind::Float, serde_json::json!(5)), serde_json::json!(5.0));
-        assert_eq!(value_of(Kind::Integer, serde_json::json!(5)), serde_json::json!(5));
+        assert_eq!(
+            value_of(Kind::Float, serde_json::json!(5)),
+            serde_json::json!(5.0)
+        );
+        assert_eq!(
+            value_of(Kind::Integer, serde_json::json!(5)),
+            serde_json::json!(5)
+        );
     }
 
     #[test]
     fn a_statement_stopped_at_its_deadline_is_a_503_naming_the_setting() {
         use diesel::result::{DatabaseErrorKind, Error as D};
         let limit = Duration::from_secs(10);
-        for message in ["interrupted", "canceling statement due to statement timeout"] {
-            let e = timed_out(D::DatabaseError(DatabaseErrorKind::Unknown, Box::new(message.to_owned())), limit);
+        for message in [
+            "interrupted",
+            "canceling statement due to statement timeout",
+        ] {
+            let e = timed_out(
+                D::DatabaseError(DatabaseErrorKind::Unknown, Box::new(message.to_owned())),
+                limit,
+            );
             let p = e.problem();
             assert_eq!(p.status, 503, "{message}");
             assert!(p.detail.contains("AGGREGATE_TIMEOUT"), "{}", p.detail);
