@@ -42,6 +42,11 @@ pub struct PermissionsGuide;
 #[cfg(doctest)]
 pub struct FilteringGuide;
 
+/// The guide `docs/aggregates.md`, whose example runs as a doc test.
+#[doc = include_str!("../../docs/aggregates.md")]
+#[cfg(doctest)]
+pub struct AggregatesGuide;
+
 /// A 40-byte signing key for tests.
 pub const TEST_SECRET: &str = "test-secret-key-that-is-long-enough-0123456789";
 

@@ -65,6 +65,7 @@ async fn api(t: &crudforge_tests::TestDb) -> Api {
         .unwrap()
         .mount(
             Critter::blueprint("/api/critters/")
+                .aggregates()
                 .with(Operation::Index, |o| o.present::<Cards>())
                 .admin_only([Operation::Delete])
                 .before_create(|_ctx, input| async move { Ok(input) })
@@ -97,7 +98,8 @@ async fn api(t: &crudforge_tests::TestDb) -> Api {
         .unwrap()
         .mount(
             Critter::blueprint("/api/keepers/<uuid:keeper_id>/critters/")
-                .rules(OwnerRules::new("keeper_id")),
+                .rules(OwnerRules::new("keeper_id"))
+                .aggregates(),
         )
         .unwrap()
 }

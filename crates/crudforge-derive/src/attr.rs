@@ -11,12 +11,13 @@
 
 use crate::ctxt::Ctxt;
 use crate::symbol::{
-    Symbol, BELONGS_TO, CRATE, CREATE_ONLY, DEFAULT, DIESEL, EMAIL, FILE, FILTER, HAS_MANY, ID,
-    INDEX, MAX, MAX_LEN, MIN, MIN_LEN, MODEL_FIRST, NAME, ONE_OF, ON_DELETE, PASSWORD, PATTERN,
-    READ, READ_ONLY, REFERENCES, RESOURCE, RULES, SCOPE, SET, SKIP, SOFT_DELETE, TABLE, TABLE_NAME,
-    UNIQUE, VALIDATE, WRITE_ONLY,
+    Symbol, AGGREGATE, BELONGS_TO, CRATE, CREATE_ONLY, DEFAULT, DIESEL, EMAIL, FILE, FILTER,
+    HAS_MANY, ID, INDEX, MAX, MAX_LEN, MIN, MIN_LEN, MODEL_FIRST, NAME, ONE_OF, ON_DELETE,
+    PASSWORD, PATTERN, READ, READ_ONLY, REFERENCES, RESOURCE, RULES, SCOPE, SET, SKIP, SOFT_DELETE,
+    TABLE, TABLE_NAME, UNIQUE, VALIDATE, WRITE_ONLY,
 };
 
+mod aggregates;
 mod files;
 mod keys;
 mod members;
@@ -25,6 +26,9 @@ mod relations;
 mod rule_exprs;
 mod rules;
 mod validators;
+pub(crate) use aggregates::AggregateAttr;
+#[cfg(test)]
+pub(crate) use aggregates::USES as AGGREGATE_USES;
 use keys::{skip_value, unknown_key, Attr, BoolAttr};
 pub(crate) use members::SetAttr;
 pub(crate) use model_first::IndexAttr;
@@ -72,6 +76,7 @@ pub(crate) const FIELD_KEYS: &[Symbol] = &[
     SET,
     CREATE_ONLY,
     FILE,
+    AGGREGATE,
 ];
 
 /// Struct-level options.
@@ -146,6 +151,8 @@ pub(crate) struct FieldAttrs {
     pub(crate) file: Option<(files::FileAttr, proc_macro2::Span)>,
     /// `file` was written, valid or not (a malformed one was reported already).
     pub(crate) file_written: bool,
+    /// `aggregate(...)`: what aggregates may do with the member.
+    pub(crate) aggregate: Option<(AggregateAttr, proc_macro2::Span)>,
 }
 
 /// Reads the struct's attributes.
@@ -258,6 +265,7 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
     let mut create_only = BoolAttr::none(cx, CREATE_ONLY);
     let mut file: Attr<'_, files::FileAttr> = Attr::none(cx, FILE);
     let mut file_written = false;
+    let mut aggregate: Attr<'_, AggregateAttr> = Attr::none(cx, AGGREGATE);
     for attr in attrs.iter().filter(|a| a.path() == RESOURCE) {
         let r = attr.parse_nested_meta(|meta| {
             let p = &meta.path;
@@ -314,6 +322,8 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
             } else if p == FILE {
                 file_written = true;
                 file.set_with(&meta, files::file)?;
+            } else if p == AGGREGATE {
+                aggregate.set_with(&meta, aggregates::aggregate)?;
             } else {
                 unknown_key(cx, &meta, FIELD_KEYS)?;
             }
@@ -348,6 +358,7 @@ pub(crate) fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
         create_only: create_only.get(),
         file: file.get_with_span(),
         file_written,
+        aggregate: aggregate.get_with_span(),
     }
 }
 
@@ -356,9 +367,9 @@ mod tests {
     use super::{field_attrs, struct_attrs, FIELD_KEYS, STRUCT_KEYS};
     use crate::ctxt::Ctxt;
     use crate::symbol::{
-        BELONGS_TO, CRATE, DEFAULT, FILE, FILTER, HAS_MANY, INDEX, MAX, MAX_LEN, MIN, MIN_LEN,
-        MODEL_FIRST, NAME, ONE_OF, ON_DELETE, PATTERN, READ, REFERENCES, RULES, SCOPE, SET,
-        SOFT_DELETE, TABLE, UNIQUE, VALIDATE,
+        AGGREGATE, BELONGS_TO, CRATE, DEFAULT, FILE, FILTER, HAS_MANY, INDEX, MAX, MAX_LEN, MIN,
+        MIN_LEN, MODEL_FIRST, NAME, ONE_OF, ON_DELETE, PATTERN, READ, REFERENCES, RULES, SCOPE,
+        SET, SOFT_DELETE, TABLE, UNIQUE, VALIDATE,
     };
     use quote::{quote, ToTokens};
     use syn::{Attribute, Ident};
@@ -429,6 +440,7 @@ mod tests {
                 BELONGS_TO => quote!((Habitat)),
                 SET => quote!(= me),
                 FILE => quote!((max_size = "1 MiB", types = ["image/png"])),
+                AGGREGATE => quote!((group_by, sum)),
                 _ => quote!(),
             };
             let attr: Attribute = syn::parse_quote!(#[resource(#ident #value)]);

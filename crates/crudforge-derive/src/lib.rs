@@ -4,6 +4,7 @@
 //! items through `::crudforge::__private`, so applications need no extra dependencies to compile
 //! the expansion.
 
+mod aggregates;
 mod ast;
 mod attr;
 mod ctxt;
@@ -66,6 +67,7 @@ use proc_macro::TokenStream;
 /// | `references = "table"` | model-first: a foreign key to `table(id)` (`"table.column"` for another column) |
 /// | `on_delete = "..."` | with `references`: `"restrict"` (default: a referenced row cannot be deleted, 409), `"cascade"` or `"set_null"` |
 /// | `unique` | a unique index backs the column: the field may serve as a blueprint's `res_id` |
+/// | `aggregate(none)`, `aggregate(group_by, sum, ..)` | what aggregates (`GET <prefix>aggregate/`) may do with the member instead of its type's defaults: uses among `group_by`, `count_distinct`, `sum`, `avg`, `min`, `max` (`Resource::AGGREGATES`) |
 /// | `belongs_to(Target)`, `belongs_to(Target, name = "rel")` | the UUID field holds a `Target` item's id: a belongs-to relation named after the field without `_id` (`expand=rel`, filters `rel.member=...`, `sort=rel.member`) |
 #[proc_macro_derive(Resource, attributes(resource))]
 pub fn derive_resource(input: TokenStream) -> TokenStream {

@@ -84,6 +84,9 @@ pub(crate) const SET: Symbol = Symbol("set");
 pub(crate) const CREATE_ONLY: Symbol = Symbol("create_only");
 /// `file(max_size = "...", types = [...])`: the member holds an uploaded file.
 pub(crate) const FILE: Symbol = Symbol("file");
+/// Field key `aggregate(group_by, sum, ..)` or `aggregate(none)`: what aggregates may do with
+/// the member, instead of what its type allows by default.
+pub(crate) const AGGREGATE: Symbol = Symbol("aggregate");
 
 impl Symbol {
     /// The name as written in source.

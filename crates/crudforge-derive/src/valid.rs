@@ -13,6 +13,7 @@ pub(crate) use pattern::ecma as ecma_pattern;
 
 pub(crate) fn check(cx: &Ctxt, m: &Model) {
     crate::relations::check(cx, m);
+    crate::aggregates::check(cx, m);
     check_table(cx, m);
     check_id(cx, m);
     check_base_fields(cx, m);

@@ -10,6 +10,7 @@ use serde::{Deserialize, Deserializer};
 pub mod validators;
 
 pub use crate::condition::nodes::{Builder, Link, Node, Reach, Related, WhereFn};
+pub use crate::crud::aggregate::AggregateUse;
 pub use crate::crud::mount::registry::{make, Registration};
 pub use crate::crud::relations::sql::{related_order, related_sql, LinkSql, RelSql};
 pub use crate::crud::relations::{Relation, RelationKind, Target, WhereSql};

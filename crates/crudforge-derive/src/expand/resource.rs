@@ -40,7 +40,7 @@ pub(super) fn type_checks(g: &Gen<'_>) -> TokenStream {
 
 /// Emits `impl Resource for Model`, one item per function below.
 pub(super) fn resource_impl(g: &Gen<'_>) -> TokenStream {
-    let (k, ident) = (g.k, &g.m.ident);
+    let (k, ident, p) = (g.k, &g.m.ident, &g.p);
     let associated = associated_items(g);
     let sql_table = sql_table(g);
     let rules_fn = rules_fn(g);
@@ -56,8 +56,8 @@ pub(super) fn resource_impl(g: &Gen<'_>) -> TokenStream {
     let soft_delete = soft_delete_methods(g);
     let model = super::table::model_const(g);
     let relations = crate::relations::relations_const(g.m, k);
+    let aggregates = crate::aggregates::aggregates_const(g.m, k, p);
     let server_set = super::members::server_set_fn(g);
-    let p = &g.p;
     let where_sqlite = super::backend::gated(
         g,
         BackendKind::Sqlite,
@@ -102,6 +102,7 @@ pub(super) fn resource_impl(g: &Gen<'_>) -> TokenStream {
             #soft_delete
             #model
             #relations
+            #aggregates
             #server_set
             #wheres
         }

@@ -129,6 +129,11 @@ crate::settings! {
         MAX_FILTERS => max_filters: u32 = 20, positive, plain;
         /// Most values one `__in` filter may carry (400 above).
         MAX_IN_VALUES => max_in_values: u32 = 100, positive, plain;
+        /// Most groups one aggregate answer (`GET <prefix>aggregate/`) holds per page: its
+        /// largest `page_size` (and the default, up to 100).
+        AGGREGATE_MAX_GROUPS => aggregate_max_groups: u32 = 1000, positive, plain;
+        /// Seconds one aggregate's query may run before it is stopped (503).
+        AGGREGATE_TIMEOUT => aggregate_timeout: u64 = 10, seconds, plain;
     }
 }
 

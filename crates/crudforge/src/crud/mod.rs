@@ -46,6 +46,8 @@ mod events;
 pub(crate) mod files;
 mod list;
 mod read;
+// Aggregates over what a caller could list (`CrudBlueprint::aggregates`).
+pub(crate) mod aggregate;
 pub(crate) mod write;
 
 // Mounting: the blueprint that registers the handlers, the registry of resources by name, the
@@ -146,6 +148,12 @@ pub trait Resource: Sized + 'static {
     /// is mounted and evaluated (with `now` and `today`) at each request. Generated.
     #[doc(hidden)]
     const SCOPES: &'static [(&'static str, &'static str)] = &[];
+
+    /// The members aggregates may use (`GET <prefix>aggregate/`), each with its column and
+    /// what it may be used for: decided from its type, or by `#[resource(aggregate(...))]`.
+    /// Generated.
+    #[doc(hidden)]
+    const AGGREGATES: &'static [(&'static str, &'static str, aggregate::AggregateUse)] = &[];
 
     /// The relations the resource declares (`#[resource(belongs_to(...))]` on a foreign key,
     /// `#[resource(has_many(...))]` on the struct): what `expand`, filters such as

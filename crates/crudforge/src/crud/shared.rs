@@ -41,6 +41,8 @@ pub(crate) struct Mounted<R: Resource> {
     pub(crate) flags: Vec<QueryFlag>,
     /// The operations whose batch form is mounted.
     pub(crate) batch: Vec<Operation>,
+    /// Whether `GET <prefix>aggregate/` is mounted.
+    pub(crate) aggregates: bool,
     /// The routes' patterns for their scope's guard, compiled by the first worker.
     pub(crate) patterns: Patterns,
     /// The admin page's hints for the resource (`x-admin` on its list operation).

@@ -43,6 +43,8 @@ pub struct CrudBlueprint<R: Resource> {
     /// What the resource's default rules do to the blueprint when it is mounted
     /// (`Rules::on_mount`), kept when the application replaces the rules.
     pub(crate) on_mount: Option<fn(&mut dyn std::any::Any)>,
+    /// Whether the blueprint offers aggregates (`aggregates`).
+    pub(crate) aggregates: bool,
     /// Whether the blueprint offers a feed (`events`).
     #[cfg(feature = "realtime")]
     pub(crate) events: bool,
@@ -108,6 +110,7 @@ impl<R: Resource> CrudBlueprint<R> {
             require_if_match: false,
             flags: Vec::new(),
             batch: Vec::new(),
+            aggregates: false,
             #[cfg(feature = "realtime")]
             events: false,
             #[cfg(feature = "admin")]
@@ -319,6 +322,7 @@ impl<R: Resource> CrudBlueprint<R> {
         }
         self.check_rule_fields();
         self.check_batch();
+        self.check_aggregates();
         // Named filters parse against the resource's fields, or the API does not start.
         if let Err(e) = crate::crud::list::named_filters::check_declared::<R>() {
             self.errors.push(format!("{}: {e}", self.prefix));
@@ -370,6 +374,7 @@ impl<R: Resource> CrudBlueprint<R> {
             custom: self.custom,
             flags: self.flags,
             batch: self.batch,
+            aggregates: self.aggregates,
             patterns: crate::crud::scope::Patterns::new(),
             #[cfg(feature = "admin")]
             admin: self.admin,
@@ -495,6 +500,8 @@ macro_rules! handler {
 
 #[cfg(feature = "files")]
 mod files;
+// After `handler!`, which its routes use.
+mod aggregate;
 
 impl<R: Resource> Mounted<R> {
     /// The routes the application added. Routes sharing a path (GET and POST `settings/`) go
@@ -629,6 +636,7 @@ impl<R: Resource> Mount for Mounted<R> {
         // item id.
         self.custom_routes(&mut routes);
         self.batch_routes(&mut routes);
+        self.aggregate_routes(&mut routes);
         #[cfg(feature = "realtime")]
         self.feed_routes(&mut routes);
         #[cfg(feature = "files")]

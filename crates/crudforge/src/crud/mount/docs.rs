@@ -4,10 +4,11 @@
 //! files beside it hold the parts: `list` (INDEX: its parameters and page), `item` (`GET` and
 //! `DELETE` of an item), `write` (`POST`, `PATCH` and their bodies), `headers` (conditional
 //! requests and idempotency keys), `callers` (who may call, security), `custom` (custom
-//! routes), `batch`, `soft_delete`, `rules` (read rules, named filters), `events` (a
+//! routes), `batch`, `aggregate` (`GET <prefix>aggregate/` and its answer), `soft_delete`, `rules` (read rules, named filters), `events` (a
 //! feed and its ticket, with `realtime`) and `files` (uploads and downloads, with `files`), on the shared
 //! `schema` and `words` helpers.
 
+mod aggregate;
 mod batch;
 mod callers;
 mod custom;
@@ -41,6 +42,7 @@ pub(super) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
         document_op::<R>(doc, *op, options, m);
     }
     batch::document(doc, m);
+    aggregate::document(doc, m);
     custom::document(doc, m);
     #[cfg(feature = "realtime")]
     events::document(doc, m);

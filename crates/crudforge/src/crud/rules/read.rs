@@ -276,6 +276,13 @@ fn readers_of<R: Resource>(name: &str) -> Option<Readers> {
         .map(|(_, r)| *r)
 }
 
+/// Whether `viewer` reads the member `name` of `R` on every row (no read rule covers it, or
+/// its rule admits them everywhere): what grouping or aggregating a member needs, since an
+/// aggregate mixes the values of many rows.
+pub(crate) fn reads_every_row<R: Resource>(name: &str, viewer: Viewer<'_>) -> bool {
+    readers_of::<R>(name).is_none_or(|r| r.reach(viewer) == Reach::Every)
+}
+
 /// Checks `fields` against the members `viewer` may read on some row: naming one they never
 /// read is 400.
 ///

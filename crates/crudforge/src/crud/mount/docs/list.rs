@@ -73,7 +73,10 @@ pub(super) fn index_parts<R: Resource>(
 }
 
 /// One query parameter per operator of each filterable, readable field.
-fn filter_params<R: Resource>(doc: &mut ApiDoc, params: &mut Vec<ReferenceOr<Parameter>>) {
+pub(super) fn filter_params<R: Resource>(
+    doc: &mut ApiDoc,
+    params: &mut Vec<ReferenceOr<Parameter>>,
+) {
     for f in R::FIELDS.iter().filter(|f| f.filterable && !f.write_only) {
         for o in operators_for(f.kind, f.nullable) {
             let name = if o.suffix.is_empty() {
@@ -157,7 +160,9 @@ fn string_schema(max: Option<u32>) -> Schema {
 }
 
 /// `filter`: the SQL-like condition, naming the filterable fields.
-fn filter_param<R: Resource>(doc: &mut ApiDoc) -> ReferenceOr<apistos::paths::Parameter> {
+pub(super) fn filter_param<R: Resource>(
+    doc: &mut ApiDoc,
+) -> ReferenceOr<apistos::paths::Parameter> {
     let filterable = R::FIELDS
         .iter()
         .filter(|f| f.filterable)
