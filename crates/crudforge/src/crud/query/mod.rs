@@ -292,7 +292,7 @@ impl Params {
 
     /// Takes the parameter `name` out (one the list parameters do not know, read by another
     /// reader first).
-    #[cfg(feature = "realtime")]
+    #[cfg(any(feature = "realtime", feature = "export"))]
     pub(crate) fn take(&mut self, name: &str) -> Option<String> {
         let i = self.0.iter().position(|(n, _)| n == name)?;
         Some(self.0.remove(i).1)
