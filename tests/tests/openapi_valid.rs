@@ -38,7 +38,9 @@ backend_tests! {
         let api = Api::new(cfg, db).unwrap()
             .mount(UserBlueprint::default()).unwrap()
             .mount(guard_roles(UserRole::blueprint("/api/users/<uuid:user_id>/role/")
-                .methods([Operation::Index, Operation::Post, Operation::Delete]), DEFAULT_ROLES)).unwrap();
+                .methods([Operation::Index, Operation::Post, Operation::Delete])
+                // The export and the import (feature `export`), under a parent parameter.
+                .export().import(), DEFAULT_ROLES)).unwrap();
         let app = test::init_service(api.app()).await;
         let resp = test::call_service(&app, test::TestRequest::get().uri("/openapi.json").to_request()).await;
         assert_eq!(resp.status(), 200);

@@ -40,6 +40,8 @@ pub(crate) mod relations;
 // The handlers, one concern each: listing (INDEX), reading one item (GET), writing (POST,
 // PATCH, DELETE, restore, batches, through one transaction wrapper); with `realtime`, the
 // event feed and its stream tickets; with `files`, uploads and downloads of file members.
+#[cfg(feature = "export")]
+mod data;
 #[cfg(feature = "realtime")]
 mod events;
 #[cfg(feature = "files")]

@@ -306,7 +306,7 @@ async fn write_items<R: Resource>(
 }
 
 /// The cursor position after `row`; `None` when a sort key holds a value no cursor can carry.
-fn position_of<R: Resource>(
+pub(crate) fn position_of<R: Resource>(
     row: &R,
     sort: &[crate::crud::Sort],
     page: u32,

@@ -3,6 +3,8 @@
 
 #[cfg(feature = "admin")]
 mod admin;
+#[cfg(feature = "export")]
+mod data;
 mod lifecycle;
 
 use crate::auth::CurrentUser;
@@ -51,6 +53,11 @@ pub struct CrudBlueprint<R: Resource> {
     /// What it tells the admin page (`admin_label`, `admin_columns`, `admin_member_label`).
     #[cfg(feature = "admin")]
     pub(crate) admin: crate::crud::shared::AdminView,
+    /// Whether the blueprint offers an export (`export`) and an import (`import`).
+    #[cfg(feature = "export")]
+    pub(crate) export: bool,
+    #[cfg(feature = "export")]
+    pub(crate) import: bool,
 }
 
 impl<R: Resource> fmt::Debug for CrudBlueprint<R> {
@@ -115,6 +122,10 @@ impl<R: Resource> CrudBlueprint<R> {
             events: false,
             #[cfg(feature = "admin")]
             admin: crate::crud::shared::AdminView::default(),
+            #[cfg(feature = "export")]
+            export: false,
+            #[cfg(feature = "export")]
+            import: false,
         }
     }
 
@@ -336,6 +347,8 @@ impl<R: Resource> CrudBlueprint<R> {
         }
         #[cfg(feature = "realtime")]
         self.check_events();
+        #[cfg(feature = "export")]
+        self.check_data();
         #[cfg(not(feature = "thumbnails"))]
         if let Some(f) = R::FIELDS
             .iter()
@@ -378,6 +391,10 @@ impl<R: Resource> CrudBlueprint<R> {
             patterns: crate::crud::scope::Patterns::new(),
             #[cfg(feature = "admin")]
             admin: self.admin,
+            #[cfg(feature = "export")]
+            export: self.export,
+            #[cfg(feature = "export")]
+            import: self.import,
         })
     }
 }
@@ -641,6 +658,8 @@ impl<R: Resource> Mount for Mounted<R> {
         self.feed_routes(&mut routes);
         #[cfg(feature = "files")]
         self.file_routes(&mut routes);
+        #[cfg(feature = "export")]
+        self.data_routes(&mut routes);
         self.standard_routes(&mut routes);
         routes.register(cfg, &self.patterns);
     }

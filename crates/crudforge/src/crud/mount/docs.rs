@@ -12,6 +12,8 @@ mod aggregate;
 mod batch;
 mod callers;
 mod custom;
+#[cfg(feature = "export")]
+mod data;
 #[cfg(feature = "realtime")]
 mod events;
 #[cfg(feature = "files")]
@@ -48,6 +50,8 @@ pub(super) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
     events::document(doc, m);
     #[cfg(feature = "files")]
     files::document(doc, m);
+    #[cfg(feature = "export")]
+    data::document(doc, m);
 }
 
 /// What one generated operation puts in the description, before the parts every operation

@@ -269,6 +269,17 @@ pub(crate) fn key_filter(
 }
 
 /// The readers of `name`, if a read rule covers it.
+/// The members `viewer` reads on no row at all (an export's columns leave them out; those
+/// read on some rows only are there, empty on the others).
+#[cfg(feature = "export")]
+pub(crate) fn never_read<R: Resource>(viewer: Viewer<'_>) -> Vec<&'static str> {
+    R::READ_RULES
+        .iter()
+        .filter(|(_, r)| r.reach(viewer) == Reach::None)
+        .map(|(name, _)| *name)
+        .collect()
+}
+
 fn readers_of<R: Resource>(name: &str) -> Option<Readers> {
     R::READ_RULES
         .iter()

@@ -12,14 +12,14 @@
 
 use super::create::{input, refuse_anonymous};
 use super::target::Target;
-use super::{run, update, Change, KeyCheck, Needs, Plan};
+use super::{run, update, Change, Ended, KeyCheck, Needs, Plan};
 use crate::condition::{parse_arg, Arg, Cond};
 use crate::crud::conditional::{self, Precondition};
-use crate::crud::idempotency::Answer;
+use crate::crud::idempotency::{Answer, IdemKey};
 use crate::crud::options::Operation;
 use crate::crud::relations::keys::Keys;
 use crate::crud::relations::rules::{self, Kind};
-use crate::crud::request::{caller, check_members, decode, hash_passwords, parent_conds};
+use crate::crud::request::{caller, check_members, decode, hash_passwords, parent_conds, Caller};
 use crate::crud::shared::Shared;
 use crate::crud::soft_delete::Rows;
 use crate::crud::{HookCtx, Resource};
@@ -49,15 +49,63 @@ pub(crate) async fn create<R: Resource>(
         held => held,
     };
     let items = items(&req, &body, st.config.http.batch_max_items)?;
+    let creates = Creates {
+        who: &who,
+        parents: &parents,
+        key: held.key(),
+        answer: Answer::new(201, None),
+    };
+    Ok(create_all(shared, st, &req, creates, items)
+        .await?
+        .into_response())
+}
+
+/// How a batch of creates runs: its caller (already judged allowed to create), the parent
+/// conditions of the path, the claimed idempotency key, and the answer (its status; a body
+/// given here is kept, otherwise the created items are rendered into it).
+pub(crate) struct Creates<'a> {
+    /// The caller, for the rules, the members they may send and the hooks.
+    pub(crate) who: &'a Caller,
+    /// The conditions of the path's parent parameters (they set the parent members).
+    pub(crate) parents: &'a [Cond],
+    /// The idempotency key claimed for the whole batch, if any.
+    pub(crate) key: Option<&'a IdemKey>,
+    /// The answer's status, and its body when it is not the created items.
+    pub(crate) answer: Answer,
+}
+
+/// The one path of many creates (the batch create, an import and each of its chunks): every
+/// item judged by the single create's steps (members the caller may send, server-set members,
+/// the rules, the validators), then prepared (passwords, `before_create`), then inserted in one
+/// transaction through [`run`] (keys of relations, the create rule on the stored row, the
+/// after-write hooks, with a feed its events), or none.
+///
+/// # Errors
+///
+/// [`Error::Items`] naming every item (by its position in `items`) refused before the
+/// transaction, or the first refused in it; the wrapper's errors.
+pub(crate) async fn create_all<R: Resource>(
+    shared: &Shared<R>,
+    st: &ApiState,
+    req: &HttpRequest,
+    creates: Creates<'_>,
+    items: Vec<Value>,
+) -> Result<Ended, Error> {
+    let Creates {
+        who,
+        parents,
+        key,
+        answer,
+    } = creates;
     let mut inputs = Vec::with_capacity(items.len());
     let mut refused = Vec::new();
     // One entry per item once no item is refused (the only case in which they are read).
     let mut keys = Vec::with_capacity(items.len());
-    let ctx = who.hook_ctx(Operation::Post, &st.db, &req);
+    let ctx = who.hook_ctx(Operation::Post, &st.db, req);
     for (i, item) in items.into_iter().enumerate() {
         let read = object(item).and_then(|obj| {
-            keys.push(Keys::of::<R>(&obj, &parents));
-            input(shared, &req, obj, &who, &ctx, &parents)
+            keys.push(Keys::of::<R>(&obj, parents));
+            input(shared, req, obj, who, &ctx, parents)
         });
         match read {
             Ok(input) => inputs.push(input),
@@ -74,31 +122,34 @@ pub(crate) async fn create<R: Resource>(
         };
         ready.push(prepared.await.map_err(|e| at(i, e))?);
     }
-    let created = rules::created_scope(&who, shared, &req)?;
+    let created = rules::created_scope(who, shared, req)?;
     let needs = Needs {
         batch: true,
         create_rule: created.is_some(),
         ..Needs::default()
     };
-    let plan = Plan::new(shared, Operation::Post, held.key(), needs);
+    let plan = Plan::new(shared, Operation::Post, key, needs);
     let insert = async |conn: &mut Conn| {
         let mut rows = Vec::with_capacity(ready.len());
         for (i, (input, keys)) in ready.into_iter().zip(&keys).enumerate() {
-            keys.check(&req, conn, &who).await.map_err(|e| at(i, e))?;
+            keys.check(req, conn, who).await.map_err(|e| at(i, e))?;
             let row = R::insert(conn, input).await.map_err(|e| at(i, e))?;
             if let Some(scope) = &created {
-                rules::check_created(shared, conn, &who, scope, &row)
+                rules::check_created(shared, conn, who, scope, &row)
                     .await
                     .map_err(|e| at(i, e))?;
             }
             after_write(shared, conn, &ctx, i, &row).await?;
             rows.push(row);
         }
-        Ok(batch(rows, Vec::new(), 201))
+        Ok(Change::Batch {
+            rows,
+            deleted: Vec::new(),
+            committed: Vec::new(),
+            answer,
+        })
     };
-    Ok(run(shared, st, &req, &ctx, plan, insert)
-        .await?
-        .into_response())
+    run(shared, st, req, &ctx, plan, insert).await
 }
 
 /// `PATCH <prefix>batch/`: applies every item's `changes` to the item its key names, or none

@@ -349,7 +349,8 @@ async fn settle<R: Resource>(
                     committed.push(Arc::new(reload(conn, row).await?));
                 }
             }
-            if answer.status != 204 {
+            // A body made already (an import's count) is kept: the rows are not rendered.
+            if answer.status != 204 && answer.body.is_empty() {
                 let (etags, bodies) =
                     represent_all(shared, op, conn, &st.db, rows, ctx.user.as_ref()).await?;
                 answer.body = batch_body(&bodies, &etags)?;
@@ -503,6 +504,9 @@ async fn finish_batch<R: Resource>(
 ) -> Result<Answer, Error> {
     for row in &rows {
         shared.hooks.after_commit(ctx, row.clone()).await;
+    }
+    if !answer.body.is_empty() {
+        return Ok(answer);
     }
     let mut items = Vec::with_capacity(rows.len());
     let mut conn = None;
