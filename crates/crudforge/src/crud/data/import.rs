@@ -1,6 +1,6 @@
 //! `POST <prefix>import`: a CSV file (a header row of member names, then one row per item) or
 //! an NDJSON file (one JSON object per line) written through the batch create's path
-//! ([`batch::create_all`]: the members the caller may send, server-set members, the rules, the
+//! ([`create_all`]: the members the caller may send, server-set members, the rules, the
 //! validators, the hooks, the relations' keys, the create rule, a feed's events).
 //!
 //! By default all or nothing: one transaction, and any refused row refuses the file (422,
