@@ -1,7 +1,7 @@
-//! Export and import (feature `export`) on both backends: `GET <prefix>export` as CSV and
+//! Export and import (feature `export`) on both backends: `GET <prefix>export/` as CSV and
 //! NDJSON with the list's filters, sort and `fields`, an owner-scoped caller's rows only, the
 //! members the caller may not read never written, formulas neutralized, many chunks each row
-//! once in order; `POST <prefix>import` of CSV and NDJSON through the batch create's path, all
+//! once in order; `POST <prefix>import/` of CSV and NDJSON through the batch create's path, all
 //! or nothing with every refused row named by its line and member, chunked with exactly the
 //! good chunks written, the refusals of a wrong type, a malformed file and the caps, members
 //! the caller may not set, and an idempotent replay.
@@ -208,7 +208,7 @@ fn ndjson_lines(body: &[u8]) -> Vec<Value> {
 fn import(api: &Api, who: Uuid, query: &str, media: &str, body: impl Into<Vec<u8>>) -> Req {
     auth(
         Req::post()
-            .uri(&format!("/api/parts/import{query}"))
+            .uri(&format!("/api/parts/import/{query}"))
             .insert_header(("content-type", media))
             .set_payload(body.into()),
         api,
@@ -265,7 +265,7 @@ backend_tests! {
         assert_eq!(s, 201);
 
         // CSV (the default), sorted by quantity: Alice's rows only, no staff note.
-        let (s, headers, body) = call(&app, auth(Req::get().uri("/api/parts/export?sort=qty"), &w.api, w.alice)).await;
+        let (s, headers, body) = call(&app, auth(Req::get().uri("/api/parts/export/?sort=qty"), &w.api, w.alice)).await;
         assert_eq!(s, 200, "{}", String::from_utf8_lossy(&body));
         assert!(header_of(&headers, "content-type").starts_with("text/csv"));
         assert_eq!(header_of(&headers, "content-disposition"), "attachment; filename=\"part.csv\"");
@@ -287,7 +287,7 @@ backend_tests! {
 
         // Filters, a descending sort and `fields`, in NDJSON: what the list renders.
         let query = "qty__gte=3&sort=-qty&fields=name,qty";
-        let (s, headers, body) = call(&app, auth(Req::get().uri(&format!("/api/parts/export?{query}")).insert_header(("accept", NDJSON)), &w.api, w.alice)).await;
+        let (s, headers, body) = call(&app, auth(Req::get().uri(&format!("/api/parts/export/?{query}")).insert_header(("accept", NDJSON)), &w.api, w.alice)).await;
         assert_eq!(s, 200);
         assert_eq!(header_of(&headers, "content-type"), NDJSON);
         let lines = ndjson_lines(&body);
@@ -296,17 +296,17 @@ backend_tests! {
         assert_eq!(lines[0], json!({"name": "bolt", "qty": 7}));
         assert_eq!(lines.len(), 3);
         // `format` wins over `Accept`; CSV with `fields` has exactly those columns.
-        let (_, _, body) = call(&app, auth(Req::get().uri("/api/parts/export?format=csv&fields=qty,name&sort=qty").insert_header(("accept", NDJSON)), &w.api, w.alice)).await;
+        let (_, _, body) = call(&app, auth(Req::get().uri("/api/parts/export/?format=csv&fields=qty,name&sort=qty").insert_header(("accept", NDJSON)), &w.api, w.alice)).await;
         let rows = csv_records(&body);
         assert_eq!(rows[0], ["name", "qty"]);
         assert_eq!(rows.len(), 5);
 
         // Bob counts one row; the administrator every row, staff note included.
-        let (_, _, body) = call(&app, auth(Req::get().uri("/api/parts/export?format=ndjson"), &w.api, w.bob)).await;
+        let (_, _, body) = call(&app, auth(Req::get().uri("/api/parts/export/?format=ndjson"), &w.api, w.bob)).await;
         let lines = ndjson_lines(&body);
         assert_eq!(lines.len(), 1);
         assert_eq!(lines[0]["name"], "gear");
-        let (_, _, body) = call(&app, auth(Req::get().uri("/api/parts/export?format=csv&sort=qty"), &w.api, w.admin)).await;
+        let (_, _, body) = call(&app, auth(Req::get().uri("/api/parts/export/?format=csv&sort=qty"), &w.api, w.admin)).await;
         let rows = csv_records(&body);
         assert_eq!(rows.len(), 7);
         let note = rows[0].iter().position(|h| h == "staff_note").unwrap();
@@ -315,18 +315,18 @@ backend_tests! {
 
         // A hidden member cannot be asked for; paging parameters are refused.
         for (uri, param) in [
-            ("/api/parts/export?fields=name,staff_note", "fields"),
-            ("/api/parts/export?sort=staff_note", "sort"),
-            ("/api/parts/export?page=2", "page"),
-            ("/api/parts/export?cursor=abc", "cursor"),
-            ("/api/parts/export?format=xml", "format"),
+            ("/api/parts/export/?fields=name,staff_note", "fields"),
+            ("/api/parts/export/?sort=staff_note", "sort"),
+            ("/api/parts/export/?page=2", "page"),
+            ("/api/parts/export/?cursor=abc", "cursor"),
+            ("/api/parts/export/?format=xml", "format"),
         ] {
             let (s, _, body) = call(&app, auth(Req::get().uri(uri), &w.api, w.alice)).await;
             assert_eq!(s, 400, "{uri}: {}", String::from_utf8_lossy(&body));
             assert_eq!(json_of(&body)["field"], param, "{uri}");
         }
         // Anonymous callers are refused before anything is written.
-        let (s, headers, _) = call(&app, Req::get().uri("/api/parts/export")).await;
+        let (s, headers, _) = call(&app, Req::get().uri("/api/parts/export/")).await;
         assert_eq!(s, 401);
         assert_eq!(header_of(&headers, "content-type"), "application/problem+json");
     }
@@ -349,13 +349,13 @@ backend_tests! {
             ("qty", (0..2500).collect::<Vec<i64>>()),
             ("-qty", (0..2500).rev().collect()),
         ] {
-            let (s, _, body) = call(&app, auth(Req::get().uri(&format!("/api/parts/export?format=ndjson&sort={sort}&fields=qty")), &w.api, w.alice)).await;
+            let (s, _, body) = call(&app, auth(Req::get().uri(&format!("/api/parts/export/?format=ndjson&sort={sort}&fields=qty")), &w.api, w.alice)).await;
             assert_eq!(s, 200);
             let qty: Vec<i64> = ndjson_lines(&body).iter().map(|l| l["qty"].as_i64().unwrap()).collect();
             assert_eq!(qty, expected, "sort={sort}");
         }
         // By a key many rows share (then the id): every row once.
-        let (_, _, body) = call(&app, auth(Req::get().uri("/api/parts/export?format=csv&sort=stocked&fields=id,stocked"), &w.api, w.alice)).await;
+        let (_, _, body) = call(&app, auth(Req::get().uri("/api/parts/export/?format=csv&sort=stocked&fields=id,stocked"), &w.api, w.alice)).await;
         let rows = csv_records(&body);
         assert_eq!(rows.len(), 2501);
         let ids: std::collections::HashSet<&str> = rows[1..].iter().map(|r| r[0].as_str()).collect();
@@ -363,7 +363,7 @@ backend_tests! {
         let stocked: Vec<&str> = rows[1..].iter().map(|r| r[1].as_str()).collect();
         assert!(stocked[..1250].iter().all(|s| *s == "false") && stocked[1250..].iter().all(|s| *s == "true"));
         // The default order (created_at, then id): every row once.
-        let (_, _, body) = call(&app, auth(Req::get().uri("/api/parts/export?format=ndjson&fields=id"), &w.api, w.alice)).await;
+        let (_, _, body) = call(&app, auth(Req::get().uri("/api/parts/export/?format=ndjson&fields=id"), &w.api, w.alice)).await;
         let lines = ndjson_lines(&body);
         let ids: std::collections::HashSet<String> = lines.iter().map(|l| l["id"].as_str().unwrap().to_owned()).collect();
         assert_eq!((lines.len(), ids.len()), (2500, 2500));
@@ -416,7 +416,7 @@ backend_tests! {
         ]));
         assert_eq!(report["failed"], json!([{"first_line": 5, "last_line": 7, "rows": 3}]));
         assert_eq!(faults(&report), [("/lines/6/qty".to_owned(), "qty".to_owned())]);
-        let (_, _, body) = call(&app, auth(Req::get().uri("/api/parts/export?format=ndjson&sort=qty&fields=name"), &w.api, w.alice)).await;
+        let (_, _, body) = call(&app, auth(Req::get().uri("/api/parts/export/?format=ndjson&sort=qty&fields=name"), &w.api, w.alice)).await;
         let names: Vec<String> = ndjson_lines(&body).iter().map(|l| l["name"].as_str().unwrap().to_owned()).collect();
         assert_eq!(names, ["row0", "row1", "row2", "row6", "row7", "row8", "row9"]);
     }
@@ -430,7 +430,7 @@ backend_tests! {
         let app = test::init_service(w.api.app()).await;
         let (s, _, _) = call(&app, import(&w.api, w.alice, "", "application/json", "[]")).await;
         assert_eq!(s, 415);
-        let (s, _, _) = call(&app, auth(Req::post().uri("/api/parts/import").set_payload("name\nx\n"), &w.api, w.alice)).await;
+        let (s, _, _) = call(&app, auth(Req::post().uri("/api/parts/import/").set_payload("name\nx\n"), &w.api, w.alice)).await;
         assert_eq!(s, 415);
         for (media, file, line) in [
             (CSV, b"name,qty,stocked\nok,1,true\nragged,2\n".to_vec(), 3),
@@ -463,7 +463,7 @@ backend_tests! {
         }
         assert_eq!(total(&app, &w.api, w.alice).await, 0);
         // Anonymous callers may not import.
-        let (s, _, _) = call(&app, Req::post().uri("/api/parts/import").insert_header(("content-type", CSV)).set_payload("name,qty,stocked\na,1,true\n")).await;
+        let (s, _, _) = call(&app, Req::post().uri("/api/parts/import/").insert_header(("content-type", CSV)).set_payload("name,qty,stocked\na,1,true\n")).await;
         assert_eq!(s, 401);
     }
 
@@ -514,13 +514,13 @@ backend_tests! {
     async fn the_description_has_the_export_and_the_import(t) {
         let w = world(&t, |_| {}).await;
         let spec: Value = serde_json::from_str(&w.api.openapi_json()).unwrap();
-        let export = &spec["paths"]["/api/parts/export"]["get"];
+        let export = &spec["paths"]["/api/parts/export/"]["get"];
         let content = &export["responses"]["200"]["content"];
         assert!(content.get("text/csv").is_some() && content.get("application/x-ndjson").is_some(), "{export}");
         let params: Vec<&str> = export["parameters"].as_array().unwrap().iter().filter_map(|p| p["name"].as_str()).collect();
         assert!(params.contains(&"format") && params.contains(&"qty__gte") && params.contains(&"fields"), "{params:?}");
         assert!(!params.contains(&"page") && !params.contains(&"cursor"), "{params:?}");
-        let import = &spec["paths"]["/api/parts/import"]["post"];
+        let import = &spec["paths"]["/api/parts/import/"]["post"];
         let body = &import["requestBody"]["content"];
         assert!(body.get("text/csv").is_some() && body.get("application/x-ndjson").is_some(), "{import}");
         for status in ["200", "201", "413", "415", "422"] {

@@ -233,7 +233,7 @@ fn measure(
         let s = exchange(
             server.addr,
             "GET",
-            &format!("/api/critters/export?format={format}"),
+            &format!("/api/critters/export/?format={format}"),
             &token,
             None,
         )?;
@@ -304,7 +304,7 @@ fn measure(
     let s = exchange(
         server.addr,
         "POST",
-        "/api/critters/import",
+        "/api/critters/import/",
         &token,
         Some(("text/csv", csv.as_bytes())),
     )?;

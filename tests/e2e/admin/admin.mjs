@@ -286,6 +286,53 @@ try {
   await page.waitForFunction(() => document.querySelector('#list tbody tr td[data-member="name"]')?.textContent === 'Live Lynx', null, { timeout: 15000 });
   console.log('ok live refresh: a critter created elsewhere appears in the open list');
 
+  step('chart');
+  // The page's chart shows what the API's aggregate answers: the count per species, the
+  // critter created just above alone in its group.
+  const groups = (await call('GET', '/api/critters/aggregate/?group_by=species&sort=-count&page_size=50', admin)).data.groups;
+  await page.click('#chart-panel summary');
+  await page.selectOption('#chart-by', 'species');
+  await page.selectOption('#chart-measure', 'count');
+  await page.click('#chart-draw');
+  await page.waitForSelector('#chart table.chart tbody tr');
+  const bars = await page.$$eval('#chart tbody tr', (trs) => trs.map((tr) => [tr.querySelector('th').textContent, Number(tr.querySelector('td.number').textContent), Number(tr.querySelector('meter').value)]));
+  check(JSON.stringify(bars) === JSON.stringify(groups.map((g) => [g.species, g.count, g.count])), `the chart ${JSON.stringify(bars)} against the API's ${JSON.stringify(groups)}`);
+  check(bars.some(([species, count]) => species === 'lynx' && count === 1), 'the lynx alone in its group');
+  await page.selectOption('#chart-measure', 'avg:cuteness_level');
+  await page.click('#chart-draw');
+  await page.waitForFunction(() => document.querySelector('#chart table')?.getAttribute('aria-label')?.startsWith('Average'));
+  const lynx = await page.$eval('#chart tbody tr[data-group="lynx"] td.number', (td) => td.textContent);
+  check(Number(lynx) === 100, `the lynx's average cuteness: ${lynx}`);
+  console.log(`ok chart: ${bars.length} species counted as the API counts them, then an average`);
+
+  step('export');
+  await call('POST', '/api/critters/', admin, { name: '=1+2', species: 'formula', cuteness_level: 1 });
+  await page.fill('#list-search', '');
+  await applyList(page);
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#export-csv')]);
+  const csv = readFileSync(await download.path(), 'utf8');
+  const lines = csv.split('\r\n').filter((l) => l !== '');
+  const total = (await call('GET', '/api/critters/?page_size=1', admin)).data.pagination.total;
+  check(lines.length === total + 1, `a header and ${total} rows, got ${lines.length} lines`);
+  check(lines[0].split(',').includes('name') && lines[0].split(',').includes('species'), `the header: ${lines[0]}`);
+  check(lines.some((l) => l.startsWith("'=1+2,") || l.includes(",'=1+2,")), 'the formula neutralized');
+  check(!lines.some((l) => l.startsWith('=1+2,') || l.includes(',=1+2,')), 'no raw formula');
+  console.log(`ok export: ${total} rows as CSV, the formula neutralized`);
+
+  step('import');
+  await page.click('#import-panel summary');
+  await page.setInputFiles('#import-file', { name: 'owls.csv', mimeType: 'text/csv', buffer: Buffer.from('name,species,cuteness_level\r\nOwl one,owl,5\r\nOwl two,owl,lots\r\n') });
+  await page.click('#import-send');
+  await page.waitForSelector('#import-report .error');
+  const refusal = await page.$eval('#import-report', (r) => r.textContent);
+  check(/line 3/.test(refusal) && /cuteness_level/.test(refusal), `the refused line: ${refusal}`);
+  check((await call('GET', '/api/critters/?species=owl', admin)).data.data.length === 0, 'nothing written');
+  await page.setInputFiles('#import-file', { name: 'owls.csv', mimeType: 'text/csv', buffer: Buffer.from('name,species,cuteness_level\r\nOwl one,owl,5\r\nOwl two,owl,6\r\n') });
+  await page.click('#import-send');
+  await page.waitForSelector('#import-report .ok');
+  check((await call('GET', '/api/critters/?species=owl', admin)).data.data.length === 2, 'two owls written');
+  console.log('ok import: a bad line refused with its line and member, then two rows written');
+
   step('axe');
   await page.evaluate(axeSource);
   const results = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));

@@ -27,12 +27,12 @@ crate::settings! {
         REQUEST_TIMEOUT => request_timeout: u64 = 30, seconds, plain;
         /// Most items one batch write (`POST <prefix>batch/`, ...) may carry (422 above).
         BATCH_MAX_ITEMS => batch_max_items: u32 = 1000, positive, plain;
-        /// Largest body of an import (`POST <prefix>import`, feature `export`), in bytes
+        /// Largest body of an import (`POST <prefix>import/`, feature `export`), in bytes
         /// (413 above, checked as it arrives).
         IMPORT_MAX_BYTES => import_max_bytes: usize = 64 * 1024 * 1024, body_size, plain;
         /// Most rows one import may carry (413 above).
         IMPORT_MAX_ROWS => import_max_rows: u32 = 100_000, positive, plain;
-        /// Rows an export (`GET <prefix>export`) reads per query, each in its own snapshot.
+        /// Rows an export (`GET <prefix>export/`) reads per query, each in its own snapshot.
         EXPORT_CHUNK_ROWS => export_chunk_rows: u32 = 2000, positive, plain;
         /// Seconds an `Idempotency-Key` and its stored answer are kept.
         IDEMPOTENCY_KEY_TTL => idempotency_key_ttl: u64 = 86_400, seconds, plain;

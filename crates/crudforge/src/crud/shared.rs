@@ -48,10 +48,10 @@ pub(crate) struct Mounted<R: Resource> {
     /// The admin page's hints for the resource (`x-admin` on its list operation).
     #[cfg(feature = "admin")]
     pub(crate) admin: AdminView,
-    /// Whether `GET <prefix>export` is mounted.
+    /// Whether `GET <prefix>export/` is mounted.
     #[cfg(feature = "export")]
     pub(crate) export: bool,
-    /// Whether `POST <prefix>import` is mounted.
+    /// Whether `POST <prefix>import/` is mounted.
     #[cfg(feature = "export")]
     pub(crate) import: bool,
 }

@@ -154,8 +154,15 @@ pub fn mount(api: Api, recovery_settings: RecoverySettings) -> Result<Api, Mount
             // write. DELETE keeps the row; administrators list deleted critters
             // (`include_deleted=true`) and restore them. Live updates at `events/`
             // (Server-Sent Events of the critters each subscriber may read; docs/realtime.md).
+            // Aggregates at `aggregate/` (critters per species with the average cuteness:
+            // `?group_by=species&avg=cuteness_level`; docs/aggregates.md), the list as CSV or
+            // NDJSON at `export/`, and a CSV or NDJSON file of new critters at `import/`
+            // (docs/data.md).
             Critter::blueprint("/api/critters/")
                 .events()
+                .aggregates()
+                .export()
+                .import()
                 .admin_only([Operation::Delete, Operation::Restore])
                 .batch([Operation::Post, Operation::Patch, Operation::Delete])
                 .before_create(critters::tidy_new)

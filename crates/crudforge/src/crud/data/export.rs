@@ -1,4 +1,4 @@
-//! `GET <prefix>export`: the list, whole, as CSV or NDJSON, streamed from the database.
+//! `GET <prefix>export/`: the list, whole, as CSV or NDJSON, streamed from the database.
 //!
 //! The request is judged as INDEX judges it (the caller, the read rule and scope, the filters,
 //! `filter`, `scope=`, `sort`, `fields`, the members the caller may not read), in one read
@@ -51,7 +51,7 @@ pub(crate) struct Plan {
     pub(crate) chunk: u32,
 }
 
-/// `GET <prefix>export`: the items the caller may list, as CSV or NDJSON (`format`, or the
+/// `GET <prefix>export/`: the items the caller may list, as CSV or NDJSON (`format`, or the
 /// `Accept` header), streamed.
 pub(crate) async fn export<R: Resource>(
     shared: Arc<Shared<R>>,

@@ -1,4 +1,4 @@
-//! `POST <prefix>import`: a CSV file (a header row of member names, then one row per item) or
+//! `POST <prefix>import/`: a CSV file (a header row of member names, then one row per item) or
 //! an NDJSON file (one JSON object per line) written through the batch create's path
 //! ([`create_all`]: the members the caller may send, server-set members, the rules, the
 //! validators, the hooks, the relations' keys, the create rule, a feed's events).
@@ -49,7 +49,7 @@ enum Mode {
     Chunked(usize),
 }
 
-/// `POST <prefix>import`: creates the file's rows (201 `{"created": n}`), or, with
+/// `POST <prefix>import/`: creates the file's rows (201 `{"created": n}`), or, with
 /// `mode=chunked`, each chunk that passes (200 with a report).
 pub(crate) async fn import<R: Resource>(
     shared: Arc<Shared<R>>,

@@ -1,5 +1,5 @@
-//! Export and import of a blueprint's items (the `export` feature): `GET <prefix>export`
-//! streams the list as CSV or NDJSON ([`export`]), `POST <prefix>import` writes a CSV or NDJSON
+//! Export and import of a blueprint's items (the `export` feature): `GET <prefix>export/`
+//! streams the list as CSV or NDJSON ([`export`]), `POST <prefix>import/` writes a CSV or NDJSON
 //! file through the batch create's path ([`import`]); [`cells`] turns values into CSV cells and
 //! back. See `docs/data.md`.
 
@@ -8,9 +8,9 @@ pub(crate) mod export;
 pub(crate) mod import;
 
 /// The export's path below the blueprint's prefix.
-pub(crate) const EXPORT_PATH: &str = "export";
+pub(crate) const EXPORT_PATH: &str = "export/";
 /// The import's path below the blueprint's prefix.
-pub(crate) const IMPORT_PATH: &str = "import";
+pub(crate) const IMPORT_PATH: &str = "import/";
 
 /// The media type of CSV, as answered and accepted.
 pub(crate) const CSV: &str = "text/csv";

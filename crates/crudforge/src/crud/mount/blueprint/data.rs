@@ -1,6 +1,6 @@
 //! The blueprint's export and import (feature `export`): `export()` mounts
-//! `GET <prefix>export` (the list as CSV or NDJSON, streamed), `import()` mounts
-//! `POST <prefix>import` (a CSV or NDJSON file through the batch create's path). See
+//! `GET <prefix>export/` (the list as CSV or NDJSON, streamed), `import()` mounts
+//! `POST <prefix>import/` (a CSV or NDJSON file through the batch create's path). See
 //! `docs/data.md`.
 
 use super::{CrudBlueprint, Operation};
@@ -10,7 +10,7 @@ use crate::crud::Resource;
 use actix_web::{web, HttpRequest};
 
 impl<R: Resource> CrudBlueprint<R> {
-    /// Mounts `GET <prefix>export`: every item the caller may list, as CSV (`format=csv`, or
+    /// Mounts `GET <prefix>export/`: every item the caller may list, as CSV (`format=csv`, or
     /// `Accept: text/csv`; the default) or NDJSON (`format=ndjson`, or
     /// `Accept: application/x-ndjson`), with the list's filters, `filter`, `scope`, `sort`
     /// and `fields`, judged as INDEX judges them; streamed from the database in chunks of
@@ -21,7 +21,7 @@ impl<R: Resource> CrudBlueprint<R> {
         self
     }
 
-    /// Mounts `POST <prefix>import`: a CSV (`text/csv`, a header row of member names) or
+    /// Mounts `POST <prefix>import/`: a CSV (`text/csv`, a header row of member names) or
     /// NDJSON (`application/x-ndjson`) file whose rows are created as the batch create creates
     /// its items, all or nothing (or chunk by chunk with `mode=chunked`), within
     /// `IMPORT_MAX_BYTES` and `IMPORT_MAX_ROWS`. Needs POST.

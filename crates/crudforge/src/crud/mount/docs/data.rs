@@ -1,6 +1,6 @@
 //! What an export and an import add to the OpenAPI description (feature `export`):
-//! `GET <prefix>export` (the list's filters without paging, `format`; a CSV or NDJSON body) and
-//! `POST <prefix>import` (a CSV or NDJSON body, `mode`, `chunk_size`, `Idempotency-Key`; the
+//! `GET <prefix>export/` (the list's filters without paging, `format`; a CSV or NDJSON body) and
+//! `POST <prefix>import/` (a CSV or NDJSON body, `mode`, `chunk_size`, `Idempotency-Key`; the
 //! count created, or a chunked import's report).
 
 use super::callers::callers;
