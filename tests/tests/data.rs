@@ -385,6 +385,11 @@ backend_tests! {
             ("/lines/7/stocked".to_owned(), "stocked".to_owned()),
         ], "{problem}");
         assert_eq!(total(&app, &w.api, w.alice).await, 0);
+        // The same file with the line ends an export writes (CRLF): the same lines named.
+        let (s, _, body) = call(&app, import(&w.api, w.alice, "", CSV, file.replace('\n', "\r\n"))).await;
+        assert_eq!(s, 422, "{}", String::from_utf8_lossy(&body));
+        let lines: Vec<String> = faults(&json_of(&body)).into_iter().map(|(p, _)| p).collect();
+        assert_eq!(lines, ["/lines/3/qty", "/lines/4/name", "/lines/6/qty", "/lines/7/stocked"]);
         // NDJSON: lines counted as in the file, blank lines included.
         let file = "{\"name\": \"a\", \"qty\": 1, \"stocked\": true}\n\n{\"name\": \"b\", \"qty\": \"many\", \"stocked\": true}\n";
         let (s, _, body) = call(&app, import(&w.api, w.alice, "", NDJSON, file)).await;

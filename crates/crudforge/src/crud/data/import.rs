@@ -317,7 +317,10 @@ fn csv_rows<R: Resource>(body: &[u8], max: usize) -> Result<Vec<Row>, Error> {
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(true)
         .from_reader(body);
-    let headers = reader.headers().map_err(csv_malformed)?.clone();
+    let headers = reader
+        .headers()
+        .map_err(|e| csv_malformed(e, body))?
+        .clone();
     let mut fields: Vec<&'static FieldInfo> = Vec::with_capacity(headers.len());
     for name in &headers {
         let Some(f) = R::field(name) else {
@@ -339,19 +342,21 @@ fn csv_rows<R: Resource>(body: &[u8], max: usize) -> Result<Vec<Row>, Error> {
     }
     let mut rows = Vec::new();
     let mut record = csv::StringRecord::new();
+    let mut lines = Lines::new(body);
     // Where the last record starts (byte and line), to find a quote left open in it.
     let mut last = (0, 1);
     loop {
         match reader.read_record(&mut record) {
             Ok(false) => break,
             Ok(true) => {}
-            Err(e) => return Err(csv_malformed(e)),
+            Err(e) => return Err(csv_malformed(e, body)),
         }
         if rows.len() == max {
             return Err(too_many(max));
         }
-        let line = record.position().map_or(0, csv::Position::line);
-        last = (record.position().map_or(0, csv::Position::byte), line);
+        let byte = record.position().map_or(0, csv::Position::byte);
+        let line = lines.at(byte);
+        last = (byte, line);
         let mut obj = Map::new();
         let mut faults = Vec::new();
         for (f, cell) in fields.iter().zip(record.iter()) {
@@ -411,9 +416,50 @@ fn ends_in_open_quote(tail: &[u8]) -> bool {
     quoted
 }
 
-/// A malformed CSV file: 422 naming the line the reader was at.
-fn csv_malformed(e: csv::Error) -> Error {
-    let line = e.position().map_or(1, csv::Position::line);
+/// Line numbers of byte offsets in a file, counted from its `\n`s (the `csv` crate's own count
+/// is one short after each `\r\n`, the line ending its writer and RFC 4180 use).
+struct Lines<'a> {
+    body: &'a [u8],
+    /// The offset counted to, and the line it is on.
+    at: usize,
+    line: u64,
+}
+
+impl<'a> Lines<'a> {
+    fn new(body: &'a [u8]) -> Self {
+        Lines {
+            body,
+            at: 0,
+            line: 1,
+        }
+    }
+
+    /// The line (from 1) of the record the reader says starts at `offset` (after the line ends
+    /// there: with `\r\n`, the reader's offset is that of the `\n`); offsets are asked for in
+    /// increasing order (an earlier one is counted again from the start).
+    fn at(&mut self, offset: u64) -> u64 {
+        let mut to = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(self.body.len());
+        while matches!(self.body.get(to), Some(b'\r' | b'\n')) {
+            to += 1;
+        }
+        if to < self.at {
+            (self.at, self.line) = (0, 1);
+        }
+        let newlines = self.body[self.at..to]
+            .iter()
+            .filter(|b| **b == b'\n')
+            .count();
+        self.line += newlines as u64;
+        self.at = to;
+        self.line
+    }
+}
+
+/// A malformed CSV file (`body`): 422 naming the line the reader was at.
+fn csv_malformed(e: csv::Error, body: &[u8]) -> Error {
+    let line = e.position().map_or(1, |p| Lines::new(body).at(p.byte()));
     let why = match e.kind() {
         csv::ErrorKind::Utf8 { .. } => "it is not valid UTF-8".to_owned(),
         csv::ErrorKind::UnequalLengths {
