@@ -204,6 +204,17 @@ backend_tests! {
         assert!(lines.last().unwrap().starts_with("error: refused (422)"), "{err}");
         assert_eq!(count(&db).await, 2);
 
+        // Chunked: the good chunks are written, the refused line named, the status non-zero.
+        let chunked = file("chunked.csv", "name,qty,stocked\nwasher,3,true\nscrew,many,true\npin,1,false\n");
+        let (status, out, err) = run(&app, &["import", "parts", chunked.to_str().unwrap(), "--user", "alice@example.com", "--chunk-size", "1"]).await;
+        assert_eq!((status, out.as_str()), (1, ""), "{err}");
+        let lines: Vec<&str> = err.lines().collect();
+        assert!(lines[0].starts_with("line 3, qty: "), "{err}");
+        assert_eq!(lines[1], "imported 2 rows", "{err}");
+        assert!(lines[2].starts_with("error: 1 rows refused"), "{err}");
+        assert_eq!(count(&db).await, 4);
+        let _ = std::fs::remove_dir_all(chunked.parent().unwrap());
+
         // A resource no blueprint mounts: the known ones are listed.
         let (status, _, err) = run(&app, &["export", "widgets", "--user", "alice@example.com"]).await;
         assert_eq!(status, 1);
