@@ -26,11 +26,16 @@ pub(crate) enum Sink {
 
 impl Sink {
     pub(crate) fn write(&mut self, text: &str) {
+        self.write_bytes(text.as_bytes());
+    }
+
+    /// Writes `bytes` as they are (a file's content, which may cut a character in two).
+    pub(crate) fn write_bytes(&mut self, bytes: &[u8]) {
         // A closed stdout (`| head`) is no reason to fail the command.
         let _ = match self {
-            Sink::Stdout => std::io::stdout().lock().write_all(text.as_bytes()),
-            Sink::Stderr => std::io::stderr().lock().write_all(text.as_bytes()),
-            Sink::Memory(v) => v.write_all(text.as_bytes()),
+            Sink::Stdout => std::io::stdout().lock().write_all(bytes),
+            Sink::Stderr => std::io::stderr().lock().write_all(bytes),
+            Sink::Memory(v) => v.write_all(bytes),
         };
     }
 
@@ -77,6 +82,14 @@ impl Console {
         let mut line = String::new();
         self.input.read_line(&mut line)?;
         Ok(line.trim_end_matches(['\r', '\n']).to_owned())
+    }
+
+    /// Whether standard error is the process's own and a terminal: where a progress bar may be
+    /// drawn (never on a captured console, nor in a pipe).
+    #[cfg_attr(not(feature = "export"), allow(dead_code))]
+    pub(crate) fn stderr_is_terminal(&self) -> bool {
+        use std::io::IsTerminal;
+        matches!(self.err, Sink::Stderr) && std::io::stderr().is_terminal()
     }
 
     pub(crate) fn println(&mut self, line: &str) {

@@ -28,9 +28,13 @@
 //! | `accounts` | `create-user`, `create-token` and where their secrets come from |
 //! | `roles` | `grant-role` and `revoke-role`, with the operator's (a SUPERADMIN's) authority |
 //! | `feeds` | what those commands' writes record for the application's feeds (`realtime`) |
+//! | `files` | `files gc` (`files`) |
+//! | `data` | `export` and `import` of a resource, through its HTTP routes (`export`) |
 
 mod accounts;
 mod console;
+#[cfg(feature = "export")]
+mod data;
 mod database;
 mod feeds;
 #[cfg(feature = "files")]
@@ -191,6 +195,14 @@ enum Command<C: Subcommand, U: Args> {
         #[command(subcommand)]
         command: files::FilesCommand,
     },
+    /// Write a resource's rows, those a user may list, to a CSV or NDJSON file (the `export`
+    /// feature); `exported N rows` on stderr.
+    #[cfg(feature = "export")]
+    Export(data::ExportArgs),
+    /// Create a resource's rows from a CSV or NDJSON file, as a user (the `export` feature):
+    /// all or nothing unless `--chunk-size`; `imported N rows` on stderr, or each refused line.
+    #[cfg(feature = "export")]
+    Import(data::ImportArgs),
     /// The application's own commands.
     #[command(flatten)]
     App(C),
@@ -536,6 +548,10 @@ impl<C: Subcommand + 'static, U: Args + 'static> App<C, U> {
             }
             #[cfg(feature = "files")]
             Command::Files { command } => files::run(shared, config, command, console).await,
+            #[cfg(feature = "export")]
+            Command::Export(args) => data::export(shared, config, args, console).await,
+            #[cfg(feature = "export")]
+            Command::Import(args) => data::import(shared, config, args, console).await,
             Command::PrintIndexes { down } => {
                 for line in schema::index_statements(shared, config, down).await? {
                     console.println(&line);
