@@ -6,6 +6,7 @@
 //! no server is configured.
 
 pub mod critters;
+pub mod parts;
 pub mod tools;
 
 pub use crudforge::db::Backend;

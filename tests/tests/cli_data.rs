@@ -5,102 +5,16 @@
 //! member, writing nothing and exiting non-zero; no progress bar on a captured console.
 #![allow(missing_docs, clippy::unwrap_used)]
 
-use crudforge::auth::CurrentUser;
 use crudforge::cli::{App, BoxError, Console};
-use crudforge::perms::{Access, Rules};
 use crudforge::users;
-use crudforge::{with_conn, Api, Config, Database, Error, Resource};
-use crudforge_tests::{backend_tests, Backend};
+use crudforge::{with_conn, Api, Config, Database, Resource};
+use crudforge_tests::backend_tests;
+use crudforge_tests::parts::{parts, Part};
 use diesel::prelude::*;
 use diesel_async::SimpleAsyncConnection;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::path::PathBuf;
 use uuid::Uuid;
-
-diesel::table! {
-    use diesel::sql_types::*;
-    use crudforge::sql_types::*;
-
-    /// Parts.
-    parts (id) {
-        /// Id.
-        id -> PortableUuid,
-        /// Created.
-        created_at -> PortableTimestamp,
-        /// Updated.
-        updated_at -> PortableTimestamp,
-        /// Owner.
-        owner_id -> PortableUuid,
-        /// Name.
-        name -> Text,
-        /// Quantity.
-        qty -> Integer,
-        /// In stock.
-        stocked -> Bool,
-        /// Staff note.
-        staff_note -> Nullable<Text>,
-    }
-}
-
-type DateTime = chrono::DateTime<chrono::Utc>;
-
-/// A part: each user reads and writes their own; the server sets the owner; only
-/// administrators read and write the staff note.
-#[derive(Debug, Clone, Queryable, Selectable, Resource)]
-#[diesel(table_name = parts)]
-#[resource(rules = OwnParts)]
-pub struct Part {
-    /// Identifier.
-    pub id: Uuid,
-    /// Creation time.
-    pub created_at: DateTime,
-    /// Last change.
-    pub updated_at: DateTime,
-    /// Its owner.
-    pub owner_id: Uuid,
-    /// Its name.
-    #[resource(min_len = 1, max_len = 80)]
-    pub name: String,
-    /// How many.
-    #[resource(min = 0, max = 1_000_000)]
-    pub qty: i32,
-    /// Whether it is in stock.
-    pub stocked: bool,
-    /// What the staff noted.
-    #[resource(read = admin)]
-    pub staff_note: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy)]
-pub struct OwnParts;
-
-impl Rules<Part> for OwnParts {
-    fn read(&self, user: Option<&CurrentUser>) -> Access {
-        Access::owned_by(user, "owner_id")
-    }
-
-    fn write(&self, user: Option<&CurrentUser>) -> Access {
-        Access::owned_by(user, "owner_id")
-    }
-
-    fn create(
-        &self,
-        user: Option<&CurrentUser>,
-        body: &mut Map<String, Value>,
-    ) -> Result<(), Error> {
-        let u = user.ok_or_else(|| Error::Unauthorized("Authentication required.".into()))?;
-        body.insert("owner_id".to_owned(), Value::String(u.id.to_string()));
-        Ok(())
-    }
-
-    fn server_fields(&self) -> &[&'static str] {
-        &["owner_id"]
-    }
-
-    fn admin_fields(&self) -> &[&'static str] {
-        &["staff_note"]
-    }
-}
 
 fn build(config: Config, db: Database) -> Result<Api, BoxError> {
     Ok(Api::new(config, db)?.mount(Part::blueprint("/api/parts/").export().import())?)
@@ -109,11 +23,7 @@ fn build(config: Config, db: Database) -> Result<Api, BoxError> {
 async fn setup(t: &crudforge_tests::TestDb) -> (App, Database) {
     let config = t.config().with(|c| c.auth.bcrypt_cost = 4);
     let db = t.open(&config).await;
-    let ddl = match db.backend() {
-        Backend::Sqlite => "CREATE TABLE parts (id TEXT PRIMARY KEY, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, owner_id TEXT NOT NULL, name TEXT NOT NULL, qty INTEGER NOT NULL, stocked BOOLEAN NOT NULL, staff_note TEXT)",
-        Backend::Postgres => "CREATE TABLE parts (id UUID PRIMARY KEY, created_at TIMESTAMPTZ NOT NULL, updated_at TIMESTAMPTZ NOT NULL, owner_id UUID NOT NULL, name TEXT NOT NULL, qty INTEGER NOT NULL, stocked BOOLEAN NOT NULL, staff_note TEXT)",
-    };
-    execute(&db, ddl).await;
+    crudforge_tests::parts::create_table(&db).await;
     for email in ["admin@example.com", "alice@example.com"] {
         users::create_user(&db, email, "some-pass", true, 4)
             .await
