@@ -241,22 +241,28 @@ pub(crate) async fn seed(db: &Database, rows: usize) -> Result<Vec<Uuid>, String
         ));
     }
     let mut conn = db.get().await.map_err(|e| format!("connection: {e}"))?;
-    // One transaction: a commit per row would measure the disk, not the seeding.
+    // Transactions of many rows: a commit per row would measure the disk, not the seeding; one
+    // transaction for a million rows would outlast the connection's statement deadline.
     match &mut conn {
-        crudforge::db::Conn::Sqlite(c) => c
-            .spawn_blocking(move |c| {
-                c.transaction(|c| {
-                    for row in all {
-                        diesel::RunQueryDsl::execute(
-                            diesel::insert_into(critters::table).values(row),
-                            c,
-                        )?;
-                    }
-                    diesel::QueryResult::Ok(())
+        crudforge::db::Conn::Sqlite(c) => {
+            let mut rows = all.into_iter().peekable();
+            while rows.peek().is_some() {
+                let chunk: Vec<_> = rows.by_ref().take(20_000).collect();
+                c.spawn_blocking(move |c| {
+                    c.transaction(|c| {
+                        for row in chunk {
+                            diesel::RunQueryDsl::execute(
+                                diesel::insert_into(critters::table).values(row),
+                                c,
+                            )?;
+                        }
+                        diesel::QueryResult::Ok(())
+                    })
                 })
-            })
-            .await
-            .map_err(|e| format!("seeding critters: {e}"))?,
+                .await
+                .map_err(|e| format!("seeding critters: {e}"))?;
+            }
+        }
         crudforge::db::Conn::Postgres(c) => {
             c.batch_execute("BEGIN")
                 .await
