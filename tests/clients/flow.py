@@ -15,7 +15,9 @@ from crudforge_client.api.critter import (
     create_critter,
     delete_critter,
     download_critter_file,
+    export_critter,
     get_critter,
+    import_critter,
     list_critter,
     restore_critter,
     update_critter,
@@ -37,6 +39,8 @@ from crudforge_client.models import (
     CritterCreate,
     CritterUpdate,
     DomainCreate,
+    ExportCritterFormat,
+    ImportCreated,
     ListCritterFieldsItem,
     LoginRequest,
     LoginResponse,
@@ -228,6 +232,19 @@ r = update_critter.sync_detailed(
     body=UpdateCritterFilesBody(photo=File(payload=io.BytesIO(b"<html><script>alert(1)</script>"), file_name="x.png", mime_type="image/png")),
 )
 problem(r, 422, "/errors/validation_error")
+
+# Import a CSV file (the generated function sends it as `text/csv`), then export the cats as
+# CSV: the imported rows are there, and a formula comes back neutralized.
+CSV = b"name,species,cuteness_level\r\nPyA,cat,3\r\n=HYPERLINK(1),cat,4\r\n"
+r = import_critter.sync_detailed(client=user, body=File(payload=io.BytesIO(CSV), file_name="c.csv"))
+assert expect(r, 201, ImportCreated).created == 2
+r = export_critter.sync_detailed(
+    client=user, format_=ExportCritterFormat.CSV, species="cat", sort="name"
+)
+assert r.status_code == 200 and r.headers["content-type"].startswith("text/csv"), r.headers
+lines = r.content.decode().splitlines()
+names = [line.split(",")[lines[0].split(",").index("name")] for line in lines[1:]]
+assert "PyA" in names and "'=HYPERLINK(1)" in names, lines
 
 # An owned row, created without its owner: the server sets `visitor_id` to the caller, and the
 # generated create model has no such member. `critter_id` is create-only: the generated update

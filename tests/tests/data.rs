@@ -434,6 +434,9 @@ backend_tests! {
         let import = &spec["paths"]["/api/parts/import/"]["post"];
         let body = &import["requestBody"]["content"];
         assert!(body.get("text/csv").is_some() && body.get("application/x-ndjson").is_some(), "{import}");
+        // Files, so that generated clients take and give bytes.
+        assert_eq!(body["text/csv"]["schema"]["format"], "binary", "{import}");
+        assert_eq!(content["application/x-ndjson"]["schema"]["format"], "binary", "{export}");
         for status in ["200", "201", "413", "415", "422"] {
             assert!(import["responses"].get(status).is_some(), "{status}: {import}");
         }

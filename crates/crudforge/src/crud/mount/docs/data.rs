@@ -5,7 +5,7 @@
 
 use super::callers::callers;
 use super::headers::idempotency_key_param;
-use super::schema::{integer_schema, path_params};
+use super::schema::{binary, integer_schema, path_params};
 use super::words::{plural, words};
 use super::{list, response_schema, OpParts};
 use crate::crud::data::{CSV, EXPORT_PATH, IMPORT_PATH, NDJSON};
@@ -69,10 +69,12 @@ fn string(values: &[&str]) -> Schema {
     })
 }
 
-/// A CSV and an NDJSON body, both text.
+/// A CSV and an NDJSON body, both files (binary strings: generators hand them over as bytes).
 fn files() -> BTreeMap<String, MediaType> {
     let text = || MediaType {
-        schema: Some(ReferenceOr::Object(string(&[]))),
+        schema: Some(ReferenceOr::Object(binary(
+            "The file: CSV or NDJSON, as its type says.".to_owned(),
+        ))),
         ..Default::default()
     };
     BTreeMap::from([(CSV.to_owned(), text()), (NDJSON.to_owned(), text())])

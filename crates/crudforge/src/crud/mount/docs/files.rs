@@ -4,7 +4,7 @@
 //! (the stored type, whole or a range, `304`, `416`) and `POST <item>/files/{file_id}/link`.
 
 use super::callers;
-use super::schema::item_params;
+use super::schema::{binary, item_params};
 use crate::crud::options::Operation;
 use crate::crud::shared::Mounted;
 use crate::crud::Resource;
@@ -29,18 +29,6 @@ struct FileLink {
     expires_at: String,
 }
 
-/// A binary part's schema, described.
-fn binary(description: String) -> Schema {
-    Schema::Object(SchemaObject {
-        instance_type: Some(InstanceType::String.into()),
-        format: Some("binary".to_owned()),
-        metadata: Some(Box::new(Metadata {
-            description: Some(description),
-            ..Default::default()
-        })),
-        ..Default::default()
-    })
-}
 
 /// Adds the `multipart/form-data` form to a create's or update's body: `data` holds `input`
 /// (the JSON body), each file member is a binary part.

@@ -8,7 +8,7 @@ use crate::crud::{FieldInfo, Kind, Resource};
 use crate::openapi::{parameter, ApiDoc};
 use apistos::paths::{Parameter, ParameterIn};
 use apistos::reference_or::ReferenceOr;
-use schemars::schema::Schema;
+use schemars::schema::{InstanceType, Metadata, Schema, SchemaObject};
 
 /// A query parameter holding a non-empty comma-separated list of `item` values.
 pub(super) fn list_parameter(
@@ -16,7 +16,7 @@ pub(super) fn list_parameter(
     description: String,
     item: Schema,
 ) -> ReferenceOr<apistos::paths::Parameter> {
-    use schemars::schema::{ArrayValidation, InstanceType, SchemaObject, SingleOrVec};
+    use schemars::schema::{ArrayValidation, SingleOrVec};
     let schema = Schema::Object(SchemaObject {
         instance_type: Some(InstanceType::Array.into()),
         array: Some(Box::new(ArrayValidation {
@@ -38,7 +38,6 @@ pub(super) fn list_parameter(
 pub(super) fn fields_parameter<R: Resource>(
     o: &OpOptions<R>,
 ) -> ReferenceOr<apistos::paths::Parameter> {
-    use schemars::schema::{InstanceType, SchemaObject};
     let item = Schema::Object(SchemaObject {
         instance_type: Some(InstanceType::String.into()),
         enum_values: Some(
@@ -60,7 +59,7 @@ pub(super) fn fields_parameter<R: Resource>(
 
 /// An integer schema with bounds.
 pub(super) fn integer_schema(min: u32, max: u32) -> Schema {
-    use schemars::schema::{InstanceType, NumberValidation, SchemaObject};
+    use schemars::schema::NumberValidation;
     let format = if i32::try_from(max).is_ok() {
         "int32"
     } else {
@@ -146,4 +145,17 @@ pub(super) fn item_params<R: Resource>(
         &shared.parents,
         Some((shared.res_id, &shared.res_id_param)),
     )
+}
+
+/// The schema of a file's bytes (a binary string), described.
+pub(super) fn binary(description: String) -> Schema {
+    Schema::Object(SchemaObject {
+        instance_type: Some(InstanceType::String.into()),
+        format: Some("binary".to_owned()),
+        metadata: Some(Box::new(Metadata {
+            description: Some(description),
+            ..Default::default()
+        })),
+        ..Default::default()
+    })
 }
