@@ -1,5 +1,5 @@
 //! JSON request bodies: content type, syntax, text the databases can store, and errors that
-//! name the member at fault.
+//! name the member at fault; and the members of a rendered object, read without copying.
 
 use crate::error::Error;
 use actix_web::dev::Payload;
@@ -8,7 +8,9 @@ use actix_web::HttpMessage as _;
 use actix_web::{web, FromRequest, HttpRequest};
 use futures_util::future::LocalBoxFuture;
 use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 /// A JSON body deserialized into `T`, for hand-written handlers.
@@ -261,6 +263,67 @@ where
             },
         }
     })
+}
+
+/// A JSON object's members in the order written, each name borrowed from the text when it has
+/// no escapes and each value as its raw JSON text.
+pub(crate) struct Members<'a>(pub(crate) Vec<(Cow<'a, str>, &'a RawValue)>);
+
+impl<'a> Members<'a> {
+    /// The raw value of the member `name`, looked for from position `*hint` on (then from the
+    /// start), and `*hint` moved past it: reading members in the order they were written finds
+    /// each at once.
+    pub(crate) fn find(&self, name: &str, hint: &mut usize) -> Option<&'a RawValue> {
+        let n = self.0.len();
+        let at = (0..n)
+            .map(|k| (*hint + k) % n)
+            .find(|&i| self.0[i].0 == name)?;
+        *hint = at + 1;
+        Some(self.0[at].1)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Members<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        /// A member's name: borrowed from the text unless it holds escapes.
+        struct Name<'a>(Cow<'a, str>);
+        impl<'de> serde::Deserialize<'de> for Name<'de> {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct Visit;
+                impl<'de> serde::de::Visitor<'de> for Visit {
+                    type Value = Name<'de>;
+                    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                        f.write_str("a member name")
+                    }
+                    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Name<'de>, E> {
+                        Ok(Name(Cow::Borrowed(v)))
+                    }
+                    fn visit_str<E>(self, v: &str) -> Result<Name<'de>, E> {
+                        Ok(Name(Cow::Owned(v.to_owned())))
+                    }
+                }
+                d.deserialize_str(Visit)
+            }
+        }
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Members<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Members<'de>, A::Error> {
+                let mut members = Vec::with_capacity(map.size_hint().unwrap_or(16));
+                while let Some((name, value)) = map.next_entry::<Name<'de>, &'de RawValue>()? {
+                    members.push((name.0, value));
+                }
+                Ok(Members(members))
+            }
+        }
+        d.deserialize_map(Visit)
+    }
 }
 
 #[cfg(test)]

@@ -266,6 +266,17 @@ fn select_fn(g: &Gen<'_>, d: &Dialect) -> TokenStream {
     let id_ident = &g.id.ident;
     let by_key = select_by_key(g, d);
     let sort_arms = g.filterable.iter().map(|f| sort_arm(g, d, f));
+    // PostgreSQL matches an index's order to the `ORDER BY` only past equalities, and
+    // `deleted_at IS NULL` is not one: without `deleted_at` first in the order, an index on
+    // `(deleted_at, created_at, id)` cannot give live rows in order and every page sorts
+    // them all. The column is NULL in every such row, so the order is the same.
+    let live_order = (d.b == BackendKind::Postgres && soft(g)).then(|| {
+        quote! {
+            if conds.pins_null("deleted_at") {
+                q = q.then_order_by(#table::deleted_at.asc());
+            }
+        }
+    });
     quote! {
         pub(super) async fn select(
             c: &mut #conn,
@@ -280,6 +291,7 @@ fn select_fn(g: &Gen<'_>, d: &Dialect) -> TokenStream {
             if let ::core::option::Option::Some(w) = condition(conds)? {
                 q = q.filter(w);
             }
+            #live_order
             for s in sort {
                 q = match (s.field, s.desc) {
                     #(#sort_arms)*

@@ -2,7 +2,7 @@
 //! ([`Related`], [`Reach`], [`Link`]), the borrowed view generated queries walk ([`Node`]) and
 //! the query builder they implement ([`Builder`]). Public only through `crudforge::__private`.
 
-use super::{Cond, Condition};
+use super::{Arg, Cond, Condition, Op};
 use crate::error::Error;
 
 /// A condition across a declared relation: the related rows' own condition, and what the
@@ -99,6 +99,31 @@ pub enum Node<'a> {
     All(&'a [Cond]),
     /// A tree.
     Tree(&'a Condition),
+}
+
+impl Node<'_> {
+    /// Whether every row the conditions match has `field` NULL: their top-level conjunction
+    /// holds `field IS NULL` (as a soft-delete resource's live rows do for `deleted_at`).
+    /// PostgreSQL's planner does not count such a test as an equality when it matches an
+    /// index's order to the `ORDER BY`, so generated queries add the column to the order.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn pins_null(self, field: &str) -> bool {
+        fn is_null(c: &Cond, field: &str) -> bool {
+            c.field == field && c.op == Op::IsNull && c.arg == Arg::Bool(true)
+        }
+        fn tree(t: &Condition, field: &str) -> bool {
+            match t {
+                Condition::Is(c) => is_null(c, field),
+                Condition::All(list) => list.iter().any(|c| tree(c, field)),
+                _ => false,
+            }
+        }
+        match self {
+            Node::All(list) => list.iter().any(|c| is_null(c, field)),
+            Node::Tree(t) => tree(t, field),
+        }
+    }
 }
 
 /// How a query builder combines expressions of type `E`; generated queries implement it for
@@ -198,5 +223,39 @@ pub trait Builder {
             },
             Condition::Related(r) => self.related(r)?,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn null(field: &'static str, yes: bool) -> Cond {
+        Cond {
+            field,
+            op: Op::IsNull,
+            arg: Arg::Bool(yes),
+            param: format!("{field}__isnull"),
+        }
+    }
+
+    #[test]
+    fn only_a_conjunction_pins_a_column_to_null() {
+        let live = null("deleted_at", true);
+        let other = Cond::eq("species", Arg::Text("cat".into()));
+        assert!(Node::All(&[other.clone(), live.clone()]).pins_null("deleted_at"));
+        assert!(!Node::All(&[other.clone()]).pins_null("deleted_at"));
+        assert!(!Node::All(&[null("deleted_at", false)]).pins_null("deleted_at"));
+        assert!(!Node::All(std::slice::from_ref(&live)).pins_null("vet_notes"));
+        let nested = Condition::All(vec![
+            Condition::Is(other.clone()),
+            Condition::All(vec![Condition::Is(live.clone())]),
+        ]);
+        assert!(Node::Tree(&nested).pins_null("deleted_at"));
+        // In one branch of an OR, or negated, it pins nothing.
+        let either = Condition::Any(vec![Condition::Is(live.clone()), Condition::Is(other)]);
+        assert!(!Node::Tree(&either).pins_null("deleted_at"));
+        let not = Condition::Not(Box::new(Condition::Is(live)));
+        assert!(!Node::Tree(&not).pins_null("deleted_at"));
     }
 }

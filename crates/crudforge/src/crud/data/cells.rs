@@ -2,6 +2,7 @@
 //! for CSV injection) and a cell read back as the member's JSON value, by the member's kind.
 
 use crate::field::{FieldInfo, Kind};
+use serde_json::value::RawValue;
 use serde_json::Value;
 use std::borrow::Cow;
 
@@ -37,19 +38,34 @@ pub(crate) fn unneutralize(text: &str) -> &str {
     }
 }
 
-/// Writes the cell of a member's `value` into `out` (cleared first): text as it is
-/// (neutralized), numbers, `true` / `false`, nothing for null, and the JSON text of arrays,
-/// objects and of every value of a JSON member (`json`), so that it reads back as it was.
-pub(crate) fn write(value: Option<&Value>, json: bool, out: &mut String) {
+/// Writes the cell of a member's rendered value (its raw JSON text) into `out` (cleared first):
+/// text as it is (neutralized), numbers, `true` / `false`, nothing for null or an absent
+/// member, and the JSON text of arrays, objects and of every value of a JSON member (`json`),
+/// so that it reads back as it was.
+///
+/// # Errors
+///
+/// A string value that is not valid JSON text (a renderer's fault).
+pub(crate) fn write(value: Option<&RawValue>, json: bool, out: &mut String) -> Result<(), String> {
     out.clear();
-    match value {
-        None | Some(Value::Null) => {}
-        Some(v) if json => out.push_str(&v.to_string()),
-        Some(Value::String(s)) => out.push_str(&neutralize(s)),
-        Some(Value::Bool(b)) => out.push_str(if *b { "true" } else { "false" }),
-        Some(Value::Number(n)) => out.push_str(&n.to_string()),
-        Some(v) => out.push_str(&v.to_string()),
+    let Some(raw) = value.map(RawValue::get) else {
+        return Ok(());
+    };
+    if raw == "null" {
+        return Ok(());
     }
+    if json || !raw.starts_with('"') {
+        // Numbers, booleans, arrays, objects and JSON members: their JSON text, as rendered.
+        out.push_str(raw);
+        return Ok(());
+    }
+    // A string: borrowed when it has no escapes.
+    let text: Cow<'_, str> = match serde_json::from_str::<&str>(raw) {
+        Ok(text) => Cow::Borrowed(text),
+        Err(_) => Cow::Owned(serde_json::from_str::<String>(raw).map_err(|e| e.to_string())?),
+    };
+    out.push_str(&neutralize(&text));
+    Ok(())
 }
 
 /// Whether a member's cells hold JSON text: JSON members (file members among them).
@@ -137,14 +153,27 @@ mod tests {
         assert!(read(&j, "[1,").is_err());
         let t = FieldInfo::new("t", Kind::Text);
         assert_eq!(read(&t, "'=1"), Ok(Some(Value::from("=1"))));
-        let mut out = String::new();
-        write(Some(&Value::from("=1")), false, &mut out);
-        assert_eq!(out, "'=1");
-        write(Some(&Value::from("=1")), true, &mut out);
-        assert_eq!(out, "\"=1\"");
-        write(Some(&Value::Null), false, &mut out);
+    }
+
+    #[test]
+    fn cells_are_written_from_rendered_values() {
+        let cell = |raw: &str, json: bool| {
+            let raw = RawValue::from_string(raw.to_owned()).unwrap();
+            let mut out = String::from("left over");
+            write(Some(&raw), json, &mut out).unwrap();
+            out
+        };
+        assert_eq!(cell(r#""=1""#, false), "'=1");
+        assert_eq!(cell(r#""=1""#, true), r#""=1""#);
+        assert_eq!(cell(r#""a \"b\"\nc""#, false), "a \"b\"\nc");
+        assert_eq!(cell(r#""\u003dx""#, false), "'=x");
+        assert_eq!(cell("null", false), "");
+        assert_eq!(cell("-3", false), "-3");
+        assert_eq!(cell("1.5e300", false), "1.5e300");
+        assert_eq!(cell("true", false), "true");
+        assert_eq!(cell(r#"[1,"a"]"#, false), r#"[1,"a"]"#);
+        let mut out = String::from("left over");
+        write(None, false, &mut out).unwrap();
         assert_eq!(out, "");
-        write(Some(&Value::from(-3)), false, &mut out);
-        assert_eq!(out, "-3");
     }
 }

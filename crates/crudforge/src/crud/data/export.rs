@@ -23,11 +23,11 @@ use crate::crud::shared::Shared;
 use crate::crud::{Resource, Window};
 use crate::db::{snapshot, Conn, Database};
 use crate::error::Error;
+use crate::json::Members;
 use crate::state::ApiState;
 use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 use futures_util::Stream;
-use serde_json::{Map, Value};
 use std::sync::Arc;
 
 /// The list parameters an export does not take: it has no pages and embeds nothing.
@@ -166,14 +166,14 @@ fn columns<R: Resource>(shared: &Shared<R>, plan: &Plan) -> Vec<(String, bool)> 
         .collect()
 }
 
-/// Where the rendered items go: a CSV writer (its columns, and one reused cell per column) or
-/// NDJSON lines, both into a buffer handed out after each chunk.
+/// Where the rendered items go: a CSV writer (its columns, and one reused cell) or NDJSON
+/// lines, both into a buffer handed out after each chunk.
 enum Sink {
     Csv {
         // Boxed: the writer carries its own buffer's state, much larger than a `Vec`.
         out: Box<csv::Writer<Vec<u8>>>,
         columns: Vec<(String, bool)>,
-        cells: Vec<String>,
+        cell: String,
     },
     Ndjson(Vec<u8>),
 }
@@ -187,11 +187,10 @@ impl Sink {
                 let mut out = csv_writer(Vec::with_capacity(1 << 16));
                 out.write_record(columns.iter().map(|(n, _)| n.as_bytes()))
                     .map_err(csv_error)?;
-                let cells = vec![String::new(); columns.len()];
                 Sink::Csv {
                     out,
                     columns,
-                    cells,
+                    cell: String::new(),
                 }
             }
         })
@@ -207,17 +206,18 @@ impl Sink {
                 }
                 out.push(b'\n');
             }
-            Sink::Csv {
-                out,
-                columns,
-                cells,
-            } => {
-                let obj: Map<String, Value> = serde_json::from_slice(item)
+            Sink::Csv { out, columns, cell } => {
+                // The item's members borrowed from its text, each written as it is found.
+                let item: Members<'_> = serde_json::from_slice(item)
                     .map_err(|e| Error::Internal(format!("an exported item: {e}")))?;
-                for ((name, json), cell) in columns.iter().zip(cells.iter_mut()) {
-                    cells::write(obj.get(name), *json, cell);
+                let mut hint = 0;
+                for (name, json) in columns.iter() {
+                    cells::write(item.find(name, &mut hint), *json, cell)
+                        .map_err(|e| Error::Internal(format!("an exported item: {e}")))?;
+                    out.write_field(cell.as_bytes()).map_err(csv_error)?;
                 }
-                out.write_record(cells.iter()).map_err(csv_error)?;
+                // Ends the record begun by the fields.
+                out.write_record(None::<&[u8]>).map_err(csv_error)?;
             }
         }
         Ok(())

@@ -8,6 +8,7 @@ use crate::condition::{Arg, Cond, Condition};
 use crate::crud::query::ListQuery;
 use crate::crud::Resource;
 use crate::error::Error;
+use crate::json::Members;
 
 mod without;
 
@@ -125,7 +126,7 @@ pub(crate) fn strip(out: &mut Vec<u8>, start: usize, hidden: &[&str]) -> Result<
     for (name, value) in members
         .0
         .iter()
-        .filter(|(n, _)| !hidden.contains(&n.as_str()))
+        .filter(|(n, _)| !hidden.contains(&n.as_ref()))
     {
         if kept.len() > 1 {
             kept.push(b',');
@@ -138,34 +139,6 @@ pub(crate) fn strip(out: &mut Vec<u8>, start: usize, hidden: &[&str]) -> Result<
     out.truncate(start);
     out.extend_from_slice(&kept);
     Ok(())
-}
-
-/// A JSON object's members in the order written, each value as its raw text.
-struct Members<'a>(Vec<(String, &'a serde_json::value::RawValue)>);
-
-impl<'de> serde::Deserialize<'de> for Members<'de> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Visit;
-        impl<'de> serde::de::Visitor<'de> for Visit {
-            type Value = Members<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a JSON object")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<Members<'de>, A::Error> {
-                let mut members = Vec::with_capacity(map.size_hint().unwrap_or(16));
-                while let Some(entry) =
-                    map.next_entry::<String, &'de serde_json::value::RawValue>()?
-                {
-                    members.push(entry);
-                }
-                Ok(Members(members))
-            }
-        }
-        d.deserialize_map(Visit)
-    }
 }
 
 /// The item's strong `ETag` and generated representation as `viewer` gets it: the tag is

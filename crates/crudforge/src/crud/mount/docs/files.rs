@@ -29,7 +29,6 @@ struct FileLink {
     expires_at: String,
 }
 
-
 /// Adds the `multipart/form-data` form to a create's or update's body: `data` holds `input`
 /// (the JSON body), each file member is a binary part.
 pub(super) fn with_uploads<R: Resource>(
