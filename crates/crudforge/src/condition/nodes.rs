@@ -244,7 +244,7 @@ mod tests {
         let live = null("deleted_at", true);
         let other = Cond::eq("species", Arg::Text("cat".into()));
         assert!(Node::All(&[other.clone(), live.clone()]).pins_null("deleted_at"));
-        assert!(!Node::All(&[other.clone()]).pins_null("deleted_at"));
+        assert!(!Node::All(std::slice::from_ref(&other)).pins_null("deleted_at"));
         assert!(!Node::All(&[null("deleted_at", false)]).pins_null("deleted_at"));
         assert!(!Node::All(std::slice::from_ref(&live)).pins_null("vet_notes"));
         let nested = Condition::All(vec![
