@@ -307,6 +307,45 @@ backend_tests! {
         assert_eq!(total(&app, &w.api, w.alice).await, 0);
     }
 
+    async fn a_row_the_database_refuses_is_named_by_its_line(t) {
+        // Rows go in by multi-row INSERTs; when the database refuses one (here a unique index
+        // the resource does not declare), they are written again one at a time to name it.
+        let w = world(&t, |_| {}).await;
+        let mut conn = w.api.state().db.get().await.unwrap();
+        crudforge::with_conn!(conn, |c| diesel_async::SimpleAsyncConnection::batch_execute(c, "CREATE UNIQUE INDEX parts_unique_name ON parts (name)").await).unwrap();
+        drop(conn);
+        let app = test::init_service(w.api.app()).await;
+        let file = "name,qty,stocked\na,1,true\nb,2,true\nc,3,true\na,4,false\n";
+        let (s, _, body) = call(&app, import(&w.api, w.alice, "", CSV, file)).await;
+        let problem = json_of(&body);
+        assert_eq!(s, 422, "{problem}");
+        assert_eq!(faults(&problem), [("/lines/5/name".to_owned(), "name".to_owned())], "{problem}");
+        assert_eq!(total(&app, &w.api, w.alice).await, 0);
+        // Without the duplicate, every row.
+        let good = file.strip_suffix("a,4,false\n").unwrap();
+        let (s, _, _) = call(&app, import(&w.api, w.alice, "", CSV, good)).await;
+        assert_eq!(s, 201);
+        assert_eq!(total(&app, &w.api, w.alice).await, 3);
+    }
+
+    async fn an_import_of_several_statements_keeps_the_files_order(t) {
+        // 2,500 rows: three multi-row INSERTs; the list's order (`created_at`, then the id) is
+        // the file's.
+        let w = world(&t, |_| {}).await;
+        let app = test::init_service(w.api.app()).await;
+        let mut file = "name,qty,stocked\n".to_owned();
+        for i in 0..2_500 {
+            file.push_str(&format!("p{i},{},true\n", i % 7));
+        }
+        let (s, _, body) = call(&app, import(&w.api, w.alice, "", CSV, file)).await;
+        assert_eq!(s, 201, "{}", String::from_utf8_lossy(&body));
+        assert_eq!(json_of(&body), json!({"created": 2_500}));
+        let (_, _, body) = call(&app, auth(Req::get().uri("/api/parts/export/?format=ndjson&fields=name"), &w.api, w.alice)).await;
+        let names: Vec<String> = ndjson_lines(&body).iter().map(|l| l["name"].as_str().unwrap().to_owned()).collect();
+        let expected: Vec<String> = (0..2_500).map(|i| format!("p{i}")).collect();
+        assert_eq!(names, expected);
+    }
+
     async fn a_chunked_import_writes_exactly_the_good_chunks(t) {
         let w = world(&t, |_| {}).await;
         let app = test::init_service(w.api.app()).await;

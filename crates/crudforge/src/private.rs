@@ -21,7 +21,7 @@ pub use crate::db::sqlite_direct::{first as sqlite_first, load as sqlite_load, o
 pub use crate::db::statement_cache::{Cached, Shape};
 pub use crate::db::update::Update;
 pub use crate::timestamp::{
-    now, serialize as timestamp_serialize, serialize_opt as timestamp_serialize_opt,
+    now, now_after, serialize as timestamp_serialize, serialize_opt as timestamp_serialize_opt,
 };
 pub use crate::{
     __by_backend as by_backend, __if_postgres as if_postgres, __if_sqlite as if_sqlite,
@@ -82,6 +82,36 @@ pub fn set_value<T: serde::Serialize>(member: &str, value: &T) -> Result<serde_j
             "the server's value of `{member}` does not serialize: {e}"
         ))
     })
+}
+
+/// `rows`, returned by a multi-row `INSERT ... RETURNING`, in the order of the `ids` written
+/// (`key` reads a row's id): both backends return them in that order, which this checks,
+/// sorting them otherwise.
+///
+/// # Errors
+///
+/// 500 when the rows are not those of the ids.
+pub fn in_order_of<R>(
+    ids: &[uuid::Uuid],
+    rows: Vec<R>,
+    key: impl Fn(&R) -> uuid::Uuid,
+) -> Result<Vec<R>, Error> {
+    let wrong = || Error::Internal("an insert returned other rows than it wrote".into());
+    if rows.len() != ids.len() {
+        return Err(wrong());
+    }
+    if rows.iter().map(&key).eq(ids.iter().copied()) {
+        return Ok(rows);
+    }
+    let at: std::collections::HashMap<uuid::Uuid, usize> =
+        ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+    let mut keyed = rows
+        .into_iter()
+        .map(|r| at.get(&key(&r)).map(|&i| (i, r)))
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(wrong)?;
+    keyed.sort_unstable_by_key(|(i, _)| *i);
+    Ok(keyed.into_iter().map(|(_, r)| r).collect())
 }
 
 /// Binds a value for its column (see [`IntoBind`]).

@@ -193,10 +193,36 @@ pub fn now() -> DateTime<Utc> {
     Utc::now().trunc_subsecs(6)
 }
 
+/// The time of the next of rows written together, after `previous` (the last one's): the
+/// current time, or a microsecond after `previous` when the clock has not moved past it, so
+/// that rows written in one statement keep the order they were given in.
+pub fn now_after(previous: Option<DateTime<Utc>>) -> DateTime<Utc> {
+    let now = now();
+    match previous {
+        Some(p) if now <= p => p + chrono::TimeDelta::microseconds(1),
+        _ => now,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use chrono::{SecondsFormat, TimeZone};
+
+    #[test]
+    fn rows_written_together_get_increasing_times() {
+        let mut last = None;
+        let times: Vec<_> = (0..2_000)
+            .map(|_| {
+                let t = now_after(last);
+                last = Some(t);
+                t
+            })
+            .collect();
+        assert!(times.windows(2).all(|w| w[0] < w[1]));
+        let ahead = now_after(Some(now() + chrono::TimeDelta::seconds(5)));
+        assert!(ahead > now() + chrono::TimeDelta::seconds(4));
+    }
 
     fn chrono_json(t: &DateTime<Utc>) -> String {
         serde_json::to_string(t).unwrap()

@@ -51,6 +51,7 @@ pub(super) fn resource_impl(g: &Gen<'_>) -> TokenStream {
     let estimate_count = estimate_count_method(g);
     let sort_value = sort_value(g);
     let insert = insert_method(g);
+    let insert_many = insert_many_method(g);
     let update = update_method(g);
     let delete = delete_method(g);
     let soft_delete = soft_delete_methods(g);
@@ -97,6 +98,7 @@ pub(super) fn resource_impl(g: &Gen<'_>) -> TokenStream {
             #estimate_count
             #sort_value
             #insert
+            #insert_many
             #update
             #delete
             #soft_delete
@@ -277,6 +279,20 @@ fn insert_method(g: &Gen<'_>) -> TokenStream {
     let arms = dispatch(g, quote!(insert), quote!(input));
     quote! {
         async fn insert(conn: &mut #k::db::Conn, input: #create) -> ::core::result::Result<Self, #k::Error> {
+            #arms
+        }
+    }
+}
+
+/// Emits `insert_many`, handed to the backend's `insert_many`.
+fn insert_many_method(g: &Gen<'_>) -> TokenStream {
+    let (k, create) = (g.k, &g.n.create);
+    let arms = dispatch(g, quote!(insert_many), quote!(inputs));
+    quote! {
+        async fn insert_many(
+            conn: &mut #k::db::Conn,
+            inputs: ::std::vec::Vec<#create>,
+        ) -> ::core::result::Result<::std::vec::Vec<Self>, #k::Error> {
             #arms
         }
     }

@@ -209,6 +209,11 @@ impl<R: Resource> Hooks<R> {
         Ok(())
     }
 
+    /// Whether a write of `op` runs after-write hooks on its rows.
+    pub(crate) fn runs_after(&self, op: Operation) -> bool {
+        !self.after(op).is_empty()
+    }
+
     /// Whether a write of `op` runs hooks inside or after its transaction (the write then runs
     /// in an explicit transaction; otherwise it is a single statement).
     pub(crate) fn wrap(&self, op: Operation) -> bool {

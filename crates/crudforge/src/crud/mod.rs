@@ -113,8 +113,9 @@ pub trait Validate {
 /// a parent scope, a permission scope, the caller's filters) as a `Condition` tree or as
 /// comparisons combined with AND (`&[Cond]`), through [`Conditions`].
 pub trait Resource: Sized + 'static {
-    /// POST body.
-    type Create: DeserializeOwned + schemars::JsonSchema + Validate;
+    /// POST body (cloned to write a batch again one row at a time when the database refuses
+    /// its multi-row `INSERT`, so that the error names the item at fault).
+    type Create: Clone + DeserializeOwned + schemars::JsonSchema + Validate;
     /// PATCH body: every field optional.
     type Update: DeserializeOwned + schemars::JsonSchema + Validate;
     /// Response body: the model without write-only fields.
@@ -255,6 +256,22 @@ pub trait Resource: Sized + 'static {
 
     /// Inserts a row: a new id, `created_at` and `updated_at` now.
     fn insert(conn: &mut Conn, input: Self::Create) -> impl Future<Output = Result<Self, Error>>;
+
+    /// Inserts rows as [`insert`](Resource::insert) does, returned in the order of `inputs`.
+    /// The derive writes them with multi-row `INSERT`s; this default, one at a time. Either
+    /// way, on an error some rows may be written: call it inside a transaction.
+    fn insert_many(
+        conn: &mut Conn,
+        inputs: Vec<Self::Create>,
+    ) -> impl Future<Output = Result<Vec<Self>, Error>> {
+        async move {
+            let mut rows = Vec::with_capacity(inputs.len());
+            for input in inputs {
+                rows.push(Self::insert(conn, input).await?);
+            }
+            Ok(rows)
+        }
+    }
 
     /// Updates the row matching `conds` (and `updated_at`); `None` when no row matches.
     fn update(

@@ -48,6 +48,43 @@ pub(crate) async fn begin(conn: &mut Conn, mode: TxMode) -> Result<(), Error> {
     Ok(())
 }
 
+/// A point inside the open transaction that its later statements can be undone to, as
+/// [`Savepoint::set`] marks it and [`Savepoint::end`] ends it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Savepoint {
+    /// `SAVEPOINT`: marks the point.
+    Set,
+    /// `RELEASE SAVEPOINT`: keeps what was written since.
+    Release,
+    /// `ROLLBACK TO SAVEPOINT` then `RELEASE`: undoes it; the transaction goes on (on
+    /// PostgreSQL, even after a statement failed).
+    Undo,
+}
+
+impl Savepoint {
+    /// Runs the statement on `conn`, inside a transaction it began.
+    ///
+    /// # Errors
+    ///
+    /// The database refuses (no transaction open, connection lost).
+    pub(crate) async fn run(self, conn: &mut Conn) -> Result<(), Error> {
+        let sql = match self {
+            Savepoint::Set => "SAVEPOINT crudforge_rows",
+            Savepoint::Release => "RELEASE SAVEPOINT crudforge_rows",
+            Savepoint::Undo => {
+                "ROLLBACK TO SAVEPOINT crudforge_rows; RELEASE SAVEPOINT crudforge_rows"
+            }
+        };
+        crate::__by_backend!(*conn, |c| sqlite => {
+            c.spawn_blocking(move |inner| diesel::connection::SimpleConnection::batch_execute(inner, sql))
+                .await?;
+        }, postgres => {
+            diesel_async::SimpleAsyncConnection::batch_execute(c, sql).await?;
+        });
+        Ok(())
+    }
+}
+
 /// Whether Diesel has a transaction open on `conn` (begun by [`begin`], by a read snapshot or
 /// by Diesel itself).
 pub(crate) fn in_transaction(conn: &mut Conn) -> bool {

@@ -23,6 +23,7 @@ use crate::crud::request::{caller, check_members, decode, hash_passwords, parent
 use crate::crud::shared::Shared;
 use crate::crud::soft_delete::Rows;
 use crate::crud::{HookCtx, Resource};
+use crate::db::tx::Savepoint;
 use crate::db::Conn;
 use crate::error::{Error, ItemError};
 use crate::state::ApiState;
@@ -129,19 +130,39 @@ pub(crate) async fn create_all<R: Resource>(
         ..Needs::default()
     };
     let plan = Plan::new(shared, Operation::Post, key, needs);
+    // Without after-create hooks, no step of one item sees another's row: the relations' keys
+    // are checked, then every row written by multi-row INSERTs, then the create rule judged
+    // on each. With hooks, each row is written and its hooks run before the next.
+    let together = !shared.hooks.runs_after(Operation::Post);
     let insert = async |conn: &mut Conn| {
-        let mut rows = Vec::with_capacity(ready.len());
-        for (i, (input, keys)) in ready.into_iter().zip(&keys).enumerate() {
-            keys.check(req, conn, who).await.map_err(|e| at(i, e))?;
-            let row = R::insert(conn, input).await.map_err(|e| at(i, e))?;
-            if let Some(scope) = &created {
-                rules::check_created(shared, conn, who, scope, &row)
-                    .await
-                    .map_err(|e| at(i, e))?;
+        let rows = if together {
+            for (i, keys) in keys.iter().enumerate() {
+                keys.check(req, conn, who).await.map_err(|e| at(i, e))?;
             }
-            after_write(shared, conn, &ctx, i, &row).await?;
-            rows.push(row);
-        }
+            let rows = insert_all(conn, ready).await?;
+            if let Some(scope) = &created {
+                for (i, row) in rows.iter().enumerate() {
+                    rules::check_created(shared, conn, who, scope, row)
+                        .await
+                        .map_err(|e| at(i, e))?;
+                }
+            }
+            rows
+        } else {
+            let mut rows = Vec::with_capacity(ready.len());
+            for (i, (input, keys)) in ready.into_iter().zip(&keys).enumerate() {
+                keys.check(req, conn, who).await.map_err(|e| at(i, e))?;
+                let row = R::insert(conn, input).await.map_err(|e| at(i, e))?;
+                if let Some(scope) = &created {
+                    rules::check_created(shared, conn, who, scope, &row)
+                        .await
+                        .map_err(|e| at(i, e))?;
+                }
+                after_write(shared, conn, &ctx, i, &row).await?;
+                rows.push(row);
+            }
+            rows
+        };
         Ok(Change::Batch {
             rows,
             deleted: Vec::new(),
@@ -150,6 +171,31 @@ pub(crate) async fn create_all<R: Resource>(
         })
     };
     run(shared, st, req, &ctx, plan, insert).await
+}
+
+/// Writes `inputs` with [`Resource::insert_many`] inside a savepoint of the open transaction.
+/// When the database refuses the statement (a unique member taken, a check failed), it is
+/// undone and the rows written one at a time, so that the error names the item at fault.
+///
+/// # Errors
+///
+/// The first item the database refuses, by its position; the savepoint's errors.
+async fn insert_all<R: Resource>(conn: &mut Conn, inputs: Vec<R::Create>) -> Result<Vec<R>, Error> {
+    Savepoint::Set.run(conn).await?;
+    match R::insert_many(conn, inputs.clone()).await {
+        Ok(rows) => {
+            Savepoint::Release.run(conn).await?;
+            Ok(rows)
+        }
+        Err(_) => {
+            Savepoint::Undo.run(conn).await?;
+            let mut rows = Vec::with_capacity(inputs.len());
+            for (i, input) in inputs.into_iter().enumerate() {
+                rows.push(R::insert(conn, input).await.map_err(|e| at(i, e))?);
+            }
+            Ok(rows)
+        }
+    }
 }
 
 /// `PATCH <prefix>batch/`: applies every item's `changes` to the item its key names, or none
