@@ -577,6 +577,8 @@ async fn postgres_gives_live_rows_in_order_from_an_index_that_leads_with_deleted
     }
     // The backend's counts of the table's scans, those not yet reported included (the
     // seeding's); the select's are the difference.
+    // Irrefutable when PostgreSQL is the only backend compiled in.
+    #[allow(irrefutable_let_patterns)]
     async fn scans(conn: &mut crudforge::db::Conn) -> Scans {
         let crudforge::db::Conn::Postgres(c) = conn else {
             unreachable!("a PostgreSQL database");

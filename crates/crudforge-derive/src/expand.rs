@@ -62,6 +62,15 @@ fn is_writable(f: &Field) -> bool {
         && !f.is_base()
 }
 
+/// Whether the POST body can be copied (derives `Clone`): every writable field is of a type the
+/// derive knows (all `Clone`), or a file member; not a field of the application's own type,
+/// which need not be `Clone`.
+fn copyable(g: &Gen<'_>) -> bool {
+    g.writable
+        .iter()
+        .all(|f| f.kind.is_some_and(|k| k != Kind::Other) || f.attrs.file.is_some())
+}
+
 /// Whether clients may change the field (in PATCH bodies): a writable field the server does
 /// not set and that is not create-only.
 fn is_updatable(f: &Field) -> bool {

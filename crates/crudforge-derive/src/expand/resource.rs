@@ -52,6 +52,14 @@ pub(super) fn resource_impl(g: &Gen<'_>) -> TokenStream {
     let sort_value = sort_value(g);
     let insert = insert_method(g);
     let insert_many = insert_many_method(g);
+    let copy_create = super::copyable(g).then(|| {
+        let create = &g.n.create;
+        quote! {
+            fn __copy_create(input: &#create) -> ::core::option::Option<#create> {
+                ::core::option::Option::Some(::core::clone::Clone::clone(input))
+            }
+        }
+    });
     let update = update_method(g);
     let delete = delete_method(g);
     let soft_delete = soft_delete_methods(g);
@@ -99,6 +107,7 @@ pub(super) fn resource_impl(g: &Gen<'_>) -> TokenStream {
             #sort_value
             #insert
             #insert_many
+            #copy_create
             #update
             #delete
             #soft_delete

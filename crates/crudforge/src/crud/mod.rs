@@ -113,9 +113,8 @@ pub trait Validate {
 /// a parent scope, a permission scope, the caller's filters) as a `Condition` tree or as
 /// comparisons combined with AND (`&[Cond]`), through [`Conditions`].
 pub trait Resource: Sized + 'static {
-    /// POST body (cloned to write a batch again one row at a time when the database refuses
-    /// its multi-row `INSERT`, so that the error names the item at fault).
-    type Create: Clone + DeserializeOwned + schemars::JsonSchema + Validate;
+    /// POST body.
+    type Create: DeserializeOwned + schemars::JsonSchema + Validate;
     /// PATCH body: every field optional.
     type Update: DeserializeOwned + schemars::JsonSchema + Validate;
     /// Response body: the model without write-only fields.
@@ -256,6 +255,16 @@ pub trait Resource: Sized + 'static {
 
     /// Inserts a row: a new id, `created_at` and `updated_at` now.
     fn insert(conn: &mut Conn, input: Self::Create) -> impl Future<Output = Result<Self, Error>>;
+
+    /// A copy of a POST body, when its members' types can be copied (the derive's: every
+    /// member of a type it knows; not a field of the application's own type). A batch create
+    /// writes its rows together only with copies, to write them again one at a time when the
+    /// database refuses the statement, so that the error names the item at fault.
+    #[doc(hidden)]
+    fn __copy_create(input: &Self::Create) -> Option<Self::Create> {
+        let _ = input;
+        None
+    }
 
     /// Inserts rows as [`insert`](Resource::insert) does, returned in the order of `inputs`.
     /// The derive writes them with multi-row `INSERT`s; this default, one at a time. Either

@@ -175,27 +175,32 @@ pub(crate) async fn create_all<R: Resource>(
 
 /// Writes `inputs` with [`Resource::insert_many`] inside a savepoint of the open transaction.
 /// When the database refuses the statement (a unique member taken, a check failed), it is
-/// undone and the rows written one at a time, so that the error names the item at fault.
+/// undone and the rows written one at a time from copies, so that the error names the item at
+/// fault. Without copies (a member of the application's own type), one at a time from the
+/// start.
 ///
 /// # Errors
 ///
 /// The first item the database refuses, by its position; the savepoint's errors.
 async fn insert_all<R: Resource>(conn: &mut Conn, inputs: Vec<R::Create>) -> Result<Vec<R>, Error> {
-    Savepoint::Set.run(conn).await?;
-    match R::insert_many(conn, inputs.clone()).await {
-        Ok(rows) => {
-            Savepoint::Release.run(conn).await?;
-            Ok(rows)
-        }
-        Err(_) => {
-            Savepoint::Undo.run(conn).await?;
-            let mut rows = Vec::with_capacity(inputs.len());
-            for (i, input) in inputs.into_iter().enumerate() {
-                rows.push(R::insert(conn, input).await.map_err(|e| at(i, e))?);
+    let copies: Option<Vec<R::Create>> = inputs.iter().map(R::__copy_create).collect();
+    let inputs = match copies {
+        None => inputs,
+        Some(copies) => {
+            Savepoint::Set.run(conn).await?;
+            if let Ok(rows) = R::insert_many(conn, inputs).await {
+                Savepoint::Release.run(conn).await?;
+                return Ok(rows);
             }
-            Ok(rows)
+            Savepoint::Undo.run(conn).await?;
+            copies
         }
+    };
+    let mut rows = Vec::with_capacity(inputs.len());
+    for (i, input) in inputs.into_iter().enumerate() {
+        rows.push(R::insert(conn, input).await.map_err(|e| at(i, e))?);
     }
+    Ok(rows)
 }
 
 /// `PATCH <prefix>batch/`: applies every item's `changes` to the item its key names, or none
