@@ -441,15 +441,24 @@ fn estimate_count_fn(g: &Gen<'_>, d: &Dialect) -> TokenStream {
     }
 }
 
+/// The writable members of `input` as an insert's `column.eq(value)` pairs.
+fn input_values(g: &Gen<'_>) -> Vec<TokenStream> {
+    let (p, table) = (&g.p, table(g));
+    g.writable
+        .iter()
+        .map(|f| {
+            let fi = &f.ident;
+            quote!(#table::#fi.eq(#p::bind(input.#fi)),)
+        })
+        .collect()
+}
+
 /// Emits `insert`: a new row with a fresh id and timestamps, returned.
 fn insert_fn(g: &Gen<'_>, d: &Dialect) -> TokenStream {
     let (k, p, ident, table) = (g.k, &g.p, &g.m.ident, table(g));
     let (conn, db, run_one) = (&d.conn, &d.db, &d.run_one);
     let (create, id_ident) = (&g.n.create, &g.id.ident);
-    let values = g.writable.iter().map(|f| {
-        let fi = &f.ident;
-        quote!(#table::#fi.eq(#p::bind(input.#fi)),)
-    });
+    let values = input_values(g);
     quote! {
         pub(super) async fn insert(c: &mut #conn, input: #create) -> ::core::result::Result<#ident, #k::Error> {
             let now = #k::__private::now();
@@ -474,10 +483,7 @@ fn insert_many_fn(g: &Gen<'_>, d: &Dialect) -> TokenStream {
     let (k, p, ident, table) = (g.k, &g.p, &g.m.ident, table(g));
     let (conn, db, run_load) = (&d.conn, &d.db, &d.run_load);
     let (create, id_ident) = (&g.n.create, &g.id.ident);
-    let values = g.writable.iter().map(|f| {
-        let fi = &f.ident;
-        quote!(#table::#fi.eq(#p::bind(input.#fi)),)
-    });
+    let values = input_values(g);
     // The id and both timestamps, then the writable members.
     let per_statement = (30_000 / (3 + g.writable.len())).min(1_000);
     quote! {
