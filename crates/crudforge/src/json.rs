@@ -273,6 +273,7 @@ impl<'a> Members<'a> {
     /// The raw value of the member `name`, looked for from position `*hint` on (then from the
     /// start), and `*hint` moved past it: reading members in the order they were written finds
     /// each at once.
+    #[cfg(feature = "export")]
     pub(crate) fn find(&self, name: &str, hint: &mut usize) -> Option<&'a RawValue> {
         let n = self.0.len();
         let at = (0..n)

@@ -314,3 +314,23 @@ pub fn foreign_key<K: RelationKey>(key: &K) {
 /// order (or `null`, none).
 #[cfg(feature = "files")]
 pub type FileIds = Option<Vec<uuid::Uuid>>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn returned_rows_are_put_in_the_order_written() {
+        let ids: Vec<uuid::Uuid> = (0..4).map(|_| uuid::Uuid::new_v4()).collect();
+        let key = |r: &(uuid::Uuid, usize)| r.0;
+        let rows: Vec<_> = ids.iter().copied().zip(0..).collect();
+        let in_order = in_order_of(&ids, rows.clone(), key).unwrap();
+        assert_eq!(in_order, rows);
+        let shuffled = vec![rows[2], rows[0], rows[3], rows[1]];
+        assert_eq!(in_order_of(&ids, shuffled, key).unwrap(), rows);
+        // Another row, or one missing: the insert did not return what it wrote.
+        let other = vec![rows[0], rows[1], rows[2], (uuid::Uuid::new_v4(), 9)];
+        assert!(in_order_of(&ids, other, key).is_err());
+        assert!(in_order_of(&ids, rows[..3].to_vec(), key).is_err());
+    }
+}

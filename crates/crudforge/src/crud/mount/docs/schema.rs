@@ -8,7 +8,7 @@ use crate::crud::{FieldInfo, Kind, Resource};
 use crate::openapi::{parameter, ApiDoc};
 use apistos::paths::{Parameter, ParameterIn};
 use apistos::reference_or::ReferenceOr;
-use schemars::schema::{InstanceType, Metadata, Schema, SchemaObject};
+use schemars::schema::{InstanceType, Schema, SchemaObject};
 
 /// A query parameter holding a non-empty comma-separated list of `item` values.
 pub(super) fn list_parameter(
@@ -148,11 +148,12 @@ pub(super) fn item_params<R: Resource>(
 }
 
 /// The schema of a file's bytes (a binary string), described.
+#[cfg(any(feature = "files", feature = "export"))]
 pub(super) fn binary(description: String) -> Schema {
     Schema::Object(SchemaObject {
         instance_type: Some(InstanceType::String.into()),
         format: Some("binary".to_owned()),
-        metadata: Some(Box::new(Metadata {
+        metadata: Some(Box::new(schemars::schema::Metadata {
             description: Some(description),
             ..Default::default()
         })),
