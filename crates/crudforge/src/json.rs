@@ -287,25 +287,8 @@ impl<'a> Members<'a> {
 impl<'de> serde::Deserialize<'de> for Members<'de> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         /// A member's name: borrowed from the text unless it holds escapes.
-        struct Name<'a>(Cow<'a, str>);
-        impl<'de> serde::Deserialize<'de> for Name<'de> {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                struct Visit;
-                impl<'de> serde::de::Visitor<'de> for Visit {
-                    type Value = Name<'de>;
-                    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                        f.write_str("a member name")
-                    }
-                    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Name<'de>, E> {
-                        Ok(Name(Cow::Borrowed(v)))
-                    }
-                    fn visit_str<E>(self, v: &str) -> Result<Name<'de>, E> {
-                        Ok(Name(Cow::Owned(v.to_owned())))
-                    }
-                }
-                d.deserialize_str(Visit)
-            }
-        }
+        #[derive(serde::Deserialize)]
+        struct Name<'a>(#[serde(borrow)] Cow<'a, str>);
         struct Visit;
         impl<'de> serde::de::Visitor<'de> for Visit {
             type Value = Members<'de>;
@@ -330,6 +313,18 @@ impl<'de> serde::Deserialize<'de> for Members<'de> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn members_borrow_their_names_and_keep_raw_values() {
+        let text = r#"{"a": 1, "b\u0041": [1, "x"], "c": "t\"u"}"#;
+        let m: Members<'_> = serde_json::from_str(text).unwrap();
+        let names: Vec<&str> = m.0.iter().map(|(n, _)| n.as_ref()).collect();
+        assert_eq!(names, ["a", "bA", "c"]);
+        assert!(matches!(m.0[0].0, Cow::Borrowed(_)));
+        assert!(matches!(m.0[1].0, Cow::Owned(_)));
+        let raws: Vec<&str> = m.0.iter().map(|(_, v)| v.get()).collect();
+        assert_eq!(raws, ["1", r#"[1, "x"]"#, r#""t\"u""#]);
+    }
     use serde_json::json;
 
     fn field(e: Error) -> Option<String> {

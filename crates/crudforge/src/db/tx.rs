@@ -48,8 +48,8 @@ pub(crate) async fn begin(conn: &mut Conn, mode: TxMode) -> Result<(), Error> {
     Ok(())
 }
 
-/// A point inside the open transaction that its later statements can be undone to, as
-/// [`Savepoint::set`] marks it and [`Savepoint::end`] ends it.
+/// A point inside the open transaction that its later statements can be undone to: the
+/// statement that marks it, and the two that end it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Savepoint {
     /// `SAVEPOINT`: marks the point.

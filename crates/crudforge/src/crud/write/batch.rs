@@ -132,7 +132,7 @@ pub(crate) async fn create_all<R: Resource>(
     let plan = Plan::new(shared, Operation::Post, key, needs);
     // Without after-create hooks, no step of one item sees another's row: the relations' keys
     // are checked, then every row written by multi-row INSERTs, then the create rule judged
-    // on each. With hooks, each row is written and its hooks run before the next.
+    // on them all at once. With hooks, each row is written and its hooks run before the next.
     let together = !shared.hooks.runs_after(Operation::Post);
     let insert = async |conn: &mut Conn| {
         let rows = if together {
@@ -141,11 +141,7 @@ pub(crate) async fn create_all<R: Resource>(
             }
             let rows = insert_all(conn, ready).await?;
             if let Some(scope) = &created {
-                for (i, row) in rows.iter().enumerate() {
-                    rules::check_created(shared, conn, who, scope, row)
-                        .await
-                        .map_err(|e| at(i, e))?;
-                }
+                rules::check_all_created(shared, conn, who, scope, &rows, at).await?;
             }
             rows
         } else {
