@@ -6,12 +6,33 @@
 //! `rust-toolchain.toml`, so the messages are stable.
 #![allow(missing_docs, clippy::unwrap_used)]
 
+use std::panic;
+use std::process::Command;
+
 #[test]
 fn ui() {
     // trybuild builds the cases as a separate project that does not read the workspace's
     // profiles; without debug info its dependencies and binaries take a fraction of the disk.
     std::env::set_var("CARGO_PROFILE_DEV_DEBUG", "false");
-    let t = trybuild::TestCases::new();
-    t.compile_fail("ui/fail/*.rs");
-    t.pass("ui/pass/*.rs");
+    let outcome = panic::catch_unwind(|| {
+        let t = trybuild::TestCases::new();
+        t.compile_fail("ui/fail/*.rs");
+        t.pass("ui/pass/*.rs");
+        // The cases are built and checked when `t` drops, here.
+    });
+    if let Err(failure) = outcome {
+        // When cargo stops before compiling the cases (a full disk, for one), trybuild finds
+        // no diagnostics and reports every `fail` case as "expected to fail to compile, but
+        // it succeeded". Say how much room the build had, so such a run is told apart from a
+        // real change in the derive's errors.
+        let target = env!("CARGO_TARGET_TMPDIR");
+        match Command::new("df").args(["-h", target]).output() {
+            Ok(df) => eprintln!(
+                "space left where the cases are built ({target}):\n{}",
+                String::from_utf8_lossy(&df.stdout)
+            ),
+            Err(err) => eprintln!("could not run `df` on {target}: {err}"),
+        }
+        panic::resume_unwind(failure);
+    }
 }
