@@ -249,7 +249,7 @@ fn crudforge_measure(
         window(&app, args, warm, &token, "W3", false, &w3)?;
         window(&app, args, warm, &token, "W4", false, &w4)?;
     }
-    let fds = procfs::fd_count(app.pid).ok_or("cannot count the server's descriptors")?;
+    let fds = procfs::socket_count(app.pid).ok_or("cannot count the server's sockets")?;
     let idle = idle_memory(&app, args.streams, &protocol, base)?;
     eprintln!(
         "idle: {:.1} KiB per stream ({} streams opened in {:.1} s)",
@@ -305,12 +305,13 @@ fn crudforge_measure(
     Ok(())
 }
 
-/// Waits until the server has let go of the closed streams: its open descriptors are back to
-/// `fds` (it notices a closed stream when it next writes to it, a heartbeat at the latest).
+/// Waits until the server has let go of the closed streams: its open sockets are back to `fds`
+/// (it notices a closed stream when it next writes to it, a heartbeat at the latest). Sockets,
+/// not all descriptors: the database pool may have opened files during the windows.
 fn released(server: &Server, fds: usize) -> Result<(), String> {
     let t = Instant::now();
     loop {
-        let now = procfs::fd_count(server.pid).ok_or("cannot count the server's descriptors")?;
+        let now = procfs::socket_count(server.pid).ok_or("cannot count the server's sockets")?;
         if now <= fds + 2 {
             // The stream's permit goes with its task, just after the socket.
             std::thread::sleep(Duration::from_millis(500));
@@ -319,7 +320,7 @@ fn released(server: &Server, fds: usize) -> Result<(), String> {
         }
         if t.elapsed() > Duration::from_secs(60) {
             return Err(format!(
-                "the server still holds {now} descriptors (before the streams: {fds}) 60 s after they closed"
+                "the server still holds {now} sockets (before the streams: {fds}) 60 s after they closed"
             ));
         }
         std::thread::sleep(Duration::from_millis(100));

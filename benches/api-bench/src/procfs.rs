@@ -47,6 +47,18 @@ pub(crate) fn fd_count(pid: u32) -> Option<usize> {
     Some(std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count())
 }
 
+/// Open sockets of `pid` (descriptors whose link reads `socket:[inode]`): connections and
+/// listeners, without the database files a pool opens as it grows.
+pub(crate) fn socket_count(pid: u32) -> Option<usize> {
+    let entries = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
+    Some(
+        entries
+            .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+            .filter(|target| target.to_string_lossy().starts_with("socket:"))
+            .count(),
+    )
+}
+
 /// The uid of the `postgres` user (from `/etc/passwd`).
 pub(crate) fn postgres_uid() -> Option<u32> {
     let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
