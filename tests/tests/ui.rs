@@ -28,7 +28,7 @@ fn ui() {
         let target = env!("CARGO_TARGET_TMPDIR");
         match Command::new("df").args(["-h", target]).output() {
             Ok(df) => eprintln!(
-                "space left where the cases are built ({target}):\n{}",
+                "space left on the disk of the build directory ({target}):\n{}",
                 String::from_utf8_lossy(&df.stdout)
             ),
             Err(err) => eprintln!("could not run `df` on {target}: {err}"),
