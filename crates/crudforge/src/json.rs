@@ -313,6 +313,7 @@ impl<'de> serde::Deserialize<'de> for Members<'de> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn members_borrow_their_names_and_keep_raw_values() {
@@ -325,7 +326,6 @@ mod tests {
         let raws: Vec<&str> = m.0.iter().map(|(_, v)| v.get()).collect();
         assert_eq!(raws, ["1", r#"[1, "x"]"#, r#""t\"u""#]);
     }
-    use serde_json::json;
 
     fn field(e: Error) -> Option<String> {
         match e {

@@ -226,13 +226,19 @@ pub(crate) async fn check_all_created<R: Resource>(
     items: &[R],
     at: impl Fn(usize, Error) -> Error,
 ) -> Result<(), Error> {
-    for (n, chunk) in items.chunks(1000).enumerate() {
+    /// Rows counted by one statement.
+    const PER_COUNT: usize = 1000;
+    for (n, chunk) in items.chunks(PER_COUNT).enumerate() {
         let keys = chunk
             .iter()
             .map(|item| created_key(shared, item))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut all = Cond::eq(shared.res_id.name, Arg::List(keys));
-        all.op = Op::In;
+        let all = Cond {
+            field: shared.res_id.name,
+            op: Op::In,
+            arg: Arg::List(keys),
+            param: shared.res_id.name.to_owned(),
+        };
         let found = Condition::from(all).and(scope.clone());
         let inside = R::count(conn, &found).await?;
         if usize::try_from(inside).is_ok_and(|k| k == chunk.len()) {
@@ -241,7 +247,7 @@ pub(crate) async fn check_all_created<R: Resource>(
         for (i, item) in chunk.iter().enumerate() {
             check_created(shared, conn, who, scope, item)
                 .await
-                .map_err(|e| at(n * 1000 + i, e))?;
+                .map_err(|e| at(n * PER_COUNT + i, e))?;
         }
     }
     Ok(())
