@@ -4,8 +4,10 @@
 //! read, rendered as its `GET` renders them (member read rules, `fields=`), under its filters,
 //! named filters and the `filter` expression; rows moving into view as `created` and out of
 //! it as `deleted` (key only); resume with `Last-Event-ID`, `reset` otherwise; the queries one
-//! delivery costs; caps, tickets, a slow subscriber, sessions ending streams, shutdown,
-//! pruning; and on PostgreSQL two instances: written on A, received on B.
+//! delivery costs; caps (checked before the view is read), tickets (capped per user, never
+//! evicted), a slow subscriber, sessions and role changes ending streams, shutdown, pruning,
+//! parked states left to their owner and bounded per user; and on PostgreSQL two instances:
+//! written on A, received on B.
 #![allow(missing_docs, clippy::unwrap_used)]
 
 use actix_web::body::{BoxBody, MessageBody};
@@ -114,6 +116,7 @@ async fn world(t: &TestDb, cfg: Config) -> World {
     with_conn!(conn, |c| c.batch_execute(ddl).await).unwrap();
     drop(conn);
     crudforge_tests::critters::create_table(&db).await;
+    crudforge_tests::parts::create_table(&db).await;
     let alice = users::create_user(&db, "alice@example.com", "some-pass", true, 4)
         .await
         .unwrap();
@@ -127,7 +130,8 @@ async fn world(t: &TestDb, cfg: Config) -> World {
     }
 }
 
-/// An API over `db` with the memos' feed (and critters without one).
+/// An API over `db` with the memos' feed, the parts' (whose staff note only administrators
+/// read), and critters without one.
 fn api(cfg: Config, db: Database) -> Api {
     Api::new(cfg, db)
         .unwrap()
@@ -135,6 +139,8 @@ fn api(cfg: Config, db: Database) -> Api {
             crudforge::crud::Operation::Post,
             crudforge::crud::Operation::Delete,
         ]))
+        .unwrap()
+        .mount(crudforge_tests::parts::Part::blueprint("/api/parts/").events())
         .unwrap()
         .mount(
             // A critter named `memo:<owner>` makes a shared memo for that owner, written by the
@@ -302,7 +308,33 @@ where
     >,
     B: MessageBody + 'static,
 {
-    let mut req = Req::get().uri(&format!("/api/memos/events/{query}"));
+    open_at(
+        app,
+        api,
+        user,
+        &format!("/api/memos/events/{query}"),
+        last_event_id,
+    )
+    .await
+}
+
+/// Opens the feed at `uri` as `user`, as [`subscribe_with`] does.
+async fn open_at<S, B>(
+    app: &S,
+    api: &Api,
+    user: Option<Uuid>,
+    uri: &str,
+    last_event_id: Option<&str>,
+) -> (Sse, Ev)
+where
+    S: actix_web::dev::Service<
+        actix_http::Request,
+        Response = ServiceResponse<B>,
+        Error = actix_web::Error,
+    >,
+    B: MessageBody + 'static,
+{
+    let mut req = Req::get().uri(uri);
     if let Some(u) = user {
         req = auth(req, api, u);
     }
@@ -395,6 +427,33 @@ async fn recorded(db: &Database) -> Vec<(String, String, String)> {
         diesel_async::RunQueryDsl::load(q, c).await
     })
     .unwrap()
+}
+
+/// Runs `sql` with `{user}` replaced by `user` (a UUID literal on either backend).
+async fn exec_for(db: &Database, sql: &str, user: Uuid) {
+    let literal = match db.backend() {
+        Backend::Sqlite => format!("'{user}'"),
+        Backend::Postgres => format!("'{user}'::uuid"),
+    };
+    let sql = sql.replace("{user}", &literal);
+    let mut conn = db.get().await.unwrap();
+    with_conn!(conn, |c| c.batch_execute(&sql).await).unwrap();
+}
+
+/// The number of queries a `Server-Timing` header reports (`db;dur=...;desc="N queries"`).
+fn queries_of(resp: &ServiceResponse<impl MessageBody>) -> u64 {
+    let v = resp
+        .headers()
+        .get("server-timing")
+        .expect("Server-Timing")
+        .to_str()
+        .unwrap();
+    let n = v
+        .split("desc=\"")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .unwrap();
+    n.parse().unwrap()
 }
 
 fn members(v: &Value) -> Vec<&str> {
@@ -747,6 +806,9 @@ backend_tests! {
         assert!(feed["responses"]["429"].is_object());
         let ticket = &spec["paths"]["/api/memos/events/ticket"]["post"];
         assert_eq!(ticket["operationId"], "createMemoStreamTicket");
+        for status in ["401", "429", "503"] {
+            assert!(ticket["responses"][status].is_object(), "{status}: {ticket}");
+        }
         assert!(spec["components"]["schemas"]["FeedEvent"]["properties"]["event"].is_object(), "{}", spec["components"]["schemas"]["FeedEvent"]);
         // The critters offer no feed.
         assert!(spec["paths"]["/api/critters/events/"].is_null());
@@ -896,6 +958,157 @@ backend_tests! {
         assert_eq!(w.api.prune_events().await.unwrap(), 3);
         let left: Vec<String> = recorded(w.api.db()).await.into_iter().map(|(_, _, key)| key).collect();
         assert_eq!(left, ids[3..]);
+    }
+
+    async fn a_role_granted_or_revoked_ends_the_stream(t) {
+        // No heartbeats: a stream that does not end leaves the reader waiting in vain.
+        let w = world(&t, config(&t, |c| c.ops.realtime_heartbeat = 3600)).await;
+        users::grant_role(w.api.db(), w.alice, "ADMIN", None).await.unwrap();
+        let app = test::init_service(w.api.app()).await;
+        // Alice, an administrator, follows her parts: the staff note, which only
+        // administrators read, is in what she is sent.
+        let (mut admin_stream, _) = open_at(&app, &w.api, Some(w.alice), "/api/parts/events/", None).await;
+        let body = json!({"name": "bolt", "qty": 1, "stocked": true, "staff_note": "for staff"});
+        let (s, v) = send(&app, auth(Req::post().uri("/api/parts/").set_json(body), &w.api, w.alice)).await;
+        assert_eq!(s, 201, "{v}");
+        let ev = admin_stream.next().await;
+        assert_eq!((ev.event.as_str(), ev.data["staff_note"].as_str()), ("created", Some("for staff")), "{ev:?}");
+        let last = ev.id.unwrap();
+        // Bob, who holds no role, follows the memos.
+        let (mut plain, _) = subscribe(&app, &w.api, Some(w.bob), "").await;
+        // ADMIN is revoked from Alice and a role granted to Bob: no credential version moves
+        // (their tokens still work elsewhere), but each stream ends at its next session check,
+        // without a resume.
+        exec_for(w.api.db(), "DELETE FROM user_roles WHERE user_id = {user};", w.alice).await;
+        users::grant_role(w.api.db(), w.bob, "MODERATOR", None).await.unwrap();
+        for s in [&mut admin_stream, &mut plain] {
+            let ev = s.next().await;
+            assert_eq!((ev.event.as_str(), ev.data["reason"].as_str()), ("end", Some("rights_changed")), "{ev:?}");
+            assert!(s.try_next().await.is_none(), "the stream ends");
+        }
+        let (s, _) = send(&app, auth(Req::get().uri("/api/parts/"), &w.api, w.alice)).await;
+        assert_eq!(s, 200, "Alice's session goes on");
+        // Her stream, opened again with the last id, is not resumed (`reset`), and is judged
+        // for what she holds now: no staff note.
+        let (mut again, first) = open_at(&app, &w.api, Some(w.alice), "/api/parts/events/", Some(&last)).await;
+        assert_ne!(first.id.as_deref(), Some(last.as_str()), "not resumed");
+        let body = json!({"name": "nut", "qty": 2, "stocked": true});
+        let (s, v) = send(&app, auth(Req::post().uri("/api/parts/").set_json(body), &w.api, w.alice)).await;
+        assert_eq!(s, 201, "{v}");
+        let ev = again.next().await;
+        assert_eq!((ev.event.as_str(), ev.data["name"].as_str()), ("created", Some("nut")));
+        assert!(ev.data.get("staff_note").is_none(), "{ev:?}");
+    }
+
+    async fn tickets_are_capped_per_user_without_evicting_others(t) {
+        let w = world(&t, config(&t, |c| c.ops.realtime_max_streams_per_user = 2)).await;
+        let app = test::init_service(w.api.app()).await;
+        let ticket = |who: Uuid| auth(Req::post().uri("/api/memos/events/ticket"), &w.api, who).to_request();
+        let resp = test::call_service(&app, ticket(w.alice)).await;
+        assert_eq!(resp.status().as_u16(), 200);
+        let (_, v) = send(&app, auth(Req::post().uri("/api/memos/events/ticket"), &w.api, w.alice)).await;
+        let alices = v["ticket"].as_str().unwrap().to_owned();
+        // Bob asks for more tickets than he may hold unused: the third is refused, 429 with
+        // Retry-After, and takes nobody's place.
+        let mut bobs = Vec::new();
+        for _ in 0..2 {
+            let (s, v) = send(&app, auth(Req::post().uri("/api/memos/events/ticket"), &w.api, w.bob)).await;
+            assert_eq!(s, 200, "{v}");
+            bobs.push(v["ticket"].as_str().unwrap().to_owned());
+        }
+        for _ in 0..3 {
+            let resp = test::call_service(&app, ticket(w.bob)).await;
+            assert_eq!(resp.status().as_u16(), 429);
+            assert_eq!(resp.headers().get("content-type").unwrap(), "application/problem+json");
+            let retry = resp.headers().get("retry-after").map(|v| v.to_str().unwrap().parse::<u64>().unwrap());
+            assert!(retry.is_some_and(|s| (1..=31).contains(&s)), "{:?}", resp.headers());
+        }
+        // Alice's ticket still opens her stream, and so do Bob's.
+        for t in [&alices, &bobs[0]] {
+            let resp = test::call_service(&app, Req::get().uri(&format!("/api/memos/events/?ticket={t}")).to_request()).await;
+            assert_eq!(resp.status().as_u16(), 200);
+            let mut sse = Sse { body: resp.map_into_boxed_body().into_body(), buf: String::new() };
+            assert_eq!(sse.next().await.event, "ready");
+        }
+        // A ticket used is one fewer outstanding: Bob may ask for one again.
+        let (s, v) = send(&app, auth(Req::post().uri("/api/memos/events/ticket"), &w.api, w.bob)).await;
+        assert_eq!(s, 200, "{v}");
+    }
+
+    async fn a_foreign_last_event_id_leaves_the_parked_state_to_its_owner(t) {
+        let w = world(&t, config(&t, |c| c.ops.realtime_resume_seconds = 300)).await;
+        let app = test::init_service(w.api.app()).await;
+        let (mut s, _) = subscribe(&app, &w.api, Some(w.bob), "?shared=true").await;
+        memo(&app, &w.api, w.alice, json!({"title": "a", "shared": true})).await;
+        let last = s.next().await.id.unwrap();
+        drop(s);
+        // Missed while away.
+        let b = memo(&app, &w.api, w.alice, json!({"title": "b", "shared": true})).await;
+        // Alice presents Bob's id, for the same view and for another, and an id of the right
+        // stream with another position: each gets `reset`, none takes his state.
+        for (query, id) in [("?shared=true", last.clone()), ("", last.clone())] {
+            let (_, first) = open_at(&app, &w.api, Some(w.alice), &format!("/api/memos/events/{query}"), Some(&id)).await;
+            assert_eq!(first.event, "reset", "{first:?}");
+            assert_ne!(first.id.as_deref(), Some(id.as_str()));
+        }
+        let (n, token) = last.split_once('_').unwrap();
+        let elsewhere = format!("{}_{token}", n.parse::<i64>().unwrap() + 1);
+        let (_, first) = subscribe_with(&app, &w.api, Some(w.bob), "?shared=true", Some(&elsewhere)).await;
+        assert_eq!(first.event, "reset", "{first:?}");
+        assert_ne!(first.id.as_deref(), Some(last.as_str()));
+        // Bob resumes and gets what he missed.
+        let (mut s, ready) = subscribe_with(&app, &w.api, Some(w.bob), "?shared=true", Some(&last)).await;
+        assert_eq!(ready.id.as_deref(), Some(last.as_str()), "resumed where it was");
+        let ev = s.next().await;
+        assert_eq!((ev.event.as_str(), ev.data["id"].as_str()), ("created", Some(b.as_str())), "{ev:?}");
+    }
+
+    async fn parked_states_are_bounded_per_user(t) {
+        let w = world(&t, config(&t, |c| {
+            c.ops.realtime_resume_seconds = 300;
+            c.ops.realtime_max_streams = 3;
+            c.ops.realtime_max_streams_per_user = 1;
+        })).await;
+        let app = test::init_service(w.api.app()).await;
+        let (mut s, _) = subscribe(&app, &w.api, Some(w.bob), "?shared=true").await;
+        memo(&app, &w.api, w.alice, json!({"title": "a", "shared": true})).await;
+        let last = s.next().await.id.unwrap();
+        drop(s);
+        // Alice opens and drops streams, more than the process keeps parked: only her own
+        // oldest states make room for her newer ones.
+        for _ in 0..4 {
+            let (s, _) = subscribe(&app, &w.api, Some(w.alice), "").await;
+            drop(s);
+        }
+        let b = memo(&app, &w.api, w.alice, json!({"title": "b", "shared": true})).await;
+        let (mut s, ready) = subscribe_with(&app, &w.api, Some(w.bob), "?shared=true", Some(&last)).await;
+        assert_eq!(ready.id.as_deref(), Some(last.as_str()), "Bob's state was kept");
+        let ev = s.next().await;
+        assert_eq!((ev.event.as_str(), ev.data["id"].as_str()), ("created", Some(b.as_str())), "{ev:?}");
+    }
+
+    async fn a_subscription_over_the_cap_reads_nothing_of_its_view(t) {
+        let w = world(&t, config(&t, |c| {
+            c.ops.realtime_max_streams_per_user = 1;
+            c.db.orm_performance_monitoring = true;
+            c.db.orm_slow_query_threshold = 60.0;
+        })).await;
+        let app = test::init_service(w.api.app()).await;
+        for i in 0..3 {
+            memo(&app, &w.api, w.alice, json!({"title": format!("m{i}")})).await;
+        }
+        let open = || auth(Req::get().uri("/api/memos/events/?priority__gte=1"), &w.api, w.alice).to_request();
+        let first = test::call_service(&app, open()).await;
+        assert_eq!(first.status().as_u16(), 200);
+        let admitted = queries_of(&first);
+        let refused = test::call_service(&app, open()).await;
+        assert_eq!(refused.status().as_u16(), 429);
+        // The refused one ran the query that found its caller, not those of the view's
+        // position and rows that the admitted one ran.
+        let refused = queries_of(&refused);
+        assert_eq!(refused, 1, "admitted: {admitted}");
+        assert!(admitted >= refused + 2, "admitted: {admitted}");
+        drop(first);
     }
 }
 

@@ -1,6 +1,7 @@
 //! Sessions under races and misuse, on both backends: a refresh racing a password change or a
-//! logout everywhere, the reuse of a rotated refresh token (its family ends), and tokens of
-//! other kinds checked against the user's credential version (`users::claims_current_in`).
+//! logout everywhere, the reuse of a rotated refresh token (its family ends), tokens of
+//! other kinds checked against the user's credential version (`users::claims_current_in`),
+//! and an export in progress cut short when its user is disabled or its roles change.
 #![allow(missing_docs, clippy::unwrap_used)]
 
 use actix_web::body::MessageBody;
@@ -48,6 +49,56 @@ async fn world(t: &TestDb) -> World {
         .mount(Token::blueprint("/api/tokens/"))
         .unwrap();
     World { api, db, user }
+}
+
+/// An export read a chunk at a time, as a slow client reads it.
+struct Download {
+    body: actix_web::body::BoxBody,
+    /// The NDJSON lines received.
+    lines: usize,
+}
+
+impl Download {
+    /// Starts `uri`'s export as `token`'s caller, expecting 200.
+    async fn start<S, B>(app: &S, uri: &str, token: &str) -> Download
+    where
+        S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
+        B: MessageBody + 'static,
+    {
+        let req = test::TestRequest::get()
+            .uri(uri)
+            .insert_header(("authorization", format!("Bearer {token}")));
+        let resp = test::call_service(app, req.to_request()).await;
+        assert_eq!(resp.status(), StatusCode::OK);
+        Download {
+            body: resp.map_into_boxed_body().into_body(),
+            lines: 0,
+        }
+    }
+
+    /// The next chunk: `Some(true)` when one came, `Some(false)` when the transfer was cut
+    /// short by an error, `None` at its end.
+    async fn next(&mut self) -> Option<bool> {
+        let chunk =
+            std::future::poll_fn(|cx| std::pin::Pin::new(&mut self.body).poll_next(cx)).await?;
+        Some(match chunk {
+            Ok(bytes) => {
+                self.lines += bytes.iter().filter(|b| **b == b'\n').count();
+                true
+            }
+            Err(_) => false,
+        })
+    }
+
+    /// Reads on to the end: whether the transfer completed (rather than being cut short).
+    async fn finish(&mut self) -> bool {
+        while let Some(ok) = self.next().await {
+            if !ok {
+                return false;
+            }
+        }
+        true
+    }
 }
 
 /// The victim's password in trial `n`.
@@ -248,6 +299,62 @@ backend_tests! {
         let winner = if s1 == 200 { v1 } else { v2 };
         let (_, b) = pair(&winner);
         assert_eq!(send(&app, refresh(&b)).await.0, 401, "revoked with its family");
+    }
+
+    async fn an_export_in_progress_ends_with_its_session_or_its_rights(t) {
+        // One row a chunk: each read of the client is one query of the server.
+        let cfg = t.config().with(|c| {
+            c.auth.bcrypt_cost = COST;
+            c.http.export_chunk_rows = 1;
+        });
+        let db = t.open(&cfg).await;
+        crudforge_tests::parts::create_table(&db).await;
+        let admin = users::create_user(&db, "admin@example.com", "some-pass", true, COST).await.unwrap();
+        users::grant_role(&db, admin, "ADMIN", None).await.unwrap();
+        let alice = users::create_user(&db, "alice@example.com", "some-pass", true, COST).await.unwrap();
+        let api = Api::new(cfg, db.clone())
+            .unwrap()
+            .mount(crudforge_tests::parts::Part::blueprint("/api/parts/").export())
+            .unwrap();
+        let app = test::init_service(api.app()).await;
+        let token = |who: Uuid| api.state().tokens.access(who).unwrap();
+        for (who, n) in [(admin, 0), (alice, 0), (admin, 1), (alice, 1), (alice, 2)] {
+            let body = json!({"name": format!("part {n}"), "qty": 1, "stocked": true});
+            let req = test::TestRequest::post().uri("/api/parts/").set_json(body)
+                .insert_header(("authorization", format!("Bearer {}", token(who))));
+            let (status, v) = send(&app, req).await;
+            assert_eq!(status, StatusCode::CREATED, "{v}");
+        }
+        let uri = "/api/parts/export/?format=ndjson";
+        // A slow client whose session holds reads every row, however long it takes.
+        let mut whole = Download::start(&app, uri, &token(alice)).await;
+        assert_eq!(whole.next().await, Some(true));
+        tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+        assert!(whole.finish().await);
+        assert_eq!(whole.lines, 3);
+        // The administrator's export (the staff note among its members): ADMIN is revoked
+        // after its first chunk, which moves no credential version. The next chunk read a
+        // second later finds the roles changed: the transfer is cut short.
+        let mut admins = Download::start(&app, uri, &token(admin)).await;
+        assert_eq!(admins.next().await, Some(true));
+        assert_eq!(admins.lines, 1);
+        let mut conn = db.get().await.unwrap();
+        let revoke = match db.backend() {
+            crudforge_tests::Backend::Sqlite => format!("DELETE FROM user_roles WHERE user_id = '{admin}';"),
+            crudforge_tests::Backend::Postgres => format!("DELETE FROM user_roles WHERE user_id = '{admin}'::uuid;"),
+        };
+        crudforge::with_conn!(conn, |c| diesel_async::SimpleAsyncConnection::batch_execute(c, &revoke).await).unwrap();
+        drop(conn);
+        tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+        assert!(!admins.finish().await, "cut short after the revocation");
+        assert_eq!(admins.lines, 1);
+        // Alice's, with her account disabled after its first chunk: cut short too.
+        let mut hers = Download::start(&app, uri, &token(alice)).await;
+        assert_eq!(hers.next().await, Some(true));
+        users::set_enabled(&db, alice, false).await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+        assert!(!hers.finish().await, "cut short once disabled");
+        assert_eq!(hers.lines, 1);
     }
 
     async fn claims_are_current_until_the_credentials_change(t) {

@@ -22,7 +22,8 @@ pub(crate) const CHANNEL: &str = "crudforge_events";
 /// How long a stream ticket stays valid.
 pub(crate) const TICKET_TTL: Duration = Duration::from_secs(30);
 
-/// Most tickets outstanding at once (older ones are forgotten first).
+/// Most tickets outstanding at once in a process: past it, a new one is refused (503) until
+/// some expire or are used; another user's ticket is never forgotten to make room.
 const MAX_TICKETS: usize = 10_000;
 
 /// The feeds' part of one API.
@@ -161,27 +162,41 @@ impl Hub {
         })
     }
 
-    /// A new single-use ticket standing for `session` (a bearer token's) for [`TICKET_TTL`].
+    /// A new single-use ticket standing for `session` (a bearer token's) for [`TICKET_TTL`]:
+    /// at most `per_user` outstanding (unused, unexpired) for one user, and [`MAX_TICKETS`] in
+    /// all. Expired tickets are dropped; unexpired ones are never evicted to make room.
     ///
     /// # Errors
     ///
-    /// No randomness (500).
-    pub(crate) fn issue_ticket(&self, session: Session) -> Result<String, Error> {
-        let mut raw = [0u8; 24];
-        getrandom::fill(&mut raw).map_err(|e| Error::Internal(format!("randomness: {e}")))?;
-        let ticket = raw.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    /// 429 past `per_user` tickets of this user, 503 past [`MAX_TICKETS`] in all, each with
+    /// `Retry-After` (when the oldest ticket in the way expires); no randomness (500).
+    pub(crate) fn issue_ticket(&self, session: Session, per_user: u32) -> Result<String, Error> {
         let now = Instant::now();
         let mut tickets = lock(&self.tickets);
         tickets.retain(|_, (_, until)| *until > now);
-        if tickets.len() >= MAX_TICKETS {
-            if let Some(oldest) = tickets
-                .iter()
-                .min_by_key(|(_, (_, until))| *until)
-                .map(|(k, _)| k.clone())
-            {
-                tickets.remove(&oldest);
-            }
+        // Seconds until `until`, rounded up: when a refused caller may ask again.
+        let wait = |until: Instant| until.saturating_duration_since(now).as_secs() + 1;
+        let mine = tickets.values().filter(|(s, _)| s.user == session.user);
+        let (count, first) = mine.fold((0usize, None::<Instant>), |(n, first), (_, until)| {
+            (n + 1, Some(first.map_or(*until, |f| f.min(*until))))
+        });
+        if count >= per_user as usize {
+            return Err(Error::TooManyRequests {
+                detail: "Too many stream tickets outstanding for this caller; use one first."
+                    .into(),
+                retry_after: first.map_or(TICKET_TTL.as_secs(), wait),
+            });
         }
+        if tickets.len() >= MAX_TICKETS {
+            let first = tickets.values().map(|(_, until)| *until).min();
+            return Err(Error::Busy {
+                detail: "Too many stream tickets outstanding on this server; retry later.".into(),
+                retry_after: first.map_or(TICKET_TTL.as_secs(), wait),
+            });
+        }
+        let mut raw = [0u8; 24];
+        getrandom::fill(&mut raw).map_err(|e| Error::Internal(format!("randomness: {e}")))?;
+        let ticket = raw.iter().map(|b| format!("{b:02x}")).collect::<String>();
         tickets.insert(ticket.clone(), (session, now + TICKET_TTL));
         Ok(ticket)
     }
@@ -249,5 +264,54 @@ impl Hub {
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(user: Uuid) -> Session {
+        Session {
+            user,
+            version: 0,
+            expires: i64::MAX,
+        }
+    }
+
+    #[test]
+    fn a_full_ticket_map_refuses_rather_than_evicts() {
+        let hub = Hub::default();
+        let first = hub
+            .issue_ticket(session(Uuid::new_v4()), 1)
+            .expect("a ticket");
+        for _ in 1..MAX_TICKETS {
+            hub.issue_ticket(session(Uuid::new_v4()), 1)
+                .expect("a ticket");
+        }
+        match hub.issue_ticket(session(Uuid::new_v4()), 1) {
+            Err(Error::Busy { retry_after, .. }) => {
+                assert!((1..=TICKET_TTL.as_secs() + 1).contains(&retry_after));
+            }
+            other => panic!("expected 503, got {other:?}"),
+        }
+        // The first ticket was not pushed out; used, it makes room for one more.
+        assert!(hub.redeem(&first).is_some());
+        assert!(hub.issue_ticket(session(Uuid::new_v4()), 1).is_ok());
+    }
+
+    #[test]
+    fn tickets_are_capped_per_user() {
+        let hub = Hub::default();
+        let (me, other) = (Uuid::new_v4(), Uuid::new_v4());
+        let mine = hub.issue_ticket(session(me), 2).expect("a ticket");
+        hub.issue_ticket(session(me), 2).expect("a second");
+        assert!(matches!(
+            hub.issue_ticket(session(me), 2),
+            Err(Error::TooManyRequests { .. })
+        ));
+        assert!(hub.issue_ticket(session(other), 2).is_ok());
+        assert!(hub.redeem(&mine).is_some());
+        assert!(hub.issue_ticket(session(me), 2).is_ok());
     }
 }

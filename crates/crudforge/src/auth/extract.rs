@@ -171,7 +171,7 @@ impl FromRequest for Admin {
 /// # Errors
 ///
 /// 401 for a malformed header or an invalid token.
-#[cfg(feature = "realtime")]
+#[cfg(any(feature = "realtime", feature = "export"))]
 pub(crate) fn bearer_claims(req: &HttpRequest) -> Result<Option<crate::jwt::Claims>, Error> {
     let Some(header) = req.headers().get(actix_web::http::header::AUTHORIZATION) else {
         return Ok(None);
@@ -206,6 +206,63 @@ pub(crate) async fn session_at(
         .await?
         .filter(|(u, v)| u.is_enabled && *v == version)
         .map(|(u, _)| u))
+}
+
+/// How a session judged earlier (a stream's, an export's) stands now.
+#[cfg(any(feature = "realtime", feature = "export"))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Standing {
+    /// The same user, enabled, at the same credential version, with the same role grants.
+    Holds,
+    /// The user is gone or disabled, or logged out everywhere or changed their password.
+    Ended,
+    /// The session holds, but a role was granted or revoked since it was judged: what it
+    /// was shown was judged for other rights.
+    RightsChanged,
+}
+
+/// How the session of user `id` at credential version `version`, judged with the grants
+/// `roles`, stands now (one query: the user with its roles). Role changes move no credential
+/// version (that would end every session of the user), so they are compared here.
+///
+/// # Errors
+///
+/// Database errors.
+#[cfg(any(feature = "realtime", feature = "export"))]
+pub(crate) async fn standing(
+    db: &Database,
+    id: Uuid,
+    version: i64,
+    roles: &[RoleGrant],
+) -> Result<Standing, Error> {
+    Ok(match load_session(db, id).await? {
+        Some((u, v)) if u.is_enabled && v == version => {
+            if same_grants(&u.roles, roles) {
+                Standing::Holds
+            } else {
+                Standing::RightsChanged
+            }
+        }
+        _ => Standing::Ended,
+    })
+}
+
+/// Whether `a` and `b` hold the same grants, in whatever order.
+#[cfg(any(feature = "realtime", feature = "export"))]
+pub(crate) fn same_grants(a: &[RoleGrant], b: &[RoleGrant]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    sorted_grants(a) == sorted_grants(b)
+}
+
+/// The grants `g` as (role, domain), sorted.
+#[cfg(any(feature = "realtime", feature = "export"))]
+fn sorted_grants(g: &[RoleGrant]) -> Vec<(&str, Option<Uuid>)> {
+    let mut v: Vec<(&str, Option<Uuid>)> =
+        g.iter().map(|r| (r.role.as_str(), r.domain_id)).collect();
+    v.sort_unstable();
+    v
 }
 
 /// Loads a user and its roles in one query; `None` when no such user exists.
@@ -261,4 +318,35 @@ async fn session_on(conn: &mut Conn, id: Uuid) -> Result<Option<(CurrentUser, i6
         }
     }
     Ok(Some((user, version)))
+}
+
+#[cfg(test)]
+#[cfg(any(feature = "realtime", feature = "export"))]
+mod tests {
+    use super::*;
+
+    fn grant(role: &str, domain: Option<Uuid>) -> RoleGrant {
+        RoleGrant {
+            role: role.to_owned(),
+            domain_id: domain,
+        }
+    }
+
+    #[test]
+    fn grants_compare_in_any_order() {
+        let d = Uuid::new_v4();
+        let a = [grant("ADMIN", None), grant("EDITOR", Some(d))];
+        let b = [grant("EDITOR", Some(d)), grant("ADMIN", None)];
+        assert!(same_grants(&a, &b));
+        assert!(same_grants(&[], &[]));
+        assert!(!same_grants(&a, &a[..1]));
+        assert!(!same_grants(
+            &[grant("EDITOR", None)],
+            &[grant("EDITOR", Some(d))]
+        ));
+        assert!(!same_grants(
+            &[grant("ADMIN", None)],
+            &[grant("USER", None)]
+        ));
+    }
 }

@@ -4,6 +4,7 @@
 //! short-lived single-use ticket standing for the bearer token, for browsers' `EventSource`
 //! (which cannot send `Authorization`). What a subscriber receives is `crud::feed`'s.
 
+use crate::auth::RoleGrant;
 use crate::condition::Condition;
 use crate::crud::feed::stream::{self, Stream};
 use crate::crud::feed::Feed;
@@ -16,7 +17,7 @@ use crate::crud::soft_delete::Rows;
 use crate::crud::Resource;
 use crate::db::{snapshot, Conn};
 use crate::error::Error;
-use crate::realtime::{Session, TICKET_TTL};
+use crate::realtime::{Permit, Session, TICKET_TTL};
 use crate::state::ApiState;
 use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -42,11 +43,16 @@ pub(crate) async fn ticket<R: Resource>(
     let user = crate::auth::require_user(&req).await?;
     let claims = crate::auth::extract::bearer_claims(&req)?
         .ok_or_else(|| Error::Unauthorized("Authentication required.".into()))?;
-    let ticket = st.realtime.issue_ticket(Session {
-        user: user.id,
-        version: claims.ver.unwrap_or(0),
-        expires: claims.exp,
-    })?;
+    // At most as many outstanding as the user may open streams: a ticket is only good for
+    // opening one.
+    let ticket = st.realtime.issue_ticket(
+        Session {
+            user: user.id,
+            version: claims.ver.unwrap_or(0),
+            expires: claims.exp,
+        },
+        st.config.ops.realtime_max_streams_per_user,
+    )?;
     Ok(HttpResponse::Ok()
         .insert_header((header::CACHE_CONTROL, "no-store"))
         .json(serde_json::json!({
@@ -88,6 +94,10 @@ async fn subscriber(
 struct Opened {
     who: Caller,
     session: Option<Session>,
+    /// The role grants of the session's user when the view was judged.
+    roles: Vec<RoleGrant>,
+    /// Its place under the caps on open streams, taken before the view was read.
+    permit: Permit,
     conds: Condition,
     fields: Option<Vec<&'static str>>,
     /// The newest event when the view was read.
@@ -96,8 +106,8 @@ struct Opened {
     keys: HashSet<Arc<str>>,
 }
 
-/// The subscriber, its view's conditions and members, and the view's keys with the event
-/// position they were read at.
+/// The subscriber, its place under the caps, its view's conditions and members, and the
+/// view's keys with the event position they were read at.
 async fn open<R: Resource>(
     shared: &Shared<R>,
     req: &HttpRequest,
@@ -116,6 +126,14 @@ async fn open<R: Resource>(
         }
     }
     let who = caller_for(shared, Operation::Index, user.as_ref())?;
+    // The caps before anything of the view is read: a subscription refused with 429 or 503
+    // costs the query that found its caller, no more.
+    let cfg = &st.config.ops;
+    let permit = st.realtime.admit(
+        who.user_id(),
+        cfg.realtime_max_streams,
+        cfg.realtime_max_streams_per_user,
+    )?;
     let scope =
         relations::rules::scope_in(&who, shared, req, Rows::Live, relations::rules::Kind::Read)?;
     let (mut q, _) = crate::crud::list::judged_query(shared, &params, st, who.viewer())?;
@@ -148,6 +166,8 @@ async fn open<R: Resource>(
     Ok(Opened {
         who,
         session,
+        roles: user.map(|u| u.roles).unwrap_or_default(),
+        permit,
         conds,
         fields,
         head,
@@ -181,11 +201,6 @@ pub(crate) async fn feed<R: Resource>(
     })
     .await?;
     let cfg = &st.config.ops;
-    let permit = st.realtime.admit(
-        opened.who.user_id(),
-        cfg.realtime_max_streams,
-        cfg.realtime_max_streams_per_user,
-    )?;
     #[cfg(feature = "postgres")]
     if st.db.backend() == crate::db::Backend::Postgres {
         if let Some(url) = st.config.db.database_uri.as_deref() {
@@ -201,10 +216,7 @@ pub(crate) async fn feed<R: Resource>(
     let mut resumed = last_event_id
         .as_deref()
         .and_then(stream::parse_event_id)
-        .and_then(|(n, token)| {
-            let p = feed.unpark(token, user, &query)?;
-            (p.emitted == n).then(|| (token.to_owned(), p))
-        });
+        .and_then(|(n, token)| Some((token.to_owned(), feed.unpark(token, user, &query, n)?)));
     // Events pruned since (an event older than the retention, which a stream far behind may
     // still have needed): what it missed is gone, so it starts afresh after a `reset`.
     if let Some((_, p)) = &resumed {
@@ -249,14 +261,21 @@ pub(crate) async fn feed<R: Resource>(
         wrote: tokio::time::Instant::now(),
         quiet: Box::pin(tokio::time::sleep(heartbeat)),
         closing: st.realtime.closing(),
-        session: opened.session.map(|s| (s, session_every, st.db.clone())),
+        session: opened.session.map(|session| stream::Watch {
+            session,
+            // What the view was judged with: a grant or a revocation since ends the stream.
+            roles: opened.roles,
+            every: session_every,
+            db: st.db.clone(),
+        }),
         check: Box::pin(tokio::time::sleep(session_every)),
         user,
         query,
         resume_for: std::time::Duration::from_secs(cfg.realtime_resume_seconds),
         park_max: cfg.realtime_max_streams as usize,
+        park_per_user: cfg.realtime_max_streams_per_user as usize,
         ended: false,
-        _permit: permit,
+        _permit: opened.permit,
     };
     let body = futures_util::stream::unfold(s, |mut s| async move {
         let chunk = s.next_chunk().await?;

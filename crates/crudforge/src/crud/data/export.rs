@@ -6,10 +6,14 @@
 //! cursor condition: after the last row's sort values and id), each chunk in a snapshot of its
 //! own, rendered straight into bytes and handed to the response body only when the client has
 //! taken the previous ones: memory holds one chunk whatever the number of rows, and a slow
-//! client slows the reads down rather than filling a buffer.
+//! client slows the reads down rather than filling a buffer. Before a chunk is read, at most
+//! once every [`SESSION_CHECK`], the caller's session is checked again: an export whose user
+//! was disabled, logged out everywhere, or granted or revoked a role since it began is cut
+//! short.
 
 use super::{cells, Format};
-use crate::auth::CurrentUser;
+use crate::auth::extract::Standing;
+use crate::auth::{CurrentUser, RoleGrant};
 use crate::condition::{Condition, Sort};
 use crate::crud::list::cursor::{self, Position};
 use crate::crud::list::{conditions, judged_query, position_of};
@@ -29,6 +33,12 @@ use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 use futures_util::Stream;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How often, at most, a running export checks that its session still holds: before the
+/// next chunk once this much has passed since the last check (or since it was judged), so
+/// that an export of small chunks does not pay a query for each.
+const SESSION_CHECK: Duration = Duration::from_secs(1);
 
 /// The list parameters an export does not take: it has no pages and embeds nothing.
 const REFUSED: [&str; 5] = ["page", "page_size", "cursor", "count", "expand"];
@@ -49,6 +59,16 @@ pub(crate) struct Plan {
     pub(crate) format: Format,
     /// Rows per query.
     pub(crate) chunk: u32,
+    /// The session it was judged in, checked again as it runs (`None`: anonymous).
+    pub(crate) session: Option<Judged>,
+}
+
+/// The session an export was judged in: the user, the credential version of its token, and
+/// the role grants the rows and members were judged with.
+pub(crate) struct Judged {
+    pub(crate) user: uuid::Uuid,
+    pub(crate) version: i64,
+    pub(crate) roles: Vec<RoleGrant>,
 }
 
 /// `GET <prefix>export/`: the items the caller may list, as CSV or NDJSON (`format`, or the
@@ -132,6 +152,14 @@ async fn judge<R: Resource>(
         ));
     }
     let conds = conditions(shared, req, params, conn, scope, &mut q, who.viewer()).await?;
+    // The viewer's session, checked again as the export runs (a public list's viewer is
+    // nobody: what it writes depends on no one's rights).
+    let claims = crate::auth::extract::bearer_claims(req)?;
+    let session = who.viewer().zip(claims).map(|(u, c)| Judged {
+        user: u.id,
+        version: c.ver.unwrap_or(0),
+        roles: u.roles.clone(),
+    });
     Ok(Plan {
         conds,
         sort: q.sort,
@@ -139,6 +167,7 @@ async fn judge<R: Resource>(
         viewer: who.viewer().cloned(),
         format,
         chunk: st.config.http.export_chunk_rows,
+        session,
     })
 }
 
@@ -264,6 +293,8 @@ struct Run<R: Resource> {
     sink: Option<Sink>,
     after: Option<Position>,
     done: bool,
+    /// When the session was last found to hold.
+    checked: Instant,
 }
 
 /// The export of `plan` as a stream of byte chunks: the CSV header (with the first chunk),
@@ -282,6 +313,7 @@ pub(crate) fn stream<R: Resource>(
         sink: None,
         after: None,
         done: false,
+        checked: Instant::now(),
     };
     futures_util::stream::unfold(run, |mut run| async move {
         if run.done {
@@ -290,7 +322,12 @@ pub(crate) fn stream<R: Resource>(
         match next_chunk(&mut run).await {
             Ok(bytes) => Some((Ok(bytes), run)),
             Err(e) => {
-                tracing::error!(resource = R::NAME, error = %e, "export cut short");
+                // The caller's session ended or their roles changed: expected, not a fault.
+                if matches!(e, Error::Unauthorized(_) | Error::Forbidden(_)) {
+                    tracing::warn!(resource = R::NAME, reason = %e, "export cut short");
+                } else {
+                    tracing::error!(resource = R::NAME, error = %e, "export cut short");
+                }
                 run.done = true;
                 Some((Err(e), run))
             }
@@ -301,6 +338,10 @@ pub(crate) fn stream<R: Resource>(
 /// Reads, renders and hands out the next chunk of rows (with the CSV header before the
 /// first).
 async fn next_chunk<R: Resource>(run: &mut Run<R>) -> Result<web::Bytes, Error> {
+    if run.checked.elapsed() >= SESSION_CHECK {
+        check_session(&run.db, run.plan.session.as_ref()).await?;
+        run.checked = Instant::now();
+    }
     if run.sink.is_none() {
         run.sink = Some(Sink::new(&*run.shared, &run.plan)?);
     }
@@ -352,4 +393,25 @@ async fn next_chunk<R: Resource>(run: &mut Run<R>) -> Result<web::Bytes, Error> 
         }
     }
     sink.take()
+}
+
+/// Whether the session an export was judged in still holds with the same rights.
+///
+/// # Errors
+///
+/// 401 when it ended (the user disabled or gone, logged out everywhere, the password
+/// changed), 403 when a role was granted or revoked since; database errors.
+async fn check_session(db: &Database, session: Option<&Judged>) -> Result<(), Error> {
+    let Some(s) = session else {
+        return Ok(());
+    };
+    match crate::auth::extract::standing(db, s.user, s.version, &s.roles).await? {
+        Standing::Holds => Ok(()),
+        Standing::Ended => Err(Error::Unauthorized(
+            "The session the export was begun in has ended.".into(),
+        )),
+        Standing::RightsChanged => Err(Error::Forbidden(
+            "The caller's roles changed while the export ran.".into(),
+        )),
+    }
 }

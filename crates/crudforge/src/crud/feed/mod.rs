@@ -11,9 +11,13 @@
 //! row now in view is `updated` when its key is known, `created` otherwise; a row out of view
 //! is `deleted` (key only) when its key is known, and nothing otherwise: not queued, the
 //! stream not woken. So a subscriber hears only of keys it was shown, and nothing about a row
-//! it cannot read. A stream that goes away takes back what its queue still held. A dropped stream's keys stay with this instance for
-//! `REALTIME_RESUME_SECONDS`; a client reconnecting with the `Last-Event-ID` of its last event
-//! gets what it missed from the retained events, and any other reconnection gets `reset`.
+//! it cannot read but the number of events between two it receives (their ids are positions
+//! in one counter of the events table, shared by every feed: docs/realtime.md says what that
+//! reveals). A stream that goes away takes back what its queue still held. A dropped stream's
+//! keys stay with this instance for `REALTIME_RESUME_SECONDS` (bounded per user and in all); a
+//! client reconnecting with the `Last-Event-ID` of its last event gets what it missed from the
+//! retained events, and any other reconnection gets `reset` and leaves the parked state to
+//! its owner.
 
 pub(crate) mod pump;
 pub(crate) mod stream;
@@ -567,34 +571,55 @@ impl<R: Resource> Feed<R> {
         subs.clone()
     }
 
-    /// Keeps a dropped stream's state under `token` (bounded: the oldest go first).
-    pub(crate) fn park(&self, token: String, parked: Parked, max: usize) {
+    /// Keeps a dropped stream's state under `token`, bounded: at most `per_user` for its
+    /// user (anonymous callers share one count; that user's oldest go first), and at most
+    /// `max` in all (the oldest go first). So one caller dropping streams in a loop pushes
+    /// out its own states, never other callers'.
+    pub(crate) fn park(&self, token: String, parked: Parked, max: usize, per_user: usize) {
         let now = Instant::now();
         let mut all = lock(&self.parked);
         all.retain(|_, p| p.until > now);
-        while all.len() >= max.max(1) {
-            let Some(oldest) = all
-                .iter()
+        let oldest = |all: &HashMap<String, Parked>, user: Option<Option<uuid::Uuid>>| {
+            all.iter()
+                .filter(|(_, p)| user.is_none_or(|u| p.user == u))
                 .min_by_key(|(_, p)| p.until)
                 .map(|(k, _)| k.clone())
-            else {
+        };
+        while all.values().filter(|p| p.user == parked.user).count() >= per_user.max(1) {
+            let Some(k) = oldest(&all, Some(parked.user)) else {
                 break;
             };
-            all.remove(&oldest);
+            all.remove(&k);
+        }
+        while all.len() >= max.max(1) {
+            let Some(k) = oldest(&all, None) else {
+                break;
+            };
+            all.remove(&k);
         }
         all.insert(token, parked);
     }
 
     /// The parked state under `token`, taken, if it is still kept and was `user`'s stream of
-    /// the same view.
+    /// the same view, and its last event written was `emitted`. A state that does not match
+    /// stays where it is for its owner (a foreign `Last-Event-ID` takes nothing); an expired
+    /// one is dropped.
     pub(crate) fn unpark(
         &self,
         token: &str,
         user: Option<uuid::Uuid>,
         query: &str,
+        emitted: i64,
     ) -> Option<Parked> {
         let mut all = lock(&self.parked);
-        let p = all.remove(token)?;
-        (p.until > Instant::now() && p.user == user && p.query == query).then_some(p)
+        let p = all.get(token)?;
+        if p.until <= Instant::now() {
+            all.remove(token);
+            return None;
+        }
+        if p.user != user || p.query != query || p.emitted != emitted {
+            return None;
+        }
+        all.remove(token)
     }
 }

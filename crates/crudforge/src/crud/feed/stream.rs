@@ -1,10 +1,12 @@
 //! One subscriber's stream of Server-Sent Events: what its queue delivers, as the delivery
 //! decided it (`created`, `updated`, `deleted` or `restored`); heartbeat comments
-//! when idle; its end (the session ended or expired, the subscriber too slow, the view too
-//! large, the API shutting down); and, when the client goes away, its state parked for a
-//! resume with `Last-Event-ID` on this instance.
+//! when idle; its end (the session ended or expired, the caller's roles changed, the
+//! subscriber too slow, the view too large, the API shutting down); and, when the client goes
+//! away, its state parked for a resume with `Last-Event-ID` on this instance.
 
 use super::{lock, Fact, Feed, Kind, Parked, Sub, Told};
+use crate::auth::extract::Standing;
+use crate::auth::RoleGrant;
 use crate::crud::Resource;
 use crate::db::Database;
 use crate::realtime::{Permit, Session};
@@ -36,19 +38,32 @@ pub(crate) struct Stream<R: Resource> {
     pub(crate) quiet: Pin<Box<Sleep>>,
     /// The API's shutdown.
     pub(crate) closing: watch::Receiver<bool>,
-    /// The session it lives in, and how often it is checked, with the database.
-    pub(crate) session: Option<(Session, Duration, Database)>,
+    /// The session it lives in, checked every so often.
+    pub(crate) session: Option<Watch>,
     /// The timer of the session's next check.
     pub(crate) check: Pin<Box<Sleep>>,
     /// For a resume: whose stream it is, the view it asks for, how long it is kept, at most
-    /// how many are kept.
+    /// how many are kept (in all, and for one user).
     pub(crate) user: Option<uuid::Uuid>,
     pub(crate) query: String,
     pub(crate) resume_for: Duration,
     pub(crate) park_max: usize,
+    pub(crate) park_per_user: usize,
     /// Ended by the server: nothing to resume.
     pub(crate) ended: bool,
     pub(crate) _permit: Permit,
+}
+
+/// The session a stream lives in and the rights its view was judged with, checked every
+/// `every` against the database.
+pub(crate) struct Watch {
+    /// The user, the credential version and the expiry of its token.
+    pub(crate) session: Session,
+    /// The role grants the stream's view was judged with (the caller's when it opened).
+    pub(crate) roles: Vec<RoleGrant>,
+    /// How often it is checked.
+    pub(crate) every: Duration,
+    pub(crate) db: Database,
 }
 
 /// One SSE event: `id`, `event`, `data`.
@@ -146,7 +161,7 @@ impl<R: Resource> Stream<R> {
                     if let Some(reason) = Box::pin(self.session_over()).await {
                         return Some(self.finish(end(reason)));
                     }
-                    let every = self.session.as_ref().map_or(Duration::from_secs(5), |s| s.1);
+                    let every = self.session.as_ref().map_or(Duration::from_secs(5), |s| s.every);
                     self.check.as_mut().reset(tokio::time::Instant::now() + every);
                 }
             }
@@ -160,17 +175,21 @@ impl<R: Resource> Stream<R> {
         last
     }
 
-    /// Why the session no longer holds, if it does not: the token expired, or the user logged
+    /// Why the session no longer holds, if it does not: the token expired; the user logged
     /// out everywhere, changed their password or was disabled (their credential version
-    /// moved on). A database error keeps the stream (checked again next time).
+    /// moved on); or a role was granted or revoked (the view was judged for other rights, so
+    /// the stream ends without a resume rather than go on with them). A database error keeps
+    /// the stream (checked again next time).
     async fn session_over(&self) -> Option<&'static str> {
-        let (session, _, db) = self.session.as_ref()?;
-        if chrono::Utc::now().timestamp() >= session.expires {
+        let w = self.session.as_ref()?;
+        if chrono::Utc::now().timestamp() >= w.session.expires {
             return Some("token_expired");
         }
-        match crate::auth::extract::session_at(db, session.user, session.version).await {
-            Ok(Some(_)) | Err(_) => None,
-            Ok(None) => Some("session_ended"),
+        let s = &w.session;
+        match crate::auth::extract::standing(&w.db, s.user, s.version, &w.roles).await {
+            Ok(Standing::Holds) | Err(_) => None,
+            Ok(Standing::Ended) => Some("session_ended"),
+            Ok(Standing::RightsChanged) => Some("rights_changed"),
         }
     }
 
@@ -243,8 +262,12 @@ impl<R: Resource> Drop for Stream<R> {
             known,
             until: Instant::now() + self.resume_for,
         };
-        self.feed
-            .park(std::mem::take(&mut self.token), parked, self.park_max);
+        self.feed.park(
+            std::mem::take(&mut self.token),
+            parked,
+            self.park_max,
+            self.park_per_user,
+        );
     }
 }
 

@@ -155,8 +155,16 @@ pub(super) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
         "200".to_owned(),
         json_response("A ticket for the feed, valid once and briefly.", ticket),
     )]);
-    let (code, r) = problem_response(doc, StatusCode::UNAUTHORIZED);
-    responses.insert(code, r);
+    // 429: the caller holds as many unused tickets as it may open streams; 503: the process
+    // holds as many as it keeps.
+    for status in [
+        StatusCode::UNAUTHORIZED,
+        StatusCode::TOO_MANY_REQUESTS,
+        StatusCode::SERVICE_UNAVAILABLE,
+    ] {
+        let (code, r) = problem_response(doc, status);
+        responses.insert(code, r);
+    }
     doc.add_operation(
         &format!("{prefix}{}", crate::crud::events::TICKET_PATH),
         OperationType::Post,
