@@ -136,4 +136,39 @@ backend_tests! {
         let _ = std::fs::remove_dir_all(csv.parent().unwrap());
         let _ = std::fs::remove_dir_all(bad.parent().unwrap());
     }
+
+    async fn an_export_file_is_made_new_and_private(t) {
+        let (app, _db) = setup(&t).await;
+        let csv = file("parts.csv", "name,qty,stocked\nbolt,5,true\n");
+        let got = run(&app, &["import", "parts", csv.to_str().unwrap(), "--user", "alice@example.com"]).await;
+        assert_eq!(got.0, 0, "{got:?}");
+
+        // A fresh export is readable by its owner alone.
+        let out = csv.with_file_name("out.csv");
+        let got = run(&app, &["export", "parts", "--user", "alice@example.com", "--output", out.to_str().unwrap()]).await;
+        assert_eq!(got.0, 0, "{got:?}");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&out).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{mode:o}");
+        }
+
+        // A symbolic link planted at the part file: refused, its target untouched.
+        #[cfg(unix)]
+        {
+            let target = file("victim.txt", "keep me");
+            let planted = csv.with_file_name("planted.csv");
+            let part = csv.with_file_name("planted.csv.part");
+            std::os::unix::fs::symlink(&target, &part).unwrap();
+            let (status, _, err) = run(&app, &["export", "parts", "--user", "alice@example.com", "--output", planted.to_str().unwrap()]).await;
+            assert_eq!(status, 1, "{err}");
+            assert!(err.contains("planted.csv.part") && err.contains("exists"), "{err}");
+            assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+            assert!(std::fs::symlink_metadata(&part).unwrap().file_type().is_symlink());
+            assert!(!planted.exists());
+            let _ = std::fs::remove_dir_all(target.parent().unwrap());
+        }
+        let _ = std::fs::remove_dir_all(csv.parent().unwrap());
+    }
 }

@@ -155,6 +155,43 @@ where
 const CSV: &str = "text/csv";
 const NDJSON: &str = "application/x-ndjson";
 
+/// An NDJSON import by `who` whose body the test sends: `first` now, the rest through the
+/// sender; the notice fires when the server starts reading the body.
+fn held_import(
+    api: &Api,
+    who: Uuid,
+    first: &str,
+) -> (
+    actix_http::Request,
+    tokio::sync::mpsc::UnboundedSender<actix_web::web::Bytes>,
+    std::sync::Arc<tokio::sync::Notify>,
+) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    tx.send(actix_web::web::Bytes::from(first.to_owned()))
+        .unwrap();
+    let reading = std::sync::Arc::new(tokio::sync::Notify::new());
+    let notice = reading.clone();
+    let stream = futures_util::stream::unfold(rx, move |mut rx| {
+        let notice = notice.clone();
+        async move {
+            notice.notify_one();
+            let chunk = rx.recv().await?;
+            Some((Ok::<_, actix_http::error::PayloadError>(chunk), rx))
+        }
+    });
+    let stream: std::pin::Pin<Box<dyn futures_util::Stream<Item = _>>> = Box::pin(stream);
+    let req = auth(
+        Req::post()
+            .uri("/api/parts/import/")
+            .insert_header(("content-type", NDJSON)),
+        api,
+        who,
+    )
+    .to_request();
+    let (req, _) = req.replace_payload(actix_http::Payload::from(stream));
+    (req, tx, reading)
+}
+
 backend_tests! {
     async fn export_writes_the_callers_rows_as_csv_and_ndjson(t) {
         let w = world(&t, |_| {}).await;
@@ -479,5 +516,75 @@ backend_tests! {
         for status in ["200", "201", "413", "415", "422"] {
             assert!(import["responses"].get(status).is_some(), "{status}: {import}");
         }
+    }
+
+    async fn a_row_longer_than_the_body_limit_is_refused_naming_its_line(t) {
+        let w = world(&t, |c| c.http.max_body_size = 200).await;
+        let app = test::init_service(w.api.app()).await;
+        let long = "x".repeat(300);
+        let ndjson = format!(
+            "{{\"name\": \"a\", \"qty\": 1, \"stocked\": true}}\n\n{{\"name\": \"{long}\", \"qty\": 1, \"stocked\": true}}\n"
+        );
+        let csv = format!("name,qty,stocked\na,1,true\n{long},1,true\n");
+        for (media, file, line) in [(NDJSON, ndjson, 3), (CSV, csv, 3)] {
+            for query in ["", "?mode=chunked&chunk_size=1"] {
+                let (s, _, body) = call(&app, import(&w.api, w.alice, query, media, file.clone())).await;
+                let problem = json_of(&body);
+                assert_eq!(s, 413, "{media}: {problem}");
+                let detail = problem["detail"].as_str().unwrap();
+                assert!(detail.contains(&format!("Line {line} ")) && detail.contains("MAX_BODY_SIZE"), "{detail}");
+            }
+        }
+        assert_eq!(total(&app, &w.api, w.alice).await, 0);
+        // Rows within the limit pass.
+        let (s, _, body) = call(&app, import(&w.api, w.alice, "", NDJSON, "{\"name\": \"a\", \"qty\": 1, \"stocked\": true}\n")).await;
+        assert_eq!(s, 201, "{}", String::from_utf8_lossy(&body));
+    }
+
+    async fn imports_run_a_few_at_a_time_per_user_and_per_process(t) {
+        let w = world(&t, |c| {
+            c.http.import_max_concurrent_per_user = 1;
+            c.http.import_max_concurrent = 2;
+        })
+        .await;
+        let app = test::init_service(w.api.app()).await;
+        let row = |name: &str| format!("{{\"name\": \"{name}\", \"qty\": 1, \"stocked\": true}}\n");
+        // Alice's import, its body still arriving.
+        let (req, alice_tx, reading) = held_import(&w.api, w.alice, &row("a1"));
+        let mut alice_held = std::pin::pin!(test::call_service(&app, req));
+        tokio::select! {
+            _ = &mut alice_held => panic!("the import ended before its body"),
+            () = reading.notified() => {}
+        }
+        // A second one of hers: 429 with Retry-After, nothing written.
+        let (s, headers, body) = call(&app, import(&w.api, w.alice, "", NDJSON, row("a2"))).await;
+        assert_eq!(s, 429, "{}", String::from_utf8_lossy(&body));
+        assert!(header_of(&headers, "retry-after").parse::<u64>().unwrap() > 0);
+        assert_eq!(header_of(&headers, "content-type"), "application/problem+json");
+        // Bob's passes.
+        let (s, _, body) = call(&app, import(&w.api, w.bob, "", NDJSON, row("b1"))).await;
+        assert_eq!(s, 201, "{}", String::from_utf8_lossy(&body));
+        // With Bob's import held too, the process runs its two: the administrator's is 503.
+        let (req, bob_tx, reading) = held_import(&w.api, w.bob, &row("b2"));
+        let mut bob_held = std::pin::pin!(test::call_service(&app, req));
+        tokio::select! {
+            _ = &mut bob_held => panic!("the import ended before its body"),
+            () = reading.notified() => {}
+        }
+        let (s, headers, body) = call(&app, import(&w.api, w.admin, "", NDJSON, row("c1"))).await;
+        assert_eq!(s, 503, "{}", String::from_utf8_lossy(&body));
+        assert!(header_of(&headers, "retry-after").parse::<u64>().unwrap() > 0);
+        // The held imports end; their places are given back.
+        alice_tx.send(actix_web::web::Bytes::from(row("a3"))).unwrap();
+        drop(alice_tx);
+        let resp = alice_held.await;
+        assert_eq!(resp.status().as_u16(), 201);
+        drop(bob_tx);
+        assert_eq!(bob_held.await.status().as_u16(), 201);
+        let (s, _, body) = call(&app, import(&w.api, w.alice, "", NDJSON, row("a4"))).await;
+        assert_eq!(s, 201, "{}", String::from_utf8_lossy(&body));
+        assert_eq!(total(&app, &w.api, w.alice).await, 3);
+        assert_eq!(total(&app, &w.api, w.bob).await, 2);
+        assert_eq!(total(&app, &w.api, w.admin).await, 5);
     }
 }

@@ -292,6 +292,15 @@ const BOUNDARY: &str = "----crudforge-test-boundary";
 
 /// A `multipart/form-data` request of `parts`.
 fn multipart(req: Req, parts: &[Part<'_>]) -> Req {
+    req.insert_header((
+        "content-type",
+        format!("multipart/form-data; boundary={BOUNDARY}"),
+    ))
+    .set_payload(multipart_body(parts))
+}
+
+/// The `multipart/form-data` body of `parts`.
+fn multipart_body(parts: &[Part<'_>]) -> Vec<u8> {
     let mut body = Vec::new();
     for p in parts {
         body.extend_from_slice(format!("--{BOUNDARY}\r\n").as_bytes());
@@ -305,11 +314,81 @@ fn multipart(req: Req, parts: &[Part<'_>]) -> Req {
         body.extend_from_slice(b"\r\n");
     }
     body.extend_from_slice(format!("--{BOUNDARY}--\r\n").as_bytes());
-    req.insert_header((
-        "content-type",
-        format!("multipart/form-data; boundary={BOUNDARY}"),
-    ))
-    .set_payload(body)
+    body
+}
+
+/// What [`call_watching`] saw of a request.
+#[derive(Debug, PartialEq)]
+struct Watched {
+    status: u16,
+    /// Whether the server read the body at all.
+    read: bool,
+    /// The unfinished uploads (`.upload-*`) seen in the folder while the body was arriving.
+    uploads: Vec<String>,
+}
+
+/// Sends `req` with the multipart body of `parts` in two pieces: all but its last 64 bytes,
+/// then, once an unfinished upload (`.upload-*`) shows in `folder` (or after a while), the rest.
+async fn call_watching<S, B>(app: &S, req: Req, parts: &[Part<'_>], folder: PathBuf) -> Watched
+where
+    S: actix_web::dev::Service<
+        actix_http::Request,
+        Response = ServiceResponse<B>,
+        Error = actix_web::Error,
+    >,
+    B: actix_web::body::MessageBody + 'static,
+{
+    let body = multipart_body(parts);
+    let (head, tail) = body.split_at(body.len() - 64);
+    let pieces = vec![head.to_vec(), tail.to_vec()];
+    let seen = std::sync::Arc::new(std::sync::Mutex::new((false, Vec::new())));
+    let noted = seen.clone();
+    let stream = futures_util::stream::unfold(0usize, move |i| {
+        let (pieces, noted, folder) = (pieces.clone(), noted.clone(), folder.clone());
+        async move {
+            noted.lock().unwrap().0 = true;
+            if i == 1 {
+                // The server has the file's first bytes: wait for it to start storing them.
+                for _ in 0..500 {
+                    let uploads: Vec<String> = std::fs::read_dir(&folder)
+                        .into_iter()
+                        .flatten()
+                        .flatten()
+                        .map(|f| f.file_name().to_string_lossy().into_owned())
+                        .filter(|n| n.starts_with(".upload-"))
+                        .collect();
+                    if !uploads.is_empty() {
+                        noted.lock().unwrap().1 = uploads;
+                        break;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
+            }
+            let piece = pieces.get(i)?.clone();
+            Some((
+                Ok::<_, actix_http::error::PayloadError>(actix_web::web::Bytes::from(piece)),
+                i + 1,
+            ))
+        }
+    });
+    let stream: std::pin::Pin<Box<dyn futures_util::Stream<Item = _>>> =
+        Box::pin(futures_util::StreamExt::fuse(stream));
+    let req = req
+        .insert_header((
+            "content-type",
+            format!("multipart/form-data; boundary={BOUNDARY}"),
+        ))
+        .to_request();
+    let (req, _) = req.replace_payload(actix_http::Payload::from(stream));
+    let resp = test::call_service(app, req).await;
+    let status = resp.status().as_u16();
+    let _ = test::read_body(resp).await;
+    let (read, uploads) = seen.lock().unwrap().clone();
+    Watched {
+        status,
+        read,
+        uploads,
+    }
 }
 
 /// Status, headers and raw body of a request.
@@ -1276,6 +1355,156 @@ async fn a_signed_link_expires_on(t: TestDb, store: Store) {
     );
 }
 
+async fn a_caller_the_operation_refuses_stores_nothing_on(t: TestDb) {
+    let mut w = world(&t, &Store::Local).await;
+    w.api = w
+        .api
+        .mount(Card::blueprint("/api/staff-cards/").admin_only([crudforge::crud::Operation::Post]))
+        .unwrap();
+    let app = test::init_service(w.api.app()).await;
+    let pets = w.data.join("files").join("pets");
+    let cards = w.data.join("files").join("cards");
+    let photo = || {
+        vec![
+            data(json!({"name": "Rex", "shared": false})),
+            file("photo", "rex.png", "image/png", png(10 * 1024, 1)),
+        ]
+    };
+    let refused = |status| Watched {
+        status,
+        read: false,
+        uploads: Vec::new(),
+    };
+    // Anonymous: 401 before the body is read; no upload started, nothing stored.
+    let got = call_watching(&app, Req::post().uri("/api/pets/"), &photo(), pets.clone()).await;
+    assert_eq!(got, refused(401));
+    // A user the operation refuses (administrators only): 403, the same.
+    let picture = [
+        data(json!({"title": "Card"})),
+        file("picture", "c.png", "image/png", png(10 * 1024, 1)),
+    ];
+    let req = auth(Req::post().uri("/api/staff-cards/"), &w.api, w.alice);
+    let got = call_watching(&app, req, &picture, cards.clone()).await;
+    assert_eq!(got, refused(403));
+    assert_eq!(stored(&w), Vec::<String>::new());
+    // The watch sees an upload under way when the caller is allowed.
+    let req = auth(Req::post().uri("/api/pets/"), &w.api, w.alice);
+    let got = call_watching(&app, req, &photo(), pets.clone()).await;
+    assert_eq!(
+        (got.status, got.read, got.uploads.len()),
+        (201, true, 1),
+        "{got:?}"
+    );
+    let held = stored(&w);
+    assert_eq!(held.len(), 1, "{held:?}");
+    // An anonymous update of that pet: 401, the body unread.
+    let (_, list) = send(&app, auth(Req::get().uri("/api/pets/"), &w.api, w.alice)).await;
+    let pet_id = list["data"][0]["id"].as_str().unwrap().to_owned();
+    let got = call_watching(
+        &app,
+        Req::patch().uri(&format!("/api/pets/{pet_id}")),
+        &photo()[1..],
+        pets.clone(),
+    )
+    .await;
+    assert_eq!(got, refused(401));
+    assert_eq!(stored(&w), held);
+}
+
+/// Log lines written while the guard of [`capture_logs`] lives (on this thread).
+#[derive(Clone, Default)]
+struct Lines(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Lines {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn capture_logs() -> (Lines, tracing::subscriber::DefaultGuard) {
+    let lines = Lines::default();
+    let writer = lines.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::DEBUG)
+        .finish();
+    (lines, tracing::subscriber::set_default(subscriber))
+}
+
+async fn concurrent_first_requests_for_a_thumbnail_decode_it_once_on(t: TestDb, store: Store) {
+    let w = world(&t, &store).await;
+    let app = test::init_service(w.api.app()).await;
+    // Small on disk, large once decoded: long enough a decode for the requests to meet.
+    let photo = real_png(1800, 1800);
+    assert!(photo.len() < 64 * 1024, "{}", photo.len());
+    let v = pet_with_photo(&app, &w, w.alice, false, photo).await;
+    let photo_id = v["photo"]["id"].as_str().unwrap().to_owned();
+    let thumb = format!("{}?thumb=16x16", v["photo"]["url"].as_str().unwrap());
+    let (lines, guard) = capture_logs();
+    let answers = futures_util::future::join_all((0..8).map(|_| {
+        let req = auth(Req::get().uri(&thumb), &w.api, w.alice).to_request();
+        test::call_service(&app, req)
+    }))
+    .await;
+    let mut bodies = Vec::new();
+    for resp in answers {
+        assert_eq!(resp.status().as_u16(), 200);
+        bodies.push(test::read_body(resp).await);
+    }
+    drop(guard);
+    assert!(bodies.iter().all(|b| *b == bodies[0]));
+    let text = String::from_utf8_lossy(&lines.0.lock().unwrap()).into_owned();
+    let decodes = text
+        .lines()
+        .filter(|l| l.contains("making a thumbnail") && l.contains(&photo_id))
+        .count();
+    assert_eq!(decodes, 1, "{text}");
+}
+
+async fn a_signed_link_ends_with_the_sessions_it_was_made_in_on(t: TestDb, store: Store) {
+    let w = world(&t, &store).await;
+    let app = test::init_service(w.api.app()).await;
+    let v = pet_with_photo(&app, &w, w.alice, false, png(10, 1)).await;
+    let url = v["photo"]["url"].as_str().unwrap().to_owned();
+    let token_at = |version: i64| {
+        let tokens = &w.api.state().tokens;
+        let (token, _) = tokens
+            .issue_versioned(w.alice, crudforge::auth::TokenKind::Access, 600, version)
+            .unwrap();
+        format!("Bearer {token}")
+    };
+    let link_with = async |bearer: String| {
+        let req = Req::post()
+            .uri(&format!("{url}/link"))
+            .insert_header(("authorization", bearer));
+        let (s, made) = send(&app, req).await;
+        assert_eq!(s, 200, "{made}");
+        made["url"].as_str().unwrap().to_owned()
+    };
+    let before = link_with(token_at(0)).await;
+    assert_eq!(call(&app, Req::get().uri(&before)).await.0, 200);
+    // A logout everywhere: the link made before is refused as an expired one is.
+    users::end_sessions(w.api.db(), w.alice).await.unwrap();
+    let (s, _, body) = call(&app, Req::get().uri(&before)).await;
+    assert_eq!(s, 403);
+    assert!(String::from_utf8_lossy(&body).contains("invalid or has expired"));
+    // One made after works, until the password changes.
+    let after = link_with(token_at(1)).await;
+    assert_eq!(call(&app, Req::get().uri(&after)).await.0, 200);
+    users::set_password(w.api.db(), w.alice, "another-pass", 4)
+        .await
+        .unwrap();
+    assert_eq!(call(&app, Req::get().uri(&after)).await.0, 403);
+    assert_eq!(call(&app, Req::get().uri(&before)).await.0, 403);
+    let again = link_with(token_at(2)).await;
+    assert_eq!(call(&app, Req::get().uri(&again)).await.0, 200);
+}
+
 async fn thumbnails_are_made_once_under_the_rules_and_refuse_bombs_on(t: TestDb, store: Store) {
     let w = world(&t, &store).await;
     let app = test::init_service(w.api.app()).await;
@@ -1527,6 +1756,24 @@ backend_tests! {
         if let Some(store) = Store::s3() {
             a_signed_link_expires_on(t, store).await;
         }
+    }
+
+    async fn a_caller_the_operation_refuses_stores_nothing(t) {
+        a_caller_the_operation_refuses_stores_nothing_on(t).await;
+    }
+
+    async fn concurrent_first_requests_for_a_thumbnail_decode_it_once(t) {
+        concurrent_first_requests_for_a_thumbnail_decode_it_once_on(t, Store::Local).await;
+    }
+
+    async fn concurrent_first_requests_for_a_thumbnail_decode_it_once_on_s3(t) {
+        if let Some(store) = Store::s3() {
+            concurrent_first_requests_for_a_thumbnail_decode_it_once_on(t, store).await;
+        }
+    }
+
+    async fn a_signed_link_ends_with_the_sessions_it_was_made_in(t) {
+        a_signed_link_ends_with_the_sessions_it_was_made_in_on(t, Store::Local).await;
     }
 
     async fn thumbnails_are_made_once_under_the_rules_and_refuse_bombs(t) {

@@ -233,7 +233,7 @@ pub(crate) async fn export(
     let mut file = match &args.output {
         Some(path) => {
             let part = part_path(path);
-            Some((std::fs::File::create(&part)?, part, path))
+            Some((create_part(&part)?, part, path))
         }
         None => None,
     };
@@ -268,6 +268,34 @@ pub(crate) async fn export(
     outcome?;
     console.eprintln(&format!("exported {} rows", counter.rows()));
     Ok(())
+}
+
+/// Creates the part file `part` new, readable and writable by its owner alone (0600 on Unix):
+/// an existing file (a symbolic link planted there, or an earlier export's leftover) is
+/// refused, never followed, truncated or removed.
+///
+/// # Errors
+///
+/// `part` exists, or cannot be created.
+fn create_part(part: &std::path::Path) -> Result<std::fs::File, BoxError> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options.open(part).map_err(|e| -> BoxError {
+        if e.kind() == std::io::ErrorKind::AlreadyExists {
+            format!(
+                "{} exists already (an earlier export's leftover?); remove it and export again",
+                part.display()
+            )
+            .into()
+        } else {
+            format!("{}: {e}", part.display()).into()
+        }
+    })
 }
 
 /// `<path>.part`, where an export is written before it is complete.

@@ -32,6 +32,12 @@ crate::settings! {
         IMPORT_MAX_BYTES => import_max_bytes: usize = 64 * 1024 * 1024, body_size, plain;
         /// Most rows one import may carry (413 above).
         IMPORT_MAX_ROWS => import_max_rows: u32 = 100_000, positive, plain;
+        /// Imports this process runs at once (503 with `Retry-After` above, before the body
+        /// is read).
+        IMPORT_MAX_CONCURRENT => import_max_concurrent: u32 = 4, positive, plain;
+        /// Imports one user (or all anonymous callers together) runs at once (429 with
+        /// `Retry-After` above, before the body is read).
+        IMPORT_MAX_CONCURRENT_PER_USER => import_max_concurrent_per_user: u32 = 2, positive, plain;
         /// Rows an export (`GET <prefix>export/`) reads per query, each in its own snapshot.
         EXPORT_CHUNK_ROWS => export_chunk_rows: u32 = 2000, positive, plain;
         /// Seconds an `Idempotency-Key` and its stored answer are kept.
@@ -175,7 +181,8 @@ crate::settings! {
         /// Live updates: most streams open at once in this process (503 above).
         REALTIME_MAX_STREAMS => realtime_max_streams: u32 = 1000, positive, plain;
         /// Live updates: most streams one user (or all anonymous callers) keeps open (429
-        /// above).
+        /// above); also the most unused stream tickets one user holds (429 above) and the most
+        /// dropped streams kept for a resume per user and feed (that user's oldest go first).
         REALTIME_MAX_STREAMS_PER_USER => realtime_max_streams_per_user: u32 = 5, positive, plain;
         /// Live updates: events queued for one stream; a subscriber further behind gets
         /// `reset` and its stream ends.
@@ -192,6 +199,9 @@ crate::settings! {
         REALTIME_RESUME_SECONDS => realtime_resume_seconds: u64 = 300, whole_seconds, plain;
         /// Files (`files` feature): seconds a signed download link stays valid.
         FILES_LINK_SECONDS => files_link_seconds: u64 = 300, whole_seconds, plain;
+        /// Files (`thumbnails` feature): images this process decodes at once to make
+        /// thumbnails (503 with `Retry-After` above).
+        FILES_THUMB_MAX_DECODES => files_thumb_max_decodes: u32 = 2, positive, plain;
         /// Files: where they are kept. Unset: `files/` in the data folder. With the `s3`
         /// feature, `s3://bucket[/prefix]?endpoint=URL&region=NAME`: S3-compatible object
         /// storage.

@@ -7,8 +7,15 @@
 //! `errors` naming every refused row by its line and member). With `mode=chunked`, each chunk
 //! of `chunk_size` rows commits on its own; a refused row refuses its chunk, and the answer
 //! (200) reports the chunks committed and the rows refused. The body is capped as it arrives
-//! (`IMPORT_MAX_BYTES`), the rows by `IMPORT_MAX_ROWS` (413 past either); a file that is not
-//! what its `Content-Type` says is 422 naming the line, another type 415.
+//! (`IMPORT_MAX_BYTES`), the rows by `IMPORT_MAX_ROWS`, each row by `MAX_BODY_SIZE` (the body
+//! of one POST; 413 past any, naming the row's line); a file that is not what its
+//! `Content-Type` says is 422 naming the line, another type 415.
+//!
+//! Memory: a row becomes JSON values only when the batch create takes it, one row at a time
+//! (a first pass checks each row's form without building anything), so that values many times
+//! larger than their text are never held for the whole file. Imports run a few at a time
+//! (`IMPORT_MAX_CONCURRENT` per process, 503; `IMPORT_MAX_CONCURRENT_PER_USER`, 429; both
+//! with `Retry-After`), the slot taken before the body is read.
 
 use super::{cells, Format};
 use crate::condition::Cond;
@@ -28,16 +35,72 @@ use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 use futures_util::StreamExt;
 use serde_json::{Map, Value};
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 /// Rows per chunk in `mode=chunked` when `chunk_size` is not given.
 const DEFAULT_CHUNK: usize = 1000;
 
-/// One row of the file: its line (1-based; a CSV file's header is line 1) and the item it
-/// makes, or why its cells are not the members' values.
+/// One row of the file: its line (1-based; a CSV file's header is line 1) and its text, read
+/// into the item it makes only when it is written ([`Source::item`]).
 struct Row {
     line: u64,
-    item: Result<Map<String, Value>, Vec<Violation>>,
+    raw: Raw,
+}
+
+/// A row's text as the first pass left it.
+enum Raw {
+    /// An NDJSON line: where it is in the body (a JSON object, checked).
+    Json(Range<usize>),
+    /// A CSV record's cells.
+    Csv(csv::StringRecord),
+}
+
+/// What a row's text is read with: the body (NDJSON) and the members of the CSV header.
+struct Source<'a> {
+    body: &'a [u8],
+    fields: Vec<&'static FieldInfo>,
+}
+
+impl Source<'_> {
+    /// The item `row` makes, or why its cells are not the members' values.
+    fn item(&self, row: &Row) -> Result<Map<String, Value>, Vec<Violation>> {
+        let line = row.line;
+        match &row.raw {
+            Raw::Json(at) => match self.body.get(at.clone()).map(serde_json::from_slice) {
+                Some(Ok(Value::Object(obj))) => Ok(obj),
+                // The first pass found a JSON object there.
+                _ => Err(vec![Violation {
+                    pointer: format!("/lines/{line}"),
+                    field: "line".to_owned(),
+                    detail: format!("line {line}: it is not a JSON object"),
+                }]),
+            },
+            Raw::Csv(record) => {
+                let mut obj = Map::new();
+                let mut faults = Vec::new();
+                for (f, cell) in self.fields.iter().zip(record.iter()) {
+                    match cells::read(f, cell) {
+                        Ok(Some(v)) => {
+                            obj.insert(f.name.to_owned(), v);
+                        }
+                        Ok(None) => {}
+                        Err(why) => faults.push(Violation {
+                            pointer: format!("/lines/{line}/{}", f.name),
+                            field: f.name.to_owned(),
+                            detail: format!("line {line}: {why}"),
+                        }),
+                    }
+                }
+                if faults.is_empty() {
+                    Ok(obj)
+                } else {
+                    Err(faults)
+                }
+            }
+        }
+    }
 }
 
 /// How the rows are written.
@@ -72,6 +135,8 @@ pub(crate) async fn import<R: Resource>(
     let who = caller(shared, &req, Operation::Post).await?;
     refuse_anonymous(shared, &who)?;
     let parents = parent_conds(shared, &req)?;
+    // Before the body: an import past the bounds costs neither its memory nor its reading.
+    let _slot = ImportSlot::take(st, &who)?;
     let body = read_body(&req, payload, st.config.http.import_max_bytes).await?;
     let held = match mode {
         Mode::All => match KeyCheck::of(shared, st, &req, &body, &who).await? {
@@ -88,12 +153,18 @@ pub(crate) async fn import<R: Resource>(
             KeyCheck::Absent
         }
     };
-    let max_rows = st.config.http.import_max_rows as usize;
-    let rows = match format {
-        Format::Csv => csv_rows::<R>(&body, max_rows)?,
-        Format::Ndjson => ndjson_rows(&body, max_rows)?,
+    let bounds = Bounds {
+        rows: st.config.http.import_max_rows as usize,
+        row_bytes: st.config.http.max_body_size,
     };
-    drop(body);
+    let (rows, fields) = match format {
+        Format::Csv => csv_rows::<R>(&body, bounds)?,
+        Format::Ndjson => (ndjson_rows(&body, bounds)?, Vec::new()),
+    };
+    let source = Source {
+        body: &body,
+        fields,
+    };
     if rows.is_empty() {
         return Err(Error::Validation {
             detail: "The file holds no rows.".into(),
@@ -106,6 +177,7 @@ pub(crate) async fn import<R: Resource>(
         req: &req,
         who: &who,
         parents: &parents,
+        source: &source,
     };
     match mode {
         Mode::All => {
@@ -155,6 +227,7 @@ struct Cx<'a, R: Resource> {
     req: &'a HttpRequest,
     who: &'a Caller,
     parents: &'a [Cond],
+    source: &'a Source<'a>,
 }
 
 /// Writes `rows` through the batch create's path (a row whose cells were refused is refused
@@ -170,26 +243,27 @@ async fn write<R: Resource>(
     key: Option<&IdemKey>,
     answer: Answer,
 ) -> Result<Result<Ended, Vec<Violation>>, Error> {
-    let mut lines = Vec::with_capacity(rows.len());
+    let lines: Vec<u64> = rows.iter().map(|r| r.line).collect();
     let mut converted = Vec::new();
-    let mut items = Vec::with_capacity(rows.len());
-    for (i, row) in rows.into_iter().enumerate() {
-        lines.push(row.line);
-        items.push(match row.item {
+    // Each row read as the batch takes it, so that one row's values live at a time.
+    let items = rows
+        .iter()
+        .enumerate()
+        .map(|(i, row)| match cx.source.item(row) {
             Ok(obj) => Value::Object(obj),
             Err(v) => {
                 converted.push((i, v));
                 Value::Null
             }
         });
-    }
     let creates = Creates {
         who: cx.who,
         parents: cx.parents,
         key,
         answer,
     };
-    match create_all(cx.shared, cx.st, cx.req, creates, items).await {
+    let written = create_all(cx.shared, cx.st, cx.req, creates, items).await;
+    match written {
         Ok(ended) => Ok(Ok(ended)),
         Err(Error::Items(refused)) => Ok(Err(by_line(refused, &lines, converted))),
         Err(e) => Err(e),
@@ -306,14 +380,43 @@ fn too_many(max: usize) -> Error {
     Error::PayloadTooLarge(format!("An import holds at most {max} rows (IMPORT_MAX_ROWS).").into())
 }
 
-/// The rows of a CSV file: the header row names members of `R`, each record's cells are read
-/// by their member's kind (an empty cell: the member is absent).
+/// The bounds of the rows of a file.
+#[derive(Clone, Copy)]
+struct Bounds {
+    /// Most rows (`IMPORT_MAX_ROWS`).
+    rows: usize,
+    /// Most bytes of one row (`MAX_BODY_SIZE`, the body of one POST).
+    row_bytes: usize,
+}
+
+impl Bounds {
+    /// 413 naming line `line` when its row holds more than [`Bounds::row_bytes`].
+    fn check_row(self, line: u64, len: usize) -> Result<(), Error> {
+        if len <= self.row_bytes {
+            return Ok(());
+        }
+        Err(Error::PayloadTooLarge(
+            format!(
+                "Line {line} of the file holds {len} bytes; a row holds at most {} bytes (MAX_BODY_SIZE, the body of one POST). Nothing was written.",
+                self.row_bytes
+            )
+            .into(),
+        ))
+    }
+}
+
+/// The rows of a CSV file and the members its header names (in order): each record's cells
+/// are read later ([`Source::item`]) by their member's kind (an empty cell: the member is
+/// absent).
 ///
 /// # Errors
 ///
 /// 422 for a header naming no member (or one twice), bad UTF-8, a row with another number of
-/// cells than the header, an unclosed quote; 413 past `max` rows.
-fn csv_rows<R: Resource>(body: &[u8], max: usize) -> Result<Vec<Row>, Error> {
+/// cells than the header, an unclosed quote; 413 past the rows or a row's bytes.
+fn csv_rows<R: Resource>(
+    body: &[u8],
+    bounds: Bounds,
+) -> Result<(Vec<Row>, Vec<&'static FieldInfo>), Error> {
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(true)
         .from_reader(body);
@@ -351,34 +454,16 @@ fn csv_rows<R: Resource>(body: &[u8], max: usize) -> Result<Vec<Row>, Error> {
             Ok(true) => {}
             Err(e) => return Err(csv_malformed(e, body)),
         }
-        if rows.len() == max {
-            return Err(too_many(max));
+        if rows.len() == bounds.rows {
+            return Err(too_many(bounds.rows));
         }
         let byte = record.position().map_or(0, csv::Position::byte);
         let line = lines.at(byte);
         last = (byte, line);
-        let mut obj = Map::new();
-        let mut faults = Vec::new();
-        for (f, cell) in fields.iter().zip(record.iter()) {
-            match cells::read(f, cell) {
-                Ok(Some(v)) => {
-                    obj.insert(f.name.to_owned(), v);
-                }
-                Ok(None) => {}
-                Err(why) => faults.push(Violation {
-                    pointer: format!("/lines/{line}/{}", f.name),
-                    field: f.name.to_owned(),
-                    detail: format!("line {line}: {why}"),
-                }),
-            }
-        }
+        bounds.check_row(line, record.as_slice().len())?;
         rows.push(Row {
             line,
-            item: if faults.is_empty() {
-                Ok(obj)
-            } else {
-                Err(faults)
-            },
+            raw: Raw::Csv(record.clone()),
         });
     }
     // The reader ends a quoted cell left open at the end of the file: refuse it.
@@ -389,7 +474,7 @@ fn csv_rows<R: Resource>(body: &[u8], max: usize) -> Result<Vec<Row>, Error> {
     if ends_in_open_quote(tail) {
         return Err(malformed(last.1, "a quoted cell is not closed"));
     }
-    Ok(rows)
+    Ok((rows, fields))
 }
 
 /// Whether the CSV text `tail`, which starts at a record, ends inside a quoted cell (a `"`
@@ -470,31 +555,122 @@ fn csv_malformed(e: csv::Error, body: &[u8]) -> Error {
     malformed(line, why)
 }
 
-/// The rows of an NDJSON file: one JSON object per line, blank lines skipped.
+/// The rows of an NDJSON file: one JSON object per line, blank lines skipped. Each line is
+/// checked here without building its values (they are built as it is written).
 ///
 /// # Errors
 ///
-/// 422 naming the first line that is not a JSON object (or not UTF-8); 413 past `max` rows.
-fn ndjson_rows(body: &[u8], max: usize) -> Result<Vec<Row>, Error> {
+/// 422 naming the first line that is not a JSON object (or not UTF-8); 413 past the rows or
+/// a line's bytes.
+fn ndjson_rows(body: &[u8], bounds: Bounds) -> Result<Vec<Row>, Error> {
     let mut rows = Vec::new();
+    let mut start = 0;
     for (i, text) in body.split(|b| *b == b'\n').enumerate() {
+        let at = start..start + text.len();
+        start = at.end + 1;
         let line = i as u64 + 1;
         if text.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        if rows.len() == max {
-            return Err(too_many(max));
+        if rows.len() == bounds.rows {
+            return Err(too_many(bounds.rows));
         }
-        match serde_json::from_slice::<Value>(text) {
-            Ok(Value::Object(obj)) => rows.push(Row {
-                line,
-                item: Ok(obj),
-            }),
-            Ok(_) => return Err(malformed(line, "it is not a JSON object")),
-            Err(_) => return Err(malformed(line, "it is not JSON")),
+        bounds.check_row(line, text.len())?;
+        let Ok(text) = std::str::from_utf8(text) else {
+            return Err(malformed(line, "it is not JSON"));
+        };
+        if serde_json::from_str::<serde::de::IgnoredAny>(text).is_err() {
+            return Err(malformed(line, "it is not JSON"));
         }
+        if !text.trim_start().starts_with('{') {
+            return Err(malformed(line, "it is not a JSON object"));
+        }
+        rows.push(Row {
+            line,
+            raw: Raw::Json(at),
+        });
     }
     Ok(rows)
+}
+
+/// The imports under way, by API (the address of its state; one entry while any runs).
+static RUNNING: LazyLock<Mutex<HashMap<usize, Running>>> = LazyLock::new(Mutex::default);
+
+/// The imports an API runs: all of them, and by user (`None`: anonymous callers).
+#[derive(Default)]
+struct Running {
+    all: u32,
+    by_user: HashMap<Option<uuid::Uuid>, u32>,
+}
+
+/// An import's place among those its API runs at once, given back when dropped.
+struct ImportSlot {
+    api: usize,
+    user: Option<uuid::Uuid>,
+}
+
+impl ImportSlot {
+    /// A place for an import by `who`.
+    ///
+    /// # Errors
+    ///
+    /// 429 when `who` runs `IMPORT_MAX_CONCURRENT_PER_USER` imports already, 503 when the
+    /// process runs `IMPORT_MAX_CONCURRENT`; both with `Retry-After`.
+    fn take(st: &ApiState, who: &Caller) -> Result<ImportSlot, Error> {
+        let user = match who {
+            Caller::Admin(u) | Caller::User(Some(u)) => Some(u.id),
+            Caller::Public | Caller::User(None) => None,
+        };
+        let api = std::ptr::from_ref(st) as usize;
+        let http = &st.config.http;
+        let mut running = RUNNING.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = running.entry(api).or_default();
+        let mine = now.by_user.get(&user).copied().unwrap_or(0);
+        let refused = if mine >= http.import_max_concurrent_per_user {
+            Some(Error::TooManyRequests {
+                detail: format!(
+                    "You are running {mine} imports already, the most one caller may run at once (IMPORT_MAX_CONCURRENT_PER_USER); try again when one has ended."
+                )
+                .into(),
+                retry_after: 5,
+            })
+        } else if now.all >= http.import_max_concurrent {
+            Some(Error::Busy {
+                detail: "The service is running as many imports as it runs at once (IMPORT_MAX_CONCURRENT); try again shortly.".into(),
+                retry_after: 5,
+            })
+        } else {
+            None
+        };
+        if let Some(e) = refused {
+            if now.all == 0 {
+                running.remove(&api);
+            }
+            return Err(e);
+        }
+        now.all += 1;
+        *now.by_user.entry(user).or_insert(0) += 1;
+        Ok(ImportSlot { api, user })
+    }
+}
+
+impl Drop for ImportSlot {
+    fn drop(&mut self) {
+        let mut running = RUNNING.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(now) = running.get_mut(&self.api) else {
+            return;
+        };
+        now.all = now.all.saturating_sub(1);
+        if let Some(n) = now.by_user.get_mut(&self.user) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                now.by_user.remove(&self.user);
+            }
+        }
+        if now.all == 0 {
+            running.remove(&self.api);
+        }
+    }
 }
 
 /// The batch's refusal of the rows at `lines` (by their index in the write), with the rows

@@ -69,7 +69,8 @@ fn thumb_param<R: Resource>(req: &HttpRequest, member: &str) -> Result<Option<(u
 }
 
 /// A file's thumbnail in box `size`: kept from an earlier request, or made now from the file
-/// (on the blocking pool) and kept.
+/// (on the blocking pool) and kept: by one request at a time (the others wait and serve what
+/// it kept), within the API's bound on decodes (503 past it).
 #[cfg(feature = "thumbnails")]
 async fn serve_thumb(
     st: &ApiState,
@@ -97,19 +98,7 @@ async fn serve_thumb(
     let storage = &st.files;
     let bytes = match storage.thumb(table, file.id, size).await? {
         Some(kept) => kept,
-        None => {
-            let len = usize::try_from(file.size)
-                .map_err(|_| Error::Internal("a stored file larger than memory".into()))?;
-            let source = storage.read(table, file.id, 0, len).await?;
-            let source_type = file.media_type.clone();
-            let made = web::block(move || crate::files::thumbs::make(&source, &source_type, size))
-                .await
-                .map_err(|e| Error::Internal(format!("making a thumbnail: {e}")))??;
-            storage
-                .keep_thumb(table, file.id, size, made.clone())
-                .await?;
-            made
-        }
+        None => make_thumb(st, table, file, size).await?,
     };
     Ok(answer(actix_web::http::StatusCode::OK)
         .insert_header((header::CONTENT_TYPE, media_type))
@@ -117,7 +106,39 @@ async fn serve_thumb(
         .body(bytes))
 }
 
-/// `POST <item>/files/<file id>/link`: a URL that downloads the file without a header (for
+/// Makes and keeps the thumbnail of `file` in box `size`, or serves the one a request before
+/// made while this one waited its turn.
+#[cfg(feature = "thumbnails")]
+async fn make_thumb(
+    st: &ApiState,
+    table: &'static str,
+    file: &File,
+    size: (u32, u32),
+) -> Result<Vec<u8>, Error> {
+    use crate::files::thumbs::{DecodeSlot, Flight};
+    let storage = &st.files;
+    let flight = Flight::join((table, file.id, size));
+    let _turn = flight.turn().await;
+    if let Some(kept) = storage.thumb(table, file.id, size).await? {
+        return Ok(kept);
+    }
+    let api = std::ptr::from_ref(st) as usize;
+    let max = st.config.ops.files_thumb_max_decodes;
+    let _slot = DecodeSlot::take(api, max).ok_or_else(DecodeSlot::busy)?;
+    let len = usize::try_from(file.size)
+        .map_err(|_| Error::Internal("a stored file larger than memory".into()))?;
+    let source = storage.read(table, file.id, 0, len).await?;
+    let source_type = file.media_type.clone();
+    tracing::debug!(table, file = %file.id, width = size.0, height = size.1, "making a thumbnail");
+    let made = web::block(move || crate::files::thumbs::make(&source, &source_type, size))
+        .await
+        .map_err(|e| Error::Internal(format!("making a thumbnail: {e}")))??;
+    storage
+        .keep_thumb(table, file.id, size, made.clone())
+        .await?;
+    Ok(made)
+}
+
 /// A byte range a `Range` header asks for, within a file of `size` bytes: `Ok(None)` for the
 /// whole file (no header, or one this server does not split: several ranges, other units),
 /// `Err(())` for a range outside the file (416).

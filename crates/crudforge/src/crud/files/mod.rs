@@ -16,7 +16,7 @@ use crate::condition::Condition;
 use crate::crud::options::Operation;
 use crate::crud::query::Params;
 use crate::crud::relations;
-use crate::crud::request::{caller_for, item_conds, not_found};
+use crate::crud::request::{caller, caller_for, item_conds, not_found};
 use crate::crud::rows::select_one;
 use crate::crud::rules::read;
 use crate::crud::shared::Shared;
@@ -97,6 +97,10 @@ pub(crate) async fn create<R: Resource>(
     payload: web::Payload,
 ) -> Result<HttpResponse, Error> {
     let files = ApiState::of(&req)?.files.clone();
+    // The caller is judged before the body is read: a request the operation refuses stores
+    // nothing (the user is cached on the request; the create judges them again).
+    let who = caller(shared, &req, Operation::Post).await?;
+    write::create::refuse_anonymous(shared, &who)?;
     let uploads = uploads::<R>(&req, payload).await?;
     hand_on(&req, &uploads);
     let answer =
@@ -132,6 +136,9 @@ pub(crate) async fn update_multipart<R: Resource>(
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, Error> {
+    // The caller and their update rule are judged before the body is read (as in `create`).
+    let who = caller(shared, &req, Operation::Patch).await?;
+    write::target::Target::of(shared, &req, &who)?;
     let uploads = uploads::<R>(&req, payload).await?;
     update_with(shared, req, uploads).await
 }
