@@ -2,7 +2,8 @@
 //! read by its visitor, by the keeper of its critter's habitat and by administrators, through
 //! every path (list, count, `GET`, `expand` from the critter, filters across the relation);
 //! only its visitor changes or deletes it; the server sets the visitor, `critter_id` is
-//! create-only, and a visit for a deleted critter is the same 422 as for a made-up one.
+//! create-only, a visit for a deleted critter is the same 422 as for a made-up one, and a
+//! keeper cannot move someone's critter into her habitat to read its visits.
 
 use super::{backends, data, keys, App};
 use serde_json::{json, Value};
@@ -161,6 +162,30 @@ fn visits_are_read_by_visitor_keeper_and_admins_and_written_by_their_visitor() {
                 app.problem(&r, status, &item(v));
             }
         }
+        // A keeper may not pull someone's critter into her habitat to read its visits: only
+        // administrators move a critter (403, one by one or in a batch), and nothing changes.
+        let yuki_item = format!("{critters}{}", id(&yuki));
+        let into_savanna = json!({"habitat_id": id(&savanna)});
+        app.problem(
+            &app.patch(&yuki_item, Some(&kt), into_savanna.clone()),
+            403,
+            &yuki_item,
+        );
+        let batch = format!("{critters}batch/");
+        let r = app.patch(
+            &batch,
+            Some(&kt),
+            json!({"items": [{"id": id(&yuki), "changes": into_savanna}]}),
+        );
+        app.problem(&r, 403, &batch);
+        let stored = app.json(&app.get(&yuki_item, Some(&kt)), 200);
+        assert_eq!(stored["habitat_id"], id(&tundra));
+        app.problem(&app.get(&item(&bob_yuki), Some(&kt)), 404, &item(&bob_yuki));
+        // Creating a critter in a habitat, and other changes to it, stay open to every
+        // signed-in user.
+        let r = app.patch(&yuki_item, Some(&kt), json!({"cuteness_level": 11}));
+        assert_eq!(app.json(&r, 200)["cuteness_level"], 11);
+
         // Filters across the relation see no more.
         let by_habitat = format!("{list}?critter.habitat_id={}", id(&savanna));
         for (token, expect) in [

@@ -189,8 +189,12 @@ backend_tests! {
         // Legitimate changes pass; without the application's set, any role name is accepted.
         let (s, b) = send(&app, as_user(test::TestRequest::post().uri("/api/plain-roles/").set_json(json!({"user_id": w.alice, "role": "EDITOR", "domain_id": w.d})), &api, w.dadmin)).await;
         assert_eq!(s, 201, "{b}");
-        // Left out in code: the rules alone judge (the escalation the guard stops).
+        // Left out in code: the rules alone judge. They keep the row in the caller's domains
+        // (the row as written is judged by the update rule too), but not its role: the
+        // escalation the guard stops.
         let (s, b) = send(&app, patch("/api/unguarded-roles/", json!({"role": "SUPERADMIN", "domain_id": null}))).await;
+        assert_eq!(s, 403, "{b}");
+        let (s, b) = send(&app, patch("/api/unguarded-roles/", json!({"role": "SUPERADMIN"}))).await;
         assert_eq!(s, 200, "{b}");
         let me = crudforge::auth::load_user(&w.db, w.dadmin).await.unwrap().unwrap();
         assert!(me.is_superadmin(), "{me:?}");

@@ -74,7 +74,9 @@ pub const CALLER_VALUES: &[(&str, &str)] = &[
     ("me", "the caller's id: `owner_id = @me`"),
     (
         "domains",
-        "the domains the caller holds a role in: `domain_id in @domains`",
+        "the domains the caller holds a role in: `domain_id in @domains`; those in which they \
+         hold one of these roles: `domain_id in @domains('EDITOR')` (every domain for a role \
+         granted without one)",
     ),
     (
         "role",
@@ -467,6 +469,10 @@ impl Outliner {
                 if let (Tok::Caller(name), pos) = self.peek().clone() {
                     self.next();
                     self.caller(&name, pos)?;
+                    // `@domains('EDITOR', ...)`: the domains of these roles.
+                    if name == "domains" && self.peek().0 == Tok::LParen {
+                        return self.list(true);
+                    }
                     return Ok(());
                 }
                 self.list(false)
@@ -555,6 +561,12 @@ mod tests {
         );
         assert_eq!(o.callers.len(), 3);
         assert!(outline("domain_id in @domains and event.start > now", 16).is_ok());
+        let o = outline("domain_id in @domains('EDITOR', 'OWNER') and seat > 1", 16).unwrap();
+        assert_eq!(o.callers, [("domains".to_owned(), 14)]);
+        assert_eq!(
+            o.paths.iter().map(|p| p.0.as_str()).collect::<Vec<_>>(),
+            ["domain_id", "seat"]
+        );
         for (src, want) in [
             ("owner_id = @you", "`@you` is not a caller value"),
             ("@me = owner_id", "`@me` is a value"),
@@ -562,6 +574,13 @@ mod tests {
             ("(a = 1", "expected `)`"),
             ("@role > 'A'", "after `@role`"),
             ("", "empty expression"),
+            ("domain_id in @domains()", "expected a quoted role name"),
+            (
+                "domain_id in @domains(EDITOR)",
+                "expected a quoted role name",
+            ),
+            ("domain_id in @domains('A' 'B')", "expected `,` or `)`"),
+            ("domain_id in @domains('A'", "expected `,` or `)`"),
         ] {
             let e = outline(src, 16).unwrap_err();
             assert!(e.message.contains(want), "{src}: {}", e.message);

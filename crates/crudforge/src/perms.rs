@@ -97,6 +97,16 @@ pub trait Rules<R>: Send + Sync + 'static {
         Access::All
     }
 
+    /// What a changed row must satisfy, judged on the row as written (`PATCH`, batch `PATCH`,
+    /// restore) in the write's transaction: a change that leaves the row outside this scope is
+    /// refused (401 for an anonymous caller, 403 for others) and nothing is written. By default
+    /// [`Rules::write`]: a caller may not change a row into one they could no longer change,
+    /// such as handing it to another owner. (A change may not take a row out of
+    /// [`Rules::created`] either; see `docs/permissions.md`.)
+    fn updated(&self, user: Option<&CurrentUser>) -> Access {
+        self.write(user)
+    }
+
     /// What is wrong with the rules for this resource (a misspelt member in an expression),
     /// one message per problem; any problem fails the mount.
     fn problems(&self) -> Vec<String> {
@@ -168,8 +178,9 @@ pub trait Rules<R>: Send + Sync + 'static {
 /// [`DefaultRules`]. Administrators pass every rule.
 ///
 /// The `read` rule is the scope of lists, counts, `GET`, relations and expansions; `update`
-/// and `delete` are judged on the stored row in the write's transaction; `create` on the row
-/// as it is stored, in the create's transaction. The expressions are checked against the
+/// is judged on the stored row and again on the row as written, in the write's transaction;
+/// `delete` on the stored row; `create` on the row as it is stored, in the create's
+/// transaction, and a change may not take a row the `create` rule allows out of it. The expressions are checked against the
 /// resource when its blueprint is mounted (a misspelt member fails the mount); the derive's
 /// `#[resource(rules(read = "...", ...))]` checks what it can at compile time.
 #[derive(Debug, Clone, Default)]

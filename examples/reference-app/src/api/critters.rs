@@ -77,7 +77,10 @@ pub struct Critter {
 }
 
 /// The critters' rules: any signed-in user reads, writes and creates (the library's default),
-/// and only administrators send `vet_notes`.
+/// only administrators send `vet_notes`, and only they move a critter to another habitat
+/// (`habitat_id` in a PATCH): the keeper of a habitat reads the visits to its critters, so a
+/// keeper who could move anyone's critter into their habitat would read its visits, other
+/// users' notes included. A critter created in a habitat is placed there by its creator.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CritterRules;
 
@@ -92,6 +95,10 @@ impl Rules<Critter> for CritterRules {
 
     fn admin_fields(&self) -> &[&'static str] {
         &["vet_notes"]
+    }
+
+    fn admin_update_fields(&self) -> &[&'static str] {
+        &["habitat_id"]
     }
 }
 

@@ -89,8 +89,14 @@ impl Tree for Condition {
 pub(crate) enum CallerTerm {
     /// `field = @me` (`eq`) or `field != @me`: false without a caller.
     Me { field: &'static str, eq: bool },
-    /// `field in @domains`: false without a caller.
-    Domains { field: &'static str },
+    /// `field in @domains` (`roles`: `None`), the domains of any of the caller's roles, or
+    /// `field in @domains('X', 'Y')`, those in which the caller holds one of these roles (every
+    /// domain for such a role granted without a domain); false without a caller.
+    Domains {
+        field: &'static str,
+        nullable: bool,
+        roles: Option<Vec<String>>,
+    },
     /// `@role = 'X'`, `@role in ('X', 'Y')`: the caller holds one of these roles.
     Role(Vec<String>),
     /// `@admin`: the caller is a global administrator.
@@ -360,24 +366,7 @@ impl<T: Tree> Parser<'_, T> {
                         format!("expected `(` after `in`, found {}", t.describe()),
                     ));
                 }
-                let mut names = vec![self.role_name()?];
-                loop {
-                    let (t, p) = self.next();
-                    match t {
-                        Tok::Comma => names.push(self.role_name()?),
-                        Tok::RParen => break,
-                        other => {
-                            return Err(error(
-                                p,
-                                format!(
-                                    "expected `,` or `)` in the list, found {}",
-                                    other.describe()
-                                ),
-                            ))
-                        }
-                    }
-                }
-                (names, false)
+                (self.role_names()?, false)
             }
             t => {
                 return Err(error(
@@ -391,6 +380,27 @@ impl<T: Tree> Parser<'_, T> {
         };
         let held = self.term(CallerTerm::Role(names), pos)?;
         Ok(if negated { T::not(held) } else { held })
+    }
+
+    /// The quoted role names of a list after its `(`, and its `)`.
+    fn role_names(&mut self) -> Result<Vec<String>, Error> {
+        let mut names = vec![self.role_name()?];
+        loop {
+            let (t, p) = self.next();
+            match t {
+                Tok::Comma => names.push(self.role_name()?),
+                Tok::RParen => return Ok(names),
+                other => {
+                    return Err(error(
+                        p,
+                        format!(
+                            "expected `,` or `)` in the list, found {}",
+                            other.describe()
+                        ),
+                    ))
+                }
+            }
+        }
     }
 
     fn role_name(&mut self) -> Result<String, Error> {
@@ -424,7 +434,21 @@ impl<T: Tree> Parser<'_, T> {
                             ),
                         ));
                     }
-                    self.term(CallerTerm::Domains { field: field.name }, pos)?
+                    // `@domains('EDITOR', ...)`: the domains of these roles.
+                    let roles = if self.peek().0 == Tok::LParen {
+                        self.next();
+                        Some(self.role_names()?)
+                    } else {
+                        None
+                    };
+                    self.term(
+                        CallerTerm::Domains {
+                            field: field.name,
+                            nullable: field.nullable,
+                            roles,
+                        },
+                        pos,
+                    )?
                 }
                 _ => {
                     let list = self.list(field)?;

@@ -131,11 +131,36 @@ fn term(t: &CallerTerm, user: Option<&CurrentUser>) -> Folded {
             arg: Arg::Uuid(u.id),
             param: (*field).to_owned(),
         })),
-        (CallerTerm::Domains { field }, Some(u)) => {
+        (
+            CallerTerm::Domains {
+                field,
+                nullable,
+                roles,
+            },
+            Some(u),
+        ) => {
+            let grants = u
+                .roles
+                .iter()
+                .filter(|g| roles.as_ref().is_none_or(|r| r.contains(&g.role)));
             let mut domains: Vec<Arg> = Vec::new();
-            for d in u.roles.iter().filter_map(|g| g.domain_id) {
-                if !domains.contains(&Arg::Uuid(d)) {
-                    domains.push(Arg::Uuid(d));
+            for g in grants {
+                match g.domain_id {
+                    Some(d) if !domains.contains(&Arg::Uuid(d)) => domains.push(Arg::Uuid(d)),
+                    Some(_) => {}
+                    // A named role granted without a domain holds in every domain: every row
+                    // with one (a null domain is in no list).
+                    None if roles.is_some() && !nullable => return Folded::True,
+                    None if roles.is_some() => {
+                        return Folded::Rows(Condition::Is(Cond {
+                            field,
+                            op: Op::IsNull,
+                            arg: Arg::Bool(false),
+                            param: (*field).to_owned(),
+                        }))
+                    }
+                    // Plain `@domains` lists the domains named by grants.
+                    None => {}
                 }
             }
             if domains.is_empty() {
@@ -446,6 +471,69 @@ mod tests {
         );
     }
 
+    /// `@domains('ROLE', ...)`: the domains in which the caller holds one of the roles; a
+    /// role granted without a domain holds in every domain (every row with one).
+    #[test]
+    fn domains_of_named_roles() {
+        let (a, b) = (uuid::Uuid::new_v4(), uuid::Uuid::new_v4());
+        let editor_a_viewer_b = user(&[("EDITOR", Some(a)), ("VIEWER", Some(b))]);
+        let domains_in = |src: &str, u: &CurrentUser| match rule(src).access(Some(u)) {
+            Access::Rows(Condition::Is(c)) => c.arg,
+            other => panic!("{src}: {other:?}"),
+        };
+        // The plain form lists every domain the caller holds a role in: the pitfall.
+        assert_eq!(
+            domains_in("domain_id in @domains", &editor_a_viewer_b),
+            Arg::List(vec![Arg::Uuid(a), Arg::Uuid(b)])
+        );
+        assert_eq!(
+            domains_in("domain_id in @domains('EDITOR')", &editor_a_viewer_b),
+            Arg::List(vec![Arg::Uuid(a)])
+        );
+        assert_eq!(
+            domains_in(
+                "domain_id in @domains('OWNER', 'VIEWER')",
+                &editor_a_viewer_b
+            ),
+            Arg::List(vec![Arg::Uuid(b)])
+        );
+        // Holding none of the roles anywhere: no row.
+        assert_eq!(
+            rule("domain_id in @domains('OWNER')").access(Some(&editor_a_viewer_b)),
+            Access::Forbidden
+        );
+        assert_eq!(
+            rule("domain_id in @domains('EDITOR')").access(None),
+            Access::Unauthenticated
+        );
+        // A grant without a domain: every domain, so every row with a domain (nullable
+        // `domain_id`), while plain `@domains` ignores it as before.
+        let global = user(&[("EDITOR", None)]);
+        match rule("domain_id in @domains('EDITOR')").access(Some(&global)) {
+            Access::Rows(Condition::Is(c)) => {
+                assert_eq!(
+                    (c.field, c.op, c.arg),
+                    ("domain_id", Op::IsNull, Arg::Bool(false))
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            rule("domain_id in @domains").access(Some(&global)),
+            Access::Forbidden
+        );
+        // A domain member that is never null: every row.
+        static NOT_NULL: &[FieldInfo] = &[FieldInfo::new("domain_id", Kind::Uuid)];
+        let r = parse_rule::<Rule>(
+            NOT_NULL,
+            &|_| None,
+            "domain_id in @domains('EDITOR')",
+            ExprLimits::default(),
+        )
+        .unwrap();
+        assert_eq!(r.access(Some(&global)), Access::All);
+    }
+
     #[test]
     fn mistakes_say_what_and_where() {
         for (src, want) in [
@@ -453,6 +541,9 @@ mod tests {
             ("seat > @me", "compared with `=` or `!=`"),
             ("owner_id = @domains", "compared with `@me`"),
             ("owner_id in @me", "`in` takes a list or `@domains`"),
+            ("domain_id in @domains()", "expected a quoted role name"),
+            ("domain_id in @domains('A' 'B')", "expected `,` or `)`"),
+            ("domain_id in @domains(A)", "expected a quoted role name"),
             ("@me = owner_id", "`@me` is a value"),
             ("@role > 'A'", "after `@role`"),
             ("@role = EDITOR", "a quoted role name"),

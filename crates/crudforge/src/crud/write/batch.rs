@@ -10,6 +10,7 @@
 //! `{"data": [items], "etags": [their tags]}`, in the order of the request; a delete answers
 //! 204.
 
+use super::after::After;
 use super::create::{input, refuse_anonymous};
 use super::target::Target;
 use super::{run, update, Change, Ended, KeyCheck, Needs, Plan};
@@ -85,12 +86,15 @@ pub(crate) struct Creates<'a> {
 ///
 /// [`Error::Items`] naming every item (by its position in `items`) refused before the
 /// transaction, or the first refused in it; the wrapper's errors.
+///
+/// `items` is taken one item at a time (an import reads each row as it is taken): only the
+/// typed inputs are kept.
 pub(crate) async fn create_all<R: Resource>(
     shared: &Shared<R>,
     st: &ApiState,
     req: &HttpRequest,
     creates: Creates<'_>,
-    items: Vec<Value>,
+    items: impl IntoIterator<Item = Value>,
 ) -> Result<Ended, Error> {
     let Creates {
         who,
@@ -98,12 +102,13 @@ pub(crate) async fn create_all<R: Resource>(
         key,
         answer,
     } = creates;
-    let mut inputs = Vec::with_capacity(items.len());
+    let items = items.into_iter();
+    let mut inputs = Vec::with_capacity(items.size_hint().0);
     let mut refused = Vec::new();
     // One entry per item once no item is refused (the only case in which they are read).
-    let mut keys = Vec::with_capacity(items.len());
+    let mut keys = Vec::with_capacity(items.size_hint().0);
     let ctx = who.hook_ctx(Operation::Post, &st.db, req);
-    for (i, item) in items.into_iter().enumerate() {
+    for (i, item) in items.enumerate() {
         let read = object(item).and_then(|obj| {
             keys.push(Keys::of::<R>(&obj, parents));
             input(shared, req, obj, who, &ctx, parents)
@@ -209,6 +214,7 @@ pub(crate) async fn update<R: Resource>(
     let st = ApiState::of(&req)?;
     let who = caller(shared, &req, Operation::Patch).await?;
     let scope = rules::scope_in(&who, shared, &req, Rows::Live, Kind::Update)?;
+    let after = After::of(&who, shared, &req)?;
     let parents = parent_conds(shared, &req)?;
     let held = match KeyCheck::of(shared, st, &req, &body, &who).await? {
         KeyCheck::Replay(stored) => return Ok(stored),
@@ -257,7 +263,8 @@ pub(crate) async fn update<R: Resource>(
             keys.check(&req, conn, &who)
                 .await
                 .map_err(|e| at_changes(i, e))?;
-            let written = update::write(shared, &ctx, conn, &target, pre.as_ref(), input).await;
+            let written =
+                update::write(shared, &ctx, conn, &target, &after, pre.as_ref(), input).await;
             let row = match written.map_err(|e| at(i, e))? {
                 Change::Stored(row, _) => row,
                 _ => return Err(Error::Internal("an update wrote no row".into())),

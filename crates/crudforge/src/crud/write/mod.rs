@@ -3,9 +3,10 @@
 //! in-transaction hooks, the stored answer, the end of the transaction (commit, the replay of
 //! a lost claim, the 412 of a lost race) and the after-commit hooks. The handlers are in
 //! [`create`], [`update`], [`delete`] and [`restore`]; [`target`] holds what PATCH, DELETE
-//! and restore share; [`batch`] runs creates, updates and deletes in one request and one
+//! and restore share, [`after`] what the rules ask of the row an update leaves; [`batch`] runs creates, updates and deletes in one request and one
 //! transaction. [`Plan::new`] decides whether a write runs in a transaction, and of which kind.
 
+pub(crate) mod after;
 pub(crate) mod batch;
 pub(crate) mod create;
 pub(crate) mod delete;
@@ -102,6 +103,8 @@ pub(crate) struct Needs {
     pub(crate) if_match: bool,
     /// A create rule, judged on the stored row (`relations::rules::check_created`).
     pub(crate) create_rule: bool,
+    /// Rules judged on the row an update leaves ([`after::After`]).
+    pub(crate) updated_rule: bool,
     /// An edit of a list of files, written after the update in its transaction.
     pub(crate) file_lists: bool,
 }
@@ -110,7 +113,7 @@ impl<'k> Plan<'k> {
     /// The plan of a write of `op` on `shared`'s resource, with the idempotency key `key`.
     ///
     /// It runs in a transaction when it is a batch, carries a key, an `If-Match`, a create
-    /// rule or an edit of a list of files, has hooks of `op` that run inside it ([`Hooks::wrap`](crate::crud::hooks::Hooks::wrap)), or
+    /// rule, rules on the updated row or an edit of a list of files, has hooks of `op` that run inside it ([`Hooks::wrap`](crate::crud::hooks::Hooks::wrap)), or
     /// addresses its item by a key other than the id (counted first, so that it never writes
     /// several rows). The transaction is serialized when a precondition or an update hook
     /// judges the row as read (`If-Match`, `serialized_update` for PATCH and restore).
@@ -129,6 +132,7 @@ impl<'k> Plan<'k> {
             || key.is_some()
             || needs.if_match
             || needs.create_rule
+            || needs.updated_rule
             || needs.file_lists
             || hooks.wrap(op)
             || (addressed && target::by_other_key(shared));

@@ -1,7 +1,9 @@
 //! The restore handler of a soft-delete resource: the caller, the deleted item it addresses,
 //! `If-Match`, an `Idempotency-Key`, then [`run`](super::run) runs the update hooks (a restore
-//! is an update of `deleted_at`) and clears `deleted_at`.
+//! is an update of `deleted_at`), clears `deleted_at` and judges the row as written as an
+//! update's ([`After`]).
 
+use super::after::After;
 use super::target::{self, Target};
 use super::{run, Change, KeyCheck, Needs, Plan};
 use crate::condition::{parse_arg, Cond};
@@ -32,6 +34,7 @@ pub(crate) async fn restore<R: Resource>(
     let st = ApiState::of(&req)?;
     let who = caller(shared, &req, Operation::Restore).await?;
     let target = Target::deleted(shared, &req, &who)?;
+    let after = After::of(&who, shared, &req)?;
     let if_match = target::precondition(shared, &req)?;
     let held = match KeyCheck::of(shared, st, &req, &body, &who).await? {
         KeyCheck::Replay(stored) => return Ok(stored),
@@ -48,22 +51,26 @@ pub(crate) async fn restore<R: Resource>(
     };
     let needs = Needs {
         if_match: if_match.is_some(),
+        updated_rule: after.judges(),
         ..Needs::default()
     };
     let plan = Plan::new(shared, Operation::Restore, held.key(), needs);
     let pre = if_match.as_ref();
-    let write = async |conn: &mut Conn| write(shared, &ctx, conn, &target, pre, input).await;
+    let write =
+        async |conn: &mut Conn| write(shared, &ctx, conn, &target, &after, pre, input).await;
     let ended = run(shared, st, &req, &ctx, plan, write).await?;
     Ok(ended.into_response())
 }
 
 /// In the transaction: the deleted row when `If-Match` or a `before_update` hook needs it,
-/// the restore, then the members the hooks set.
+/// the restore, then the members the hooks set, then the row as written judged by the rules
+/// (`after`).
 async fn write<R: Resource>(
     shared: &Shared<R>,
     ctx: &HookCtx,
     conn: &mut Conn,
     target: &Target<'_>,
+    after: &After,
     if_match: Option<&Precondition>,
     mut input: Option<R::Update>,
 ) -> Result<Change<R>, Error> {
@@ -82,6 +89,7 @@ async fn write<R: Resource>(
             input = Some(shared.hooks.before_update(ctx, i, Arc::new(row)).await?);
         }
     }
+    let was_created = after.created_before::<R>(conn, &target.conds).await?;
     let Some(item) = R::restore(conn, &target.conds).await? else {
         return Err(target.refused(shared, conn).await);
     };
@@ -91,6 +99,7 @@ async fn write<R: Resource>(
             .ok_or_else(vanished::<R>)?,
         None => item,
     };
+    after.check(conn, target.who, &item, was_created).await?;
     Ok(Change::Stored(item, Answer::new(200, None)))
 }
 

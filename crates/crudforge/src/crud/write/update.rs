@@ -1,7 +1,8 @@
 //! The PATCH handler: the caller, the addressed item, `If-Match`, the input, then
-//! [`run`](super::run) reads the current row when a precondition or a hook needs it, and
-//! updates.
+//! [`run`](super::run) reads the current row when a precondition or a hook needs it, updates,
+//! and judges the row as written ([`After`]).
 
+use super::after::After;
 use super::target::{self, Target};
 use super::{run, Change, KeyCheck, Needs, Plan};
 use crate::crud::conditional::Precondition;
@@ -27,6 +28,7 @@ pub(crate) async fn update<R: Resource>(
     let st = ApiState::of(&req)?;
     let who = caller(shared, &req, Operation::Patch).await?;
     let target = Target::of(shared, &req, &who)?;
+    let after = After::of(&who, shared, &req)?;
     let if_match = target::precondition(shared, &req)?;
     let held = match KeyCheck::of(shared, st, &req, &body, &who).await? {
         KeyCheck::Replay(stored) => return Ok(stored),
@@ -46,6 +48,7 @@ pub(crate) async fn update<R: Resource>(
     let input = shared.hooks.before_update_input(&ctx, input).await?;
     let needs = Needs {
         if_match: if_match.is_some(),
+        updated_rule: after.judges(),
         #[cfg(feature = "files")]
         file_lists: lists.is_some(),
         ..Needs::default()
@@ -54,7 +57,7 @@ pub(crate) async fn update<R: Resource>(
     let pre = if_match.as_ref();
     let write = async |conn: &mut Conn| {
         keys.check(&req, conn, &who).await?;
-        let change = write(shared, &ctx, conn, &target, pre, input).await?;
+        let change = write(shared, &ctx, conn, &target, &after, pre, input).await?;
         #[cfg(feature = "files")]
         if let Some(lists) = &lists {
             return edit_lists(shared, &req, conn, change, lists).await;
@@ -66,12 +69,13 @@ pub(crate) async fn update<R: Resource>(
 }
 
 /// In the transaction: the current row when `If-Match` or a `before_update` hook needs it,
-/// then the update.
+/// then the update, then the row as written judged by the rules (`after`).
 pub(crate) async fn write<R: Resource>(
     shared: &Shared<R>,
     ctx: &crate::crud::HookCtx,
     conn: &mut Conn,
     target: &Target<'_>,
+    after: &After,
     if_match: Option<&Precondition>,
     mut input: R::Update,
 ) -> Result<Change<R>, Error> {
@@ -85,9 +89,11 @@ pub(crate) async fn write<R: Resource>(
                 .await?;
         }
     }
+    let was_created = after.created_before::<R>(conn, &target.conds).await?;
     let Some(item) = R::update(conn, &target.conds, input).await? else {
         return Err(target.refused(shared, conn).await);
     };
+    after.check(conn, target.who, &item, was_created).await?;
     Ok(Change::Stored(item, Answer::new(200, None)))
 }
 
