@@ -2,8 +2,8 @@
 //! (through the pinned `playwright-core`, with `axe-core` injected) through the reference
 //! application's `/admin/` on SQLite, and on PostgreSQL when configured: sign-in, list,
 //! filters, a create refused then accepted, an edit with a stale `If-Match`, delete and
-//! restore, batch delete, a role grant, the XSS case, an accessibility check and an ordinary
-//! user's narrower view. Skipped with a message where Chromium or the npm tools are missing;
+//! restore, batch delete, a role grant, the XSS case, an accessibility check, an ordinary
+//! user's narrower view and a domain administrator's (no more than an ordinary user's). Skipped with a message where Chromium or the npm tools are missing;
 //! mandatory with `CRUDFORGE_REQUIRE_BROWSER=1` and `CRUDFORGE_REQUIRE_TOOLS=1`.
 //!
 //! With `CRUDFORGE_ADMIN_SCREENSHOTS=1` the screenshots (`list.png`, `form.png`) are written

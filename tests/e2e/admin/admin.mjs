@@ -21,6 +21,7 @@ const axeSource = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 
 const userEmail = 'ordinary@example.com';
 const userPassword = 'ordinary pass phrase';
+const domainAdminEmail = 'domain.admin@example.com';
 const XSS = '<img src=x onerror=alert(1)>';
 // A 1x1 PNG.
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
@@ -412,6 +413,29 @@ try {
   check(!(await other.page.$('#create-link')), 'domain create offered (administrators only by rule)');
   check(other.seen.errors.length === 0, `errors in the page: ${other.seen.errors.join(' | ')}`);
   console.log('ok ordinary user: no user list, no delete, batch, deleted rows, admin member, habitat or domain writes offered');
+
+  step('domain administrator');
+  // An ADMIN role in one domain: `me/` of the reference application names the role only, so
+  // the page reads the role rows to tell it from a global one, and offers no more than to an
+  // ordinary user (the API would refuse the rest).
+  const domainId = (await call('POST', '/api/domains/', admin, { name: 'Acme' })).data.id;
+  const scoped = (await call('POST', '/api/user/', admin, { email: domainAdminEmail, password: userPassword })).data;
+  await call('POST', `/api/user/${scoped.id}/role/`, admin, { role: 'ADMIN', domain_id: domainId });
+  const scopedMe = (await call('GET', '/api/user/me/', await token(domainAdminEmail, userPassword))).data;
+  check(JSON.stringify(scopedMe.roles).includes('ADMIN'), `the domain administrator's roles: ${JSON.stringify(scopedMe.roles)}`);
+  const third = await open(domainAdminEmail, userPassword);
+  const who = await third.page.$eval('#who', (e) => e.textContent);
+  check(!who.includes('administrator'), `a domain administrator shown as a global one: ${who}`);
+  const scopedNav = await third.page.$$eval('nav a', (as) => as.map((a) => a.dataset.key));
+  check(!scopedNav.includes('user'), `the user list offered to a domain administrator: ${scopedNav}`);
+  await showList(third.page, 'critters');
+  check(!(await third.page.$('#batch-delete')), 'batch delete offered to a domain administrator');
+  check(!(await third.page.$('#list button[data-action="delete"]')), 'delete offered to a domain administrator');
+  await showList(third.page, 'habitats');
+  check(!(await third.page.$('#create-link')), 'habitat create offered to a domain administrator');
+  check(third.seen.errors.length === 0, `errors in the page: ${third.seen.errors.join(' | ')}`);
+  await third.context.close();
+  console.log('ok domain administrator: offered no user list, delete, batch or habitat writes');
 
   step('sign-out');
   await other.page.click('#signout');

@@ -3,7 +3,7 @@
 // #/<resource>/<id>, #/<resource>/new; a user's page also manages its roles and sessions).
 
 import * as api from './api.js';
-import { readDescription, isAdmin } from './schema.js';
+import { readDescription, adminStatus } from './schema.js';
 import { h, replace, say } from './dom.js';
 import { listView } from './list.js';
 import { recordView, createView } from './form.js';
@@ -63,7 +63,7 @@ function signIn(message) {
 async function loadMe() {
   const answer = await api.send('GET', state.model.auth.me);
   state.me = answer.body;
-  state.admin = isAdmin(state.me);
+  state.admin = await adminStatus(state.model, state.me, api.send);
 }
 
 /** The header, the navigation and the main area. */

@@ -281,14 +281,46 @@ function resource(doc, r, envelope) {
 }
 
 /**
- * Whether the signed-in user is a global administrator, from the current user's answer:
- * roles as names (`["ADMIN"]`) or as objects (`[{"role": "ADMIN", "domain_id": null}]`).
+ * Whether the signed-in user is a global administrator (a SUPERADMIN role, or an ADMIN role for
+ * every domain), from role grants given as objects (`[{"role": "ADMIN", "domain_id": null}]`):
+ * `true` or `false`. From grants given as names only (`["ADMIN"]`, as a user presentation may
+ * give them), a SUPERADMIN decides it, no ADMIN at all decides it, and an ADMIN leaves it
+ * `undefined`: the name does not say whether the grant holds in every domain or in one.
  * Only the page's choice of what to offer depends on it; the API decides what is allowed.
  */
 export function isAdmin(me) {
-  const roles = (me && me.roles) || [];
-  return roles.some((r) => {
-    if (typeof r === 'string') return r === 'ADMIN' || r === 'SUPERADMIN';
-    return r && (r.role === 'ADMIN' || r.role === 'SUPERADMIN') && (r.domain_id === null || r.domain_id === undefined);
-  });
+  return adminOf((me && me.roles) || []);
+}
+
+function adminOf(roles) {
+  let unknown = false;
+  for (const r of roles) {
+    if (typeof r === 'string') {
+      if (r === 'SUPERADMIN') return true;
+      if (r === 'ADMIN') unknown = true;
+    } else if (r && (r.role === 'SUPERADMIN' || (r.role === 'ADMIN' && (r.domain_id === null || r.domain_id === undefined)))) {
+      return true;
+    }
+  }
+  return unknown ? undefined : false;
+}
+
+/**
+ * Whether the signed-in user `me` is a global administrator, reading its role rows (the user
+ * resource's nested role list, which every user may read for themselves) when `me/` gives the
+ * roles by name only. A domain's administrator is then not offered what only global
+ * administrators may do; when the rows cannot be read, nothing that needs an administrator is
+ * offered.
+ */
+export async function adminStatus(model, me, send) {
+  const known = isAdmin(me);
+  if (known !== undefined) return known;
+  const roles = model.users && model.users.children.find((c) => /Role$/.test(c.name));
+  if (!roles || !me || !me.id) return false;
+  try {
+    const answer = await send('GET', roles.collectionPath(me.id), { params: { page_size: 100 } });
+    return adminOf((answer.body && answer.body.data) || []) === true;
+  } catch {
+    return false;
+  }
 }
