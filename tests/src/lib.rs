@@ -6,6 +6,7 @@
 //! no server is configured.
 
 pub mod critters;
+pub mod logs;
 pub mod parts;
 pub mod tools;
 

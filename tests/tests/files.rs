@@ -1411,31 +1411,6 @@ async fn a_caller_the_operation_refuses_stores_nothing_on(t: TestDb) {
     assert_eq!(stored(&w), held);
 }
 
-/// Log lines written while the guard of [`capture_logs`] lives (on this thread).
-#[derive(Clone, Default)]
-struct Lines(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Lines {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-fn capture_logs() -> (Lines, tracing::subscriber::DefaultGuard) {
-    let lines = Lines::default();
-    let writer = lines.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::DEBUG)
-        .finish();
-    (lines, tracing::subscriber::set_default(subscriber))
-}
-
 async fn concurrent_first_requests_for_a_thumbnail_decode_it_once_on(t: TestDb, store: Store) {
     let w = world(&t, &store).await;
     let app = test::init_service(w.api.app()).await;
@@ -1445,7 +1420,7 @@ async fn concurrent_first_requests_for_a_thumbnail_decode_it_once_on(t: TestDb, 
     let v = pet_with_photo(&app, &w, w.alice, false, photo).await;
     let photo_id = v["photo"]["id"].as_str().unwrap().to_owned();
     let thumb = format!("{}?thumb=16x16", v["photo"]["url"].as_str().unwrap());
-    let (lines, guard) = capture_logs();
+    let (lines, guard) = crudforge_tests::logs::capture(tracing::Level::DEBUG);
     let answers = futures_util::future::join_all((0..8).map(|_| {
         let req = auth(Req::get().uri(&thumb), &w.api, w.alice).to_request();
         test::call_service(&app, req)
@@ -1458,7 +1433,7 @@ async fn concurrent_first_requests_for_a_thumbnail_decode_it_once_on(t: TestDb, 
     }
     drop(guard);
     assert!(bodies.iter().all(|b| *b == bodies[0]));
-    let text = String::from_utf8_lossy(&lines.0.lock().unwrap()).into_owned();
+    let text = lines.text();
     let decodes = text
         .lines()
         .filter(|l| l.contains("making a thumbnail") && l.contains(&photo_id))

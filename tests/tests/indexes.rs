@@ -14,8 +14,6 @@ use crudforge::{with_conn, Api, Database, Resource};
 use crudforge_tests::{backend_tests, Backend, TestDb};
 use diesel::prelude::*;
 use diesel_async::SimpleAsyncConnection;
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 #[cfg(feature = "sqlite")]
 use std::time::{Duration, Instant};
 use uuid::Uuid;
@@ -71,37 +69,6 @@ async fn create_table(db: &Database) {
     .await;
 }
 
-/// Log lines written while the guard of [`capture_logs`] lives.
-#[derive(Clone, Default)]
-struct Lines(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Lines {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Lines {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
-fn capture_logs() -> (Lines, tracing::subscriber::DefaultGuard) {
-    let lines = Lines::default();
-    let writer = lines.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::WARN)
-        .finish();
-    (lines, tracing::subscriber::set_default(subscriber))
-}
-
 backend_tests! {
     async fn the_generated_sql_creates_the_indexes_the_check_finds(t) {
         assert_eq!(ShelfItem::TABLE, "shelf_items");
@@ -122,7 +89,7 @@ backend_tests! {
         assert_eq!(api.declared_indexes(), declared);
 
         // Nothing created yet: both are reported, and logged with the SQL that creates them.
-        let (lines, guard) = capture_logs();
+        let (lines, guard) = crudforge_tests::logs::capture(tracing::Level::WARN);
         let missing = api.check_indexes().await.unwrap();
         drop(guard);
         assert_eq!(missing, declared);

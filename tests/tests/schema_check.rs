@@ -14,8 +14,6 @@ use crudforge::{with_conn, Api, Config, Database, Resource};
 use crudforge_tests::{backend_tests, Backend, TestDb};
 use diesel::prelude::*;
 use diesel_async::SimpleAsyncConnection;
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 use uuid::Uuid;
 
 diesel::table! {
@@ -99,37 +97,6 @@ async fn api(t: &TestDb, check: SchemaCheck) -> (Api, Database) {
 async fn lines(api: &Api) -> Vec<String> {
     let drifts = api.check_schema().await.unwrap();
     drifts.iter().map(ToString::to_string).collect()
-}
-
-/// Log lines written while the guard of [`capture_logs`] lives.
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Logs {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
-fn capture_logs() -> (Logs, tracing::subscriber::DefaultGuard) {
-    let logs = Logs::default();
-    let writer = logs.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::WARN)
-        .finish();
-    (logs, tracing::subscriber::set_default(subscriber))
 }
 
 /// Drops the `note` column and the declared index: two differences.
@@ -290,7 +257,7 @@ backend_tests! {
             .unwrap()
             .mount(DriftNote::blueprint("/api/notes/"))
             .unwrap();
-        let (logs, guard) = capture_logs();
+        let (logs, guard) = crudforge_tests::logs::capture(tracing::Level::WARN);
         let server = api.server("127.0.0.1:0").unwrap();
         let stopped = tokio::time::timeout(std::time::Duration::from_secs(120), server).await;
         drop(guard);
@@ -307,7 +274,7 @@ backend_tests! {
         let (api, db) = api(&t, SchemaCheck::Warn).await;
         let expected = drift(&db).await;
 
-        let (logs, guard) = capture_logs();
+        let (logs, guard) = crudforge_tests::logs::capture(tracing::Level::WARN);
         let drifts = api.apply_schema_check().await.unwrap();
         drop(guard);
         assert_eq!(drifts.iter().map(ToString::to_string).collect::<Vec<_>>(), expected);
@@ -323,7 +290,7 @@ backend_tests! {
             .unwrap()
             .mount(DriftNote::blueprint("/api/notes/"))
             .unwrap();
-        let (logs, guard) = capture_logs();
+        let (logs, guard) = crudforge_tests::logs::capture(tracing::Level::WARN);
         let server = api.server("127.0.0.1:0").unwrap();
         let handle = server.handle();
         let running = actix_web::rt::spawn(server);
@@ -344,7 +311,7 @@ backend_tests! {
     async fn off_compares_nothing(t) {
         let (api, db) = api(&t, SchemaCheck::Off).await;
         drift(&db).await;
-        let (logs, guard) = capture_logs();
+        let (logs, guard) = crudforge_tests::logs::capture(tracing::Level::WARN);
         assert_eq!(api.apply_schema_check().await.unwrap(), []);
         drop(guard);
         assert_eq!(logs.text(), "");
