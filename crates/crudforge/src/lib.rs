@@ -92,6 +92,8 @@ pub mod openapi;
 pub(crate) mod operation;
 pub(crate) mod owner_only;
 pub mod perms;
+#[cfg(any(feature = "export", feature = "thumbnails"))]
+pub(crate) mod places;
 pub mod prelude;
 pub(crate) mod readiness;
 #[cfg(feature = "realtime")]

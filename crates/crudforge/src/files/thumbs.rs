@@ -6,7 +6,7 @@
 //! A decode takes the memory of the whole image (a 16-bit 6300×6300 PNG of a few hundred KiB
 //! takes 300 MiB), so decodes are bounded: one per thumbnail at a time ([`Flight`]: the
 //! requests that come while it runs wait for it and serve what it kept) and a few per API at
-//! once ([`DecodeSlot`]: past them, 503 with `Retry-After`).
+//! once ([`DECODE`] places: past them, 503 with `Retry-After`).
 
 use crate::error::Error;
 use std::collections::HashMap;
@@ -19,9 +19,6 @@ type ThumbKey = (&'static str, uuid::Uuid, (u32, u32));
 /// The thumbnails being made, each with the lock its makers queue on.
 static FLIGHTS: LazyLock<Mutex<HashMap<ThumbKey, Arc<tokio::sync::Mutex<()>>>>> =
     LazyLock::new(Mutex::default);
-
-/// The decodes under way, by API (the address of its state; one entry while any runs).
-static DECODING: LazyLock<Mutex<HashMap<usize, u32>>> = LazyLock::new(Mutex::default);
 
 /// A place in the queue of the requests making one thumbnail: whoever holds its lock makes
 /// it (after looking again whether the one before kept it); the entry goes with its last
@@ -55,44 +52,17 @@ impl Drop for Flight {
     }
 }
 
-/// One of the decodes an API may run at once, given back when dropped.
-pub(crate) struct DecodeSlot {
-    api: usize,
-}
+/// The kind of place ([`crate::places`]) a decode takes: at most `FILES_THUMB_MAX_DECODES`
+/// at once per API.
+pub(crate) const DECODE: &str = "thumbnail decode";
 
-impl DecodeSlot {
-    /// A slot among the `max` of API `api`, or `None` when all are taken.
-    pub(crate) fn take(api: usize, max: u32) -> Option<DecodeSlot> {
-        let mut running = DECODING.lock().unwrap_or_else(PoisonError::into_inner);
-        let n = running.entry(api).or_insert(0);
-        if *n >= max {
-            if *n == 0 {
-                running.remove(&api);
-            }
-            return None;
-        }
-        *n += 1;
-        Some(DecodeSlot { api })
-    }
-
-    /// The refusal when no slot is free.
-    pub(crate) fn busy() -> Error {
-        Error::Busy {
-            detail: "Too many thumbnails are being made now (FILES_THUMB_MAX_DECODES); try again shortly.".into(),
-            retry_after: 2,
-        }
-    }
-}
-
-impl Drop for DecodeSlot {
-    fn drop(&mut self) {
-        let mut running = DECODING.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(n) = running.get_mut(&self.api) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                running.remove(&self.api);
-            }
-        }
+/// The refusal when every decode place is taken.
+pub(crate) fn decodes_busy() -> Error {
+    Error::Busy {
+        detail:
+            "Too many thumbnails are being made now (FILES_THUMB_MAX_DECODES); try again shortly."
+                .into(),
+        retry_after: 2,
     }
 }
 
@@ -163,18 +133,6 @@ pub(crate) fn make(source: &[u8], media_type: &str, (w, h): (u32, u32)) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn decode_slots_are_bounded_per_api_and_given_back() {
-        let a = DecodeSlot::take(1, 1).unwrap();
-        assert!(DecodeSlot::take(1, 1).is_none());
-        // Another API has slots of its own.
-        let b = DecodeSlot::take(2, 1).unwrap();
-        drop(a);
-        let again = DecodeSlot::take(1, 1).unwrap();
-        drop((again, b));
-        assert!(!DECODING.lock().unwrap().contains_key(&1));
-    }
 
     #[test]
     fn a_flight_ends_with_its_last_member() {

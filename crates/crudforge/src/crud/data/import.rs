@@ -30,14 +30,14 @@ use crate::crud::write::{Ended, KeyCheck};
 use crate::crud::Resource;
 use crate::error::{Error, ItemError, Violation};
 use crate::field::FieldInfo;
+use crate::places::{self, Holder, Place};
 use crate::state::ApiState;
 use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 use futures_util::StreamExt;
 use serde_json::{Map, Value};
-use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+use std::sync::Arc;
 
 /// Rows per chunk in `mode=chunked` when `chunk_size` is not given.
 const DEFAULT_CHUNK: usize = 1000;
@@ -136,7 +136,7 @@ pub(crate) async fn import<R: Resource>(
     refuse_anonymous(shared, &who)?;
     let parents = parent_conds(shared, &req)?;
     // Before the body: an import past the bounds costs neither its memory nor its reading.
-    let _slot = ImportSlot::take(st, &who)?;
+    let _places = import_places(st, &who)?;
     let body = read_body(&req, payload, st.config.http.import_max_bytes).await?;
     let held = match mode {
         Mode::All => match KeyCheck::of(shared, st, &req, &body, &who).await? {
@@ -593,84 +593,37 @@ fn ndjson_rows(body: &[u8], bounds: Bounds) -> Result<Vec<Row>, Error> {
     Ok(rows)
 }
 
-/// The imports under way, by API (the address of its state; one entry while any runs).
-static RUNNING: LazyLock<Mutex<HashMap<usize, Running>>> = LazyLock::new(Mutex::default);
-
-/// The imports an API runs: all of them, and by user (`None`: anonymous callers).
-#[derive(Default)]
-struct Running {
-    all: u32,
-    by_user: HashMap<Option<uuid::Uuid>, u32>,
-}
-
-/// An import's place among those its API runs at once, given back when dropped.
-struct ImportSlot {
-    api: usize,
-    user: Option<uuid::Uuid>,
-}
-
-impl ImportSlot {
-    /// A place for an import by `who`.
-    ///
-    /// # Errors
-    ///
-    /// 429 when `who` runs `IMPORT_MAX_CONCURRENT_PER_USER` imports already, 503 when the
-    /// process runs `IMPORT_MAX_CONCURRENT`; both with `Retry-After`.
-    fn take(st: &ApiState, who: &Caller) -> Result<ImportSlot, Error> {
-        let user = match who {
-            Caller::Admin(u) | Caller::User(Some(u)) => Some(u.id),
-            Caller::Public | Caller::User(None) => None,
-        };
-        let api = std::ptr::from_ref(st) as usize;
-        let http = &st.config.http;
-        let mut running = RUNNING.lock().unwrap_or_else(PoisonError::into_inner);
-        let now = running.entry(api).or_default();
-        let mine = now.by_user.get(&user).copied().unwrap_or(0);
-        let refused = if mine >= http.import_max_concurrent_per_user {
-            Some(Error::TooManyRequests {
-                detail: format!(
-                    "You are running {mine} imports already, the most one caller may run at once (IMPORT_MAX_CONCURRENT_PER_USER); try again when one has ended."
-                )
-                .into(),
-                retry_after: 5,
-            })
-        } else if now.all >= http.import_max_concurrent {
-            Some(Error::Busy {
-                detail: "The service is running as many imports as it runs at once (IMPORT_MAX_CONCURRENT); try again shortly.".into(),
-                retry_after: 5,
-            })
-        } else {
-            None
-        };
-        if let Some(e) = refused {
-            if now.all == 0 {
-                running.remove(&api);
-            }
-            return Err(e);
+/// An import's places among those its API runs at once, its caller's and one of all, given
+/// back when dropped.
+///
+/// # Errors
+///
+/// 429 when `who` runs `IMPORT_MAX_CONCURRENT_PER_USER` imports already, 503 when the
+/// process runs `IMPORT_MAX_CONCURRENT`; both with `Retry-After`.
+fn import_places(st: &ApiState, who: &Caller) -> Result<(Place, Place), Error> {
+    let user = match who {
+        Caller::Admin(u) | Caller::User(Some(u)) => Some(u.id),
+        Caller::Public | Caller::User(None) => None,
+    };
+    let api = places::api_of(st);
+    let http = &st.config.http;
+    let per_user = http.import_max_concurrent_per_user;
+    let mine = Place::take(api, "import", Holder::User(user), per_user).ok_or_else(|| {
+        Error::TooManyRequests {
+            detail: format!(
+                "You are running {per_user} imports already, the most one caller may run at once (IMPORT_MAX_CONCURRENT_PER_USER); try again when one has ended."
+            )
+            .into(),
+            retry_after: 5,
         }
-        now.all += 1;
-        *now.by_user.entry(user).or_insert(0) += 1;
-        Ok(ImportSlot { api, user })
-    }
-}
-
-impl Drop for ImportSlot {
-    fn drop(&mut self) {
-        let mut running = RUNNING.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(now) = running.get_mut(&self.api) else {
-            return;
-        };
-        now.all = now.all.saturating_sub(1);
-        if let Some(n) = now.by_user.get_mut(&self.user) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                now.by_user.remove(&self.user);
-            }
+    })?;
+    let all = Place::take(api, "import", Holder::All, http.import_max_concurrent).ok_or_else(|| {
+        Error::Busy {
+            detail: "The service is running as many imports as it runs at once (IMPORT_MAX_CONCURRENT); try again shortly.".into(),
+            retry_after: 5,
         }
-        if now.all == 0 {
-            running.remove(&self.api);
-        }
-    }
+    })?;
+    Ok((mine, all))
 }
 
 /// The batch's refusal of the rows at `lines` (by their index in the write), with the rows

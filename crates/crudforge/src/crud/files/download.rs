@@ -115,16 +115,17 @@ async fn make_thumb(
     file: &File,
     size: (u32, u32),
 ) -> Result<Vec<u8>, Error> {
-    use crate::files::thumbs::{DecodeSlot, Flight};
+    use crate::files::thumbs::{decodes_busy, Flight, DECODE};
+    use crate::places::{self, Holder, Place};
     let storage = &st.files;
     let flight = Flight::join((table, file.id, size));
     let _turn = flight.turn().await;
     if let Some(kept) = storage.thumb(table, file.id, size).await? {
         return Ok(kept);
     }
-    let api = std::ptr::from_ref(st) as usize;
     let max = st.config.ops.files_thumb_max_decodes;
-    let _slot = DecodeSlot::take(api, max).ok_or_else(DecodeSlot::busy)?;
+    let _place =
+        Place::take(places::api_of(st), DECODE, Holder::All, max).ok_or_else(decodes_busy)?;
     let len = usize::try_from(file.size)
         .map_err(|_| Error::Internal("a stored file larger than memory".into()))?;
     let source = storage.read(table, file.id, 0, len).await?;
