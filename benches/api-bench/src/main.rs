@@ -7,7 +7,9 @@
 //! the live change feed: many open streams, writes at a fixed rate, the delay to each
 //! delivery, memory per idle stream, W3/W4 with the streams open (and, with `--pocketbase`,
 //! the same against PocketBase's realtime API). `--data` instead measures export, aggregates
-//! and import of critters.
+//! and import of critters. `--scale` (PostgreSQL) instead runs two instances on one database
+//! and measures W3/W4 on one against both, with PostgreSQL's wait events (and, with
+//! `--streams`, a delivery check of the change feed across the instances): see `scale.rs`.
 //!
 //! It builds nothing: build the binaries first, then run it.
 //!
@@ -26,12 +28,14 @@ mod live;
 mod measure;
 mod procfs;
 mod reference;
+mod scale;
 mod setup;
 mod soak;
 mod sse;
 mod storage;
 
-use clap::{Parser, ValueEnum};
+use clap::parser::ValueSource;
+use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -108,7 +112,8 @@ pub(crate) struct Args {
     /// W3/W4 with idle streams open against none) instead of W1–W6.
     #[arg(long)]
     pub(crate) live: bool,
-    /// Live updates: streams to open.
+    /// Live updates: streams to open. Scale-out: streams to open during (b), split between
+    /// the instances, and check (none unless given).
     #[arg(long, default_value_t = 1000)]
     pub(crate) streams: usize,
     /// Live updates: writes per second while the streams receive.
@@ -135,6 +140,15 @@ pub(crate) struct Args {
     /// `--rows 1000000` for the documented figures).
     #[arg(long)]
     pub(crate) data: bool,
+    /// Scale-out: two instances of the reference application on one PostgreSQL database; W3
+    /// and W4 on one instance alone against both at once, with PostgreSQL's wait events
+    /// (instead of W1–W6; `--backend postgres` only).
+    #[arg(long)]
+    pub(crate) scale: bool,
+    /// Scale-out: configurations to run, comma-separated: a (instance A alone, N
+    /// connections), b (A and B at once, N/2 each), c (A and B at once, N each).
+    #[arg(long, value_delimiter = ',', default_value = "a,b,c")]
+    pub(crate) scale_configs: Vec<String>,
     /// Internal: serve the framework reference on this port (a child process of the benchmark).
     #[arg(long, hide = true)]
     pub(crate) serve_reference: Option<u16>,
@@ -174,7 +188,10 @@ impl BackendArg {
 const PINNED_ENV: &str = "API_BENCH_PINNED";
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let matches = Args::command().get_matches();
+    let args = Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    // `--streams` defaults to 1000 for `--live`; `--scale` opens streams only when asked.
+    let streams_given = matches.value_source("streams") == Some(ValueSource::CommandLine);
     if let Some(port) = args.serve_reference {
         let Some(canned) = &args.canned else {
             eprintln!("api-bench: --serve-reference needs --canned");
@@ -195,6 +212,8 @@ fn main() -> ExitCode {
     };
     let outcome = if args.data {
         data::run(&args, pin)
+    } else if args.scale {
+        scale::run(&args, pin, if streams_given { args.streams } else { 0 })
     } else if args.live {
         live::run(&args, pin)
     } else {

@@ -1,7 +1,8 @@
 //! Many Server-Sent Event streams held open by one thread (a single-threaded tokio runtime):
 //! HTTP/1.1 over `tokio::net::TcpStream`, chunked or plain bodies, the SSE framing, and the
-//! receipt time of every event whose data names a write (`"live <n>"`). Also a one-shot
-//! request helper that accepts chunked answers (PocketBase sends them).
+//! receipt time of every event whose data names a write (`"live <n>"`), or, for streams opened
+//! with [`Streams::open_recording`], every row event in order (its position, name and row
+//! key). Also a one-shot request helper that accepts chunked answers (PocketBase sends them).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -42,6 +43,34 @@ pub(crate) struct StreamOut {
     pub(crate) others: Vec<String>,
     /// Why it stopped before it was told to, if it did.
     pub(crate) error: Option<String>,
+    /// Recording streams only: every event with an id and a row, in order of receipt.
+    pub(crate) seen: Vec<Seen>,
+}
+
+/// One row event a recording stream received.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Seen {
+    /// The event's position: the number before `_` in its id.
+    pub(crate) position: i64,
+    /// The event's name (`created`, `updated`, …).
+    pub(crate) kind: String,
+    /// The row's key (the `id` member of its data).
+    pub(crate) key: String,
+    /// The row's `name` member, if it has one.
+    pub(crate) name: Option<String>,
+}
+
+/// The row event `e` as a recording stream keeps it; `None` for an event without an id
+/// (`reset`, `end`) or whose data names no row.
+fn seen(e: &Event) -> Option<Seen> {
+    let position = e.id.split('_').next()?.parse().ok()?;
+    let v: serde_json::Value = serde_json::from_str(&e.data).ok()?;
+    Some(Seen {
+        position,
+        kind: e.name.clone(),
+        key: v["id"].as_str()?.to_owned(),
+        name: v["name"].as_str().map(str::to_owned),
+    })
 }
 
 /// Shared between the stream tasks and the thread that drives the benchmark.
@@ -50,6 +79,8 @@ struct Ctl {
     ready: AtomicUsize,
     delivered: AtomicU64,
     failed: Mutex<Option<String>>,
+    /// Keep every row event ([`StreamOut::seen`]) instead of the receipts of writes.
+    record: bool,
 }
 
 /// A set of open streams, driven by a thread of their own.
@@ -69,11 +100,33 @@ impl Streams {
         protocol: &dyn Fn(usize) -> Protocol,
         base: Instant,
     ) -> Result<Streams, String> {
+        Streams::open_with(addr, count, protocol, base, false)
+    }
+
+    /// As [`Streams::open`], but each stream keeps every row event it receives, in order
+    /// ([`StreamOut::seen`]), and [`Streams::delivered`] counts those.
+    pub(crate) fn open_recording(
+        addr: SocketAddr,
+        count: usize,
+        protocol: &dyn Fn(usize) -> Protocol,
+        base: Instant,
+    ) -> Result<Streams, String> {
+        Streams::open_with(addr, count, protocol, base, true)
+    }
+
+    fn open_with(
+        addr: SocketAddr,
+        count: usize,
+        protocol: &dyn Fn(usize) -> Protocol,
+        base: Instant,
+        record: bool,
+    ) -> Result<Streams, String> {
         let ctl = Arc::new(Ctl {
             base,
             ready: AtomicUsize::new(0),
             delivered: AtomicU64::new(0),
             failed: Mutex::new(None),
+            record,
         });
         let (stop, stop_rx) = watch::channel(false);
         let protocols: Vec<Protocol> = (0..count).map(protocol).collect();
@@ -186,8 +239,9 @@ fn note_failure(ctl: &Ctl, e: String) {
     }
 }
 
-/// One event: its name and data.
+/// One event: its id, name and data.
 struct Event {
+    id: String,
     name: String,
     data: String,
 }
@@ -353,6 +407,7 @@ impl Reader {
             let block = String::from_utf8_lossy(&self.body[..i]).into_owned();
             self.body.drain(..i + 2);
             let mut ev = Event {
+                id: String::new(),
                 name: "message".into(),
                 data: String::new(),
             };
@@ -364,6 +419,7 @@ impl Reader {
                 let (field, value) = line.split_once(':').unwrap_or((line, ""));
                 let value = value.strip_prefix(' ').unwrap_or(value);
                 match field {
+                    "id" => ev.id = value.to_owned(),
                     "event" => {
                         ev.name = value.to_owned();
                         any = true;
@@ -491,6 +547,13 @@ async fn follow(
         };
         let at = u64::try_from(ctl.base.elapsed().as_micros()).unwrap_or(u64::MAX);
         for e in events {
+            if ctl.record {
+                if let Some(s) = seen(&e) {
+                    out.seen.push(s);
+                    ctl.delivered.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+            }
             match write_number(&e.data) {
                 Some(n) if e.name != "reset" && e.name != "end" => {
                     out.receipts.push((n, at));
@@ -538,7 +601,7 @@ pub(crate) fn request_blocking(
 
 #[cfg(test)]
 mod tests {
-    use super::write_number;
+    use super::{seen, write_number, Event, Seen};
 
     #[test]
     fn finds_the_write_number() {
@@ -547,5 +610,25 @@ mod tests {
             Some(4711)
         );
         assert_eq!(write_number(r#"{"name":"other"}"#), None);
+    }
+
+    #[test]
+    fn keeps_a_row_event() {
+        let e = |id: &str, name: &str, data: &str| Event {
+            id: id.into(),
+            name: name.into(),
+            data: data.into(),
+        };
+        assert_eq!(
+            seen(&e("42_tok", "updated", r#"{"id":"k1","name":"bench 7"}"#)),
+            Some(Seen {
+                position: 42,
+                kind: "updated".into(),
+                key: "k1".into(),
+                name: Some("bench 7".into()),
+            })
+        );
+        assert_eq!(seen(&e("", "reset", r#"{"reason":"too_slow"}"#)), None);
+        assert_eq!(seen(&e("43_tok", "deleted", r#"{"x":1}"#)), None);
     }
 }

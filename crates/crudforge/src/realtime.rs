@@ -2,14 +2,16 @@
 //! of the feeds' delivery (a write's commit in this process, or on PostgreSQL a `NOTIFY` from
 //! any instance, heard on one `LISTEN` connection), the caps on open streams (per process and
 //! per user), the single-use stream tickets, and the signal that closes every
-//! stream at shutdown. The feeds themselves (what a subscriber receives) are `crud::feed`.
+//! stream at shutdown, and the hand-over of a stream's state between instances (PostgreSQL).
+//! The feeds themselves (what a subscriber receives) are `crud::feed`.
 
+use crate::crud::feed::{Owner, Resume, Resumes};
 use crate::error::Error;
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 #[cfg(feature = "postgres")]
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use uuid::Uuid;
@@ -18,6 +20,7 @@ use uuid::Uuid;
 /// instance listens on.
 #[cfg(feature = "postgres")]
 pub(crate) const CHANNEL: &str = "crudforge_events";
+
 
 /// How long a stream ticket stays valid.
 pub(crate) const TICKET_TTL: Duration = Duration::from_secs(30);
@@ -41,6 +44,9 @@ pub(crate) struct Hub {
     tickets: Mutex<HashMap<String, (Session, Instant)>>,
     /// The last delivery's (events, queries), for tests and benchmarks.
     last_delivery: Mutex<Option<(u64, u64)>>,
+    /// The feeds that have had streams in this process, by table: what another instance's
+    /// request for a stream's state is answered from.
+    feeds: Mutex<HashMap<&'static str, Weak<dyn Resumes>>>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -64,6 +70,7 @@ impl Default for Hub {
             listening: AtomicBool::new(false),
             tickets: Mutex::new(HashMap::new()),
             last_delivery: Mutex::new(None),
+            feeds: Mutex::new(HashMap::new()),
         }
     }
 }
@@ -217,17 +224,34 @@ impl Hub {
         *lock(&self.last_delivery)
     }
 
-    /// Starts listening for other instances' writes on PostgreSQL at `url` (once per API): a
+    /// Notes that the feed of `table` has streams here (another instance may ask it for one).
+    pub(crate) fn enlist(&self, table: &'static str, feed: Arc<dyn Resumes>) {
+        let mut feeds = lock(&self.feeds);
+        if feeds.get(table).is_none_or(|f| f.strong_count() == 0) {
+            feeds.insert(table, Arc::downgrade(&feed));
+        }
+    }
+
+    /// The state of the stream `owner` names on the feed of `table`, taken over from wherever
+    /// it is in this process.
+    pub(crate) fn take_over(&self, table: &str, owner: &Owner, last: i64) -> Option<Resume> {
+        let feed = lock(&self.feeds).get(table)?.upgrade()?;
+        feed.take_over(owner, last)
+    }
+
+    /// Starts listening for other instances on PostgreSQL at `url` (once per API): a
     /// connection of its own `LISTEN`s on [`CHANNEL`] and wakes the delivery on each
-    /// notification; after an error it connects again, and it wakes the delivery then too,
-    /// since notifications may have been missed meanwhile.
+    /// notification, and on the channel of the hand-over of streams, which it answers
+    /// (`crud::feed::handoff`) through `db`; after an error it connects again, and it wakes the
+    /// delivery then too, since notifications may have been missed meanwhile.
     #[cfg(feature = "postgres")]
-    pub(crate) fn listen(self: &Arc<Self>, url: &str) {
+    pub(crate) fn listen(self: &Arc<Self>, url: &str, db: &crate::db::Database) {
         if self.listening.swap(true, Ordering::SeqCst) {
             return;
         }
         let hub = Arc::downgrade(self);
         let url = url.to_owned();
+        let db = db.clone();
         actix_web::rt::spawn(async move {
             use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
             use futures_util::StreamExt;
@@ -239,8 +263,9 @@ impl Hub {
                 drop(h);
                 match AsyncPgConnection::establish(&url).await {
                     Ok(mut conn) => {
+                        let handoff = crate::crud::feed::handoff::CHANNEL;
                         if conn
-                            .batch_execute(&format!("LISTEN {CHANNEL}"))
+                            .batch_execute(&format!("LISTEN {CHANNEL}; LISTEN {handoff}"))
                             .await
                             .is_ok()
                         {
@@ -250,10 +275,16 @@ impl Hub {
                             let mut heard = std::pin::pin!(conn.notifications_stream());
                             while let Some(n) = heard.next().await {
                                 let Some(h) = hub.upgrade() else { return };
-                                if n.is_err() {
-                                    break;
+                                let Ok(n) = n else { break };
+                                if n.channel == handoff {
+                                    let db = db.clone();
+                                    actix_web::rt::spawn(async move {
+                                        crate::crud::feed::handoff::answer(&h, &db, &n.payload)
+                                            .await;
+                                    });
+                                } else {
+                                    h.wake();
                                 }
-                                h.wake();
                             }
                         }
                     }

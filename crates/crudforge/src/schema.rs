@@ -170,7 +170,7 @@ diesel::table! {
 diesel::table! {
     /// The recorded changes of resources whose blueprint offers a feed (see `crud::feed`).
     crudforge_events (id) {
-        /// Order of the events; never reused.
+        /// The event's number, in the order it was written; never reused.
         id -> BigInt,
         /// The resource's table.
         resource -> Text,
@@ -180,5 +180,8 @@ diesel::table! {
         row_key -> Text,
         /// Microseconds since 1970.
         created_at -> BigInt,
+        /// The writing transaction's id on PostgreSQL (events are read in the order
+        /// `(tx, id)`); 0 on SQLite.
+        tx -> BigInt,
     }
 }

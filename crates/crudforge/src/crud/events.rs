@@ -7,7 +7,7 @@
 use crate::auth::RoleGrant;
 use crate::condition::Condition;
 use crate::crud::feed::stream::{self, Stream};
-use crate::crud::feed::Feed;
+use crate::crud::feed::{Feed, Owner, Resume, Resumes};
 use crate::crud::options::Operation;
 use crate::crud::query::Params;
 use crate::crud::relations;
@@ -21,7 +21,6 @@ use crate::realtime::{Permit, Session, TICKET_TTL};
 use crate::state::ApiState;
 use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
-use std::collections::HashSet;
 use std::sync::Arc;
 
 /// The feed's path below the blueprint's prefix.
@@ -100,10 +99,10 @@ struct Opened {
     permit: Permit,
     conds: Condition,
     fields: Option<Vec<&'static str>>,
-    /// The newest event when the view was read.
-    head: i64,
+    /// The newest settled event when the view was read.
+    head: crate::crud::feed::Pos,
     /// The keys of the view.
-    keys: HashSet<Arc<str>>,
+    keys: Vec<String>,
 }
 
 /// The subscriber, its place under the caps, its view's conditions and members, and the
@@ -158,11 +157,7 @@ async fn open<R: Resource>(
             format!("the feed's view holds more than {max} rows; narrow it with filters"),
         ));
     }
-    let keys = rows
-        .iter()
-        .filter_map(|r| r.key_of(R::ID_FIELD))
-        .map(|k| Arc::from(k.as_str()))
-        .collect();
+    let keys = rows.iter().filter_map(|r| r.key_of(R::ID_FIELD)).collect();
     Ok(Opened {
         who,
         session,
@@ -204,35 +199,32 @@ pub(crate) async fn feed<R: Resource>(
     #[cfg(feature = "postgres")]
     if st.db.backend() == crate::db::Backend::Postgres {
         if let Some(url) = st.config.db.database_uri.as_deref() {
-            st.realtime.listen(url);
+            st.realtime.listen(url, &st.db);
         }
     }
     let user = opened.who.user_id();
-    // A resume: the parked state of the stream the id names, when this instance still keeps
-    // it and it was the same caller's stream of the same view, at the id the client last
-    // received. The events it needs are retained: pruning keeps every event younger than
-    // REALTIME_RESUME_SECONDS (see `feed::prune`).
     let mut opening = Vec::new();
-    let mut resumed = last_event_id
-        .as_deref()
-        .and_then(stream::parse_event_id)
-        .and_then(|(n, token)| Some((token.to_owned(), feed.unpark(token, user, &query, n)?)));
-    // Events pruned since (an event older than the retention, which a stream far behind may
-    // still have needed): what it missed is gone, so it starts afresh after a `reset`.
-    if let Some((_, p)) = &resumed {
-        let mut conn = st.db.get().await?;
-        if !crate::crud::feed::retained(&mut conn, R::sql_table(), p.pulled).await? {
-            resumed = None;
-        }
-    }
+    let resumed = match last_event_id.as_deref() {
+        Some(id) => resume::<R>(st, &feed, id, user, &query).await?,
+        None => None,
+    };
     if last_event_id.is_some() && resumed.is_none() {
         opening.extend_from_slice(&stream::reset("resume_unavailable"));
     }
-    let (token, cursor, emitted, known) = match resumed {
-        Some((token, p)) => (token, p.pulled, p.emitted, p.known),
-        None => (new_token()?, opened.head, opened.head, opened.keys),
+    let (token, start) = match resumed {
+        Some(found) => found,
+        None => (
+            new_token()?,
+            Resume {
+                keys: opened.keys,
+                tx: opened.head.tx,
+                id: opened.head.id,
+                last: opened.head.id,
+            },
+        ),
     };
-    opening.extend_from_slice(&stream::ready(&stream::event_id(emitted, &token)));
+    opening.extend_from_slice(&stream::ready(&stream::event_id(start.last, &token)));
+    let owner = Owner { token, user, query };
     let view = crate::crud::feed::View {
         conds: opened.conds,
         viewer: opened.who.viewer().cloned(),
@@ -242,8 +234,8 @@ pub(crate) async fn feed<R: Resource>(
         &st.realtime,
         &st.db,
         view,
-        cursor,
-        known,
+        owner,
+        start,
         cfg.realtime_view_max as usize,
         cfg.realtime_queue as usize,
     );
@@ -253,9 +245,6 @@ pub(crate) async fn feed<R: Resource>(
         feed,
         sub,
         rx,
-        token,
-        emitted,
-        pulled: cursor,
         opening: Some(opening),
         heartbeat,
         wrote: tokio::time::Instant::now(),
@@ -269,8 +258,6 @@ pub(crate) async fn feed<R: Resource>(
             db: st.db.clone(),
         }),
         check: Box::pin(tokio::time::sleep(session_every)),
-        user,
-        query,
         resume_for: std::time::Duration::from_secs(cfg.realtime_resume_seconds),
         park_max: cfg.realtime_max_streams as usize,
         park_per_user: cfg.realtime_max_streams_per_user as usize,
@@ -289,6 +276,41 @@ pub(crate) async fn feed<R: Resource>(
         .insert_header((header::CACHE_CONTROL, "no-store"))
         .insert_header(("X-Accel-Buffering", "no"))
         .streaming(body))
+}
+
+/// A resume with the `Last-Event-ID` `id`: the state of the stream it names, taken over from
+/// wherever it is (a stream of this instance, live or parked; on PostgreSQL, another
+/// instance's), when it was `user`'s stream of the same view and the id is one its client
+/// could have received last; with its token. `None` (a `reset`) otherwise, or when events it
+/// would need were pruned since (older than the retention: what it missed is gone).
+async fn resume<R: Resource>(
+    st: &ApiState,
+    feed: &Arc<Feed<R>>,
+    id: &str,
+    user: Option<uuid::Uuid>,
+    query: &str,
+) -> Result<Option<(String, Resume)>, Error> {
+    let Some((last, token)) = stream::parse_event_id(id) else {
+        return Ok(None);
+    };
+    let owner = Owner {
+        token: token.to_owned(),
+        user,
+        query: query.to_owned(),
+    };
+    let mut found = feed.take_over(&owner, last);
+    #[cfg(feature = "postgres")]
+    if found.is_none() && st.db.backend() == crate::db::Backend::Postgres {
+        found = crate::crud::feed::handoff::ask(&st.db, R::sql_table(), &owner, last).await?;
+    }
+    let Some(found) = found else {
+        return Ok(None);
+    };
+    let mut conn = st.db.get().await?;
+    if !crate::crud::feed::retained(&mut conn, R::sql_table(), found.pos()).await? {
+        return Ok(None);
+    }
+    Ok(Some((owner.token, found)))
 }
 
 /// The query string of the view: every parameter but the ticket and the resume position,

@@ -19,6 +19,8 @@
 //! retained events, and any other reconnection gets `reset` and leaves the parked state to
 //! its owner.
 
+#[cfg(feature = "postgres")]
+pub(crate) mod handoff;
 pub(crate) mod pump;
 pub(crate) mod stream;
 
@@ -32,16 +34,21 @@ use crate::schema::crudforge_events as events;
 use diesel::prelude::*;
 use std::collections::{HashMap, HashSet};
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
-/// The PostgreSQL advisory lock a write holds from its first event to its commit, so that
-/// event ids are committed in the order they were taken (a reader never passes an id that a
-/// transaction still open would commit later).
-#[cfg(feature = "postgres")]
-pub(crate) const EVENTS_LOCK_KEY: i64 = 0x6372_7564_6576_7473;
+/// A place in the order of events: `(tx, id)`, the writing transaction's id (PostgreSQL; 0 on
+/// SQLite) and the event's number. Every event that can still appear sorts after every event
+/// a reader has taken (see [`after`]), so a reader's place never passes one it has not seen.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct Pos {
+    /// The transaction that wrote the event (0 on SQLite).
+    pub(crate) tx: i64,
+    /// The event's number (0: before every event).
+    pub(crate) id: i64,
+}
 
 /// What happened to a row, as a feed's events say it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,7 +113,7 @@ pub async fn record_change<R: Resource>(
 
 /// Records, like [`record_change`], that the rows `keys` of `R` were all created, updated,
 /// deleted or restored: for a bulk write of many rows (a seeding command, an import), in
-/// the transaction that wrote them, with one lock and one notification for all.
+/// the transaction that wrote them, with one notification for all.
 ///
 /// # Errors
 ///
@@ -123,9 +130,9 @@ pub async fn record_changes<R: Resource>(
 /// The changes one write made to a resource with a feed: kind and row key, in order.
 pub(crate) type Journal = Vec<(Kind, String)>;
 
-/// Records `journal` for `table` on `conn`, inside the write's transaction: on PostgreSQL
-/// after taking [`EVENTS_LOCK_KEY`] (held until the commit) and with a `NOTIFY` that every
-/// instance hears at the commit.
+/// Records `journal` for `table` on `conn`, inside the write's transaction; on PostgreSQL with
+/// a `NOTIFY` that every instance hears at the commit. No lock: the readers' order, not the
+/// writers', keeps late commits from being skipped (see [`after`]).
 ///
 /// # Errors
 ///
@@ -156,11 +163,8 @@ pub(crate) async fn record(conn: &mut Conn, table: &str, journal: &Journal) -> R
             Ok::<_, diesel::result::Error>(())
         },
         postgres => {
-            let lock = format!(
-                "SELECT pg_advisory_xact_lock({EVENTS_LOCK_KEY}); SELECT pg_notify('{}', '')",
-                crate::realtime::CHANNEL
-            );
-            diesel_async::SimpleAsyncConnection::batch_execute(c, &lock).await?;
+            let notify = format!("NOTIFY {}", crate::realtime::CHANNEL);
+            diesel_async::SimpleAsyncConnection::batch_execute(c, &notify).await?;
             // Up to 1,000 rows a statement (4 parameters each, far below PostgreSQL's limit).
             for chunk in rows.chunks(1000) {
                 let q = diesel::insert_into(events::table).values(chunk.to_vec());
@@ -175,15 +179,41 @@ pub(crate) async fn record(conn: &mut Conn, table: &str, journal: &Journal) -> R
 /// One recorded event.
 #[derive(Debug, Clone)]
 pub(crate) struct Event {
-    /// Its id.
-    pub(crate) id: i64,
+    /// Its place in the order of events.
+    pub(crate) pos: Pos,
     /// What happened.
     pub(crate) kind: Kind,
     /// The row's key.
     pub(crate) key: Arc<str>,
 }
 
-/// The events of `table` after `after`, in order, at most `limit`.
+/// What a read of the events found.
+pub(crate) struct Read {
+    /// The events after the place asked for, in order.
+    pub(crate) events: Vec<Event>,
+    /// Whether committed events after them were left for later because a transaction older
+    /// than theirs was still running (PostgreSQL): the reader reads again soon, not at its
+    /// next wake-up only (that transaction may write no event, and so notify nobody).
+    pub(crate) held: bool,
+}
+
+/// The SQL that tells, on PostgreSQL, whether an event's transaction is older than every
+/// transaction still running in the statement's snapshot: such an event is committed (or
+/// rolled back, then absent) for good, and any event not yet visible will have a larger `tx`.
+#[cfg(feature = "postgres")]
+const SETTLED: &str = "tx < pg_snapshot_xmin(pg_current_snapshot())::text::bigint";
+
+/// The events of `table` after `from`, in order, at most `limit`, up to the first one that
+/// may still be followed by a late commit before it.
+///
+/// Why nothing is skipped or taken twice: on SQLite one writer at a time commits, so ids are
+/// committed in order and `tx` is 0. On PostgreSQL, events are ordered by `(tx, id)`; a
+/// statement's snapshot has an `xmin`, every transaction below which has ended, and this read
+/// stops at the first event whose `tx` is not below it. Every event it returns has `tx <
+/// xmin`, so all events of those transactions are visible to it; an event that commits later
+/// belongs to a transaction that was running (`tx >= xmin`) or had not begun writing, so its
+/// `tx` is at least this `xmin` and it sorts after every event returned. The next read starts
+/// after the last one returned and takes it then.
 ///
 /// # Errors
 ///
@@ -191,59 +221,102 @@ pub(crate) struct Event {
 pub(crate) async fn after(
     conn: &mut Conn,
     table: &str,
-    after: i64,
+    from: Pos,
     limit: i64,
-) -> Result<Vec<Event>, Error> {
-    let rows: Vec<(i64, String, String)> = crate::with_conn!(conn, |c| {
-        let q = events::table
-            .filter(events::resource.eq(table))
-            .filter(events::id.gt(after))
-            .order(events::id.asc())
-            .limit(limit)
-            .select((events::id, events::kind, events::row_key));
-        diesel_async::RunQueryDsl::load(q, c).await
-    })?;
-    Ok(rows
+) -> Result<Read, Error> {
+    let rows: Vec<(i64, i64, String, String, bool)> = crate::__by_backend!(*conn, |c|
+        sqlite => {
+            let q = events::table
+                .filter(events::resource.eq(table))
+                .filter(events::id.gt(from.id))
+                .order(events::id.asc())
+                .limit(limit)
+                .select((
+                    events::tx,
+                    events::id,
+                    events::kind,
+                    events::row_key,
+                    diesel::dsl::sql::<diesel::sql_types::Bool>("1"),
+                ));
+            diesel_async::RunQueryDsl::load(q, c).await
+        },
+        postgres => {
+            let q = events::table
+                .filter(events::resource.eq(table))
+                .filter(events::tx.ge(from.tx))
+                .filter(events::tx.gt(from.tx).or(events::id.gt(from.id)))
+                .order((events::tx.asc(), events::id.asc()))
+                .limit(limit)
+                .select((
+                    events::tx,
+                    events::id,
+                    events::kind,
+                    events::row_key,
+                    diesel::dsl::sql::<diesel::sql_types::Bool>(SETTLED),
+                ));
+            diesel_async::RunQueryDsl::load(q, c).await
+        }
+    )?;
+    let settled = rows.iter().take_while(|r| r.4).count();
+    let held = settled < rows.len();
+    let events = rows
         .into_iter()
-        .filter_map(|(id, kind, key)| {
+        .take(settled)
+        .filter_map(|(tx, id, kind, key, _)| {
             Some(Event {
-                id,
+                pos: Pos { tx, id },
                 kind: Kind::parse(&kind)?,
                 key: key.into(),
             })
         })
-        .collect())
+        .collect();
+    Ok(Read { events, held })
 }
 
-/// The newest event id of `table` (0 when there is none).
+/// The place of `table`'s newest settled event (see [`after`]; `Pos::default()` when there is
+/// none): a reader starting after it misses no event that is not settled yet.
 ///
 /// # Errors
 ///
 /// Database errors.
-pub(crate) async fn newest(conn: &mut Conn, table: &str) -> Result<i64, Error> {
-    let newest: Option<i64> = crate::with_conn!(conn, |c| {
-        let q = events::table
-            .filter(events::resource.eq(table))
-            .select(diesel::dsl::max(events::id));
-        diesel_async::RunQueryDsl::get_result(q, c).await
-    })?;
-    Ok(newest.unwrap_or(0))
+pub(crate) async fn newest(conn: &mut Conn, table: &str) -> Result<Pos, Error> {
+    let newest: Option<(i64, i64)> = crate::__by_backend!(*conn, |c|
+        sqlite => {
+            let q = events::table
+                .filter(events::resource.eq(table))
+                .order(events::id.desc())
+                .select((events::tx, events::id))
+                .limit(1);
+            diesel_async::RunQueryDsl::get_result(q, c).await.optional()
+        },
+        postgres => {
+            let q = events::table
+                .filter(events::resource.eq(table))
+                .filter(diesel::dsl::sql::<diesel::sql_types::Bool>(SETTLED))
+                .order((events::tx.desc(), events::id.desc()))
+                .select((events::tx, events::id))
+                .limit(1);
+            diesel_async::RunQueryDsl::get_result(q, c).await.optional()
+        }
+    )?;
+    Ok(newest.map_or_else(Pos::default, |(tx, id)| Pos { tx, id }))
 }
 
-/// Whether the event `id` of `table` is still retained: a resume after it misses nothing
-/// (pruning removes the oldest events first). Position 0 (no event yet) always is.
+/// Whether the event at `pos` of `table` is still retained: a resume after it misses nothing
+/// (pruning removes the oldest events first). The place before every event always is.
 ///
 /// # Errors
 ///
 /// Database errors.
-pub(crate) async fn retained(conn: &mut Conn, table: &str, id: i64) -> Result<bool, Error> {
-    if id == 0 {
+pub(crate) async fn retained(conn: &mut Conn, table: &str, pos: Pos) -> Result<bool, Error> {
+    if pos.id == 0 {
         return Ok(true);
     }
     let found: Option<i64> = crate::with_conn!(conn, |c| {
         let q = events::table
+            .filter(events::id.eq(pos.id))
             .filter(events::resource.eq(table))
-            .filter(events::id.eq(id))
+            .filter(events::tx.eq(pos.tx))
             .select(events::id);
         diesel_async::RunQueryDsl::get_result(q, c).await.optional()
     })?;
@@ -269,22 +342,25 @@ pub(crate) async fn prune(
     let too_old = now.saturating_sub(micros(max_age.max(resume)));
     let resumable = now.saturating_sub(micros(resume));
     let n = crate::with_conn!(conn, |c| {
-        // The newest id past the `keep` newest (none: nothing to prune by count).
+        // The newest place past the `keep` newest (none: nothing to prune by count).
         let past = events::table
             .filter(events::resource.eq(table))
-            .order(events::id.desc())
+            .order((events::tx.desc(), events::id.desc()))
             .offset(i64::from(keep))
             .limit(1)
-            .select(events::id);
-        let floor: i64 = diesel_async::RunQueryDsl::get_result(past, c)
+            .select((events::tx, events::id));
+        let floor: Option<(i64, i64)> = diesel_async::RunQueryDsl::get_result(past, c)
             .await
-            .optional()?
-            .unwrap_or(0);
+            .optional()?;
+        let (ftx, fid) = floor.unwrap_or((i64::MIN, 0));
+        let at_or_before = events::tx
+            .lt(ftx)
+            .or(events::tx.eq(ftx).and(events::id.le(fid)));
         let old = diesel::delete(
             events::table.filter(events::resource.eq(table)).filter(
                 events::created_at
                     .lt(too_old)
-                    .or(events::id.le(floor).and(events::created_at.lt(resumable))),
+                    .or(at_or_before.and(events::created_at.lt(resumable))),
             ),
         );
         diesel_async::RunQueryDsl::execute(old, c).await
@@ -426,6 +502,17 @@ pub(crate) struct View {
     pub(crate) fields: Option<Vec<&'static str>>,
 }
 
+/// Who may take a stream over: the caller, the view, the stream's token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Owner {
+    /// The part of every event id that names the stream.
+    pub(crate) token: String,
+    /// Whose stream it is.
+    pub(crate) user: Option<uuid::Uuid>,
+    /// The request's query string (the same view is asked for again).
+    pub(crate) query: String,
+}
+
 /// One subscriber, as the delivery sees it.
 pub(crate) struct Sub {
     /// Its number in its feed.
@@ -440,36 +527,208 @@ pub(crate) struct Sub {
     pub(crate) viewer: Option<CurrentUser>,
     /// The members asked for (`fields=`).
     pub(crate) fields: Option<Vec<&'static str>>,
-    /// The last event judged for it (queued, or telling it nothing).
-    pub(crate) cursor: AtomicI64,
-    /// The keys of the rows it has been shown or has queued (or that were in its view when it
-    /// began): kept by the delivery, which changes them only together with the queue and
-    /// the position, under this lock.
-    pub(crate) known: Mutex<Known>,
+    /// Whose stream it is, for a resume that takes it over.
+    pub(crate) owner: Owner,
+    /// What the delivery has queued for it: its place, the keys it was shown, the steps a
+    /// resume may take back. The delivery changes them only together with the queue, under
+    /// this lock.
+    pub(crate) trail: Mutex<Trail>,
     /// Most keys it keeps.
     pub(crate) view_max: usize,
     /// Its queue.
     pub(crate) tx: mpsc::Sender<Fact>,
     /// Set when its queue was full: the stream sends `reset` and ends.
     pub(crate) overflowed: AtomicBool,
+    /// Set when a resume took its state over: the stream ends without parking.
+    pub(crate) taken: AtomicBool,
+    /// Wakes the stream when it was taken over.
+    pub(crate) ended: tokio::sync::Notify,
+}
+
+/// How one queued fact changed the keys a stream was shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Change {
+    /// Its key was added.
+    Added,
+    /// Its key was removed.
+    Removed,
+    /// Neither.
+    Kept,
+}
+
+/// One fact queued for a stream, as a resume takes it back.
+#[derive(Debug, Clone)]
+struct Step {
+    /// The event's place.
+    pos: Pos,
+    /// The row's key.
+    key: Arc<str>,
+    /// What it did to the shown keys.
+    change: Change,
+}
+
+/// What the delivery has given one stream: its place (every event up to it judged), the keys
+/// it was shown, and the last facts it queued (at most `REALTIME_QUEUE`, oldest first), so that
+/// a client that names the last one it received, even one before others already written into
+/// a connection that was dead, resumes from there with the keys it had then.
+pub(crate) struct Trail {
+    /// The keys of the rows it was shown or has queued (or that were in its view when it
+    /// began).
+    pub(crate) known: Known,
+    /// The place up to which the delivery has judged every event for it.
+    pub(crate) cursor: Pos,
+    /// The place before the first of `steps`: where the stream began, or the last step let go.
+    base: Pos,
+    steps: std::collections::VecDeque<Step>,
+    /// Most steps kept.
+    cap: usize,
+}
+
+impl Change {
+    /// What a fact told does to the shown keys; `None` for the end of a view grown too large
+    /// (no event the client can name).
+    pub(crate) fn of(told: &Told) -> Option<Change> {
+        Some(match told {
+            Told::Row { new: true, .. } => Change::Added,
+            Told::Gone => Change::Removed,
+            Told::Row { new: false, .. } => Change::Kept,
+            Told::TooLarge => return None,
+        })
+    }
+}
+
+impl Trail {
+    /// A stream's trail from `start`, having shown `known`, keeping at most `cap` steps.
+    pub(crate) fn new(known: Known, start: Pos, cap: usize) -> Trail {
+        Trail {
+            known,
+            cursor: start,
+            base: start,
+            steps: std::collections::VecDeque::new(),
+            cap: cap.max(1),
+        }
+    }
+
+    /// Notes that a fact about `key`, at `pos`, was queued, and what it did to the keys.
+    pub(crate) fn queued(&mut self, pos: Pos, key: Arc<str>, change: Change) {
+        if self.steps.len() >= self.cap {
+            if let Some(first) = self.steps.pop_front() {
+                self.base = first.pos;
+            }
+        }
+        self.steps.push_back(Step { pos, key, change });
+    }
+
+    /// Taken out of the feed's tally: what a parked stream keeps.
+    pub(crate) fn take(&mut self) -> Kept {
+        Kept {
+            keys: self.known.take(),
+            cursor: self.cursor,
+            base: self.base,
+            steps: std::mem::take(&mut self.steps),
+        }
+    }
+}
+
+/// A stream's trail out of its feed: what a parked stream keeps, and what a resume rewinds.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Kept {
+    keys: HashSet<Arc<str>>,
+    cursor: Pos,
+    base: Pos,
+    steps: std::collections::VecDeque<Step>,
+}
+
+/// Where a resumed stream starts: the keys its client had been shown and the place after
+/// which its events come.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Resume {
+    /// The shown keys.
+    pub(crate) keys: Vec<String>,
+    /// The place's transaction.
+    pub(crate) tx: i64,
+    /// The place's event number.
+    pub(crate) id: i64,
+    /// The number of the last event the client received (the `ready` event repeats it).
+    pub(crate) last: i64,
+}
+
+impl Resume {
+    /// The place after which its events come.
+    pub(crate) fn pos(&self) -> Pos {
+        Pos {
+            tx: self.tx,
+            id: self.id,
+        }
+    }
+}
+
+impl Kept {
+    /// Whether the client may have stopped at the event numbered `last`: where the stream
+    /// began, the last step let go, or a step it keeps.
+    fn has(&self, last: i64) -> bool {
+        stops_at(self.base, &self.steps, last)
+    }
+
+    /// The state of a client whose last event was numbered `last`: the steps after it taken
+    /// back, newest first; its events then come after `last`'s place, or after the cursor when
+    /// nothing was queued after it (every event between told it nothing). `None` when `last` is
+    /// no place this stream could have stopped at.
+    fn rewound(mut self, last: i64) -> Option<Resume> {
+        if !self.has(last) {
+            return None;
+        }
+        let mut at = self.base;
+        let mut newest = true;
+        while let Some(step) = self.steps.pop_back() {
+            if step.pos.id == last {
+                at = step.pos;
+                break;
+            }
+            newest = false;
+            match step.change {
+                Change::Added => {
+                    self.keys.remove(&step.key);
+                }
+                Change::Removed => {
+                    self.keys.insert(step.key);
+                }
+                Change::Kept => {}
+            }
+        }
+        let from = if newest { at.max(self.cursor) } else { at };
+        Some(Resume {
+            keys: self.keys.iter().map(|k| k.to_string()).collect(),
+            tx: from.tx,
+            id: from.id,
+            last,
+        })
+    }
+}
+
+/// Whether a client whose stream began (or last let go of a step) at `base` and queued `steps`
+/// may have stopped at the event numbered `last`.
+fn stops_at(base: Pos, steps: &std::collections::VecDeque<Step>, last: i64) -> bool {
+    base.id == last || steps.iter().any(|s| s.pos.id == last)
 }
 
 /// A dropped stream's state, kept for a resume on this instance.
 pub(crate) struct Parked {
     /// Whose stream it was.
-    pub(crate) user: Option<uuid::Uuid>,
-    /// The request's query string (the same view is asked for again).
-    pub(crate) query: String,
-    /// The id of the last event the stream wrote.
-    pub(crate) emitted: i64,
-    /// The event its resume starts after: the last one it took from its queue, or the
-    /// delivery's position when its queue was empty (events between `emitted` and this one
-    /// told the client nothing).
-    pub(crate) pulled: i64,
-    /// The keys it had shown.
-    pub(crate) known: HashSet<Arc<str>>,
+    pub(crate) owner: Owner,
+    /// Its trail.
+    pub(crate) kept: Kept,
     /// Until when it is kept.
     pub(crate) until: Instant,
+}
+
+/// A feed's part in resumes, whatever its resource: another instance's request for a stream's
+/// state is answered through it.
+pub(crate) trait Resumes: Send + Sync {
+    /// The state of the stream `owner` names, taken (from a live stream, which ends, or from a
+    /// parked one) and rewound to `last`, when it is that caller's stream of that view and
+    /// `last` is a place it could have stopped at. Anything else takes nothing.
+    fn take_over(&self, owner: &Owner, last: i64) -> Option<Resume>;
 }
 
 /// The feed of one blueprint: its subscribers, the parked states of dropped streams, whether
@@ -509,21 +768,26 @@ impl<R: Resource> Default for Feed<R> {
 }
 
 impl<R: Resource> Feed<R> {
-    /// Adds a subscriber with `view`, from event `cursor` on, having shown `known` (at most
-    /// `view_max` keys), with a queue of `queue` events; starts the delivery if it is not
-    /// running.
+    /// Adds a subscriber with `view`, owned by `owner`, from `resume`'s place on, having shown
+    /// its keys (at most `view_max`), with a queue of `queue` events; starts the delivery if it
+    /// is not running.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn subscribe(
         self: &Arc<Self>,
         hub: &Arc<Hub>,
         db: &crate::db::Database,
         view: View,
-        cursor: i64,
-        known: HashSet<Arc<str>>,
+        owner: Owner,
+        resume: Resume,
         view_max: usize,
         queue: usize,
     ) -> (Arc<Sub>, mpsc::Receiver<Fact>) {
         let (tx, rx) = mpsc::channel(queue.max(1));
+        let start = resume.pos();
+        let known = Known::new(
+            resume.keys.into_iter().map(Arc::from).collect(),
+            self.shown.clone(),
+        );
         let mut subs = lock(&self.subs);
         let group = subs.iter().find(|s| s.conds == view.conds).map_or_else(
             || self.next_group.fetch_add(1, Ordering::Relaxed),
@@ -535,14 +799,17 @@ impl<R: Resource> Feed<R> {
             group,
             viewer: view.viewer,
             fields: view.fields,
-            cursor: AtomicI64::new(cursor),
-            known: Mutex::new(Known::new(known, self.shown.clone())),
+            owner,
+            trail: Mutex::new(Trail::new(known, start, queue)),
             view_max,
             tx,
             overflowed: AtomicBool::new(false),
+            taken: AtomicBool::new(false),
+            ended: tokio::sync::Notify::new(),
         });
         subs.push(sub.clone());
         drop(subs);
+        hub.enlist(self.table, self.clone());
         if !self.pumping.swap(true, Ordering::SeqCst) {
             actix_web::rt::spawn(pump::run(self.clone(), hub.clone(), db.clone()));
         }
@@ -571,22 +838,32 @@ impl<R: Resource> Feed<R> {
         subs.clone()
     }
 
-    /// Keeps a dropped stream's state under `token`, bounded: at most `per_user` for its
-    /// user (anonymous callers share one count; that user's oldest go first), and at most
-    /// `max` in all (the oldest go first). So one caller dropping streams in a loop pushes
-    /// out its own states, never other callers'.
-    pub(crate) fn park(&self, token: String, parked: Parked, max: usize, per_user: usize) {
-        let now = Instant::now();
+    /// Keeps the state of `sub`, whose stream went away, until `until` (unless it overflowed
+    /// or a resume took it over already), bounded: at most `per_user` for its user (anonymous
+    /// callers share one count; that user's oldest go first), and at most `max` in all (the
+    /// oldest go first). So one caller dropping streams in a loop pushes out its own states,
+    /// never other callers'. Under the lock of the parked states, which a resume holds too:
+    /// a resume finds the state live or parked, never in between.
+    pub(crate) fn park(&self, sub: &Sub, until: Instant, max: usize, per_user: usize) {
         let mut all = lock(&self.parked);
+        let kept = {
+            let mut trail = lock(&sub.trail);
+            if sub.overflowed.load(Ordering::SeqCst) || sub.taken.swap(true, Ordering::SeqCst) {
+                return;
+            }
+            trail.take()
+        };
+        let now = Instant::now();
         all.retain(|_, p| p.until > now);
+        let user = sub.owner.user;
         let oldest = |all: &HashMap<String, Parked>, user: Option<Option<uuid::Uuid>>| {
             all.iter()
-                .filter(|(_, p)| user.is_none_or(|u| p.user == u))
+                .filter(|(_, p)| user.is_none_or(|u| p.owner.user == u))
                 .min_by_key(|(_, p)| p.until)
                 .map(|(k, _)| k.clone())
         };
-        while all.values().filter(|p| p.user == parked.user).count() >= per_user.max(1) {
-            let Some(k) = oldest(&all, Some(parked.user)) else {
+        while all.values().filter(|p| p.owner.user == user).count() >= per_user.max(1) {
+            let Some(k) = oldest(&all, Some(user)) else {
                 break;
             };
             all.remove(&k);
@@ -597,29 +874,58 @@ impl<R: Resource> Feed<R> {
             };
             all.remove(&k);
         }
-        all.insert(token, parked);
+        all.insert(
+            sub.owner.token.clone(),
+            Parked {
+                owner: sub.owner.clone(),
+                kept,
+                until,
+            },
+        );
     }
+}
 
-    /// The parked state under `token`, taken, if it is still kept and was `user`'s stream of
-    /// the same view, and its last event written was `emitted`. A state that does not match
-    /// stays where it is for its owner (a foreign `Last-Event-ID` takes nothing); an expired
-    /// one is dropped.
-    pub(crate) fn unpark(
-        &self,
-        token: &str,
-        user: Option<uuid::Uuid>,
-        query: &str,
-        emitted: i64,
-    ) -> Option<Parked> {
+impl<R: Resource> Resumes for Feed<R> {
+    fn take_over(&self, owner: &Owner, last: i64) -> Option<Resume> {
+        // Under the lock a stream parks under: the state is live or parked, never in between.
         let mut all = lock(&self.parked);
-        let p = all.get(token)?;
+        // A live stream first: the client came back before this instance saw it go (its
+        // last events may have been written into the dead connection).
+        let live = lock(&self.subs)
+            .iter()
+            .find(|s| s.owner.token == owner.token)
+            .cloned();
+        if let Some(sub) = live {
+            if sub.owner != *owner {
+                return None;
+            }
+            let kept = {
+                let mut trail = lock(&sub.trail);
+                let open = !sub.taken.load(Ordering::SeqCst)
+                    && !sub.overflowed.load(Ordering::SeqCst);
+                if open && !stops_at(trail.base, &trail.steps, last) {
+                    return None;
+                }
+                open.then(|| {
+                    sub.taken.store(true, Ordering::SeqCst);
+                    trail.take()
+                })
+            };
+            if let Some(kept) = kept {
+                drop(all);
+                self.unsubscribe(sub.id);
+                sub.ended.notify_one();
+                return kept.rewound(last);
+            }
+        }
+        let p = all.get(&owner.token)?;
         if p.until <= Instant::now() {
-            all.remove(token);
+            all.remove(&owner.token);
             return None;
         }
-        if p.user != user || p.query != query || p.emitted != emitted {
+        if p.owner != *owner || !p.kept.has(last) {
             return None;
         }
-        all.remove(token)
+        all.remove(&owner.token)?.kept.rewound(last)
     }
 }

@@ -14,7 +14,7 @@
 //! batch of events read together costs the same: once woken, the delivery waits [`GATHER`]
 //! so that the commits of those few milliseconds make one batch.
 
-use super::{lock, Event, Fact, Feed, Kind, Known, Sub, Told};
+use super::{lock, Change, Event, Fact, Feed, Kind, Known, Pos, Sub, Told};
 use crate::condition::{parse_arg, Arg, Cond, Condition, Op};
 use crate::crud::query::sparse;
 use crate::crud::rules::read;
@@ -42,10 +42,15 @@ const GATHER: Duration = Duration::from_millis(4);
 /// Most events read and judged at once.
 const BATCH: i64 = 200;
 
+/// The first wait before reading again when committed events were held back behind a
+/// transaction still running (doubled at each such round, up to [`POLL`]).
+const HELD: Duration = Duration::from_millis(5);
+
 /// Runs the delivery of `feed` until it has no subscribers.
 pub(crate) async fn run<R: Resource>(feed: Arc<Feed<R>>, hub: Arc<Hub>, db: Database) {
     let mut woken = hub.woken();
     let mut closing = hub.closing();
+    let mut held_for = HELD;
     loop {
         // Seen before reading: a commit after this point wakes the wait below.
         woken.borrow_and_update();
@@ -53,41 +58,51 @@ pub(crate) async fn run<R: Resource>(feed: Arc<Feed<R>>, hub: Arc<Hub>, db: Data
         if subs.is_empty() || *closing.borrow() {
             return;
         }
-        let delivered = match deliver(&feed, &hub, &db, &subs).await {
-            Ok(n) => n,
+        let (delivered, held) = match deliver(&feed, &hub, &db, &subs).await {
+            Ok(round) => round,
             Err(e) => {
                 tracing::warn!(target: "crudforge::realtime", error = %e, "delivering events failed");
-                0
+                (0, false)
             }
         };
         if delivered == BATCH as usize {
             continue;
         }
+        // Events held back behind a transaction still running: read again soon, since that
+        // transaction may record no event and so wake nobody when it ends.
+        let wait = if held {
+            let wait = held_for;
+            held_for = (held_for * 2).min(POLL);
+            wait
+        } else {
+            held_for = HELD;
+            POLL
+        };
         tokio::select! {
             _ = woken.changed() => tokio::time::sleep(GATHER).await,
             _ = closing.changed() => {}
-            () = tokio::time::sleep(POLL) => {}
+            () = tokio::time::sleep(wait) => {}
         }
     }
 }
 
 /// One round: the events after the furthest-behind subscriber, judged and queued for each
-/// subscriber. How many events were read.
+/// subscriber. How many events were read, and whether later ones were held back.
 async fn deliver<R: Resource>(
     feed: &Feed<R>,
     hub: &Hub,
     db: &Database,
     subs: &[Arc<Sub>],
-) -> Result<usize, Error> {
-    let Some(from) = subs.iter().map(|s| s.cursor.load(Ordering::SeqCst)).min() else {
-        return Ok(0);
+) -> Result<(usize, bool), Error> {
+    let Some(from) = subs.iter().map(|s| cursor(s)).min() else {
+        return Ok((0, false));
     };
     let stats = Arc::new(QueryStats::default());
-    let (events, outcome, passed) = QueryStats::scope(stats.clone(), async {
+    let (events, held, outcome, passed) = QueryStats::scope(stats.clone(), async {
         let mut conn = db.get().await?;
-        let events = super::after(&mut conn, feed.table, from, BATCH).await?;
+        let super::Read { events, held } = super::after(&mut conn, feed.table, from, BATCH).await?;
         if events.is_empty() {
-            return Ok::<_, Error>((events, Vec::new(), Vec::new()));
+            return Ok::<_, Error>((events, held, Vec::new(), Vec::new()));
         }
         // Grouped by the number of their equal conditions, given at subscription (comparing
         // the conditions themselves for every subscriber and round cost more than the rest).
@@ -101,12 +116,10 @@ async fn deliver<R: Resource>(
         let mut outcome = Vec::new();
         let mut passed = Vec::new();
         for (_, conds, members) in groups {
-            let behind = members
-                .iter()
-                .map(|s| s.cursor.load(Ordering::SeqCst))
-                .min()
-                .unwrap_or(i64::MAX);
-            let pending: Vec<&Event> = events.iter().filter(|e| e.id > behind).collect();
+            let Some(behind) = members.iter().map(|s| cursor(s)).min() else {
+                continue;
+            };
+            let pending: Vec<&Event> = events.iter().filter(|e| e.pos > behind).collect();
             if pending.is_empty() {
                 continue;
             }
@@ -114,7 +127,7 @@ async fn deliver<R: Resource>(
             if rows.is_empty() && !feed.any_shown(pending.iter().copied()) {
                 // No row in the group's view and no key any stream was shown: every member
                 // is told nothing, so only their positions move.
-                passed.push((members, pending.last().map_or(behind, |e| e.id)));
+                passed.push((members, pending.last().map_or(behind, |e| e.pos)));
                 continue;
             }
             let rendered = rows
@@ -123,7 +136,7 @@ async fn deliver<R: Resource>(
                 .collect::<Result<HashMap<_, _>, Error>>()?;
             outcome.push((members, rendered));
         }
-        Ok((events, outcome, passed))
+        Ok((events, held, outcome, passed))
     })
     .await?;
     for (members, last) in passed {
@@ -131,7 +144,8 @@ async fn deliver<R: Resource>(
             // Only this task changes shown keys, so none of these events can concern a member
             // by now; a stream parking meanwhile resumes from before them, which tells it
             // nothing more.
-            sub.cursor.fetch_max(last, Ordering::SeqCst);
+            let mut trail = lock(&sub.trail);
+            trail.cursor = trail.cursor.max(last);
         }
     }
     for (members, rows) in outcome {
@@ -142,7 +156,12 @@ async fn deliver<R: Resource>(
     if !events.is_empty() {
         hub.delivered(events.len() as u64, stats.count());
     }
-    Ok(events.len())
+    Ok((events.len(), held))
+}
+
+/// The place up to which `sub`'s events were judged.
+fn cursor(sub: &Sub) -> Pos {
+    lock(&sub.trail).cursor
 }
 
 /// The rows among `pending`'s keys that match `conds` now, by key: one query.
@@ -286,8 +305,8 @@ pub(crate) fn judge(
 }
 
 /// Queues, for `sub` (member `i` of its group), what it is told of each event after its
-/// position ([`judge`]), under the lock of its shown keys, so that the keys, the queue and the
-/// position always agree for a stream that parks itself. A full queue marks the subscriber
+/// place ([`judge`]), under the lock of its trail, so that the keys, the queue, the steps a
+/// resume takes back and the place always agree. A full queue marks the subscriber
 /// overflowed and removes it; a closed one, or a view grown too large, removes it.
 fn queue<R: Resource>(
     feed: &Feed<R>,
@@ -296,45 +315,52 @@ fn queue<R: Resource>(
     events: &[Event],
     rows: &HashMap<Arc<str>, Rendered>,
 ) {
-    let mut known = lock(&sub.known);
-    let start = sub.cursor.load(Ordering::SeqCst);
-    // The position moves once, at the end: under the lock nobody reads it between events.
+    let mut trail = lock(&sub.trail);
+    if sub.taken.load(Ordering::SeqCst) {
+        return;
+    }
+    let start = trail.cursor;
+    // The place moves once, at the end: under the lock nobody reads it between events.
     let mut judged = start;
-    for e in events.iter().filter(|e| e.id > start) {
+    for e in events.iter().filter(|e| e.pos > start) {
         let row = rows.get(&e.key).and_then(|r| r.view(i));
-        if let Some(told) = judge(&mut known, sub.view_max, e, row) {
-            let too_large = matches!(told, Told::TooLarge);
+        if let Some(told) = judge(&mut trail.known, sub.view_max, e, row) {
+            let change = Change::of(&told);
             let fact = Fact {
-                id: e.id,
+                id: e.pos.id,
                 key: e.key.clone(),
                 told,
             };
             match sub.tx.try_send(fact) {
                 Ok(()) => {}
                 Err(TrySendError::Full(fact)) => {
-                    fact.undo(&mut known);
-                    sub.cursor.store(judged, Ordering::SeqCst);
+                    fact.undo(&mut trail.known);
+                    trail.cursor = judged;
                     sub.overflowed.store(true, Ordering::SeqCst);
                     crate::metrics::global().stream_dropped();
                     feed.unsubscribe(sub.id);
                     return;
                 }
                 Err(TrySendError::Closed(fact)) => {
-                    fact.undo(&mut known);
-                    sub.cursor.store(judged, Ordering::SeqCst);
+                    fact.undo(&mut trail.known);
+                    trail.cursor = judged;
                     feed.unsubscribe(sub.id);
                     return;
                 }
             }
-            if too_large {
-                sub.cursor.store(e.id, Ordering::SeqCst);
-                feed.unsubscribe(sub.id);
-                return;
+            match change {
+                Some(change) => trail.queued(e.pos, e.key.clone(), change),
+                None => {
+                    // The view grew too large: the stream ends with `reset`.
+                    trail.cursor = e.pos;
+                    feed.unsubscribe(sub.id);
+                    return;
+                }
             }
         }
-        judged = e.id;
+        judged = e.pos;
     }
-    sub.cursor.store(judged, Ordering::SeqCst);
+    trail.cursor = judged;
 }
 
 #[cfg(test)]
@@ -344,7 +370,7 @@ mod tests {
 
     fn ev(id: i64, kind: Kind, key: &str) -> Event {
         Event {
-            id,
+            pos: Pos { tx: 0, id },
             kind,
             key: Arc::from(key),
         }
@@ -428,7 +454,7 @@ mod tests {
             let told = judge(&mut known, 10, &e, if in_view { row() } else { None });
             if let Some(told) = told {
                 left.push(Fact {
-                    id: e.id,
+                    id: e.pos.id,
                     key: e.key,
                     told,
                 });

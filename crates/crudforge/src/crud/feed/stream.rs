@@ -2,9 +2,10 @@
 //! decided it (`created`, `updated`, `deleted` or `restored`); heartbeat comments
 //! when idle; its end (the session ended or expired, the caller's roles changed, the
 //! subscriber too slow, the view too large, the API shutting down); and, when the client goes
-//! away, its state parked for a resume with `Last-Event-ID` on this instance.
+//! away, its state parked for a resume with `Last-Event-ID` (taken over at once by a resume
+//! that comes back before the instance saw the connection go).
 
-use super::{lock, Fact, Feed, Kind, Parked, Sub, Told};
+use super::{Fact, Feed, Kind, Sub, Told};
 use crate::auth::extract::Standing;
 use crate::auth::RoleGrant;
 use crate::crud::Resource;
@@ -22,12 +23,6 @@ pub(crate) struct Stream<R: Resource> {
     pub(crate) feed: Arc<Feed<R>>,
     pub(crate) sub: Arc<Sub>,
     pub(crate) rx: mpsc::Receiver<Fact>,
-    /// The part of every event id that names this stream's state.
-    pub(crate) token: String,
-    /// The last event it wrote.
-    pub(crate) emitted: i64,
-    /// The last event its queue gave it.
-    pub(crate) pulled: i64,
     /// What it writes first (`reset` when a resume failed, then `ready`).
     pub(crate) opening: Option<Vec<u8>>,
     /// Silence after which a heartbeat comment is written.
@@ -42,10 +37,8 @@ pub(crate) struct Stream<R: Resource> {
     pub(crate) session: Option<Watch>,
     /// The timer of the session's next check.
     pub(crate) check: Pin<Box<Sleep>>,
-    /// For a resume: whose stream it is, the view it asks for, how long it is kept, at most
-    /// how many are kept (in all, and for one user).
-    pub(crate) user: Option<uuid::Uuid>,
-    pub(crate) query: String,
+    /// For a resume: how long its state is kept, at most how many are kept (in all, and for
+    /// one user).
     pub(crate) resume_for: Duration,
     pub(crate) park_max: usize,
     pub(crate) park_per_user: usize,
@@ -130,7 +123,13 @@ impl<R: Resource> Stream<R> {
             if self.sub.overflowed.load(Ordering::SeqCst) {
                 return Some(self.finish(reset("too_slow")));
             }
+            if self.sub.taken.load(Ordering::SeqCst) {
+                // A resume took this stream over: its client is on another connection.
+                self.ended = true;
+                return None;
+            }
             tokio::select! {
+                () = self.sub.ended.notified() => {}
                 fact = self.rx.recv() => match fact {
                     Some(fact) => return Some(self.apply(fact)),
                     None => {
@@ -196,7 +195,6 @@ impl<R: Resource> Stream<R> {
     /// What `fact` tells this client (the delivery decided it).
     fn apply(&mut self, fact: Fact) -> Vec<u8> {
         let Fact { id, key, told } = fact;
-        self.pulled = id;
         let deleted;
         let (kind, body): (Kind, &[u8]) = match &told {
             Told::Row { kind, data, .. } => (*kind, data),
@@ -206,9 +204,8 @@ impl<R: Resource> Stream<R> {
             }
             Told::TooLarge => return self.finish(reset("view_too_large")),
         };
-        self.emitted = id;
         crate::metrics::global().event_sent();
-        event(&event_id(id, &self.token), kind.as_str(), body)
+        event(&event_id(id, &self.sub.owner.token), kind.as_str(), body)
     }
 }
 
@@ -228,46 +225,18 @@ fn deleted_key<R: Resource>(key: &str) -> Vec<u8> {
 
 impl<R: Resource> Drop for Stream<R> {
     fn drop(&mut self) {
-        self.feed.unsubscribe(self.sub.id);
-        if self.ended || self.resume_for.is_zero() || self.sub.overflowed.load(Ordering::SeqCst) {
-            return;
+        self.rx.close();
+        if !(self.ended || self.resume_for.is_zero()) {
+            // What its queue still held is among the trail's steps, which a resume takes back
+            // from the last event the client names.
+            self.feed.park(
+                &self.sub,
+                Instant::now() + self.resume_for,
+                self.park_max,
+                self.park_per_user,
+            );
         }
-        // Where a resume starts, read under the lock the delivery queues under, so that the
-        // keys, the queue and the position agree: the delivery's position for this stream,
-        // unless its queue still holds events it never wrote (then the last one it took,
-        // with the keys those queued events added or removed taken back).
-        let (known, resume_after) = {
-            let mut known = lock(&self.sub.known);
-            self.rx.close();
-            let position = self.sub.cursor.load(Ordering::SeqCst);
-            let mut left = Vec::new();
-            while let Ok(fact) = self.rx.try_recv() {
-                left.push(fact);
-            }
-            for fact in left.iter().rev() {
-                fact.undo(&mut known);
-            }
-            let after = if left.is_empty() {
-                position.max(self.pulled)
-            } else {
-                self.pulled
-            };
-            (known.take(), after)
-        };
-        let parked = Parked {
-            user: self.user,
-            query: std::mem::take(&mut self.query),
-            emitted: self.emitted,
-            pulled: resume_after,
-            known,
-            until: Instant::now() + self.resume_for,
-        };
-        self.feed.park(
-            std::mem::take(&mut self.token),
-            parked,
-            self.park_max,
-            self.park_per_user,
-        );
+        self.feed.unsubscribe(self.sub.id);
     }
 }
 

@@ -1,0 +1,4 @@
+DROP TABLE crudforge_handoffs;
+DROP INDEX crudforge_events_resource_tx_id;
+CREATE INDEX crudforge_events_resource_id ON crudforge_events (resource, id);
+ALTER TABLE crudforge_events DROP COLUMN tx;
