@@ -413,6 +413,7 @@ async fn recorded(db: &Database) -> Vec<(String, String, String)> {
             kind -> Text,
             row_key -> Text,
             created_at -> BigInt,
+            tx -> BigInt,
         }
     }
     let mut conn = db.get().await.unwrap();
@@ -1087,6 +1088,77 @@ backend_tests! {
         assert_eq!((ev.event.as_str(), ev.data["id"].as_str()), ("created", Some(b.as_str())), "{ev:?}");
     }
 
+    async fn concurrent_writers_are_each_delivered_once_in_commit_order(t) {
+        let w = world(&t, config(&t, |_| {})).await;
+        let app = test::init_service(w.api.app()).await;
+        let (mut s, _) = subscribe(&app, &w.api, Some(w.bob), "?shared=true").await;
+        // Forty creates at once: on PostgreSQL their transactions overlap and commit in an
+        // order of their own, with no lock between them.
+        let writes = (0..40).map(|i| memo(&app, &w.api, w.alice, json!({"title": format!("c{i}"), "shared": true})));
+        let made: std::collections::HashSet<String> = futures_util::future::join_all(writes).await.into_iter().collect();
+        let mut got = std::collections::HashSet::new();
+        for _ in 0..40 {
+            let ev = s.next().await;
+            assert_eq!(ev.event, "created", "{ev:?}");
+            assert!(got.insert(ev.data["id"].as_str().unwrap().to_owned()), "delivered twice: {ev:?}");
+        }
+        assert_eq!(got, made);
+        // Nothing more was queued: the next event is the next write's.
+        let last = memo(&app, &w.api, w.alice, json!({"title": "last", "shared": true})).await;
+        let ev = s.next().await;
+        assert_eq!((ev.event.as_str(), ev.data["id"].as_str()), ("created", Some(last.as_str())), "{ev:?}");
+    }
+
+    async fn a_resume_takes_over_a_stream_the_server_still_holds(t) {
+        let w = world(&t, config(&t, |c| c.ops.realtime_resume_seconds = 300)).await;
+        let app = test::init_service(w.api.app()).await;
+        let (mut old, _) = subscribe(&app, &w.api, Some(w.bob), "?shared=true").await;
+        let a = memo(&app, &w.api, w.alice, json!({"title": "a", "shared": true})).await;
+        let seen = old.next().await;
+        assert_eq!(seen.data["id"], a.as_str());
+        let last = seen.id.unwrap();
+        // `b` is written into the old connection, which the client has lost already (the
+        // server has not noticed: the stream is still open on its side).
+        let b = memo(&app, &w.api, w.alice, json!({"title": "b", "shared": true})).await;
+        assert_eq!(old.next().await.data["id"], b.as_str());
+        // The client comes back at once with the last event it received: it takes the stream
+        // over, gets `b` again (as new to it), and the old stream ends.
+        let (mut s, ready) = subscribe_with(&app, &w.api, Some(w.bob), "?shared=true", Some(&last)).await;
+        assert_eq!(ready.event, "ready", "no reset: {ready:?}");
+        assert_eq!(ready.id.as_deref(), Some(last.as_str()), "resumed where it was");
+        let ev = s.next().await;
+        assert_eq!((ev.event.as_str(), ev.data["id"].as_str()), ("created", Some(b.as_str())), "{ev:?}");
+        assert!(old.try_next().await.is_none(), "the old stream ends");
+        // `a` was shown before the client's last event: its change is an update.
+        patch(&app, &w.api, w.alice, &a, json!({"title": "a2"})).await;
+        let ev = s.next().await;
+        assert_eq!((ev.event.as_str(), ev.data["id"].as_str()), ("updated", Some(a.as_str())), "{ev:?}");
+        // Another caller with the same id takes nothing.
+        let (_, first) = subscribe_with(&app, &w.api, Some(w.alice), "?shared=true", Some(&last)).await;
+        assert_eq!(first.event, "reset", "{first:?}");
+        let c = memo(&app, &w.api, w.alice, json!({"title": "c", "shared": true})).await;
+        let ev = s.next().await;
+        assert_eq!((ev.event.as_str(), ev.data["id"].as_str()), ("created", Some(c.as_str())), "still Bob's: {ev:?}");
+    }
+
+    async fn a_prompt_reconnect_after_the_drop_gets_exactly_what_was_missed(t) {
+        let w = world(&t, config(&t, |c| c.ops.realtime_resume_seconds = 300)).await;
+        let app = test::init_service(w.api.app()).await;
+        let (mut s, _) = subscribe(&app, &w.api, Some(w.bob), "?shared=true").await;
+        let a = memo(&app, &w.api, w.alice, json!({"title": "a", "shared": true})).await;
+        let last = s.next().await.id.unwrap();
+        drop(s);
+        let b = memo(&app, &w.api, w.alice, json!({"title": "b", "shared": true})).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let (mut s, ready) = subscribe_with(&app, &w.api, Some(w.bob), "?shared=true", Some(&last)).await;
+        assert_eq!(ready.event, "ready", "no reset: {ready:?}");
+        let ev = s.next().await;
+        assert_eq!((ev.event.as_str(), ev.data["id"].as_str()), ("created", Some(b.as_str())), "{ev:?}");
+        patch(&app, &w.api, w.alice, &a, json!({"title": "a2"})).await;
+        let ev = s.next().await;
+        assert_eq!((ev.event.as_str(), ev.data["id"].as_str()), ("updated", Some(a.as_str())), "nothing else: {ev:?}");
+    }
+
     async fn a_subscription_over_the_cap_reads_nothing_of_its_view(t) {
         let w = world(&t, config(&t, |c| {
             c.ops.realtime_max_streams_per_user = 1;
@@ -1161,4 +1233,126 @@ async fn two_instances_on_postgres() {
         (ev.event.as_str(), ev.data["id"].as_str()),
         ("created", Some(d.as_str()))
     );
+}
+
+/// On PostgreSQL, writes whose commits finish out of the order of their event ids: a
+/// transaction that took its event id first commits last, after a reader has already seen the
+/// later one's event; and a transaction that began writing first takes its event id last.
+/// Every event is delivered, once, in the order of the transactions.
+#[cfg(feature = "postgres")]
+#[actix_web::test]
+async fn commits_out_of_id_order_are_neither_skipped_nor_repeated() {
+    let Some(t) = TestDb::postgres().await else {
+        return;
+    };
+    let w = world(&t, config(&t, |_| {})).await;
+    let app = test::init_service(w.api.app()).await;
+    let db = w.api.state().db.clone();
+    let (mut s, _) = subscribe(&app, &w.api, Some(w.bob), "?shared=true").await;
+    let insert_memo = |id: Uuid, title: &str| {
+        format!(
+            "INSERT INTO memos (id, created_at, updated_at, owner_id, title, shared, priority) \
+             VALUES ('{id}', now(), now(), '{}', '{title}', true, 0);",
+            w.alice
+        )
+    };
+    let record = |id: Uuid| {
+        format!(
+            "INSERT INTO crudforge_events (resource, kind, row_key, created_at) \
+             VALUES ('memos', 'created', '{id}', {});",
+            chrono::Utc::now().timestamp_micros()
+        )
+    };
+    for first_writes_first in [true, false] {
+        let (early, late) = (Uuid::new_v4(), Uuid::new_v4());
+        let mut one = db.get().await.unwrap();
+        let mut two = db.get().await.unwrap();
+        // `one` begins writing (and so gets its transaction id) before `two`.
+        let mut begin = format!("BEGIN; {}", insert_memo(early, &format!("early {early}")));
+        if first_writes_first {
+            // ... and takes its event id first too, but commits last.
+            begin.push_str(&record(early));
+        }
+        with_conn!(one, |c| c.batch_execute(&begin).await).unwrap();
+        let sql = format!(
+            "BEGIN; {} {} NOTIFY crudforge_events; COMMIT;",
+            insert_memo(late, &format!("late {late}")),
+            record(late)
+        );
+        with_conn!(two, |c| c.batch_execute(&sql).await).unwrap();
+        // Time for the delivery to read what is committed (it must hold `late` back).
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let mut end = String::new();
+        if !first_writes_first {
+            end.push_str(&record(early));
+        }
+        end.push_str("NOTIFY crudforge_events; COMMIT;");
+        with_conn!(one, |c| c.batch_execute(&end).await).unwrap();
+        for want in [early, late] {
+            let ev = s.next().await;
+            assert_eq!(
+                (ev.event.as_str(), ev.data["id"].as_str()),
+                ("created", Some(want.to_string().as_str())),
+                "first_writes_first: {first_writes_first}; {ev:?}"
+            );
+        }
+    }
+    // Nothing was delivered twice: the next event is the next write's.
+    let next = memo(&app, &w.api, w.alice, json!({"title": "next", "shared": true})).await;
+    let ev = s.next().await;
+    assert_eq!(
+        (ev.event.as_str(), ev.data["id"].as_str()),
+        ("created", Some(next.as_str())),
+        "{ev:?}"
+    );
+}
+
+/// On PostgreSQL, a stream resumes on another instance: taken over from a live stream the
+/// first instance still holds (which ends), or from a parked one; a foreign id takes nothing
+/// and ends nothing.
+#[cfg(feature = "postgres")]
+#[actix_web::test]
+async fn a_stream_resumes_on_another_instance() {
+    let Some(t) = TestDb::postgres().await else {
+        return;
+    };
+    let cfg = config(&t, |c| c.ops.realtime_resume_seconds = 300);
+    let w = world(&t, cfg.clone()).await;
+    let a = test::init_service(w.api.app()).await;
+    let other = api(cfg.clone(), Database::connect(&cfg).await.unwrap());
+    let b = test::init_service(other.app()).await;
+    // A live stream on A: its client lost the connection after `m1`, the server did not
+    // notice, and `m2` went into the dead connection.
+    let (mut old, _) = subscribe(&a, &w.api, Some(w.bob), "?shared=true").await;
+    let m1 = memo(&a, &w.api, w.alice, json!({"title": "m1", "shared": true})).await;
+    let seen = old.next().await;
+    assert_eq!(seen.data["id"], m1.as_str());
+    let last = seen.id.unwrap();
+    let m2 = memo(&a, &w.api, w.alice, json!({"title": "m2", "shared": true})).await;
+    assert_eq!(old.next().await.data["id"], m2.as_str());
+    // Alice, with Bob's id on B: reset, and Bob's stream on A goes on.
+    let (_, first) = subscribe_with(&b, &other, Some(w.alice), "?shared=true", Some(&last)).await;
+    assert_eq!(first.event, "reset", "{first:?}");
+    let m3 = memo(&a, &w.api, w.alice, json!({"title": "m3", "shared": true})).await;
+    assert_eq!(old.next().await.data["id"], m3.as_str(), "the owner's stream goes on");
+    // Bob reconnects to B with the last event he received: B takes the stream over from A.
+    let (mut s, ready) = subscribe_with(&b, &other, Some(w.bob), "?shared=true", Some(&last)).await;
+    assert_eq!(ready.event, "ready", "no reset: {ready:?}");
+    assert_eq!(ready.id.as_deref(), Some(last.as_str()));
+    for want in [&m2, &m3] {
+        let ev = s.next().await;
+        assert_eq!((ev.event.as_str(), ev.data["id"].as_str()), ("created", Some(want.as_str())), "{ev:?}");
+    }
+    assert!(old.try_next().await.is_none(), "the stream on A ends");
+    patch(&a, &w.api, w.alice, &m1, json!({"title": "m1 again"})).await;
+    let ev = s.next().await;
+    assert_eq!((ev.event.as_str(), ev.data["id"].as_str()), ("updated", Some(m1.as_str())), "{ev:?}");
+    let last = ev.id.unwrap();
+    // Parked on B (the connection dropped), resumed on A.
+    drop(s);
+    let m4 = memo(&b, &other, w.alice, json!({"title": "m4", "shared": true})).await;
+    let (mut s, ready) = subscribe_with(&a, &w.api, Some(w.bob), "?shared=true", Some(&last)).await;
+    assert_eq!(ready.event, "ready", "no reset: {ready:?}");
+    let ev = s.next().await;
+    assert_eq!((ev.event.as_str(), ev.data["id"].as_str()), ("created", Some(m4.as_str())), "{ev:?}");
 }
