@@ -2,12 +2,13 @@
 //! critters that the command line's `seed-critters` writes reach a stream open on the running
 //! server (SQLite, and PostgreSQL when configured), and a headless Chromium page follows the
 //! feed with `EventSource` and a single-use ticket, across origins under the API's CORS
-//! setting.
+//! setting, and resumes it with a new ticket and `last_event_id` when a proxy drops its
+//! connection.
 
 use crate::harness::{chromium, cli, create_user, request, Server};
 use serde_json::{json, Value};
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
@@ -210,32 +211,51 @@ fn critters_seeded_by_the_command_line_reach_an_open_stream() {
 /// A page server on its own origin: `/` is the page; `/hold` (an image of the page) is
 /// answered only once the page has asked for `/done` (or after 30 s), so that the page's
 /// `load` event, and with it Chromium's `--dump-dom`, waits until the page's script has
-/// written its results.
+/// written its results. `/cut` runs the hook set with [`PageServer::on_cut`] (404 without
+/// one).
 struct PageServer {
     addr: String,
+    cut: Arc<Mutex<Option<CutHook>>>,
 }
+
+/// What the page server runs on `/cut`, before it answers: `true` for 204, `false` for 500.
+type CutHook = Box<dyn Fn() -> bool + Send>;
 
 impl PageServer {
     fn start(page: Arc<Mutex<String>>) -> PageServer {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap().to_string();
         let done = Arc::new((Mutex::new(false), Condvar::new()));
+        let cut: Arc<Mutex<Option<CutHook>>> = Arc::new(Mutex::new(None));
+        let hook = Arc::clone(&cut);
         std::thread::spawn(move || {
             for conn in listener.incoming().flatten() {
                 let page = Arc::clone(&page);
                 let done = Arc::clone(&done);
-                std::thread::spawn(move || serve_page(conn, &page, &done));
+                let hook = Arc::clone(&hook);
+                std::thread::spawn(move || serve_page(conn, &page, &done, &hook));
             }
         });
-        PageServer { addr }
+        PageServer { addr, cut }
     }
 
     fn origin(&self) -> String {
         format!("http://{}", self.addr)
     }
+
+    /// Sets what `/cut` runs (the page server starts first: its origin goes into the API's
+    /// configuration).
+    fn on_cut(&self, hook: impl Fn() -> bool + Send + 'static) {
+        *self.cut.lock().unwrap() = Some(Box::new(hook));
+    }
 }
 
-fn serve_page(mut conn: TcpStream, page: &Mutex<String>, done: &(Mutex<bool>, Condvar)) {
+fn serve_page(
+    mut conn: TcpStream,
+    page: &Mutex<String>,
+    done: &(Mutex<bool>, Condvar),
+    cut: &Mutex<Option<CutHook>>,
+) {
     let _ = conn.set_read_timeout(Some(Duration::from_secs(30)));
     let mut head = Vec::new();
     let mut buf = [0u8; 2048];
@@ -258,6 +278,11 @@ fn serve_page(mut conn: TcpStream, page: &Mutex<String>, done: &(Mutex<bool>, Co
             done.1.notify_all();
             ("204 No Content", "text/plain", String::new())
         }
+        "/cut" => match cut.lock().unwrap().as_ref() {
+            Some(hook) if hook() => ("204 No Content", "text/plain", String::new()),
+            Some(_) => ("500 Internal Server Error", "text/plain", String::new()),
+            None => ("404 Not Found", "text/plain", String::new()),
+        },
         "/hold" => {
             let (lock, cv) = done;
             let guard = lock.lock().unwrap();
@@ -409,4 +434,243 @@ fn a_browser_follows_the_feed_with_event_source_and_a_ticket() {
         "{dom}"
     );
     assert_eq!(shown[4], "reuse refused", "{dom}");
+}
+
+/// A TCP proxy in front of the server, on a port of its own: copies bytes both ways, and
+/// can sever every connection it carries, as a network that drops them would.
+struct Proxy {
+    addr: String,
+    /// Both ends of every connection accepted since the last sever (closed ones too).
+    conns: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl Proxy {
+    /// Listens on a free port and forwards each connection to `target`.
+    fn start(target: &str) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let conns: Arc<Mutex<Vec<TcpStream>>> = Arc::new(Mutex::new(Vec::new()));
+        let kept = Arc::clone(&conns);
+        let target = target.to_owned();
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                let Ok(upstream) = TcpStream::connect(&target) else {
+                    continue;
+                };
+                let (Ok(c1), Ok(c2), Ok(u1), Ok(u2)) = (
+                    client.try_clone(),
+                    client.try_clone(),
+                    upstream.try_clone(),
+                    upstream.try_clone(),
+                ) else {
+                    continue;
+                };
+                kept.lock().unwrap().extend([c1, u1]);
+                std::thread::spawn(move || pipe(client, upstream));
+                std::thread::spawn(move || pipe(u2, c2));
+            }
+        });
+        Proxy { addr, conns }
+    }
+
+    fn origin(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Shuts down both ends of every connection it carries now, both ways.
+    fn sever(&self) {
+        for conn in self.conns.lock().unwrap().drain(..) {
+            let _ = conn.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+/// Copies `from` into `to` until either ends, then passes the end on.
+fn pipe(mut from: TcpStream, mut to: TcpStream) {
+    let _ = std::io::copy(&mut from, &mut to);
+    let _ = to.shutdown(Shutdown::Write);
+}
+
+/// The page for a resume: obtains a ticket, follows the critters' feed with `EventSource`,
+/// creates "Before Drop" once the stream is ready and, on its `created` event, remembers the
+/// event's id and asks the page server for `/cut` (the connections are severed and "While
+/// Away" is created meanwhile). On the stream's error it closes it, waits for `/cut`'s answer,
+/// and follows again with a new ticket and `last_event_id`, writing what the new stream sends
+/// until "While Away" comes. `docs/realtime.md`'s browser client does the same.
+fn resume_page(api: &str, token: &str) -> String {
+    format!(
+        r#"<!doctype html>
+<html><head><meta charset="utf-8"><title>resume</title></head>
+<body><ul id="out"></ul><img src="/hold" alt="">
+<script>
+const api = {api};
+const token = {token};
+const out = document.getElementById("out");
+const log = (text) => {{
+  const li = document.createElement("li");
+  li.textContent = text;
+  out.appendChild(li);
+}};
+let finished = false;
+const finish = () => {{
+  if (!finished) {{ finished = true; fetch("/done"); }}
+}};
+setTimeout(() => {{ log("timed out"); finish(); }}, 20000);
+// A new single-use ticket: the stream's URL with it.
+const ticketed = async () => {{
+  const res = await fetch(`${{api}}/api/critters/events/ticket`, {{
+    method: "POST",
+    headers: {{ Authorization: `Bearer ${{token}}` }},
+  }});
+  log(`ticket ${{res.status}}`);
+  const {{ ticket }} = await res.json();
+  return `${{api}}/api/critters/events/?ticket=${{encodeURIComponent(ticket)}}`;
+}};
+// Follows again from `lastId`, once `/cut` has answered ("While Away" then exists).
+const resume = async (lastId, cut) => {{
+  await cut;
+  const url = `${{await ticketed()}}&last_event_id=${{encodeURIComponent(lastId)}}`;
+  const again = new EventSource(url);
+  again.addEventListener("reset", (e) => log(`reset ${{e.data}}`));
+  again.addEventListener("ready", (e) => {{
+    log(`resumed ready ${{e.lastEventId === lastId ? "same" : `other ${{e.lastEventId}}`}}`);
+  }});
+  for (const kind of ["created", "updated", "deleted", "restored"]) {{
+    again.addEventListener(kind, (e) => {{
+      const row = JSON.parse(e.data);
+      log(`event ${{kind}} ${{row.name}}`);
+      if (kind === "created" && row.name === "While Away") {{
+        again.close();
+        finish();
+      }}
+    }});
+  }}
+  again.addEventListener("end", (e) => log(`end ${{e.data}}`));
+  again.onerror = () => {{
+    log(`resumed stream error ${{again.readyState}}`);
+    again.close();
+    finish();
+  }};
+}};
+(async () => {{
+  const source = new EventSource(await ticketed());
+  let made = null;
+  let cut = null;
+  source.addEventListener("ready", () => {{
+    log("ready");
+    if (made) return;
+    made = fetch(`${{api}}/api/critters/`, {{
+      method: "POST",
+      headers: {{ Authorization: `Bearer ${{token}}`, "Content-Type": "application/json" }},
+      body: JSON.stringify({{ name: "Before Drop", species: "otter" }}),
+    }}).then((res) => log(`create ${{res.status}}`));
+  }});
+  let lastId = null;
+  for (const kind of ["created", "updated", "deleted", "restored"]) {{
+    source.addEventListener(kind, (e) => {{
+      const row = JSON.parse(e.data);
+      log(`event ${{kind}} ${{row.name}} ${{e.lastEventId ? `id ${{e.lastEventId}}` : "without id"}}`);
+      if (cut || kind !== "created" || row.name !== "Before Drop") return;
+      lastId = e.lastEventId;
+      // Once the creation has answered too: the cut would otherwise sever its answer.
+      cut = made.then(() => fetch("/cut")).then((res) => log(`cut ${{res.status}}`));
+    }});
+  }}
+  source.addEventListener("end", (e) => log(`end ${{e.data}}`));
+  // EventSource's own retry would reuse the ticket (refused): close, and follow again.
+  source.onerror = () => {{
+    source.close();
+    if (!cut) {{
+      log(`stream error ${{source.readyState}}`);
+      finish();
+      return;
+    }}
+    log("dropped");
+    resume(lastId, cut).catch((e) => {{ log(`failed ${{e}}`); finish(); }});
+  }};
+}})().catch((e) => {{ log(`failed ${{e}}`); finish(); }});
+</script></body></html>"#,
+        api = serde_json::to_string(api).unwrap(),
+        token = serde_json::to_string(token).unwrap(),
+    )
+}
+
+#[test]
+fn a_browser_resumes_the_feed_through_a_dropped_connection() {
+    let Some(browser) = chromium() else {
+        return;
+    };
+    let page_text = Arc::new(Mutex::new(String::new()));
+    let pages = PageServer::start(Arc::clone(&page_text));
+    let s = setups(&[("CORS_ALLOWED_ORIGINS", pages.origin())])
+        .into_iter()
+        .next()
+        .unwrap();
+    let (server, token) = start(&s, "resumer@example.com");
+    // The page reaches the API through the proxy only.
+    let proxy = Arc::new(Proxy::start(&server.addr));
+    {
+        let proxy = Arc::clone(&proxy);
+        let addr = server.addr.clone();
+        let bearer = format!("Bearer {token}");
+        pages.on_cut(move || {
+            proxy.sever();
+            // Written while the page has no stream open, straight to the server.
+            let body =
+                serde_json::to_vec(&json!({"name": "While Away", "species": "otter"})).unwrap();
+            let r = request(
+                &addr,
+                "POST",
+                "/api/critters/",
+                &[
+                    ("Authorization", bearer.as_str()),
+                    ("Content-Type", "application/json"),
+                ],
+                Some(&body),
+            );
+            if r.status != 201 {
+                eprintln!("creating While Away: {} {}", r.status, r.text());
+            }
+            r.status == 201
+        });
+    }
+    *page_text.lock().unwrap() = resume_page(&proxy.origin(), &token);
+    let dom = dump_dom(&browser, &format!("{}/", pages.origin()));
+    let mut shown: Vec<&str> = dom
+        .split("<li>")
+        .skip(1)
+        .filter_map(|l| l.split("</li>").next())
+        .collect();
+    assert!(
+        !shown.iter().any(|l| l.starts_with("reset")),
+        "a reset on resume: {shown:?}"
+    );
+    assert_eq!(shown.len(), 9, "{shown:?}");
+    // The id the page resumed from: that of "Before Drop"'s event.
+    let id = shown
+        .iter()
+        .find_map(|l| l.strip_prefix("event created Before Drop id "))
+        .unwrap_or_else(|| panic!("no id for Before Drop: {shown:?}"))
+        .to_owned();
+    assert!(!id.is_empty(), "{shown:?}");
+    // The creation's answer and its event may arrive in either order, and so may the cut's
+    // answer and the stream's error.
+    shown[2..4].sort_unstable();
+    shown[4..6].sort_unstable();
+    let before = format!("event created Before Drop id {id}");
+    assert_eq!(
+        shown,
+        [
+            "ticket 200",
+            "ready",
+            "create 201",
+            before.as_str(),
+            "cut 204",
+            "dropped",
+            "ticket 200",
+            "resumed ready same",
+            "event created While Away",
+        ],
+        "{dom}"
+    );
 }

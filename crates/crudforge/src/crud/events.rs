@@ -103,6 +103,8 @@ struct Opened {
     head: crate::crud::feed::Pos,
     /// The keys of the view.
     keys: Vec<String>,
+    /// Events after `head` that the view already shows.
+    skip: Vec<i64>,
 }
 
 /// The subscriber, its place under the caps, its view's conditions and members, and the
@@ -140,17 +142,35 @@ async fn open<R: Resource>(
         crate::crud::list::conditions(shared, req, &params, conn, scope, &mut q, who.viewer())
             .await?;
     let fields = q.fields.take();
-    // The position first, then the view: a write between the two is delivered again (as an
-    // update of a row already known), never lost.
-    let head = crate::crud::feed::newest(conn, R::sql_table()).await?;
+    // The position and the view in one snapshot (on PostgreSQL a transaction at `REPEATABLE
+    // READ`; each statement would have its own otherwise): every event up to the position,
+    // and the visible ones after it whose transactions are not settled yet (passed over when
+    // they come), are in the view; every other is delivered.
     let max = st.config.ops.realtime_view_max as usize;
-    let rows = R::select(
-        conn,
-        &conds,
-        &[],
-        Some(crate::crud::Window::first(max as i64 + 1)),
-    )
-    .await?;
+    let postgres = conn.backend() == crate::db::Backend::Postgres;
+    if postgres {
+        conn.begin(crate::db::TxMode::Serialized).await?;
+    } else {
+        snapshot::begin(conn).await?;
+    }
+    let read = async {
+        let head = crate::crud::feed::newest(conn, R::sql_table()).await?;
+        let skip = crate::crud::feed::unsettled(conn, R::sql_table()).await?;
+        let rows = R::select(
+            conn,
+            &conds,
+            &[],
+            Some(crate::crud::Window::first(max as i64 + 1)),
+        )
+        .await?;
+        Ok::<_, Error>((head, skip, rows))
+    }
+    .await;
+    let (head, skip, rows) = if postgres {
+        conn.finish(read).await?
+    } else {
+        snapshot::finish(conn, read).await?
+    };
     if rows.len() > max {
         return Err(Error::bad_param(
             "filter",
@@ -167,6 +187,7 @@ async fn open<R: Resource>(
         fields,
         head,
         keys,
+        skip,
     })
 }
 
@@ -191,10 +212,10 @@ pub(crate) async fn feed<R: Resource>(
     // The view's conditions, with the ticket and the resume position taken out: what a
     // parked stream was opened with.
     let query = view_query(&params);
-    let opened = snapshot::read(&st.db, async |conn| {
-        open(shared, &req, st, params, conn).await
-    })
-    .await?;
+    let opened = {
+        let mut conn = st.db.get().await?;
+        open(shared, &req, st, params, &mut conn).await?
+    };
     let cfg = &st.config.ops;
     #[cfg(feature = "postgres")]
     if st.db.backend() == crate::db::Backend::Postgres {
@@ -220,6 +241,7 @@ pub(crate) async fn feed<R: Resource>(
                 tx: opened.head.tx,
                 id: opened.head.id,
                 last: opened.head.id,
+                skip: opened.skip,
             },
         ),
     };

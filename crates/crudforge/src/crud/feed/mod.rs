@@ -127,6 +127,15 @@ pub async fn record_changes<R: Resource>(
     record(conn, R::sql_table(), &journal).await
 }
 
+/// How a write records its events on PostgreSQL: the rows from two arrays (kinds and keys,
+/// in order), and the notification, in one statement.
+#[cfg(feature = "postgres")]
+const RECORD_PG: &str = "WITH recorded AS (\
+     INSERT INTO crudforge_events (resource, kind, row_key, created_at) \
+     SELECT $1, e.kind, e.row_key, $4 FROM unnest($2::text[], $3::text[]) \
+     WITH ORDINALITY AS e(kind, row_key, n) ORDER BY e.n) \
+     SELECT pg_notify('crudforge_events', '')";
+
 /// The changes one write made to a resource with a feed: kind and row key, in order.
 pub(crate) type Journal = Vec<(Kind, String)>;
 
@@ -142,34 +151,31 @@ pub(crate) async fn record(conn: &mut Conn, table: &str, journal: &Journal) -> R
         return Ok(());
     }
     let now = chrono::Utc::now().timestamp_micros();
-    let rows: Vec<_> = journal
-        .iter()
-        .map(|(kind, key)| {
-            (
-                events::resource.eq(table),
-                events::kind.eq(kind.as_str()),
-                events::row_key.eq(key.as_str()),
-                events::created_at.eq(now),
-            )
-        })
-        .collect();
     crate::__by_backend!(*conn, |c|
         sqlite => {
             // One statement a row: SQLite's Diesel backend has no multi-row `INSERT`.
-            for row in &rows {
-                let q = diesel::insert_into(events::table).values(*row);
+            for (kind, key) in journal {
+                let q = diesel::insert_into(events::table).values((
+                    events::resource.eq(table),
+                    events::kind.eq(kind.as_str()),
+                    events::row_key.eq(key.as_str()),
+                    events::created_at.eq(now),
+                ));
                 diesel_async::RunQueryDsl::execute(q, c).await?;
             }
             Ok::<_, diesel::result::Error>(())
         },
         postgres => {
-            let notify = format!("NOTIFY {}", crate::realtime::CHANNEL);
-            diesel_async::SimpleAsyncConnection::batch_execute(c, &notify).await?;
-            // Up to 1,000 rows a statement (4 parameters each, far below PostgreSQL's limit).
-            for chunk in rows.chunks(1000) {
-                let q = diesel::insert_into(events::table).values(chunk.to_vec());
-                diesel_async::RunQueryDsl::execute(q, c).await?;
-            }
+            // One statement, one round trip: the rows (as arrays, however many) and the
+            // notification that every instance hears at the commit.
+            let kinds: Vec<&str> = journal.iter().map(|(k, _)| k.as_str()).collect();
+            let keys: Vec<&str> = journal.iter().map(|(_, k)| k.as_str()).collect();
+            let q = diesel::sql_query(RECORD_PG)
+                .bind::<diesel::sql_types::Text, _>(table)
+                .bind::<diesel::sql_types::Array<diesel::sql_types::Text>, _>(&kinds)
+                .bind::<diesel::sql_types::Array<diesel::sql_types::Text>, _>(&keys)
+                .bind::<diesel::sql_types::BigInt, _>(now);
+            diesel_async::RunQueryDsl::execute(q, c).await?;
             Ok::<_, diesel::result::Error>(())
         }
     )?;
@@ -300,6 +306,30 @@ pub(crate) async fn newest(conn: &mut Conn, table: &str) -> Result<Pos, Error> {
         }
     )?;
     Ok(newest.map_or_else(Pos::default, |(tx, id)| Pos { tx, id }))
+}
+
+/// The numbers of `table`'s events that are visible but not settled yet (see [`after`]): in a
+/// snapshot that also read a view, they are in the view already, and come after the place of
+/// [`newest`]; a stream opened from that snapshot passes over them. None on SQLite.
+///
+/// # Errors
+///
+/// Database errors.
+pub(crate) async fn unsettled(conn: &mut Conn, table: &str) -> Result<Vec<i64>, Error> {
+    let ids: Vec<i64> = crate::__by_backend!(*conn, |c|
+        sqlite => {
+            let _ = (c, table);
+            Vec::new()
+        },
+        postgres => {
+            let q = events::table
+                .filter(events::resource.eq(table))
+                .filter(diesel::dsl::not(diesel::dsl::sql::<diesel::sql_types::Bool>(SETTLED)))
+                .select(events::id);
+            diesel_async::RunQueryDsl::load(q, c).await?
+        }
+    );
+    Ok(ids)
 }
 
 /// Whether the event at `pos` of `table` is still retained: a resume after it misses nothing
@@ -582,6 +612,8 @@ pub(crate) struct Trail {
     steps: std::collections::VecDeque<Step>,
     /// Most steps kept.
     cap: usize,
+    /// Events its keys already account for (see [`unsettled`]), passed over when they come.
+    pub(crate) skip: Vec<i64>,
 }
 
 impl Change {
@@ -606,6 +638,19 @@ impl Trail {
             base: start,
             steps: std::collections::VecDeque::new(),
             cap: cap.max(1),
+            skip: Vec::new(),
+        }
+    }
+
+    /// Whether the event numbered `id` is one the keys already account for (it is passed
+    /// over, once).
+    pub(crate) fn skips(&mut self, id: i64) -> bool {
+        match self.skip.iter().position(|&s| s == id) {
+            Some(i) => {
+                self.skip.swap_remove(i);
+                true
+            }
+            None => false,
         }
     }
 
@@ -651,6 +696,10 @@ pub(crate) struct Resume {
     pub(crate) id: i64,
     /// The number of the last event the client received (the `ready` event repeats it).
     pub(crate) last: i64,
+    /// Events after the place that the keys already account for (see [`unsettled`]): passed
+    /// over.
+    #[serde(default)]
+    pub(crate) skip: Vec<i64>,
 }
 
 impl Resume {
@@ -702,6 +751,7 @@ impl Kept {
             tx: from.tx,
             id: from.id,
             last,
+            skip: Vec::new(),
         })
     }
 }
@@ -784,6 +834,7 @@ impl<R: Resource> Feed<R> {
     ) -> (Arc<Sub>, mpsc::Receiver<Fact>) {
         let (tx, rx) = mpsc::channel(queue.max(1));
         let start = resume.pos();
+        let skip = resume.skip;
         let known = Known::new(
             resume.keys.into_iter().map(Arc::from).collect(),
             self.shown.clone(),
@@ -793,6 +844,8 @@ impl<R: Resource> Feed<R> {
             || self.next_group.fetch_add(1, Ordering::Relaxed),
             |s| s.group,
         );
+        let mut trail = Trail::new(known, start, queue);
+        trail.skip = skip;
         let sub = Arc::new(Sub {
             id: self.next_id.fetch_add(1, Ordering::Relaxed),
             conds: view.conds,
@@ -800,7 +853,7 @@ impl<R: Resource> Feed<R> {
             viewer: view.viewer,
             fields: view.fields,
             owner,
-            trail: Mutex::new(Trail::new(known, start, queue)),
+            trail: Mutex::new(trail),
             view_max,
             tx,
             overflowed: AtomicBool::new(false),
@@ -927,5 +980,81 @@ impl<R: Resource> Resumes for Feed<R> {
             return None;
         }
         all.remove(&owner.token)?.kept.rewound(last)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(feature = "postgres")]
+    #[test]
+    fn writes_notify_the_channel_instances_listen_on() {
+        let notify = format!("pg_notify('{}', '')", crate::realtime::CHANNEL);
+        assert!(RECORD_PG.contains(&notify), "{RECORD_PG}");
+    }
+
+    fn kept(base: i64, steps: &[(i64, &str, Change)], keys: &[&str], cursor: i64) -> Kept {
+        let pos = |id| Pos { tx: 0, id };
+        Kept {
+            keys: keys.iter().map(|k| Arc::from(*k)).collect(),
+            cursor: pos(cursor),
+            base: pos(base),
+            steps: steps
+                .iter()
+                .map(|(id, key, change)| Step {
+                    pos: pos(*id),
+                    key: Arc::from(*key),
+                    change: *change,
+                })
+                .collect(),
+        }
+    }
+
+    fn sorted(r: &Resume) -> Vec<&str> {
+        let mut k: Vec<&str> = r.keys.iter().map(String::as_str).collect();
+        k.sort_unstable();
+        k
+    }
+
+    #[test]
+    fn a_resume_takes_back_the_steps_after_the_clients_last_event() {
+        // Began at 3 showing `a`; then `b` added at 5, `a` removed at 7, `c` kept at 9;
+        // judged up to 12.
+        let steps = [
+            (5, "b", Change::Added),
+            (7, "a", Change::Removed),
+            (9, "c", Change::Kept),
+        ];
+        let k = || kept(3, &steps, &["b", "c"], 12);
+        // From the last step: nothing taken back, from the cursor.
+        let r = k().rewound(9).expect("a step");
+        assert_eq!((sorted(&r), r.id, r.last), (vec!["b", "c"], 12, 9));
+        // From 5: `a` is back, and the events after 5 come again.
+        let r = k().rewound(5).expect("a step");
+        assert_eq!((sorted(&r), r.id), (vec!["a", "b", "c"], 5));
+        // From where it began: `b` was never received.
+        let r = k().rewound(3).expect("the start");
+        assert_eq!((sorted(&r), r.id), (vec!["a", "c"], 3));
+        // An id the stream never sent: nothing.
+        assert!(k().rewound(6).is_none());
+        assert!(k().rewound(12).is_none());
+        // With no steps, from where it began: from the cursor.
+        let r = kept(3, &[], &["a"], 12).rewound(3).expect("the start");
+        assert_eq!((sorted(&r), r.id), (vec!["a"], 12));
+    }
+
+    #[test]
+    fn a_trail_keeps_its_last_steps_only() {
+        let tally = Arc::default();
+        let mut t = Trail::new(Known::new(HashSet::new(), tally), Pos::default(), 2);
+        for id in 1..=3 {
+            t.queued(Pos { tx: 0, id }, Arc::from("k"), Change::Kept);
+        }
+        let kept = t.take();
+        // Where it began is too far back now; the step let go is the earliest place.
+        assert!(!kept.has(0));
+        assert!(kept.has(1) && kept.has(2) && kept.has(3));
+        assert_eq!(kept.base.id, 1);
     }
 }

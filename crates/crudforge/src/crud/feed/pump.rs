@@ -292,8 +292,9 @@ pub(crate) fn judge(
                 }
                 known.insert(e.key.clone());
             }
+            // A row the stream was shown is `updated`, whatever the event (its creation may
+            // come after the view that showed it).
             let kind = match e.kind {
-                Kind::Created => Kind::Created,
                 Kind::Restored if new => Kind::Restored,
                 _ if new => Kind::Created,
                 _ => Kind::Updated,
@@ -323,6 +324,10 @@ fn queue<R: Resource>(
     // The place moves once, at the end: under the lock nobody reads it between events.
     let mut judged = start;
     for e in events.iter().filter(|e| e.pos > start) {
+        if !trail.skip.is_empty() && trail.skips(e.pos.id) {
+            judged = e.pos;
+            continue;
+        }
         let row = rows.get(&e.key).and_then(|r| r.view(i));
         if let Some(told) = judge(&mut trail.known, sub.view_max, e, row) {
             let change = Change::of(&told);
