@@ -1298,7 +1298,13 @@ async fn commits_out_of_id_order_are_neither_skipped_nor_repeated() {
         }
     }
     // Nothing was delivered twice: the next event is the next write's.
-    let next = memo(&app, &w.api, w.alice, json!({"title": "next", "shared": true})).await;
+    let next = memo(
+        &app,
+        &w.api,
+        w.alice,
+        json!({"title": "next", "shared": true}),
+    )
+    .await;
     let ev = s.next().await;
     assert_eq!(
         (ev.event.as_str(), ev.data["id"].as_str()),
@@ -1334,19 +1340,31 @@ async fn a_stream_resumes_on_another_instance() {
     let (_, first) = subscribe_with(&b, &other, Some(w.alice), "?shared=true", Some(&last)).await;
     assert_eq!(first.event, "reset", "{first:?}");
     let m3 = memo(&a, &w.api, w.alice, json!({"title": "m3", "shared": true})).await;
-    assert_eq!(old.next().await.data["id"], m3.as_str(), "the owner's stream goes on");
+    assert_eq!(
+        old.next().await.data["id"],
+        m3.as_str(),
+        "the owner's stream goes on"
+    );
     // Bob reconnects to B with the last event he received: B takes the stream over from A.
     let (mut s, ready) = subscribe_with(&b, &other, Some(w.bob), "?shared=true", Some(&last)).await;
     assert_eq!(ready.event, "ready", "no reset: {ready:?}");
     assert_eq!(ready.id.as_deref(), Some(last.as_str()));
     for want in [&m2, &m3] {
         let ev = s.next().await;
-        assert_eq!((ev.event.as_str(), ev.data["id"].as_str()), ("created", Some(want.as_str())), "{ev:?}");
+        assert_eq!(
+            (ev.event.as_str(), ev.data["id"].as_str()),
+            ("created", Some(want.as_str())),
+            "{ev:?}"
+        );
     }
     assert!(old.try_next().await.is_none(), "the stream on A ends");
     patch(&a, &w.api, w.alice, &m1, json!({"title": "m1 again"})).await;
     let ev = s.next().await;
-    assert_eq!((ev.event.as_str(), ev.data["id"].as_str()), ("updated", Some(m1.as_str())), "{ev:?}");
+    assert_eq!(
+        (ev.event.as_str(), ev.data["id"].as_str()),
+        ("updated", Some(m1.as_str())),
+        "{ev:?}"
+    );
     let last = ev.id.unwrap();
     // Parked on B (the connection dropped), resumed on A.
     drop(s);
@@ -1354,5 +1372,9 @@ async fn a_stream_resumes_on_another_instance() {
     let (mut s, ready) = subscribe_with(&a, &w.api, Some(w.bob), "?shared=true", Some(&last)).await;
     assert_eq!(ready.event, "ready", "no reset: {ready:?}");
     let ev = s.next().await;
-    assert_eq!((ev.event.as_str(), ev.data["id"].as_str()), ("created", Some(m4.as_str())), "{ev:?}");
+    assert_eq!(
+        (ev.event.as_str(), ev.data["id"].as_str()),
+        ("created", Some(m4.as_str())),
+        "{ev:?}"
+    );
 }

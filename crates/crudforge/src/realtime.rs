@@ -21,7 +21,6 @@ use uuid::Uuid;
 #[cfg(feature = "postgres")]
 pub(crate) const CHANNEL: &str = "crudforge_events";
 
-
 /// How long a stream ticket stays valid.
 pub(crate) const TICKET_TTL: Duration = Duration::from_secs(30);
 

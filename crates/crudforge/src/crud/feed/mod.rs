@@ -954,8 +954,8 @@ impl<R: Resource> Resumes for Feed<R> {
             }
             let kept = {
                 let mut trail = lock(&sub.trail);
-                let open = !sub.taken.load(Ordering::SeqCst)
-                    && !sub.overflowed.load(Ordering::SeqCst);
+                let open =
+                    !sub.taken.load(Ordering::SeqCst) && !sub.overflowed.load(Ordering::SeqCst);
                 if open && !stops_at(trail.base, &trail.steps, last) {
                     return None;
                 }
