@@ -209,6 +209,10 @@ pub(crate) struct Read {
 #[cfg(feature = "postgres")]
 const SETTLED: &str = "tx < pg_snapshot_xmin(pg_current_snapshot())::text::bigint";
 
+/// The contrary of [`SETTLED`], written so that the index on `(resource, tx, id)` serves it.
+#[cfg(feature = "postgres")]
+const UNSETTLED: &str = "tx >= pg_snapshot_xmin(pg_current_snapshot())::text::bigint";
+
 /// The events of `table` after `from`, in order, at most `limit`, up to the first one that
 /// may still be followed by a late commit before it.
 ///
@@ -324,7 +328,7 @@ pub(crate) async fn unsettled(conn: &mut Conn, table: &str) -> Result<Vec<i64>, 
         postgres => {
             let q = events::table
                 .filter(events::resource.eq(table))
-                .filter(diesel::dsl::not(diesel::dsl::sql::<diesel::sql_types::Bool>(SETTLED)))
+                .filter(diesel::dsl::sql::<diesel::sql_types::Bool>(UNSETTLED))
                 .select(events::id);
             diesel_async::RunQueryDsl::load(q, c).await?
         }
