@@ -46,6 +46,12 @@ pub(crate) struct Hub {
     /// The feeds that have had streams in this process, by table: what another instance's
     /// request for a stream's state is answered from.
     feeds: Mutex<HashMap<&'static str, Weak<dyn Resumes>>>,
+    /// Commits announced to the other instances (PostgreSQL), and whether the task that
+    /// announces them runs.
+    #[cfg(feature = "postgres")]
+    announced: Arc<tokio::sync::Notify>,
+    #[cfg(feature = "postgres")]
+    announcing: AtomicBool,
 }
 
 impl std::fmt::Debug for Hub {
@@ -70,6 +76,10 @@ impl Default for Hub {
             tickets: Mutex::new(HashMap::new()),
             last_delivery: Mutex::new(None),
             feeds: Mutex::new(HashMap::new()),
+            #[cfg(feature = "postgres")]
+            announced: Arc::new(tokio::sync::Notify::new()),
+            #[cfg(feature = "postgres")]
+            announcing: AtomicBool::new(false),
         }
     }
 }
@@ -238,6 +248,35 @@ impl Hub {
         feed.take_over(owner, last)
     }
 
+    /// Tells the other instances on PostgreSQL that a write of this process committed events:
+    /// a `NOTIFY` on [`CHANNEL`] sent by a task of its own, outside the write's transaction
+    /// (PostgreSQL orders the commits of notifying transactions with one lock, which the writes
+    /// should not wait for). Announcements made while one is being sent are sent as one more,
+    /// so a burst of writes costs a few notifications, not one each.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn announce(&self, db: &crate::db::Database) {
+        if db.backend() != crate::db::Backend::Postgres {
+            return;
+        }
+        if !self.announcing.swap(true, Ordering::SeqCst) {
+            let announced = Arc::clone(&self.announced);
+            let mut closing = self.closing();
+            let db = db.clone();
+            actix_web::rt::spawn(async move {
+                loop {
+                    tokio::select! {
+                        () = announced.notified() => {}
+                        _ = closing.changed() => return,
+                    }
+                    if let Err(e) = notify(&db).await {
+                        tracing::warn!(target: "crudforge::realtime", error = %e, "announcing events failed");
+                    }
+                }
+            });
+        }
+        self.announced.notify_one();
+    }
+
     /// Starts listening for other instances on PostgreSQL at `url` (once per API): a
     /// connection of its own `LISTEN`s on [`CHANNEL`] and wakes the delivery on each
     /// notification, and on the channel of the hand-over of streams, which it answers
@@ -295,6 +334,22 @@ impl Hub {
             }
         });
     }
+}
+
+/// Sends one `NOTIFY` on [`CHANNEL`], outside any transaction.
+#[cfg(feature = "postgres")]
+async fn notify(db: &crate::db::Database) -> Result<(), Error> {
+    let mut conn = db.get().await?;
+    crate::__by_backend!(conn, |c|
+        sqlite => {
+            let _ = c;
+        },
+        postgres => {
+            let q = diesel::sql_query(format!("NOTIFY {CHANNEL}"));
+            diesel_async::RunQueryDsl::execute(q, c).await?;
+        }
+    );
+    Ok(())
 }
 
 #[cfg(test)]

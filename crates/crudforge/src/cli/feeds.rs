@@ -68,7 +68,13 @@ impl Feeds {
                 Change::Created => Kind::Created,
                 Change::Deleted => Kind::Deleted,
             };
-            return crate::crud::feed::record(conn, table, &vec![(kind, key.to_string())]).await;
+            return crate::crud::feed::record(
+                conn,
+                table,
+                &vec![(kind, key.to_string())],
+                crate::crud::feed::Notify::InTransaction,
+            )
+            .await;
         }
         let _ = (conn, table, change, key);
         Ok(())

@@ -108,7 +108,7 @@ pub async fn record_change<R: Resource>(
     kind: Kind,
     key: &str,
 ) -> Result<(), Error> {
-    record(conn, R::sql_table(), &vec![(kind, key.to_owned())]).await
+    record(conn, R::sql_table(), &vec![(kind, key.to_owned())], Notify::InTransaction).await
 }
 
 /// Records, like [`record_change`], that the rows `keys` of `R` were all created, updated,
@@ -124,13 +124,30 @@ pub async fn record_changes<R: Resource>(
     keys: impl IntoIterator<Item = String>,
 ) -> Result<(), Error> {
     let journal: Journal = keys.into_iter().map(|k| (kind, k)).collect();
-    record(conn, R::sql_table(), &journal).await
+    record(conn, R::sql_table(), &journal, Notify::InTransaction).await
+}
+
+/// How the instances hear of recorded events on PostgreSQL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Notify {
+    /// A `NOTIFY` in the write's transaction: for writes whose caller does nothing after the
+    /// commit (a hook's, a command's). PostgreSQL orders the commits of notifying transactions
+    /// with one lock, so the hot path does not take it.
+    InTransaction,
+    /// The caller announces the commit afterwards (`Hub::announce`): a blueprint's writes.
+    AfterCommit,
 }
 
 /// How a write records its events on PostgreSQL: the rows from two arrays (kinds and keys,
-/// in order), and the notification, in one statement.
+/// in order), in one statement.
 #[cfg(feature = "postgres")]
-const RECORD_PG: &str = "WITH recorded AS (\
+const RECORD_PG: &str = "INSERT INTO crudforge_events (resource, kind, row_key, created_at) \
+     SELECT $1, e.kind, e.row_key, $4 FROM unnest($2::text[], $3::text[]) \
+     WITH ORDINALITY AS e(kind, row_key, n) ORDER BY e.n";
+
+/// [`RECORD_PG`] with the notification every instance hears at the commit.
+#[cfg(feature = "postgres")]
+const RECORD_NOTIFY_PG: &str = "WITH recorded AS (\
      INSERT INTO crudforge_events (resource, kind, row_key, created_at) \
      SELECT $1, e.kind, e.row_key, $4 FROM unnest($2::text[], $3::text[]) \
      WITH ORDINALITY AS e(kind, row_key, n) ORDER BY e.n) \
@@ -139,14 +156,19 @@ const RECORD_PG: &str = "WITH recorded AS (\
 /// The changes one write made to a resource with a feed: kind and row key, in order.
 pub(crate) type Journal = Vec<(Kind, String)>;
 
-/// Records `journal` for `table` on `conn`, inside the write's transaction; on PostgreSQL with
-/// a `NOTIFY` that every instance hears at the commit. No lock: the readers' order, not the
-/// writers', keeps late commits from being skipped (see [`after`]).
+/// Records `journal` for `table` on `conn`, inside the write's transaction, with a `NOTIFY`
+/// in it or not (`notify`, PostgreSQL). No lock: the readers' order, not the writers', keeps
+/// late commits from being skipped (see [`after`]).
 ///
 /// # Errors
 ///
 /// Database errors (the write then rolls back with its events).
-pub(crate) async fn record(conn: &mut Conn, table: &str, journal: &Journal) -> Result<(), Error> {
+pub(crate) async fn record(
+    conn: &mut Conn,
+    table: &str,
+    journal: &Journal,
+    notify: Notify,
+) -> Result<(), Error> {
     if journal.is_empty() {
         return Ok(());
     }
@@ -166,11 +188,15 @@ pub(crate) async fn record(conn: &mut Conn, table: &str, journal: &Journal) -> R
             Ok::<_, diesel::result::Error>(())
         },
         postgres => {
-            // One statement, one round trip: the rows (as arrays, however many) and the
-            // notification that every instance hears at the commit.
+            // One statement, one round trip: the rows (as arrays, however many), and the
+            // notification that every instance hears at the commit when asked for.
             let kinds: Vec<&str> = journal.iter().map(|(k, _)| k.as_str()).collect();
             let keys: Vec<&str> = journal.iter().map(|(_, k)| k.as_str()).collect();
-            let q = diesel::sql_query(RECORD_PG)
+            let sql = match notify {
+                Notify::InTransaction => RECORD_NOTIFY_PG,
+                Notify::AfterCommit => RECORD_PG,
+            };
+            let q = diesel::sql_query(sql)
                 .bind::<diesel::sql_types::Text, _>(table)
                 .bind::<diesel::sql_types::Array<diesel::sql_types::Text>, _>(&kinds)
                 .bind::<diesel::sql_types::Array<diesel::sql_types::Text>, _>(&keys)
@@ -359,7 +385,9 @@ pub(crate) async fn retained(conn: &mut Conn, table: &str, pos: Pos) -> Result<b
 
 /// Prunes the events of `table` past the retention: those older than `max_age`, and all but
 /// the newest `keep` among those older than `resume` (an event a parked stream may still need
-/// for its resume is never pruned). Small statements outside any write.
+/// for its resume is never pruned). The newest event always stays, so the largest event
+/// number stays in the table and SQLite never gives a number again. Small statements outside
+/// any write.
 ///
 /// # Errors
 ///
@@ -390,12 +418,29 @@ pub(crate) async fn prune(
         let at_or_before = events::tx
             .lt(ftx)
             .or(events::tx.eq(ftx).and(events::id.le(fid)));
+        let newest = events::table
+            .filter(events::resource.eq(table))
+            .order((events::tx.desc(), events::id.desc()))
+            .limit(1)
+            .select((events::tx, events::id));
+        let Some((ntx, nid)) = diesel_async::RunQueryDsl::get_result::<(i64, i64)>(newest, c)
+            .await
+            .optional()?
+        else {
+            return Ok(0);
+        };
+        let before_newest = events::tx
+            .lt(ntx)
+            .or(events::tx.eq(ntx).and(events::id.lt(nid)));
         let old = diesel::delete(
-            events::table.filter(events::resource.eq(table)).filter(
-                events::created_at
-                    .lt(too_old)
-                    .or(at_or_before.and(events::created_at.lt(resumable))),
-            ),
+            events::table
+                .filter(events::resource.eq(table))
+                .filter(before_newest)
+                .filter(
+                    events::created_at
+                        .lt(too_old)
+                        .or(at_or_before.and(events::created_at.lt(resumable))),
+                ),
         );
         diesel_async::RunQueryDsl::execute(old, c).await
     })?;
@@ -995,7 +1040,8 @@ mod tests {
     #[test]
     fn writes_notify_the_channel_instances_listen_on() {
         let notify = format!("pg_notify('{}', '')", crate::realtime::CHANNEL);
-        assert!(RECORD_PG.contains(&notify), "{RECORD_PG}");
+        assert!(RECORD_NOTIFY_PG.contains(&notify), "{RECORD_NOTIFY_PG}");
+        assert!(RECORD_NOTIFY_PG.contains(RECORD_PG), "the same rows");
     }
 
     fn kept(base: i64, steps: &[(i64, &str, Change)], keys: &[&str], cursor: i64) -> Kept {

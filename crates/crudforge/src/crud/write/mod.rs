@@ -225,7 +225,12 @@ pub(crate) async fn run<R: Resource>(
                 let settled = settle(shared, st, &mut conn, ctx, plan.op, change, plan.key).await;
                 #[cfg(feature = "realtime")]
                 let settled = match (settled, journal) {
-                    (Ok(w), Some(j)) => crate::crud::feed::record(&mut conn, R::sql_table(), &j)
+                    (Ok(w), Some(j)) => crate::crud::feed::record(
+                        &mut conn,
+                        R::sql_table(),
+                        &j,
+                        crate::crud::feed::Notify::AfterCommit,
+                    )
                         .await
                         .map(|()| w),
                     (settled, _) => settled,
@@ -246,11 +251,13 @@ pub(crate) async fn run<R: Resource>(
         Ending::Replay(res) => return Ok(Ended::Replay(res)),
     };
     drop(conn);
-    // Committed: this process's feeds read the new events now (other instances hear the
-    // transaction's NOTIFY on PostgreSQL).
+    // Committed: this process's feeds read the new events now; on PostgreSQL the other
+    // instances hear of them from a `NOTIFY` sent after the commit.
     #[cfg(feature = "realtime")]
     if has_feed(shared) {
         st.realtime.wake();
+        #[cfg(feature = "postgres")]
+        st.realtime.announce(&st.db);
     }
     Ok(Ended::Done(written.finish(shared, st, ctx, plan.op).await?))
 }
