@@ -8,9 +8,10 @@
 //! reports the requests per second over both instances, p50/p99, each instance's CPU time per
 //! request it served and PostgreSQL's per request (`/proc`, as the other modes read them);
 //! during every window a connection of its own samples the wait events of the database's
-//! active backends in `pg_stat_activity` every 20 ms (`Lock/advisory`: a write waiting for the
-//! lock that orders the change feed's event ids; `Lock/transactionid`: a write waiting for a
-//! row another transaction holds).
+//! active backends in `pg_stat_activity` every 20 ms (`Lock/advisory`: a session waiting for
+//! an advisory lock; `Lock/transactionid`: a write waiting for a row another transaction
+//! holds), and every 100 ms the locks they wait for in `pg_locks` (so that a `Lock/object`
+//! says which object: `pg_database 0` is the lock a commit takes after a `NOTIFY`).
 //!
 //! Run it (PostgreSQL only; build first, as for the other modes):
 //!
@@ -55,6 +56,25 @@ const WAIT_EVERY: Duration = Duration::from_millis(20);
 const WAITS_SQL: &str = "SELECT wait_event_type, wait_event, count(*) AS n FROM pg_stat_activity \
      WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid() \
      GROUP BY 1, 2";
+
+/// Every how many wait samples the lock waits are sampled too.
+const LOCKS_EVERY: u64 = 5;
+
+/// What the database's backends wait for, when they wait for a heavyweight lock: the lock's
+/// kind, its target (relation, object class and id, advisory key; not a transaction's id, so
+/// that waits for rows add up) and mode.
+const LOCKS_SQL: &str = "SELECT l.locktype AS locktype, \
+       CASE WHEN l.locktype IN ('relation', 'extend', 'page', 'tuple') \
+                 THEN coalesce(l.relation::regclass::text, '') \
+            WHEN l.locktype = 'object' \
+                 THEN coalesce(l.classid::regclass::text, '') || ' ' || coalesce(l.objid::text, '') \
+            WHEN l.locktype = 'advisory' \
+                 THEN coalesce(l.classid::text, '') || ':' || coalesce(l.objid::text, '') \
+            ELSE '' END AS target, \
+       l.mode AS mode, count(*) AS n \
+     FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
+     WHERE NOT l.granted AND a.datname = current_database() AND a.pid <> pg_backend_pid() \
+     GROUP BY 1, 2, 3";
 
 /// The feed the streams follow: the whole table, so that W3's and W4's rows are in view.
 const FEED: &str = "/api/critters/events/";
@@ -106,6 +126,18 @@ fn wait_label(kind: Option<&str>, event: Option<&str>) -> String {
 }
 
 #[derive(QueryableByName)]
+struct LockRow {
+    #[diesel(sql_type = Text)]
+    locktype: String,
+    #[diesel(sql_type = Text)]
+    target: String,
+    #[diesel(sql_type = Text)]
+    mode: String,
+    #[diesel(sql_type = BigInt)]
+    n: i64,
+}
+
+#[derive(QueryableByName)]
 struct WaitRow {
     #[diesel(sql_type = Nullable<Text>)]
     wait_event_type: Option<String>,
@@ -126,6 +158,10 @@ struct Waits {
     active: u64,
     /// By wait event: backends in it summed over the samples, and samples in which it appeared.
     by: BTreeMap<String, (u64, u64)>,
+    /// Samples of the lock waits (one per [`LOCKS_EVERY`] wait samples).
+    lock_samples: u64,
+    /// By lock (kind, target, mode): backends waiting for it, summed over the lock samples.
+    locks: BTreeMap<String, u64>,
     /// How long the sampling lasted.
     elapsed: Duration,
 }
@@ -156,6 +192,18 @@ impl Waits {
         }
     }
 
+    fn add_locks(&mut self, rows: &[LockRow]) {
+        self.lock_samples += 1;
+        for r in rows {
+            let label = if r.target.is_empty() {
+                format!("{} {}", r.locktype, r.mode)
+            } else {
+                format!("{} {} {}", r.locktype, r.target, r.mode)
+            };
+            *self.locks.entry(label).or_default() += u64::try_from(r.n).unwrap_or(0);
+        }
+    }
+
     fn merge(&mut self, other: &Waits) {
         self.samples += other.samples;
         self.busy += other.busy;
@@ -165,6 +213,10 @@ impl Waits {
             let e = self.by.entry(k.clone()).or_default();
             e.0 += n;
             e.1 += s;
+        }
+        self.lock_samples += other.lock_samples;
+        for (k, n) in &other.locks {
+            *self.locks.entry(k.clone()).or_default() += n;
         }
     }
 }
@@ -200,6 +252,13 @@ impl WaitSampler {
                         .await
                         .map_err(|e| format!("sampling pg_stat_activity: {e}"))?;
                 waits.add(&rows);
+                if waits.samples % LOCKS_EVERY == 1 {
+                    let locks: Vec<LockRow> =
+                        diesel_async::RunQueryDsl::load(diesel::sql_query(LOCKS_SQL), &mut *conn)
+                            .await
+                            .map_err(|e| format!("sampling pg_locks: {e}"))?;
+                    waits.add_locks(&locks);
+                }
                 next += WAIT_EVERY;
                 let now = Instant::now();
                 if next > now {
@@ -385,10 +444,9 @@ impl Check {
                 }
             }
             let (due, counted) = match expect {
-                Expect::Created(names) => (
-                    "created",
-                    s.name.as_deref().filter(|n| names.contains(*n)),
-                ),
+                Expect::Created(names) => {
+                    ("created", s.name.as_deref().filter(|n| names.contains(*n)))
+                }
                 Expect::Updated(keys) => (
                     "updated",
                     keys.contains_key(&s.key).then_some(s.key.as_str()),
@@ -904,7 +962,8 @@ fn streams_window(
     let delivered = || streams_a.delivered() + streams_b.as_ref().map_or(0, Streams::delivered);
     let t = Instant::now();
     while delivered() < target && t.elapsed() < Duration::from_secs(10) {
-        if streams_a.failure().is_some() || streams_b.as_ref().and_then(Streams::failure).is_some() {
+        if streams_a.failure().is_some() || streams_b.as_ref().and_then(Streams::failure).is_some()
+        {
             break;
         }
         std::thread::sleep(Duration::from_millis(5));
@@ -1002,9 +1061,9 @@ fn report(
         "\nWait events of the database's active backends (`pg_stat_activity`, state `active`, \
          sampled every {} ms on a connection of its own during every window, all rounds): share \
          of the active backends seen over all samples, share of the samples in which the event \
-         was seen at least once, and backends in it per sample; `Lock/advisory` is a write \
-         waiting for the lock that orders the change feed's event ids, `Lock/transactionid` one \
-         waiting for a row another transaction holds.\n",
+         was seen at least once, and backends in it per sample; `Lock/advisory` is a session \
+         waiting for an advisory lock, `Lock/transactionid` a write waiting for a row another \
+         transaction holds.\n",
         WAIT_EVERY.as_millis()
     );
     let _ = writeln!(
@@ -1070,6 +1129,49 @@ fn report(
                     l.label(streams),
                     rows.len() - 8,
                     pct(rest, waits.active),
+                );
+            }
+        }
+    }
+    let _ = writeln!(
+        r,
+        "\nLock waits by lock (`pg_locks` not granted, of this database's backends, sampled \
+         every {} ms with the wait events): backends waiting for it per sample, and its share of \
+         the lock waiters. `object pg_database 0 AccessExclusiveLock` is the lock PostgreSQL \
+         takes at the commit of a transaction that called `NOTIFY`/`pg_notify` (the \
+         notification queue's, for the whole server; held through the commit).\n",
+        WAIT_EVERY.as_millis() * u128::from(LOCKS_EVERY)
+    );
+    let _ = writeln!(
+        r,
+        "| workload | configuration | lock (kind, target, mode) | waiting per sample | % of lock waiters |\n\
+         |---|---|---|---:|---:|"
+    );
+    for w in workloads {
+        for &l in layouts {
+            let Some((_, waits)) = w.waits.iter().find(|(x, _)| *x == l) else {
+                continue;
+            };
+            let all: u64 = waits.locks.values().sum();
+            let mut rows: Vec<(&String, &u64)> = waits.locks.iter().collect();
+            rows.sort_by(|x, y| y.1.cmp(x.1).then_with(|| x.0.cmp(y.0)));
+            if rows.is_empty() {
+                let _ = writeln!(
+                    r,
+                    "| {} | {} | none ({} samples) | 0 | |",
+                    w.key,
+                    l.label(streams),
+                    waits.lock_samples
+                );
+            }
+            for (k, n) in rows.iter().take(4) {
+                let _ = writeln!(
+                    r,
+                    "| {} | {} | {k} | {:.2} | {:.1} |",
+                    w.key,
+                    l.label(streams),
+                    per(**n, waits.lock_samples),
+                    pct(**n, all),
                 );
             }
         }
