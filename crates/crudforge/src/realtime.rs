@@ -52,6 +52,10 @@ pub(crate) struct Hub {
     announced: Arc<tokio::sync::Notify>,
     #[cfg(feature = "postgres")]
     announcing: AtomicBool,
+    /// The PostgreSQL backend of this process's `LISTEN` connection (0: none), left out when
+    /// the announcer asks whether any other instance listens.
+    #[cfg(feature = "postgres")]
+    listener_pid: Arc<std::sync::atomic::AtomicI32>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -80,6 +84,8 @@ impl Default for Hub {
             announced: Arc::new(tokio::sync::Notify::new()),
             #[cfg(feature = "postgres")]
             announcing: AtomicBool::new(false),
+            #[cfg(feature = "postgres")]
+            listener_pid: Arc::default(),
         }
     }
 }
@@ -252,7 +258,9 @@ impl Hub {
     /// a `NOTIFY` on [`CHANNEL`] sent by a task of its own, outside the write's transaction
     /// (PostgreSQL orders the commits of notifying transactions with one lock, which the writes
     /// should not wait for). Announcements made while one is being sent are sent as one more,
-    /// so a burst of writes costs a few notifications, not one each.
+    /// so a burst of writes costs a few notifications, not one each; and none is sent while no
+    /// other instance listens (asked of `pg_stat_activity` at most once a second: a listener's
+    /// connection is named [`LISTENER`]), so a single instance pays nothing for it.
     #[cfg(feature = "postgres")]
     pub(crate) fn announce(&self, db: &crate::db::Database) {
         if db.backend() != crate::db::Backend::Postgres {
@@ -262,11 +270,26 @@ impl Hub {
             let announced = Arc::clone(&self.announced);
             let mut closing = self.closing();
             let db = db.clone();
+            let own = Arc::clone(&self.listener_pid);
             actix_web::rt::spawn(async move {
+                let mut others: Option<(Instant, bool)> = None;
                 loop {
                     tokio::select! {
                         () = announced.notified() => {}
                         _ = closing.changed() => return,
+                    }
+                    let listening = match others {
+                        Some((at, known)) if at.elapsed() < Duration::from_secs(1) => known,
+                        _ => {
+                            let pid = own.load(Ordering::SeqCst);
+                            // Unknown (an error): announce, as if someone listened.
+                            let known = others_listen(&db, pid).await.unwrap_or(true);
+                            others = Some((Instant::now(), known));
+                            known
+                        }
+                    };
+                    if !listening {
+                        continue;
                     }
                     if let Err(e) = notify(&db).await {
                         tracing::warn!(target: "crudforge::realtime", error = %e, "announcing events failed");
@@ -302,10 +325,21 @@ impl Hub {
                 match AsyncPgConnection::establish(&url).await {
                     Ok(mut conn) => {
                         let handoff = crate::crud::feed::handoff::CHANNEL;
-                        if conn
-                            .batch_execute(&format!("LISTEN {CHANNEL}; LISTEN {handoff}"))
-                            .await
-                            .is_ok()
+                        let pid = diesel_async::RunQueryDsl::get_result::<i32>(
+                            diesel::select(diesel::dsl::sql::<diesel::sql_types::Integer>(
+                                "pg_backend_pid()",
+                            )),
+                            &mut conn,
+                        )
+                        .await
+                        .unwrap_or(0);
+                        if let Some(h) = hub.upgrade() {
+                            h.listener_pid.store(pid, Ordering::SeqCst);
+                        }
+                        let setup = format!(
+                            "SET application_name = '{LISTENER}'; LISTEN {CHANNEL}; LISTEN {handoff}"
+                        );
+                        if conn.batch_execute(&setup).await.is_ok()
                         {
                             if let Some(h) = hub.upgrade() {
                                 h.wake();
@@ -334,6 +368,38 @@ impl Hub {
             }
         });
     }
+}
+
+/// The `application_name` of the connection each instance `LISTEN`s on.
+#[cfg(feature = "postgres")]
+pub(crate) const LISTENER: &str = "crudforge_listener";
+
+/// Whether a `LISTEN` connection of another instance (not the backend `own`) is open on the
+/// database.
+#[cfg(feature = "postgres")]
+async fn others_listen(db: &crate::db::Database, own: i32) -> Result<bool, Error> {
+    #[derive(diesel::QueryableByName)]
+    struct Found {
+        #[diesel(sql_type = diesel::sql_types::Bool)]
+        found: bool,
+    }
+    let mut conn = db.get().await?;
+    let found = crate::__by_backend!(conn, |c|
+        sqlite => {
+            let _ = (c, own);
+            false
+        },
+        postgres => {
+            let q = diesel::sql_query(
+                "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database() \
+                 AND application_name = $1 AND pid <> $2) AS found",
+            )
+            .bind::<diesel::sql_types::Text, _>(LISTENER)
+            .bind::<diesel::sql_types::Integer, _>(own);
+            diesel_async::RunQueryDsl::get_result::<Found>(q, c).await?.found
+        }
+    );
+    Ok(found)
 }
 
 /// Sends one `NOTIFY` on [`CHANNEL`], outside any transaction.

@@ -188,8 +188,20 @@ pub(crate) async fn record(
             Ok::<_, diesel::result::Error>(())
         },
         postgres => {
-            // One statement, one round trip: the rows (as arrays, however many), and the
-            // notification that every instance hears at the commit when asked for.
+            // The common case, one row and no notification: a statement the connection has
+            // prepared once.
+            if let ([(kind, key)], Notify::AfterCommit) = (journal.as_slice(), notify) {
+                let q = diesel::insert_into(events::table).values((
+                    events::resource.eq(table),
+                    events::kind.eq(kind.as_str()),
+                    events::row_key.eq(key.as_str()),
+                    events::created_at.eq(now),
+                ));
+                diesel_async::RunQueryDsl::execute(q, c).await?;
+                return Ok(());
+            }
+            // Otherwise one statement, one round trip: the rows (as arrays, however many),
+            // and the notification that every instance hears at the commit when asked for.
             let kinds: Vec<&str> = journal.iter().map(|(k, _)| k.as_str()).collect();
             let keys: Vec<&str> = journal.iter().map(|(_, k)| k.as_str()).collect();
             let sql = match notify {
