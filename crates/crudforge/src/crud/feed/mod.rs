@@ -274,10 +274,13 @@ pub(crate) async fn after(
 ) -> Result<Read, Error> {
     let rows: Vec<(i64, i64, String, String, bool)> = crate::__by_backend!(*conn, |c|
         sqlite => {
+            // `tx` is always 0 here: said outright, so that the index on (resource, tx, id)
+            // seeks to the place instead of reading every event of the resource.
             let q = events::table
                 .filter(events::resource.eq(table))
+                .filter(events::tx.eq(0))
                 .filter(events::id.gt(from.id))
-                .order(events::id.asc())
+                .order((events::tx.asc(), events::id.asc()))
                 .limit(limit)
                 .select((
                     events::tx,
@@ -332,7 +335,8 @@ pub(crate) async fn newest(conn: &mut Conn, table: &str) -> Result<Pos, Error> {
         sqlite => {
             let q = events::table
                 .filter(events::resource.eq(table))
-                .order(events::id.desc())
+                .filter(events::tx.eq(0))
+                .order((events::tx.desc(), events::id.desc()))
                 .select((events::tx, events::id))
                 .limit(1);
             diesel_async::RunQueryDsl::get_result(q, c).await.optional()
