@@ -339,8 +339,7 @@ impl Hub {
                         let setup = format!(
                             "SET application_name = '{LISTENER}'; LISTEN {CHANNEL}; LISTEN {handoff}"
                         );
-                        if conn.batch_execute(&setup).await.is_ok()
-                        {
+                        if conn.batch_execute(&setup).await.is_ok() {
                             if let Some(h) = hub.upgrade() {
                                 h.wake();
                             }

@@ -108,7 +108,13 @@ pub async fn record_change<R: Resource>(
     kind: Kind,
     key: &str,
 ) -> Result<(), Error> {
-    record(conn, R::sql_table(), &vec![(kind, key.to_owned())], Notify::InTransaction).await
+    record(
+        conn,
+        R::sql_table(),
+        &vec![(kind, key.to_owned())],
+        Notify::InTransaction,
+    )
+    .await
 }
 
 /// Records, like [`record_change`], that the rows `keys` of `R` were all created, updated,

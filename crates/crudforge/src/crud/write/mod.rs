@@ -231,8 +231,8 @@ pub(crate) async fn run<R: Resource>(
                         &j,
                         crate::crud::feed::Notify::AfterCommit,
                     )
-                        .await
-                        .map(|()| w),
+                    .await
+                    .map(|()| w),
                     (settled, _) => settled,
                 };
                 settled
