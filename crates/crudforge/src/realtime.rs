@@ -5,7 +5,9 @@
 //! stream at shutdown, and the hand-over of a stream's state between instances (PostgreSQL).
 //! The feeds themselves (what a subscriber receives) are `crud::feed`.
 
-use crate::crud::feed::{Owner, Resume, Resumes};
+#[cfg(feature = "postgres")]
+use crate::crud::feed::{Owner, Resume};
+use crate::crud::feed::Resumes;
 use crate::error::Error;
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
@@ -248,7 +250,8 @@ impl Hub {
     }
 
     /// The state of the stream `owner` names on the feed of `table`, taken over from wherever
-    /// it is in this process.
+    /// it is in this process (for another instance that asked for it).
+    #[cfg(feature = "postgres")]
     pub(crate) fn take_over(&self, table: &str, owner: &Owner, last: i64) -> Option<Resume> {
         let feed = lock(&self.feeds).get(table)?.upgrade()?;
         feed.take_over(owner, last)

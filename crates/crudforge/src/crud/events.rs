@@ -320,11 +320,14 @@ async fn resume<R: Resource>(
         user,
         query: query.to_owned(),
     };
-    let mut found = feed.take_over(&owner, last);
+    let found = feed.take_over(&owner, last);
     #[cfg(feature = "postgres")]
-    if found.is_none() && st.db.backend() == crate::db::Backend::Postgres {
-        found = crate::crud::feed::handoff::ask(&st.db, R::sql_table(), &owner, last).await?;
-    }
+    let found = match found {
+        None if st.db.backend() == crate::db::Backend::Postgres => {
+            crate::crud::feed::handoff::ask(&st.db, R::sql_table(), &owner, last).await?
+        }
+        found => found,
+    };
     let Some(found) = found else {
         return Ok(None);
     };

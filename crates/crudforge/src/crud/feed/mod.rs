@@ -181,6 +181,8 @@ pub(crate) async fn record(
     let now = chrono::Utc::now().timestamp_micros();
     crate::__by_backend!(*conn, |c|
         sqlite => {
+            // No notification on SQLite: one process writes, and wakes its own feeds.
+            let _ = notify;
             // One statement a row: SQLite's Diesel backend has no multi-row `INSERT`.
             for (kind, key) in journal {
                 let q = diesel::insert_into(events::table).values((
