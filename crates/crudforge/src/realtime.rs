@@ -5,9 +5,9 @@
 //! stream at shutdown, and the hand-over of a stream's state between instances (PostgreSQL).
 //! The feeds themselves (what a subscriber receives) are `crud::feed`.
 
+use crate::crud::feed::Resumes;
 #[cfg(feature = "postgres")]
 use crate::crud::feed::{Owner, Resume};
-use crate::crud::feed::Resumes;
 use crate::error::Error;
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
