@@ -340,7 +340,8 @@ struct Sample {
     hwm: u64,
 }
 
-fn per_req(d: Duration, n: u64) -> f64 {
+/// Microseconds of `d` per one of `n` requests.
+pub(crate) fn per_req(d: Duration, n: u64) -> f64 {
     // Request counts stay far below 2^52.
     #[allow(clippy::cast_precision_loss)]
     let n = n.max(1) as f64;
@@ -387,7 +388,8 @@ fn window(
     Ok((sample, out))
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+/// The median of `v` (0 when empty).
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() {
         return 0.0;
     }

@@ -34,7 +34,9 @@
 //! reader's `reset`) and a heartbeat of 1 s (so the instances notice the closed streams soon).
 
 use crate::client::{quantile_ms, run_load, Client, Load, Outcome, Req};
-use crate::measure::{login, server_bin, start_app, w3_req, w4_req, PASSWORD, USER_EMAIL};
+use crate::measure::{
+    login, median, per_req, server_bin, start_app, w3_req, w4_req, PASSWORD, USER_EMAIL,
+};
 use crate::setup::{self, Scratch, Server};
 use crate::sse::{Protocol, StreamOut, Streams};
 use crate::storage::Storage;
@@ -287,26 +289,6 @@ struct Sample {
     servers_us: f64,
     /// PostgreSQL's CPU per request.
     pg_us: f64,
-}
-
-fn per_req(d: Duration, n: u64) -> f64 {
-    // Request counts stay far below 2^52.
-    #[allow(clippy::cast_precision_loss)]
-    let n = n.max(1) as f64;
-    d.as_secs_f64() * 1e6 / n
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
 }
 
 fn medians(samples: &[Sample]) -> Sample {
