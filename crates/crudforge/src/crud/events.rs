@@ -324,7 +324,7 @@ async fn resume<R: Resource>(
     #[cfg(feature = "postgres")]
     let found = match found {
         None if st.db.backend() == crate::db::Backend::Postgres => {
-            crate::crud::feed::handoff::ask(&st.db, R::sql_table(), &owner, last).await?
+            crate::realtime::handoff::ask(&st.db, R::sql_table(), &owner, last).await?
         }
         found => found,
     };

@@ -19,8 +19,6 @@
 //! retained events, and any other reconnection gets `reset` and leaves the parked state to
 //! its owner.
 
-#[cfg(feature = "postgres")]
-pub(crate) mod handoff;
 pub(crate) mod pump;
 pub(crate) mod stream;
 
@@ -30,6 +28,7 @@ use crate::crud::Resource;
 use crate::db::Conn;
 use crate::error::Error;
 use crate::realtime::Hub;
+pub(crate) use crate::realtime::{Owner, Resume, Resumes};
 use crate::schema::crudforge_events as events;
 use diesel::prelude::*;
 use std::collections::{HashMap, HashSet};
@@ -605,17 +604,6 @@ pub(crate) struct View {
     pub(crate) fields: Option<Vec<&'static str>>,
 }
 
-/// Who may take a stream over: the caller, the view, the stream's token.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Owner {
-    /// The part of every event id that names the stream.
-    pub(crate) token: String,
-    /// Whose stream it is.
-    pub(crate) user: Option<uuid::Uuid>,
-    /// The request's query string (the same view is asked for again).
-    pub(crate) query: String,
-}
-
 /// One subscriber, as the delivery sees it.
 pub(crate) struct Sub {
     /// Its number in its feed.
@@ -757,24 +745,6 @@ pub(crate) struct Kept {
     steps: std::collections::VecDeque<Step>,
 }
 
-/// Where a resumed stream starts: the keys its client had been shown and the place after
-/// which its events come.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub(crate) struct Resume {
-    /// The shown keys.
-    pub(crate) keys: Vec<String>,
-    /// The place's transaction.
-    pub(crate) tx: i64,
-    /// The place's event number.
-    pub(crate) id: i64,
-    /// The number of the last event the client received (the `ready` event repeats it).
-    pub(crate) last: i64,
-    /// Events after the place that the keys already account for (see [`unsettled`]): passed
-    /// over.
-    #[serde(default)]
-    pub(crate) skip: Vec<i64>,
-}
-
 impl Resume {
     /// The place after which its events come.
     pub(crate) fn pos(&self) -> Pos {
@@ -843,15 +813,6 @@ pub(crate) struct Parked {
     pub(crate) kept: Kept,
     /// Until when it is kept.
     pub(crate) until: Instant,
-}
-
-/// A feed's part in resumes, whatever its resource: another instance's request for a stream's
-/// state is answered through it.
-pub(crate) trait Resumes: Send + Sync {
-    /// The state of the stream `owner` names, taken (from a live stream, which ends, or from a
-    /// parked one) and rewound to `last`, when it is that caller's stream of that view and
-    /// `last` is a place it could have stopped at. Anything else takes nothing.
-    fn take_over(&self, owner: &Owner, last: i64) -> Option<Resume>;
 }
 
 /// The feed of one blueprint: its subscribers, the parked states of dropped streams, whether

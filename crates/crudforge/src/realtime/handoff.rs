@@ -6,10 +6,9 @@
 //! the view and the token, and the holder checks them as a resume on it would: a foreign or
 //! forged id takes nothing and ends nothing.
 
-use super::{Owner, Resume};
+use super::{Hub, Owner, Resume};
 use crate::db::Database;
 use crate::error::Error;
-use crate::realtime::Hub;
 use diesel::sql_types::{BigInt, Text};
 use diesel::{OptionalExtension, QueryableByName};
 use std::time::Duration;

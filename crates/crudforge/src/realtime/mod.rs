@@ -5,9 +5,6 @@
 //! stream at shutdown, and the hand-over of a stream's state between instances (PostgreSQL).
 //! The feeds themselves (what a subscriber receives) are `crud::feed`.
 
-use crate::crud::feed::Resumes;
-#[cfg(feature = "postgres")]
-use crate::crud::feed::{Owner, Resume};
 use crate::error::Error;
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
@@ -17,6 +14,47 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use uuid::Uuid;
+
+#[cfg(feature = "postgres")]
+pub(crate) mod handoff;
+
+/// Who may take a stream over: the caller, the view, the stream's token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Owner {
+    /// The part of every event id that names the stream.
+    pub(crate) token: String,
+    /// Whose stream it is.
+    pub(crate) user: Option<uuid::Uuid>,
+    /// The request's query string (the same view is asked for again).
+    pub(crate) query: String,
+}
+
+/// Where a resumed stream starts: the keys its client had been shown and the place after
+/// which its events come.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Resume {
+    /// The shown keys.
+    pub(crate) keys: Vec<String>,
+    /// The place's transaction.
+    pub(crate) tx: i64,
+    /// The place's event number.
+    pub(crate) id: i64,
+    /// The number of the last event the client received (the `ready` event repeats it).
+    pub(crate) last: i64,
+    /// Events after the place that the keys already account for (see [`unsettled`]): passed
+    /// over.
+    #[serde(default)]
+    pub(crate) skip: Vec<i64>,
+}
+
+/// A feed's part in resumes, whatever its resource: another instance's request for a stream's
+/// state is answered through it.
+pub(crate) trait Resumes: Send + Sync {
+    /// The state of the stream `owner` names, taken (from a live stream, which ends, or from a
+    /// parked one) and rewound to `last`, when it is that caller's stream of that view and
+    /// `last` is a place it could have stopped at. Anything else takes nothing.
+    fn take_over(&self, owner: &Owner, last: i64) -> Option<Resume>;
+}
 
 /// The PostgreSQL channel a write notifies (in its transaction, so at its commit) and every
 /// instance listens on.
@@ -306,7 +344,7 @@ impl Hub {
     /// Starts listening for other instances on PostgreSQL at `url` (once per API): a
     /// connection of its own `LISTEN`s on [`CHANNEL`] and wakes the delivery on each
     /// notification, and on the channel of the hand-over of streams, which it answers
-    /// (`crud::feed::handoff`) through `db`; after an error it connects again, and it wakes the
+    /// ([`handoff`]) through `db`; after an error it connects again, and it wakes the
     /// delivery then too, since notifications may have been missed meanwhile.
     #[cfg(feature = "postgres")]
     pub(crate) fn listen(self: &Arc<Self>, url: &str, db: &crate::db::Database) {
@@ -327,7 +365,7 @@ impl Hub {
                 drop(h);
                 match AsyncPgConnection::establish(&url).await {
                     Ok(mut conn) => {
-                        let handoff = crate::crud::feed::handoff::CHANNEL;
+                        let handoff = handoff::CHANNEL;
                         let pid = diesel_async::RunQueryDsl::get_result::<i32>(
                             diesel::select(diesel::dsl::sql::<diesel::sql_types::Integer>(
                                 "pg_backend_pid()",
@@ -353,8 +391,7 @@ impl Hub {
                                 if n.channel == handoff {
                                     let db = db.clone();
                                     actix_web::rt::spawn(async move {
-                                        crate::crud::feed::handoff::answer(&h, &db, &n.payload)
-                                            .await;
+                                        handoff::answer(&h, &db, &n.payload).await;
                                     });
                                 } else {
                                     h.wake();
