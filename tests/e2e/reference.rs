@@ -2579,8 +2579,8 @@ fn critters_are_written_in_batches_all_or_nothing() {
 // ---- the user model's description ----
 
 /// The application's own user model keeps the schema names it gives (`#[resource(name =
-/// "User")]` and its presenter's), and its `POST` stays for administrators (SPEC: create is
-/// admin only in the reference application; it uses no sign-up).
+/// "User")]` and its presenter's), and its `POST` stays for administrators (the application's
+/// rule 3 in `docs/reference-app.md`, "Who signs in, and who creates users": no sign-up).
 #[actix_web::test]
 async fn the_user_schemas_keep_their_names_and_creation_stays_admin_only() {
     let t = crudforge_tests::TestDb::sqlite().await;

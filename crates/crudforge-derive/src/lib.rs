@@ -8,6 +8,8 @@ mod aggregates;
 mod ast;
 mod attr;
 mod ctxt;
+#[cfg(test)]
+mod documented_keys;
 mod embed;
 mod expand;
 mod model_first;
@@ -19,7 +21,8 @@ mod valid;
 use proc_macro::TokenStream;
 
 /// Generates CRUD endpoints for a Diesel model. See `crudforge::Resource` and
-/// `docs/resources.md` for the complete guide.
+/// [the resources guide](https://github.com/crudforge/crudforge/blob/main/docs/resources.md)
+/// for the complete guide.
 ///
 /// The model derives Diesel's `Queryable` and `Selectable` for a `table!` whose UUID, timestamp
 /// and JSON columns use crudforge's portable SQL types, and has `id: uuid::Uuid`,
@@ -38,11 +41,13 @@ use proc_macro::TokenStream;
 /// | `table = path` | the Diesel table (default: `#[diesel(table_name = ...)]`) |
 /// | `name = "Name"` | the resource name in operation ids (default: the struct's name) |
 /// | `rules = expr` | the resource's permission rules, a `crudforge::perms::Rules` value (default: signed-in users may do everything, admins always) |
+/// | `rules(read = "...", update = "...", delete = "...", write = "...", create = "...")` | the permission rules as expressions in the `filter` grammar with the caller's values (`owner_id = @me`); a kind left out lets signed-in callers in; not together with `rules = expr` |
 /// | `crate = "path"` | where the runtime crate is (default: `::crudforge`) |
 /// | `index("col", ...)` | an index the resource's queries need, columns in order, each a field, as strings (repeatable; `Resource::INDEXES`, checked when the API starts) |
 /// | `unique("col", "col", ...)` | a composite unique constraint: no two rows share the values of all its members (two or more fields, as strings; repeatable; `Resource::UNIQUES`). A unique index `<table>_<col>_<col>_key` enforces it: model-first migrations create it, `print-indexes` prints it, the schema check reports it missing; a write that breaks it is a 409 naming every member |
 /// | `model_first` | the struct declares the table: the derive writes its `table!` (named by `#[diesel(table_name = ...)]`) and `Resource::MODEL`, from which `crudforge::migrations::make_migrations` writes migrations |
 /// | `soft_delete` | DELETE keeps the row and sets its `deleted_at`, a required `Option<chrono::DateTime<chrono::Utc>>` field (read-only, filterable); reads and writes see live rows only, administrators list deleted ones with `include_deleted=true` and restore them (`POST <prefix><id>/restore/`, `restore<Name>`) |
+/// | `scope(name = "expression", ...)` | named filters clients ask for with `?scope=name`, each a condition in the `filter` grammar where `now` and `today` are the server's clock (repeatable) |
 /// | `has_many(name = Target, key = "field")` | a has-many relation `name`: the `Target` items whose UUID field `field` holds this item's id (repeatable; `expand=name`, filters `name.member=...`; `Resource::RELATIONS`) |
 ///
 /// Field attributes, in `#[resource(...)]`:
@@ -66,7 +71,10 @@ use proc_macro::TokenStream;
 /// | `unique` | a unique index backs the column: the field may serve as a blueprint's `res_id` (model-first: `UNIQUE` in the DDL) |
 /// | `references = "table"` | model-first: a foreign key to `table(id)` (`"table.column"` for another column) |
 /// | `on_delete = "..."` | with `references`: `"restrict"` (default: a referenced row cannot be deleted, 409), `"cascade"` or `"set_null"` |
-/// | `unique` | a unique index backs the column: the field may serve as a blueprint's `res_id` |
+/// | `read = admin`, `read = owner(field)`, `read = path` | who may read the member besides administrators: nobody, the user whose id the row's `field` holds, or the callers a `fn(Option<&CurrentUser>) -> bool` accepts |
+/// | `set = me`, `set = now`, `set = path` | the server fills the member on create (the caller's id, the time of the create, or what a `fn(&HookCtx) -> T` gives); clients never send it |
+/// | `create_only` | clients send the member on create and never change it (a PATCH that sends it is 422) |
+/// | `file(max_size = "5 MiB", types = [..])` | the member (an `Option<crudforge::files::File>`) holds an uploaded file of at most `max_size` of one of the media `types`; `max_count = N` makes it an `Option<FileList>` of at most N files, `thumbs = ["WxH", ..]` offers thumbnails (feature `files`) |
 /// | `aggregate(none)`, `aggregate(group_by, sum, ..)` | what aggregates (`GET <prefix>aggregate/`) may do with the member instead of its type's defaults: uses among `group_by`, `count_distinct`, `sum`, `avg`, `min`, `max` (`Resource::AGGREGATES`) |
 /// | `belongs_to(Target)`, `belongs_to(Target, name = "rel")` | the UUID field holds a `Target` item's id: a belongs-to relation named after the field without `_id` (`expand=rel`, filters `rel.member=...`, `sort=rel.member`) |
 #[proc_macro_derive(Resource, attributes(resource))]
@@ -79,7 +87,8 @@ pub fn derive_resource(input: TokenStream) -> TokenStream {
 /// crudforge::embed_migrations!("migrations");` reads `<dir>/sqlite/*/` and
 /// `<dir>/postgres/*/` (the path is relative to the crate's `Cargo.toml`) and includes
 /// `<dir>/migrations.lock`, the manifest `make-migrations` rewrites, so that a new folder is
-/// noticed by the build without a `build.rs`. See `docs/database.md`.
+/// noticed by the build without a `build.rs`. See
+/// [the database guide](https://github.com/crudforge/crudforge/blob/main/docs/database.md).
 #[proc_macro]
 pub fn embed_migrations(input: TokenStream) -> TokenStream {
     embed::embed(input.into()).into()

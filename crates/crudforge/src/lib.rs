@@ -43,7 +43,9 @@
 //!
 //! [`prelude`] gathers the names an application writes most: `use crudforge::prelude::*;`.
 //!
-//! `docs/architecture.md` in the repository draws how they fit together.
+//! [The architecture guide](https://github.com/crudforge/crudforge/blob/main/docs/architecture.md)
+//! draws how they fit together; [the guides' index](https://github.com/crudforge/crudforge/blob/main/docs/README.md)
+//! lists every guide.
 //!
 //! # Features
 //!
@@ -51,13 +53,20 @@
 //! |---|---|---|
 //! | `sqlite` | yes | SQLite, embedded: diesel's SQLite backend, the bundled SQLite C library and the generated SQLite queries |
 //! | `postgres` | yes | PostgreSQL: diesel-async's PostgreSQL connection (tokio-postgres) and the generated PostgreSQL queries |
-//! | `realtime` | no | live updates: the change feed a blueprint offers with [`CrudBlueprint::events`] (`GET <prefix>events/`, Server-Sent Events), the events table written in each write's transaction, `LISTEN`/`NOTIFY` across instances on PostgreSQL (`docs/realtime.md`) |
-//! | `admin` | no | the admin page, mounted with [`Api::admin`]: a single-page app embedded in the binary that works through the public API only (`docs/admin.md`) |
+//! | `realtime` | no | live updates: the change feed a blueprint offers with `CrudBlueprint::events` (`GET <prefix>events/`, Server-Sent Events) judged by each subscriber's read rules, the events table written in each write's transaction, `LISTEN`/`NOTIFY` across instances on PostgreSQL ([guide](https://github.com/crudforge/crudforge/blob/main/docs/realtime.md)) |
+//! | `admin` | no | the admin page, mounted with `Api::admin`: a single-page app embedded in the binary that works through the public API only, with the signed-in user's rights ([guide](https://github.com/crudforge/crudforge/blob/main/docs/admin.md)) |
+//! | `files` | no | file members (`#[resource(file(...))]`, one file or a bounded `FileList`): multipart uploads recognized by content, downloads under the row's read rules with signed links, `files gc` ([guide](https://github.com/crudforge/crudforge/blob/main/docs/files.md)) |
+//! | `s3` | no | `files` kept in S3-compatible object storage (`FILES_STORAGE=s3://...`, through `object_store`); turns on `files` |
+//! | `thumbnails` | no | thumbnails of image file members in declared boxes (`?thumb=WxH`), made on first request and kept, through `image`; turns on `files` |
+//! | `export` | no | a list exported as CSV or NDJSON, streamed in keyset chunks under the list's rules (`CrudBlueprint::export`), and CSV or NDJSON files imported through the batch create's path (`CrudBlueprint::import`); the command line's `export` and `import` ([guide](https://github.com/crudforge/crudforge/blob/main/docs/data.md)) |
 //!
-//! At least one of the two must be on. An application on one backend alone compiles that one:
-//! `crudforge = { version = "0.1", default-features = false, features = ["sqlite"] }`. A
-//! connection string for a backend that is not compiled in is refused when the configuration
+//! At least one of the two backends must be on. An application on one backend alone compiles
+//! that one: `crudforge = { version = "0.1", default-features = false, features = ["sqlite"] }`.
+//! A connection string for a backend that is not compiled in is refused when the configuration
 //! is read ([`db::Target::parse`]), naming the feature to turn on.
+//!
+//! The same table is in the crate's `README.md` and the repository's; a test of this crate
+//! (`feature_table`) holds all three equal to `[features]` in `Cargo.toml`.
 
 extern crate self as crudforge;
 
@@ -74,6 +83,8 @@ pub mod crud;
 pub mod db;
 mod dialect;
 pub mod error;
+#[cfg(test)]
+mod feature_table;
 pub mod field;
 #[cfg(feature = "files")]
 pub mod files;
