@@ -1,7 +1,7 @@
 //! Holds the derive's attribute tables equal to its parser: every key `#[resource(...)]` accepts
 //! on a struct or a field (`attr::STRUCT_KEYS`, `attr::FIELD_KEYS`, the lists the parser's
 //! "unknown key" errors print) has a row in the derive's own documentation (`lib.rs`) and in the
-//! resources guide (`docs/resources.md`), no row names a key the parser refuses, and no row is
+//! resources guide ([resources.md](https://github.com/crudforge/crudforge/blob/main/docs/resources.md)), no row names a key the parser refuses, and no row is
 //! written twice.
 
 use crate::attr::{FIELD_KEYS, STRUCT_KEYS};

@@ -109,7 +109,7 @@ impl Api {
     /// blueprint's `login/` and `refresh/` and lists, creates, edits, deletes and restores the
     /// rows of every mounted resource through the same endpoints any client uses, with the
     /// signed-in user's rights. It learns the resources from `/openapi.json` and offers only
-    /// the operations the caller may perform. See `docs/admin.md`.
+    /// the operations the caller may perform. See [admin.md](https://github.com/crudforge/crudforge/blob/main/docs/admin.md).
     #[cfg(feature = "admin")]
     pub fn admin(mut self, path: &str) -> Self {
         self.admin = Some(crate::admin::base(path).into());
@@ -203,7 +203,7 @@ impl Api {
     /// type that cannot hold the field's kind; a missing [declared index](Api::declared_indexes).
     /// Each difference displays as one line, `table.column: what differs`; none means the
     /// schema agrees. It reads the catalog only, whatever `SCHEMA_CHECK` says, and logs nothing:
-    /// for a command that prints the lines and exits 0 or 1. See `docs/database.md` for which
+    /// for a command that prints the lines and exits 0 or 1. See [database.md](https://github.com/crudforge/crudforge/blob/main/docs/database.md) for which
     /// column types fit which field on each backend.
     ///
     /// # Errors

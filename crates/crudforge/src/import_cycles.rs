@@ -1,4 +1,4 @@
-//! A test that each crate's modules import one way (`docs/architecture.md` draws the floors),
+//! A test that each crate's modules import one way ([architecture.md](https://github.com/crudforge/crudforge/blob/main/docs/architecture.md) draws the floors),
 //! for the runtime, the derive and the core crate alike.
 //!
 //! It parses the sources with `syn`, following the `mod` declarations from `lib.rs` (with

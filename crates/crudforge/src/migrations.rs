@@ -4,7 +4,7 @@
 //! [`make_migrations`] compares the tables the resources mounted on an [`Api`] declare with
 //! the schema the migrations already in a folder build, and writes the next migration for
 //! both backends; `crudforge::embed_migrations!` embeds the folder into the binary (see
-//! `docs/database.md`, "Migrations written for you"). [`ModelTable`] and its parts describe a
+//! [database.md](https://github.com/crudforge/crudforge/blob/main/docs/database.md), "Migrations written for you"). [`ModelTable`] and its parts describe a
 //! model-first resource's table (`Resource::MODEL`), from which the migrations are written.
 
 use crate::api::Api;

@@ -102,7 +102,7 @@ pub trait Rules<R>: Send + Sync + 'static {
     /// refused (401 for an anonymous caller, 403 for others) and nothing is written. By default
     /// [`Rules::write`]: a caller may not change a row into one they could no longer change,
     /// such as handing it to another owner. (A change may not take a row out of
-    /// [`Rules::created`] either; see `docs/permissions.md`.)
+    /// [`Rules::created`] either; see [permissions.md](https://github.com/crudforge/crudforge/blob/main/docs/permissions.md).)
     fn updated(&self, user: Option<&CurrentUser>) -> Access {
         self.write(user)
     }

@@ -16,7 +16,7 @@
 //! either way), `addr:<ip>` for a client address (IPv6 by its /64), and the two joined
 //! (`user:<id>@addr:<ip>`) for one account tried from one address. The joined key carries the
 //! low limit that stops guessing; the account alone only a much higher ceiling, so that a
-//! guesser elsewhere cannot lock the owner out. See `docs/auth.md`.
+//! guesser elsewhere cannot lock the owner out. See [auth.md](https://github.com/crudforge/crudforge/blob/main/docs/auth.md).
 
 use crate::db::Database;
 use crate::error::Error;

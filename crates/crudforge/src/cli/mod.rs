@@ -3,7 +3,7 @@
 //! `print-indexes`, with the application's own subcommands beside them.
 //!
 //! An application's `main` gives the function that builds its [`Api`], its migrations and,
-//! optionally, its own commands (see `docs/cli.md`):
+//! optionally, its own commands (see [cli.md](https://github.com/crudforge/crudforge/blob/main/docs/cli.md)):
 //!
 //! ```no_run
 //! use crudforge::cli::{App, BoxError};

@@ -39,7 +39,7 @@ pub(crate) const MAX_MIN_PASSWORD_CHARS: usize = 64;
 ///
 /// Build it with [`Config::from_env`], with [`Config::from_lookup`] (any key/value source), or
 /// in code starting from [`Config::default`] and setting fields
-/// (`config.list.max_page_size = 50`). Defaults are documented in `docs/configuration.md`.
+/// (`config.list.max_page_size = 50`). Defaults are documented in [configuration.md](https://github.com/crudforge/crudforge/blob/main/docs/configuration.md).
 /// New keys may be added to any section without a breaking change, so the structs cannot be
 /// written as literals outside this crate.
 #[derive(Clone, Debug, Default)]
@@ -82,7 +82,7 @@ pub enum LogFormat {
 ///
 /// In WAL mode, `Normal` (the default) survives a crash of the process; a power loss or an
 /// operating-system crash can lose the last commits but never corrupts the file. `Full` also
-/// keeps those commits, at a cost in write speed (see `docs/database.md`).
+/// keeps those commits, at a cost in write speed (see [database.md](https://github.com/crudforge/crudforge/blob/main/docs/database.md)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum SqliteSynchronous {
@@ -130,7 +130,7 @@ impl SqliteSynchronous {
 /// for as long as it has the file open, and every other process that tries to use the file
 /// fails with "database is locked". In exchange statements take their locks in memory,
 /// without a system call, which is markedly faster (see the
-/// `db::locking` documentation and `docs/database.md`).
+/// `db::locking` documentation and [database.md](https://github.com/crudforge/crudforge/blob/main/docs/database.md)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum SqliteLocking {
@@ -619,7 +619,7 @@ mod tests {
         .collect()
     }
 
-    /// The rows of the keys table of `docs/configuration.md`: key, Default column, Meaning.
+    /// The rows of the keys table of [configuration.md](https://github.com/crudforge/crudforge/blob/main/docs/configuration.md): key, Default column, Meaning.
     fn documented_rows() -> Vec<(String, String, String)> {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/configuration.md");
         let text = std::fs::read_to_string(path).unwrap();

@@ -1,7 +1,7 @@
 //! THE table of the library's settings: every key once, in its section, with its field, type,
 //! default, reader and whether `Debug` hides it. [`settings!`](crate::settings) makes the
 //! section structs, their defaults, their reading and their `Debug` from it, and a test checks
-//! it against `docs/configuration.md`. To add a setting, add one line here and one row there.
+//! it against [configuration.md](https://github.com/crudforge/crudforge/blob/main/docs/configuration.md). To add a setting, add one line here and one row there.
 
 use super::{
     LogFormat, SchemaCheck, Secret, SqliteLocking, SqliteSynchronous, DEFAULT_MIN_PASSWORD_CHARS,

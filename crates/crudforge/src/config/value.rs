@@ -234,7 +234,7 @@ pub(crate) fn origins(key: &'static str, v: &str) -> Result<Vec<String>, ConfigE
     }
 }
 
-/// A value as an environment variable (and the Default column of `docs/configuration.md`)
+/// A value as an environment variable (and the Default column of [configuration.md](https://github.com/crudforge/crudforge/blob/main/docs/configuration.md))
 /// writes it: `900`, `true`, `/health`, `NORMAL`; `unset` for a missing optional value and
 /// `empty` for an empty list. Every type of a [`settings!`](crate::settings) field has one, so
 /// the declared defaults can be checked against the documentation.

@@ -299,7 +299,7 @@ pub trait Resource: Sized + 'static {
 
     /// Whether DELETE keeps rows (`#[resource(soft_delete)]`): a deleted row has a
     /// `deleted_at` time, and every generated read and write sees live rows only, unless it
-    /// asks for deleted ones (see `docs/resources.md`, "Soft delete").
+    /// asks for deleted ones (see [resources.md](https://github.com/crudforge/crudforge/blob/main/docs/resources.md), "Soft delete").
     const SOFT_DELETE: bool = false;
 
     /// Clears `deleted_at` of the deleted row matching `conds` (and sets `updated_at`): the

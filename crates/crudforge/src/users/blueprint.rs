@@ -204,7 +204,7 @@ impl<U: UserModel> UserBlueprint<U> {
     /// log in at once tells by logging in (create accounts disabled and enable them once the
     /// address is confirmed, for example from an `after_commit` hook that mails a link), and
     /// whatever an application does for new accounts only (a welcome e-mail) tells the
-    /// address's owner. See `docs/auth.md` ("Sign-up"). Mounting fails without
+    /// address's owner. See [auth.md](https://github.com/crudforge/crudforge/blob/main/docs/auth.md) ("Sign-up"). Mounting fails without
     /// [`sign_up`](UserBlueprint::sign_up) or `PUBLIC_REGISTRATION`.
     #[must_use]
     pub fn uniform_sign_up(mut self) -> Self {
@@ -460,7 +460,7 @@ pub async fn issue_tokens(st: &ApiState, user: Uuid) -> Result<LoginResponse, Er
 
 /// [`issue_tokens`] on `conn`, so that it can share a transaction with the write that goes
 /// with it (a password change, say). The refresh token starts a new refresh-token family
-/// (a new session; see `docs/auth.md`).
+/// (a new session; see [auth.md](https://github.com/crudforge/crudforge/blob/main/docs/auth.md)).
 ///
 /// # Errors
 ///

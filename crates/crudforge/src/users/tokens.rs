@@ -60,7 +60,7 @@ pub async fn store_token(
 
 /// [`store_token`] on `conn` (inside the caller's transaction, if any). A refresh record
 /// stored this way starts a refresh-token family of its own (`tokens.family_id`, see
-/// `docs/auth.md`).
+/// [auth.md](https://github.com/crudforge/crudforge/blob/main/docs/auth.md)).
 ///
 /// # Errors
 ///

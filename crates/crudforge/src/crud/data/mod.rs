@@ -1,7 +1,7 @@
 //! Export and import of a blueprint's items (the `export` feature): `GET <prefix>export/`
 //! streams the list as CSV or NDJSON ([`export`]), `POST <prefix>import/` writes a CSV or NDJSON
 //! file through the batch create's path ([`import`]); [`cells`] turns values into CSV cells and
-//! back. See `docs/data.md`.
+//! back. See [data.md](https://github.com/crudforge/crudforge/blob/main/docs/data.md).
 
 pub(crate) mod cells;
 pub(crate) mod export;

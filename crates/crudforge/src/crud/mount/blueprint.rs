@@ -157,7 +157,7 @@ impl<R: Resource> CrudBlueprint<R> {
     /// `PATCH <prefix>batch/` updates and `POST <prefix>batch/delete/` deletes up to
     /// `BATCH_MAX_ITEMS` items in one request and one transaction, all or nothing. Each item
     /// goes through the rules, validators, hooks and options of the single operation; see
-    /// `docs/resources.md` ("Batch writes") for the bodies and answers. Off by default.
+    /// [resources.md](https://github.com/crudforge/crudforge/blob/main/docs/resources.md) ("Batch writes") for the bodies and answers. Off by default.
     #[must_use]
     pub fn batch(mut self, ops: impl IntoIterator<Item = Operation>) -> Self {
         for op in ops {
@@ -173,7 +173,7 @@ impl<R: Resource> CrudBlueprint<R> {
     /// subscriber may read, under the list's filters, `scope=` and `fields=`, each rendered as
     /// the subscriber's `GET` would; `POST <prefix>events/ticket` gives a browser's
     /// `EventSource` a single-use ticket. Every write through this blueprint then records its
-    /// events in its own transaction. See `docs/realtime.md`. Needs INDEX and the generated
+    /// events in its own transaction. See [realtime.md](https://github.com/crudforge/crudforge/blob/main/docs/realtime.md). Needs INDEX and the generated
     /// `GET` representation (no substituted schema or presenter).
     #[cfg(feature = "realtime")]
     #[must_use]

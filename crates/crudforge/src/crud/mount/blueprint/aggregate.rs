@@ -12,7 +12,7 @@ impl<R: Resource> CrudBlueprint<R> {
     /// for (`count_distinct`, `sum`, `avg`, `min`, `max`, each a list of members), after every
     /// list filter, the `filter` expression, named filters and the caller's read scope. Its
     /// permission is INDEX's, which must be mounted. Which members may be used how is the
-    /// derive's decision (`#[resource(aggregate(...))]`); see `docs/aggregates.md`. Off by
+    /// derive's decision (`#[resource(aggregate(...))]`); see [aggregates.md](https://github.com/crudforge/crudforge/blob/main/docs/aggregates.md). Off by
     /// default.
     #[must_use]
     pub fn aggregates(mut self) -> Self {

@@ -1,7 +1,7 @@
 //! The blueprint's export and import (feature `export`): `export()` mounts
 //! `GET <prefix>export/` (the list as CSV or NDJSON, streamed), `import()` mounts
 //! `POST <prefix>import/` (a CSV or NDJSON file through the batch create's path). See
-//! `docs/data.md`.
+//! [data.md](https://github.com/crudforge/crudforge/blob/main/docs/data.md).
 
 use super::{CrudBlueprint, Operation};
 use crate::crud::data::{export, import, EXPORT_PATH, IMPORT_PATH};
