@@ -649,7 +649,7 @@ fn command_line(args: &Args, pin: Option<usize>, pocketbase: bool) -> String {
         c.push_str(" --no-pin");
     }
     if pocketbase {
-        c.push_str(" --pocketbase /work/pb/venv/bin/pocketbase");
+        c.push_str(" --pocketbase pb-venv/bin/pocketbase");
     }
     c
 }

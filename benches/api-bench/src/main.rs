@@ -14,9 +14,9 @@
 //! It builds nothing: build the binaries first, then run it.
 //!
 //! ```text
-//! CARGO_TARGET_DIR=/work/target-bench cargo build --release -p reference-app -p api-bench
-//! /work/target-bench/release/api-bench --backend sqlite
-//! /work/target-bench/release/api-bench --backend postgres \
+//! cargo build --release -p reference-app -p api-bench
+//! target/release/api-bench --backend sqlite
+//! target/release/api-bench --backend postgres \
 //!     --postgres-url postgres://postgres@127.0.0.1:5432/test
 //! ```
 //!

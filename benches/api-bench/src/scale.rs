@@ -16,8 +16,8 @@
 //! Run it (PostgreSQL only; build first, as for the other modes):
 //!
 //! ```text
-//! nice -n 19 env CARGO_TARGET_DIR=/work/target-a cargo build --release -p reference-app -p api-bench
-//! /work/target-a/release/api-bench --scale --backend postgres \
+//! nice -n 19 cargo build --release -p reference-app -p api-bench
+//! target/release/api-bench --scale --backend postgres \
 //!     --postgres-url postgres://postgres@127.0.0.1:5432/test [--streams 8] \
 //!     [--connections 32] [--rounds 3] [--seconds 3] [--scale-configs a,b,c] [--workloads w3,w4]
 //! ```

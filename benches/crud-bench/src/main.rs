@@ -8,8 +8,8 @@
 //! alternating rounds, and prints requests per second and the ratio generated / hand-written.
 //!
 //! ```text
-//! CARGO_TARGET_DIR=/work/target-bench cargo run --release -p crud-bench -- --backend sqlite
-//! CARGO_TARGET_DIR=/work/target-bench cargo run --release -p crud-bench -- --backend postgres \
+//! cargo run --release -p crud-bench -- --backend sqlite
+//! cargo run --release -p crud-bench -- --backend postgres \
 //!     --postgres-url postgres://postgres@127.0.0.1:5432/test
 //! ```
 //!

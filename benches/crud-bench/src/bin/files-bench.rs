@@ -6,8 +6,8 @@
 //! should not grow by the file's size).
 //!
 //! ```text
-//! CARGO_TARGET_DIR=/work/target-bench cargo build --release -p crud-bench --bin files-bench
-//! /work/target-bench/release/files-bench
+//! cargo build --release -p crud-bench --bin files-bench
+//! target/release/files-bench
 //! ```
 //!
 //! The server runs as a child process (`files-bench serve`), so that its memory is its own.
