@@ -19,10 +19,11 @@ use actix_web::dev::{ResourceDef, Url};
 use actix_web::{guard, web, Resource};
 use std::sync::{Arc, OnceLock};
 
-/// A blueprint's full path patterns, compiled once for all of the server's workers (each
-/// worker registers the routes anew, and each pattern with a parameter is a regular
-/// expression).
-pub(crate) type Patterns = OnceLock<Arc<[ResourceDef]>>;
+/// A blueprint's full path patterns as one set, compiled once for all of the server's workers
+/// (each worker registers the routes anew). A set of patterns is one regular-expression set:
+/// the guard tells whether any of them matches in one search, instead of one search per
+/// pattern.
+pub(crate) type Patterns = OnceLock<Arc<ResourceDef>>;
 
 /// The routes of one blueprint, gathered for registration.
 pub(super) struct Routes {
@@ -63,13 +64,11 @@ impl Routes {
             return;
         }
         let paths = self.paths;
-        let patterns = Arc::clone(
-            compiled.get_or_init(|| paths.iter().map(|p| ResourceDef::new(p.as_str())).collect()),
-        );
+        let patterns = Arc::clone(compiled.get_or_init(|| Arc::new(ResourceDef::new(paths))));
         let mut scope = web::scope(&self.head).guard(guard::fn_guard(move |ctx| {
             // The path the router matches: percent-encodings requoted as actix does.
             let url = Url::new(ctx.head().uri.clone());
-            patterns.iter().any(|p| p.is_match(url.path()))
+            patterns.is_match(url.path())
         }));
         for resource in self.resources {
             scope = scope.service(resource);

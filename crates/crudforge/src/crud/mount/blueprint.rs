@@ -650,17 +650,20 @@ impl<R: Resource> Mount for Mounted<R> {
     fn register(&self, cfg: &mut web::ServiceConfig) {
         let mut routes = crate::crud::scope::Routes::new(&self.prefix);
         // Custom and batch routes first, so that `stats/` or `batch/` is not taken for an
-        // item id.
+        // item id. The files' routes (`{id}/files/{file}` and its `link`) come after the list
+        // and the item: no path of theirs is one segment, so neither takes theirs, and the
+        // list's and the item's requests, the most frequent, are not tried against them
+        // first (a pattern with a parameter costs a regular-expression search).
         self.custom_routes(&mut routes);
         self.batch_routes(&mut routes);
         self.aggregate_routes(&mut routes);
         #[cfg(feature = "realtime")]
         self.feed_routes(&mut routes);
-        #[cfg(feature = "files")]
-        self.file_routes(&mut routes);
         #[cfg(feature = "export")]
         self.data_routes(&mut routes);
         self.standard_routes(&mut routes);
+        #[cfg(feature = "files")]
+        self.file_routes(&mut routes);
         routes.register(cfg, &self.patterns);
     }
 
