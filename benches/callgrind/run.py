@@ -9,11 +9,16 @@ requests, zeroes the counters, sends the measured requests on one keep-alive con
 dumps the counters. It prints the instructions per request of each workload (all of the
 server's threads: workers, the log writer, the runtime's timers).
 
+Any other crudforge application with the same command line (`migrate`, `create-user`,
+`serve`), users at `/api/user/` and a resource with the critters' members can be measured the
+same way: `--server` names its binary, `--prefix` the resource (benches/feature-cost).
+
 Python 3 standard library only. See README.md beside this file.
 
     benches/callgrind/run.py --server target/release/reference-app --backend sqlite
     benches/callgrind/run.py --server target/release/reference-app --backend postgres \\
         --postgres-url postgres://postgres@127.0.0.1:5432/test
+    benches/callgrind/run.py --server target/release/feature-cost --backend sqlite --prefix /feed/
 """
 
 import argparse
@@ -34,21 +39,29 @@ USER_EMAIL = "user@callgrind.example"
 PASSWORD = "callgrind-password-0123"
 JWT_SECRET = "callgrind-signing-key-long-enough-0123456789abcdef"
 LOGIN_PATH = "/api/user/login/"
+# The resource measured (`--prefix`): the reference application's critters by default.
 CRITTERS = "/api/critters/"
-# The filter, order and page of api-bench's W2 (benches/api-bench/src/measure.rs).
-W2_PATH = "/api/critters/?species=cat&cuteness_level__gte=5&page=2&page_size=25"
+# The filter, order and page of api-bench's W2 (benches/api-bench/src/measure.rs), after the
+# resource's prefix.
+W2_QUERY = "?species=cat&cuteness_level__gte=5&page=2&page_size=25"
 # Seeded species (as api-bench's); only `cat` rows can match W2's filter.
 SPECIES = ["cat", "dog", "otter", "hedgehog", "owl", "fox", "rabbit", "axolotl"]
 # Cats matching W2's filter, whatever the number of rows (from 5,736 rows on), as api-bench.
 MATCHES = 717
 # Species of W3's critters: matched by no filter.
 INSERTED_SPECIES = "bench"
+# Each workload's request, `{prefix}` standing for the resource's prefix.
 WORKLOADS = {
-    "w1": "GET /api/critters/{id}",
-    "w2": "GET " + W2_PATH,
-    "w3": "POST /api/critters/",
-    "w4": "PATCH /api/critters/{id}",
+    "w1": "GET {prefix}{{id}}",
+    "w2": "GET {prefix}" + W2_QUERY,
+    "w3": "POST {prefix}",
+    "w4": "PATCH {prefix}{{id}}",
 }
+
+
+def workload(key, prefix):
+    """Workload `key`'s request at `prefix`, as the table shows it."""
+    return WORKLOADS[key].format(prefix=prefix)
 
 
 def log(msg):
@@ -167,7 +180,7 @@ def psql(url, sql):
 
 
 def run_cli(server, scratch, args, stdin=None):
-    """Runs one command of the reference application's command line."""
+    """Runs one command of the server binary's command line."""
     out = subprocess.run(
         [server, *args],
         env=scratch.env(),
@@ -178,7 +191,7 @@ def run_cli(server, scratch, args, stdin=None):
         check=False,
     )
     if out.returncode != 0:
-        raise RuntimeError(f"reference-app {' '.join(args)}: {out.stderr.strip()}")
+        raise RuntimeError(f"{os.path.basename(server)} {' '.join(args)}: {out.stderr.strip()}")
     return out.stdout
 
 
@@ -339,31 +352,34 @@ def annotate(dump, dest, lines, note):
         f.write(note + "\n" + "\n".join(text[: head + lines]) + "\n")
 
 
-def request_maker(key, ids, token):
-    """The `n`-th request of workload `key` as (method, path, body, expected status)."""
+def request_maker(key, prefix, ids):
+    """The `n`-th request of workload `key` on the resource at `prefix` as (method, path, body,
+    expected status)."""
     stride = len(ids) // 2
 
     def w1(n):
-        return "GET", f"{CRITTERS}{ids[n % len(ids)]}", None, 200
+        return "GET", f"{prefix}{ids[n % len(ids)]}", None, 200
 
     def w2(_n):
-        return "GET", W2_PATH, None, 200
+        return "GET", prefix + W2_QUERY, None, 200
 
     def w3(n):
         body = {"name": f"bench {n}", "species": INSERTED_SPECIES, "cuteness_level": 3}
-        return "POST", CRITTERS, body, 201
+        return "POST", prefix, body, 201
 
     def w4(n):
         # Other rows than W1's first ones; each request renames its row.
-        return "PATCH", f"{CRITTERS}{ids[(stride + n) % len(ids)]}", {"name": f"patched {n}"}, 200
+        return "PATCH", f"{prefix}{ids[(stride + n) % len(ids)]}", {"name": f"patched {n}"}, 200
 
     return {"w1": w1, "w2": w2, "w3": w3, "w4": w4}[key]
 
 
-def measure(server, key, ids, token, warmup, requests, offset, keep_dir, label, annotate_lines):
-    """Warm-up, zero, `requests` measured requests on one connection, dump; returns
-    (instructions, dump path)."""
-    make = request_maker(key, ids, token)
+def measure(
+    server, key, prefix, ids, token, warmup, requests, offset, keep_dir, label, annotate_lines
+):
+    """Warm-up, zero, `requests` measured requests on one connection, dump; returns the
+    instructions counted."""
+    make = request_maker(key, prefix, ids)
     conn = Conn("127.0.0.1", server.port, token)
     n = offset
     for _ in range(warmup):
@@ -391,22 +407,22 @@ def measure(server, key, ids, token, warmup, requests, offset, keep_dir, label, 
         shutil.copyfile(dump, kept)
         if annotate_lines:
             note = (
-                f"# {label} {key.upper()} ({WORKLOADS[key]}): {ir} instructions in {requests} "
-                f"measured requests, {ir / requests / 1000:.1f}k per request"
+                f"# {label} {key.upper()} ({workload(key, prefix)}): {ir} instructions in "
+                f"{requests} measured requests, {ir / requests / 1000:.1f}k per request"
             )
             dest = os.path.join(keep_dir, f"{label}-{key}.annotate.txt")
             annotate(kept, dest, annotate_lines, note)
     return ir
 
 
-def seed(server, token, rows):
-    """Creates `rows` critters through the API on one connection; returns their ids in
-    creation order."""
+def seed(server, token, prefix, rows):
+    """Creates `rows` critters through the API (at `prefix`) on one connection; returns their
+    ids in creation order."""
     conn = Conn("127.0.0.1", server.port, token)
     ids = []
     t = time.monotonic()
     for i in range(rows):
-        _, text = conn.send_req("POST", CRITTERS, seed_row(i), 201)
+        _, text = conn.send_req("POST", prefix, seed_row(i), 201)
         ids.append(json.loads(text)["id"])
         if (i + 1) % 1000 == 0:
             log(f"  seeded {i + 1} critters ({time.monotonic() - t:.0f} s)")
@@ -425,7 +441,18 @@ def main():
     p = argparse.ArgumentParser(
         description="Instructions per request of the reference application under callgrind."
     )
-    p.add_argument("--server", required=True, help="the reference-app release binary")
+    p.add_argument(
+        "--server",
+        required=True,
+        help="the server's release binary (reference-app, or another crudforge App such as "
+        "feature-cost)",
+    )
+    p.add_argument(
+        "--prefix",
+        default=CRITTERS,
+        help=f"the resource seeded and measured: its collection path (default {CRITTERS}); "
+        "it needs the critters' members name, species and cuteness_level",
+    )
     p.add_argument("--backend", choices=["sqlite", "postgres"], required=True)
     p.add_argument(
         "--postgres-url",
@@ -474,6 +501,9 @@ def main():
             sys.exit(f"--server-env {kv!r}: expected K=V")
         extra[k] = v
     label = a.label or a.backend
+    prefix = a.prefix
+    if not (prefix.startswith("/") and prefix.endswith("/")):
+        sys.exit(f"--prefix {prefix!r}: expected a path that starts and ends with /")
 
     scratch = Scratch(a.backend, a.postgres_url, a.keep_scratch, extra)
     server = None
@@ -493,16 +523,26 @@ def main():
         workers = [n for n in names if n.startswith("actix-rt|system")]
         log(f"  {len(names)} threads, {len(workers)} actix worker(s): {', '.join(names)}")
         token = sign_in(server)
-        ids = seed(server, token, a.rows)
+        ids = seed(server, token, prefix, a.rows)
         conn = Conn("127.0.0.1", server.port, token)
-        _, text = conn.send_req("GET", W2_PATH, None, 200)
+        _, text = conn.send_req("GET", prefix + W2_QUERY, None, 200)
         conn.close()
         matches = json.loads(text).get("pagination", {}).get("total")
         log(f"  seeded {len(ids)} critters; W2's filter matches {matches}")
         offset = 0
         for k in keys:
             results[k] = measure(
-                server, k, ids, token, a.warmup, a.requests, offset, a.keep_dumps, label, a.annotate
+                server,
+                k,
+                prefix,
+                ids,
+                token,
+                a.warmup,
+                a.requests,
+                offset,
+                a.keep_dumps,
+                label,
+                a.annotate,
             )
             offset += a.warmup + a.requests
     finally:
@@ -510,14 +550,14 @@ def main():
             server.stop()
         scratch.cleanup()
 
-    print(f"\n{label}: {a.backend}, {a.rows} critters (W2 matches {matches}), "
+    print(f"\n{label}: {a.backend}, {a.rows} critters at {prefix} (W2 matches {matches}), "
           f"{a.warmup} warm-up + {a.requests} measured requests per workload, one connection")
     print(f"server: {binary}\n")
     print("| workload | instructions | thousands per request |")
     print("|---|---:|---:|")
     for k in keys:
         per = results[k] / a.requests / 1000
-        print(f"| {k.upper()} `{WORKLOADS[k]}` | {results[k]} | {per:.1f} |")
+        print(f"| {k.upper()} `{workload(k, prefix)}` | {results[k]} | {per:.1f} |")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(
@@ -525,6 +565,7 @@ def main():
                     "label": label,
                     "backend": a.backend,
                     "server": binary,
+                    "prefix": prefix,
                     "rows": a.rows,
                     "w2_matches": matches,
                     "warmup": a.warmup,
