@@ -2,7 +2,7 @@
 //! NDJSON (rows per second, the server's peak memory against idle), the aggregate "critters
 //! per species with the average cuteness" with its covering index and without it, and an
 //! import of a CSV file (rows per second). Seed with `--rows` (1,000,000 for the figures in
-//! `docs/performance.md`).
+//! `benches/JOURNAL.md`).
 
 use crate::measure::{login, server_bin, start_app, ADMIN_EMAIL, PASSWORD};
 use crate::setup::{self, Scratch};

@@ -8,12 +8,12 @@
 //! Kept for a measured reason: chrono writes a timestamp digit by digit through `fmt::Write`
 //! (and `serde_json` escapes each piece it is handed); a list page of 25 rows has 50 of them,
 //! and in the profile of W2 (the list workload of `api-bench`) serializing the 25 items was
-//! 10 % of the server's samples, most of it these timestamps ([performance.md](https://github.com/crudforge/crudforge/blob/main/docs/performance.md), "Per-request
+//! 10 % of the server's samples, most of it these timestamps ([the benchmarks' journal](https://github.com/crudforge/crudforge/blob/main/benches/JOURNAL.md), "Per-request
 //! work, third pass"). The text is chrono's byte for byte (the tests compare both), and
 //! chrono writes every form this module does not (years outside 0-9999, leap seconds, other
 //! offsets). Log lines take the same text ([`LogClock`]): `tracing-subscriber`'s own clock
 //! writes each of its seven fields through `fmt`, about 2,400 instructions of every log line
-//! ([performance.md](https://github.com/crudforge/crudforge/blob/main/docs/performance.md), "Issue 46, item 8").
+//! ([the benchmarks' journal](https://github.com/crudforge/crudforge/blob/main/benches/JOURNAL.md), "Issue 46, item 8").
 
 use chrono::{DateTime, Datelike, NaiveDate, NaiveTime, Timelike, Utc};
 use serde::{Serialize, Serializer};

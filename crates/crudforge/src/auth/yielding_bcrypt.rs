@@ -12,7 +12,7 @@
 //! else to run the yield returns at once, so an idle machine hashes at bcrypt's own rate, and
 //! under a full request load bcrypt keeps the share its priority gives it.
 //!
-//! Why not the `bcrypt` crate (measured 2026-11-25, [performance.md](https://github.com/crudforge/crudforge/blob/main/docs/performance.md), "the `bcrypt` crate
+//! Why not the `bcrypt` crate (measured 2026-11-25, [the benchmarks' journal](https://github.com/crudforge/crudforge/blob/main/benches/JOURNAL.md), "the `bcrypt` crate
 //! under `SCHED_IDLE`, tried and not kept"): the crate hashes in one piece, and no scheduling
 //! policy of the hashing threads gives the waiting worker its core back before the tick. With
 //! the crate under `SCHED_IDLE`, `/health` p99 during a login storm was 4.4x its idle value
