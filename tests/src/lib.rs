@@ -260,6 +260,55 @@ macro_rules! __if_postgres {
     ($($item:tt)*) => {};
 }
 
+/// The variable that marks a child process started by [`alone`].
+const ALONE: &str = "CRUDFORGE_TEST_ALONE";
+
+/// Runs the calling test again in a process of its own, for a test that reads or sets
+/// process-wide state (SQLite's global settings, the metrics registry, the environment) and
+/// shares one test binary with every other suite.
+///
+/// In the test binary's run, it starts the binary anew with only the calling test selected
+/// (by the name of the thread the harness runs it on), waits, fails when that run fails or
+/// ran no test, and returns `false`: the caller returns. In that child it returns `true`: the
+/// caller goes on with its body. Where the harness gives no test name (one test thread), it
+/// returns `true` and the body runs here.
+///
+/// ```ignore
+/// #[test]
+/// fn reads_process_wide_counters() {
+///     if !crudforge_tests::alone() {
+///         return;
+///     }
+///     // ... the test's body
+/// }
+/// ```
+#[must_use]
+pub fn alone() -> bool {
+    if std::env::var_os(ALONE).is_some() {
+        return true;
+    }
+    let Some(name) = std::thread::current()
+        .name()
+        .filter(|n| *n != "main")
+        .map(str::to_owned)
+    else {
+        return true;
+    };
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let out = std::process::Command::new(exe)
+        .args([name.as_str(), "--exact", "--test-threads=1", "--nocapture"])
+        .env(ALONE, "1")
+        .output()
+        .expect("the test binary starts again");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "{name}, run in a process of its own, failed or did not run:\n{stdout}\n{stderr}"
+    );
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -66,7 +66,12 @@
 //! is read ([`db::Target::parse`]), naming the feature to turn on.
 //!
 //! The same table is in the crate's `README.md` and the repository's; a test of this crate
-//! (`feature_table`) holds all three equal to `[features]` in `Cargo.toml`.
+//! (`feature_table`) holds all three equal to `[features]` in `Cargo.toml`. On docs.rs every
+//! item that a feature gates says which one it needs.
+
+// docs.rs builds with every feature and `--cfg docsrs` on a nightly compiler, whose `doc_cfg`
+// marks each item gated by a feature with the features it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 extern crate self as crudforge;
 

@@ -208,8 +208,8 @@ backend_tests! {
         // The migration's Rust step runs when the migration is applied: undo it and apply it
         // again, as on a database upgraded from the previous version.
         let down = match db.backend() {
-            Backend::Sqlite => include_str!("../../crates/crudforge/migrations/sqlite/20261125000200_crudforge_email_identity/down.sql"),
-            Backend::Postgres => include_str!("../../crates/crudforge/migrations/postgres/20261125000200_crudforge_email_identity/down.sql"),
+            Backend::Sqlite => include_str!("../../../crates/crudforge/migrations/sqlite/20261125000200_crudforge_email_identity/down.sql"),
+            Backend::Postgres => include_str!("../../../crates/crudforge/migrations/postgres/20261125000200_crudforge_email_identity/down.sql"),
         };
         let mut conn = db.get().await.unwrap();
         with_conn!(conn, |c| c.batch_execute(down).await).unwrap();

@@ -1,6 +1,7 @@
-//! SQLite's process-wide settings: in a process where crudforge is the first to use SQLite,
-//! they take effect, and pooled connections then work from many threads at once, handed from
-//! thread to thread between statements, with every row read back intact.
+//! SQLite's process-wide settings: in a process where crudforge is the first to use SQLite
+//! (this test runs in a process of its own), they take effect, and pooled connections then
+//! work from many threads at once, handed from thread to thread between statements, with
+//! every row read back intact.
 #![allow(missing_docs, clippy::unwrap_used)]
 #![cfg(feature = "sqlite")]
 
@@ -21,7 +22,10 @@ struct Row {
 
 #[test]
 fn settings_apply_first_and_connections_stay_sound_across_threads() {
-    // Nothing in this test process has touched SQLite yet.
+    if !crudforge_tests::alone() {
+        return;
+    }
+    // Nothing in this test's process has touched SQLite yet.
     assert!(configure_sqlite_globally(), "SQLite took the settings");
     let dir = tempfile::tempdir().unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -1,7 +1,8 @@
 //! A full bcrypt queue: password checks answer 503, and none of them counts towards a lockout.
 //!
-//! The bcrypt threads are one pool per process, so this binary holds a single test that fills
-//! it and runs the SQLite and then the PostgreSQL half one after the other.
+//! The bcrypt threads are one pool per process, so a single test fills it, in a process of its
+//! own ([`crudforge_tests::alone`]), and runs the SQLite and then the PostgreSQL half one after
+//! the other.
 #![allow(missing_docs, clippy::unwrap_used)]
 
 use actix_web::test;
@@ -123,6 +124,9 @@ async fn busy_logins_count_towards_no_lockout(t: TestDb) {
 
 #[actix_web::test]
 async fn a_full_bcrypt_queue_answers_503_and_locks_nobody_out() {
+    if !crudforge_tests::alone() {
+        return;
+    }
     #[cfg(feature = "sqlite")]
     busy_logins_count_towards_no_lockout(TestDb::sqlite().await).await;
     #[cfg(feature = "postgres")]

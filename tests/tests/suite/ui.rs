@@ -11,6 +11,10 @@ use std::process::Command;
 
 #[test]
 fn ui() {
+    // A process of its own: the variable below is set for trybuild's cargo alone.
+    if !crudforge_tests::alone() {
+        return;
+    }
     // trybuild builds the cases as a separate project that does not read the workspace's
     // profiles; without debug info its dependencies and binaries take a fraction of the disk.
     std::env::set_var("CARGO_PROFILE_DEV_DEBUG", "false");
