@@ -273,7 +273,7 @@ const ALONE: &str = "CRUDFORGE_TEST_ALONE";
 /// caller goes on with its body. Where the harness gives no test name (one test thread), it
 /// returns `true` and the body runs here.
 ///
-/// ```ignore
+/// ```text
 /// #[test]
 /// fn reads_process_wide_counters() {
 ///     if !crudforge_tests::alone() {

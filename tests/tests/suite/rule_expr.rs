@@ -591,6 +591,50 @@ backend_tests! {
         }
     }
 
+    async fn now_in_a_rule_is_the_time_of_each_request(t) {
+        let w = world(&t).await;
+        let app = test::init_service(w.api.app()).await;
+        let r = rows(&app, &w).await;
+        // An event that starts in two seconds: bob buys a ticket before (which compiles the
+        // rule), and dave tries after it has started.
+        let soon = chrono::Utc::now() + chrono::Duration::seconds(2);
+        let event = json!({"site_id": r.site, "organizer_id": w.alice, "title": "Soon",
+                           "published": true, "starts_at": soon.to_rfc3339()});
+        let soon_id = create!(app, w, w.alice, "/api/events/", event);
+        let ticket = |holder: Uuid| json!({"event_id": soon_id, "holder_id": holder, "seat": 9});
+        let _bought = create!(app, w, w.bob, "/api/tickets/", ticket(w.bob));
+        while chrono::Utc::now() <= soon + chrono::Duration::milliseconds(100) {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        let (s, v) = call(&app, &w, Some(w.dave), Req::post().uri("/api/tickets/").set_json(ticket(w.dave))).await;
+        assert_eq!(s, 403, "a ticket for an event that has started: {v}");
+    }
+
+    async fn the_description_states_the_rules_it_enforces(t) {
+        let w = world(&t).await;
+        let app = test::init_service(w.api.app()).await;
+        let (s, spec) = call(&app, &w, None, Req::get().uri("/openapi.json")).await;
+        assert_eq!(s, 200);
+        let said = |path: &str, method: &str| {
+            spec["paths"][path][method]["description"].as_str().unwrap_or_else(|| panic!("{method} {path}: {spec}")).to_owned()
+        };
+        // `read = "published = true or organizer_id = @me"`: the organizer's own drafts too.
+        let list = said("/api/events/", "get");
+        assert!(list.contains("Who may call: anyone, signed in or not, on the items where `published` is true; signed-in users on the items where (`published` is true or `organizer_id` is the caller's id); administrators on every item."), "{list}");
+        // A crossing says what it asks of the related row, not only that it is readable.
+        let tickets = said("/api/tickets/", "get");
+        assert!(tickets.contains("a `event` the caller may read, of which `organizer_id` is the caller's id"), "{tickets}");
+        assert!(tickets.contains("a `event` the caller may read, of which a `site` the caller may read, of which `keeper_id` is the caller's id"), "{tickets}");
+        // The create rule, judged on the stored row, with the clock as a word, not the time
+        // the description was made.
+        let buy = said("/api/tickets/", "post");
+        assert!(buy.contains("for a signed-in user, what it creates must be an item where `holder_id` is the caller's id and a `event` the caller may read, of which `starts_at` is greater than the current time"), "{buy}");
+        let organize = said("/api/events/", "post");
+        assert!(organize.contains("for a signed-in user, what it creates must be an item where `organizer_id` is the caller's id and a `site` the caller may read, of which `keeper_id` is the caller's id"), "{organize}");
+        // `create = "false"` leaves sites to administrators.
+        assert!(said("/api/sites/", "post").starts_with("Who may call: administrators only."));
+    }
+
     async fn an_update_is_judged_on_the_row_it_leaves(t) {
         let w = world(&t).await;
         let app = test::init_service(w.api.app()).await;

@@ -27,6 +27,21 @@ pub(crate) fn value_of(word: &str, kind: Kind) -> Option<Arg> {
     None
 }
 
+/// The clock word `word` spelled as the parser keeps it (`now` or `today`), when it is one
+/// for a field of `kind`.
+pub(crate) fn word(word: &str, kind: Kind) -> Option<&'static str> {
+    value_of(word, kind)?;
+    ["now", "today"]
+        .into_iter()
+        .find(|w| w.eq_ignore_ascii_case(word))
+}
+
+/// The `param` of a comparison with the clock made from a rule ([`word`]), by which the
+/// description tells it from a literal date.
+pub(crate) fn param_of(word: &str) -> String {
+    format!("@{word}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

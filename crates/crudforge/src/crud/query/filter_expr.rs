@@ -105,6 +105,14 @@ pub(crate) enum CallerTerm {
     SignedIn,
     /// `true` or `false`.
     Const(bool),
+    /// `field < now` (or `today`, any comparison but `in`): the server's clock, read each
+    /// time the rule is judged rather than once when it is compiled.
+    Clock {
+        field: &'static str,
+        kind: Kind,
+        op: Op,
+        word: &'static str,
+    },
 }
 
 /// Resolves a dotted path (`critter.habitat.keeper_id`) into the relations it crosses, the
@@ -492,6 +500,27 @@ impl<T: Tree> Parser<'_, T> {
                         },
                         pos,
                     )?
+                }
+                // A rule keeps `now` and `today` as words, read when it is judged.
+                (Tok::Ident(w), pos) if self.rules => {
+                    match crate::crud::query::clock::word(&w, field.kind) {
+                        Some(word) => {
+                            self.next();
+                            self.term(
+                                CallerTerm::Clock {
+                                    field: field.name,
+                                    kind: field.kind,
+                                    op,
+                                    word,
+                                },
+                                pos,
+                            )?
+                        }
+                        None => {
+                            let v = self.value(field)?;
+                            Self::cond(field, op, v)
+                        }
+                    }
                 }
                 _ => {
                     let v = self.value(field)?;

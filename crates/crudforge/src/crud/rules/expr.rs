@@ -119,6 +119,23 @@ fn term(t: &CallerTerm, user: Option<&CurrentUser>) -> Folded {
     let truth = |b: bool| if b { Folded::True } else { Folded::False };
     match (t, user) {
         (CallerTerm::Const(b), _) => truth(*b),
+        (
+            CallerTerm::Clock {
+                field,
+                kind,
+                op,
+                word,
+            },
+            _,
+        ) => match crate::crud::query::clock::value_of(word, *kind) {
+            Some(arg) => Folded::Rows(Condition::Is(Cond {
+                field,
+                op: *op,
+                arg,
+                param: crate::crud::query::clock::param_of(word),
+            })),
+            None => Folded::False,
+        },
         (CallerTerm::SignedIn, u) => truth(u.is_some()),
         (CallerTerm::Admin, u) => truth(u.is_some_and(CurrentUser::is_admin)),
         (CallerTerm::Role(names), u) => {
@@ -342,7 +359,41 @@ mod tests {
         FieldInfo::new("domain_id", Kind::Uuid).nullable(),
         FieldInfo::new("published", Kind::Bool),
         FieldInfo::new("seat", Kind::Integer),
+        FieldInfo::new("starts_at", Kind::DateTime),
+        FieldInfo::new("day", Kind::Date),
     ];
+
+    /// `now` and `today` in a rule are read each time the rule is judged, not once when it
+    /// is compiled (rules are compiled once per resource and kept).
+    #[test]
+    fn the_clock_in_a_rule_is_read_when_it_is_judged() {
+        let compiled = rule("starts_at > now and day >= today and seat > 0");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let judged_after = chrono::Utc::now();
+        let Folded::Rows(Condition::All(parts)) = compiled.fold(None) else {
+            panic!("a condition on the rows")
+        };
+        let Condition::Is(starts) = &parts[0] else {
+            panic!("a comparison: {parts:?}")
+        };
+        let Arg::DateTime(at) = starts.arg else {
+            panic!("a date-time: {starts:?}")
+        };
+        assert!(
+            at >= judged_after,
+            "`now` was read at {at}, before {judged_after}"
+        );
+        assert_eq!(starts.op, Op::Gt);
+        let Condition::Is(day) = &parts[1] else {
+            panic!("a comparison: {parts:?}")
+        };
+        assert_eq!(day.arg, Arg::Date(chrono::Utc::now().date_naive()));
+        // A literal stays a literal.
+        let Condition::Is(seat) = &parts[2] else {
+            panic!("a comparison: {parts:?}")
+        };
+        assert_eq!(seat.arg, Arg::Int(0));
+    }
 
     fn rule(src: &str) -> Rule {
         parse_rule::<Rule>(FIELDS, &|_| None, src, ExprLimits::default()).unwrap()

@@ -139,10 +139,22 @@ fn who_by_rules<R: 'static>(op: Operation, rules: &dyn crate::perms::Rules<R>) -
     let rows = |c: &crate::condition::Condition| describe_rows(c, &probes);
     let mut who = match (access(None), access(Some(&user))) {
         (Access::All, _) => "anyone, signed in or not".to_owned(),
-        (Access::Rows(c), _) => format!(
-            "anyone, signed in or not, on the items where {}; administrators on every item",
-            rows(&c)
-        ),
+        (Access::Rows(c), signed_in) => {
+            let mut who = format!("anyone, signed in or not, on the items where {}", rows(&c));
+            // What a signed-in caller may do beyond an anonymous one (an `@me` arm).
+            match signed_in {
+                Access::All => who.push_str("; signed-in users on every item"),
+                Access::Rows(u) if u != c => {
+                    who.push_str(&format!(
+                        "; signed-in users on the items where {}",
+                        rows(&u)
+                    ));
+                }
+                _ => {}
+            }
+            who.push_str("; administrators on every item");
+            who
+        }
         (_, Access::All) => "any signed-in user".to_owned(),
         (_, Access::Rows(c)) => format!(
             "signed-in users on the items where {}; administrators on every item",
@@ -159,6 +171,47 @@ fn who_by_rules<R: 'static>(op: Operation, rules: &dyn crate::perms::Rules<R>) -
                 rows(&c)
             )),
             Access::Forbidden | Access::Unauthenticated => {}
+        }
+    }
+    // What the written row must be, judged on it as stored: the create rule, or an update
+    // rule that asks more than the write rule.
+    let written = match op {
+        Operation::Post => "what it creates must be an item where",
+        Operation::Patch | Operation::Restore => "the changed item must be one where",
+        Operation::Index | Operation::Get | Operation::Delete => return who,
+    };
+    let scope = |caller: Option<&CurrentUser>| {
+        if !lets_in(access(caller)) {
+            return None;
+        }
+        let scope = if op == Operation::Post {
+            rules.created(caller)
+        } else {
+            let updated = rules.updated(caller);
+            if updated == rules.write(caller) {
+                return None;
+            }
+            updated
+        };
+        match scope {
+            Access::Rows(c) => Some(c),
+            Access::All | Access::Forbidden | Access::Unauthenticated => None,
+        }
+    };
+    match (scope(None), scope(Some(&user))) {
+        (Some(a), Some(u)) if a == u => {
+            who.push_str(&format!("; for any caller, {written} {}", rows(&u)));
+        }
+        (a, u) => {
+            if let Some(a) = a {
+                who.push_str(&format!(
+                    "; for an anonymous caller, {written} {}",
+                    rows(&a)
+                ));
+            }
+            if let Some(u) = u {
+                who.push_str(&format!("; for a signed-in user, {written} {}", rows(&u)));
+            }
         }
     }
     who
@@ -216,9 +269,22 @@ fn describe_rows(c: &crate::condition::Condition, probes: &Probes) -> String {
         Condition::All(parts) => join(parts, " and "),
         Condition::Any(parts) => format!("({})", join(parts, " or ")),
         Condition::Not(inner) => format!("not ({})", describe_rows(inner, probes)),
-        Condition::Related(r) => format!("a `{}` the caller may read", r.name),
+        Condition::Related(r) => match &*r.cond {
+            Condition::All(parts) if parts.is_empty() => {
+                format!("a `{}` the caller may read", r.name)
+            }
+            inner => format!(
+                "a `{}` the caller may read, of which {}",
+                r.name,
+                describe_rows(inner, probes)
+            ),
+        },
         Condition::Is(cond) => {
+            let clock = |w: &str| cond.param == crate::crud::query::clock::param_of(w);
             let value = match &cond.arg {
+                Arg::DateTime(_) if clock("now") => "the current time".to_owned(),
+                Arg::DateTime(_) if clock("today") => "the start of today (UTC)".to_owned(),
+                Arg::Date(_) if clock("today") => "today's date".to_owned(),
                 Arg::Uuid(u) if *u == probes.caller => "the caller's id".to_owned(),
                 Arg::Uuid(u) if *u == probes.domain => "a domain they administer".to_owned(),
                 Arg::Text(t) => format!("'{t}'"),
@@ -230,9 +296,12 @@ fn describe_rows(c: &crate::condition::Condition, probes: &Probes) -> String {
                 Arg::Date(d) => d.to_string(),
                 Arg::List(items) => format!("one of {} values", items.len()),
             };
+            // The operator as an expression spells it (`>=` "is at least", not the query
+            // parameter `__from` "is on or after (YYYY-MM-DD)").
             let verb = crate::condition::OPERATORS
                 .iter()
-                .find(|o| o.op == cond.op)
+                .find(|o| o.op == cond.op && !o.expression.is_empty())
+                .or_else(|| crate::condition::OPERATORS.iter().find(|o| o.op == cond.op))
                 .map_or("is", |o| o.description);
             let verb = if verb == "equals" { "is" } else { verb };
             format!("`{}` {verb} {value}", cond.field)
@@ -270,7 +339,11 @@ pub(super) fn security(public: bool) -> Option<Vec<apistos::security::SecurityRe
 #[cfg(test)]
 mod who_tests {
     use super::{who_may_call, OpOptions, Operation};
-    use crate::perms::{AdminOnly, DefaultRules, Open, OwnerRules, PublicReadAdminWrite, Rules};
+    use crate::auth::CurrentUser;
+    use crate::condition::{Arg, Cond, Condition, Related};
+    use crate::perms::{
+        Access, AdminOnly, DefaultRules, Open, OwnerRules, PublicReadAdminWrite, Rules,
+    };
 
     fn who(op: Operation, o: &OpOptions<()>, rules: &dyn Rules<()>) -> String {
         who_may_call(op, o, rules)
@@ -321,6 +394,58 @@ mod who_tests {
         assert_eq!(
             who(Operation::Post, &public, &AdminOnly),
             "Who may call: anyone, without a token."
+        );
+    }
+
+    /// Rules as expression rules fold them: `read = "status = 'active' or seller_id = @me or
+    /// listing.seller_id = @me"`, `create = "buyer_id = @me and listing.status = 'active'"`.
+    struct Expressions;
+
+    fn is(field: &'static str, arg: Arg) -> Condition {
+        Condition::Is(Cond::eq(field, arg))
+    }
+
+    impl Rules<()> for Expressions {
+        fn read(&self, user: Option<&CurrentUser>) -> Access {
+            let active = is("status", Arg::Text("active".into()));
+            match user {
+                None => Access::Rows(active),
+                Some(u) => Access::Rows(Condition::Any(vec![
+                    active,
+                    is("seller_id", Arg::Uuid(u.id)),
+                    Related::pending("listing", is("seller_id", Arg::Uuid(u.id))),
+                ])),
+            }
+        }
+        fn created(&self, user: Option<&CurrentUser>) -> Access {
+            match user {
+                None => Access::All,
+                Some(u) => Access::Rows(Condition::All(vec![
+                    is("buyer_id", Arg::Uuid(u.id)),
+                    Related::pending("listing", is("status", Arg::Text("active".into()))),
+                ])),
+            }
+        }
+    }
+
+    #[test]
+    fn expression_rules_are_told_whole() {
+        let plain = OpOptions::<()>::default();
+        // What a signed-in caller may read beyond an anonymous one, and a crossing's own
+        // condition, are said.
+        assert_eq!(
+            who(Operation::Index, &plain, &Expressions),
+            "Who may call: anyone, signed in or not, on the items where `status` is 'active'; \
+             signed-in users on the items where (`status` is 'active' or `seller_id` is the \
+             caller's id or a `listing` the caller may read, of which `seller_id` is the \
+             caller's id); administrators on every item."
+        );
+        // The create rule, judged on the stored row, is said with who may call.
+        assert_eq!(
+            who(Operation::Post, &plain, &Expressions),
+            "Who may call: any signed-in user; for a signed-in user, what it creates must be an \
+             item where `buyer_id` is the caller's id and a `listing` the caller may read, of \
+             which `status` is 'active'."
         );
     }
 

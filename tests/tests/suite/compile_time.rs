@@ -2,6 +2,9 @@
 //! the token that makes it, with what to write instead (see the `.stderr` beside each case), and
 //! every model in `ui/pass/` compiles.
 //!
+//! Its build of the cases takes minutes; the module's name sorts it among the first tests, so
+//! that the others run beside it.
+//!
 //! Bless new output with `TRYBUILD=overwrite`, then read the diff. The toolchain is pinned in
 //! `rust-toolchain.toml`, so the messages are stable.
 #![allow(missing_docs, clippy::unwrap_used)]
