@@ -44,9 +44,73 @@ pub struct Api {
     /// Whether [`Api::apply_schema_check`] has run (shared by clones), so that the server's
     /// background task does not compare again.
     schema_checked: Arc<AtomicBool>,
-    /// Where the admin page is mounted ([`Api::admin`]), as `admin::base` writes it.
-    #[cfg(feature = "admin")]
-    admin: Option<Arc<str>>,
+    /// What the optional surfaces' builder methods set on the whole API (where the admin
+    /// page is mounted), each under its own type.
+    #[allow(
+        dead_code,
+        reason = "a door of the seam: a build without optional surfaces leaves it unused"
+    )]
+    pub(crate) ext: crate::state::Extensions,
+}
+
+/// What an optional surface adds to the whole API: the seam's side for the API, as
+/// [`Part`](crate::crud::shared::Part) is for one resource. The crate root lists the surfaces
+/// compiled in (`SURFACES`); the `Api` calls each hook at its moment and names none of them.
+/// Every hook does nothing by default.
+pub(crate) trait Surface: Sync {
+    /// Keeps the surface's state for a new API in `ext` (the feeds' hub, the files' storage).
+    ///
+    /// # Errors
+    ///
+    /// A setting of the surface's is invalid.
+    fn start(
+        &self,
+        config: &Config,
+        ext: &mut crate::state::Extensions,
+    ) -> Result<(), ConfigError> {
+        let _ = (config, ext);
+        Ok(())
+    }
+
+    /// Registers the surface's routes on the whole API (the admin page).
+    fn register(&self, api: &Api, cfg: &mut web::ServiceConfig) {
+        let _ = (api, cfg);
+    }
+
+    /// Adds the operation ids of the surface's routes that the description leaves out.
+    fn operation_ids(&self, api: &Api, ids: &mut OperationIds) {
+        let _ = (api, ids);
+    }
+
+    /// What the surface does in the background while the API serves, until it drains
+    /// ([`Api::draining`]).
+    fn upkeep<'a>(&self, api: &'a Api) -> Option<futures_util::future::LocalBoxFuture<'a, ()>> {
+        let _ = api;
+        None
+    }
+
+    /// Wraps the purge of one mount's old deleted rows (`purge`, which gives how many), to
+    /// do what must go with them (their stored files).
+    fn around_purge<'a>(
+        &self,
+        api: &'a Api,
+        mount: &'a dyn Mount,
+        purge: futures_util::future::LocalBoxFuture<'a, Result<u64, Error>>,
+    ) -> futures_util::future::LocalBoxFuture<'a, Result<u64, Error>> {
+        let _ = (api, mount);
+        purge
+    }
+
+    /// Whether the surface's blueprint parts may record writes (a feed), so that the command
+    /// line's writes are told to the mounts ([`Mount::faces`]'s `Recording`s).
+    fn records_writes(&self) -> bool {
+        false
+    }
+
+    /// What the surface does when a graceful shutdown begins (ending event streams).
+    fn shutdown(&self, state: &ApiState) {
+        let _ = state;
+    }
 }
 
 impl std::fmt::Debug for Api {
@@ -73,48 +137,25 @@ impl Api {
             config.auth.jwt_access_token_expires,
             config.auth.jwt_refresh_token_expires,
         );
-        #[cfg(feature = "files")]
-        let files = crate::files::storage::Storage::from_config(&config)
-            .map_err(|detail| {
-                tracing::error!(target: "crudforge::files", "{detail}");
-                ConfigError::Invalid {
-                    key: "FILES_STORAGE",
-                    expected: "s3://bucket[/prefix]?endpoint=URL&region=NAME (s3 needs the `s3` feature), or unset",
-                    value: config.ops.files_storage.clone().unwrap_or_default(),
-                }
-            })?;
+        let mut ext = crate::state::Extensions::default();
+        for surface in crate::SURFACES {
+            surface.start(&config, &mut ext)?;
+        }
         Ok(Api {
             state: Arc::new(ApiState {
-                #[cfg(feature = "files")]
-                files,
                 config: Arc::new(config),
                 db,
                 signing_key,
                 tokens,
-                #[cfg(feature = "realtime")]
-                realtime: Arc::default(),
+                ext,
             }),
             mounts: Vec::new(),
             spec: Arc::new(OnceLock::new()),
             operation_ids: Arc::new(OnceLock::new()),
             readiness: Readiness::new(Phase::Ready),
             schema_checked: Arc::new(AtomicBool::new(false)),
-            #[cfg(feature = "admin")]
-            admin: None,
+            ext: crate::state::Extensions::default(),
         })
-    }
-
-    /// Mounts the admin page at `path` (for example `"/admin/"`; `"/admin"` answers with a
-    /// redirect to it): a single-page app, embedded in the binary, that signs in with the user
-    /// blueprint's `login/` and `refresh/` and lists, creates, edits, deletes and restores the
-    /// rows of every mounted resource through the same endpoints any client uses, with the
-    /// signed-in user's rights. It learns the resources from `/openapi.json` and offers only
-    /// the operations the caller may perform. See [admin.md](https://github.com/crudforge/crudforge/blob/main/docs/admin.md).
-    #[cfg(feature = "admin")]
-    pub fn admin(mut self, path: &str) -> Self {
-        self.admin = Some(crate::admin::base(path).into());
-        self.operation_ids = Arc::new(OnceLock::new());
-        self
     }
 
     /// Mounts a blueprint (or any [`Mount`]).
@@ -270,11 +311,8 @@ impl Api {
                 }
                 ids.add(Method::GET, openapi::OPENAPI_PATH, "openapi");
                 ids.add(Method::GET, openapi::DOCS_PATH, "docs");
-                #[cfg(feature = "admin")]
-                if let Some(base) = &self.admin {
-                    for route in crate::admin::routes(base) {
-                        ids.add(Method::GET, &route, "admin");
-                    }
+                for surface in crate::SURFACES {
+                    surface.operation_ids(self, &mut ids);
                 }
                 Arc::new(ids)
             })
@@ -353,9 +391,8 @@ impl Api {
             );
         }
         openapi::register(cfg, &state.config.http.api_title, self.openapi_json());
-        #[cfg(feature = "admin")]
-        if let Some(base) = &self.admin {
-            crate::admin::register(cfg, base);
+        for surface in crate::SURFACES {
+            surface.register(self, cfg);
         }
         for m in &self.mounts {
             m.register(cfg);
@@ -426,97 +463,14 @@ impl Api {
         let before = chrono::Utc::now() - chrono::Duration::seconds(i64::from(retention));
         let mut purged = 0;
         for m in &self.mounts {
-            // The purged rows' files go with them (the `files` feature): those held before
-            // the purge and no longer after it.
-            #[cfg(feature = "files")]
-            let held = m.file_refs(&self.state.db).await?;
-            let n = m.purge_deleted(&self.state.db, before).await?;
-            #[cfg(feature = "files")]
-            if let (true, Some((table, before_ids))) = (n > 0, held) {
-                let after: std::collections::HashSet<uuid::Uuid> = m
-                    .file_refs(&self.state.db)
-                    .await?
-                    .map(|(_, ids)| ids.into_iter().collect())
-                    .unwrap_or_default();
-                let gone: Vec<(&'static str, uuid::Uuid)> = before_ids
-                    .into_iter()
-                    .filter(|id| !after.contains(id))
-                    .map(|id| (table, id))
-                    .collect();
-                self.state.files.remove_all(&gone).await;
+            // Each surface may wrap the purge (the purged rows' files go with them).
+            let mut purge = m.purge_deleted(&self.state.db, before);
+            for surface in crate::SURFACES {
+                purge = surface.around_purge(self, m.as_ref(), purge);
             }
-            purged += n;
+            purged += purge.await?;
         }
         Ok(purged)
-    }
-
-    /// Removes (or, with `dry_run`, only lists) the stored files no row of a mounted resource
-    /// holds and older than `older_than` (the files feature): files left by a crash between an
-    /// upload and its row, or by rows removed outside the API. A younger file may belong to an upload whose row
-    /// is being written, so it is left alone. Gives what was (or would be) removed.
-    ///
-    /// # Errors
-    ///
-    /// Database or storage errors (a file that cannot be removed is logged and left).
-    #[cfg(feature = "files")]
-    pub(crate) async fn sweep_files(
-        &self,
-        older_than: std::time::Duration,
-        dry_run: bool,
-    ) -> Result<Vec<crate::files::StoredFile>, Error> {
-        let mut held: std::collections::HashMap<&str, std::collections::HashSet<uuid::Uuid>> =
-            std::collections::HashMap::new();
-        for m in &self.mounts {
-            if let Some((table, ids)) = m.file_refs(&self.state.db).await? {
-                held.entry(table).or_default().extend(ids);
-            }
-        }
-        let storage = &self.state.files;
-        let mut orphans = Vec::new();
-        for f in storage.list(older_than).await? {
-            let kept = held
-                .get(f.table.as_str())
-                .is_some_and(|ids| ids.contains(&f.id));
-            // A folder of a table no mounted resource names is left alone: its files may be
-            // another application's on the same data folder.
-            if kept || !held.contains_key(f.table.as_str()) || f.age < older_than {
-                continue;
-            }
-            if !dry_run {
-                storage.remove(&f.table, f.id).await?;
-            }
-            orphans.push(f);
-        }
-        Ok(orphans)
-    }
-
-    /// Prunes the recorded events of every mounted feed past their retention
-    /// (`REALTIME_RETENTION_EVENTS`, `REALTIME_RETENTION_SECONDS`; never an event younger than
-    /// `REALTIME_RESUME_SECONDS`); how many. [`Api::server`] runs it in the background.
-    ///
-    /// # Errors
-    ///
-    /// Database errors.
-    #[cfg(feature = "realtime")]
-    pub async fn prune_events(&self) -> Result<u64, Error> {
-        let mut pruned = 0;
-        for m in &self.mounts {
-            pruned += m.prune_events(&self.state.db, &self.state.config).await?;
-        }
-        Ok(pruned)
-    }
-
-    /// The tables of the resources whose blueprints offer a feed (the `realtime` feature).
-    #[cfg(feature = "realtime")]
-    pub(crate) fn feed_tables(&self) -> Vec<&'static str> {
-        self.mounts.iter().filter_map(|m| m.feed_table()).collect()
-    }
-
-    /// Ends every open event stream of this API (the `realtime` feature), as a graceful
-    /// shutdown does: each stream writes `event: end` (`{"reason":"shutdown"}`) and closes.
-    #[cfg(feature = "realtime")]
-    pub fn close_event_streams(&self) {
-        self.state.realtime.close();
     }
 
     /// Binds `addr` and starts serving; await the returned server to wait until it stops.
@@ -551,15 +505,15 @@ impl Api {
         let handle = server.handle();
         let readiness = self.readiness.clone();
         let db = self.state.db.clone();
-        #[cfg(feature = "realtime")]
-        let hub = self.state.realtime.clone();
+        let state = self.state.clone();
         actix_web::rt::spawn(async move {
             stop_signal().await;
             readiness.begin_shutdown();
-            // Event streams never finish by themselves: they are ended, so that the requests
-            // in flight drain within SHUTDOWN_TIMEOUT.
-            #[cfg(feature = "realtime")]
-            hub.close();
+            // What never finishes by itself (event streams) is ended, so that the requests in
+            // flight drain within SHUTDOWN_TIMEOUT.
+            for surface in crate::SURFACES {
+                surface.shutdown(&state);
+            }
             tracing::info!("shutting down: readiness is 503, finishing requests in flight");
             // SQLite's advice for connections about to close. Before the stop: once the server
             // has stopped, the application may exit before this task runs again.
@@ -597,28 +551,33 @@ impl Api {
         let upkeep = crate::db::maintenance::run(self.state.db.clone(), move || {
             readiness.phase() == Phase::Draining
         });
-        #[cfg(feature = "realtime")]
-        futures_util::future::join3(upkeep, self.purge_loop(), self.prune_loop()).await;
-        #[cfg(not(feature = "realtime"))]
-        futures_util::future::join(upkeep, self.purge_loop()).await;
+        let surfaces =
+            futures_util::future::join_all(crate::SURFACES.iter().filter_map(|s| s.upkeep(&self)));
+        futures_util::future::join3(upkeep, self.purge_loop(), surfaces).await;
     }
 
-    /// Prunes recorded events ([`Api::prune_events`]) every [`PRUNE_INTERVAL`] until the API
-    /// drains; outside any write, so writes never wait for it.
-    #[cfg(feature = "realtime")]
-    async fn prune_loop(&self) {
-        loop {
-            if let Err(e) = self.prune_events().await {
-                tracing::warn!(target: "crudforge::realtime", error = %e, "pruning events failed");
-            }
-            let until = std::time::Instant::now() + PRUNE_INTERVAL;
-            while std::time::Instant::now() < until {
-                if self.readiness.phase() == Phase::Draining {
-                    return;
-                }
-                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-            }
-        }
+    /// Whether the API has begun to drain: the background work of a surface stops then.
+    #[allow(
+        dead_code,
+        reason = "a door of the seam: a build without optional surfaces leaves it unused"
+    )]
+    pub(crate) fn draining(&self) -> bool {
+        self.readiness.phase() == Phase::Draining
+    }
+
+    /// Forgets the operation ids worked out so far: a surface's builder method changed the
+    /// routes.
+    #[allow(
+        dead_code,
+        reason = "a door of the seam: a build without optional surfaces leaves it unused"
+    )]
+    pub(crate) fn routes_changed(&mut self) {
+        self.operation_ids = Arc::new(OnceLock::new());
+    }
+
+    /// The mounts, in the order they were mounted.
+    pub(crate) fn mounts(&self) -> &[Arc<dyn Mount>] {
+        &self.mounts
     }
 
     /// Purges old soft-deleted rows ([`Api::purge_deleted`]) now and then every
@@ -653,10 +612,6 @@ impl Api {
 /// How often a serving API purges old soft-deleted rows (more often with a shorter
 /// `SOFT_DELETE_RETENTION`).
 const PURGE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60 * 60);
-
-/// How often a serving API prunes recorded events.
-#[cfg(feature = "realtime")]
-const PRUNE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Waits for Ctrl-C, or on Unix also SIGTERM (what orchestrators send).
 async fn stop_signal() {
@@ -694,7 +649,3 @@ async fn metrics_route(req: HttpRequest, state: web::Data<ApiState>) -> HttpResp
     }
     crate::metrics::text(state.db.pool_status(), &state.config.http.api_version)
 }
-
-#[cfg(all(test, feature = "sqlite"))]
-#[path = "api_admin_tests.rs"]
-mod admin_tests;

@@ -30,5 +30,5 @@ pub fn sqlite_pragmas(synchronous: crate::config::SqliteSynchronous) -> String {
 /// `ORM_PERFORMANCE_MONITORING` is on (the `realtime` feature).
 #[cfg(feature = "realtime")]
 pub fn realtime_last_delivery(api: &crate::Api) -> Option<(u64, u64)> {
-    api.state().realtime.last_delivery()
+    crate::realtime::hub(api.state()).ok()?.last_delivery()
 }

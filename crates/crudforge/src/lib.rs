@@ -88,6 +88,8 @@ pub mod crud;
 pub mod db;
 mod dialect;
 pub mod error;
+#[cfg(feature = "export")]
+pub(crate) mod export;
 #[cfg(test)]
 mod feature_table;
 pub mod field;
@@ -113,7 +115,7 @@ pub(crate) mod places;
 pub mod prelude;
 pub(crate) mod readiness;
 #[cfg(feature = "realtime")]
-pub(crate) mod realtime;
+pub mod realtime;
 pub(crate) mod request_id;
 mod schema;
 pub mod sql_types;
@@ -132,6 +134,92 @@ pub use error::{Error, Result};
 pub use json::Json;
 pub use mount::{IntoMount, Mount, MountError};
 pub use state::ApiState;
+
+// The composition root: the one place that names the optional surfaces compiled in. The core
+// reaches them only through the seam's traits, `api::Surface` (the whole API) and
+// `crud::shared::Part` (one resource); docs/architecture.md draws it.
+
+/// The optional surfaces compiled into this build, in the order the `Api` calls them.
+pub(crate) static SURFACES: &[&dyn api::Surface] = &[
+    #[cfg(feature = "realtime")]
+    &realtime::Realtime,
+    #[cfg(feature = "admin")]
+    &admin::Admin,
+    #[cfg(feature = "files")]
+    &files::Files,
+];
+
+/// Adds to a new blueprint of `R` the parts that surfaces add by themselves, from what the
+/// resource declares rather than from a builder method.
+pub(crate) fn resource_parts<R: Resource>(parts: &mut crud::shared::Parts<R>) {
+    let _ = &parts;
+    #[cfg(feature = "files")]
+    files::add_part(parts);
+}
+
+/// The optional surfaces' subcommands, flattened among the command line's own.
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum SurfaceCommand {
+    /// Stored files of file members (the `files` feature).
+    #[cfg(feature = "files")]
+    Files {
+        /// What to do.
+        #[command(subcommand)]
+        command: files::cli::FilesCommand,
+    },
+    /// Write a resource's rows, those a user may list, to a CSV or NDJSON file (the `export`
+    /// feature); `exported N rows` on stderr.
+    #[cfg(feature = "export")]
+    Export(export::cli::ExportArgs),
+    /// Create a resource's rows from a CSV or NDJSON file, as a user (the `export` feature):
+    /// all or nothing unless `--chunk-size`; `imported N rows` on stderr, or each refused line.
+    #[cfg(feature = "export")]
+    Import(export::cli::ImportArgs),
+}
+
+impl SurfaceCommand {
+    /// Runs the command.
+    async fn run(
+        self,
+        shared: &cli::Shared,
+        config: Config,
+        console: &mut cli::Console,
+    ) -> Result<(), cli::BoxError> {
+        let _ = (shared, &config, &console);
+        match self {
+            #[cfg(feature = "files")]
+            SurfaceCommand::Files { command } => {
+                files::cli::run(shared, config, command, console).await
+            }
+            #[cfg(feature = "export")]
+            SurfaceCommand::Export(args) => {
+                export::cli::export(shared, config, args, console).await
+            }
+            #[cfg(feature = "export")]
+            SurfaceCommand::Import(args) => {
+                export::cli::import(shared, config, args, console).await
+            }
+        }
+    }
+}
+
+/// What the surfaces keep set while one row is serialized, until it is dropped: file
+/// members' download URLs under the row's own path.
+pub(crate) struct Rendering {
+    #[cfg(feature = "files")]
+    _files: Option<files::UrlBase>,
+}
+
+/// What the surfaces set around the serialization of `item` (see [`Rendering`]).
+pub(crate) fn rendering<R: Resource>(item: &R) -> Rendering {
+    let _ = item;
+    Rendering {
+        #[cfg(feature = "files")]
+        _files: files::UrlBase::for_item(std::any::TypeId::of::<R>(), R::FIELDS, |m| {
+            item.key_of(m)
+        }),
+    }
+}
 
 /// What the workspace's benchmarks and tests reach inside the crate; not part of the public
 /// API.

@@ -56,43 +56,44 @@ pub trait Mount: Send + Sync + 'static {
         let _ = (db, before);
         Box::pin(async { Ok(0) })
     }
-    /// Prunes the recorded events of the mounted feed past their retention (the `realtime`
-    /// feature); how many. Nothing by default. [`Api::prune_events`](crate::Api::prune_events)
-    /// calls it.
-    #[cfg(feature = "realtime")]
+    /// What the optional surfaces' parts of the mounted blueprint show of themselves to work
+    /// on the whole API (each as its surface's own type). None by default.
     #[doc(hidden)]
-    fn prune_events<'a>(
-        &'a self,
-        db: &'a Database,
-        config: &'a crate::Config,
-    ) -> LocalBoxFuture<'a, Result<u64, Error>> {
-        let _ = (db, config);
-        Box::pin(async { Ok(0) })
-    }
-    /// The ids of the files the mounted resource's rows hold (the `files` feature), by table:
-    /// what the orphan sweep keeps. Nothing by default.
-    #[cfg(feature = "files")]
-    #[doc(hidden)]
-    fn file_refs<'a>(
-        &'a self,
-        db: &'a Database,
-    ) -> LocalBoxFuture<'a, Result<Option<FileRefs>, Error>> {
-        let _ = db;
-        Box::pin(async { Ok(None) })
-    }
-    /// The table of the resource whose feed this mount offers (the `realtime` feature), if
-    /// it offers one. None by default.
-    #[cfg(feature = "realtime")]
-    #[doc(hidden)]
-    fn feed_table(&self) -> Option<&'static str> {
-        None
+    fn faces(&self) -> Vec<&(dyn std::any::Any + Send + Sync)> {
+        Vec::new()
     }
 }
 
-/// The table of a resource with file members and the ids of the files its rows hold.
-#[cfg(feature = "files")]
-#[doc(hidden)]
-pub(crate) type FileRefs = (&'static str, Vec<uuid::Uuid>);
+/// What happened to a row a write touched, as the write path tells the parts that record
+/// writes (a feed's events).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Touch {
+    /// The row was created.
+    Created,
+    /// The row was changed.
+    Updated,
+    /// The row was deleted (or soft-deleted).
+    Deleted,
+    /// A soft-deleted row was restored.
+    Restored,
+}
+
+/// The rows one write touched: what happened and the row's key, in order.
+pub(crate) type Touched = Vec<(Touch, String)>;
+
+/// How a part that records writes (a feed) records those made outside the blueprint's
+/// handlers (the command line's): one of the faces its part shows ([`Mount::faces`]).
+pub(crate) struct Recording {
+    /// The table whose writes it records.
+    pub(crate) table: &'static str,
+    /// Records the rows of `table` touched, in the transaction `conn` is in (whatever must
+    /// follow the commit is arranged in the transaction: the writer has no "after").
+    pub(crate) record: for<'a> fn(
+        &'a str,
+        &'a mut crate::db::Conn,
+        &'a Touched,
+    ) -> LocalBoxFuture<'a, Result<(), Error>>,
+}
 
 /// Something that becomes a [`Mount`] once checked: a blueprint, or a ready `Mount`.
 pub trait IntoMount {

@@ -312,7 +312,6 @@ pub fn foreign_key<K: RelationKey>(key: &K) {
 
 /// The schema of a file list member in an update: the ids of the files it keeps, in their
 /// order (or `null`, none).
-#[cfg(feature = "files")]
 pub type FileIds = Option<Vec<uuid::Uuid>>;
 
 #[cfg(test)]

@@ -113,7 +113,10 @@ macro_rules! portable_to_sql {
 }
 
 // Other modules' types that bind as a portable type (a file member's `File`).
-#[cfg_attr(not(feature = "files"), allow(unused_imports))]
+#[allow(
+    unused_imports,
+    reason = "a door of the seam: a build without optional surfaces leaves it unused"
+)]
 pub(crate) use {portable, portable_to_sql};
 
 /// The portable types on SQLite: text in a fixed form.

@@ -199,9 +199,9 @@ pub async fn seed_critters(db: &Database, count: usize) -> Result<Vec<Uuid>, Err
     conn.begin(TxMode::Write).await?;
     let written = async {
         insert_critters(&mut conn, &rows).await?;
-        crudforge::crud::record_changes::<Critter>(
+        crudforge::realtime::record_changes::<Critter>(
             &mut conn,
-            crudforge::crud::EventKind::Created,
+            crudforge::realtime::EventKind::Created,
             ids.iter().map(Uuid::to_string),
         )
         .await

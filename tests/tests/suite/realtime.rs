@@ -158,9 +158,9 @@ fn api(cfg: Config, db: Database) -> Api {
                         }))
                         .unwrap();
                         let memo = Memo::insert(conn, input).await?;
-                        crudforge::crud::record_change::<Memo>(
+                        crudforge::realtime::record_change::<Memo>(
                             conn,
-                            crudforge::crud::EventKind::Created,
+                            crudforge::realtime::EventKind::Created,
                             &memo.id.to_string(),
                         )
                         .await

@@ -8,10 +8,55 @@
 //! only the page's own scripts, styles and the API (no inline script, no `eval`),
 //! `X-Frame-Options: DENY`, `X-Content-Type-Options: nosniff` and `Referrer-Policy: no-referrer`.
 
+mod part;
+#[cfg(all(test, feature = "sqlite"))]
+mod tests_api;
+
+use crate::api::{Api, Surface};
+use crate::operation::OperationIds;
 use actix_web::http::header::{self, HeaderValue};
+use actix_web::http::Method;
 use actix_web::{web, HttpRequest, HttpResponse};
 use sha2::{Digest, Sha256};
 use std::sync::OnceLock;
+
+/// Where the admin page is mounted ([`Api::admin`]), as [`base`] writes it.
+struct Mounted(String);
+
+/// The admin page's side of the whole API: its routes, when the application mounted it.
+pub(crate) struct Admin;
+
+impl Surface for Admin {
+    fn register(&self, api: &Api, cfg: &mut web::ServiceConfig) {
+        if let Some(Mounted(base)) = api.ext.get::<Mounted>() {
+            register(cfg, base);
+        }
+    }
+
+    /// The page is not in the description; its requests are labelled `admin`.
+    fn operation_ids(&self, api: &Api, ids: &mut OperationIds) {
+        if let Some(Mounted(base)) = api.ext.get::<Mounted>() {
+            for route in routes(base) {
+                ids.add(Method::GET, &route, "admin");
+            }
+        }
+    }
+}
+
+impl Api {
+    /// Mounts the admin page at `path` (for example `"/admin/"`; `"/admin"` answers with a
+    /// redirect to it): a single-page app, embedded in the binary, that signs in with the user
+    /// blueprint's `login/` and `refresh/` and lists, creates, edits, deletes and restores the
+    /// rows of every mounted resource through the same endpoints any client uses, with the
+    /// signed-in user's rights. It learns the resources from `/openapi.json` and offers only
+    /// the operations the caller may perform. See [admin.md](https://github.com/crudforge/crudforge/blob/main/docs/admin.md).
+    #[must_use]
+    pub fn admin(mut self, path: &str) -> Self {
+        self.ext.insert(Mounted(base(path)));
+        self.routes_changed();
+        self
+    }
+}
 
 /// The policy every asset is served with: the page's own files and the API only, no inline
 /// script or `eval`, images also from `blob:`/`data:` (previews of files), never framed.

@@ -1,7 +1,7 @@
 //! `create-user` and `create-token`, and where their secrets come from: standard input or
 //! the environment, so that they need not appear in the process list.
 
-use super::feeds::{Change, Feeds, USERS, USER_ROLES};
+use super::journal::{Change, Journal, USERS, USER_ROLES};
 use super::{BoxError, Console, UserHook};
 use crate::config::Config;
 use crate::db::tx::{self, TxMode};
@@ -100,7 +100,7 @@ pub(crate) async fn create_user<U>(
     config: &Config,
     user: NewUser<'_, U>,
     hook: Option<&UserHook<U>>,
-    feeds: &Feeds,
+    feeds: &Journal,
 ) -> Result<Uuid, BoxError> {
     let email = user.email;
     let hash = users::new_user_hash(email, user.password, config.password_policy())

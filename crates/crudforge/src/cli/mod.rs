@@ -27,18 +27,13 @@
 //! | `schema` | `schema check`, `make-migrations` and `print-indexes` |
 //! | `accounts` | `create-user`, `create-token` and where their secrets come from |
 //! | `roles` | `grant-role` and `revoke-role`, with the operator's (a SUPERADMIN's) authority |
-//! | `feeds` | what those commands' writes record for the application's feeds (`realtime`) |
+//! | `journal` | what those commands' writes tell the mounted blueprints' parts that record writes (a feed) |
 //! | `files` | `files gc` (`files`) |
-//! | `data` | `export` and `import` of a resource, through its HTTP routes (`export`) |
 
 mod accounts;
 mod console;
-#[cfg(feature = "export")]
-mod data;
 mod database;
-mod feeds;
-#[cfg(feature = "files")]
-mod files;
+mod journal;
 mod roles;
 mod schema;
 mod serve;
@@ -75,14 +70,14 @@ type CommandFn<C> = dyn Fn(C, Context) -> LocalBoxFuture<'static, Result<(), Box
 /// What the commands need of the application: how to build its [`Api`] and its migrations.
 #[derive(Clone)]
 pub(crate) struct Shared {
-    build: Rc<dyn Fn(Config, Database) -> Result<Api, BoxError>>,
+    pub(crate) build: Rc<dyn Fn(Config, Database) -> Result<Api, BoxError>>,
     migrations: Option<fn() -> AppMigrations>,
     /// The role names `grant-role` and `revoke-role` accept.
     roles: &'static [&'static str],
 }
 
 impl Shared {
-    fn migrations(&self) -> Option<AppMigrations> {
+    pub(crate) fn migrations(&self) -> Option<AppMigrations> {
         self.migrations.map(|m| m())
     }
 }
@@ -188,21 +183,10 @@ enum Command<C: Subcommand, U: Args> {
         #[arg(long)]
         down: bool,
     },
-    /// Stored files of file members (the `files` feature).
-    #[cfg(feature = "files")]
-    Files {
-        /// What to do.
-        #[command(subcommand)]
-        command: files::FilesCommand,
-    },
-    /// Write a resource's rows, those a user may list, to a CSV or NDJSON file (the `export`
-    /// feature); `exported N rows` on stderr.
-    #[cfg(feature = "export")]
-    Export(data::ExportArgs),
-    /// Create a resource's rows from a CSV or NDJSON file, as a user (the `export` feature):
-    /// all or nothing unless `--chunk-size`; `imported N rows` on stderr, or each refused line.
-    #[cfg(feature = "export")]
-    Import(data::ImportArgs),
+    /// The optional surfaces' commands (`files`, `export`, `import`), as the crate root lists
+    /// them.
+    #[command(flatten)]
+    Surface(crate::SurfaceCommand),
     /// The application's own commands.
     #[command(flatten)]
     App(C),
@@ -546,12 +530,7 @@ impl<C: Subcommand + 'static, U: Args + 'static> App<C, U> {
                 }
                 Ok(())
             }
-            #[cfg(feature = "files")]
-            Command::Files { command } => files::run(shared, config, command, console).await,
-            #[cfg(feature = "export")]
-            Command::Export(args) => data::export(shared, config, args, console).await,
-            #[cfg(feature = "export")]
-            Command::Import(args) => data::import(shared, config, args, console).await,
+            Command::Surface(command) => command.run(shared, config, console).await,
             Command::PrintIndexes { down } => {
                 for line in schema::index_statements(shared, config, down).await? {
                     console.println(&line);
@@ -607,7 +586,7 @@ impl<C: Subcommand + 'static, U: Args + 'static> App<C, U> {
             roles,
             extra: args.extra,
         };
-        let feeds = feeds::Feeds::of(&self.shared, &config, &db)?;
+        let feeds = journal::Journal::of(&self.shared, &config, &db)?;
         let id =
             accounts::create_user(&db, &config, user, self.user_hook.as_deref(), &feeds).await?;
         console.println(&id.to_string());
@@ -630,7 +609,7 @@ async fn role_command(
         role: &args.role,
         domain: args.domain.as_deref(),
     };
-    let feeds = feeds::Feeds::of(shared, &config, &db)?;
+    let feeds = journal::Journal::of(shared, &config, &db)?;
     match roles::change_role(&db, shared.roles, kind, change, &feeds).await? {
         roles::Done::Changed(line) | roles::Done::AlreadyHeld(line) => console.eprintln(&line),
     }

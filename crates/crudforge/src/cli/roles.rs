@@ -1,7 +1,7 @@
 //! `grant-role` and `revoke-role`: a role given to or taken from the user with an e-mail
 //! address, in every domain or in one, with the operator's authority (a SUPERADMIN's).
 
-use super::feeds::{Change, Feeds, USER_ROLES};
+use super::journal::{Change, Journal, USER_ROLES};
 use super::BoxError;
 use crate::auth::{normalize_email, CurrentUser, RoleGrant};
 use crate::db::tx::{self, TxMode};
@@ -182,7 +182,7 @@ pub(crate) async fn change_role(
     roles: &[&str],
     kind: Kind,
     change: RoleChange<'_>,
-    feeds: &Feeds,
+    feeds: &Journal,
 ) -> Result<Done, BoxError> {
     let role = change.role;
     if !roles.contains(&role) {
@@ -213,7 +213,7 @@ async fn in_transaction(
     conn: &mut Conn,
     kind: Kind,
     change: &RoleChange<'_>,
-    feeds: &Feeds,
+    feeds: &Journal,
 ) -> Result<Result<Done, String>, Error> {
     let (email, role) = (change.email, change.role);
     let user = match user_by_email(conn, email).await? {

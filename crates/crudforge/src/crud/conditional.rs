@@ -18,9 +18,8 @@ use sha2::{Digest, Sha256};
 pub(crate) fn tag_and_body<R: Resource>(item: R) -> Result<(String, Vec<u8>), Error> {
     // Room for a typical item, so the buffer is not regrown piece by piece.
     let mut body = Vec::with_capacity(512);
-    #[cfg(feature = "files")]
-    let _base =
-        crate::files::UrlBase::for_item(std::any::TypeId::of::<R>(), R::FIELDS, |m| item.key_of(m));
+    // What surfaces set around a row's serialization (file members' download URLs).
+    let _rendering = crate::rendering(&item);
     serde_json::to_writer(&mut body, &R::Response::from(item))
         .map_err(|e| Error::Internal(format!("serializing a response: {e}")))?;
     Ok((tag_of(&body), body))

@@ -13,7 +13,7 @@ pub(crate) mod query;
 
 // Entity tags and preconditions (`If-Match`, `If-None-Match`); one row by its conditions.
 pub(crate) mod conditional;
-mod rows;
+pub(crate) mod rows;
 
 // Rules: field-level read rules, and permission rules written as expressions.
 pub(crate) mod rules;
@@ -21,32 +21,24 @@ pub(crate) mod rules;
 // What a blueprint is made of and what its handlers share: the operations and their options,
 // custom routes, lifecycle hooks, idempotency keys, the actix scope of its routes, the state of
 // a mounted blueprint, what a handler reads from its request, how it answers, and which rows
-// (live or deleted) an operation sees; with `realtime`, a feed's subscribers and delivery.
-#[cfg(feature = "realtime")]
-pub(crate) mod feed;
+// (live or deleted) an operation sees; and the seam's side for one resource (`shared::Part`).
 pub(crate) mod hooks;
 pub(crate) mod idempotency;
 pub(crate) mod options;
-mod render;
-mod request;
+pub(crate) mod render;
+pub(crate) mod request;
 pub(crate) mod route;
-mod scope;
-mod shared;
-mod soft_delete;
+pub(crate) mod scope;
+pub(crate) mod shared;
+pub(crate) mod soft_delete;
 
 // Relations between resources: filters and sorts across them, `expand`, keys writes set.
 pub(crate) mod relations;
 
 // The handlers, one concern each: listing (INDEX), reading one item (GET), writing (POST,
-// PATCH, DELETE, restore, batches, through one transaction wrapper); with `realtime`, the
-// event feed and its stream tickets; with `files`, uploads and downloads of file members.
-#[cfg(feature = "export")]
-mod data;
-#[cfg(feature = "realtime")]
-mod events;
-#[cfg(feature = "files")]
-pub(crate) mod files;
-mod list;
+// PATCH, DELETE, restore, batches, through one transaction wrapper); with `files`, uploads
+// and downloads of file members.
+pub(crate) mod list;
 mod read;
 // Aggregates over what a caller could list (`CrudBlueprint::aggregates`).
 pub(crate) mod aggregate;
@@ -59,8 +51,6 @@ pub(crate) mod mount;
 pub(crate) use crate::condition::{Arg, Cond, Condition, Conditions, Sort};
 pub(crate) use crate::field::{FieldInfo, Kind};
 pub use conditional::entity_tag;
-#[cfg(feature = "realtime")]
-pub use feed::{record_change, record_changes, Kind as EventKind};
 pub use hooks::HookCtx;
 pub(crate) use list::limits::ListCaps;
 pub use mount::blueprint::CrudBlueprint;
@@ -384,19 +374,22 @@ bind_as_is!(String, i16, i32, i64, f32, f64, bool, NaiveDate);
 
 macro_rules! bind_portable {
     ($($t:ty),*) => {$(
-        impl IntoBind for $t {
+        impl crate::crud::IntoBind for $t {
             type Bind = crate::sql_types::Portable<$t>;
             fn into_bind(self) -> Self::Bind { crate::sql_types::Portable(self) }
         }
-        impl IntoBind for Option<$t> {
+        impl crate::crud::IntoBind for Option<$t> {
             type Bind = crate::sql_types::Portable<Option<$t>>;
             fn into_bind(self) -> Self::Bind { crate::sql_types::Portable(self) }
         }
     )*};
 }
 bind_portable!(uuid::Uuid, DateTime<Utc>, serde_json::Value);
-#[cfg(feature = "files")]
-bind_portable!(crate::files::File, crate::files::FileList);
+#[allow(
+    unused_imports,
+    reason = "a door of the seam: a build without optional surfaces leaves it unused"
+)]
+pub(crate) use bind_portable;
 
 /// The INDEX response envelope.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]

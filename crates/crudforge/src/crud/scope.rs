@@ -26,7 +26,7 @@ use std::sync::{Arc, OnceLock};
 pub(crate) type Patterns = OnceLock<Arc<ResourceDef>>;
 
 /// The routes of one blueprint, gathered for registration.
-pub(super) struct Routes {
+pub(crate) struct Routes {
     /// The static head of the prefix without its final `/` (`/api/critters`), or empty when
     /// the prefix has no static segment (then no scope is used).
     head: String,
@@ -38,7 +38,7 @@ pub(super) struct Routes {
 
 impl Routes {
     /// No routes yet, for a blueprint at `prefix` (`/…/`, in actix form).
-    pub(super) fn new(prefix: &str) -> Routes {
+    pub(crate) fn new(prefix: &str) -> Routes {
         Routes {
             head: head_of(prefix).to_owned(),
             paths: Vec::new(),
@@ -47,7 +47,7 @@ impl Routes {
     }
 
     /// Adds a resource at `path` (a full path that starts with the prefix), built by `build`.
-    pub(super) fn add(&mut self, path: &str, build: impl FnOnce(Resource) -> Resource) {
+    pub(crate) fn add(&mut self, path: &str, build: impl FnOnce(Resource) -> Resource) {
         let relative = path.strip_prefix(self.head.as_str()).unwrap_or(path);
         self.paths.push(path.to_owned());
         self.resources.push(build(web::resource(relative)));
@@ -56,7 +56,7 @@ impl Routes {
     /// Registers the routes on `cfg`: in a guarded scope for their head, or one by one when
     /// there is no static head. `compiled` keeps the guard's patterns for the next worker;
     /// give the same one for the same routes.
-    pub(super) fn register(self, cfg: &mut web::ServiceConfig, compiled: &Patterns) {
+    pub(crate) fn register(self, cfg: &mut web::ServiceConfig, compiled: &Patterns) {
         if self.head.is_empty() || self.resources.is_empty() {
             for resource in self.resources {
                 cfg.service(resource);

@@ -3,9 +3,16 @@
 //! in its column (id, name, size, type) and returned with the URL that downloads it; the
 //! folder the files are kept in (`storage`);
 //! the reading of a `multipart/form-data` body into the stored files and the body's JSON
-//! (`upload`); the edits of a list in an update (`lists`). The routes that use them are `crud::files`.
+//! (`upload`); the edits of a list in an update (`lists`); the routes that use them
+//! (`handlers`), the blueprint's part that mounts them (`part`), their description (`docs`)
+//! and the command line's `files gc` (`cli`). The `Api` starts the storage and sweeps orphans
+//! through the surface below.
 
+pub(crate) mod cli;
+mod docs;
+pub(crate) mod handlers;
 pub(crate) mod lists;
+mod part;
 #[cfg(feature = "s3")]
 mod s3;
 pub(crate) mod storage;
@@ -13,6 +20,15 @@ pub(crate) mod storage;
 pub(crate) mod thumbs;
 pub(crate) mod upload;
 
+use crate::api::{Api, Mount, Surface};
+use crate::config::{Config, ConfigError};
+use crate::error::Error;
+use crate::state::{ApiState, Extensions};
+use futures_util::future::LocalBoxFuture;
+pub(crate) use part::add as add_part;
+
+crate::crud::bind_portable!(File, FileList);
+use part::FileTable;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 
@@ -376,6 +392,119 @@ pub(crate) struct StoredFile {
     pub(crate) size: u64,
     /// How long ago it was written.
     pub(crate) age: std::time::Duration,
+}
+
+/// The file members' side of the whole API: the storage, and the purged rows' files.
+pub(crate) struct Files;
+
+impl Surface for Files {
+    fn start(&self, config: &Config, ext: &mut Extensions) -> Result<(), ConfigError> {
+        let storage = storage::Storage::from_config(config).map_err(|detail| {
+            tracing::error!(target: "crudforge::files", "{detail}");
+            ConfigError::Invalid {
+                key: "FILES_STORAGE",
+                expected: "s3://bucket[/prefix]?endpoint=URL&region=NAME (s3 needs the `s3` feature), or unset",
+                value: config.ops.files_storage.clone().unwrap_or_default(),
+            }
+        })?;
+        ext.insert(storage);
+        Ok(())
+    }
+
+    /// The purged rows' files go with them: those held before the purge and no longer after.
+    fn around_purge<'a>(
+        &self,
+        api: &'a Api,
+        mount: &'a dyn Mount,
+        purge: LocalBoxFuture<'a, Result<u64, Error>>,
+    ) -> LocalBoxFuture<'a, Result<u64, Error>> {
+        Box::pin(async move {
+            let st = api.state();
+            let held = held_by(mount, st).await?;
+            let n = purge.await?;
+            if let (true, Some((table, before_ids))) = (n > 0, held) {
+                let after: std::collections::HashSet<uuid::Uuid> = held_by(mount, st)
+                    .await?
+                    .map(|(_, ids)| ids.into_iter().collect())
+                    .unwrap_or_default();
+                let gone: Vec<(&'static str, uuid::Uuid)> = before_ids
+                    .into_iter()
+                    .filter(|id| !after.contains(id))
+                    .map(|id| (table, id))
+                    .collect();
+                storage_of(st)?.remove_all(&gone).await;
+            }
+            Ok(n)
+        })
+    }
+}
+
+/// The storage of the API serving a request.
+///
+/// # Errors
+///
+/// 500 when the API was built without it (cannot happen: the surface starts it).
+pub(crate) fn storage_of(st: &ApiState) -> Result<&storage::Storage, Error> {
+    st.ext
+        .get::<storage::Storage>()
+        .ok_or_else(|| Error::Internal("the files' storage is not started".into()))
+}
+
+/// The table of a mount with file members and the ids of the files its rows hold; `None` for
+/// a mount without them.
+async fn held_by(
+    mount: &dyn Mount,
+    st: &ApiState,
+) -> Result<Option<(&'static str, Vec<uuid::Uuid>)>, Error> {
+    for face in mount.faces() {
+        if let Some(t) = face.downcast_ref::<FileTable>() {
+            let ids = (t.referenced)(&mut st.db.get().await?).await?;
+            return Ok(Some((t.table, ids)));
+        }
+    }
+    Ok(None)
+}
+
+impl Api {
+    /// Removes (or, with `dry_run`, only lists) the stored files no row of a mounted resource
+    /// holds and older than `older_than` (the files feature): files left by a crash between an
+    /// upload and its row, or by rows removed outside the API. A younger file may belong to an upload whose row
+    /// is being written, so it is left alone. Gives what was (or would be) removed.
+    ///
+    /// # Errors
+    ///
+    /// Database or storage errors (a file that cannot be removed is logged and left).
+    pub(crate) async fn sweep_files(
+        &self,
+        older_than: std::time::Duration,
+        dry_run: bool,
+    ) -> Result<Vec<crate::files::StoredFile>, Error> {
+        let mut held: std::collections::HashMap<&str, std::collections::HashSet<uuid::Uuid>> =
+            std::collections::HashMap::new();
+        let st = self.state();
+        for m in self.mounts() {
+            if let Some((table, ids)) = held_by(m.as_ref(), st).await? {
+                held.entry(table).or_default().extend(ids);
+            }
+        }
+        let storage = storage_of(st)?;
+        let mut orphans = Vec::new();
+        for f in storage.list(older_than).await? {
+            let kept = held
+                .get(f.table.as_str())
+                .is_some_and(|ids| ids.contains(&f.id));
+            // A folder of a table no mounted resource names is left alone: its files may be
+            // another application's on the same data folder.
+            if kept || !held.contains_key(f.table.as_str()) || f.age < older_than {
+                continue;
+            }
+            if !dry_run {
+                storage.remove(&f.table, f.id).await?;
+            }
+            orphans.push(f);
+        }
+        Ok(orphans)
+    }
 }
 
 #[cfg(test)]

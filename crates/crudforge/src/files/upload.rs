@@ -46,7 +46,7 @@ pub(crate) struct Uploaded(pub(crate) std::sync::Arc<Vec<(&'static str, File)>>)
 /// Puts the uploaded files' metadata into `obj` (after the client's members were checked:
 /// only an upload sets a file member). A list member's files make its list on create; on
 /// update they are added to the list the row holds, in the write's transaction
-/// (`crud::files::ListEdits`), so they are left out here.
+/// (`files::lists::ListEdits`), so they are left out here.
 pub(crate) fn merge(
     req: &actix_web::HttpRequest,
     obj: &mut serde_json::Map<String, serde_json::Value>,

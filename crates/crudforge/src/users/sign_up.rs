@@ -243,17 +243,7 @@ impl Mount for SignUpMount {
         self.inner.purge_deleted(db, before)
     }
 
-    #[cfg(feature = "realtime")]
-    fn prune_events<'a>(
-        &'a self,
-        db: &'a crate::db::Database,
-        config: &'a crate::Config,
-    ) -> futures_util::future::LocalBoxFuture<'a, Result<u64, Error>> {
-        self.inner.prune_events(db, config)
-    }
-
-    #[cfg(feature = "realtime")]
-    fn feed_table(&self) -> Option<&'static str> {
-        self.inner.feed_table()
+    fn faces(&self) -> Vec<&(dyn std::any::Any + Send + Sync)> {
+        self.inner.faces()
     }
 }

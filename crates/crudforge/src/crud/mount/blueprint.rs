@@ -1,22 +1,18 @@
 //! `CrudBlueprint`: which operations of a resource are mounted where, with which options, and
 //! their registration on actix-web.
 
-#[cfg(feature = "admin")]
-mod admin;
-#[cfg(feature = "export")]
-mod data;
 mod lifecycle;
 
 use crate::auth::CurrentUser;
 use crate::condition::Condition;
 use crate::crud::mount::docs;
 use crate::crud::route::normalize_prefix;
-use crate::crud::shared::{Mounted, Shared};
+use crate::crud::shared::{Door, Mounted, Parts, Shared};
 use crate::crud::{list, read, write, FieldInfo, Resource};
 use crate::mount::{IntoMount, Mount};
 use crate::openapi::ApiDoc;
 use crate::perms::Rules;
-use actix_web::{web, HttpRequest};
+use actix_web::web;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
@@ -47,17 +43,9 @@ pub struct CrudBlueprint<R: Resource> {
     pub(crate) on_mount: Option<fn(&mut dyn std::any::Any)>,
     /// Whether the blueprint offers aggregates (`aggregates`).
     pub(crate) aggregates: bool,
-    /// Whether the blueprint offers a feed (`events`).
-    #[cfg(feature = "realtime")]
-    pub(crate) events: bool,
-    /// What it tells the admin page (`admin_label`, `admin_columns`, `admin_member_label`).
-    #[cfg(feature = "admin")]
-    pub(crate) admin: crate::crud::shared::AdminView,
-    /// Whether the blueprint offers an export (`export`) and an import (`import`).
-    #[cfg(feature = "export")]
-    pub(crate) export: bool,
-    #[cfg(feature = "export")]
-    pub(crate) import: bool,
+    /// What optional surfaces added (a feed, export and import, the admin page's hints, file
+    /// members' routes), each through its own builder method or the crate root.
+    pub(crate) parts: Parts<R>,
 }
 
 impl<R: Resource> fmt::Debug for CrudBlueprint<R> {
@@ -103,6 +91,8 @@ impl<R: Resource> CrudBlueprint<R> {
             ops.insert(Operation::Restore, OpOptions::default());
         }
         let rules = R::default_rules();
+        let mut parts = Parts::default();
+        crate::resource_parts::<R>(&mut parts);
         CrudBlueprint {
             on_mount: rules.on_mount(),
             prefix,
@@ -118,14 +108,7 @@ impl<R: Resource> CrudBlueprint<R> {
             flags: Vec::new(),
             batch: Vec::new(),
             aggregates: false,
-            #[cfg(feature = "realtime")]
-            events: false,
-            #[cfg(feature = "admin")]
-            admin: crate::crud::shared::AdminView::default(),
-            #[cfg(feature = "export")]
-            export: false,
-            #[cfg(feature = "export")]
-            import: false,
+            parts,
         }
     }
 
@@ -165,20 +148,6 @@ impl<R: Resource> CrudBlueprint<R> {
                 self.batch.push(op);
             }
         }
-        self
-    }
-
-    /// Offers the resource's change feed (the `realtime` feature): `GET <prefix>events/`
-    /// streams Server-Sent Events (`created`, `updated`, `deleted`, `restored`) of the rows the
-    /// subscriber may read, under the list's filters, `scope=` and `fields=`, each rendered as
-    /// the subscriber's `GET` would; `POST <prefix>events/ticket` gives a browser's
-    /// `EventSource` a single-use ticket. Every write through this blueprint then records its
-    /// events in its own transaction. See [realtime.md](https://github.com/crudforge/crudforge/blob/main/docs/realtime.md). Needs INDEX and the generated
-    /// `GET` representation (no substituted schema or presenter).
-    #[cfg(feature = "realtime")]
-    #[must_use]
-    pub fn events(mut self) -> Self {
-        self.events = true;
         self
     }
 
@@ -345,19 +314,8 @@ impl<R: Resource> CrudBlueprint<R> {
                 R::NAME
             ));
         }
-        #[cfg(feature = "realtime")]
-        self.check_events();
-        #[cfg(feature = "export")]
-        self.check_data();
-        #[cfg(not(feature = "thumbnails"))]
-        if let Some(f) = R::FIELDS
-            .iter()
-            .find(|f| f.file.is_some_and(|r| !r.thumbs.is_empty()))
-        {
-            self.errors.push(format!(
-                "{}: `{}` declares thumbnails, which need crudforge's `thumbnails` feature",
-                self.prefix, f.name
-            ));
+        for part in self.parts.iter() {
+            part.check(&self.prefix, &self.ops, &mut self.errors);
         }
         if !self.errors.is_empty() {
             return Err(self.errors.join("; "));
@@ -365,9 +323,8 @@ impl<R: Resource> CrudBlueprint<R> {
         let item_path = self.item_path();
         let res_id = R::field(self.res_id)
             .ok_or_else(|| format!("{}: no field {}", self.prefix, self.res_id))?;
-        #[cfg(feature = "files")]
-        if crate::crud::files::has_files::<R>() {
-            crate::files::register_mount(std::any::TypeId::of::<R>(), &self.prefix, res_id.name);
+        for part in self.parts.iter_mut() {
+            part.mounted(&self.prefix, res_id);
         }
         Ok(Mounted {
             shared: Arc::new(Shared {
@@ -379,8 +336,7 @@ impl<R: Resource> CrudBlueprint<R> {
                 hooks: self.hooks,
                 require_if_match: self.require_if_match,
                 in_flight: crate::crud::idempotency::InFlight::default(),
-                #[cfg(feature = "realtime")]
-                feed: self.events.then(Arc::default),
+                parts: self.parts,
             }),
             prefix: self.prefix,
             item_path,
@@ -389,42 +345,11 @@ impl<R: Resource> CrudBlueprint<R> {
             batch: self.batch,
             aggregates: self.aggregates,
             patterns: crate::crud::scope::Patterns::new(),
-            #[cfg(feature = "admin")]
-            admin: self.admin,
-            #[cfg(feature = "export")]
-            export: self.export,
-            #[cfg(feature = "export")]
-            import: self.import,
         })
     }
 }
 
 impl<R: Resource> CrudBlueprint<R> {
-    /// A feed needs what it renders and judges with: INDEX (its caller and scope), the
-    /// generated `GET` representation (rendered once per event for all subscribers).
-    #[cfg(feature = "realtime")]
-    fn check_events(&mut self) {
-        if !self.events {
-            return;
-        }
-        if !self.ops.contains_key(&Operation::Index) {
-            self.errors.push(format!(
-                "{}: a feed (`events()`) needs the INDEX operation",
-                self.prefix
-            ));
-        }
-        if self
-            .ops
-            .get(&Operation::Get)
-            .is_some_and(|o| o.response.is_some() || o.presenter.is_some())
-        {
-            self.errors.push(format!(
-                "{}: a feed (`events()`) renders the generated representation; GET has a substituted schema or presenter",
-                self.prefix
-            ));
-        }
-    }
-
     /// Checks that every field the rules name (server-set and admin-only members, the fields
     /// their scopes compare) is a field of `R`, so that a misspelt owner field fails at mount
     /// time rather than on the first request.
@@ -508,15 +433,18 @@ impl<R: Resource> IntoMount for CrudBlueprint<R> {
 macro_rules! handler {
     ($shared:expr, $f:path) => {{
         let shared = $shared.clone();
-        move |req: HttpRequest, body: web::Bytes| {
+        move |req: actix_web::HttpRequest, body: actix_web::web::Bytes| {
             let shared = shared.clone();
             async move { $f(&*shared, req, body).await }
         }
     }};
 }
+#[allow(
+    unused_imports,
+    reason = "a door of the seam: a build without optional surfaces leaves it unused"
+)]
+pub(crate) use handler;
 
-#[cfg(feature = "files")]
-mod files;
 // After `handler!`, which its routes use.
 mod aggregate;
 
@@ -562,31 +490,26 @@ impl<R: Resource> Mounted<R> {
         if batch.contains(&Operation::Delete) {
             let path = format!("{}{}", self.prefix, write::batch::DELETE_PATH);
             routes.add(&path, |resource| {
-                #[cfg(feature = "files")]
-                if crate::crud::files::has_files::<R>() {
-                    return resource.route(
-                        web::post().to(handler!(self.shared, crate::crud::files::delete_batch)),
-                    );
+                let (resource, taken) = self.served(Door::BatchDelete, resource);
+                if taken {
+                    return resource;
                 }
                 resource.route(web::post().to(handler!(self.shared, write::batch::delete)))
             });
         }
     }
 
-    /// The feed and its ticket, when the blueprint offers one.
-    #[cfg(feature = "realtime")]
-    fn feed_routes(&self, routes: &mut crate::crud::scope::Routes) {
-        if self.shared.feed.is_none() {
-            return;
+    /// `resource` with the routes the parts serve `door` with, and whether one of them serves
+    /// it wholly.
+    fn served(&self, door: Door, mut resource: actix_web::Resource) -> (actix_web::Resource, bool) {
+        for part in self.shared.parts.iter() {
+            let (r, taken) = part.serve(self, door, resource);
+            resource = r;
+            if taken {
+                return (resource, true);
+            }
         }
-        let feed = format!("{}{}", self.prefix, crate::crud::events::PATH);
-        routes.add(&feed, |r| {
-            r.route(web::get().to(handler!(self.shared, crate::crud::events::feed)))
-        });
-        let ticket = format!("{}{}", self.prefix, crate::crud::events::TICKET_PATH);
-        routes.add(&ticket, |r| {
-            r.route(web::post().to(handler!(self.shared, crate::crud::events::ticket)))
-        });
+        (resource, false)
     }
 
     /// The list, the item and the restore routes, for the operations the blueprint enables.
@@ -597,12 +520,13 @@ impl<R: Resource> Mounted<R> {
                 if ops.contains_key(&Operation::Index) {
                     list = list.route(web::get().to(handler!(self.shared, list::index)));
                 }
-                #[cfg(feature = "files")]
-                {
-                    list = self.file_list_routes(list);
-                }
                 if ops.contains_key(&Operation::Post) {
-                    list = list.route(web::post().to(handler!(self.shared, write::create::post)));
+                    let taken;
+                    (list, taken) = self.served(Door::Create, list);
+                    if !taken {
+                        list =
+                            list.route(web::post().to(handler!(self.shared, write::create::post)));
+                    }
                 }
                 list
             });
@@ -615,17 +539,21 @@ impl<R: Resource> Mounted<R> {
                 if ops.contains_key(&Operation::Get) {
                     item = item.route(web::get().to(handler!(self.shared, read::get)));
                 }
-                #[cfg(feature = "files")]
-                if crate::crud::files::has_files::<R>() {
-                    return self.file_item_routes(item);
-                }
                 if ops.contains_key(&Operation::Patch) {
-                    item =
-                        item.route(web::patch().to(handler!(self.shared, write::update::update)));
+                    let taken;
+                    (item, taken) = self.served(Door::Update, item);
+                    if !taken {
+                        item = item
+                            .route(web::patch().to(handler!(self.shared, write::update::update)));
+                    }
                 }
                 if ops.contains_key(&Operation::Delete) {
-                    item =
-                        item.route(web::delete().to(handler!(self.shared, write::delete::delete)));
+                    let taken;
+                    (item, taken) = self.served(Door::Delete, item);
+                    if !taken {
+                        item = item
+                            .route(web::delete().to(handler!(self.shared, write::delete::delete)));
+                    }
                 }
                 item
             });
@@ -657,13 +585,13 @@ impl<R: Resource> Mount for Mounted<R> {
         self.custom_routes(&mut routes);
         self.batch_routes(&mut routes);
         self.aggregate_routes(&mut routes);
-        #[cfg(feature = "realtime")]
-        self.feed_routes(&mut routes);
-        #[cfg(feature = "export")]
-        self.data_routes(&mut routes);
+        for part in self.shared.parts.iter() {
+            part.routes(self, &mut routes);
+        }
         self.standard_routes(&mut routes);
-        #[cfg(feature = "files")]
-        self.file_routes(&mut routes);
+        for part in self.shared.parts.iter() {
+            part.late_routes(self, &mut routes);
+        }
         routes.register(cfg, &self.patterns);
     }
 
@@ -694,47 +622,7 @@ impl<R: Resource> Mount for Mounted<R> {
         Box::pin(crate::crud::soft_delete::purge::<R>(db, before))
     }
 
-    #[cfg(feature = "realtime")]
-    fn feed_table(&self) -> Option<&'static str> {
-        self.shared.feed.as_ref().map(|_| R::sql_table())
-    }
-
-    #[cfg(feature = "realtime")]
-    fn prune_events<'a>(
-        &'a self,
-        db: &'a crate::db::Database,
-        config: &'a crate::Config,
-    ) -> futures_util::future::LocalBoxFuture<'a, Result<u64, crate::error::Error>> {
-        Box::pin(async move {
-            if self.shared.feed.is_none() {
-                return Ok(0);
-            }
-            let ops = &config.ops;
-            crate::crud::feed::prune(
-                &mut db.get().await?,
-                R::sql_table(),
-                ops.realtime_retention_events,
-                std::time::Duration::from_secs(ops.realtime_retention_seconds),
-                std::time::Duration::from_secs(ops.realtime_resume_seconds),
-            )
-            .await
-        })
-    }
-
-    #[cfg(feature = "files")]
-    fn file_refs<'a>(
-        &'a self,
-        db: &'a crate::db::Database,
-    ) -> futures_util::future::LocalBoxFuture<
-        'a,
-        Result<Option<crate::mount::FileRefs>, crate::error::Error>,
-    > {
-        Box::pin(async move {
-            if !crate::crud::files::has_files::<R>() {
-                return Ok(None);
-            }
-            let ids = crate::crud::files::referenced::<R>(&mut db.get().await?).await?;
-            Ok(Some((R::sql_table(), ids)))
-        })
+    fn faces(&self) -> Vec<&(dyn std::any::Any + Send + Sync)> {
+        self.shared.parts.iter().flat_map(|p| p.faces()).collect()
     }
 }

@@ -4,27 +4,21 @@
 //! files beside it hold the parts: `list` (INDEX: its parameters and page), `item` (`GET` and
 //! `DELETE` of an item), `write` (`POST`, `PATCH` and their bodies), `headers` (conditional
 //! requests and idempotency keys), `callers` (who may call, security), `custom` (custom
-//! routes), `batch`, `aggregate` (`GET <prefix>aggregate/` and its answer), `soft_delete`, `rules` (read rules, named filters), `events` (a
-//! feed and its ticket, with `realtime`) and `files` (uploads and downloads, with `files`), on the shared
-//! `schema` and `words` helpers.
+//! routes), `batch`, `aggregate` (`GET <prefix>aggregate/` and its answer), `soft_delete` and `rules` (read rules, named filters), on the shared `schema` and `words`
+//! helpers; what optional surfaces add
+//! comes from their blueprint parts (`Part::document`, `Part::extensions`).
 
 mod aggregate;
 mod batch;
-mod callers;
+pub(crate) mod callers;
 mod custom;
-#[cfg(feature = "export")]
-mod data;
-#[cfg(feature = "realtime")]
-mod events;
-#[cfg(feature = "files")]
-mod files;
-mod headers;
+pub(crate) mod headers;
 mod item;
-mod list;
+pub(crate) mod list;
 mod rules;
-mod schema;
+pub(crate) mod schema;
 mod soft_delete;
-mod words;
+pub(crate) mod words;
 mod write;
 
 use crate::crud::options::{OpOptions, Operation};
@@ -39,30 +33,27 @@ use schemars::schema::Schema;
 use std::collections::BTreeMap;
 
 /// Adds a mounted blueprint's operations and custom routes to the description.
-pub(super) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
+pub(crate) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
     for (op, options) in &m.shared.ops {
         document_op::<R>(doc, *op, options, m);
     }
     batch::document(doc, m);
     aggregate::document(doc, m);
     custom::document(doc, m);
-    #[cfg(feature = "realtime")]
-    events::document(doc, m);
-    #[cfg(feature = "files")]
-    files::document(doc, m);
-    #[cfg(feature = "export")]
-    data::document(doc, m);
+    for part in m.shared.parts.iter() {
+        part.document(m, doc);
+    }
 }
 
 /// What one generated operation puts in the description, before the parts every operation
 /// shares (conditional requests, callers, security).
-struct OpParts {
-    path: String,
-    method: OperationType,
-    summary: String,
-    params: Vec<ReferenceOr<Parameter>>,
-    body: Option<ReferenceOr<RequestBody>>,
-    responses: BTreeMap<String, ReferenceOr<apistos::paths::Response>>,
+pub(crate) struct OpParts {
+    pub(crate) path: String,
+    pub(crate) method: OperationType,
+    pub(crate) summary: String,
+    pub(crate) params: Vec<ReferenceOr<Parameter>>,
+    pub(crate) body: Option<ReferenceOr<RequestBody>>,
+    pub(crate) responses: BTreeMap<String, ReferenceOr<apistos::paths::Response>>,
 }
 
 /// Adds one generated operation: its own parts, then what every operation shares.
@@ -96,14 +87,10 @@ fn document_op<R: Resource>(doc: &mut ApiDoc, op: Operation, o: &OpOptions<R>, m
             flag,
         ));
     }
-    #[cfg_attr(not(feature = "admin"), allow(unused_mut))]
     let (mut extensions, description, security) =
         callers::callers(doc, op, o, m, &mut parts.responses);
-    #[cfg(feature = "admin")]
-    if op == Operation::Index {
-        if let Some(hints) = m.admin.extension() {
-            extensions.insert("x-admin".to_owned(), hints);
-        }
+    for part in m.shared.parts.iter() {
+        part.extensions(op, &mut extensions);
     }
     if op == Operation::Restore {
         soft_delete::describe_refusals(&mut parts.responses);
@@ -128,7 +115,10 @@ fn document_op<R: Resource>(doc: &mut ApiDoc, op: Operation, o: &OpOptions<R>, m
 
 /// The schema of an operation's answer item: its presenter's, its substituted schema, or the
 /// generated response.
-fn response_schema<R: Resource>(doc: &mut ApiDoc, o: &OpOptions<R>) -> ReferenceOr<Schema> {
+pub(crate) fn response_schema<R: Resource>(
+    doc: &mut ApiDoc,
+    o: &OpOptions<R>,
+) -> ReferenceOr<Schema> {
     match (o.presenter, o.response) {
         (Some((schema, _)), _) | (None, Some((schema, _))) => schema(doc),
         (None, None) => {

@@ -4,5 +4,5 @@
 //! ([`docs`]).
 
 pub(crate) mod blueprint;
-mod docs;
+pub(crate) mod docs;
 pub mod registry;

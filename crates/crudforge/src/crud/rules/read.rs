@@ -44,7 +44,7 @@ impl std::fmt::Debug for Readers {
 
 /// What a caller may do with a member.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Reach {
+pub(crate) enum Reach {
     /// Read it on every row.
     Every,
     /// Read it on the rows whose owner member (the field) holds their id.
@@ -74,7 +74,8 @@ impl Readers {
         }
     }
 
-    fn reach(self, viewer: Viewer<'_>) -> Reach {
+    /// What `viewer` may do with the member.
+    pub(crate) fn reach(self, viewer: Viewer<'_>) -> Reach {
         match (self, viewer) {
             (_, Some(u)) if u.is_admin() => Reach::Every,
             (Readers::Admins, _) | (Readers::Owner(_), None) => Reach::None,
@@ -171,10 +172,8 @@ pub(crate) fn write_response<R: Resource>(
     item: R,
     hidden: &[&str],
 ) -> Result<(), Error> {
-    // File members answer with the URL that downloads them.
-    #[cfg(feature = "files")]
-    let _base =
-        crate::files::UrlBase::for_item(std::any::TypeId::of::<R>(), R::FIELDS, |m| item.key_of(m));
+    // What surfaces set around a row's serialization (file members' download URLs).
+    let _rendering = crate::rendering(&item);
     let response = R::Response::from(item);
     let written = if hidden.is_empty() {
         serde_json::to_writer(&mut *out, &response)
@@ -242,17 +241,6 @@ pub(crate) fn key_filter(
 }
 
 /// The readers of `name`, if a read rule covers it.
-/// The members `viewer` reads on no row at all (an export's columns leave them out; those
-/// read on some rows only are there, empty on the others).
-#[cfg(feature = "export")]
-pub(crate) fn never_read<R: Resource>(viewer: Viewer<'_>) -> Vec<&'static str> {
-    R::READ_RULES
-        .iter()
-        .filter(|(_, r)| r.reach(viewer) == Reach::None)
-        .map(|(name, _)| *name)
-        .collect()
-}
-
 fn readers_of<R: Resource>(name: &str) -> Option<Readers> {
     R::READ_RULES
         .iter()

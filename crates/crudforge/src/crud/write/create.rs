@@ -98,15 +98,16 @@ pub(crate) fn refuse_anonymous<R: Resource>(shared: &Shared<R>, who: &Caller) ->
 /// (401), the validators' 422.
 pub(crate) fn input<R: Resource>(
     shared: &Shared<R>,
-    #[cfg_attr(not(feature = "files"), allow(unused_variables))] req: &HttpRequest,
+    req: &HttpRequest,
     mut obj: serde_json::Map<String, serde_json::Value>,
     who: &Caller,
     ctx: &HookCtx,
     parents: &[Cond],
 ) -> Result<R::Create, Error> {
     check_members(shared, who, &obj, Operation::Post)?;
-    #[cfg(feature = "files")]
-    crate::files::upload::merge(req, &mut obj, R::FIELDS, true);
+    for part in shared.parts.iter() {
+        part.add_members(req, Operation::Post, &mut obj);
+    }
     R::__server_set(ctx, &mut obj)?;
     match who {
         Caller::Public => {}

@@ -69,7 +69,7 @@ fn wants_row<R: Resource>(shared: &Shared<R>) -> bool {
     !hooks.after_delete.is_empty()
         || !hooks.before_delete.is_empty()
         || hooks.has_after_commit()
-        || super::has_feed(shared)
+        || super::records(shared)
 }
 
 /// The row before the delete, with `If-Match` checked against it: the copy the

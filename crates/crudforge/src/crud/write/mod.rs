@@ -16,7 +16,7 @@ pub(crate) mod update;
 
 use super::render::{custom_answer, represent, represent_all};
 use super::request::{arg_json, key_cond, Caller};
-use super::shared::Shared;
+use super::shared::{Shared, Touch, Touched};
 use super::Resource;
 use crate::crud::conditional;
 use crate::crud::hooks::HookCtx;
@@ -105,8 +105,9 @@ pub(crate) struct Needs {
     pub(crate) create_rule: bool,
     /// Rules judged on the row an update leaves ([`after::After`]).
     pub(crate) updated_rule: bool,
-    /// An edit of a list of files, written after the update in its transaction.
-    pub(crate) file_lists: bool,
+    /// Members a part took out of an update's body, written after the update in its
+    /// transaction (a file list's edits).
+    pub(crate) part_members: bool,
 }
 
 impl<'k> Plan<'k> {
@@ -128,12 +129,12 @@ impl<'k> Plan<'k> {
         let addressed = updates || op == Operation::Delete;
         // A write of a resource with a feed records its events in its own transaction.
         let in_tx = needs.batch
-            || has_feed(shared)
+            || records(shared)
             || key.is_some()
             || needs.if_match
             || needs.create_rule
             || needs.updated_rule
-            || needs.file_lists
+            || needs.part_members
             || hooks.wrap(op)
             || (addressed && target::by_other_key(shared));
         let serialized = needs.if_match || (updates && hooks.serialized_update);
@@ -160,8 +161,8 @@ pub(crate) enum Change<R> {
     Batch {
         /// The created or updated rows, in the order of the request's items.
         rows: Vec<R>,
-        /// The keys of the deleted rows, in order (when the rows were read: with a feed).
-        #[cfg_attr(not(feature = "realtime"), allow(dead_code))]
+        /// The keys of the deleted rows, in order (when the rows were read: when a part
+        /// records writes).
         deleted: Vec<String>,
         /// The after-commit hooks' copies of deleted rows.
         committed: Vec<Arc<R>>,
@@ -220,22 +221,12 @@ pub(crate) async fn run<R: Resource>(
     let outcome = match claim(&mut conn, st, plan.key).await {
         Ok(true) => match body(&mut conn).await {
             Ok(change) => {
-                #[cfg(feature = "realtime")]
-                let journal = journal(shared, plan.op, &change);
+                let touched = records(shared).then(|| touched(plan.op, &change));
                 let settled = settle(shared, st, &mut conn, ctx, plan.op, change, plan.key).await;
-                #[cfg(feature = "realtime")]
-                let settled = match (settled, journal) {
-                    (Ok(w), Some(j)) => crate::crud::feed::record(
-                        &mut conn,
-                        R::sql_table(),
-                        &j,
-                        crate::crud::feed::Notify::AfterCommit,
-                    )
-                    .await
-                    .map(|()| w),
+                match (settled, touched) {
+                    (Ok(w), Some(t)) => record(shared, &mut conn, &t).await.map(|()| w),
                     (settled, _) => settled,
-                };
-                settled
+                }
             }
             Err(e) => Err(e),
         },
@@ -251,60 +242,57 @@ pub(crate) async fn run<R: Resource>(
         Ending::Replay(res) => return Ok(Ended::Replay(res)),
     };
     drop(conn);
-    // Committed: this process's feeds read the new events now; on PostgreSQL the other
-    // instances hear of them from a `NOTIFY` sent after the commit.
-    #[cfg(feature = "realtime")]
-    if has_feed(shared) {
-        st.realtime.wake();
-        #[cfg(feature = "postgres")]
-        st.realtime.announce(&st.db);
+    // Committed: the parts that recorded the write hear of it (a feed wakes its delivery).
+    if records(shared) {
+        for part in shared.parts.iter().filter(|p| p.records()) {
+            part.committed(st);
+        }
     }
     Ok(Ended::Done(written.finish(shared, st, ctx, plan.op).await?))
 }
 
-/// Whether the blueprint offers a feed, so that its writes record events.
-pub(crate) fn has_feed<R: Resource>(shared: &Shared<R>) -> bool {
-    #[cfg(feature = "realtime")]
-    {
-        shared.feed.is_some()
-    }
-    #[cfg(not(feature = "realtime"))]
-    {
-        let _ = shared;
-        false
-    }
+/// Whether a part of the blueprint records the rows its writes touch (a feed), so that
+/// deletions read the keys of what they delete.
+pub(crate) fn records<R: Resource>(shared: &Shared<R>) -> bool {
+    shared.parts.record()
 }
 
-/// The events a write's change records, when the blueprint offers a feed: each created,
-/// updated or restored row's key, and each deleted row's.
-#[cfg(feature = "realtime")]
-fn journal<R: Resource>(
+/// Records the rows a write touched through each part that records writes, in its
+/// transaction.
+async fn record<R: Resource>(
     shared: &Shared<R>,
-    op: Operation,
-    change: &Change<R>,
-) -> Option<crate::crud::feed::Journal> {
-    use crate::crud::feed::Kind;
-    shared.feed.as_ref()?;
+    conn: &mut Conn,
+    touched: &Touched,
+) -> Result<(), Error> {
+    for part in shared.parts.iter().filter(|p| p.records()) {
+        part.record(conn, touched).await?;
+    }
+    Ok(())
+}
+
+/// The rows a write's change touched: each created, updated or restored row's key, and each
+/// deleted row's.
+fn touched<R: Resource>(op: Operation, change: &Change<R>) -> Touched {
     let written = match op {
-        Operation::Post => Kind::Created,
-        Operation::Restore => Kind::Restored,
-        _ => Kind::Updated,
+        Operation::Post => Touch::Created,
+        Operation::Restore => Touch::Restored,
+        _ => Touch::Updated,
     };
     let key = |row: &R| row.key_of(R::ID_FIELD);
-    Some(match change {
+    match change {
         Change::Stored(row, _) => key(row).map(|k| (written, k)).into_iter().collect(),
         Change::Deleted { row, .. } => row
             .as_ref()
             .and_then(key)
-            .map(|k| (Kind::Deleted, k))
+            .map(|k| (Touch::Deleted, k))
             .into_iter()
             .collect(),
         Change::Batch { rows, deleted, .. } => rows
             .iter()
             .filter_map(|r| key(r).map(|k| (written, k)))
-            .chain(deleted.iter().map(|k| (Kind::Deleted, k.clone())))
+            .chain(deleted.iter().map(|k| (Touch::Deleted, k.clone())))
             .collect(),
-    })
+    }
 }
 
 /// Claims `key` in the write's transaction: false when another request stored it first.

@@ -34,13 +34,15 @@ pub(crate) async fn update<R: Resource>(
         KeyCheck::Replay(stored) => return Ok(stored),
         held => held,
     };
-    #[cfg_attr(not(feature = "files"), allow(unused_mut))]
     let mut obj = json_object(&req, &body)?;
-    #[cfg(feature = "files")]
-    let lists = crate::files::lists::ListEdits::take(&req, R::FIELDS, &mut obj)?;
+    let mut taken = false;
+    for part in shared.parts.iter() {
+        taken |= part.take_members(&req, Operation::Patch, &mut obj)?;
+    }
     check_members(shared, &who, &obj, Operation::Patch)?;
-    #[cfg(feature = "files")]
-    crate::files::upload::merge(&req, &mut obj, R::FIELDS, false);
+    for part in shared.parts.iter() {
+        part.add_members(&req, Operation::Patch, &mut obj);
+    }
     let keys = Keys::of::<R>(&obj, &[]);
     let mut input: R::Update = decode(shared, Operation::Patch, obj, &[])?;
     hash_passwords(&mut input, st.config.password_policy()).await?;
@@ -49,8 +51,7 @@ pub(crate) async fn update<R: Resource>(
     let needs = Needs {
         if_match: if_match.is_some(),
         updated_rule: after.judges(),
-        #[cfg(feature = "files")]
-        file_lists: lists.is_some(),
+        part_members: taken,
         ..Needs::default()
     };
     let plan = Plan::new(shared, Operation::Patch, held.key(), needs);
@@ -58,11 +59,15 @@ pub(crate) async fn update<R: Resource>(
     let write = async |conn: &mut Conn| {
         keys.check(&req, conn, &who).await?;
         let change = write(shared, &ctx, conn, &target, &after, pre, input).await?;
-        #[cfg(feature = "files")]
-        if let Some(lists) = &lists {
-            return edit_lists(shared, &req, conn, change, lists).await;
+        match change {
+            Change::Stored(mut item, answer) if taken => {
+                for part in shared.parts.iter() {
+                    item = part.after_update(shared, &req, conn, item).await?;
+                }
+                Ok(Change::Stored(item, answer))
+            }
+            change => Ok(change),
         }
-        Ok(change)
     };
     let ended = run(shared, st, &req, &ctx, plan, write).await?;
     Ok(ended.into_response())
@@ -116,46 +121,4 @@ async fn checked<R: Resource>(
     };
     target::check(pre, current, viewer)?;
     Ok(copy)
-}
-
-/// In the transaction, after the update (which holds the row's lock): applies the list edits
-/// to the lists the row holds now and writes them, addressing the row by its key alone (the
-/// update passed the rules); notes the files they took out.
-#[cfg(feature = "files")]
-async fn edit_lists<R: Resource>(
-    shared: &Shared<R>,
-    req: &HttpRequest,
-    conn: &mut Conn,
-    change: Change<R>,
-    lists: &crate::files::lists::ListEdits,
-) -> Result<Change<R>, Error> {
-    let Change::Stored(item, answer) = change else {
-        return Ok(change);
-    };
-    let current = serde_json::to_value(R::Response::from(item))
-        .map_err(|e| Error::Internal(format!("rendering a row: {e}")))?;
-    let mut set = serde_json::Map::new();
-    let mut removed = Vec::new();
-    for edit in &lists.edits {
-        let holds = current
-            .get(edit.member)
-            .map(crate::files::files_in)
-            .unwrap_or_default();
-        let (list, dropped) = edit.apply(holds)?;
-        removed.extend(dropped.iter().map(|f| f.id));
-        let value = if list.is_empty() {
-            serde_json::Value::Null
-        } else {
-            crate::files::FileList(list).to_json()
-        };
-        set.insert(edit.member.to_owned(), value);
-    }
-    let input: R::Update = serde_json::from_value(serde_json::Value::Object(set))
-        .map_err(|e| Error::Internal(format!("a file list's update: {e}")))?;
-    let conds = crate::condition::Condition::from(crate::crud::request::item_conds(shared, req)?);
-    let item = R::update(conn, &conds, input)
-        .await?
-        .ok_or_else(|| Error::Internal("the updated row is gone".into()))?;
-    lists.note_removed(removed);
-    Ok(Change::Stored(item, answer))
 }

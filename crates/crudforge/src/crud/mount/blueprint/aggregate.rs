@@ -4,7 +4,7 @@
 use super::{CrudBlueprint, Mounted, Operation};
 use crate::crud::aggregate::{self, AggregateUse, Metric};
 use crate::crud::Resource;
-use actix_web::{web, HttpRequest};
+use actix_web::web;
 
 impl<R: Resource> CrudBlueprint<R> {
     /// Offers aggregates: `GET <prefix>aggregate/` groups the rows the caller could list

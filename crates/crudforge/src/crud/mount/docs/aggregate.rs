@@ -23,7 +23,7 @@ use schemars::schema::{
 use std::collections::BTreeMap;
 
 /// Adds the aggregate operation of a blueprint that offers it.
-pub(super) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
+pub(crate) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
     if !m.aggregates {
         return;
     }

@@ -21,7 +21,7 @@ use schemars::schema::{
 use std::collections::BTreeMap;
 
 /// Adds the mounted batch operations of a blueprint.
-pub(super) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
+pub(crate) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
     for op in &m.batch {
         if let Some(o) = m.shared.ops.get(op) {
             document_op(doc, *op, o, m);

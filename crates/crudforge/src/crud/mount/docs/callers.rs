@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 /// Who may call the operation, as the description tells it: the `x-admin-only` and
 /// `x-public` marks, the 401/403/409 answers that follow from the rules, and the security
 /// requirement (optional when the rules let anonymous callers in).
-pub(super) fn callers<R: Resource>(
+pub(crate) fn callers<R: Resource>(
     doc: &mut ApiDoc,
     op: Operation,
     o: &OpOptions<R>,
@@ -326,7 +326,7 @@ fn optional_security() -> Option<Vec<apistos::security::SecurityRequirement>> {
 }
 
 /// The security requirement of an operation: none for public ones, the bearer token otherwise.
-pub(super) fn security(public: bool) -> Option<Vec<apistos::security::SecurityRequirement>> {
+pub(crate) fn security(public: bool) -> Option<Vec<apistos::security::SecurityRequirement>> {
     if public {
         Some(Vec::new())
     } else {

@@ -13,7 +13,7 @@ use apistos::paths::{Operation as OpDoc, ParameterIn, Responses};
 use apistos::reference_or::ReferenceOr;
 
 /// Adds a mounted blueprint's documented custom routes to the description.
-pub(super) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
+pub(crate) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
     for c in m.custom.iter().filter(|c| !c.doc.undocumented) {
         let mut responses = responses(doc, c);
         let path = format!("{}{}", m.prefix, c.path);

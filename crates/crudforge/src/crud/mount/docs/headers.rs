@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 /// Conditional requests and idempotency keys: the `If-Match`, `If-None-Match` and
 /// `Idempotency-Key` request headers, the `ETag` response header and the answers they add
 /// (304, 409, 412, 422, 428).
-pub(super) fn document_writes(
+pub(crate) fn document_writes(
     doc: &mut ApiDoc,
     op: Operation,
     require_if_match: bool,
@@ -147,7 +147,7 @@ fn header_param(
 
 /// The syntax of a batch item's `if_match`: `*`, or entity tags (optionally weak) separated
 /// by commas.
-pub(super) const ENTITY_TAGS_PATTERN: &str =
+pub(crate) const ENTITY_TAGS_PATTERN: &str =
     r#"^(\*|(W/)?"[\x21\x23-\x7e]*"( *, *(W/)?"[\x21\x23-\x7e]*")*)$"#;
 
 /// The syntax of the `If-Match` and `If-None-Match` headers (RFC 9110): the same, or nothing
@@ -160,7 +160,7 @@ const IDEMPOTENCY_KEY_PATTERN: &str = r"^[\x21-\x7e]+$";
 
 /// The `Idempotency-Key` request header of a write; `what` is what a key makes happen once
 /// ("The request", "The whole batch").
-pub(super) fn idempotency_key_param(what: &str) -> ReferenceOr<apistos::paths::Parameter> {
+pub(crate) fn idempotency_key_param(what: &str) -> ReferenceOr<apistos::paths::Parameter> {
     header_param(
         "Idempotency-Key",
         false,
@@ -171,7 +171,7 @@ pub(super) fn idempotency_key_param(what: &str) -> ReferenceOr<apistos::paths::P
 }
 
 /// The `Idempotent-Replayed` header of a write's success answer.
-pub(super) fn replayed_header(doc: &mut ApiDoc, r: &mut apistos::paths::Response) {
+pub(crate) fn replayed_header(doc: &mut ApiDoc, r: &mut apistos::paths::Response) {
     let flag = doc.generator().subschema_for::<bool>();
     r.headers.insert(
         "Idempotent-Replayed".to_owned(),

@@ -15,7 +15,7 @@ use schemars::schema::Schema;
 use std::collections::BTreeMap;
 
 /// `GET` of one item.
-pub(super) fn get_parts<R: Resource>(
+pub(crate) fn get_parts<R: Resource>(
     doc: &mut ApiDoc,
     o: &OpOptions<R>,
     m: &Mounted<R>,
@@ -40,7 +40,7 @@ pub(super) fn get_parts<R: Resource>(
 }
 
 /// `DELETE` of one item.
-pub(super) fn delete_parts<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) -> OpParts {
+pub(crate) fn delete_parts<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) -> OpParts {
     let params = item_params(doc, m);
     let mut responses = BTreeMap::new();
     responses.insert(

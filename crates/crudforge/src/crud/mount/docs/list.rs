@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 
 /// `GET` of a list: the path's parents, the list parameters, one filter parameter per
 /// operator of each filterable field, and the page.
-pub(super) fn index_parts<R: Resource>(
+pub(crate) fn index_parts<R: Resource>(
     doc: &mut ApiDoc,
     o: &OpOptions<R>,
     m: &Mounted<R>,
@@ -73,7 +73,7 @@ pub(super) fn index_parts<R: Resource>(
 }
 
 /// One query parameter per operator of each filterable, readable field.
-pub(super) fn filter_params<R: Resource>(
+pub(crate) fn filter_params<R: Resource>(
     doc: &mut ApiDoc,
     params: &mut Vec<ReferenceOr<Parameter>>,
 ) {
@@ -160,7 +160,7 @@ fn string_schema(max: Option<u32>) -> Schema {
 }
 
 /// `filter`: the SQL-like condition, naming the filterable fields.
-pub(super) fn filter_param<R: Resource>(
+pub(crate) fn filter_param<R: Resource>(
     doc: &mut ApiDoc,
 ) -> ReferenceOr<apistos::paths::Parameter> {
     let filterable = R::FIELDS

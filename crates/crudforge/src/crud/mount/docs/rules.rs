@@ -14,7 +14,7 @@ use schemars::schema::{InstanceType, Schema, SchemaObject};
 const EXTENSION: &str = "x-crudforge-read";
 
 /// `scope` of an INDEX, when the resource declares named filters.
-pub(super) fn scope_param<R: Resource>() -> Option<ReferenceOr<Parameter>> {
+pub(crate) fn scope_param<R: Resource>() -> Option<ReferenceOr<Parameter>> {
     if R::SCOPES.is_empty() {
         return None;
     }
@@ -47,7 +47,7 @@ pub(super) fn scope_param<R: Resource>() -> Option<ReferenceOr<Parameter>> {
 /// Documents who reads each rule-protected member of the component `schema` refers to (the
 /// generated response of `R`): a sentence in its description, [`EXTENSION`], and no longer
 /// required, since it is absent for the other callers.
-pub(super) fn mark_readers<R: Resource>(doc: &mut ApiDoc, schema: &ReferenceOr<Schema>) {
+pub(crate) fn mark_readers<R: Resource>(doc: &mut ApiDoc, schema: &ReferenceOr<Schema>) {
     if R::READ_RULES.is_empty() {
         return;
     }

@@ -14,7 +14,7 @@ use schemars::schema::Schema;
 use std::collections::BTreeMap;
 
 /// `POST` of an item's restore path (soft-delete resources): no body, the restored item.
-pub(super) fn restore_parts<R: Resource>(
+pub(crate) fn restore_parts<R: Resource>(
     doc: &mut ApiDoc,
     m: &Mounted<R>,
     response: ReferenceOr<Schema>,
@@ -42,7 +42,7 @@ pub(super) fn restore_parts<R: Resource>(
 
 /// Says in the restore's 404 and 409 answers who gets them: a restore that matches nothing is
 /// 404 for everyone but administrators, so that it does not reveal deleted items.
-pub(super) fn describe_refusals(responses: &mut BTreeMap<String, ReferenceOr<Response>>) {
+pub(crate) fn describe_refusals(responses: &mut BTreeMap<String, ReferenceOr<Response>>) {
     let mut describe = |status: StatusCode, text: &str| {
         if let Some(ReferenceOr::Object(r)) = responses.get_mut(status.as_str()) {
             text.clone_into(&mut r.description);
@@ -64,7 +64,7 @@ pub(super) fn describe_refusals(responses: &mut BTreeMap<String, ReferenceOr<Res
 }
 
 /// The `include_deleted` query parameter of the reads of a soft-delete resource.
-pub(super) fn include_deleted_param(doc: &mut ApiDoc) -> ReferenceOr<Parameter> {
+pub(crate) fn include_deleted_param(doc: &mut ApiDoc) -> ReferenceOr<Parameter> {
     let flag = doc.generator().subschema_for::<bool>();
     parameter(
         crate::crud::soft_delete::INCLUDE_DELETED,

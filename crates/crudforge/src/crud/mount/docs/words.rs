@@ -2,7 +2,7 @@
 //! article (`a user role`) or plural (`user roles`).
 
 /// A resource name as words a person writes in a summary: `UserRole` → `user role`.
-pub(super) fn words(name: &str) -> String {
+pub(crate) fn words(name: &str) -> String {
     let mut out = String::with_capacity(name.len() + 4);
     let mut prev_lower = false;
     for c in name.chars() {
@@ -16,7 +16,7 @@ pub(super) fn words(name: &str) -> String {
 }
 
 /// A noun phrase with its indefinite article: `a user`, `an invite`.
-pub(super) fn article(noun: &str) -> String {
+pub(crate) fn article(noun: &str) -> String {
     // "a user", "a unit" (a consonant sound) but "an umbrella".
     let you_sound = ["use", "usu", "uni", "uti", "ura", "ure"]
         .iter()
@@ -30,7 +30,7 @@ pub(super) fn article(noun: &str) -> String {
 
 /// The plural of a noun phrase (its last word): `user role` → `user roles`, `entry` →
 /// `entries`, `box` → `boxes`.
-pub(super) fn plural(noun: &str) -> String {
+pub(crate) fn plural(noun: &str) -> String {
     let consonant_y =
         noun.ends_with('y') && !noun[..noun.len() - 1].ends_with(['a', 'e', 'i', 'o', 'u']);
     if consonant_y {

@@ -16,7 +16,7 @@ use schemars::schema::Schema;
 use std::collections::BTreeMap;
 
 /// `POST` of a new item: the body without the members the path gives.
-pub(super) fn post_parts<R: Resource>(
+pub(crate) fn post_parts<R: Resource>(
     doc: &mut ApiDoc,
     o: &OpOptions<R>,
     m: &Mounted<R>,
@@ -24,11 +24,9 @@ pub(super) fn post_parts<R: Resource>(
 ) -> OpParts {
     let params = path_params(doc, &m.shared.parents, None);
     let input = create_input(doc, o, m);
-    #[cfg_attr(not(feature = "files"), allow(unused_mut))]
     let mut body = json_body(input.clone());
-    #[cfg(feature = "files")]
-    if crate::crud::files::has_files::<R>() {
-        super::files::with_uploads::<R>(&mut body, input);
+    for part in m.shared.parts.iter() {
+        part.write_body(Operation::Post, &mut body, &input);
     }
     let mut responses = BTreeMap::new();
     responses.insert("201".to_owned(), json_response("Created", response));
@@ -45,7 +43,7 @@ pub(super) fn post_parts<R: Resource>(
 }
 
 /// `PATCH` of one item.
-pub(super) fn patch_parts<R: Resource>(
+pub(crate) fn patch_parts<R: Resource>(
     doc: &mut ApiDoc,
     o: &OpOptions<R>,
     m: &Mounted<R>,
@@ -53,11 +51,9 @@ pub(super) fn patch_parts<R: Resource>(
 ) -> OpParts {
     let params = item_params(doc, m);
     let input = update_input(doc, o, m);
-    #[cfg_attr(not(feature = "files"), allow(unused_mut))]
     let mut body = json_body(input.clone());
-    #[cfg(feature = "files")]
-    if crate::crud::files::has_files::<R>() {
-        super::files::with_uploads::<R>(&mut body, input);
+    for part in m.shared.parts.iter() {
+        part.write_body(Operation::Patch, &mut body, &input);
     }
     let mut responses = BTreeMap::new();
     responses.insert(
@@ -78,7 +74,7 @@ pub(super) fn patch_parts<R: Resource>(
 
 /// The body of a create: the input schema without the members the path gives nor those the
 /// server sets, administrators' members marked.
-pub(super) fn create_input<R: Resource>(
+pub(crate) fn create_input<R: Resource>(
     doc: &mut ApiDoc,
     o: &OpOptions<R>,
     m: &Mounted<R>,
@@ -101,7 +97,7 @@ pub(super) fn create_input<R: Resource>(
 
 /// The body of an update without the members the server sets or that only a create sends,
 /// administrators' members marked.
-pub(super) fn update_input<R: Resource>(
+pub(crate) fn update_input<R: Resource>(
     doc: &mut ApiDoc,
     o: &OpOptions<R>,
     m: &Mounted<R>,

@@ -3,16 +3,16 @@
 //! `POST <prefix>import/` (a CSV or NDJSON body, `mode`, `chunk_size`, `Idempotency-Key`; the
 //! count created, or a chunked import's report).
 
-use super::callers::callers;
-use super::headers::idempotency_key_param;
-use super::schema::{binary, integer_schema, path_params};
-use super::words::{plural, words};
-use super::{list, response_schema, OpParts};
-use crate::crud::data::{CSV, EXPORT_PATH, IMPORT_PATH, NDJSON};
+use crate::crud::mount::docs::callers::callers;
+use crate::crud::mount::docs::headers::idempotency_key_param;
+use crate::crud::mount::docs::schema::{binary, integer_schema, path_params};
+use crate::crud::mount::docs::words::{plural, words};
+use crate::crud::mount::docs::{list, response_schema, OpParts};
 use crate::crud::options::Operation;
 use crate::crud::shared::Mounted;
 use crate::crud::Resource;
 use crate::error::Violation;
+use crate::export::{CSV, EXPORT_PATH, IMPORT_PATH, NDJSON};
 use crate::openapi::{json_response, parameter, problem_response, ApiDoc};
 use actix_web::http::StatusCode;
 use apistos::paths::{
@@ -81,11 +81,16 @@ fn files() -> BTreeMap<String, MediaType> {
 }
 
 /// Adds the export and the import, when the blueprint offers them.
-pub(super) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
-    if m.export {
+pub(super) fn document<R: Resource>(
+    doc: &mut ApiDoc,
+    m: &Mounted<R>,
+    exports: bool,
+    imports: bool,
+) {
+    if exports {
         export(doc, m);
     }
-    if m.import {
+    if imports {
         import(doc, m);
     }
 }

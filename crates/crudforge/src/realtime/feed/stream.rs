@@ -204,7 +204,7 @@ impl<R: Resource> Stream<R> {
             }
             Told::TooLarge => return self.finish(reset("view_too_large")),
         };
-        crate::metrics::global().event_sent();
+        crate::realtime::metrics().events_sent.inc();
         event(&event_id(id, &self.sub.owner.token), kind.as_str(), body)
     }
 }

@@ -2,8 +2,8 @@
 //! NDJSON file and back, through the application's own `export/` and `import/` routes with a
 //! user's rights, and a progress bar when standard error is a terminal.
 
-use super::{open_and_migrate, BoxError, Console, Shared};
 use crate::api::Api;
+use crate::cli::{open_and_migrate, BoxError, Console, Shared};
 use crate::config::Config;
 use actix_web::body::MessageBody;
 use actix_web::dev::{Payload, Service};

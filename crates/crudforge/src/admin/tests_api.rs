@@ -55,7 +55,6 @@ async fn an_api_without_the_admin_call_has_no_admin_route() {
     }
 }
 
-#[cfg(feature = "admin")]
 #[actix_web::test]
 async fn the_page_and_its_files_carry_the_security_and_caching_headers() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -129,7 +128,6 @@ async fn the_page_and_its_files_carry_the_security_and_caching_headers() {
     );
 }
 
-#[cfg(feature = "admin")]
 #[actix_web::test]
 async fn a_blueprints_hints_reach_the_description_and_unknown_members_fail_the_mount() {
     use crate::crud::Resource as _;

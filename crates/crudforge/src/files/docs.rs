@@ -3,8 +3,8 @@
 //! part `data`, one binary part per file member), the download `GET <item>/files/{file_id}`
 //! (the stored type, whole or a range, `304`, `416`) and `POST <item>/files/{file_id}/link`.
 
-use super::callers;
-use super::schema::{binary, item_params};
+use crate::crud::mount::docs::callers;
+use crate::crud::mount::docs::schema::{binary, item_params};
 use crate::crud::options::Operation;
 use crate::crud::shared::Mounted;
 use crate::crud::Resource;
@@ -31,7 +31,7 @@ struct FileLink {
 
 /// Adds the `multipart/form-data` form to a create's or update's body: `data` holds `input`
 /// (the JSON body), each file member is a binary part.
-pub(super) fn with_uploads<R: Resource>(
+pub(crate) fn with_uploads<R: Resource>(
     body: &mut ReferenceOr<RequestBody>,
     input: ReferenceOr<Schema>,
 ) {
@@ -109,7 +109,7 @@ pub(super) fn with_uploads<R: Resource>(
 }
 
 /// Adds the download and link operations of a resource with file members and a `GET`.
-pub(super) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
+pub(crate) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
     let Some(get) = m.shared.ops.get(&Operation::Get) else {
         return;
     };
@@ -124,13 +124,13 @@ pub(super) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
     let path = format!(
         "{}/{}/{{{}}}",
         m.item_path,
-        crate::crud::files::SEGMENT,
-        crate::crud::files::FILE_PARAM
+        crate::files::handlers::SEGMENT,
+        crate::files::handlers::FILE_PARAM
     );
     let mut params = item_params(doc, m);
     let uuid = doc.generator().subschema_for::<uuid::Uuid>();
     params.push(parameter(
-        crate::crud::files::FILE_PARAM,
+        crate::files::handlers::FILE_PARAM,
         ParameterIn::Path,
         true,
         Some("The file's `id`, as the item's file member gives it.".into()),
@@ -235,7 +235,7 @@ pub(super) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
         OperationType::Get,
         OpDoc {
             tags: vec![R::NAME.to_owned()],
-            summary: Some(format!("Download a file of {} item", super::words::article(&super::words::words(R::NAME)))),
+            summary: Some(format!("Download a file of {} item", crate::crud::mount::docs::words::article(&crate::crud::mount::docs::words::words(R::NAME)))),
             description: Some("The file under the item's read rules and its member's read rule, as a `GET` of the item would show it (see docs/files.md).".into()),
             operation_id: Some(format!("download{}File", R::NAME)),
             parameters: download_params,
@@ -259,7 +259,7 @@ pub(super) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
         OperationType::Post,
         OpDoc {
             tags: vec![R::NAME.to_owned()],
-            summary: Some(format!("Get a signed link to a file of {} item", super::words::article(&super::words::words(R::NAME)))),
+            summary: Some(format!("Get a signed link to a file of {} item", crate::crud::mount::docs::words::article(&crate::crud::mount::docs::words::words(R::NAME)))),
             description: Some("A URL that downloads the file without `Authorization` (an `<img src>`), for the caller alone, valid `FILES_LINK_SECONDS`.".into()),
             operation_id: Some(format!("link{}File", R::NAME)),
             parameters: params,

@@ -24,12 +24,13 @@ pub(crate) mod stream;
 
 use crate::auth::CurrentUser;
 use crate::condition::Condition;
+use crate::crud::shared::{Touch, Touched};
 use crate::crud::Resource;
 use crate::db::Conn;
 use crate::error::Error;
+use crate::realtime::schema::crudforge_events as events;
 use crate::realtime::Hub;
 pub(crate) use crate::realtime::{Owner, Resume, Resumes};
-use crate::schema::crudforge_events as events;
 use diesel::prelude::*;
 use std::collections::{HashMap, HashSet};
 use std::marker::PhantomData;
@@ -60,6 +61,28 @@ pub enum Kind {
     Deleted,
     /// A soft-deleted row was restored.
     Restored,
+}
+
+impl From<Touch> for Kind {
+    fn from(t: Touch) -> Kind {
+        match t {
+            Touch::Created => Kind::Created,
+            Touch::Updated => Kind::Updated,
+            Touch::Deleted => Kind::Deleted,
+            Touch::Restored => Kind::Restored,
+        }
+    }
+}
+
+impl From<Kind> for Touch {
+    fn from(k: Kind) -> Touch {
+        match k {
+            Kind::Created => Touch::Created,
+            Kind::Updated => Touch::Updated,
+            Kind::Deleted => Touch::Deleted,
+            Kind::Restored => Touch::Restored,
+        }
+    }
 }
 
 impl Kind {
@@ -95,7 +118,7 @@ impl Kind {
 /// ```ignore
 /// .after_create(|conn, _ctx, order: &Order| Box::pin(async move {
 ///     let line = Line::insert(conn, line_for(order)?).await?;
-///     crudforge::crud::record_change::<Line>(conn, EventKind::Created, &line.id.to_string()).await
+///     crudforge::realtime::record_change::<Line>(conn, EventKind::Created, &line.id.to_string()).await
 /// }))
 /// ```
 ///
@@ -110,7 +133,7 @@ pub async fn record_change<R: Resource>(
     record(
         conn,
         R::sql_table(),
-        &vec![(kind, key.to_owned())],
+        &vec![(kind.into(), key.to_owned())],
         Notify::InTransaction,
     )
     .await
@@ -128,7 +151,7 @@ pub async fn record_changes<R: Resource>(
     kind: Kind,
     keys: impl IntoIterator<Item = String>,
 ) -> Result<(), Error> {
-    let journal: Journal = keys.into_iter().map(|k| (kind, k)).collect();
+    let journal: Touched = keys.into_iter().map(|k| (kind.into(), k)).collect();
     record(conn, R::sql_table(), &journal, Notify::InTransaction).await
 }
 
@@ -158,9 +181,6 @@ const RECORD_NOTIFY_PG: &str = "WITH recorded AS (\
      WITH ORDINALITY AS e(kind, row_key, n) ORDER BY e.n) \
      SELECT pg_notify('crudforge_events', '')";
 
-/// The changes one write made to a resource with a feed: kind and row key, in order.
-pub(crate) type Journal = Vec<(Kind, String)>;
-
 /// Records `journal` for `table` on `conn`, inside the write's transaction, with a `NOTIFY`
 /// in it or not (`notify`, PostgreSQL). No lock: the readers' order, not the writers', keeps
 /// late commits from being skipped (see [`after`]).
@@ -171,7 +191,7 @@ pub(crate) type Journal = Vec<(Kind, String)>;
 pub(crate) async fn record(
     conn: &mut Conn,
     table: &str,
-    journal: &Journal,
+    journal: &Touched,
     notify: Notify,
 ) -> Result<(), Error> {
     if journal.is_empty() {
@@ -186,7 +206,7 @@ pub(crate) async fn record(
             for (kind, key) in journal {
                 let q = diesel::insert_into(events::table).values((
                     events::resource.eq(table),
-                    events::kind.eq(kind.as_str()),
+                    events::kind.eq(Kind::from(*kind).as_str()),
                     events::row_key.eq(key.as_str()),
                     events::created_at.eq(now),
                 ));
@@ -200,7 +220,7 @@ pub(crate) async fn record(
             if let ([(kind, key)], Notify::AfterCommit) = (journal.as_slice(), notify) {
                 let q = diesel::insert_into(events::table).values((
                     events::resource.eq(table),
-                    events::kind.eq(kind.as_str()),
+                    events::kind.eq(Kind::from(*kind).as_str()),
                     events::row_key.eq(key.as_str()),
                     events::created_at.eq(now),
                 ));
@@ -209,7 +229,7 @@ pub(crate) async fn record(
             }
             // Otherwise one statement, one round trip: the rows (as arrays, however many),
             // and the notification that every instance hears at the commit when asked for.
-            let kinds: Vec<&str> = journal.iter().map(|(k, _)| k.as_str()).collect();
+            let kinds: Vec<&str> = journal.iter().map(|(k, _)| Kind::from(*k).as_str()).collect();
             let keys: Vec<&str> = journal.iter().map(|(_, k)| k.as_str()).collect();
             let sql = match notify {
                 Notify::InTransaction => RECORD_NOTIFY_PG,
@@ -1024,7 +1044,7 @@ mod tests {
     #[cfg(feature = "postgres")]
     #[test]
     fn writes_notify_the_channel_instances_listen_on() {
-        let notify = format!("pg_notify('{}', '')", crate::realtime::CHANNEL);
+        let notify = format!("pg_notify('{}', '')", crate::realtime::hub::CHANNEL);
         assert!(RECORD_NOTIFY_PG.contains(&notify), "{RECORD_NOTIFY_PG}");
         assert!(RECORD_NOTIFY_PG.contains(RECORD_PG), "the same rows");
     }

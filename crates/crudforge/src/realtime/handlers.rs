@@ -2,12 +2,10 @@
 //! Server-Sent Events of the rows a subscriber may read under the list's own vocabulary
 //! (simple filters, `filter`, `scope=`, `fields=`), and `POST <prefix>events/ticket`, a
 //! short-lived single-use ticket standing for the bearer token, for browsers' `EventSource`
-//! (which cannot send `Authorization`). What a subscriber receives is `crud::feed`'s.
+//! (which cannot send `Authorization`). What a subscriber receives is `feed`'s.
 
 use crate::auth::RoleGrant;
 use crate::condition::Condition;
-use crate::crud::feed::stream::{self, Stream};
-use crate::crud::feed::{Feed, Owner, Resume, Resumes};
 use crate::crud::options::Operation;
 use crate::crud::query::Params;
 use crate::crud::relations;
@@ -17,16 +15,13 @@ use crate::crud::soft_delete::Rows;
 use crate::crud::Resource;
 use crate::db::{snapshot, Conn};
 use crate::error::Error;
+use crate::realtime::feed::stream::{self, Stream};
+use crate::realtime::feed::{Feed, Owner, Resume, Resumes};
 use crate::realtime::{Permit, Session, TICKET_TTL};
 use crate::state::ApiState;
 use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 use std::sync::Arc;
-
-/// The feed's path below the blueprint's prefix.
-pub(crate) const PATH: &str = "events/";
-/// The ticket's path below the blueprint's prefix.
-pub(crate) const TICKET_PATH: &str = "events/ticket";
 
 /// The parameters of the list a feed does not take.
 const REFUSED: [&str; 3] = ["expand", "cursor", "include_deleted"];
@@ -44,7 +39,7 @@ pub(crate) async fn ticket<R: Resource>(
         .ok_or_else(|| Error::Unauthorized("Authentication required.".into()))?;
     // At most as many outstanding as the user may open streams: a ticket is only good for
     // opening one.
-    let ticket = st.realtime.issue_ticket(
+    let ticket = super::hub(st)?.issue_ticket(
         Session {
             user: user.id,
             version: claims.ver.unwrap_or(0),
@@ -71,7 +66,7 @@ async fn subscriber(
     if let Some(t) = params.take("ticket") {
         let unknown =
             || Error::Unauthorized("The stream ticket is unknown, used or expired.".into());
-        let session = st.realtime.redeem(&t).ok_or_else(unknown)?;
+        let session = super::hub(st)?.redeem(&t).ok_or_else(unknown)?;
         let user = crate::auth::extract::session_at(&st.db, session.user, session.version)
             .await?
             .ok_or_else(unknown)?;
@@ -100,7 +95,7 @@ struct Opened {
     conds: Condition,
     fields: Option<Vec<&'static str>>,
     /// The newest settled event when the view was read.
-    head: crate::crud::feed::Pos,
+    head: crate::realtime::feed::Pos,
     /// The keys of the view.
     keys: Vec<String>,
     /// Events after `head` that the view already shows.
@@ -130,7 +125,7 @@ async fn open<R: Resource>(
     // The caps before anything of the view is read: a subscription refused with 429 or 503
     // costs the query that found its caller, no more.
     let cfg = &st.config.ops;
-    let permit = st.realtime.admit(
+    let permit = super::hub(st)?.admit(
         who.user_id(),
         cfg.realtime_max_streams,
         cfg.realtime_max_streams_per_user,
@@ -154,8 +149,8 @@ async fn open<R: Resource>(
         snapshot::begin(conn).await?;
     }
     let read = async {
-        let head = crate::crud::feed::newest(conn, R::sql_table()).await?;
-        let skip = crate::crud::feed::unsettled(conn, R::sql_table()).await?;
+        let head = crate::realtime::feed::newest(conn, R::sql_table()).await?;
+        let skip = crate::realtime::feed::unsettled(conn, R::sql_table()).await?;
         let rows = R::select(
             conn,
             &conds,
@@ -199,8 +194,9 @@ pub(crate) async fn feed<R: Resource>(
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
     let feed: Arc<Feed<R>> = shared
-        .feed
-        .clone()
+        .parts
+        .get::<super::Events<R>>()
+        .map(|e| e.feed.clone())
         .ok_or_else(|| Error::NotFound("This resource offers no event feed.".into()))?;
     let params = Params::of(req.query_string())?;
     let last_event_id = req
@@ -220,7 +216,7 @@ pub(crate) async fn feed<R: Resource>(
     #[cfg(feature = "postgres")]
     if st.db.backend() == crate::db::Backend::Postgres {
         if let Some(url) = st.config.db.database_uri.as_deref() {
-            st.realtime.listen(url, &st.db);
+            super::hub(st)?.listen(url, &st.db);
         }
     }
     let user = opened.who.user_id();
@@ -247,13 +243,13 @@ pub(crate) async fn feed<R: Resource>(
     };
     opening.extend_from_slice(&stream::ready(&stream::event_id(start.last, &token)));
     let owner = Owner { token, user, query };
-    let view = crate::crud::feed::View {
+    let view = crate::realtime::feed::View {
         conds: opened.conds,
         viewer: opened.who.viewer().cloned(),
         fields: opened.fields,
     };
     let (sub, rx) = feed.subscribe(
-        &st.realtime,
+        super::hub(st)?,
         &st.db,
         view,
         owner,
@@ -271,7 +267,7 @@ pub(crate) async fn feed<R: Resource>(
         heartbeat,
         wrote: tokio::time::Instant::now(),
         quiet: Box::pin(tokio::time::sleep(heartbeat)),
-        closing: st.realtime.closing(),
+        closing: super::hub(st)?.closing(),
         session: opened.session.map(|session| stream::Watch {
             session,
             // What the view was judged with: a grant or a revocation since ends the stream.
@@ -324,7 +320,7 @@ async fn resume<R: Resource>(
     #[cfg(feature = "postgres")]
     let found = match found {
         None if st.db.backend() == crate::db::Backend::Postgres => {
-            crate::realtime::handoff::ask(&st.db, R::sql_table(), &owner, last).await?
+            crate::realtime::hub::handoff::ask(&st.db, R::sql_table(), &owner, last).await?
         }
         found => found,
     };
@@ -332,7 +328,7 @@ async fn resume<R: Resource>(
         return Ok(None);
     };
     let mut conn = st.db.get().await?;
-    if !crate::crud::feed::retained(&mut conn, R::sql_table(), found.pos()).await? {
+    if !crate::realtime::feed::retained(&mut conn, R::sql_table(), found.pos()).await? {
         return Ok(None);
     }
     Ok(Some((owner.token, found)))

@@ -72,7 +72,7 @@ async fn uploads<R: Resource>(req: &HttpRequest, payload: web::Payload) -> Resul
         payload,
         R::FIELDS,
         R::sql_table(),
-        &st.files,
+        super::storage_of(st)?,
         st.config.http.max_body_size,
     )
     .await
@@ -96,7 +96,7 @@ pub(crate) async fn create<R: Resource>(
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, Error> {
-    let files = ApiState::of(&req)?.files.clone();
+    let files = super::storage_of(ApiState::of(&req)?)?.clone();
     // The caller is judged before the body is read: a request the operation refuses stores
     // nothing (the user is cached on the request; the create judges them again).
     let who = caller(shared, &req, Operation::Post).await?;
@@ -150,7 +150,7 @@ pub(crate) async fn update<R: Resource>(
     req: HttpRequest,
     body: web::Bytes,
 ) -> Result<HttpResponse, Error> {
-    let files = ApiState::of(&req)?.files.clone();
+    let files = super::storage_of(ApiState::of(&req)?)?.clone();
     let before = current_files(shared, &req, &nulled_members::<R>(&body)).await?;
     let answer = write::update::update(shared, req.clone(), body).await;
     settle::<R>(&files, &req, answer, &before, &[]).await
@@ -161,7 +161,7 @@ async fn update_with<R: Resource>(
     req: HttpRequest,
     uploads: Uploads,
 ) -> Result<HttpResponse, Error> {
-    let files = ApiState::of(&req)?.files.clone();
+    let files = super::storage_of(ApiState::of(&req)?)?.clone();
     // A new file replaces a single file; a list's new files are added to it.
     let mut changed = nulled_members::<R>(&uploads.data);
     changed.extend(
@@ -194,7 +194,7 @@ pub(crate) async fn delete<R: Resource>(
     if R::SOFT_DELETE {
         return write::delete::delete(shared, req, body).await;
     }
-    let files = ApiState::of(&req)?.files.clone();
+    let files = super::storage_of(ApiState::of(&req)?)?.clone();
     let members: Vec<&'static str> = file_members::<R>().collect();
     let before = current_files(shared, &req, &members).await?;
     let answer = write::delete::delete(shared, req.clone(), body).await;
@@ -213,7 +213,7 @@ pub(crate) async fn delete_batch<R: Resource>(
         return write::batch::delete(shared, req, body).await;
     }
     let st = ApiState::of(&req)?;
-    let (files, db) = (st.files.clone(), st.db.clone());
+    let (files, db) = (super::storage_of(st)?.clone(), st.db.clone());
     let before = referenced::<R>(&mut db.get().await?).await?;
     let answer = write::batch::delete(shared, req, body).await;
     if succeeded(&answer) {

@@ -95,7 +95,7 @@ async fn serve_thumb(
     if not_modified(req, &etag) {
         return Ok(answer(actix_web::http::StatusCode::NOT_MODIFIED).finish());
     }
-    let storage = &st.files;
+    let storage = super::super::storage_of(st)?;
     let bytes = match storage.thumb(table, file.id, size).await? {
         Some(kept) => kept,
         None => make_thumb(st, table, file, size).await?,
@@ -117,7 +117,7 @@ async fn make_thumb(
 ) -> Result<Vec<u8>, Error> {
     use crate::files::thumbs::{decodes_busy, Flight, DECODE};
     use crate::places::{self, Holder, Place};
-    let storage = &st.files;
+    let storage = super::super::storage_of(st)?;
     let flight = Flight::join((table, file.id, size));
     let _turn = flight.turn().await;
     if let Some(kept) = storage.thumb(table, file.id, size).await? {
@@ -251,7 +251,7 @@ async fn serve(
         b.insert_header((header::CONTENT_RANGE, format!("bytes {start}-{end}/{size}")));
     }
     // Small files in one read; larger ones streamed in chunks.
-    let storage = st.files.clone();
+    let storage = super::super::storage_of(st)?.clone();
     let id = file.id;
     if len <= READ_CHUNK as u64 {
         let bytes = storage.read(table, id, start, len as usize).await?;

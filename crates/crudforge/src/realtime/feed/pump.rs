@@ -342,7 +342,7 @@ fn queue<R: Resource>(
                     fact.undo(&mut trail.known);
                     trail.cursor = judged;
                     sub.overflowed.store(true, Ordering::SeqCst);
-                    crate::metrics::global().stream_dropped();
+                    crate::realtime::metrics().streams_dropped.inc();
                     feed.unsubscribe(sub.id);
                     return;
                 }

@@ -3,11 +3,23 @@
 //! `POST <prefix>import/` (a CSV or NDJSON file through the batch create's path). See
 //! [data.md](https://github.com/crudforge/crudforge/blob/main/docs/data.md).
 
-use super::{CrudBlueprint, Operation};
-use crate::crud::data::{export, import, EXPORT_PATH, IMPORT_PATH};
-use crate::crud::shared::Mounted;
-use crate::crud::Resource;
+use super::{import, stream, EXPORT_PATH, IMPORT_PATH};
+use crate::crud::options::{OpOptions, Operation};
+use crate::crud::scope::Routes;
+use crate::crud::shared::{Mounted, Part};
+use crate::crud::{CrudBlueprint, Resource};
+use crate::openapi::ApiDoc;
 use actix_web::{web, HttpRequest};
+use std::collections::BTreeMap;
+
+/// What a blueprint offers of export and import.
+#[derive(Debug, Default)]
+pub(crate) struct Data {
+    /// Whether `GET <prefix>export/` is mounted.
+    pub(crate) export: bool,
+    /// Whether `POST <prefix>import/` is mounted.
+    pub(crate) import: bool,
+}
 
 impl<R: Resource> CrudBlueprint<R> {
     /// Mounts `GET <prefix>export/`: every item the caller may list, as CSV (`format=csv`, or
@@ -17,7 +29,7 @@ impl<R: Resource> CrudBlueprint<R> {
     /// `EXPORT_CHUNK_ROWS` rows. Needs INDEX.
     #[must_use]
     pub fn export(mut self) -> Self {
-        self.export = true;
+        self.parts.entry(Data::default).export = true;
         self
     }
 
@@ -27,42 +39,45 @@ impl<R: Resource> CrudBlueprint<R> {
     /// `IMPORT_MAX_BYTES` and `IMPORT_MAX_ROWS`. Needs POST.
     #[must_use]
     pub fn import(mut self) -> Self {
-        self.import = true;
+        self.parts.entry(Data::default).import = true;
         self
-    }
-
-    /// An export needs INDEX (its caller, scope and rendering), an import POST.
-    pub(super) fn check_data(&mut self) {
-        if self.export && !self.ops.contains_key(&Operation::Index) {
-            self.errors.push(format!(
-                "{}: an export (`export()`) needs the INDEX operation",
-                self.prefix
-            ));
-        }
-        if self.import && !self.ops.contains_key(&Operation::Post) {
-            self.errors.push(format!(
-                "{}: an import (`import()`) needs the POST operation",
-                self.prefix
-            ));
-        }
     }
 }
 
-impl<R: Resource> Mounted<R> {
+impl<R: Resource> Part<R> for Data {
+    /// An export needs INDEX (its caller, scope and rendering), an import POST.
+    fn check(
+        &self,
+        prefix: &str,
+        ops: &BTreeMap<Operation, OpOptions<R>>,
+        errors: &mut Vec<String>,
+    ) {
+        if self.export && !ops.contains_key(&Operation::Index) {
+            errors.push(format!(
+                "{prefix}: an export (`export()`) needs the INDEX operation"
+            ));
+        }
+        if self.import && !ops.contains_key(&Operation::Post) {
+            errors.push(format!(
+                "{prefix}: an import (`import()`) needs the POST operation"
+            ));
+        }
+    }
+
     /// The export and import routes, when the blueprint offers them.
-    pub(super) fn data_routes(&self, routes: &mut crate::crud::scope::Routes) {
+    fn routes(&self, m: &Mounted<R>, routes: &mut Routes) {
         if self.export {
-            let shared = self.shared.clone();
-            routes.add(&format!("{}{EXPORT_PATH}", self.prefix), |r| {
+            let shared = m.shared.clone();
+            routes.add(&format!("{}{EXPORT_PATH}", m.prefix), |r| {
                 r.route(web::get().to(move |req: HttpRequest| {
                     let shared = shared.clone();
-                    async move { export::export(shared, req).await }
+                    async move { stream::export(shared, req).await }
                 }))
             });
         }
         if self.import {
-            let shared = self.shared.clone();
-            routes.add(&format!("{}{IMPORT_PATH}", self.prefix), |r| {
+            let shared = m.shared.clone();
+            routes.add(&format!("{}{IMPORT_PATH}", m.prefix), |r| {
                 r.route(
                     web::post().to(move |req: HttpRequest, payload: web::Payload| {
                         let shared = shared.clone();
@@ -71,5 +86,9 @@ impl<R: Resource> Mounted<R> {
                 )
             });
         }
+    }
+
+    fn document(&self, m: &Mounted<R>, doc: &mut ApiDoc) {
+        super::docs::document(doc, m, self.export, self.import);
     }
 }

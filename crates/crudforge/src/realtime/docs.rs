@@ -2,7 +2,7 @@
 //! as `text/event-stream` (the list's filters, `fields`, `scope`, the ticket and the resume
 //! position; each event's shape as the `FeedEvent` schema) and `POST <prefix>events/ticket`.
 
-use super::{callers, list, response_schema, OpParts};
+use crate::crud::mount::docs::{callers, list, response_schema, OpParts};
 use crate::crud::options::Operation;
 use crate::crud::shared::Mounted;
 use crate::crud::Resource;
@@ -71,11 +71,8 @@ const NOT_FOR_FEEDS: [&str; 7] = [
     "include_deleted",
 ];
 
-/// Adds the feed and its ticket operation, when the blueprint offers a feed.
+/// Adds the feed and its ticket operation.
 pub(super) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
-    if m.shared.feed.is_none() {
-        return;
-    }
     let Some(index) = m.shared.ops.get(&Operation::Index) else {
         return;
     };
@@ -134,7 +131,7 @@ pub(super) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
     }
     let prefix = &m.prefix;
     doc.add_operation(
-        &format!("{prefix}{}", crate::crud::events::PATH),
+        &format!("{prefix}{}", crate::realtime::PATH),
         OperationType::Get,
         OpDoc {
             tags: vec![R::NAME.to_owned()],
@@ -166,7 +163,7 @@ pub(super) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
         responses.insert(code, r);
     }
     doc.add_operation(
-        &format!("{prefix}{}", crate::crud::events::TICKET_PATH),
+        &format!("{prefix}{}", crate::realtime::TICKET_PATH),
         OperationType::Post,
         OpDoc {
             tags: vec![R::NAME.to_owned()],

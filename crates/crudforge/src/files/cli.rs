@@ -1,6 +1,6 @@
 //! `<app> files gc` (the `files` feature): the stored files no row holds, listed or removed.
 
-use super::{open_and_migrate, BoxError, Console, Shared};
+use crate::cli::{open_and_migrate, BoxError, Console, Shared};
 use crate::config::Config;
 use clap::Subcommand;
 

@@ -175,7 +175,7 @@ async fn judge<R: Resource>(
 /// has one), without those the viewer never reads, kept to `fields` when given; each with
 /// whether its cells hold JSON text.
 fn columns<R: Resource>(shared: &Shared<R>, plan: &Plan) -> Vec<(String, bool)> {
-    let hidden = crate::crud::rules::read::never_read::<R>(plan.viewer.as_ref());
+    let hidden = never_read::<R>(plan.viewer.as_ref());
     let names: Vec<String> = match shared.ops.get(&Operation::Index).and_then(|o| o.members) {
         Some(members) => members(),
         None => R::FIELDS
@@ -241,7 +241,7 @@ impl Sink {
                     .map_err(|e| Error::Internal(format!("an exported item: {e}")))?;
                 let mut hint = 0;
                 for (name, json) in columns.iter() {
-                    cells::write(item.find(name, &mut hint), *json, cell)
+                    cells::write(find(&item, name, &mut hint), *json, cell)
                         .map_err(|e| Error::Internal(format!("an exported item: {e}")))?;
                     out.write_field(cell.as_bytes()).map_err(csv_error)?;
                 }
@@ -414,4 +414,30 @@ async fn check_session(db: &Database, session: Option<&Judged>) -> Result<(), Er
             "The caller's roles changed while the export ran.".into(),
         )),
     }
+}
+
+/// The members `viewer` reads on no row at all (an export's columns leave them out; those
+/// read on some rows only are there, empty on the others).
+fn never_read<R: Resource>(viewer: crate::crud::rules::read::Viewer<'_>) -> Vec<&'static str> {
+    R::READ_RULES
+        .iter()
+        .filter(|(_, r)| r.reach(viewer) == crate::crud::rules::read::Reach::None)
+        .map(|(name, _)| *name)
+        .collect()
+}
+
+/// The raw value of the member `name` of `item`, looked for from position `*hint` on (then
+/// from the start), and `*hint` moved past it: reading members in the order they were written
+/// finds each at once.
+fn find<'a>(
+    item: &Members<'a>,
+    name: &str,
+    hint: &mut usize,
+) -> Option<&'a serde_json::value::RawValue> {
+    let n = item.0.len();
+    let at = (0..n)
+        .map(|k| (*hint + k) % n)
+        .find(|&i| item.0[i].0 == name)?;
+    *hint = at + 1;
+    Some(item.0[at].1)
 }

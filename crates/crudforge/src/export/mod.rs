@@ -1,11 +1,17 @@
-//! Export and import of a blueprint's items (the `export` feature): `GET <prefix>export/`
-//! streams the list as CSV or NDJSON ([`export`]), `POST <prefix>import/` writes a CSV or NDJSON
-//! file through the batch create's path ([`import`]); [`cells`] turns values into CSV cells and
-//! back. See [data.md](https://github.com/crudforge/crudforge/blob/main/docs/data.md).
+//! Export and import of a blueprint's items (the `export` feature), one folder plugged into
+//! the core through the seam: `GET <prefix>export/` streams the list as CSV or NDJSON
+//! ([`stream`]), `POST <prefix>import/` writes a CSV or NDJSON file through the batch create's
+//! path ([`import`]); [`cells`] turns values into CSV cells and back; `part` holds the
+//! blueprint's `export()` and `import()` and their routes, `docs` their description, `cli` the
+//! command line's `export` and `import`. See
+//! [data.md](https://github.com/crudforge/crudforge/blob/main/docs/data.md).
 
 pub(crate) mod cells;
-pub(crate) mod export;
+pub(crate) mod cli;
+mod docs;
 pub(crate) mod import;
+mod part;
+pub(crate) mod stream;
 
 /// The export's path below the blueprint's prefix.
 pub(crate) const EXPORT_PATH: &str = "export/";
