@@ -48,6 +48,16 @@ pub(crate) fn sql_of(ty: &Type) -> Option<Sql> {
     })
 }
 
+/// The column type of a model-first field: a file member's is JSON (the file's id, name, size
+/// and type; a list's, an array of them), whatever its Rust type is named; any other's is its
+/// type's ([`sql_of`]).
+pub(crate) fn column_sql(f: &Field) -> Option<Sql> {
+    if f.attrs.file.is_some() {
+        return sql_of(&syn::parse_quote!(serde_json::Value));
+    }
+    sql_of(&f.inner)
+}
+
 /// `on_delete`'s values and the `OnDelete` variant each names.
 const ON_DELETE_VALUES: &[(&str, &str)] = &[
     ("restrict", "Restrict"),
@@ -149,7 +159,7 @@ fn lit_value(lit: &Lit, negative: bool) -> Option<(&'static str, Lit, bool)> {
 }
 
 /// The help of every error about a model-first field's type.
-const TYPES_HELP: &str = "help: model-first fields are String, i16, i32, i64, f32, f64, bool, uuid::Uuid, chrono::DateTime<Utc>, chrono::NaiveDate, serde_json::Value, or Option of one of them; for another type write the `table!` yourself (schema-first) and remove `model_first`";
+const TYPES_HELP: &str = "help: model-first fields are String, i16, i32, i64, f32, f64, bool, uuid::Uuid, chrono::DateTime<Utc>, chrono::NaiveDate, serde_json::Value, or Option of one of them (a file member, `file(...)`, is stored as JSON); for another type write the `table!` yourself (schema-first) and remove `model_first`";
 
 /// The rules of model-first models, and of `references` / `on_delete` on any model.
 pub(crate) fn check(cx: &Ctxt, m: &Model) {
@@ -179,7 +189,7 @@ pub(crate) fn check(cx: &Ctxt, m: &Model) {
         );
     }
     for f in &m.fields {
-        if sql_of(&f.inner).is_none() && (f.kind.is_some() || f.attrs.skip.is_some()) {
+        if column_sql(f).is_none() && (f.kind.is_some() || f.attrs.skip.is_some()) {
             let inner = &f.inner;
             cx.error(
                 inner,

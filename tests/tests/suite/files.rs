@@ -127,7 +127,7 @@ const DDL_PG: &str = "CREATE TABLE pets (id UUID PRIMARY KEY, created_at TIMESTA
 CREATE TABLE cards (id UUID PRIMARY KEY, created_at TIMESTAMPTZ NOT NULL, updated_at TIMESTAMPTZ NOT NULL, title TEXT NOT NULL, picture JSONB, deleted_at TIMESTAMPTZ)";
 
 /// A PNG's signature and header, then `n` bytes of `fill`.
-fn png(n: usize, fill: u8) -> Vec<u8> {
+pub(crate) fn png(n: usize, fill: u8) -> Vec<u8> {
     let mut v = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x02\0\0\0".to_vec();
     v.extend(std::iter::repeat_n(fill, n));
     v
@@ -255,22 +255,22 @@ async fn world_with(t: &TestDb, store: &Store, tune: impl FnOnce(&mut Config)) -
     }
 }
 
-type Req = test::TestRequest;
+pub(crate) type Req = test::TestRequest;
 
-fn auth(req: Req, api: &Api, id: Uuid) -> Req {
+pub(crate) fn auth(req: Req, api: &Api, id: Uuid) -> Req {
     let token = api.state().tokens.access(id).unwrap();
     req.insert_header(("authorization", format!("Bearer {token}")))
 }
 
 /// One part of a multipart body: its name, file name and content.
-struct Part<'a> {
+pub(crate) struct Part<'a> {
     name: &'a str,
     file_name: Option<&'a str>,
     content_type: &'a str,
     body: Vec<u8>,
 }
 
-fn data(v: Value) -> Part<'static> {
+pub(crate) fn data(v: Value) -> Part<'static> {
     Part {
         name: "data",
         file_name: None,
@@ -279,7 +279,12 @@ fn data(v: Value) -> Part<'static> {
     }
 }
 
-fn file<'a>(name: &'a str, file_name: &'a str, content_type: &'a str, body: Vec<u8>) -> Part<'a> {
+pub(crate) fn file<'a>(
+    name: &'a str,
+    file_name: &'a str,
+    content_type: &'a str,
+    body: Vec<u8>,
+) -> Part<'a> {
     Part {
         name,
         file_name: Some(file_name),
@@ -291,7 +296,7 @@ fn file<'a>(name: &'a str, file_name: &'a str, content_type: &'a str, body: Vec<
 const BOUNDARY: &str = "----crudforge-test-boundary";
 
 /// A `multipart/form-data` request of `parts`.
-fn multipart(req: Req, parts: &[Part<'_>]) -> Req {
+pub(crate) fn multipart(req: Req, parts: &[Part<'_>]) -> Req {
     req.insert_header((
         "content-type",
         format!("multipart/form-data; boundary={BOUNDARY}"),
@@ -392,7 +397,10 @@ where
 }
 
 /// Status, headers and raw body of a request.
-async fn call<S, B>(app: &S, req: Req) -> (u16, actix_web::http::header::HeaderMap, Vec<u8>)
+pub(crate) async fn call<S, B>(
+    app: &S,
+    req: Req,
+) -> (u16, actix_web::http::header::HeaderMap, Vec<u8>)
 where
     S: actix_web::dev::Service<
         actix_http::Request,
@@ -409,7 +417,7 @@ where
 }
 
 /// Status and JSON body of a request.
-async fn send<S, B>(app: &S, req: Req) -> (u16, Value)
+pub(crate) async fn send<S, B>(app: &S, req: Req) -> (u16, Value)
 where
     S: actix_web::dev::Service<
         actix_http::Request,

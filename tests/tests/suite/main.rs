@@ -21,6 +21,7 @@ pub mod limits;
 pub mod listing;
 pub mod members;
 pub mod model_first;
+pub mod model_first_files;
 pub mod named_filters;
 pub mod openapi_lint;
 pub mod openapi_valid;

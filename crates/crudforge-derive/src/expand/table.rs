@@ -6,7 +6,7 @@
 use super::field_info::field_info;
 use super::Gen;
 use crate::ast::Field;
-use crate::model_first::{literal_default, reference, sql_of};
+use crate::model_first::{column_sql, literal_default, reference};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
@@ -18,7 +18,7 @@ pub(super) fn table_macro(g: &Gen<'_>) -> Option<TokenStream> {
     let table = g.m.attrs.table.as_ref()?;
     let id = &g.id.ident;
     let columns = g.m.fields.iter().filter_map(|f| {
-        let sql = sql_of(&f.inner)?;
+        let sql = column_sql(f)?;
         let name = format_ident!("{}", sql.diesel);
         let mut ty = if sql.portable {
             quote!(#k::sql_types::#name)
@@ -78,7 +78,7 @@ fn column(g: &Gen<'_>, f: &Field) -> Option<TokenStream> {
     // The model's description is public API (`Resource::MODEL`), at `crudforge::migrations`.
     let k = g.k;
     let p = &quote!(#k::migrations);
-    let sql = sql_of(&f.inner)?;
+    let sql = column_sql(f)?;
     let ty = format_ident!("{}", sql.column);
     let info = field_info(g, f);
     let mut e = quote!(#p::ModelColumn::new(#info, #p::ColumnType::#ty));
