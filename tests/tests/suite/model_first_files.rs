@@ -112,7 +112,7 @@ backend_tests! {
         let req = auth(Req::patch().uri(&item), &api, seller).set_json(json!({"photos": [right]}));
         let (s, v) = send(&app, req).await;
         assert_eq!(s, 200, "{v}");
-        assert_eq!(ids(&v), [right.clone()]);
+        assert_eq!(ids(&v), std::slice::from_ref(&right));
         let (s, v) = send(&app, auth(Req::get().uri(&item), &api, seller)).await;
         assert_eq!(s, 200, "{v}");
         assert_eq!(ids(&v), [right]);
