@@ -369,3 +369,73 @@ impl<R> Rules<R> for AdminOnly {
         Access::admins(user).into_conds().map(|_| ())
     }
 }
+
+/// A way to a resource's rows besides its five operations, which a blueprint may give an
+/// access of its own with [`CrudBlueprint::door`](crate::CrudBlueprint::door). Each follows
+/// the rules of one operation until then, and keeps following them after: a door's access
+/// narrows who passes, it never widens it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Door {
+    /// `GET <prefix>export/` (the `export` feature): the list's rules.
+    Export,
+    /// `POST <prefix>import/` (the `export` feature): the create's rules.
+    Import,
+    /// `GET <prefix>aggregate/`: the list's rules.
+    Aggregate,
+    /// `GET <prefix>events/` and its tickets (the `realtime` feature): the list's rules.
+    Feed,
+    /// `GET <item>/files/<file id>` and `POST .../link` (the `files` feature): the item's
+    /// `GET` rules.
+    Download,
+}
+
+impl Door {
+    /// The door's name, as mount errors and the description say it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Door::Export => "export",
+            Door::Import => "import",
+            Door::Aggregate => "aggregate",
+            Door::Feed => "feed",
+            Door::Download => "download",
+        }
+    }
+}
+
+/// Who may pass a [`Door`], on top of the rules of the operation it follows. Administrators
+/// pass every door.
+///
+/// ```
+/// use crudforge::perms::{Door, DoorAccess};
+/// # use crudforge::CrudBlueprint;
+/// # fn mount<R: crudforge::Resource>(b: CrudBlueprint<R>) -> CrudBlueprint<R> {
+/// b.door(Door::Import, DoorAccess::Admins)
+///     .door(Door::Export, DoorAccess::SignedIn)
+///     .door(Door::Aggregate, DoorAccess::expr("@role = 'ANALYST'"))
+///     .door(Door::Feed, DoorAccess::expr("seller_id = @me"))
+/// # }
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DoorAccess {
+    /// Whoever the operation the door follows lets in (the default).
+    #[default]
+    AsOperation,
+    /// Signed-in callers only (anonymous: 401), even when the operation is public.
+    SignedIn,
+    /// Global administrators only (anonymous: 401, others: 403).
+    Admins,
+    /// An expression in the language of [`Expr`], judged with the caller: where it is false
+    /// for every row the caller is refused (401 anonymous, 403 signed in); where it compares
+    /// members, the door reaches only the rows it matches (an export, aggregates, the feed and
+    /// downloads read only those, and an import creates only those, nothing otherwise).
+    Expr(String),
+}
+
+impl DoorAccess {
+    /// [`DoorAccess::Expr`]: `src` in the language of [`Expr`] rules.
+    pub fn expr(src: impl Into<String>) -> DoorAccess {
+        DoorAccess::Expr(src.into())
+    }
+}

@@ -3,8 +3,9 @@
 //! It holds the builder and its parts (the API, its configuration and database, blueprints
 //! and their operations), connections and their transactions, the portable SQL types a
 //! `table!` names, the `Resource` trait and derive, the command line, the current user
-//! extractors, the stock permission rules and expression rules, conditions for hand-written
-//! queries, and the error type. Everything else keeps its one path in its module.
+//! extractors, the stock permission rules and expression rules, the doors' own access,
+//! conditions for hand-written queries, and the error type. Everything else keeps its one path
+//! in its module.
 
 pub use crate::auth::{Admin, Auth, CurrentUser, MaybeAuth};
 pub use crate::cli::{App, BoxError, Context};
@@ -12,7 +13,8 @@ pub use crate::condition::{Arg, Cond};
 pub use crate::crud::{CustomRoute, HookCtx, Operation, OperationType, Validate};
 pub use crate::db::{AppMigrations, Conn, TxMode};
 pub use crate::perms::{
-    Access, AdminOnly, DefaultRules, Open, OwnerRules, PublicRead, PublicReadAdminWrite, Rules,
+    Access, AdminOnly, DefaultRules, Door, DoorAccess, Open, OwnerRules, PublicRead,
+    PublicReadAdminWrite, Rules,
 };
 pub use crate::sql_types::{Portable, PortableJson, PortableTimestamp, PortableUuid};
 pub use crate::users::UserBlueprint;

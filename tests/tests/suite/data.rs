@@ -452,6 +452,11 @@ backend_tests! {
         // Anonymous callers may not import.
         let (s, _, _) = call(&app, Req::post().uri("/api/parts/import/").insert_header(("content-type", CSV)).set_payload("name,qty,stocked\na,1,true\n")).await;
         assert_eq!(s, 401);
+        // Told so before anything about the body: no type, or a bad parameter, is still 401.
+        let (s, _, _) = call(&app, Req::post().uri("/api/parts/import/").set_payload("name\nx\n")).await;
+        assert_eq!(s, 401);
+        let (s, _, _) = call(&app, Req::post().uri("/api/parts/import/?mode=some").insert_header(("content-type", CSV)).set_payload("name\nx\n")).await;
+        assert_eq!(s, 401);
     }
 
     async fn an_import_never_sets_a_member_the_caller_may_not_set(t) {

@@ -225,6 +225,17 @@ async fn world(t: &TestDb, store: &Store) -> World {
 }
 
 async fn world_with(t: &TestDb, store: &Store, tune: impl FnOnce(&mut Config)) -> World {
+    let pets = Pet::blueprint("/api/pets/").batch([crudforge::crud::Operation::Delete]);
+    world_mounting(t, store, tune, pets).await
+}
+
+/// The world, with the pets mounted by `pets`.
+async fn world_mounting(
+    t: &TestDb,
+    store: &Store,
+    tune: impl FnOnce(&mut Config),
+    pets: crudforge::CrudBlueprint<Pet>,
+) -> World {
     let cfg = config(t, store).with(tune);
     let db = t.open(&cfg).await;
     let ddl = match db.backend() {
@@ -242,7 +253,7 @@ async fn world_with(t: &TestDb, store: &Store, tune: impl FnOnce(&mut Config)) -
         .unwrap();
     let api = Api::new(cfg, db)
         .unwrap()
-        .mount(Pet::blueprint("/api/pets/").batch([crudforge::crud::Operation::Delete]))
+        .mount(pets)
         .unwrap()
         .mount(Card::blueprint("/api/cards/"))
         .unwrap();
@@ -1267,7 +1278,8 @@ async fn a_signed_link_works_without_a_header_for_its_user_alone_and_expires_on(
             .0,
         200
     );
-    // A link changed in any part is refused: another file, another expiry, another user.
+    // A link changed in any part is no credential (401): another file, another expiry, another
+    // user, garbage.
     let token = link.split("?link=").nth(1).unwrap().to_owned();
     let mut parts: Vec<String> = token.split('.').map(str::to_owned).collect();
     let other = pet_with_photo(&app, &w, w.alice, false, png(3, 3)).await;
@@ -1276,7 +1288,7 @@ async fn a_signed_link_works_without_a_header_for_its_user_alone_and_expires_on(
         call(&app, Req::get().uri(&format!("{other_url}?link={token}")))
             .await
             .0,
-        403
+        401
     );
     parts[0] = (parts[0].parse::<i64>().unwrap() + 3600).to_string();
     assert_eq!(
@@ -1286,7 +1298,7 @@ async fn a_signed_link_works_without_a_header_for_its_user_alone_and_expires_on(
         )
         .await
         .0,
-        403
+        401
     );
     let mut parts: Vec<String> = token.split('.').map(str::to_owned).collect();
     parts[1] = w.bob.simple().to_string();
@@ -1297,13 +1309,29 @@ async fn a_signed_link_works_without_a_header_for_its_user_alone_and_expires_on(
         )
         .await
         .0,
-        403
+        401
     );
     assert_eq!(
         call(&app, Req::get().uri(&format!("{url}?link=garbage")))
             .await
             .0,
-        403
+        401
+    );
+    // An empty `link=` is no link: the request is judged by its header alone (anonymous, this
+    // pet that is not shared is no item to them).
+    assert_eq!(
+        call(&app, Req::get().uri(&format!("{url}?link="))).await.0,
+        call(&app, Req::get().uri(&url)).await.0,
+    );
+    assert_eq!(call(&app, Req::get().uri(&url)).await.0, 404);
+    assert_eq!(
+        call(
+            &app,
+            auth(Req::get().uri(&format!("{url}?link=")), &w.api, w.alice)
+        )
+        .await
+        .0,
+        200
     );
     // The row's rules still apply to the link's user: once deleted, nothing.
     let id = v["id"].as_str().unwrap();
@@ -1359,7 +1387,7 @@ async fn a_signed_link_expires_on(t: TestDb, store: Store) {
         call(&app, Req::get().uri(made["url"].as_str().unwrap()))
             .await
             .0,
-        403
+        401
     );
 }
 
@@ -1474,7 +1502,7 @@ async fn a_signed_link_ends_with_the_sessions_it_was_made_in_on(t: TestDb, store
     // A logout everywhere: the link made before is refused as an expired one is.
     users::end_sessions(w.api.db(), w.alice).await.unwrap();
     let (s, _, body) = call(&app, Req::get().uri(&before)).await;
-    assert_eq!(s, 403);
+    assert_eq!(s, 401);
     assert!(String::from_utf8_lossy(&body).contains("invalid or has expired"));
     // One made after works, until the password changes.
     let after = link_with(token_at(1)).await;
@@ -1482,8 +1510,8 @@ async fn a_signed_link_ends_with_the_sessions_it_was_made_in_on(t: TestDb, store
     users::set_password(w.api.db(), w.alice, "another-pass", 4)
         .await
         .unwrap();
-    assert_eq!(call(&app, Req::get().uri(&after)).await.0, 403);
-    assert_eq!(call(&app, Req::get().uri(&before)).await.0, 403);
+    assert_eq!(call(&app, Req::get().uri(&after)).await.0, 401);
+    assert_eq!(call(&app, Req::get().uri(&before)).await.0, 401);
     let again = link_with(token_at(2)).await;
     assert_eq!(call(&app, Req::get().uri(&again)).await.0, 200);
 }
@@ -1660,7 +1688,62 @@ async fn the_description_documents_uploads_and_downloads_on(t: TestDb, store: St
     }
 }
 
+/// Downloads with an access of their own: the owner's alone, though every signed-in user
+/// reads a shared pet (and its file's metadata); signed links follow it too.
+async fn downloads_follow_their_own_access_on(t: TestDb, store: Store) {
+    use crudforge::perms::{Door, DoorAccess};
+    let pets =
+        Pet::blueprint("/api/pets/").door(Door::Download, DoorAccess::expr("owner_id = @me"));
+    let w = world_mounting(&t, &store, |_| {}, pets).await;
+    let app = test::init_service(w.api.app()).await;
+    let v = pet_with_photo(&app, &w, w.alice, true, png(10, 1)).await;
+    let id = v["id"].as_str().unwrap();
+    let url = v["photo"]["url"].as_str().unwrap().to_owned();
+    let (s, seen) = send(
+        &app,
+        auth(Req::get().uri(&format!("/api/pets/{id}")), &w.api, w.bob),
+    )
+    .await;
+    assert_eq!(s, 200, "{seen}");
+    assert_eq!(seen["photo"]["url"], url.as_str());
+    let (s, _, body) = call(&app, auth(Req::get().uri(&url), &w.api, w.bob)).await;
+    assert_eq!(s, 404, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(
+        send(
+            &app,
+            auth(Req::post().uri(&format!("{url}/link")), &w.api, w.bob)
+        )
+        .await
+        .0,
+        404
+    );
+    let (s, _, body) = call(&app, auth(Req::get().uri(&url), &w.api, w.alice)).await;
+    assert_eq!((s, body), (200, png(10, 1)));
+    // The description says so, and names the signed link as the other credential.
+    let spec: Value = serde_json::to_value(w.api.openapi()).unwrap();
+    let download = &spec["paths"]["/api/pets/{id}/files/{file_id}"]["get"];
+    let who = download["description"].as_str().unwrap();
+    assert!(who.contains("Who may call: signed-in users on the items where (`shared` is true or `owner_id` is the caller's id) and `owner_id` is the caller's id"), "{who}");
+    assert_eq!(
+        download["security"],
+        json!([{"bearerAuth": []}, {"signedLink": []}])
+    );
+    assert_eq!(
+        spec["components"]["securitySchemes"]["signedLink"]["in"],
+        "query"
+    );
+    assert!(download["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|p| p["name"] != "link"));
+}
+
 backend_tests! {
+    async fn downloads_follow_their_own_access(t) {
+        downloads_follow_their_own_access_on(t, Store::Local).await;
+    }
+
     async fn an_upload_is_stored_privately_and_downloads_with_safe_headers(t) {
         an_upload_is_stored_privately_and_downloads_with_safe_headers_on(t, Store::Local).await;
     }

@@ -12,6 +12,7 @@ pub mod constraints;
 pub mod crud;
 pub mod data;
 pub mod debug;
+pub mod doors;
 pub mod files;
 pub mod foundation;
 pub mod identity;

@@ -37,6 +37,8 @@ pub(crate) struct Shared<R: Resource> {
     pub(crate) in_flight: InFlight,
     /// What optional surfaces added to the blueprint (its feed, its file members, ...).
     pub(crate) parts: Parts<R>,
+    /// The access of the doors that have one of their own (`CrudBlueprint::door`).
+    pub(crate) gates: crate::crud::rules::door::Gates,
 }
 
 /// A `true`/`false` query parameter of one operation that a hook reads
@@ -62,7 +64,7 @@ pub(crate) struct Mounted<R: Resource> {
 /// A generated operation's route, which a part may serve before or in place of the core
 /// ([`Part::serve`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Door {
+pub(crate) enum Route {
     /// `POST` on the list's path.
     Create,
     /// `PATCH` on the item's path.
@@ -108,15 +110,15 @@ pub(crate) trait Part<R: Resource>: Any + Send + Sync {
     }
 
     /// Adds to `resource` the routes with which the part serves the generated operation at
-    /// `door`, before the core's own handler; true when the part serves it wholly, so that the
+    /// `route`, before the core's own handler; true when the part serves it wholly, so that the
     /// core adds no handler of its own (file members' deletes remove their files).
     fn serve(
         &self,
         m: &Mounted<R>,
-        door: Door,
+        route: Route,
         resource: actix_web::Resource,
     ) -> (actix_web::Resource, bool) {
-        let _ = (m, door);
+        let _ = (m, route);
         (resource, false)
     }
 

@@ -3,7 +3,7 @@
 //! `POST <prefix>import/` (a CSV or NDJSON body, `mode`, `chunk_size`, `Idempotency-Key`; the
 //! count created, or a chunked import's report).
 
-use crate::crud::mount::docs::callers::callers;
+use crate::crud::mount::docs::callers::callers_at;
 use crate::crud::mount::docs::headers::idempotency_key_param;
 use crate::crud::mount::docs::schema::{binary, integer_schema, path_params};
 use crate::crud::mount::docs::words::{plural, words};
@@ -14,6 +14,7 @@ use crate::crud::Resource;
 use crate::error::Violation;
 use crate::export::{CSV, EXPORT_PATH, IMPORT_PATH, NDJSON};
 use crate::openapi::{json_response, parameter, problem_response, ApiDoc};
+use crate::perms::Door;
 use actix_web::http::StatusCode;
 use apistos::paths::{
     MediaType, Operation as OpDoc, OperationType, ParameterIn, RequestBody, Response, Responses,
@@ -121,7 +122,14 @@ fn export<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
         }),
     )]);
     responses.extend([problem_response(doc, StatusCode::BAD_REQUEST)]);
-    let (extensions, who, security) = callers(doc, Operation::Index, index, m, &mut responses);
+    let (extensions, who, security) = callers_at(
+        doc,
+        Operation::Index,
+        index,
+        m,
+        Door::Export,
+        &mut responses,
+    );
     let about = "The list, whole, as CSV or NDJSON, with its filters, `filter`, `scope`, `sort` and `fields` (no paging); the members the caller may not read are never written (see docs/data.md).";
     doc.add_operation(
         &format!("{}{EXPORT_PATH}", m.prefix),
@@ -191,7 +199,8 @@ fn import<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
     ] {
         responses.extend([problem_response(doc, status)]);
     }
-    let (extensions, who, security) = callers(doc, Operation::Post, post, m, &mut responses);
+    let (extensions, who, security) =
+        callers_at(doc, Operation::Post, post, m, Door::Import, &mut responses);
     let about = "Creates the rows of a CSV file (a header row of member names; an empty cell leaves the member out) or an NDJSON file (one JSON object per line) as the batch create creates its items. A refused row is reported by its line (`pointer` `/lines/<line>/<member>`); a malformed file is 422 naming the line (see docs/data.md).";
     doc.add_operation(
         &format!("{}{IMPORT_PATH}", m.prefix),

@@ -22,7 +22,9 @@ use crate::condition::Cond;
 use crate::crud::idempotency::{Answer, IdemKey};
 use crate::crud::options::Operation;
 use crate::crud::query::Params;
-use crate::crud::request::{caller, parent_conds, Caller};
+use crate::crud::relations;
+use crate::crud::relations::rules::Gated;
+use crate::crud::request::{parent_conds, Caller};
 use crate::crud::shared::Shared;
 use crate::crud::write::batch::{create_all, Creates};
 use crate::crud::write::create::refuse_anonymous;
@@ -30,6 +32,7 @@ use crate::crud::write::{Ended, KeyCheck};
 use crate::crud::Resource;
 use crate::error::{Error, ItemError, Violation};
 use crate::field::FieldInfo;
+use crate::perms::Door;
 use crate::places::{self, Holder, Place};
 use crate::state::ApiState;
 use actix_web::http::header;
@@ -120,6 +123,12 @@ pub(crate) async fn import<R: Resource>(
     payload: web::Payload,
 ) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
+    let shared = &*shared;
+    // Who asks comes first: an anonymous caller learns that it must sign in, not what the
+    // body should have been.
+    let (who, gated) =
+        relations::rules::at_door(shared, &req, Operation::Post, Door::Import, None).await?;
+    refuse_anonymous(shared, &who)?;
     let format = req
         .headers()
         .get(header::CONTENT_TYPE)
@@ -131,9 +140,6 @@ pub(crate) async fn import<R: Resource>(
             )
         })?;
     let mode = mode_of(&req, st)?;
-    let shared = &*shared;
-    let who = caller(shared, &req, Operation::Post).await?;
-    refuse_anonymous(shared, &who)?;
     let parents = parent_conds(shared, &req)?;
     // Before the body: an import past the bounds costs neither its memory nor its reading.
     let _places = import_places(st, &who)?;
@@ -176,6 +182,7 @@ pub(crate) async fn import<R: Resource>(
         st,
         req: &req,
         who: &who,
+        gated: &gated,
         parents: &parents,
         source: &source,
     };
@@ -226,6 +233,8 @@ struct Cx<'a, R: Resource> {
     st: &'a ApiState,
     req: &'a HttpRequest,
     who: &'a Caller,
+    /// The rows the import's own access lets it create (`CrudBlueprint::door`).
+    gated: &'a Gated,
     parents: &'a [Cond],
     source: &'a Source<'a>,
 }
@@ -258,6 +267,7 @@ async fn write<R: Resource>(
         });
     let creates = Creates {
         who: cx.who,
+        gated: cx.gated,
         parents: cx.parents,
         key,
         answer,

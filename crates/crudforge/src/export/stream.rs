@@ -22,12 +22,12 @@ use crate::crud::query::sparse::project;
 use crate::crud::query::Params;
 use crate::crud::relations;
 use crate::crud::render::{render, render_all};
-use crate::crud::request::caller_on;
 use crate::crud::shared::Shared;
 use crate::crud::{Resource, Window};
 use crate::db::{snapshot, Conn, Database};
 use crate::error::Error;
 use crate::json::Members;
+use crate::perms::Door;
 use crate::state::ApiState;
 use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -137,9 +137,16 @@ async fn judge<R: Resource>(
     conn: &mut Conn,
     format: Format,
 ) -> Result<Plan, Error> {
-    let who = caller_on(shared, req, Operation::Index, conn).await?;
+    let (who, gated) =
+        relations::rules::at_door(shared, req, Operation::Index, Door::Export, Some(conn)).await?;
     let rows = who.rows_read::<R>(params)?;
-    let scope = relations::rules::scope_in(&who, shared, req, rows, relations::rules::Kind::Read)?;
+    let scope = gated.narrow(relations::rules::scope_in(
+        &who,
+        shared,
+        req,
+        rows,
+        relations::rules::Kind::Read,
+    )?);
     let (mut q, _) = judged_query(shared, params, st, who.viewer())?;
     // The keyset compares the row's own values: a sort across a relation has none.
     if let Some(s) = q.sort.iter().find(|s| R::field(s.field).is_none()) {

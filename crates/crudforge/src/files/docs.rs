@@ -9,6 +9,7 @@ use crate::crud::options::Operation;
 use crate::crud::shared::Mounted;
 use crate::crud::Resource;
 use crate::openapi::{json_response, parameter, problem_response, ApiDoc};
+use crate::perms::Door;
 use actix_web::http::StatusCode;
 use apistos::paths::{
     Encoding, MediaType, Operation as OpDoc, OperationType, ParameterIn, RequestBody, Response,
@@ -108,6 +109,15 @@ pub(crate) fn with_uploads<R: Resource>(
     );
 }
 
+/// The query parameter that carries a signed link's token.
+const LINK_PARAM: &str = "link";
+
+/// The name of the signed links' security scheme.
+const LINK_SCHEME: &str = "signedLink";
+
+/// What a signed link is, as the description says it.
+const LINK_WORDS: &str = "A signed link's token (`POST .../link`): the download without `Authorization`, for the user it was made for.";
+
 /// Adds the download and link operations of a resource with file members and a `GET`.
 pub(crate) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
     let Some(get) = m.shared.ops.get(&Operation::Get) else {
@@ -138,39 +148,6 @@ pub(crate) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
     ));
     let mut download_params = params.clone();
     let text = doc.generator().subschema_for::<String>();
-    download_params.push(parameter(
-        "link",
-        ParameterIn::Query,
-        false,
-        Some("A signed link's token (`POST .../link`): the download without `Authorization`, for the user it was made for.".into()),
-        text.clone(),
-    ));
-    let mut boxes: Vec<String> = R::FIELDS
-        .iter()
-        .filter_map(|f| f.file)
-        .flat_map(|r| r.thumbs.iter().map(|(w, h)| format!("{w}x{h}")))
-        .collect();
-    boxes.sort();
-    boxes.dedup();
-    if !boxes.is_empty() {
-        let schema = Schema::Object(SchemaObject {
-            instance_type: Some(InstanceType::String.into()),
-            enum_values: Some(
-                boxes
-                    .iter()
-                    .map(|b| serde_json::Value::from(b.as_str()))
-                    .collect(),
-            ),
-            ..Default::default()
-        });
-        download_params.push(parameter(
-            "thumb",
-            ParameterIn::Query,
-            false,
-            Some("A thumbnail of an image instead of the file: one of the boxes its member declares (400 otherwise), made on the first request and kept; PNG, or JPEG for a JPEG.".into()),
-            schema,
-        ));
-    }
     for header in ["Range", "If-None-Match", "If-Range"] {
         download_params.push(parameter(
             header,
@@ -230,20 +207,64 @@ pub(crate) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
         let (code, r) = problem_response(doc, status);
         responses.insert(code, r);
     }
+    let (extensions, who, security) =
+        callers::callers_at(doc, Operation::Get, get, m, Door::Download, &mut responses);
+    // Where the download needs a credential, a signed link is a second one (a scheme of its
+    // own, so that a client knows it takes either); where it needs none, an optional parameter.
+    let download_security = match security {
+        Some(ways) if !ways.is_empty() => {
+            doc.add_security_scheme(
+                LINK_SCHEME,
+                apistos::security::SecurityScheme {
+                    _type: apistos::security::SecurityType::ApiKey(apistos::security::ApiKey {
+                        name: LINK_PARAM.to_owned(),
+                        _in: apistos::security::ApiKeyIn::Query,
+                    }),
+                    description: Some(LINK_WORDS.to_owned()),
+                    extensions: Default::default(),
+                },
+            );
+            let mut either = ways;
+            either.push(apistos::security::SecurityRequirement {
+                requirements: BTreeMap::from([(LINK_SCHEME.to_owned(), Vec::new())]),
+            });
+            Some(either)
+        }
+        none => {
+            download_params.push(parameter(
+                LINK_PARAM,
+                ParameterIn::Query,
+                false,
+                Some(LINK_WORDS.into()),
+                text,
+            ));
+            none
+        }
+    };
+    let about = "The file under the item's read rules and its member's read rule, as a `GET` of the item would show it (see docs/files.md).";
     doc.add_operation(
         &path,
         OperationType::Get,
         OpDoc {
             tags: vec![R::NAME.to_owned()],
-            summary: Some(format!("Download a file of {} item", crate::crud::mount::docs::words::article(&crate::crud::mount::docs::words::words(R::NAME)))),
-            description: Some("The file under the item's read rules and its member's read rule, as a `GET` of the item would show it (see docs/files.md).".into()),
+            summary: Some(format!(
+                "Download a file of {} item",
+                crate::crud::mount::docs::words::article(&crate::crud::mount::docs::words::words(
+                    R::NAME
+                ))
+            )),
+            description: Some(match who {
+                Some(who) => format!("{about}\n\n{who}"),
+                None => about.to_owned(),
+            }),
             operation_id: Some(format!("download{}File", R::NAME)),
             parameters: download_params,
             responses: Responses {
                 responses,
                 ..Default::default()
             },
-            security: callers::security(get.public),
+            security: download_security,
+            extensions,
             ..Default::default()
         },
     );

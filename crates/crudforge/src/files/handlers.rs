@@ -16,7 +16,7 @@ use crate::condition::Condition;
 use crate::crud::options::Operation;
 use crate::crud::query::Params;
 use crate::crud::relations;
-use crate::crud::request::{caller, caller_for, item_conds, not_found};
+use crate::crud::request::{caller, item_conds, not_found};
 use crate::crud::rows::select_one;
 use crate::crud::rules::read;
 use crate::crud::shared::Shared;
@@ -28,6 +28,7 @@ use crate::files::lists::ListEdits;
 use crate::files::storage::Storage;
 use crate::files::upload::{self, Uploads};
 use crate::files::File;
+use crate::perms::Door;
 use crate::state::ApiState;
 use actix_web::guard::GuardContext;
 use actix_web::http::header;
@@ -303,11 +304,17 @@ pub(super) async fn readable_file<R: Resource>(
         .get(FILE_PARAM)
         .and_then(|v| uuid::Uuid::parse_str(v).ok())
         .ok_or_else(no_file)?;
-    let who = caller_for(shared, Operation::Get, who.as_ref())?;
+    let (who, gated) =
+        relations::rules::at_door_for(shared, req, Operation::Get, Door::Download, who.as_ref())?;
     snapshot::read(&st.db, async |conn| {
         let rows = who.rows_read::<R>(&Params::of("")?)?;
-        let scope =
-            relations::rules::scope_in(&who, shared, req, rows, relations::rules::Kind::Read)?;
+        let scope = gated.narrow(relations::rules::scope_in(
+            &who,
+            shared,
+            req,
+            rows,
+            relations::rules::Kind::Read,
+        )?);
         let addressed = Condition::from(item_conds(shared, req)?);
         let conds = if scope.is_always() {
             addressed

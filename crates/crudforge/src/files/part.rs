@@ -8,7 +8,7 @@ use super::lists::ListEdits;
 use crate::crud::mount::blueprint::handler;
 use crate::crud::options::{OpOptions, Operation};
 use crate::crud::scope::Routes;
-use crate::crud::shared::{Door, Mounted, Part, Parts, Shared};
+use crate::crud::shared::{Mounted, Part, Parts, Route, Shared};
 use crate::crud::{FieldInfo, Resource};
 use crate::db::Conn;
 use crate::error::Error;
@@ -102,11 +102,11 @@ impl<R: Resource> Part<R> for FileMembers<R> {
     fn serve(
         &self,
         m: &Mounted<R>,
-        door: Door,
+        route: Route,
         resource: actix_web::Resource,
     ) -> (actix_web::Resource, bool) {
-        match door {
-            Door::Create => (
+        match route {
+            Route::Create => (
                 resource.route(
                     web::post()
                         .guard(guard::fn_guard(handlers::is_multipart))
@@ -114,7 +114,7 @@ impl<R: Resource> Part<R> for FileMembers<R> {
                 ),
                 false,
             ),
-            Door::Update => (
+            Route::Update => (
                 resource
                     .route(
                         web::patch()
@@ -124,11 +124,11 @@ impl<R: Resource> Part<R> for FileMembers<R> {
                     .route(web::patch().to(handler!(m.shared, handlers::update))),
                 true,
             ),
-            Door::Delete => (
+            Route::Delete => (
                 resource.route(web::delete().to(handler!(m.shared, handlers::delete))),
                 true,
             ),
-            Door::BatchDelete => (
+            Route::BatchDelete => (
                 resource.route(web::post().to(handler!(m.shared, handlers::delete_batch))),
                 true,
             ),

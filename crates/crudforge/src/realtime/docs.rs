@@ -7,6 +7,7 @@ use crate::crud::options::Operation;
 use crate::crud::shared::Mounted;
 use crate::crud::Resource;
 use crate::openapi::{json_response, parameter, problem_response, ApiDoc};
+use crate::perms::Door;
 use actix_web::http::StatusCode;
 use apistos::paths::{
     MediaType, Operation as OpDoc, OperationType, ParameterIn, Response, Responses,
@@ -129,6 +130,9 @@ pub(super) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
         let (code, r) = problem_response(doc, status);
         responses.insert(code, r);
     }
+    let (extensions, who, security) =
+        callers::callers_at(doc, Operation::Index, index, m, Door::Feed, &mut responses);
+    let about = "Live updates as Server-Sent Events, judged per subscriber by the read rules, with the list's filters, `scope` and `fields` (see docs/realtime.md).";
     let prefix = &m.prefix;
     doc.add_operation(
         &format!("{prefix}{}", crate::realtime::PATH),
@@ -136,14 +140,18 @@ pub(super) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
         OpDoc {
             tags: vec![R::NAME.to_owned()],
             summary: Some(format!("Follow changes to {} items", R::NAME)),
-            description: Some("Live updates as Server-Sent Events, judged per subscriber by the read rules, with the list's filters, `scope` and `fields` (see docs/realtime.md).".into()),
+            description: Some(match who {
+                Some(who) => format!("{about}\n\n{who}"),
+                None => about.to_owned(),
+            }),
             operation_id: Some(format!("stream{}Events", R::NAME)),
             parameters: params,
             responses: Responses {
                 responses,
                 ..Default::default()
             },
-            security: callers::security(index.public),
+            security,
+            extensions,
             ..Default::default()
         },
     );

@@ -9,12 +9,13 @@ use crate::condition::Condition;
 use crate::crud::options::Operation;
 use crate::crud::query::Params;
 use crate::crud::relations;
-use crate::crud::request::{caller_for, Caller};
+use crate::crud::request::Caller;
 use crate::crud::shared::Shared;
 use crate::crud::soft_delete::Rows;
 use crate::crud::Resource;
 use crate::db::{snapshot, Conn};
 use crate::error::Error;
+use crate::perms::Door;
 use crate::realtime::feed::stream::{self, Stream};
 use crate::realtime::feed::{Feed, Owner, Resume, Resumes};
 use crate::realtime::{Permit, Session, TICKET_TTL};
@@ -121,7 +122,8 @@ async fn open<R: Resource>(
             ));
         }
     }
-    let who = caller_for(shared, Operation::Index, user.as_ref())?;
+    let (who, gated) =
+        relations::rules::at_door_for(shared, req, Operation::Index, Door::Feed, user.as_ref())?;
     // The caps before anything of the view is read: a subscription refused with 429 or 503
     // costs the query that found its caller, no more.
     let cfg = &st.config.ops;
@@ -130,8 +132,13 @@ async fn open<R: Resource>(
         cfg.realtime_max_streams,
         cfg.realtime_max_streams_per_user,
     )?;
-    let scope =
-        relations::rules::scope_in(&who, shared, req, Rows::Live, relations::rules::Kind::Read)?;
+    let scope = gated.narrow(relations::rules::scope_in(
+        &who,
+        shared,
+        req,
+        Rows::Live,
+        relations::rules::Kind::Read,
+    )?);
     let (mut q, _) = crate::crud::list::judged_query(shared, &params, st, who.viewer())?;
     let conds =
         crate::crud::list::conditions(shared, req, &params, conn, scope, &mut q, who.viewer())

@@ -157,12 +157,14 @@ pub fn mount(api: Api, recovery_settings: RecoverySettings) -> Result<Api, Mount
             // Aggregates at `aggregate/` (critters per species with the average cuteness:
             // `?group_by=species&avg=cuteness_level`; docs/aggregates.md), the list as CSV or
             // NDJSON at `export/`, and a CSV or NDJSON file of new critters at `import/`
-            // (docs/data.md).
+            // (docs/data.md), which only administrators may use (a door's own access; every
+            // signed-in user may create critters one at a time or in a batch).
             Critter::blueprint("/api/critters/")
                 .events()
                 .aggregates()
                 .export()
                 .import()
+                .door(Door::Import, DoorAccess::Admins)
                 .admin_only([Operation::Delete, Operation::Restore])
                 .batch([Operation::Post, Operation::Patch, Operation::Delete])
                 .before_create(critters::tidy_new)

@@ -18,11 +18,11 @@ use crate::crud::options::Operation;
 use crate::crud::query::Params;
 use crate::crud::relations;
 use crate::crud::render::json;
-use crate::crud::request::caller_on;
 use crate::crud::shared::Shared;
 use crate::crud::{FieldInfo, Resource};
 use crate::db::snapshot;
 use crate::error::Error;
+use crate::perms::Door;
 use crate::state::ApiState;
 use actix_web::{web, HttpRequest, HttpResponse};
 
@@ -183,14 +183,21 @@ pub(crate) async fn aggregate<R: Resource>(
     let st = ApiState::of(&req)?;
     let limit = std::time::Duration::from_secs(st.config.list.aggregate_timeout);
     let (spec, rows) = snapshot::read(&st.db, async |conn| {
-        let who = caller_on(shared, &req, Operation::Index, conn).await?;
+        let (who, gated) =
+            relations::rules::at_door(shared, &req, Operation::Index, Door::Aggregate, Some(conn))
+                .await?;
         let mut params = Params::of(req.query_string())?;
         // The caller's scope first: an anonymous caller the rules refuse gets 401 before any
         // other parameter is judged.
         let rows = who.rows_read::<R>(&params)?;
         let spec = parse::take::<R>(&mut params, &st.config, who.viewer())?;
-        let scope =
-            relations::rules::scope_in(&who, shared, &req, rows, relations::rules::Kind::Read)?;
+        let scope = gated.narrow(relations::rules::scope_in(
+            &who,
+            shared,
+            &req,
+            rows,
+            relations::rules::Kind::Read,
+        )?);
         let (mut q, _) = judged_query(shared, &params, st, who.viewer())?;
         let conds = conditions(shared, &req, &params, conn, scope, &mut q, who.viewer()).await?;
         let rows = sql::run::<R>(conn, &spec, &conds, limit).await?;

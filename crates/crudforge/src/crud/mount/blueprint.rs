@@ -7,7 +7,7 @@ use crate::auth::CurrentUser;
 use crate::condition::Condition;
 use crate::crud::mount::docs;
 use crate::crud::route::normalize_prefix;
-use crate::crud::shared::{Door, Mounted, Parts, Shared};
+use crate::crud::shared::{Mounted, Parts, Route, Shared};
 use crate::crud::{list, read, write, FieldInfo, Resource};
 use crate::mount::{IntoMount, Mount};
 use crate::openapi::ApiDoc;
@@ -46,6 +46,8 @@ pub struct CrudBlueprint<R: Resource> {
     /// What optional surfaces added (a feed, export and import, the admin page's hints, file
     /// members' routes), each through its own builder method or the crate root.
     pub(crate) parts: Parts<R>,
+    /// The doors given an access of their own (`door`), in the order given.
+    pub(crate) doors: Vec<(crate::perms::Door, crate::perms::DoorAccess)>,
 }
 
 impl<R: Resource> fmt::Debug for CrudBlueprint<R> {
@@ -109,6 +111,7 @@ impl<R: Resource> CrudBlueprint<R> {
             batch: Vec::new(),
             aggregates: false,
             parts,
+            doors: Vec::new(),
         }
     }
 
@@ -155,6 +158,19 @@ impl<R: Resource> CrudBlueprint<R> {
     #[must_use]
     pub fn rules(mut self, rules: impl Rules<R>) -> Self {
         self.rules = Arc::new(rules);
+        self
+    }
+
+    /// Gives `door` (the export, the import, aggregates, the feed, file downloads) an access of
+    /// its own, on top of the rules of the operation it follows: for example an import for
+    /// administrators only, an export for signed-in callers, or an expression
+    /// (`DoorAccess::expr("@role = 'ANALYST'")`), whose member comparisons narrow the rows the
+    /// door reaches. An expression is checked against the resource when the blueprint is
+    /// mounted; the description's "Who may call" sentence of the door says the access whole.
+    /// Given twice, the last access counts.
+    #[must_use]
+    pub fn door(mut self, door: crate::perms::Door, access: crate::perms::DoorAccess) -> Self {
+        self.doors.push((door, access));
         self
     }
 
@@ -317,6 +333,13 @@ impl<R: Resource> CrudBlueprint<R> {
         for part in self.parts.iter() {
             part.check(&self.prefix, &self.ops, &mut self.errors);
         }
+        let gates =
+            crate::crud::rules::door::Gates::compile::<R>(&self.doors).unwrap_or_else(|problems| {
+                for p in problems {
+                    self.errors.push(format!("{}: {p}", self.prefix));
+                }
+                crate::crud::rules::door::Gates::default()
+            });
         if !self.errors.is_empty() {
             return Err(self.errors.join("; "));
         }
@@ -337,6 +360,7 @@ impl<R: Resource> CrudBlueprint<R> {
                 require_if_match: self.require_if_match,
                 in_flight: crate::crud::idempotency::InFlight::default(),
                 parts: self.parts,
+                gates,
             }),
             prefix: self.prefix,
             item_path,
@@ -490,7 +514,7 @@ impl<R: Resource> Mounted<R> {
         if batch.contains(&Operation::Delete) {
             let path = format!("{}{}", self.prefix, write::batch::DELETE_PATH);
             routes.add(&path, |resource| {
-                let (resource, taken) = self.served(Door::BatchDelete, resource);
+                let (resource, taken) = self.served(Route::BatchDelete, resource);
                 if taken {
                     return resource;
                 }
@@ -499,11 +523,15 @@ impl<R: Resource> Mounted<R> {
         }
     }
 
-    /// `resource` with the routes the parts serve `door` with, and whether one of them serves
+    /// `resource` with the routes the parts serve `route` with, and whether one of them serves
     /// it wholly.
-    fn served(&self, door: Door, mut resource: actix_web::Resource) -> (actix_web::Resource, bool) {
+    fn served(
+        &self,
+        route: Route,
+        mut resource: actix_web::Resource,
+    ) -> (actix_web::Resource, bool) {
         for part in self.shared.parts.iter() {
-            let (r, taken) = part.serve(self, door, resource);
+            let (r, taken) = part.serve(self, route, resource);
             resource = r;
             if taken {
                 return (resource, true);
@@ -522,7 +550,7 @@ impl<R: Resource> Mounted<R> {
                 }
                 if ops.contains_key(&Operation::Post) {
                     let taken;
-                    (list, taken) = self.served(Door::Create, list);
+                    (list, taken) = self.served(Route::Create, list);
                     if !taken {
                         list =
                             list.route(web::post().to(handler!(self.shared, write::create::post)));
@@ -541,7 +569,7 @@ impl<R: Resource> Mounted<R> {
                 }
                 if ops.contains_key(&Operation::Patch) {
                     let taken;
-                    (item, taken) = self.served(Door::Update, item);
+                    (item, taken) = self.served(Route::Update, item);
                     if !taken {
                         item = item
                             .route(web::patch().to(handler!(self.shared, write::update::update)));
@@ -549,7 +577,7 @@ impl<R: Resource> Mounted<R> {
                 }
                 if ops.contains_key(&Operation::Delete) {
                     let taken;
-                    (item, taken) = self.served(Door::Delete, item);
+                    (item, taken) = self.served(Route::Delete, item);
                     if !taken {
                         item = item
                             .route(web::delete().to(handler!(self.shared, write::delete::delete)));

@@ -144,6 +144,84 @@ pub(crate) fn link<R: Resource>(
     }
 }
 
+/// The caller of `door`, judged as operation `op` judges it and then by the door's own access
+/// (`CrudBlueprint::door`), with the rows that access narrows the door to ([`Gated`]),
+/// crossings linked. The caller is loaded on `conn` when given (in the request's
+/// snapshot).
+///
+/// # Errors
+///
+/// The operation's or the door's refusal (401, 403).
+pub(crate) async fn at_door<R: Resource>(
+    shared: &Shared<R>,
+    req: &HttpRequest,
+    op: Operation,
+    door: crate::perms::Door,
+    conn: Option<&mut Conn>,
+) -> Result<(Caller, Gated), Error> {
+    if shared.gates.get(door).is_none() {
+        let who = match conn {
+            Some(conn) => crate::crud::request::caller_on(shared, req, op, conn).await?,
+            None => crate::crud::request::caller(shared, req, op).await?,
+        };
+        return Ok((who, Gated(None)));
+    }
+    // A gate judges the caller even where the operation is public.
+    let user = match conn {
+        Some(conn) => crate::auth::current_user_on(req, conn).await?,
+        None => crate::auth::current_user(req).await?,
+    };
+    at_door_for(shared, req, op, door, user.as_ref())
+}
+
+/// [`at_door`] for a caller already known (`None`: anonymous).
+///
+/// # Errors
+///
+/// The operation's or the door's refusal (401, 403).
+pub(crate) fn at_door_for<R: Resource>(
+    shared: &Shared<R>,
+    req: &HttpRequest,
+    op: Operation,
+    door: crate::perms::Door,
+    user: Option<&CurrentUser>,
+) -> Result<(Caller, Gated), Error> {
+    let gated = match shared.gates.get(door) {
+        None => None,
+        Some(gate) => {
+            let c = gate.access(user).into_conds()?;
+            if c.is_always() {
+                None
+            } else if pending(&c) {
+                Some(link::<R>(req, c, user, 0))
+            } else {
+                Some(c)
+            }
+        }
+    };
+    Ok((caller_for(shared, op, user)?, Gated(gated)))
+}
+
+/// The rows a door's own access narrows it to (`None`: every row; the default, a door
+/// without an access of its own).
+#[derive(Debug, Default)]
+pub(crate) struct Gated(Option<Condition>);
+
+impl Gated {
+    /// `scope`, narrowed to the door's rows.
+    pub(crate) fn narrow(self, scope: Condition) -> Condition {
+        match self.0 {
+            Some(rows) => scope.and(rows),
+            None => scope,
+        }
+    }
+
+    /// The door's rows, when its access narrows them.
+    pub(crate) fn rows(&self) -> Option<&Condition> {
+        self.0.as_ref()
+    }
+}
+
 /// The read scope of `T` for `user` as a rule's crossing applies it: through its mounted
 /// blueprint's `GET`, as [`super::keys::readable`] judges keys; a resource not mounted there
 /// gives administrators its live rows and others none, and a refusal gives none.

@@ -1,5 +1,7 @@
 //! Rules over a resource's rows and members: field-level read rules ([`read`], who reads
-//! which member) and permission rules written as expressions ([`expr`]).
+//! which member), permission rules written as expressions ([`expr`]) and the access of the
+//! doors besides the five operations ([`door`]).
 
+pub(crate) mod door;
 mod expr;
 pub(crate) mod read;

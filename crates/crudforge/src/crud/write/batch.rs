@@ -19,7 +19,7 @@ use crate::crud::conditional::{self, Precondition};
 use crate::crud::idempotency::{Answer, IdemKey};
 use crate::crud::options::Operation;
 use crate::crud::relations::keys::Keys;
-use crate::crud::relations::rules::{self, Kind};
+use crate::crud::relations::rules::{self, Gated, Kind};
 use crate::crud::request::{caller, check_members, decode, hash_passwords, parent_conds, Caller};
 use crate::crud::shared::Shared;
 use crate::crud::soft_delete::Rows;
@@ -53,6 +53,7 @@ pub(crate) async fn create<R: Resource>(
     let items = items(&req, &body, st.config.http.batch_max_items)?;
     let creates = Creates {
         who: &who,
+        gated: &Gated::default(),
         parents: &parents,
         key: held.key(),
         answer: Answer::new(201, None),
@@ -68,6 +69,9 @@ pub(crate) async fn create<R: Resource>(
 pub(crate) struct Creates<'a> {
     /// The caller, for the rules, the members they may send and the hooks.
     pub(crate) who: &'a Caller,
+    /// What a created row must satisfy besides the create rule: the rows the door's own access
+    /// narrows it to (an import's, `CrudBlueprint::door`).
+    pub(crate) gated: &'a Gated,
     /// The conditions of the path's parent parameters (they set the parent members).
     pub(crate) parents: &'a [Cond],
     /// The idempotency key claimed for the whole batch, if any.
@@ -98,6 +102,7 @@ pub(crate) async fn create_all<R: Resource>(
 ) -> Result<Ended, Error> {
     let Creates {
         who,
+        gated,
         parents,
         key,
         answer,
@@ -128,7 +133,10 @@ pub(crate) async fn create_all<R: Resource>(
         };
         ready.push(prepared.await.map_err(|e| at(i, e))?);
     }
-    let created = rules::created_scope(who, shared, req)?;
+    let created = match (rules::created_scope(who, shared, req)?, gated.rows()) {
+        (Some(rule), Some(door)) => Some(rule.and(door.clone())),
+        (rule, door) => rule.or_else(|| door.cloned()),
+    };
     let needs = Needs {
         batch: true,
         create_rule: created.is_some(),

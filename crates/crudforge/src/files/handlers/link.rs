@@ -64,7 +64,8 @@ pub(super) fn link_param(req: &HttpRequest) -> Result<Option<String>, Error> {
     if links.next().is_some() {
         return Err(Error::bad_param("link", "is given twice"));
     }
-    Ok(first)
+    // An empty `link=` carries no credential: the request is judged as one without it.
+    Ok(first.filter(|l| !l.is_empty()))
 }
 
 /// What a link signs.
@@ -103,14 +104,17 @@ fn link_signature(st: &ApiState, s: &Signed<'_>) -> String {
 
 /// The user a signed link stands for, when it is genuine, unexpired, for this file, made at
 /// the user's current credential version (no password change, logout everywhere or disable
-/// since), and either used without credentials or by that same user.
+/// since), and either used without credentials or by that same user (401 when it is not
+/// genuine or valid, 403 when another user sends it).
 pub(super) async fn link_user<R: Resource>(
     shared: &Shared<R>,
     req: &HttpRequest,
     link: &str,
 ) -> Result<crate::auth::CurrentUser, Error> {
     let st = ApiState::of(req)?;
-    let refused = || Error::Forbidden("The link is invalid or has expired.".into());
+    // A link that is not genuine, or no longer valid, is no credential (401, as a bad token);
+    // a genuine one for another caller, or for a row its user may not read, is a 403.
+    let refused = || Error::Unauthorized("The link is invalid or has expired.".into());
     let mut parts = link.splitn(4, '.');
     let (Some(expires), Some(user), Some(version), Some(sig)) =
         (parts.next(), parts.next(), parts.next(), parts.next())

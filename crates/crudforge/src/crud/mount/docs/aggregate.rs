@@ -3,7 +3,7 @@
 //! resource allows, `sort`, `page`, `page_size`, and the list's filters) and the resource's
 //! own answer schema, `<Name>Aggregate`, whose groups type each member.
 
-use super::callers::callers;
+use super::callers::callers_at;
 use super::list::{filter_param, filter_params};
 use super::rules::scope_param;
 use super::schema::{integer_schema, kind_schema, list_parameter, path_params};
@@ -14,6 +14,7 @@ use crate::crud::options::Operation;
 use crate::crud::shared::Mounted;
 use crate::crud::{Kind, Resource};
 use crate::openapi::{json_response, parameter, problem_response, ApiDoc};
+use crate::perms::Door;
 use actix_web::http::StatusCode;
 use apistos::paths::{Operation as OpDoc, OperationType, ParameterIn, Responses};
 use apistos::reference_or::ReferenceOr;
@@ -101,7 +102,8 @@ pub(crate) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
         problem_response(doc, StatusCode::BAD_REQUEST),
         problem_response(doc, StatusCode::SERVICE_UNAVAILABLE),
     ]);
-    let (extensions, who, security) = callers(doc, Operation::Index, o, m, &mut responses);
+    let (extensions, who, security) =
+        callers_at(doc, Operation::Index, o, m, Door::Aggregate, &mut responses);
     let about = "Groups the items the caller may list (after every filter, named filter and \
                  the caller's read scope) and answers `count` and the metrics asked for per \
                  group. A member the caller may not read on every row cannot be grouped, \

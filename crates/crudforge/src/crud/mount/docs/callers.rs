@@ -4,9 +4,11 @@
 //! requirement.
 
 use crate::crud::options::{OpOptions, Operation};
+use crate::crud::rules::door::Gate;
 use crate::crud::shared::Mounted;
 use crate::crud::Resource;
 use crate::openapi::{problem_response, ApiDoc};
+use crate::perms::Door;
 use actix_web::http::StatusCode;
 use apistos::reference_or::ReferenceOr;
 use apistos::security::SecurityRequirement;
@@ -21,15 +23,46 @@ pub(crate) fn callers<R: Resource>(
     o: &OpOptions<R>,
     m: &Mounted<R>,
     responses: &mut BTreeMap<String, ReferenceOr<apistos::paths::Response>>,
-) -> (
+) -> Callers {
+    callers_with(doc, op, o, m, None, responses)
+}
+
+/// [`callers`] of a door that follows operation `op` (the export, the import, aggregates, the
+/// feed, downloads), with the door's own access (`CrudBlueprint::door`) told too.
+pub(crate) fn callers_at<R: Resource>(
+    doc: &mut ApiDoc,
+    op: Operation,
+    o: &OpOptions<R>,
+    m: &Mounted<R>,
+    door: Door,
+    responses: &mut BTreeMap<String, ReferenceOr<apistos::paths::Response>>,
+) -> Callers {
+    callers_with(doc, op, o, m, m.shared.gates.get(door), responses)
+}
+
+/// What [`callers`] gives an operation's description: its extensions (`x-admin-only`,
+/// `x-public`), its "Who may call" sentence and its security requirement.
+pub(crate) type Callers = (
     apistos::IndexMap<String, serde_json::Value>,
     Option<String>,
     Option<Vec<SecurityRequirement>>,
-) {
+);
+
+fn callers_with<R: Resource>(
+    doc: &mut ApiDoc,
+    op: Operation,
+    o: &OpOptions<R>,
+    m: &Mounted<R>,
+    gate: Option<&Gate>,
+    responses: &mut BTreeMap<String, ReferenceOr<apistos::paths::Response>>,
+) -> Callers {
     let shared = &m.shared;
     let mut extensions = apistos::IndexMap::new();
-    let description = Some(who_may_call(op, o, shared.rules.as_ref()));
-    if o.admin_only {
+    let description = Some(who_may_call(op, o, shared.rules.as_ref(), gate));
+    // A gate judges callers even where the operation is public.
+    let public = o.public && gate.is_none();
+    let admin_only = o.admin_only || matches!(gate, Some(Gate::Admins));
+    if admin_only {
         responses.extend([
             problem_response(doc, StatusCode::UNAUTHORIZED),
             problem_response(doc, StatusCode::FORBIDDEN),
@@ -38,17 +71,19 @@ pub(crate) fn callers<R: Resource>(
     }
     // Rules that let anonymous callers in (a public-read resource, `Open`) make the token
     // optional rather than required.
-    let anonymous_ok = !o.admin_only
-        && match op {
-            Operation::Index | Operation::Get => lets_in(shared.rules.read(None)),
-            Operation::Patch | Operation::Restore => lets_in(shared.rules.write(None)),
-            Operation::Delete => lets_in(shared.rules.delete(None)),
-            Operation::Post => shared
-                .rules
-                .create(None, &mut serde_json::Map::new())
-                .is_ok(),
-        };
-    if o.public {
+    let anonymous_ok = !admin_only
+        && gate.is_none_or(|g| lets_in(g.access(None)))
+        && (o.public
+            || match op {
+                Operation::Index | Operation::Get => lets_in(shared.rules.read(None)),
+                Operation::Patch | Operation::Restore => lets_in(shared.rules.write(None)),
+                Operation::Delete => lets_in(shared.rules.delete(None)),
+                Operation::Post => shared
+                    .rules
+                    .create(None, &mut serde_json::Map::new())
+                    .is_ok(),
+            });
+    if public {
         extensions.insert("x-public".to_owned(), serde_json::Value::Bool(true));
     } else {
         // Rules, privilege checks and hooks may refuse any signed-in caller (403).
@@ -69,10 +104,10 @@ pub(crate) fn callers<R: Resource>(
         let (k, v) = problem_response(doc, StatusCode::CONFLICT);
         responses.insert(k, v);
     }
-    let security = if anonymous_ok && !o.public {
+    let security = if anonymous_ok && !public {
         optional_security()
     } else {
-        security(o.public)
+        security(public)
     };
     (extensions, description, security)
 }
@@ -84,13 +119,19 @@ fn who_may_call<R: 'static>(
     op: Operation,
     o: &OpOptions<R>,
     rules: &dyn crate::perms::Rules<R>,
+    gate: Option<&Gate>,
 ) -> String {
-    let who = if o.public {
-        "anyone, without a token".to_owned()
-    } else if o.admin_only {
+    let admins_only = o.admin_only || matches!(gate, Some(Gate::Admins));
+    let who = if admins_only {
         "administrators only".to_owned()
+    } else if o.public {
+        // A public operation's rules let everyone in: only a door's gate judges.
+        match gate {
+            None => "anyone, without a token".to_owned(),
+            Some(gate) => who_by_rules::<R>(op, &crate::perms::Open, Some(gate)),
+        }
     } else {
-        who_by_rules(op, rules)
+        who_by_rules(op, rules, gate)
     };
     let mut text = format!("Who may call: {who}.");
     let mut admin_members: Vec<&str> = Vec::new();
@@ -100,7 +141,7 @@ fn who_may_call<R: 'static>(
     if op == Operation::Patch {
         admin_members.extend(rules.admin_update_fields());
     }
-    if !admin_members.is_empty() && !o.admin_only {
+    if !admin_members.is_empty() && !admins_only {
         let names: Vec<String> = admin_members.iter().map(|n| format!("`{n}`")).collect();
         text.push_str(&format!(
             " Only administrators may send {} (others get 403).",
@@ -110,10 +151,14 @@ fn who_may_call<R: 'static>(
     text
 }
 
-/// Who the rules let call `op`, in words: the rules are asked about an anonymous caller, a
-/// signed-in user without roles and an administrator of one domain (global administrators
-/// pass every rule).
-fn who_by_rules<R: 'static>(op: Operation, rules: &dyn crate::perms::Rules<R>) -> String {
+/// Who the rules (and a door's `gate`, on top of them) let call `op`, in words: they are asked
+/// about an anonymous caller, a signed-in user without roles and an administrator of one
+/// domain (global administrators pass every rule).
+fn who_by_rules<R: 'static>(
+    op: Operation,
+    rules: &dyn crate::perms::Rules<R>,
+    gate: Option<&Gate>,
+) -> String {
     use crate::auth::{CurrentUser, RoleGrant};
     use crate::perms::Access;
     let user = CurrentUser {
@@ -135,7 +180,16 @@ fn who_by_rules<R: 'static>(op: Operation, rules: &dyn crate::perms::Rules<R>) -
         caller: user.id,
         domain,
     };
-    let access = |caller: Option<&CurrentUser>| access_of(op, rules, caller, domain);
+    // A gate's rows narrow what a read door reaches; an import's are what it may create
+    // (told with the create rule below).
+    let access = |caller: Option<&CurrentUser>| {
+        let ruled = access_of(op, rules, caller, domain);
+        match gate.map(|g| g.access(caller)) {
+            None => ruled,
+            Some(Access::Rows(_)) if op == Operation::Post => ruled,
+            Some(gated) => both(ruled, gated),
+        }
+    };
     let rows = |c: &crate::condition::Condition| describe_rows(c, &probes);
     let mut who = match (access(None), access(Some(&user))) {
         (Access::All, _) => "anyone, signed in or not".to_owned(),
@@ -185,7 +239,10 @@ fn who_by_rules<R: 'static>(op: Operation, rules: &dyn crate::perms::Rules<R>) -
             return None;
         }
         let scope = if op == Operation::Post {
-            rules.created(caller)
+            match gate.map(|g| g.access(caller)) {
+                Some(gated @ Access::Rows(_)) => both(rules.created(caller), gated),
+                _ => rules.created(caller),
+            }
         } else {
             let updated = rules.updated(caller);
             if updated == rules.write(caller) {
@@ -215,6 +272,17 @@ fn who_by_rules<R: 'static>(op: Operation, rules: &dyn crate::perms::Rules<R>) -
         }
     }
     who
+}
+
+/// What two accesses give together: a refusal of either, or the rows both reach.
+fn both(a: crate::perms::Access, b: crate::perms::Access) -> crate::perms::Access {
+    use crate::perms::Access;
+    match (a, b) {
+        (Access::Unauthenticated, _) | (_, Access::Unauthenticated) => Access::Unauthenticated,
+        (Access::Forbidden, _) | (_, Access::Forbidden) => Access::Forbidden,
+        (Access::All, x) | (x, Access::All) => x,
+        (Access::Rows(a), Access::Rows(b)) => Access::Rows(a.and(b)),
+    }
 }
 
 /// What the rules give `caller` for `op`; a create is probed with a body in `domain`.
@@ -346,7 +414,7 @@ mod who_tests {
     };
 
     fn who(op: Operation, o: &OpOptions<()>, rules: &dyn Rules<()>) -> String {
-        who_may_call(op, o, rules)
+        who_may_call(op, o, rules, None)
     }
 
     #[test]
