@@ -2613,3 +2613,41 @@ async fn the_user_schemas_keep_their_names_and_creation_stays_admin_only() {
         "#/components/schemas/UserCreate"
     );
 }
+
+// ---- the description's "Who may call" held to what the server does ----
+
+#[test]
+fn each_who_may_call_sentence_admits_exactly_the_callers_the_server_lets_in() {
+    use crudforge_tests::callers::{probes, refused, CALLERS};
+    for b in backends() {
+        b.user("root@example.com", &["--superadmin"]);
+        b.user("bob@example.com", &[]);
+        let app = App::start(b);
+        let tokens = [
+            None,
+            Some(app.login("bob@example.com")),
+            Some(app.login("root@example.com")),
+        ];
+        let spec = app.json(&app.get("/openapi.json", None), 200);
+        let probes = probes(&spec);
+        // Every generated operation of the reference app says it in these words.
+        assert!(probes.len() > 40, "{}", probes.len());
+        for p in &probes {
+            let body = matches!(p.method.as_str(), "POST" | "PATCH").then(|| json!({}));
+            for ((token, admitted), name) in tokens.iter().zip(p.admits).zip(CALLERS) {
+                let r = app.call(&p.method, &p.url, token.as_deref(), body.clone());
+                assert_eq!(
+                    !refused(r.status),
+                    admitted,
+                    "[{}] {} {} as {name}: {} {}\nthe description says: {}",
+                    app.b.name,
+                    p.method,
+                    p.url,
+                    r.status,
+                    r.text(),
+                    p.sentence,
+                );
+            }
+        }
+    }
+}

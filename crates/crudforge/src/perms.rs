@@ -152,6 +152,14 @@ pub trait Rules<R>: Send + Sync + 'static {
     fn on_mount(&self) -> Option<fn(&mut dyn std::any::Any)> {
         None
     }
+
+    /// The roles the rules name (`@role = 'X'`, `@domains('X')`), so that the description
+    /// can say what holding one allows. None by default (rules written as code are asked
+    /// about callers without roles only).
+    #[doc(hidden)]
+    fn roles_named(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Rules written as expressions in the `filter` grammar, one per kind of operation, with the

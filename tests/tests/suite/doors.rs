@@ -187,8 +187,11 @@ backend_tests! {
         assert!(export.contains("`owner_id` is the caller's id and `stocked` is true"), "{export}");
         let list = who_may_call(&spec, "/api/parts/", "get");
         assert!(!list.contains("stocked"), "{list}");
-        // A role the probe callers do not hold: only administrators are told.
-        assert_eq!(who_may_call(&spec, "/api/parts/aggregate/", "get"), "administrators only.");
+        // A role: its holders, on the rows the list's rule gives them.
+        assert_eq!(
+            who_may_call(&spec, "/api/parts/aggregate/", "get"),
+            "administrators on every item; holders of the role `ANALYST` on the items where `owner_id` is the caller's id."
+        );
         assert_eq!(who_may_call(&spec, "/api/parts/events/", "get"), "administrators only.");
         assert_eq!(spec["paths"]["/api/parts/events/"]["get"]["x-admin-only"], true);
     }

@@ -610,6 +610,24 @@ backend_tests! {
         assert_eq!(s, 403, "a ticket for an event that has started: {v}");
     }
 
+    async fn each_sentence_admits_exactly_the_callers_the_server_lets_in(t) {
+        use crudforge_tests::callers::{probes, refused, CALLERS};
+        let w = world(&t).await;
+        let app = test::init_service(w.api.app()).await;
+        let (_, spec) = call(&app, &w, None, Req::get().uri("/openapi.json")).await;
+        let probes = probes(&spec);
+        // Sites, events and tickets: each operation and the tickets' batches.
+        assert!(probes.len() >= 15, "{probes:?}");
+        for p in &probes {
+            for (who, (admitted, name)) in [None, Some(w.dave), Some(w.admin)].into_iter().zip(p.admits.into_iter().zip(CALLERS)) {
+                let req = Req::default().method(p.method.parse().unwrap()).uri(&p.url);
+                let req = if matches!(p.method.as_str(), "POST" | "PATCH") { req.set_json(json!({})) } else { req };
+                let (s, v) = call(&app, &w, who, req).await;
+                assert_eq!(!refused(s), admitted, "{} {} as {name}: {s} {v}\nthe description says: {}", p.method, p.url, p.sentence);
+            }
+        }
+    }
+
     async fn the_description_states_the_rules_it_enforces(t) {
         let w = world(&t).await;
         let app = test::init_service(w.api.app()).await;
@@ -631,6 +649,8 @@ backend_tests! {
         assert!(buy.contains("for a signed-in user, what it creates must be an item where `holder_id` is the caller's id and a `event` the caller may read, of which `starts_at` is greater than the current time"), "{buy}");
         let organize = said("/api/events/", "post");
         assert!(organize.contains("for a signed-in user, what it creates must be an item where `organizer_id` is the caller's id and a `site` the caller may read, of which `keeper_id` is the caller's id"), "{organize}");
+        // `@role = 'ORGANIZER'` frees the role's holders from keeping the site: said too.
+        assert!(organize.contains("; for a holder of the role `ORGANIZER`, what it creates must be an item where `organizer_id` is the caller's id."), "{organize}");
         // `create = "false"` leaves sites to administrators.
         assert!(said("/api/sites/", "post").starts_with("Who may call: administrators only."));
     }

@@ -19,6 +19,15 @@ pub(crate) enum Gate {
 }
 
 impl Gate {
+    /// The roles the gate's expression names.
+    pub(crate) fn roles(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Gate::Rule(rule) = self {
+            rule.roles(&mut out);
+        }
+        out
+    }
+
     /// What the gate gives `user` (administrators pass every gate).
     pub(crate) fn access(&self, user: Option<&CurrentUser>) -> Access {
         if user.is_some_and(CurrentUser::is_admin) {

@@ -103,6 +103,27 @@ impl Rule {
         }
     }
 
+    /// Adds the roles the rule names (`@role = 'X'`, `@domains('X')`) to `out`, once each.
+    pub(crate) fn roles(&self, out: &mut Vec<String>) {
+        match self {
+            Rule::All(v) | Rule::Any(v) => v.iter().for_each(|r| r.roles(out)),
+            Rule::Not(r) | Rule::Related(_, r) => r.roles(out),
+            Rule::Caller(
+                CallerTerm::Role(names)
+                | CallerTerm::Domains {
+                    roles: Some(names), ..
+                },
+            ) => {
+                for n in names {
+                    if !out.contains(n) {
+                        out.push(n.clone());
+                    }
+                }
+            }
+            Rule::Is(_) | Rule::Caller(_) => {}
+        }
+    }
+
     /// The rule for `user` as an [`Access`]: a rule false for every row refuses the caller.
     pub(crate) fn access(&self, user: Option<&CurrentUser>) -> Access {
         match self.fold(user) {
@@ -342,6 +363,19 @@ impl<R: Resource> Rules<R> for Expr {
             Ok(_) => Vec::new(),
             Err(problems) => problems.clone(),
         }
+    }
+
+    fn roles_named(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Ok(c) = &*self.compiled::<R>() {
+            for rule in [&c.read, &c.update, &c.delete, &c.create]
+                .into_iter()
+                .flatten()
+            {
+                rule.roles(&mut out);
+            }
+        }
+        out
     }
 }
 

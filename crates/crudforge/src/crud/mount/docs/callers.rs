@@ -152,8 +152,8 @@ fn who_may_call<R: 'static>(
 }
 
 /// Who the rules (and a door's `gate`, on top of them) let call `op`, in words: they are asked
-/// about an anonymous caller, a signed-in user without roles and an administrator of one
-/// domain (global administrators pass every rule).
+/// about an anonymous caller, a signed-in user without roles, an administrator of one domain
+/// and a holder of each role they name (global administrators pass every rule).
 fn who_by_rules<R: 'static>(
     op: Operation,
     rules: &dyn crate::perms::Rules<R>,
@@ -227,6 +227,50 @@ fn who_by_rules<R: 'static>(
             Access::Forbidden | Access::Unauthenticated => {}
         }
     }
+    // What holding a role the rules (or the gate) name allows beyond a plain user.
+    let mut named = rules.roles_named();
+    for role in gate.map(Gate::roles).unwrap_or_default() {
+        if !named.contains(&role) {
+            named.push(role);
+        }
+    }
+    let holders: Vec<(String, CurrentUser)> = named
+        .into_iter()
+        .map(|role| {
+            let holder = CurrentUser {
+                roles: vec![RoleGrant {
+                    role: role.clone(),
+                    domain_id: None,
+                }],
+                ..user.clone()
+            };
+            (role, holder)
+        })
+        .collect();
+    let mut by_role = Vec::new();
+    for (role, holder) in &holders {
+        let theirs = access(Some(holder));
+        if theirs == access(Some(&user)) {
+            continue;
+        }
+        match theirs {
+            Access::All => by_role.push(format!("holders of the role `{role}` on every item")),
+            Access::Rows(c) => by_role.push(format!(
+                "holders of the role `{role}` on the items where {}",
+                rows(&c)
+            )),
+            Access::Forbidden | Access::Unauthenticated => {}
+        }
+    }
+    if !by_role.is_empty() {
+        if who == "administrators only" {
+            "administrators on every item".clone_into(&mut who);
+        }
+        for clause in by_role {
+            who.push_str("; ");
+            who.push_str(&clause);
+        }
+    }
     // What the written row must be, judged on it as stored: the create rule, or an update
     // rule that asks more than the write rule.
     let written = match op {
@@ -269,6 +313,27 @@ fn who_by_rules<R: 'static>(
             if let Some(u) = u {
                 who.push_str(&format!("; for a signed-in user, {written} {}", rows(&u)));
             }
+        }
+    }
+    let plain = scope(Some(&user));
+    for (role, holder) in &holders {
+        let theirs = scope(Some(holder));
+        if theirs == plain || !lets_in(access(Some(holder))) {
+            continue;
+        }
+        match theirs {
+            Some(c) => who.push_str(&format!(
+                "; for a holder of the role `{role}`, {written} {}",
+                rows(&c)
+            )),
+            None if op == Operation::Post => {
+                who.push_str(&format!(
+                    "; a holder of the role `{role}` may create any item"
+                ));
+            }
+            None => who.push_str(&format!(
+                "; a holder of the role `{role}` may change the item in any way"
+            )),
         }
     }
     who
