@@ -322,6 +322,9 @@ try {
 
   step('import');
   await page.click('#import-panel summary');
+  // The import's own access, as the description tells it.
+  const importWho = await page.$eval('#import-who', (p) => p.textContent);
+  check(importWho === 'Who may import: administrators only.', `the import's access: ${importWho}`);
   await page.setInputFiles('#import-file', { name: 'owls.csv', mimeType: 'text/csv', buffer: Buffer.from('name,species,cuteness_level\r\nOwl one,owl,5\r\nOwl two,owl,lots\r\n') });
   await page.click('#import-send');
   await page.waitForSelector('#import-report .error');

@@ -76,7 +76,7 @@ export function chartPanel(resource, filters) {
 export function exportButton(resource, params) {
   const op = resource.ops.export;
   if (!op || op.path.includes('{')) return null;
-  return h('button', { type: 'button', class: 'secondary', id: 'export-csv', onclick: async () => {
+  return h('button', { type: 'button', class: 'secondary', id: 'export-csv', title: op.who ? `Who may export: ${op.who}` : null, onclick: async () => {
     try {
       const file = await api.blob(op.path + api.query({ ...params(), format: 'csv' }));
       const a = h('a', { href: URL.createObjectURL(file), download: `${resource.key}.csv` });
@@ -98,6 +98,7 @@ export function importForm(resource, done) {
   const input = h('input', { id: 'import-file', type: 'file', accept: '.csv,.ndjson,.jsonl,text/csv,application/x-ndjson' });
   const report = h('div', { id: 'import-report', 'aria-live': 'polite' });
   return h('details', { id: 'import-panel' }, h('summary', {}, 'Import'),
+    op.who ? h('p', { id: 'import-who' }, `Who may import: ${op.who}.`) : null,
     h('form', { class: 'toolbar', 'aria-label': 'Import a file', onsubmit: async (event) => {
       event.preventDefault();
       const file = input.files && input.files[0];

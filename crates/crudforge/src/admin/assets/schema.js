@@ -111,6 +111,8 @@ function operation(path, method, op) {
     method,
     id: op.operationId,
     adminOnly: Boolean(op['x-admin-only']) || /^administrators only\b/.test(sentence),
+    // The sentence itself, shown beside the data doors (their own access, when they have one).
+    who: sentence.replace(/\.$/, ''),
     ownerKey: owner ? owner[1] : null,
     public: Boolean(op['x-public']),
     op,
