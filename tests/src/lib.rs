@@ -7,6 +7,7 @@
 
 pub mod callers;
 pub mod critters;
+pub mod http;
 pub mod logs;
 pub mod parts;
 pub mod tools;
@@ -263,6 +264,18 @@ macro_rules! __if_postgres {
 
 /// The variable that marks a child process started by [`alone`].
 const ALONE: &str = "CRUDFORGE_TEST_ALONE";
+
+/// A user of `db` with `email`, enabled, with the password `some-pass` (bcrypt cost
+/// 4): its id.
+///
+/// # Panics
+///
+/// When the user cannot be created.
+pub async fn user(db: &Database, email: &str) -> uuid::Uuid {
+    crudforge::users::create_user(db, email, "some-pass", true, 4)
+        .await
+        .expect("a test user")
+}
 
 /// Runs the calling test again in a process of its own, for a test that reads or sets
 /// process-wide state (SQLite's global settings, the metrics registry, the environment) and

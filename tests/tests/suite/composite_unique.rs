@@ -14,6 +14,7 @@ use crudforge::crud::Operation;
 use crudforge::db::IndexSpec;
 use crudforge::migrations::{make_migrations, run_migration_dir};
 use crudforge::{with_conn, Api, Database, Resource};
+use crudforge_tests::http::send;
 use crudforge_tests::{backend_tests, Backend, TestDb};
 use diesel::prelude::*;
 use diesel_async::SimpleAsyncConnection;
@@ -89,26 +90,6 @@ pub struct Seat {
 }
 
 type Req = test::TestRequest;
-
-async fn send<S, B>(app: &S, req: Req) -> (u16, Value)
-where
-    S: actix_web::dev::Service<
-        actix_http::Request,
-        Response = actix_web::dev::ServiceResponse<B>,
-        Error = actix_web::Error,
-    >,
-    B: actix_web::body::MessageBody,
-{
-    let resp = test::call_service(app, req.to_request()).await;
-    let status = resp.status().as_u16();
-    let body = test::read_body(resp).await;
-    let body = if body.is_empty() {
-        Value::Null
-    } else {
-        serde_json::from_slice(&body).unwrap()
-    };
-    (status, body)
-}
 
 async fn execute(db: &Database, sql: &str) {
     let mut conn = db.get().await.unwrap();

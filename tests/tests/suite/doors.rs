@@ -11,6 +11,7 @@ use crudforge::perms::{Door, DoorAccess};
 use crudforge::users;
 use crudforge::{Api, CrudBlueprint, Resource};
 use crudforge_tests::backend_tests;
+use crudforge_tests::http::{auth, call, json_of, Req};
 use crudforge_tests::parts::Part;
 use serde_json::Value;
 use uuid::Uuid;
@@ -39,18 +40,10 @@ async fn world(t: &crudforge_tests::TestDb) -> World {
     let cfg = t.config().with(|c| c.auth.bcrypt_cost = 4);
     let db = t.open(&cfg).await;
     crudforge_tests::parts::create_table(&db).await;
-    let user = |email: &'static str| {
-        let db = db.clone();
-        async move {
-            users::create_user(&db, email, "some-pass", true, 4)
-                .await
-                .unwrap()
-        }
-    };
-    let admin = user("admin@example.com").await;
+    let admin = crudforge_tests::user(&db, "admin@example.com").await;
     users::grant_role(&db, admin, "ADMIN", None).await.unwrap();
-    let alice = user("alice@example.com").await;
-    let analyst = user("analyst@example.com").await;
+    let alice = crudforge_tests::user(&db, "alice@example.com").await;
+    let analyst = crudforge_tests::user(&db, "analyst@example.com").await;
     users::grant_role(&db, analyst, "ANALYST", None)
         .await
         .unwrap();
@@ -61,34 +54,6 @@ async fn world(t: &crudforge_tests::TestDb) -> World {
         alice,
         analyst,
     }
-}
-
-type Req = test::TestRequest;
-
-fn auth(req: Req, api: &Api, id: Uuid) -> Req {
-    req.insert_header((
-        "authorization",
-        format!("Bearer {}", api.state().tokens.access(id).unwrap()),
-    ))
-}
-
-/// Status and body of a request.
-async fn call<S, B>(app: &S, req: Req) -> (u16, Vec<u8>)
-where
-    S: actix_web::dev::Service<
-        actix_http::Request,
-        Response = actix_web::dev::ServiceResponse<B>,
-        Error = actix_web::Error,
-    >,
-    B: actix_web::body::MessageBody,
-{
-    let resp = test::call_service(app, req.to_request()).await;
-    let status = resp.status().as_u16();
-    (status, test::read_body(resp).await.to_vec())
-}
-
-fn json_of(body: &[u8]) -> Value {
-    serde_json::from_slice(body).unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(body)))
 }
 
 fn import(api: &Api, who: Option<Uuid>, csv: &str) -> Req {

@@ -13,6 +13,7 @@ use crudforge::crud::{HookCtx, Operation};
 use crudforge::perms::{Open, OwnerRules, Rules};
 use crudforge::users;
 use crudforge::{with_conn, Api, Error, Resource};
+use crudforge_tests::http::send as call;
 use crudforge_tests::{backend_tests, Backend};
 use diesel::prelude::*;
 use diesel_async::SimpleAsyncConnection;
@@ -234,27 +235,6 @@ fn auth(req: Req, api: &Api, id: Uuid) -> Req {
         "authorization",
         format!("Bearer {}", api.state().tokens.access(id).unwrap()),
     ))
-}
-
-/// Status and body of a request.
-async fn call<S, B>(app: &S, req: Req) -> (u16, Value)
-where
-    S: actix_web::dev::Service<
-        actix_http::Request,
-        Response = actix_web::dev::ServiceResponse<B>,
-        Error = actix_web::Error,
-    >,
-    B: actix_web::body::MessageBody,
-{
-    let resp = test::call_service(app, req.to_request()).await;
-    let status = resp.status().as_u16();
-    let body = test::read_body(resp).await;
-    let body = if body.is_empty() {
-        Value::Null
-    } else {
-        serde_json::from_slice(&body).unwrap()
-    };
-    (status, body)
 }
 
 /// How many rows `table` holds.

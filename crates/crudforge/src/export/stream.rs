@@ -140,13 +140,7 @@ async fn judge<R: Resource>(
     let (who, gated) =
         relations::rules::at_door(shared, req, Operation::Index, Door::Export, Some(conn)).await?;
     let rows = who.rows_read::<R>(params)?;
-    let scope = gated.narrow(relations::rules::scope_in(
-        &who,
-        shared,
-        req,
-        rows,
-        relations::rules::Kind::Read,
-    )?);
+    let scope = gated.read_scope(&who, shared, req, rows)?;
     let (mut q, _) = judged_query(shared, params, st, who.viewer())?;
     // The keyset compares the row's own values: a sort across a relation has none.
     if let Some(s) = q.sort.iter().find(|s| R::field(s.field).is_none()) {

@@ -308,13 +308,7 @@ pub(super) async fn readable_file<R: Resource>(
         relations::rules::at_door_for(shared, req, Operation::Get, Door::Download, who.as_ref())?;
     snapshot::read(&st.db, async |conn| {
         let rows = who.rows_read::<R>(&Params::of("")?)?;
-        let scope = gated.narrow(relations::rules::scope_in(
-            &who,
-            shared,
-            req,
-            rows,
-            relations::rules::Kind::Read,
-        )?);
+        let scope = gated.read_scope(&who, shared, req, rows)?;
         let addressed = Condition::from(item_conds(shared, req)?);
         let conds = if scope.is_always() {
             addressed

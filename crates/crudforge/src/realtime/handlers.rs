@@ -132,13 +132,7 @@ async fn open<R: Resource>(
         cfg.realtime_max_streams,
         cfg.realtime_max_streams_per_user,
     )?;
-    let scope = gated.narrow(relations::rules::scope_in(
-        &who,
-        shared,
-        req,
-        Rows::Live,
-        relations::rules::Kind::Read,
-    )?);
+    let scope = gated.read_scope(&who, shared, req, Rows::Live)?;
     let (mut q, _) = crate::crud::list::judged_query(shared, &params, st, who.viewer())?;
     let conds =
         crate::crud::list::conditions(shared, req, &params, conn, scope, &mut q, who.viewer())

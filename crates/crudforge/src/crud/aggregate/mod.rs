@@ -191,13 +191,7 @@ pub(crate) async fn aggregate<R: Resource>(
         // other parameter is judged.
         let rows = who.rows_read::<R>(&params)?;
         let spec = parse::take::<R>(&mut params, &st.config, who.viewer())?;
-        let scope = gated.narrow(relations::rules::scope_in(
-            &who,
-            shared,
-            &req,
-            rows,
-            relations::rules::Kind::Read,
-        )?);
+        let scope = gated.read_scope(&who, shared, &req, rows)?;
         let (mut q, _) = judged_query(shared, &params, st, who.viewer())?;
         let conds = conditions(shared, &req, &params, conn, scope, &mut q, who.viewer()).await?;
         let rows = sql::run::<R>(conn, &spec, &conds, limit).await?;

@@ -208,12 +208,24 @@ pub(crate) fn at_door_for<R: Resource>(
 pub(crate) struct Gated(Option<Condition>);
 
 impl Gated {
-    /// `scope`, narrowed to the door's rows.
-    pub(crate) fn narrow(self, scope: Condition) -> Condition {
-        match self.0 {
-            Some(rows) => scope.and(rows),
+    /// The read scope of `who` at a door that reads (the export, aggregates, the feed,
+    /// downloads): the read rule's among `rows`, narrowed to the door's rows.
+    ///
+    /// # Errors
+    ///
+    /// The rules' refusal (401, 403).
+    pub(crate) fn read_scope<R: Resource>(
+        self,
+        who: &Caller,
+        shared: &Shared<R>,
+        req: &HttpRequest,
+        rows: Rows,
+    ) -> Result<Condition, Error> {
+        let scope = scope_in(who, shared, req, rows, Kind::Read)?;
+        Ok(match self.0 {
+            Some(gated) => scope.and(gated),
             None => scope,
-        }
+        })
     }
 
     /// The door's rows, when its access narrows them.
