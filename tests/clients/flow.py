@@ -233,10 +233,13 @@ r = update_critter.sync_detailed(
 )
 problem(r, 422, "/errors/validation_error")
 
-# Import a CSV file (the generated function sends it as `text/csv`), then export the cats as
-# CSV: the imported rows are there, and a formula comes back neutralized.
+# Import a CSV file (the generated function sends it as `text/csv`): the critters' import is for
+# administrators only (a user gets 403, nothing written). Then export the cats as CSV: the
+# imported rows are there, and a formula comes back neutralized.
 CSV = b"name,species,cuteness_level\r\nPyA,cat,3\r\n=HYPERLINK(1),cat,4\r\n"
 r = import_critter.sync_detailed(client=user, body=File(payload=io.BytesIO(CSV), file_name="c.csv"))
+problem(r, 403, "/errors/forbidden_error")
+r = import_critter.sync_detailed(client=admin, body=File(payload=io.BytesIO(CSV), file_name="c.csv"))
 assert expect(r, 201, ImportCreated).created == 2
 r = export_critter.sync_detailed(
     client=user, format_=ExportCritterFormat.CSV, species="cat", sort="name"
