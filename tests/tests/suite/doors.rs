@@ -161,6 +161,43 @@ backend_tests! {
         assert_eq!(spec["paths"]["/api/parts/events/"]["get"]["x-admin-only"], true);
     }
 
+    async fn a_signed_in_door_of_a_public_list_and_an_import_narrowed_to_rows(t) {
+        let cfg = t.config().with(|c| c.auth.bcrypt_cost = 4);
+        let db = t.open(&cfg).await;
+        crudforge_tests::parts::create_table(&db).await;
+        let alice = crudforge_tests::user(&db, "alice@example.com").await;
+        let parts = Part::blueprint("/api/parts/")
+            .public([crudforge::crud::Operation::Index])
+            .export()
+            .import()
+            .door(Door::Export, DoorAccess::SignedIn)
+            .door(Door::Import, DoorAccess::expr("qty < 10"));
+        let api = Api::new(cfg, db).unwrap().mount(parts).unwrap();
+        let app = test::init_service(api.app()).await;
+        // The list is public; its export asks for a signed-in caller all the same.
+        assert_eq!(call(&app, Req::get().uri("/api/parts/")).await.0, 200);
+        assert_eq!(call(&app, Req::get().uri("/api/parts/export/")).await.0, 401);
+        assert_eq!(call(&app, auth(Req::get().uri("/api/parts/export/"), &api, alice)).await.0, 200);
+        // An import creates only rows the expression admits: one row outside refuses the file.
+        let (s, body) = call(&app, import(&api, Some(alice), "name,qty,stocked\nnut,5,true\nbeam,50,true\n")).await;
+        // (An import names each refused line: 422, the line of the row outside.)
+        assert_eq!(s, 422, "{}", String::from_utf8_lossy(&body));
+        assert_eq!(json_of(&body)["errors"][0]["pointer"], "/lines/3");
+        let (_, body) = call(&app, Req::get().uri("/api/parts/")).await;
+        assert_eq!(json_of(&body)["pagination"]["total"], 0);
+        let (s, body) = call(&app, import(&api, Some(alice), "name,qty,stocked\nnut,5,true\nbolt,9,true\n")).await;
+        assert_eq!(s, 201, "{}", String::from_utf8_lossy(&body));
+        let (_, body) = call(&app, Req::get().uri("/api/parts/")).await;
+        assert_eq!(json_of(&body)["pagination"]["total"], 2);
+        // The description says both.
+        let spec: Value = serde_json::to_value(api.openapi()).unwrap();
+        assert_eq!(who_may_call(&spec, "/api/parts/", "get"), "anyone, without a token.");
+        let export = who_may_call(&spec, "/api/parts/export/", "get");
+        assert!(export.starts_with("any signed-in user"), "{export}");
+        let import = who_may_call(&spec, "/api/parts/import/", "post");
+        assert!(import.contains("what it creates must be an item where `qty` is"), "{import}");
+    }
+
     async fn an_access_that_does_not_fit_the_resource_fails_the_mount(t) {
         let cfg = t.config();
         let db = t.open(&cfg).await;

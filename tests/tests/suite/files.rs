@@ -1679,6 +1679,14 @@ async fn the_description_documents_uploads_and_downloads_on(t: TestDb, store: St
         );
     }
     assert!(download["responses"]["206"].is_object() && download["responses"]["416"].is_object());
+    // The thumbnails its members declare, as the `thumb` parameter's values.
+    let thumb = download["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "thumb")
+        .unwrap_or_else(|| panic!("no thumb parameter: {download}"));
+    assert_eq!(thumb["schema"]["enum"], json!(["16x16"]), "{thumb}");
     let link = &spec["paths"]["/api/pets/{id}/files/{file_id}/link"]["post"];
     assert_eq!(link["operationId"], "linkPetFile");
     // The cards have no GET restrictions but their own download too.

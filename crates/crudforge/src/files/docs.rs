@@ -148,6 +148,32 @@ pub(crate) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
     ));
     let mut download_params = params.clone();
     let text = doc.generator().subschema_for::<String>();
+    let mut boxes: Vec<String> = R::FIELDS
+        .iter()
+        .filter_map(|f| f.file)
+        .flat_map(|r| r.thumbs.iter().map(|(w, h)| format!("{w}x{h}")))
+        .collect();
+    boxes.sort();
+    boxes.dedup();
+    if !boxes.is_empty() {
+        let schema = Schema::Object(SchemaObject {
+            instance_type: Some(InstanceType::String.into()),
+            enum_values: Some(
+                boxes
+                    .iter()
+                    .map(|b| serde_json::Value::from(b.as_str()))
+                    .collect(),
+            ),
+            ..Default::default()
+        });
+        download_params.push(parameter(
+            "thumb",
+            ParameterIn::Query,
+            false,
+            Some("A thumbnail of an image instead of the file: one of the boxes its member declares (400 otherwise), made on the first request and kept; PNG, or JPEG for a JPEG.".into()),
+            schema,
+        ));
+    }
     for header in ["Range", "If-None-Match", "If-Range"] {
         download_params.push(parameter(
             header,
