@@ -1,5 +1,5 @@
 //! Habitats and the critters' relation to them, over HTTP on both backends: signed-in users
-//! read habitats, administrators write them; `expand=habitat` embeds a critter's habitat,
+//! read habitats, administrators write them and a keeper changes the climate of theirs; `expand=habitat` embeds a critter's habitat,
 //! `expand=critters` a habitat's critters; `habitat.name=...` (and the `filter` expression)
 //! filters critters, `sort=habitat.name` sorts them; a habitat that critters name, deleted
 //! critters included, is not deleted (409).
@@ -174,5 +174,54 @@ fn habitats_and_expanded_critters() {
         app.problem(&app.delete(&tundra_item, Some(&at)), 409, &tundra_item);
         let empty_item = format!("{list}{}", empty["id"].as_str().unwrap());
         assert_eq!(app.delete(&empty_item, Some(&at)).status, 204);
+    }
+}
+
+/// The habitats' member rule: a keeper changes the climate of the habitat they keep, and not
+/// its name or keeper (403 naming the member, nothing written); sending the stored name back is
+/// no change; another user changes nothing; administrators change everything.
+#[test]
+fn a_keeper_changes_only_the_climate() {
+    for b in backends() {
+        b.user("admin@example.com", &["--admin"]);
+        let kate_id = b.user("kate@example.com", &[]);
+        b.user("bob@example.com", &[]);
+        let app = App::start(b);
+        let at = app.login("admin@example.com");
+        let kt = app.login("kate@example.com");
+        let bt = app.login("bob@example.com");
+        let list = "/api/habitats/";
+        let body = json!({"name": "Marsh", "climate": "wet", "keeper_id": kate_id});
+        let marsh = app.json(&app.post(list, Some(&at), body), 201);
+        let item = format!("{list}{}", marsh["id"].as_str().unwrap());
+
+        let changed = app.json(
+            &app.patch(&item, Some(&kt), json!({"climate": "humid"})),
+            200,
+        );
+        assert_eq!(changed["climate"], "humid");
+        let same_name = json!({"name": "Marsh", "climate": "misty"});
+        let changed = app.json(&app.patch(&item, Some(&kt), same_name), 200);
+        assert_eq!(changed["climate"], "misty");
+        for (member, value) in [("name", json!("Bog")), ("keeper_id", Value::Null)] {
+            let mut change = json!({"climate": "dry"});
+            change[member] = value;
+            let r = app.patch(&item, Some(&kt), change);
+            let problem = app.problem(&r, 403, &item);
+            let detail = problem["detail"].as_str().unwrap();
+            assert!(detail.contains(&format!("`{member}`")), "{detail}");
+        }
+        app.problem(
+            &app.patch(&item, Some(&bt), json!({"climate": "dry"})),
+            403,
+            &item,
+        );
+        let now = app.json(&app.get(&item, Some(&bt)), 200);
+        assert_eq!(
+            (&now["name"], &now["climate"]),
+            (&json!("Marsh"), &json!("misty"))
+        );
+        let renamed = app.json(&app.patch(&item, Some(&at), json!({"name": "Bog"})), 200);
+        assert_eq!(renamed["name"], "Bog");
     }
 }

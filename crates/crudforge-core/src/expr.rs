@@ -84,11 +84,22 @@ pub const CALLER_VALUES: &[(&str, &str)] = &[
     ),
     ("admin", "whether the caller is a global administrator"),
     ("signed_in", "whether the caller is signed in"),
+    (
+        "new.<member>",
+        "in a member rule, the value the write sends for a member (its stored value when the \
+         write leaves it out): `@new.state = 'accepted'`, `amount_cents >= @new.amount_cents`",
+    ),
 ];
 
 /// Whether `name` (after `@`) is a known caller value.
 pub fn is_caller_value(name: &str) -> bool {
-    CALLER_VALUES.iter().any(|(n, _)| *n == name)
+    new_member(name).is_some() || CALLER_VALUES.iter().any(|(n, _)| *n == name)
+}
+
+/// The member `name` (after `@`) names when it is `new.<member>`: the value a write sends.
+pub fn new_member(name: &str) -> Option<&str> {
+    name.strip_prefix("new.")
+        .filter(|m| !m.is_empty() && !m.contains('.'))
 }
 
 /// The caller values, as help lines list them (`@me, @domains, ...`).
@@ -279,6 +290,9 @@ pub struct Outline {
     pub paths: Vec<(String, usize)>,
     /// The caller values (`me`), without `@`, and their positions.
     pub callers: Vec<(String, usize)>,
+    /// The members whose sent values the rule reads (`@new.state`: `state`), and their
+    /// positions.
+    pub sent: Vec<(String, usize)>,
 }
 
 /// The outline of a rule: checks the grammar (not the fields, which the caller knows) and
@@ -383,6 +397,7 @@ impl Outliner {
                 match name.as_str() {
                     "admin" | "signed_in" => Ok(()),
                     "role" => self.role(),
+                    n if new_member(n).is_some() => self.comparison(),
                     _ => Err(error(
                         pos,
                         format!("`@{name}` is a value: compare a field with it (`owner_id = @me`)"),
@@ -413,7 +428,10 @@ impl Outliner {
                 ),
             ));
         }
-        self.out.callers.push((name.to_owned(), pos));
+        match new_member(name) {
+            Some(member) => self.out.sent.push((member.to_owned(), pos)),
+            None => self.out.callers.push((name.to_owned(), pos)),
+        }
         Ok(())
     }
 
@@ -585,5 +603,25 @@ mod tests {
             let e = outline(src, 16).unwrap_err();
             assert!(e.message.contains(want), "{src}: {}", e.message);
         }
+    }
+
+    /// `@new.<member>`: a sent value, on either side of a comparison; not a path.
+    #[test]
+    fn outlines_sent_values() {
+        let o = outline(
+            "@new.state in ('a', 'b') or (amount >= @new.amount and @new.note is null)",
+            16,
+        )
+        .unwrap();
+        let names = |v: &[(String, usize)]| v.iter().map(|p| p.0.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&o.sent), ["state", "amount", "note"]);
+        assert_eq!(names(&o.paths), ["amount"]);
+        assert!(o.callers.is_empty());
+        assert_eq!(new_member("new.state"), Some("state"));
+        for not_sent in ["new", "new.", "new.a.b", "me"] {
+            assert_eq!(new_member(not_sent), None, "{not_sent}");
+        }
+        let e = outline("@new.a.b = 1", 16).unwrap_err();
+        assert!(e.message.contains("not a caller value"), "{}", e.message);
     }
 }

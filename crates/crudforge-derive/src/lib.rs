@@ -41,7 +41,7 @@ use proc_macro::TokenStream;
 /// | `table = path` | the Diesel table (default: `#[diesel(table_name = ...)]`) |
 /// | `name = "Name"` | the resource name in operation ids (default: the struct's name) |
 /// | `rules = expr` | the resource's permission rules, a `crudforge::perms::Rules` value (default: signed-in users may do everything, admins always) |
-/// | `rules(read = "...", update = "...", delete = "...", write = "...", create = "...")` | the permission rules as expressions in the `filter` grammar with the caller's values (`owner_id = @me`); a kind left out lets signed-in callers in; not together with `rules = expr` |
+/// | `rules(read = "...", update = "...", delete = "...", write = "...", create = "...")` | the permission rules as expressions in the `filter` grammar with the caller's values (`owner_id = @me`); a kind left out lets signed-in callers in; not together with `rules = expr`. Member rules: `update(state, message) = "..."` and `create(state) = "..."`, where `@new.state` is the value a write sends |
 /// | `crate = "path"` | where the runtime crate is (default: `::crudforge`) |
 /// | `index("col", ...)` | an index the resource's queries need, columns in order, each a field, as strings (repeatable; `Resource::INDEXES`, checked when the API starts) |
 /// | `unique("col", "col", ...)` | a composite unique constraint: no two rows share the values of all its members (two or more fields, as strings; repeatable; `Resource::UNIQUES`). A unique index `<table>_<col>_<col>_key` enforces it: model-first migrations create it, `print-indexes` prints it, the schema check reports it missing; a write that breaks it is a 409 naming every member |

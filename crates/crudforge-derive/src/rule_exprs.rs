@@ -1,6 +1,8 @@
-//! Permission rules as expressions (`#[resource(rules(read = "...", ...))]`): what the derive
-//! checks at compile time (each expression parses, names known caller values, and starts each
-//! comparison with a field of the model or one of its declared relations), and the
+//! Permission rules as expressions (`#[resource(rules(read = "...", ...))]`, and member rules
+//! `update(state) = "..."`): what the derive checks at compile time (each expression parses,
+//! names known caller values, starts each comparison with a field of the model or one of its
+//! declared relations, and reads sent values `@new.member` only in member rules, of the
+//! model's fields), and the
 //! `default_rules` it writes (a `crudforge::perms::Expr`, whose members, paths and values the
 //! runtime checks against the resources when the blueprint is mounted).
 
@@ -28,6 +30,20 @@ pub(crate) fn check(cx: &Ctxt, m: &Model) {
     let fields: Vec<String> = m.fields.iter().map(crate::ast::Field::name).collect();
     for r in &m.attrs.rule_exprs {
         let src = r.expr.value();
+        for member in &r.members {
+            if !fields.contains(&member.to_string()) {
+                cx.error(
+                    member,
+                    format!(
+                        "the `{}` rule governs `{member}`, which is not a field of {}\nhelp: the \
+                         fields are {}",
+                        r.name(),
+                        m.ident,
+                        fields.join(", ")
+                    ),
+                );
+            }
+        }
         let outline = match crudforge_core::expr::outline(&src, MAX_DEPTH) {
             Ok(o) => o,
             Err(e) => {
@@ -36,7 +52,7 @@ pub(crate) fn check(cx: &Ctxt, m: &Model) {
                     format!(
                         "the `{}` rule does not parse: at character {}: {}\nhelp: rules are \
                          `filter` expressions with the caller's values ({})",
-                        r.kind,
+                        r.name(),
                         e.pos,
                         e.message,
                         crudforge_core::expr::caller_values_list()
@@ -45,6 +61,28 @@ pub(crate) fn check(cx: &Ctxt, m: &Model) {
                 continue;
             }
         };
+        for (member, pos) in &outline.sent {
+            let problem = if r.members.is_empty() {
+                Some(format!(
+                    "`@new.{member}` (a value the write sends) belongs to member rules, such as \
+                     `update({member}) = \"...\"`"
+                ))
+            } else if !fields.contains(member) {
+                Some(format!(
+                    "`@new.{member}`: `{member}` is not a field of {}; the fields are {}",
+                    m.ident,
+                    fields.join(", ")
+                ))
+            } else {
+                None
+            };
+            if let Some(problem) = problem {
+                cx.error(
+                    &r.expr,
+                    format!("the `{}` rule, at character {pos}: {problem}", r.name()),
+                );
+            }
+        }
         for (path, pos) in &outline.paths {
             let problem: Option<(String, String)> = match path.split_once('.') {
                 None if fields.contains(path) => None,
@@ -72,7 +110,7 @@ pub(crate) fn check(cx: &Ctxt, m: &Model) {
                     &r.expr,
                     format!(
                         "the `{}` rule, at character {pos}: {what}\nhelp: {help}",
-                        r.kind
+                        r.name()
                     ),
                 );
             }
@@ -86,9 +124,14 @@ pub(crate) fn default_rules(m: &Model, k: &Path) -> Option<TokenStream> {
         return None;
     }
     let calls = m.attrs.rule_exprs.iter().map(|r| {
-        let method = syn::Ident::new(&r.kind, r.expr.span());
         let expr = &r.expr;
-        quote!(.#method(#expr))
+        if r.members.is_empty() {
+            let method = syn::Ident::new(&r.kind, r.expr.span());
+            return quote!(.#method(#expr));
+        }
+        let method = syn::Ident::new(&format!("{}_members", r.kind), r.expr.span());
+        let members = r.members.iter().map(ToString::to_string);
+        quote!(.#method([#(#members),*], #expr))
     });
     Some(quote!(#k::perms::Expr::new() #(#calls)*))
 }

@@ -160,6 +160,13 @@ pub trait Rules<R>: Send + Sync + 'static {
     fn roles_named(&self) -> Vec<String> {
         Vec::new()
     }
+
+    /// The rules as expressions, when they are ([`Expr`]): its member rules judge which
+    /// members a write may send. None by default.
+    #[doc(hidden)]
+    fn as_expr(&self) -> Option<&Expr> {
+        None
+    }
 }
 
 /// Rules written as expressions in the `filter` grammar, one per kind of operation, with the
@@ -188,7 +195,30 @@ pub trait Rules<R>: Send + Sync + 'static {
 /// The `read` rule is the scope of lists, counts, `GET`, relations and expansions; `update`
 /// is judged on the stored row and again on the row as written, in the write's transaction;
 /// `delete` on the stored row; `create` on the row as it is stored, in the create's
-/// transaction, and a change may not take a row the `create` rule allows out of it. The expressions are checked against the
+/// transaction, and a change may not take a row the `create` rule allows out of it.
+///
+/// Member rules narrow what a write may send, one rule per member or group of members:
+///
+/// ```
+/// use crudforge::perms::Expr;
+///
+/// let rules = Expr::new()
+///     .read("buyer_id = @me or listing.seller_id = @me")
+///     .update("buyer_id = @me or listing.seller_id = @me")
+///     .update_members(["state"], "listing.seller_id = @me")
+///     .update_members(["message", "amount_cents"], "buyer_id = @me and state = 'pending'")
+///     .create_members(["state"], "@new.state = 'pending'");
+/// # let _ = rules;
+/// ```
+///
+/// An update member rule is judged on the stored row, in the update's own statement, when the
+/// write sends one of its members with a value other than the stored one; `@new.member` is the
+/// value the write sends (the stored one when the write leaves that member out), compared with
+/// a value (`@new.state in ('accepted', 'declined')`) or with the stored value of the same
+/// member (`amount_cents >= @new.amount_cents`: it may only go down). A create member rule is
+/// judged on the row as created when the write sends one of its members. A refused member is
+/// named in a 403 (401 anonymous), and nothing is written; batch writes and imports obey the
+/// same rules. The expressions are checked against the
 /// resource when its blueprint is mounted (a misspelt member fails the mount); the derive's
 /// `#[resource(rules(read = "...", ...))]` checks what it can at compile time.
 #[derive(Debug, Clone, Default)]
@@ -197,6 +227,8 @@ pub struct Expr {
     pub(crate) update: Option<String>,
     pub(crate) delete: Option<String>,
     pub(crate) create: Option<String>,
+    /// The member rules, in the order they were given.
+    pub(crate) members: Vec<MemberRule>,
     /// The expressions compiled for one resource type, kept after the first use.
     pub(crate) compiled: CompiledSlot,
 }
@@ -250,6 +282,62 @@ impl Expr {
         self.create = Some(expr.into());
         self.compiled = CompiledSlot::new();
         self
+    }
+
+    /// Who may change `members` (`PATCH`, batch `PATCH`): an update that sends one of them
+    /// with a new value must satisfy `expr` on the stored row; `@new.member` is the value
+    /// sent.
+    #[must_use]
+    pub fn update_members<I, S>(self, members: I, expr: impl Into<String>) -> Expr
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.member_rule(false, members, expr.into())
+    }
+
+    /// Who may set `members` when creating (`POST`, batch `POST`, import): a create that sends
+    /// one of them must satisfy `expr` on the row as created.
+    #[must_use]
+    pub fn create_members<I, S>(self, members: I, expr: impl Into<String>) -> Expr
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.member_rule(true, members, expr.into())
+    }
+
+    fn member_rule<I, S>(mut self, create: bool, members: I, expr: String) -> Expr
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.members.push(MemberRule {
+            create,
+            members: members.into_iter().map(Into::into).collect(),
+            expr,
+        });
+        self.compiled = CompiledSlot::new();
+        self
+    }
+}
+
+/// One member rule of an [`Expr`], as written.
+#[derive(Debug, Clone)]
+pub(crate) struct MemberRule {
+    /// A create rule (`create_members`) or an update rule (`update_members`).
+    pub(crate) create: bool,
+    /// The members it governs.
+    pub(crate) members: Vec<String>,
+    /// The expression.
+    pub(crate) expr: String,
+}
+
+impl MemberRule {
+    /// How messages and the description name the rule: `update(state, message)`.
+    pub(crate) fn kind(&self) -> String {
+        let op = if self.create { "create" } else { "update" };
+        format!("{op}({})", self.members.join(", "))
     }
 }
 

@@ -20,6 +20,7 @@ pub mod indexes;
 pub mod keys;
 pub mod limits;
 pub mod listing;
+pub mod member_rules;
 pub mod members;
 pub mod model_first;
 pub mod model_first_files;

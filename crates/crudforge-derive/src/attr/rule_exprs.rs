@@ -1,7 +1,9 @@
 //! Reading `rules(read = "...", update = "...", delete = "...", create = "...")`: the
-//! resource's permission rules as expressions, one per kind of operation.
+//! resource's permission rules as expressions, one per kind of operation; and the member rules
+//! `update(state, message) = "..."`, `create(state) = "..."`.
 
 use crate::ctxt::Ctxt;
+use syn::ext::IdentExt;
 use syn::meta::ParseNestedMeta;
 use syn::LitStr;
 
@@ -14,6 +16,19 @@ pub(crate) struct RuleExpr {
     pub(crate) kind: String,
     /// The expression.
     pub(crate) expr: LitStr,
+    /// The members a member rule (`update(a, b) = "..."`) governs; empty for a row rule.
+    pub(crate) members: Vec<syn::Ident>,
+}
+
+impl RuleExpr {
+    /// How messages name the rule: `update` or `update(state, message)`.
+    pub(crate) fn name(&self) -> String {
+        if self.members.is_empty() {
+            return self.kind.clone();
+        }
+        let members: Vec<String> = self.members.iter().map(ToString::to_string).collect();
+        format!("{}({})", self.kind, members.join(", "))
+    }
 }
 
 /// Reads the parentheses of `rules(...)` at `meta` into `out`.
@@ -41,14 +56,39 @@ pub(super) fn expressions(
             let _: syn::Expr = inner.value()?.parse()?;
             return Ok(());
         }
+        let mut members = Vec::new();
+        if inner.input.peek(syn::token::Paren) {
+            let list;
+            syn::parenthesized!(list in inner.input);
+            let names = list.parse_terminated(syn::Ident::parse_any, syn::Token![,])?;
+            members.extend(names);
+            if kind != "update" && kind != "create" {
+                cx.error(
+                    &inner.path,
+                    format!(
+                        "`{kind}(...)`: member rules are `update(members) = \"...\"` and \
+                         `create(members) = \"...\"`"
+                    ),
+                );
+            } else if members.is_empty() {
+                cx.error(
+                    &inner.path,
+                    format!("`{kind}()` names no member\nhelp: `{kind}(state) = \"...\"`"),
+                );
+            }
+        }
         let expr: LitStr = inner.value()?.parse()?;
-        if out.iter().any(|r| r.kind == kind) {
+        if members.is_empty() && out.iter().any(|r| r.kind == kind && r.members.is_empty()) {
             cx.error(
                 &expr,
                 format!("the `{kind}` rule is given twice\nhelp: keep one"),
             );
         }
-        out.push(RuleExpr { kind, expr });
+        out.push(RuleExpr {
+            kind,
+            expr,
+            members,
+        });
         Ok(())
     })
 }

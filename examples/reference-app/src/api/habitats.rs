@@ -1,6 +1,7 @@
-//! Habitats: where critters live. Any signed-in user reads them, administrators write them
-//! (the blueprint makes POST, PATCH and DELETE admin-only, so only they name a habitat's
-//! keeper); each critter may name one.
+//! Habitats: where critters live. Any signed-in user reads them; administrators create and
+//! delete them (the blueprint makes POST and DELETE admin-only) and name a habitat's keeper;
+//! its keeper may change its climate, and nothing else (member rules); each critter may name
+//! one.
 
 use super::critters::Critter;
 use super::schema::habitats;
@@ -12,9 +13,17 @@ use uuid::Uuid;
 /// A habitat. `GET /api/habitats/{id}?expand=critters` embeds its critters (the first 10
 /// live ones, by creation);
 /// deleting a habitat that critters name, deleted ones included, is a 409.
+///
+/// Its rules: signed-in users read habitats (the default); a habitat's keeper changes it, and
+/// a member rule keeps its `name` and `keeper_id` to administrators, so a keeper changes the
+/// climate only (sending the stored name back is no change). Administrators pass every rule.
 #[derive(Debug, Clone, Queryable, Selectable, Resource)]
 #[diesel(table_name = habitats)]
-#[resource(has_many(critters = Critter, key = "habitat_id"), index("keeper_id"))]
+#[resource(
+    rules(update = "keeper_id = @me", update(name, keeper_id) = "@admin"),
+    has_many(critters = Critter, key = "habitat_id"),
+    index("keeper_id")
+)]
 pub struct Habitat {
     /// Identifier.
     pub id: Uuid,

@@ -171,13 +171,12 @@ pub fn mount(api: Api, recovery_settings: RecoverySettings) -> Result<Api, Mount
                 .before_update_input(critters::tidy_change)
                 .after_commit(critters::announce),
         )?
-        // Signed-in users read habitats; administrators write them (its keeper included). A
-        // habitat that critters name is not deleted (409).
-        .mount(Habitat::blueprint("/api/habitats/").admin_only([
-            Operation::Post,
-            Operation::Patch,
-            Operation::Delete,
-        ]))?
+        // Signed-in users read habitats; administrators create and delete them; a habitat's
+        // keeper changes its climate (the model's rules). A habitat that critters name is not
+        // deleted (409).
+        .mount(
+            Habitat::blueprint("/api/habitats/").admin_only([Operation::Post, Operation::Delete]),
+        )?
         // Visits: the model's rules (expressions) say who reads and writes each one.
         .mount(
             // What the admin page shows of visits: its name, its list's columns, a label.

@@ -105,6 +105,21 @@ pub(crate) enum CallerTerm {
     SignedIn,
     /// `true` or `false`.
     Const(bool),
+    /// `@new.member <op> value` (member rules only): the value the write sends for the member,
+    /// compared with a value; the stored value when the write leaves the member out.
+    Sent {
+        field: &'static str,
+        kind: Kind,
+        op: Op,
+        arg: Arg,
+    },
+    /// `member <op> @new.member` (member rules only): the stored value compared with the one
+    /// the write sends; the stored value with itself when the write leaves the member out.
+    Against {
+        field: &'static str,
+        kind: Kind,
+        op: Op,
+    },
     /// `field < now` (or `today`, any comparison but `in`): the server's clock, read each
     /// time the rule is judged rather than once when it is compiled.
     Clock {
@@ -151,7 +166,7 @@ pub(crate) fn parse_filter_expr_rel(
     let resolve = |name: &str| {
         related_param(rels, name).map(|(rel, target, rest)| (vec![rel], target, rest.to_owned()))
     };
-    parse(fields, &resolve, false, src, limits)
+    parse(fields, &resolve, Grammar::Filter, src, limits)
 }
 
 /// Parses a permission rule against `fields`: the `filter` grammar, where a comparison may
@@ -166,13 +181,39 @@ pub(crate) fn parse_rule<T: Tree>(
     src: &str,
     limits: ExprLimits,
 ) -> Result<T, Error> {
-    parse(fields, resolve, true, src, limits)
+    parse(fields, resolve, Grammar::Rule, src, limits)
+}
+
+/// Parses a member rule: a permission rule that may also read the values a write sends
+/// (`@new.state`, [`CallerTerm::Sent`], [`CallerTerm::Against`]).
+///
+/// # Errors
+///
+/// As [`parse_rule`].
+pub(crate) fn parse_member_rule<T: Tree>(
+    fields: &'static [FieldInfo],
+    resolve: Resolve<'_>,
+    src: &str,
+    limits: ExprLimits,
+) -> Result<T, Error> {
+    parse(fields, resolve, Grammar::MemberRule, src, limits)
+}
+
+/// Which expressions a parser reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Grammar {
+    /// The `filter` parameter: no caller.
+    Filter,
+    /// A row rule: the caller's values.
+    Rule,
+    /// A member rule: the caller's values and the sent ones (`@new.member`).
+    MemberRule,
 }
 
 fn parse<T: Tree>(
     fields: &'static [FieldInfo],
     resolve: Resolve<'_>,
-    rules: bool,
+    grammar: Grammar,
     src: &str,
     limits: ExprLimits,
 ) -> Result<T, Error> {
@@ -190,7 +231,8 @@ fn parse<T: Tree>(
         toks: lex(src)?,
         fields,
         resolve,
-        rules,
+        rules: grammar != Grammar::Filter,
+        sent: grammar == Grammar::MemberRule,
         max_depth: limits.max_depth,
         tree: std::marker::PhantomData,
     };
@@ -217,6 +259,8 @@ struct Parser<'r, T> {
     resolve: Resolve<'r>,
     /// Whether this is a permission rule (caller values, `true`, `false`).
     rules: bool,
+    /// Whether this is a member rule (`@new.member`).
+    sent: bool,
     max_depth: usize,
     tree: std::marker::PhantomData<T>,
 }
@@ -315,6 +359,10 @@ impl<T: Tree> Parser<'_, T> {
                         self.next();
                         return self.role().map(Some);
                     }
+                    n if crudforge_core::expr::new_member(n).is_some() => {
+                        self.next();
+                        return self.sent_value(n, pos).map(Some);
+                    }
                     _ => {
                         return Err(error(
                             pos,
@@ -329,6 +377,101 @@ impl<T: Tree> Parser<'_, T> {
         };
         self.next();
         Ok(Some(self.term(term, pos)?))
+    }
+
+    /// The field `@new.<member>` (`name`, at `pos`) names: a filterable field of the
+    /// resource itself, in a member rule.
+    fn sent_field(&self, name: &str, pos: usize) -> Result<&'static FieldInfo, Error> {
+        let member = crudforge_core::expr::new_member(name).unwrap_or(name);
+        if !self.sent {
+            return Err(error(
+                pos,
+                format!(
+                    "`@{name}` (a value the write sends) belongs to member rules, not to rules \
+                     on whole rows"
+                ),
+            ));
+        }
+        self.fields
+            .iter()
+            .find(|f| f.name == member && f.filterable)
+            .ok_or_else(|| {
+                error(
+                    pos,
+                    format!(
+                        "`@{name}`: `{member}` is not a filterable field; filterable fields: {}",
+                        self.fields
+                            .iter()
+                            .filter(|f| f.filterable)
+                            .map(|f| f.name)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
+            })
+    }
+
+    /// Refuses an ordering (`<`, `>=`, ...) of a sent value whose kind the server and the
+    /// database might order differently (text by collation) or not at all.
+    fn sent_op(field: &FieldInfo, op: Op, pos: usize) -> Result<(), Error> {
+        let ordered = matches!(
+            field.kind,
+            Kind::Integer | Kind::Float | Kind::Date | Kind::DateTime
+        );
+        match op {
+            Op::Gt | Op::Gte | Op::Lt | Op::Lte if !ordered => Err(error(
+                pos,
+                format!(
+                    "a sent `{}` is compared with `=`, `!=`, `in` or `is null`",
+                    field.name
+                ),
+            )),
+            Op::Like | Op::ILike => Err(error(
+                pos,
+                format!(
+                    "a sent value is not matched with a pattern; compare `{}` with `=`, `!=` \
+                     or `in`",
+                    field.name
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// The rest of `@new.member <op> value` (after `@new.member`, `name`, at `pos`).
+    fn sent_value(&mut self, name: &str, pos: usize) -> Result<T, Error> {
+        let field = self.sent_field(name, pos)?;
+        let op_pos = self.peek().1;
+        let (o, _) = self.operator_for(field)?;
+        Self::sent_op(field, o.op, op_pos)?;
+        let arg = match o.op {
+            Op::IsNull => self.null_check()?,
+            Op::In => self.list(field)?,
+            _ => {
+                let (t, p) = self.peek().clone();
+                if let Tok::Ident(w) = &t {
+                    if crate::crud::query::clock::word(w, field.kind).is_some() {
+                        return Err(error(
+                            p,
+                            format!(
+                                "a sent `{}` is compared with a literal, not with `{w}`",
+                                field.name
+                            ),
+                        ));
+                    }
+                }
+                self.value(field)?
+            }
+        };
+        self.term(
+            CallerTerm::Sent {
+                field: field.name,
+                kind: field.kind,
+                op: o.op,
+                arg,
+            },
+            pos,
+        )
     }
 
     /// The tree of a caller term (refused outside rules).
@@ -468,6 +611,30 @@ impl<T: Tree> Parser<'_, T> {
                 Self::cond(field, o.op, pat)
             }
             op => match self.peek().clone() {
+                (Tok::Caller(name), pos)
+                    if crudforge_core::expr::new_member(&name).is_some() && self.rules =>
+                {
+                    self.next();
+                    let sent = self.sent_field(&name, pos)?;
+                    if sent.name != field.name || !related.is_empty() {
+                        return Err(error(
+                            pos,
+                            format!(
+                                "`@{name}` is compared with `{}` itself or with a value",
+                                sent.name
+                            ),
+                        ));
+                    }
+                    Self::sent_op(field, op, pos)?;
+                    self.term(
+                        CallerTerm::Against {
+                            field: field.name,
+                            kind: field.kind,
+                            op,
+                        },
+                        pos,
+                    )?
+                }
                 (Tok::Caller(name), pos) => {
                     self.check_caller(&name, pos)?;
                     self.next();

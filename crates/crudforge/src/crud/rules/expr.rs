@@ -4,12 +4,15 @@
 
 use crate::auth::CurrentUser;
 use crate::condition::{Arg, Cond, Condition, Op, Related};
-use crate::crud::query::filter_expr::{parse_rule, CallerTerm, ExprLimits, Tree};
+use crate::crud::query::filter_expr::{
+    parse_member_rule, parse_rule, CallerTerm, ExprLimits, Tree,
+};
 use crate::crud::{FieldInfo, Resource};
 use crate::error::Error;
 use crate::perms::{Access, Expr, Rules};
 use serde_json::{Map, Value};
 use std::any::TypeId;
+use std::cmp::Ordering;
 use std::sync::Arc;
 
 /// A rule's template: the parsed expression, its caller terms still open.
@@ -55,13 +58,19 @@ pub(crate) enum Folded {
 impl Rule {
     /// The rule for `user` (`None`: anonymous), its constant parts folded away.
     pub(crate) fn fold(&self, user: Option<&CurrentUser>) -> Folded {
+        self.fold_sent(user, None)
+    }
+
+    /// The rule for `user` and the members a write sends (`sent`, for a member rule's
+    /// `@new.member`), its constant parts folded away.
+    pub(crate) fn fold_sent(&self, user: Option<&CurrentUser>, sent: Sent<'_>) -> Folded {
         match self {
             Rule::Is(c) => Folded::Rows(Condition::Is(c.clone())),
-            Rule::Caller(t) => term(t, user),
+            Rule::Caller(t) => term(t, user, sent),
             Rule::All(v) => {
                 let mut out = Vec::with_capacity(v.len());
                 for r in v {
-                    match r.fold(user) {
+                    match r.fold_sent(user, sent) {
                         Folded::False => return Folded::False,
                         Folded::True => {}
                         Folded::Rows(c) => out.push(c),
@@ -76,7 +85,7 @@ impl Rule {
             Rule::Any(v) => {
                 let mut out = Vec::with_capacity(v.len());
                 for r in v {
-                    match r.fold(user) {
+                    match r.fold_sent(user, sent) {
                         Folded::True => return Folded::True,
                         Folded::False => {}
                         Folded::Rows(c) => out.push(c),
@@ -88,12 +97,12 @@ impl Rule {
                     _ => Folded::Rows(Condition::Any(out)),
                 }
             }
-            Rule::Not(inner) => match inner.fold(user) {
+            Rule::Not(inner) => match inner.fold_sent(user, sent) {
                 Folded::True => Folded::False,
                 Folded::False => Folded::True,
                 Folded::Rows(c) => Folded::Rows(Condition::Not(Box::new(c))),
             },
-            Rule::Related(name, inner) => match inner.fold(user) {
+            Rule::Related(name, inner) => match inner.fold_sent(user, sent) {
                 // No related row can match.
                 Folded::False => Folded::False,
                 // A related row the caller may read.
@@ -135,11 +144,48 @@ impl Rule {
     }
 }
 
-/// A caller term for `user`.
-fn term(t: &CallerTerm, user: Option<&CurrentUser>) -> Folded {
+/// The members a write sends, as JSON (`None` outside member rules).
+pub(crate) type Sent<'a> = Option<&'a Map<String, Value>>;
+
+/// A caller term for `user` and the members a write sends.
+fn term(t: &CallerTerm, user: Option<&CurrentUser>, sent: Sent<'_>) -> Folded {
     let truth = |b: bool| if b { Folded::True } else { Folded::False };
     match (t, user) {
         (CallerTerm::Const(b), _) => truth(*b),
+        (
+            CallerTerm::Sent {
+                field,
+                kind,
+                op,
+                arg,
+            },
+            _,
+        ) => match sent.and_then(|m| m.get(*field)) {
+            // Left out: the stored value stays, and the rule compares it.
+            None => Folded::Rows(Condition::Is(Cond {
+                field,
+                op: *op,
+                arg: arg.clone(),
+                param: (*field).to_owned(),
+            })),
+            Some(v) => truth(sent_holds(*kind, v, *op, arg)),
+        },
+        (CallerTerm::Against { field, kind, op }, _) => {
+            match sent.and_then(|m| m.get(*field)) {
+                // Left out: the member compared with itself.
+                None => truth(matches!(op, Op::Eq | Op::Gte | Op::Lte)),
+                Some(v) => match sent_arg(*kind, v) {
+                    Some(arg) => Folded::Rows(Condition::Is(Cond {
+                        field,
+                        op: *op,
+                        arg,
+                        param: (*field).to_owned(),
+                    })),
+                    // A comparison with null holds for no row, as in SQL.
+                    None => Folded::False,
+                },
+            }
+        }
         (
             CallerTerm::Clock {
                 field,
@@ -214,6 +260,68 @@ fn term(t: &CallerTerm, user: Option<&CurrentUser>) -> Folded {
     }
 }
 
+/// A sent JSON value as a value of a member of `kind`; `None` for null and for a value of
+/// another type (which the body's decoding refuses with 422).
+pub(crate) fn sent_arg(kind: crate::field::Kind, v: &Value) -> Option<Arg> {
+    use crate::condition::parse_arg;
+    let text = match v {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        Value::Bool(b) => b.to_string(),
+        _ => return None,
+    };
+    parse_arg(kind, &text).ok()
+}
+
+/// Whether the sent value `v` of a member of `kind` satisfies `op arg`; null satisfies only
+/// `is null`, as in SQL.
+fn sent_holds(kind: crate::field::Kind, v: &Value, op: Op, arg: &Arg) -> bool {
+    if op == Op::IsNull {
+        return *arg == Arg::Bool(v.is_null());
+    }
+    let Some(a) = sent_arg(kind, v) else {
+        return false;
+    };
+    let cmp = |b: &Arg| order(&a, b);
+    match (op, arg) {
+        (Op::In, Arg::List(items)) => items.iter().any(|b| cmp(b) == Some(Ordering::Equal)),
+        (Op::Eq, b) => cmp(b) == Some(Ordering::Equal),
+        (Op::Ne, b) => cmp(b).is_some_and(Ordering::is_ne),
+        (Op::Gt, b) => cmp(b) == Some(Ordering::Greater),
+        (Op::Gte, b) => cmp(b).is_some_and(Ordering::is_ge),
+        (Op::Lt, b) => cmp(b) == Some(Ordering::Less),
+        (Op::Lte, b) => cmp(b).is_some_and(Ordering::is_le),
+        _ => false,
+    }
+}
+
+/// How two values of one kind compare (text and UUIDs only for equality: the parser refuses
+/// to order them).
+fn order(a: &Arg, b: &Arg) -> Option<Ordering> {
+    match (a, b) {
+        (Arg::Int(x), Arg::Int(y)) => Some(x.cmp(y)),
+        (Arg::Float(x), Arg::Float(y)) => x.partial_cmp(y),
+        (Arg::Date(x), Arg::Date(y)) => Some(x.cmp(y)),
+        (Arg::DateTime(x), Arg::DateTime(y)) => Some(x.cmp(y)),
+        (Arg::Text(x), Arg::Text(y)) => Some(if x == y {
+            Ordering::Equal
+        } else {
+            Ordering::Less
+        }),
+        (Arg::Uuid(x), Arg::Uuid(y)) => Some(if x == y {
+            Ordering::Equal
+        } else {
+            Ordering::Less
+        }),
+        (Arg::Bool(x), Arg::Bool(y)) => Some(if x == y {
+            Ordering::Equal
+        } else {
+            Ordering::Less
+        }),
+        _ => None,
+    }
+}
+
 /// The expressions of an [`Expr`], compiled for one resource (`None`: the kind's default).
 #[derive(Debug, Default)]
 pub(crate) struct Compiled {
@@ -221,6 +329,19 @@ pub(crate) struct Compiled {
     update: Option<Rule>,
     delete: Option<Rule>,
     create: Option<Rule>,
+    /// The member rules.
+    pub(crate) members: Vec<Member>,
+}
+
+/// A member rule compiled for one resource.
+#[derive(Debug)]
+pub(crate) struct Member {
+    /// A create rule, or an update rule.
+    pub(crate) create: bool,
+    /// The members it governs.
+    pub(crate) fields: Vec<&'static FieldInfo>,
+    /// The rule.
+    pub(crate) rule: Rule,
 }
 
 /// The relations a dotted path crosses from `R` (`critter.habitat.keeper_id`), the last one's
@@ -242,26 +363,68 @@ fn resolve<R: Resource>(path: &str) -> Option<(Vec<&'static str>, &'static [Fiel
 
 /// Compiles one expression for `R`, or says what is wrong with it.
 pub(crate) fn compile<R: Resource>(kind: &str, src: &str) -> Result<Rule, String> {
-    parse_rule::<Rule>(R::FIELDS, &resolve::<R>, src, ExprLimits::default()).map_err(|e| {
-        let detail = match e {
-            Error::BadRequest { detail, .. } => detail.to_string(),
-            other => other.to_string(),
-        };
-        let detail = detail
-            .strip_prefix(&format!(
-                "Invalid `{}`: ",
-                crate::crud::query::filter_expr::PARAM
-            ))
-            .unwrap_or(&detail)
-            .to_owned();
-        format!(
-            "the `{kind}` rule of {} ({src:?}), {detail}\nhelp: a rule compares {}'s filterable \
-             fields, or a related resource's through declared relations \
-             (`relation.field = @me`), with values, `now` and the caller's values ({})",
-            R::NAME,
-            R::NAME,
-            crudforge_core::expr::caller_values_list()
-        )
+    parse_rule::<Rule>(R::FIELDS, &resolve::<R>, src, ExprLimits::default())
+        .map_err(|e| problem::<R>(kind, src, e))
+}
+
+/// What is wrong with the `kind` rule `src` of `R`, as the mount says it.
+fn problem<R: Resource>(kind: &str, src: &str, e: Error) -> String {
+    let detail = match e {
+        Error::BadRequest { detail, .. } => detail.to_string(),
+        other => other.to_string(),
+    };
+    let detail = detail
+        .strip_prefix(&format!(
+            "Invalid `{}`: ",
+            crate::crud::query::filter_expr::PARAM
+        ))
+        .unwrap_or(&detail)
+        .to_owned();
+    format!(
+        "the `{kind}` rule of {} ({src:?}), {detail}\nhelp: a rule compares {}'s filterable \
+         fields, or a related resource's through declared relations (`relation.field = @me`), \
+         with values, `now` and the caller's values ({})",
+        R::NAME,
+        R::NAME,
+        crudforge_core::expr::caller_values_list()
+    )
+}
+
+/// Compiles one member rule for `R`, or says what is wrong with it.
+fn compile_member<R: Resource>(m: &crate::perms::MemberRule) -> Result<Member, String> {
+    let kind = m.kind();
+    let mut fields = Vec::with_capacity(m.members.len());
+    if m.members.is_empty() {
+        return Err(format!(
+            "the `{kind}` rule of {} names no member\nhelp: name the members it governs",
+            R::NAME
+        ));
+    }
+    for name in &m.members {
+        let field = R::FIELDS
+            .iter()
+            .find(|f| f.name == name.as_str() && f.name != R::ID_FIELD)
+            .ok_or_else(|| {
+                format!(
+                    "the `{kind}` rule of {}: `{name}` is not a member a write may send\nhelp: \
+                     the members are {}",
+                    R::NAME,
+                    R::FIELDS
+                        .iter()
+                        .filter(|f| f.name != R::ID_FIELD)
+                        .map(|f| f.name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })?;
+        fields.push(field);
+    }
+    let rule = parse_member_rule::<Rule>(R::FIELDS, &resolve::<R>, &m.expr, ExprLimits::default())
+        .map_err(|e| problem::<R>(&kind, &m.expr, e))?;
+    Ok(Member {
+        create: m.create,
+        fields,
+        rule,
     })
 }
 
@@ -271,19 +434,26 @@ type Kept = Result<Compiled, Vec<String>>;
 impl Expr {
     /// The compiled expressions for `R`: kept from the first use, compiled anew when this
     /// `Expr` serves another type too.
-    fn compiled<R: Resource>(&self) -> Arc<Kept> {
+    pub(crate) fn compiled<R: Resource>(&self) -> Arc<Kept> {
         let make = || -> Kept {
             let mut problems = Vec::new();
             let mut one = |kind: &str, src: &Option<String>| match src.as_deref() {
                 None => None,
                 Some(s) => compile::<R>(kind, s).map_err(|e| problems.push(e)).ok(),
             };
-            let c = Compiled {
+            let mut c = Compiled {
                 read: one("read", &self.read),
                 update: one("update", &self.update),
                 delete: one("delete", &self.delete),
                 create: one("create", &self.create),
+                members: Vec::new(),
             };
+            for m in &self.members {
+                match compile_member::<R>(m) {
+                    Ok(m) => c.members.push(m),
+                    Err(e) => problems.push(e),
+                }
+            }
             if problems.is_empty() {
                 Ok(c)
             } else {
@@ -371,11 +541,16 @@ impl<R: Resource> Rules<R> for Expr {
             for rule in [&c.read, &c.update, &c.delete, &c.create]
                 .into_iter()
                 .flatten()
+                .chain(c.members.iter().map(|m| &m.rule))
             {
                 rule.roles(&mut out);
             }
         }
         out
+    }
+
+    fn as_expr(&self) -> Option<&Expr> {
+        Some(self)
     }
 }
 
@@ -505,6 +680,83 @@ mod tests {
             assert_eq!(Rules::<R>::read(&owner, u), r);
             assert_eq!(Rules::<R>::write(&owner, u), r);
         }
+    }
+
+    /// A member rule's `@new.member`: the sent value, or the stored one when the write leaves
+    /// the member out; null compares as in SQL.
+    #[test]
+    fn member_rules_read_what_the_write_sends() {
+        let rule = |src: &str| {
+            parse_member_rule::<Rule>(FIELDS, &|_| None, src, ExprLimits::default()).unwrap()
+        };
+        let fold = |r: &Rule, body: Value| r.fold_sent(None, Some(body.as_object().unwrap()));
+        let seat = |op: Op, n: i64| {
+            Folded::Rows(Condition::Is(Cond {
+                field: "seat",
+                op,
+                arg: Arg::Int(n),
+                param: "seat".to_owned(),
+            }))
+        };
+        // A sent value against a literal: true or false now; left out, the stored value.
+        let r = rule("@new.seat > 2");
+        assert_eq!(fold(&r, serde_json::json!({"seat": 3})), Folded::True);
+        assert_eq!(fold(&r, serde_json::json!({"seat": 2})), Folded::False);
+        assert_eq!(fold(&r, serde_json::json!({"seat": null})), Folded::False);
+        assert_eq!(fold(&r, serde_json::json!({})), seat(Op::Gt, 2));
+        let r = rule("@new.seat in (1, 5)");
+        assert_eq!(fold(&r, serde_json::json!({"seat": 5})), Folded::True);
+        assert_eq!(fold(&r, serde_json::json!({"seat": 4})), Folded::False);
+        let r = rule("@new.domain_id is null");
+        assert_eq!(
+            fold(&r, serde_json::json!({"domain_id": null})),
+            Folded::True
+        );
+        let d = uuid::Uuid::new_v4().to_string();
+        assert_eq!(
+            fold(&r, serde_json::json!({ "domain_id": d })),
+            Folded::False
+        );
+        let r = rule("@new.day >= '2026-01-01' and @new.published = true");
+        assert_eq!(
+            fold(
+                &r,
+                serde_json::json!({"day": "2026-03-01", "published": true})
+            ),
+            Folded::True
+        );
+        assert_eq!(
+            fold(
+                &r,
+                serde_json::json!({"day": "2025-12-31", "published": true})
+            ),
+            Folded::False
+        );
+        // The stored value against the sent one: a condition on the row; left out, the member
+        // compared with itself.
+        let r = rule("seat <= @new.seat");
+        assert_eq!(fold(&r, serde_json::json!({"seat": 7})), seat(Op::Lte, 7));
+        assert_eq!(fold(&r, serde_json::json!({})), Folded::True);
+        assert_eq!(fold(&r, serde_json::json!({"seat": null})), Folded::False);
+        assert_eq!(
+            fold(&rule("seat < @new.seat"), serde_json::json!({})),
+            Folded::False
+        );
+        // Not in row rules.
+        let e = parse_rule::<Rule>(FIELDS, &|_| None, "@new.seat > 2", ExprLimits::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("belongs to member rules"), "{e}");
+        // Ordered only where the server and the database order alike.
+        let e = parse_member_rule::<Rule>(
+            FIELDS,
+            &|_| None,
+            "owner_id = @new.seat",
+            ExprLimits::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("compared with `seat` itself"), "{e}");
     }
 
     #[test]

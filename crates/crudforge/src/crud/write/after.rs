@@ -124,7 +124,7 @@ impl After {
 }
 
 /// The condition of `item`'s id.
-fn by_id<R: Resource>(item: &R) -> Result<Cond, Error> {
+pub(crate) fn by_id<R: Resource>(item: &R) -> Result<Cond, Error> {
     R::field(R::ID_FIELD)
         .and_then(|f| {
             let key = item.key_of(R::ID_FIELD)?;

@@ -21,6 +21,7 @@ use crate::crud::options::Operation;
 use crate::crud::relations::keys::Keys;
 use crate::crud::relations::rules::{self, Gated, Kind};
 use crate::crud::request::{caller, check_members, decode, hash_passwords, parent_conds, Caller};
+use crate::crud::rules::members::Members;
 use crate::crud::shared::Shared;
 use crate::crud::soft_delete::Rows;
 use crate::crud::{HookCtx, Resource};
@@ -112,10 +113,12 @@ pub(crate) async fn create_all<R: Resource>(
     let mut refused = Vec::new();
     // One entry per item once no item is refused (the only case in which they are read).
     let mut keys = Vec::with_capacity(items.size_hint().0);
+    let mut members = Vec::with_capacity(items.size_hint().0);
     let ctx = who.hook_ctx(Operation::Post, &st.db, req);
     for (i, item) in items.enumerate() {
         let read = object(item).and_then(|obj| {
             keys.push(Keys::of::<R>(&obj, parents));
+            members.push(Members::judge(&*shared.rules, req, who, &obj, true)?);
             input(shared, req, obj, who, &ctx, parents)
         });
         match read {
@@ -123,6 +126,8 @@ pub(crate) async fn create_all<R: Resource>(
             Err(e) => refused.push(ItemError::new(i, e)),
         }
     }
+    let anonymous = who.viewer().is_none();
+    let members_judged = members.iter().any(|m| !m.is_empty());
     refuse(refused)?;
     let policy = st.config.password_policy();
     let mut ready = Vec::with_capacity(inputs.len());
@@ -139,7 +144,7 @@ pub(crate) async fn create_all<R: Resource>(
     };
     let needs = Needs {
         batch: true,
-        create_rule: created.is_some(),
+        create_rule: created.is_some() || members_judged,
         ..Needs::default()
     };
     let plan = Plan::new(shared, Operation::Post, key, needs);
@@ -156,6 +161,11 @@ pub(crate) async fn create_all<R: Resource>(
             if let Some(scope) = &created {
                 rules::check_all_created(shared, conn, who, scope, &rows, at).await?;
             }
+            for (i, (row, m)) in rows.iter().zip(&members).enumerate() {
+                m.check_created(conn, anonymous, row)
+                    .await
+                    .map_err(|e| at(i, e))?;
+            }
             rows
         } else {
             let mut rows = Vec::with_capacity(ready.len());
@@ -164,6 +174,11 @@ pub(crate) async fn create_all<R: Resource>(
                 let row = R::insert(conn, input).await.map_err(|e| at(i, e))?;
                 if let Some(scope) = &created {
                     rules::check_created(shared, conn, who, scope, &row)
+                        .await
+                        .map_err(|e| at(i, e))?;
+                }
+                if let Some(m) = members.get(i) {
+                    m.check_created(conn, anonymous, &row)
                         .await
                         .map_err(|e| at(i, e))?;
                 }
@@ -236,10 +251,13 @@ pub(crate) async fn update<R: Resource>(
     for (i, item) in addressed.into_iter().enumerate() {
         let changes = item.changes.unwrap_or_default();
         keys.push(Keys::of::<R>(&changes, &[]));
-        let input = check_members(shared, &who, &changes, Operation::Patch)
-            .and_then(|()| decode::<R, R::Update>(shared, Operation::Patch, changes, &[]));
+        let input = check_members(shared, &who, &changes, Operation::Patch).and_then(|()| {
+            let members = Members::judge(&*shared.rules, &req, &who, &changes, false)?;
+            let input = decode::<R, R::Update>(shared, Operation::Patch, changes, &[])?;
+            Ok((members, input))
+        });
         match input {
-            Ok(input) => decoded.push((item.conds, item.if_match, input)),
+            Ok((members, input)) => decoded.push((item.conds, item.if_match, members, input)),
             Err(e) => refused.push(ItemError::within(i, "changes", e)),
         }
     }
@@ -247,14 +265,14 @@ pub(crate) async fn update<R: Resource>(
     let ctx = who.hook_ctx(Operation::Patch, &st.db, &req);
     let policy = st.config.password_policy();
     let mut ready = Vec::with_capacity(decoded.len());
-    for (i, (conds, if_match, mut input)) in decoded.into_iter().enumerate() {
+    for (i, (conds, if_match, members, mut input)) in decoded.into_iter().enumerate() {
         let prepared = async {
             hash_passwords(&mut input, policy).await?;
             shared.hooks.before_update_input(&ctx, input).await
         };
         let input = prepared.await.map_err(|e| at_changes(i, e))?;
         ready.push((
-            Target::within(&who, &req, conds, scope.clone()),
+            Target::within(&who, &req, conds, scope.clone()).sending(members),
             if_match,
             input,
         ));

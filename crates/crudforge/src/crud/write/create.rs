@@ -10,6 +10,7 @@ use crate::crud::relations::rules;
 use crate::crud::request::{
     caller, check_members, decode, hash_passwords, json_object, parent_conds, Caller,
 };
+use crate::crud::rules::members::Members;
 use crate::crud::shared::Shared;
 use crate::crud::{HookCtx, Resource};
 use crate::db::Conn;
@@ -50,21 +51,27 @@ pub(crate) async fn create<R: Resource>(
     let obj = json_object(&req, &body)?;
     let keys = Keys::of::<R>(&obj, &parents);
     let ctx = who.hook_ctx(Operation::Post, &st.db, &req);
+    let members = Members::judge(&*shared.rules, &req, &who, &obj, true)?;
     let mut input: R::Create = input(shared, &req, obj, &who, &ctx, &parents)?;
     hash_passwords(&mut input, st.config.password_policy()).await?;
     let input = shared.hooks.before_create(&ctx, input).await?;
     // A create rule judges the stored row, in the transaction (crud::relations::rules).
     let created = rules::created_scope(&who, shared, &req)?;
     let needs = Needs {
-        create_rule: created.is_some(),
+        create_rule: created.is_some() || !members.is_empty(),
         ..Needs::default()
     };
     let plan = Plan::new(shared, Operation::Post, held.key(), needs);
     let insert = async |conn: &mut Conn| {
         keys.check(&req, conn, &who).await?;
         let change = insert(shared, &req, conn, input).await?;
-        if let (Some(scope), Change::Stored(row, _)) = (&created, &change) {
-            rules::check_created(shared, conn, &who, scope, row).await?;
+        if let Change::Stored(row, _) = &change {
+            if let Some(scope) = &created {
+                rules::check_created(shared, conn, &who, scope, row).await?;
+            }
+            members
+                .check_created(conn, who.viewer().is_none(), row)
+                .await?;
         }
         Ok(change)
     };

@@ -7,6 +7,7 @@ use crate::crud::conditional::{self, Precondition};
 use crate::crud::relations::rules::{self, Kind};
 use crate::crud::request::{item_conds, not_found, Caller};
 use crate::crud::rows::select_one;
+use crate::crud::rules::members::Members;
 use crate::crud::shared::Shared;
 use crate::crud::soft_delete::Rows;
 use crate::crud::Resource;
@@ -18,8 +19,13 @@ use actix_web::HttpRequest;
 pub(crate) struct Target<'a> {
     /// The caller.
     pub(crate) who: &'a Caller,
-    /// The rows the write may change: the key, the parents and the caller's write scope.
+    /// The rows the write may change: the key, the parents, the caller's write scope and the
+    /// member rules the write's body touches.
     pub(crate) conds: Condition,
+    /// The member rules the body touches ([`Target::sending`]).
+    members: Members,
+    /// The key, the parents and the write scope, without the member rules.
+    scoped: Condition,
     /// The key and the parents alone, to tell a row the caller may not change from none.
     addressed: Vec<Cond>,
     /// Which rows the write addresses: live ones, or deleted ones for a restore.
@@ -73,13 +79,24 @@ impl<'a> Target<'a> {
         addressed: Vec<Cond>,
         scope: Condition,
     ) -> Target<'a> {
+        let conds = Condition::from(addressed.clone()).and(scope);
         Target {
             who,
-            conds: Condition::from(addressed.clone()).and(scope),
+            scoped: conds.clone(),
+            conds,
+            members: Members::default(),
             addressed,
             rows: Rows::Live,
             req: req.clone(),
         }
+    }
+
+    /// The target narrowed by the member rules an update's body touches: its statement
+    /// changes the row only where they hold.
+    pub(crate) fn sending(mut self, members: Members) -> Target<'a> {
+        self.conds = members.narrow(self.scoped.clone());
+        self.members = members;
+        self
     }
 
     /// The deleted item the request's path addresses, within the caller's write scope: what a
@@ -95,9 +112,12 @@ impl<'a> Target<'a> {
     ) -> Result<Target<'a>, Error> {
         let scope = rules::scope_in(who, shared, req, Rows::Deleted, Kind::Update)?;
         let addressed = item_conds(shared, req)?;
+        let conds = Condition::from(addressed.clone()).and(scope);
         Ok(Target {
             who,
-            conds: Condition::from(addressed.clone()).and(scope),
+            scoped: conds.clone(),
+            conds,
+            members: Members::default(),
             addressed,
             rows: Rows::Deleted,
             req: req.clone(),
@@ -120,14 +140,25 @@ impl<'a> Target<'a> {
         }
     }
 
-    /// Why a write matched no row: 403 when the caller can read the row (it exists but is not
-    /// writable for them), 404 otherwise (so existence does not leak).
+    /// Why a write matched no row: 403 naming the members when the member rules refused them,
+    /// 403 when the caller can read the row (it exists but is not writable for them), 404
+    /// otherwise (so existence does not leak).
     /// A restore tells an administrator (who may list deleted rows) 409 for an item that is not
     /// deleted; to everyone else it is 404 in every case, so that a restore does not tell a
     /// deleted row they may not restore from a live one or from none.
     pub(crate) async fn refused<R: Resource>(&self, shared: &Shared<R>, conn: &mut Conn) -> Error {
         if self.rows == Rows::Deleted && !self.who.is_admin() {
             return not_found::<R>();
+        }
+        let anonymous = self.who.viewer().is_none();
+        match self
+            .members
+            .refused::<R>(conn, &self.scoped, anonymous)
+            .await
+        {
+            Ok(Some(refusal)) => return refusal,
+            Ok(None) => {}
+            Err(e) => return e,
         }
         match self.readable(shared, conn, self.rows).await {
             Ok(true) => return Error::Forbidden("You may not change this item.".into()),

@@ -11,6 +11,7 @@ use crate::crud::options::Operation;
 use crate::crud::relations::keys::Keys;
 use crate::crud::request::{caller, check_members, decode, hash_passwords, json_object};
 use crate::crud::rows::reload;
+use crate::crud::rules::members::Members;
 use crate::crud::shared::Shared;
 use crate::crud::Resource;
 use crate::db::Conn;
@@ -40,6 +41,7 @@ pub(crate) async fn update<R: Resource>(
         taken |= part.take_members(&req, Operation::Patch, &mut obj)?;
     }
     check_members(shared, &who, &obj, Operation::Patch)?;
+    let target = target.sending(Members::judge(&*shared.rules, &req, &who, &obj, false)?);
     for part in shared.parts.iter() {
         part.add_members(&req, Operation::Patch, &mut obj);
     }

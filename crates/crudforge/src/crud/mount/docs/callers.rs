@@ -148,7 +148,49 @@ fn who_may_call<R: 'static>(
             names.join(", ")
         ));
     }
+    if !admins_only {
+        text.push_str(&member_rules(op, rules));
+    }
     text
+}
+
+/// The member rules of `op` (a create's or an update's), in words: each group of members and
+/// the expression the server judges it by.
+fn member_rules<R: 'static>(op: Operation, rules: &dyn crate::perms::Rules<R>) -> String {
+    let create = match op {
+        Operation::Post => true,
+        Operation::Patch => false,
+        _ => return String::new(),
+    };
+    let Some(expr) = rules.as_expr() else {
+        return String::new();
+    };
+    let clauses: Vec<String> = expr
+        .members
+        .iter()
+        .filter(|m| m.create == create)
+        .map(|m| {
+            let names: Vec<String> = m.members.iter().map(|n| format!("`{n}`")).collect();
+            format!("{} only where `{}`", names.join(", "), m.expr)
+        })
+        .collect();
+    if clauses.is_empty() {
+        return String::new();
+    }
+    let (verb, judged) = if create {
+        ("set", "judged on the item as created")
+    } else {
+        (
+            "change",
+            "judged on the stored item, `@new.<member>` being the value sent; sending a \
+             member's stored value back is always allowed",
+        )
+    };
+    format!(
+        " Members with rules of their own ({judged}; administrators pass them, others get 403 \
+         naming the member): a caller may {verb} {}.",
+        clauses.join("; ")
+    )
 }
 
 /// Who the rules (and a door's `gate`, on top of them) let call `op`, in words: they are asked
