@@ -3,6 +3,7 @@
 //! (`/feed/`) or a file member (`/file/`) adds to each request of the same resource (`/plain/`),
 //! and, built with `--no-default-features` (only `/plain/`), what a resource that uses none of
 //! them pays for crudforge's `realtime`, `files` and `export` features being compiled in.
+//! `/limited/` is `/plain/` with a limit on each operation it measures (never reached).
 //! See `benches/feature-cost/README.md`.
 
 use chrono::{DateTime, Utc};
@@ -161,6 +162,20 @@ struct FileRes {
     photo: Option<crudforge::files::File>,
 }
 
+/// `/limited/`: [`Plain`]'s table again, each of the benchmark's operations under a limit
+/// per caller it never reaches (a million units a minute), so that `/limited/` against
+/// `/plain/` is what counting a request against a limit costs.
+fn limited(blueprint: CrudBlueprint<Plain>) -> CrudBlueprint<Plain> {
+    [
+        Operation::Index,
+        Operation::Get,
+        Operation::Post,
+        Operation::Patch,
+    ]
+    .into_iter()
+    .fold(blueprint, |b, op| b.limit(op, Limit::per_minute(1_000_000)))
+}
+
 /// The migrations of the three tables (`migrations/sqlite`, `migrations/postgres`).
 const MIGRATIONS: AppMigrations = embed_migrations!("migrations");
 
@@ -169,7 +184,8 @@ const MIGRATIONS: AppMigrations = embed_migrations!("migrations");
 fn api(config: Config, db: Database) -> Result<Api, BoxError> {
     let api = Api::new(config, db)?
         .mount(UserBlueprint::<crudforge::users::User>::new("/api/user/"))?
-        .mount(Plain::blueprint("/plain/"))?;
+        .mount(Plain::blueprint("/plain/"))?
+        .mount(limited(Plain::blueprint("/limited/")))?;
     #[cfg(feature = "surfaces")]
     let api = api
         .mount(Feed::blueprint("/feed/").events())?

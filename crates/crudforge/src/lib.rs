@@ -99,6 +99,12 @@ pub(crate) mod health;
 #[cfg(test)]
 mod import_cycles;
 pub(crate) mod json;
+pub mod limits {
+    //! Limits per operation and per door: how much a caller may ask of a route in a window
+    //! ([`CrudBlueprint::limit`](crate::CrudBlueprint::limit); see
+    //! [configuration.md](https://github.com/crudforge/crudforge/blob/main/docs/configuration.md)).
+    pub use crate::crud::limits::{Limit, LimitKey, Limited};
+}
 mod jwt;
 pub mod logging;
 pub mod metrics;

@@ -10,6 +10,7 @@
 pub use crate::auth::{Admin, Auth, CurrentUser, MaybeAuth};
 pub use crate::cli::{App, BoxError, Context};
 pub use crate::condition::{Arg, Cond};
+pub use crate::crud::limits::{Limit, LimitKey};
 pub use crate::crud::{CustomRoute, HookCtx, Operation, OperationType, Validate};
 pub use crate::db::{AppMigrations, Conn, TxMode};
 pub use crate::perms::{

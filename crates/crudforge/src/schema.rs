@@ -153,6 +153,20 @@ diesel::table! {
 }
 
 diesel::table! {
+    /// The counts of the limits per operation that all instances share (see `limits`).
+    crudforge_limits (key) {
+        /// `<prefix>|<operation or door>|<user:<id> or addr:<network>>`.
+        key -> Text,
+        /// Unix time (seconds) the current window ends.
+        window_end -> BigInt,
+        /// Units leased by all instances in the window.
+        used -> BigInt,
+        /// Units the last lease granted.
+        granted -> BigInt,
+    }
+}
+
+diesel::table! {
     /// Failed credential checks per account or client address (see `auth::throttle`).
     auth_failures (key) {
         /// `user:<id>`, `email:<digest>` or `addr:<network>`.

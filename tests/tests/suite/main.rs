@@ -29,6 +29,7 @@ pub mod openapi_lint;
 pub mod openapi_valid;
 pub mod operations;
 pub mod privilege;
+pub mod rate_limits;
 pub mod read_rules;
 pub mod realtime;
 pub mod relation_rules;

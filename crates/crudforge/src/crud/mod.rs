@@ -25,6 +25,8 @@ pub(crate) mod rules;
 pub(crate) mod hooks;
 pub(crate) mod idempotency;
 pub(crate) mod options;
+// Limits per operation and door (`CrudBlueprint::limit`), counted around the handlers.
+pub(crate) mod limits;
 pub(crate) mod render;
 pub(crate) mod request;
 pub(crate) mod route;

@@ -39,6 +39,8 @@ pub(crate) struct Shared<R: Resource> {
     pub(crate) parts: Parts<R>,
     /// The access of the doors that have one of their own (`CrudBlueprint::door`).
     pub(crate) gates: crate::crud::rules::door::Gates,
+    /// The limits per operation and door (`CrudBlueprint::limit`), with their counts.
+    pub(crate) limits: crate::crud::limits::Limits,
 }
 
 /// A `true`/`false` query parameter of one operation that a hook reads

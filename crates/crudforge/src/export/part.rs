@@ -4,11 +4,13 @@
 //! [data.md](https://github.com/crudforge/crudforge/blob/main/docs/data.md).
 
 use super::{import, stream, EXPORT_PATH, IMPORT_PATH};
+use crate::crud::limits::At;
 use crate::crud::options::{OpOptions, Operation};
 use crate::crud::scope::Routes;
 use crate::crud::shared::{Mounted, Part};
 use crate::crud::{CrudBlueprint, Resource};
 use crate::openapi::ApiDoc;
+use crate::perms::Door;
 use actix_web::{web, HttpRequest};
 use std::collections::BTreeMap;
 
@@ -71,7 +73,11 @@ impl<R: Resource> Part<R> for Data {
             routes.add(&format!("{}{EXPORT_PATH}", m.prefix), |r| {
                 r.route(web::get().to(move |req: HttpRequest| {
                     let shared = shared.clone();
-                    async move { stream::export(shared, req).await }
+                    async move {
+                        let run = stream::export(shared.clone(), req.clone());
+                        let at = At::Door(Door::Export);
+                        crate::crud::limits::limited(&shared.limits, req, at, run).await
+                    }
                 }))
             });
         }
@@ -81,7 +87,11 @@ impl<R: Resource> Part<R> for Data {
                 r.route(
                     web::post().to(move |req: HttpRequest, payload: web::Payload| {
                         let shared = shared.clone();
-                        async move { import::import(shared, req, payload).await }
+                        async move {
+                            let run = import::import(shared.clone(), req.clone(), payload);
+                            let at = At::Door(Door::Import);
+                            crate::crud::limits::limited(&shared.limits, req, at, run).await
+                        }
                     }),
                 )
             });

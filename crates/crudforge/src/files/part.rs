@@ -5,6 +5,7 @@
 
 use super::handlers;
 use super::lists::ListEdits;
+use crate::crud::limits::At;
 use crate::crud::mount::blueprint::handler;
 use crate::crud::options::{OpOptions, Operation};
 use crate::crud::scope::Routes;
@@ -13,6 +14,7 @@ use crate::crud::{FieldInfo, Resource};
 use crate::db::Conn;
 use crate::error::Error;
 use crate::openapi::ApiDoc;
+use crate::perms::Door;
 use actix_web::{guard, web, HttpRequest};
 use apistos::paths::RequestBody;
 use apistos::reference_or::ReferenceOr;
@@ -25,11 +27,14 @@ use std::marker::PhantomData;
 /// An actix handler that runs the generic handler `$f`, which reads the body as a stream, with
 /// the blueprint's shared state.
 macro_rules! stream_handler {
-    ($shared:expr, $f:path) => {{
+    ($shared:expr, $at:expr, $f:path) => {{
         let shared = $shared.clone();
         move |req: HttpRequest, body: web::Payload| {
             let shared = shared.clone();
-            async move { $f(&*shared, req, body).await }
+            async move {
+                let run = $f(&*shared, req.clone(), body);
+                crate::crud::limits::limited(&shared.limits, req, $at, run).await
+            }
         }
     }};
 }
@@ -110,7 +115,11 @@ impl<R: Resource> Part<R> for FileMembers<R> {
                 resource.route(
                     web::post()
                         .guard(guard::fn_guard(handlers::is_multipart))
-                        .to(stream_handler!(m.shared, handlers::create)),
+                        .to(stream_handler!(
+                            m.shared,
+                            At::Op(Operation::Post),
+                            handlers::create
+                        )),
                 ),
                 false,
             ),
@@ -119,17 +128,33 @@ impl<R: Resource> Part<R> for FileMembers<R> {
                     .route(
                         web::patch()
                             .guard(guard::fn_guard(handlers::is_multipart))
-                            .to(stream_handler!(m.shared, handlers::update_multipart)),
+                            .to(stream_handler!(
+                                m.shared,
+                                At::Op(Operation::Patch),
+                                handlers::update_multipart
+                            )),
                     )
-                    .route(web::patch().to(handler!(m.shared, handlers::update))),
+                    .route(web::patch().to(handler!(
+                        m.shared,
+                        At::Op(Operation::Patch),
+                        handlers::update
+                    ))),
                 true,
             ),
             Route::Delete => (
-                resource.route(web::delete().to(handler!(m.shared, handlers::delete))),
+                resource.route(web::delete().to(handler!(
+                    m.shared,
+                    At::Op(Operation::Patch),
+                    handlers::delete
+                ))),
                 true,
             ),
             Route::BatchDelete => (
-                resource.route(web::post().to(handler!(m.shared, handlers::delete_batch))),
+                resource.route(web::post().to(handler!(
+                    m.shared,
+                    At::Op(Operation::Patch),
+                    handlers::delete_batch
+                ))),
                 true,
             ),
         }
@@ -147,10 +172,14 @@ impl<R: Resource> Part<R> for FileMembers<R> {
             handlers::FILE_PARAM
         );
         routes.add(&format!("{path}/link"), |r| {
-            r.route(web::post().to(handler!(m.shared, handlers::link)))
+            r.route(web::post().to(handler!(m.shared, At::Door(Door::Download), handlers::link)))
         });
         routes.add(&path, |r| {
-            r.route(web::get().to(handler!(m.shared, handlers::download)))
+            r.route(web::get().to(handler!(
+                m.shared,
+                At::Door(Door::Download),
+                handlers::download
+            )))
         });
     }
 

@@ -71,11 +71,19 @@ impl<R: Resource> Part<R> for Events<R> {
     fn routes(&self, m: &Mounted<R>, routes: &mut Routes) {
         let feed = format!("{}{}", m.prefix, super::PATH);
         routes.add(&feed, |r| {
-            r.route(web::get().to(handler!(m.shared, super::handlers::feed)))
+            r.route(web::get().to(handler!(
+                m.shared,
+                crate::crud::limits::At::Door(crate::perms::Door::Feed),
+                super::handlers::feed
+            )))
         });
         let ticket = format!("{}{}", m.prefix, super::TICKET_PATH);
         routes.add(&ticket, |r| {
-            r.route(web::post().to(handler!(m.shared, super::handlers::ticket)))
+            r.route(web::post().to(handler!(
+                m.shared,
+                crate::crud::limits::At::Door(crate::perms::Door::Feed),
+                super::handlers::ticket
+            )))
         });
     }
 

@@ -158,13 +158,16 @@ pub fn mount(api: Api, recovery_settings: RecoverySettings) -> Result<Api, Mount
             // `?group_by=species&avg=cuteness_level`; docs/aggregates.md), the list as CSV or
             // NDJSON at `export/`, and a CSV or NDJSON file of new critters at `import/`
             // (docs/data.md), which only administrators may use (a door's own access; every
-            // signed-in user may create critters one at a time or in a batch).
+            // signed-in user may create critters one at a time or in a batch). An export
+            // costs 20 units of 200 an hour per caller: ten exports an hour each
+            // (docs/configuration.md, "Limits per operation").
             Critter::blueprint("/api/critters/")
                 .events()
                 .aggregates()
                 .export()
                 .import()
                 .door(Door::Import, DoorAccess::Admins)
+                .limit(Door::Export, Limit::per_hour(200))
                 .admin_only([Operation::Delete, Operation::Restore])
                 .batch([Operation::Post, Operation::Patch, Operation::Delete])
                 .before_create(critters::tidy_new)

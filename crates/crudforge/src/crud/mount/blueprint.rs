@@ -5,6 +5,7 @@ mod lifecycle;
 
 use crate::auth::CurrentUser;
 use crate::condition::Condition;
+use crate::crud::limits::At;
 use crate::crud::mount::docs;
 use crate::crud::route::normalize_prefix;
 use crate::crud::shared::{Mounted, Parts, Route, Shared};
@@ -48,6 +49,8 @@ pub struct CrudBlueprint<R: Resource> {
     pub(crate) parts: Parts<R>,
     /// The doors given an access of their own (`door`), in the order given.
     pub(crate) doors: Vec<(crate::perms::Door, crate::perms::DoorAccess)>,
+    /// The limits per operation and door (`limit`), in the order given.
+    pub(crate) limits: Vec<(crate::crud::limits::Limited, crate::crud::limits::Limit)>,
 }
 
 impl<R: Resource> fmt::Debug for CrudBlueprint<R> {
@@ -112,6 +115,7 @@ impl<R: Resource> CrudBlueprint<R> {
             aggregates: false,
             parts,
             doors: Vec::new(),
+            limits: Vec::new(),
         }
     }
 
@@ -171,6 +175,23 @@ impl<R: Resource> CrudBlueprint<R> {
     #[must_use]
     pub fn door(mut self, door: crate::perms::Door, access: crate::perms::DoorAccess) -> Self {
         self.doors.push((door, access));
+        self
+    }
+
+    /// Limits how much a caller may ask of an operation (its batch form included) or a door
+    /// in a window: `.limit(Door::Export, Limit::per_hour(100))`,
+    /// `.limit(Operation::Index, Limit::per_minute(600).by(LimitKey::Address))`. Requests
+    /// cost one unit or more ([`Limit::cost`](crate::crud::limits::Limit::cost)); past the limit
+    /// the answer is 429 with `Retry-After`, and every answer of a limited route carries the
+    /// `RateLimit` and `RateLimit-Policy` headers. On PostgreSQL all instances share the
+    /// count. The description states each limit. Given twice for one target, the last counts.
+    #[must_use]
+    pub fn limit(
+        mut self,
+        on: impl Into<crate::crud::limits::Limited>,
+        limit: crate::crud::limits::Limit,
+    ) -> Self {
+        self.limits.push((on.into(), limit));
         self
     }
 
@@ -361,6 +382,7 @@ impl<R: Resource> CrudBlueprint<R> {
                 in_flight: crate::crud::idempotency::InFlight::default(),
                 parts: self.parts,
                 gates,
+                limits: crate::crud::limits::Limits::new(&self.prefix, &self.limits),
             }),
             prefix: self.prefix,
             item_path,
@@ -455,11 +477,14 @@ impl<R: Resource> IntoMount for CrudBlueprint<R> {
 
 /// An actix handler that runs the generic handler `$f` with the blueprint's shared state.
 macro_rules! handler {
-    ($shared:expr, $f:path) => {{
+    ($shared:expr, $at:expr, $f:path) => {{
         let shared = $shared.clone();
         move |req: actix_web::HttpRequest, body: actix_web::web::Bytes| {
             let shared = shared.clone();
-            async move { $f(&*shared, req, body).await }
+            async move {
+                let run = $f(&*shared, req.clone(), body);
+                crate::crud::limits::limited(&shared.limits, req, $at, run).await
+            }
         }
     }};
 }
@@ -501,12 +526,18 @@ impl<R: Resource> Mounted<R> {
             let path = format!("{}{}", self.prefix, write::batch::PATH);
             routes.add(&path, |mut resource| {
                 if batch.contains(&Operation::Post) {
-                    resource =
-                        resource.route(web::post().to(handler!(self.shared, write::batch::create)));
+                    resource = resource.route(web::post().to(handler!(
+                        self.shared,
+                        At::Batch(Operation::Post),
+                        write::batch::create
+                    )));
                 }
                 if batch.contains(&Operation::Patch) {
-                    resource = resource
-                        .route(web::patch().to(handler!(self.shared, write::batch::update)));
+                    resource = resource.route(web::patch().to(handler!(
+                        self.shared,
+                        At::Batch(Operation::Patch),
+                        write::batch::update
+                    )));
                 }
                 resource
             });
@@ -518,7 +549,11 @@ impl<R: Resource> Mounted<R> {
                 if taken {
                     return resource;
                 }
-                resource.route(web::post().to(handler!(self.shared, write::batch::delete)))
+                resource.route(web::post().to(handler!(
+                    self.shared,
+                    At::Batch(Operation::Delete),
+                    write::batch::delete
+                )))
             });
         }
     }
@@ -546,14 +581,21 @@ impl<R: Resource> Mounted<R> {
         if ops.contains_key(&Operation::Index) || ops.contains_key(&Operation::Post) {
             routes.add(&self.prefix, |mut list| {
                 if ops.contains_key(&Operation::Index) {
-                    list = list.route(web::get().to(handler!(self.shared, list::index)));
+                    list = list.route(web::get().to(handler!(
+                        self.shared,
+                        At::Op(Operation::Index),
+                        list::index
+                    )));
                 }
                 if ops.contains_key(&Operation::Post) {
                     let taken;
                     (list, taken) = self.served(Route::Create, list);
                     if !taken {
-                        list =
-                            list.route(web::post().to(handler!(self.shared, write::create::post)));
+                        list = list.route(web::post().to(handler!(
+                            self.shared,
+                            At::Op(Operation::Post),
+                            write::create::post
+                        )));
                     }
                 }
                 list
@@ -565,22 +607,32 @@ impl<R: Resource> Mounted<R> {
         {
             routes.add(&self.item_path, |mut item| {
                 if ops.contains_key(&Operation::Get) {
-                    item = item.route(web::get().to(handler!(self.shared, read::get)));
+                    item = item.route(web::get().to(handler!(
+                        self.shared,
+                        At::Op(Operation::Get),
+                        read::get
+                    )));
                 }
                 if ops.contains_key(&Operation::Patch) {
                     let taken;
                     (item, taken) = self.served(Route::Update, item);
                     if !taken {
-                        item = item
-                            .route(web::patch().to(handler!(self.shared, write::update::update)));
+                        item = item.route(web::patch().to(handler!(
+                            self.shared,
+                            At::Op(Operation::Patch),
+                            write::update::update
+                        )));
                     }
                 }
                 if ops.contains_key(&Operation::Delete) {
                     let taken;
                     (item, taken) = self.served(Route::Delete, item);
                     if !taken {
-                        item = item
-                            .route(web::delete().to(handler!(self.shared, write::delete::delete)));
+                        item = item.route(web::delete().to(handler!(
+                            self.shared,
+                            At::Op(Operation::Delete),
+                            write::delete::delete
+                        )));
                     }
                 }
                 item
@@ -588,7 +640,11 @@ impl<R: Resource> Mounted<R> {
         }
         if ops.contains_key(&Operation::Restore) {
             routes.add(&crate::crud::route::restore_path(&self.item_path), |r| {
-                r.route(web::post().to(handler!(self.shared, write::restore::restore)))
+                r.route(web::post().to(handler!(
+                    self.shared,
+                    At::Op(Operation::Restore),
+                    write::restore::restore
+                )))
             });
         }
     }

@@ -10,8 +10,8 @@ use crate::crud::relations::rules;
 use crate::crud::request::{
     caller, check_members, decode, hash_passwords, json_object, parent_conds, Caller,
 };
-use crate::crud::rules::members::Members;
 use crate::crud::shared::Shared;
+use crate::crud::write::members::Members;
 use crate::crud::{HookCtx, Resource};
 use crate::db::Conn;
 use crate::error::Error;

@@ -10,6 +10,7 @@ pub(crate) mod after;
 pub(crate) mod batch;
 pub(crate) mod create;
 pub(crate) mod delete;
+pub(crate) mod members;
 pub(crate) mod restore;
 pub(crate) mod target;
 pub(crate) mod update;

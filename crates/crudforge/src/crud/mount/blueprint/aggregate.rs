@@ -62,7 +62,11 @@ impl<R: Resource> Mounted<R> {
         }
         let path = format!("{}{}", self.prefix, aggregate::PATH);
         routes.add(&path, |r| {
-            r.route(web::get().to(handler!(self.shared, aggregate::aggregate)))
+            r.route(web::get().to(handler!(
+                self.shared,
+                crate::crud::limits::At::Door(crate::perms::Door::Aggregate),
+                aggregate::aggregate
+            )))
         });
     }
 }

@@ -3,6 +3,7 @@
 //! `x-admin-only` and `x-public` marks, the 401/403/409 answers that follow, and the security
 //! requirement.
 
+use crate::crud::limits::Limited;
 use crate::crud::options::{OpOptions, Operation};
 use crate::crud::rules::door::Gate;
 use crate::crud::shared::Mounted;
@@ -24,7 +25,7 @@ pub(crate) fn callers<R: Resource>(
     m: &Mounted<R>,
     responses: &mut BTreeMap<String, ReferenceOr<apistos::paths::Response>>,
 ) -> Callers {
-    callers_with(doc, op, o, m, None, responses)
+    callers_with(doc, op, o, m, None, Limited::Operation(op), responses)
 }
 
 /// [`callers`] of a door that follows operation `op` (the export, the import, aggregates, the
@@ -37,7 +38,15 @@ pub(crate) fn callers_at<R: Resource>(
     door: Door,
     responses: &mut BTreeMap<String, ReferenceOr<apistos::paths::Response>>,
 ) -> Callers {
-    callers_with(doc, op, o, m, m.shared.gates.get(door), responses)
+    callers_with(
+        doc,
+        op,
+        o,
+        m,
+        m.shared.gates.get(door),
+        Limited::Door(door),
+        responses,
+    )
 }
 
 /// What [`callers`] gives an operation's description: its extensions (`x-admin-only`,
@@ -54,11 +63,20 @@ fn callers_with<R: Resource>(
     o: &OpOptions<R>,
     m: &Mounted<R>,
     gate: Option<&Gate>,
+    limited: Limited,
     responses: &mut BTreeMap<String, ReferenceOr<apistos::paths::Response>>,
 ) -> Callers {
     let shared = &m.shared;
     let mut extensions = apistos::IndexMap::new();
-    let description = Some(who_may_call(op, o, shared.rules.as_ref(), gate));
+    let mut description = Some(who_may_call(op, o, shared.rules.as_ref(), gate));
+    crate::crud::limits::document(
+        doc,
+        &shared.limits,
+        limited,
+        &mut description,
+        &mut extensions,
+        responses,
+    );
     // A gate judges callers even where the operation is public.
     let public = o.public && gate.is_none();
     let admin_only = o.admin_only || matches!(gate, Some(Gate::Admins));

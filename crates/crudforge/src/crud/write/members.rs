@@ -4,10 +4,10 @@
 //! statement (judged on the stored row); a create's are judged on the row as created, in the
 //! write's transaction. A refusal names the members.
 
-use super::expr::{sent_arg, Folded};
 use crate::condition::{Cond, Condition, Op};
 use crate::crud::relations::rules;
 use crate::crud::request::Caller;
+use crate::crud::rules::expr::{sent_arg, Folded};
 use crate::crud::Resource;
 use crate::db::Conn;
 use crate::error::Error;
@@ -141,7 +141,7 @@ impl Members {
         if self.checks.is_empty() {
             return Ok(());
         }
-        let this = Condition::from(crate::crud::write::after::by_id(row)?);
+        let this = Condition::from(super::after::by_id(row)?);
         let mut names = Vec::new();
         for check in &self.checks {
             if R::count(conn, &this.clone().and(check.cond.clone())).await? == 0 {
