@@ -80,24 +80,56 @@ pub(crate) async fn require_user(req: &HttpRequest) -> Result<CurrentUser, Error
         .ok_or_else(|| Error::Unauthorized("Authentication required.".into()))
 }
 
-async fn authenticate(
-    req: &HttpRequest,
-    conn: Option<&mut Conn>,
-) -> Result<Option<CurrentUser>, Error> {
+/// The bearer token of `Authorization` (`None` without the header).
+fn bearer(req: &HttpRequest) -> Result<Option<&str>, Error> {
     let Some(header) = req.headers().get(actix_web::http::header::AUTHORIZATION) else {
         return Ok(None);
     };
     let value = header
         .to_str()
         .map_err(|_| Error::Unauthorized("Malformed Authorization header.".into()))?;
-    let token = value
+    value
         .strip_prefix("Bearer ")
         .or_else(|| value.strip_prefix("bearer "))
         .map(str::trim)
         .filter(|t| !t.is_empty())
-        .ok_or_else(|| Error::Unauthorized("Expected `Authorization: Bearer <token>`.".into()))?;
+        .map(Some)
+        .ok_or_else(|| Error::Unauthorized("Expected `Authorization: Bearer <token>`.".into()))
+}
+
+/// The user id a request's access token names, when it carries one whose signature and times
+/// hold, without reading the user (who may since have been disabled: [`current_user`] says
+/// that). What a limit per caller counts by.
+pub(crate) fn token_subject(req: &HttpRequest) -> Option<Uuid> {
+    let token = bearer(req).ok().flatten()?;
+    let st = ApiState::of(req).ok()?;
+    let claims = st.tokens.verify(token, TokenKind::Access).ok()?;
+    let sub = claims.sub;
+    // The request's authentication takes them from here rather than verifying the token again.
+    req.extensions_mut().insert(Verified(claims));
+    Some(sub)
+}
+
+/// The claims of the request's access token, verified earlier in the request
+/// ([`token_subject`]).
+#[derive(Clone)]
+struct Verified(crate::jwt::Claims);
+
+async fn authenticate(
+    req: &HttpRequest,
+    conn: Option<&mut Conn>,
+) -> Result<Option<CurrentUser>, Error> {
     let st = ApiState::of(req)?;
-    let claims = st.tokens.verify(token, TokenKind::Access)?;
+    let verified = req.extensions().get::<Verified>().map(|v| v.0.clone());
+    let claims = match verified {
+        Some(claims) => claims,
+        None => {
+            let Some(token) = bearer(req)? else {
+                return Ok(None);
+            };
+            st.tokens.verify(token, TokenKind::Access)?
+        }
+    };
     let session = match conn {
         Some(conn) => session_on(conn, claims.sub).await?,
         None => load_session(&st.db, claims.sub).await?,

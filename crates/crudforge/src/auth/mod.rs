@@ -18,6 +18,7 @@ pub use crate::jwt::{Claims, TokenKind, Tokens};
 pub use email::normalize_email;
 pub(crate) use extract::current_user_on;
 pub(crate) use extract::require_user;
+pub(crate) use extract::token_subject;
 pub use extract::{current_user, load_user, Admin, Auth, MaybeAuth};
 pub(crate) use password::verify_password;
 pub use password::{hash_password, hash_password_for, PasswordPolicy};

@@ -207,7 +207,7 @@ impl Limits {
         for (on, limit) in given {
             counters.retain(|(o, _)| o != on);
             let scope = format!("{prefix}|{}", on.name());
-            counters.push((*on, store::Counter::new(scope, *limit)));
+            counters.push((*on, store::Counter::new(scope, on.name(), *limit)));
         }
         Limits { counters }
     }
@@ -257,8 +257,8 @@ pub(crate) async fn limited(
     };
     let name = at.limited().name();
     let headers = res.headers_mut();
-    if let Ok(v) = HeaderValue::try_from(format!("\"{name}\";q={};w={}", limit.max, limit.window)) {
-        headers.insert(HeaderName::from_static("ratelimit-policy"), v);
+    if let Some(policy) = counter.policy() {
+        headers.insert(HeaderName::from_static("ratelimit-policy"), policy.clone());
     }
     if let Ok(v) = HeaderValue::try_from(format!(
         "\"{name}\";r={};t={}",

@@ -56,6 +56,8 @@ pub(crate) struct Counter {
     /// `<prefix>|<operation or door>`: what the shared table's keys start with.
     scope: String,
     limit: Limit,
+    /// The `RateLimit-Policy` header of every answer.
+    policy: Option<actix_web::http::header::HeaderValue>,
     slots: Mutex<HashMap<Who, Slot>>,
 }
 
@@ -63,16 +65,24 @@ pub(crate) struct Counter {
 const KEEP_KEYS: usize = 4096;
 
 impl Counter {
-    pub(crate) fn new(scope: String, limit: Limit) -> Counter {
+    /// The count of `limit`, named `name` in the headers, for the blueprint keys of `scope`.
+    pub(crate) fn new(scope: String, name: &str, limit: Limit) -> Counter {
+        let policy = format!("\"{name}\";q={};w={}", limit.max, limit.window);
         Counter {
             scope,
             limit,
+            policy: actix_web::http::header::HeaderValue::try_from(policy).ok(),
             slots: Mutex::new(HashMap::new()),
         }
     }
 
     pub(crate) fn limit(&self) -> &Limit {
         &self.limit
+    }
+
+    /// The `RateLimit-Policy` header.
+    pub(crate) fn policy(&self) -> Option<&actix_web::http::header::HeaderValue> {
+        self.policy.as_ref()
     }
 
     /// Counts a request of `cost` units, when the limit admits it.
@@ -82,7 +92,7 @@ impl Counter {
     /// Database errors (PostgreSQL).
     pub(crate) async fn admit(&self, req: &HttpRequest, cost: u32) -> Result<Verdict, Error> {
         let st = ApiState::of(req)?;
-        let who = self.who(req).await;
+        let who = self.who(req);
         let now = chrono::Utc::now().timestamp();
         let window = i64::try_from(self.limit.window).unwrap_or(i64::MAX / 4);
         let window_end = (now.div_euclid(window) + 1) * window;
@@ -130,12 +140,14 @@ impl Counter {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Whose count a request is. A token that does not authenticate counts by the address
-    /// (the handler answers it, with the 401 it would give anyway, or as a public operation).
-    async fn who(&self, req: &HttpRequest) -> Who {
+    /// Whose count a request is: for a limit per caller, the user its access token names (read
+    /// from the token alone: the handler then loads the user on its own connection); a request
+    /// without a valid token counts by its address (the handler answers a bad token with the
+    /// 401 it would give anyway).
+    fn who(&self, req: &HttpRequest) -> Who {
         if self.limit.key == LimitKey::Caller {
-            if let Ok(Some(user)) = crate::auth::current_user(req).await {
-                return Who::User(user.id);
+            if let Some(id) = crate::auth::token_subject(req) {
+                return Who::User(id);
             }
         }
         match crate::auth::throttle::client_ip(req) {
