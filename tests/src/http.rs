@@ -29,9 +29,24 @@ where
     >,
     B: actix_web::body::MessageBody,
 {
+    let (status, _, body) = exchange(app, req).await;
+    (status, body)
+}
+
+/// Sends `req` to `app`: the status, the headers and the body's bytes.
+pub async fn exchange<S, B>(app: &S, req: Req) -> (u16, actix_web::http::header::HeaderMap, Vec<u8>)
+where
+    S: actix_web::dev::Service<
+        actix_http::Request,
+        Response = actix_web::dev::ServiceResponse<B>,
+        Error = actix_web::Error,
+    >,
+    B: actix_web::body::MessageBody,
+{
     let resp = test::call_service(app, req.to_request()).await;
     let status = resp.status().as_u16();
-    (status, test::read_body(resp).await.to_vec())
+    let headers = resp.headers().clone();
+    (status, headers, test::read_body(resp).await.to_vec())
 }
 
 /// Sends `req` to `app`: the status and the body as JSON (`null` when empty).

@@ -13,7 +13,7 @@ use crudforge::perms::Door;
 use crudforge::users;
 use crudforge::{Api, CrudBlueprint, Resource};
 use crudforge_tests::backend_tests;
-use crudforge_tests::http::{auth, json_of, Req};
+use crudforge_tests::http::{auth, call, exchange, json_of, send, Req};
 use crudforge_tests::parts::Part;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -40,7 +40,8 @@ async fn world(t: &crudforge_tests::TestDb, blueprint: fn() -> CrudBlueprint<Par
     World { api, alice, bob }
 }
 
-/// Sends `req`: the status, the `RateLimit` header and the `Retry-After` header.
+/// Sends `req`: the status, the `RateLimit` header and the `Retry-After` header; an answer
+/// other than 429 also carries the `RateLimit-Policy` of its limit.
 async fn hit<S, B>(app: &S, req: Req) -> (u16, String, Option<String>)
 where
     S: actix_web::dev::Service<
@@ -50,22 +51,17 @@ where
     >,
     B: actix_web::body::MessageBody,
 {
-    let resp = test::call_service(app, req.to_request()).await;
-    let header = |name: &str| {
-        resp.headers()
-            .get(name)
-            .map(|v| v.to_str().unwrap().to_owned())
-    };
+    let (status, headers, _) = exchange(app, req).await;
+    let header = |name: &str| headers.get(name).map(|v| v.to_str().unwrap().to_owned());
     let limit = header("ratelimit").unwrap_or_default();
-    let retry = header("retry-after");
-    if resp.status().as_u16() != 429 {
+    if status != 429 {
         assert_eq!(
             header("ratelimit-policy").as_deref(),
             Some(&*policy(&limit)),
             "{limit}"
         );
     }
-    (resp.status().as_u16(), limit, retry)
+    (status, limit, header("retry-after"))
 }
 
 /// The `RateLimit-Policy` the tests' limits give, by the policy's name in `RateLimit`.
@@ -100,24 +96,24 @@ backend_tests! {
     async fn a_limit_admits_its_units_then_answers_429(t) {
         let w = world(&t, limited).await;
         let app = test::init_service(w.api.app()).await;
-        let made = test::call_service(&app, auth(Req::post().uri("/api/parts/").set_json(json!({"name": "bolt", "qty": 1, "stocked": true})), &w.api, w.alice).to_request()).await;
-        assert_eq!(made.status(), 201, "POST is not limited");
-        assert!(made.headers().get("ratelimit").is_none());
-        let body: Value = json_of(&test::read_body(made).await);
+        let (s, headers, body) = exchange(&app, auth(Req::post().uri("/api/parts/").set_json(json!({"name": "bolt", "qty": 1, "stocked": true})), &w.api, w.alice)).await;
+        assert_eq!(s, 201, "POST is not limited");
+        assert!(headers.get("ratelimit").is_none());
+        let body: Value = json_of(&body);
         let item = format!("/api/parts/{}", body["id"].as_str().unwrap());
         let get = |who: Uuid| auth(Req::get().uri(&item), &w.api, who);
         for expect_left in [2, 1, 0] {
             let (s, limit, _) = hit(&app, get(w.alice)).await;
             assert_eq!((s, left(&limit)), (200, expect_left), "{limit}");
         }
-        let resp = test::call_service(&app, get(w.alice).to_request()).await;
-        assert_eq!(resp.status(), 429);
-        let retry: u64 = resp.headers().get("retry-after").unwrap().to_str().unwrap().parse().unwrap();
+        let (s, headers, body) = exchange(&app, get(w.alice)).await;
+        assert_eq!(s, 429);
+        let retry: u64 = headers.get("retry-after").unwrap().to_str().unwrap().parse().unwrap();
         assert!(retry > 0 && retry <= LONG.as_secs(), "{retry}");
-        let limit = resp.headers().get("ratelimit").unwrap().to_str().unwrap().to_owned();
+        let limit = headers.get("ratelimit").unwrap().to_str().unwrap().to_owned();
         assert_eq!(left(&limit), 0);
         assert!(limit.ends_with(&format!(";t={retry}")), "{limit}");
-        let problem = json_of(&test::read_body(resp).await);
+        let problem = json_of(&body);
         assert_eq!(problem["status"], 429, "{problem}");
         assert!(problem["detail"].as_str().unwrap().contains("at most 3"), "{problem}");
         // Bob has his own count (the default key is the caller).
@@ -154,8 +150,7 @@ backend_tests! {
     async fn the_description_states_each_limit(t) {
         let w = world(&t, limited).await;
         let app = test::init_service(w.api.app()).await;
-        let resp = test::call_service(&app, Req::get().uri("/openapi.json").to_request()).await;
-        let spec = json_of(&test::read_body(resp).await);
+        let (_, spec) = send(&app, Req::get().uri("/openapi.json")).await;
         let get = &spec["paths"]["/api/parts/{id}"]["get"];
         assert_eq!(get["x-rate-limit"], json!({"policy": "get", "limit": 3, "window": LONG.as_secs(), "key": "caller", "cost": null}));
         let text = get["description"].as_str().unwrap();
@@ -199,9 +194,13 @@ async fn instances_share_the_count_on_postgres() {
     let mut admitted = 0;
     for i in 0..24 {
         let status = if i % 3 == 0 {
-            hit_status(&app_two, auth(Req::get().uri("/api/parts/"), &two, alice)).await
+            call(&app_two, auth(Req::get().uri("/api/parts/"), &two, alice))
+                .await
+                .0
         } else {
-            hit_status(&app_one, auth(Req::get().uri("/api/parts/"), &one, alice)).await
+            call(&app_one, auth(Req::get().uri("/api/parts/"), &one, alice))
+                .await
+                .0
         };
         match status {
             200 => admitted += 1,
@@ -213,19 +212,4 @@ async fn instances_share_the_count_on_postgres() {
         admitted, 16,
         "the two instances together admit the limit, no more"
     );
-}
-
-async fn hit_status<S, B>(app: &S, req: Req) -> u16
-where
-    S: actix_web::dev::Service<
-        actix_http::Request,
-        Response = actix_web::dev::ServiceResponse<B>,
-        Error = actix_web::Error,
-    >,
-    B: actix_web::body::MessageBody,
-{
-    test::call_service(app, req.to_request())
-        .await
-        .status()
-        .as_u16()
 }

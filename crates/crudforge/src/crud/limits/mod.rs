@@ -15,6 +15,11 @@ use crate::crud::options::Operation;
 use crate::error::Error;
 use crate::perms::Door;
 use actix_web::http::header::{HeaderName, HeaderValue};
+
+/// The `RateLimit-Policy` header: the limit (`"<policy>";q=<units>;w=<seconds>`).
+const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
+/// The `RateLimit` header: what is left (`"<policy>";r=<units>;t=<seconds>`).
+const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
 use actix_web::{HttpRequest, HttpResponse, ResponseError};
 use std::future::Future;
 use std::time::Duration;
@@ -258,13 +263,13 @@ pub(crate) async fn limited(
     let name = at.limited().name();
     let headers = res.headers_mut();
     if let Some(policy) = counter.policy() {
-        headers.insert(HeaderName::from_static("ratelimit-policy"), policy.clone());
+        headers.insert(RATELIMIT_POLICY, policy.clone());
     }
     if let Ok(v) = HeaderValue::try_from(format!(
         "\"{name}\";r={};t={}",
         verdict.remaining, verdict.reset
     )) {
-        headers.insert(HeaderName::from_static("ratelimit"), v);
+        headers.insert(RATELIMIT, v);
     }
     Ok(res)
 }
