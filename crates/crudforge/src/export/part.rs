@@ -74,9 +74,13 @@ impl<R: Resource> Part<R> for Data {
                 r.route(web::get().to(move |req: HttpRequest| {
                     let shared = shared.clone();
                     async move {
-                        let run = stream::export(shared.clone(), req.clone());
                         let at = At::Door(Door::Export);
-                        crate::crud::limits::limited(&shared.limits, req, at, run).await
+                        crate::crud::limits::limited!(
+                            &shared.limits,
+                            &req,
+                            at,
+                            stream::export(shared.clone(), req.clone())
+                        )
                     }
                 }))
             });
@@ -88,9 +92,13 @@ impl<R: Resource> Part<R> for Data {
                     web::post().to(move |req: HttpRequest, payload: web::Payload| {
                         let shared = shared.clone();
                         async move {
-                            let run = import::import(shared.clone(), req.clone(), payload);
                             let at = At::Door(Door::Import);
-                            crate::crud::limits::limited(&shared.limits, req, at, run).await
+                            crate::crud::limits::limited!(
+                                &shared.limits,
+                                &req,
+                                at,
+                                import::import(shared.clone(), req.clone(), payload)
+                            )
                         }
                     }),
                 )

@@ -32,8 +32,12 @@ macro_rules! stream_handler {
         move |req: HttpRequest, body: web::Payload| {
             let shared = shared.clone();
             async move {
-                let run = $f(&*shared, req.clone(), body);
-                crate::crud::limits::limited(&shared.limits, req, $at, run).await
+                crate::crud::limits::limited!(
+                    &shared.limits,
+                    &req,
+                    $at,
+                    $f(&*shared, req.clone(), body)
+                )
             }
         }
     }};

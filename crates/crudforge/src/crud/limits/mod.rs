@@ -21,7 +21,6 @@ const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy")
 /// The `RateLimit` header: what is left (`"<policy>";r=<units>;t=<seconds>`).
 const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
 use actix_web::{HttpRequest, HttpResponse, ResponseError};
-use std::future::Future;
 use std::time::Duration;
 
 /// How much a caller may ask of one operation or door in a window: `max` units per window,
@@ -227,52 +226,99 @@ impl Limits {
     }
 }
 
-/// The answer of `run` (a handler's), when the limit on `at` (if any) admits the request: with
-/// the `RateLimit` headers; 429 otherwise, without running it.
+/// What the limit on a route decided for one request, before its handler runs.
+pub(crate) enum Admission {
+    /// No limit on the route.
+    Free,
+    /// Counted: the handler runs, and its answer gets the headers ([`Headers::add`]).
+    Counted(Headers),
+    /// Past the limit: this 429 is the answer, and the handler does not run.
+    Refused(HttpResponse),
+}
+
+/// The `RateLimit` / `RateLimit-Policy` headers of one answer.
+pub(crate) struct Headers {
+    policy: Option<HeaderValue>,
+    left: Option<HeaderValue>,
+}
+
+impl Headers {
+    /// `answer` (the handler's; an error becomes its response) with the headers.
+    ///
+    /// # Errors
+    ///
+    /// None: the handler's error is rendered here.
+    pub(crate) fn add(self, answer: Result<HttpResponse, Error>) -> Result<HttpResponse, Error> {
+        let mut res = answer.unwrap_or_else(|e| e.error_response());
+        self.put(&mut res);
+        Ok(res)
+    }
+
+    fn put(self, res: &mut HttpResponse) {
+        let headers = res.headers_mut();
+        if let Some(policy) = self.policy {
+            headers.insert(RATELIMIT_POLICY, policy);
+        }
+        if let Some(left) = self.left {
+            headers.insert(RATELIMIT, left);
+        }
+    }
+}
+
+/// Counts a request to the route `at` against its limit, if it has one. The handler's future
+/// is made only after this (the `handler!` macro calls it, then the handler), so that it is
+/// never moved: a handler's future is large, and moving it cost more than the count.
 ///
 /// # Errors
 ///
-/// Database errors of the count (PostgreSQL); the handler's own errors are answers here.
-pub(crate) async fn limited(
-    limits: &Limits,
-    req: HttpRequest,
-    at: At,
-    run: impl Future<Output = Result<HttpResponse, Error>>,
-) -> Result<HttpResponse, Error> {
+/// Database errors of the count (PostgreSQL).
+pub(crate) async fn admit(limits: &Limits, req: &HttpRequest, at: At) -> Result<Admission, Error> {
     let Some(counter) = limits.counter(at.limited()) else {
-        return run.await;
+        return Ok(Admission::Free);
     };
     let limit = counter.limit();
-    let cost = limit.cost.unwrap_or_else(|| at.cost(&req));
-    let verdict = counter.admit(&req, cost).await?;
-    let mut res = if verdict.admitted {
-        run.await.unwrap_or_else(|e| e.error_response())
-    } else {
-        crate::metrics::global().throttled();
-        let e = Error::TooManyRequests {
-            detail: format!(
-                "Too many requests: at most {} per {} s; try again in {} s.",
-                limit.max, limit.window, verdict.reset
-            )
-            .into(),
-            retry_after: verdict.reset,
-        };
-        // With `Retry-After`.
-        e.error_response()
+    let cost = limit.cost.unwrap_or_else(|| at.cost(req));
+    let verdict = counter.admit(req, cost).await?;
+    let headers = Headers {
+        policy: counter.policy().cloned(),
+        left: HeaderValue::try_from(format!(
+            "\"{}\";r={};t={}",
+            at.limited().name(),
+            verdict.remaining,
+            verdict.reset
+        ))
+        .ok(),
     };
-    let name = at.limited().name();
-    let headers = res.headers_mut();
-    if let Some(policy) = counter.policy() {
-        headers.insert(RATELIMIT_POLICY, policy.clone());
+    if verdict.admitted {
+        return Ok(Admission::Counted(headers));
     }
-    if let Ok(v) = HeaderValue::try_from(format!(
-        "\"{name}\";r={};t={}",
-        verdict.remaining, verdict.reset
-    )) {
-        headers.insert(RATELIMIT, v);
-    }
-    Ok(res)
+    crate::metrics::global().throttled();
+    let e = Error::TooManyRequests {
+        detail: format!(
+            "Too many requests: at most {} per {} s; try again in {} s.",
+            limit.max, limit.window, verdict.reset
+        )
+        .into(),
+        retry_after: verdict.reset,
+    };
+    // With `Retry-After`.
+    let mut res = e.error_response();
+    headers.put(&mut res);
+    Ok(Admission::Refused(res))
 }
+
+/// Runs `$handler` (an expression that makes the handler's future, evaluated only when the
+/// request is admitted) under the limit of route `$at` of `$limits`, for request `$req`.
+macro_rules! limited {
+    ($limits:expr, $req:expr, $at:expr, $handler:expr) => {
+        match $crate::crud::limits::admit($limits, $req, $at).await? {
+            $crate::crud::limits::Admission::Free => $handler.await,
+            $crate::crud::limits::Admission::Refused(res) => Ok(res),
+            $crate::crud::limits::Admission::Counted(headers) => headers.add($handler.await),
+        }
+    };
+}
+pub(crate) use limited;
 
 /// What a limit decided for one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

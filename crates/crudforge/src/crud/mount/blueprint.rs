@@ -482,8 +482,12 @@ macro_rules! handler {
         move |req: actix_web::HttpRequest, body: actix_web::web::Bytes| {
             let shared = shared.clone();
             async move {
-                let run = $f(&*shared, req.clone(), body);
-                crate::crud::limits::limited(&shared.limits, req, $at, run).await
+                crate::crud::limits::limited!(
+                    &shared.limits,
+                    &req,
+                    $at,
+                    $f(&*shared, req.clone(), body)
+                )
             }
         }
     }};
