@@ -24,8 +24,9 @@ pub(crate) struct Target<'a> {
     pub(crate) conds: Condition,
     /// The member rules the body touches ([`Target::sending`]).
     members: Members,
-    /// The key, the parents and the write scope, without the member rules.
-    scoped: Condition,
+    /// The key, the parents and the write scope, without the member rules (`None`: no member
+    /// rule narrows `conds`, which are these).
+    scoped: Option<Condition>,
     /// The key and the parents alone, to tell a row the caller may not change from none.
     addressed: Vec<Cond>,
     /// Which rows the write addresses: live ones, or deleted ones for a restore.
@@ -82,7 +83,7 @@ impl<'a> Target<'a> {
         let conds = Condition::from(addressed.clone()).and(scope);
         Target {
             who,
-            scoped: conds.clone(),
+            scoped: None,
             conds,
             members: Members::default(),
             addressed,
@@ -94,7 +95,12 @@ impl<'a> Target<'a> {
     /// The target narrowed by the member rules an update's body touches: its statement
     /// changes the row only where they hold.
     pub(crate) fn sending(mut self, members: Members) -> Target<'a> {
-        self.conds = members.narrow(self.scoped.clone());
+        if members.is_empty() {
+            return self;
+        }
+        let scoped = self.scoped.take().unwrap_or_else(|| self.conds.clone());
+        self.conds = members.narrow(scoped.clone());
+        self.scoped = Some(scoped);
         self.members = members;
         self
     }
@@ -115,7 +121,7 @@ impl<'a> Target<'a> {
         let conds = Condition::from(addressed.clone()).and(scope);
         Ok(Target {
             who,
-            scoped: conds.clone(),
+            scoped: None,
             conds,
             members: Members::default(),
             addressed,
@@ -153,7 +159,7 @@ impl<'a> Target<'a> {
         let anonymous = self.who.viewer().is_none();
         match self
             .members
-            .refused::<R>(conn, &self.scoped, anonymous)
+            .refused::<R>(conn, self.scoped.as_ref().unwrap_or(&self.conds), anonymous)
             .await
         {
             Ok(Some(refusal)) => return refusal,
