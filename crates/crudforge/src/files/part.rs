@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use std::marker::PhantomData;
 
 /// An actix handler that runs the generic handler `$f`, which reads the body as a stream, with
-/// the blueprint's shared state.
+/// the blueprint's shared state, under the limit of route `$at`, if any.
 macro_rules! stream_handler {
     ($shared:expr, $at:expr, $f:path) => {{
         let shared = $shared.clone();

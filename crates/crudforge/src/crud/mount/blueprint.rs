@@ -475,7 +475,8 @@ impl<R: Resource> IntoMount for CrudBlueprint<R> {
     }
 }
 
-/// An actix handler that runs the generic handler `$f` with the blueprint's shared state.
+/// An actix handler that runs the generic handler `$f` with the blueprint's shared state, under
+/// the limit the blueprint gives route `$at` (`CrudBlueprint::limit`), if any.
 macro_rules! handler {
     ($shared:expr, $at:expr, $f:path) => {{
         let shared = $shared.clone();
