@@ -13,7 +13,7 @@ use crudforge::perms::Door;
 use crudforge::users;
 use crudforge::{Api, CrudBlueprint, Resource};
 use crudforge_tests::backend_tests;
-use crudforge_tests::http::{auth, call, exchange, json_of, send, Req};
+use crudforge_tests::http::{auth, exchange, json_of, send, Req};
 use crudforge_tests::parts::Part;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -171,8 +171,10 @@ backend_tests! {
 
 /// Two instances of the API on one PostgreSQL database share each key's count: together
 /// they admit exactly the limit, whichever instance a request reaches.
+#[cfg(feature = "postgres")]
 #[actix_web::test]
 async fn instances_share_the_count_on_postgres() {
+    use crudforge_tests::http::call;
     let Some(t) = crudforge_tests::TestDb::postgres().await else {
         return;
     };
