@@ -176,10 +176,17 @@ impl At {
     fn cost(self, req: &HttpRequest) -> u32 {
         match self {
             At::Op(Operation::Index) => {
-                let unit = crate::state::ApiState::of(req)
-                    .map_or(25, |st| st.config.list.default_page_size)
-                    .max(1);
-                page_size(req.query_string()).div_ceil(unit).max(1)
+                // A size past the largest allowed is the list's 400, counted as the largest.
+                let (unit, max) = crate::state::ApiState::of(req).map_or((25, 100), |st| {
+                    (
+                        st.config.list.default_page_size,
+                        st.config.list.max_page_size,
+                    )
+                });
+                page_size(req.query_string())
+                    .min(max)
+                    .div_ceil(unit.max(1))
+                    .max(1)
             }
             At::Op(_) | At::Door(Door::Feed | Door::Download) => 1,
             At::Door(Door::Aggregate) => 5,
@@ -350,6 +357,11 @@ mod tests {
             .uri("/api/x/?page_size=26")
             .to_http_request();
         assert_eq!(At::Op(Operation::Index).cost(&req), 2);
+        // Past the largest page (100 without an API), the cost of the largest.
+        let req = actix_web::test::TestRequest::get()
+            .uri("/api/x/?page_size=100000")
+            .to_http_request();
+        assert_eq!(At::Op(Operation::Index).cost(&req), 4);
         let req = actix_web::test::TestRequest::get()
             .uri("/api/x/")
             .to_http_request();
