@@ -1,7 +1,8 @@
 //! A limit in the description: a sentence of the operation's text, its `x-rate-limit`
 //! extension, the 429 answer, and the `RateLimit` / `RateLimit-Policy` headers of its answers.
 
-use super::{Limited, Limits};
+use super::{At, Limited, Limits};
+use crate::crud::options::Operation;
 use crate::openapi::{problem_response, response_header, ApiDoc};
 use actix_web::http::StatusCode;
 use apistos::reference_or::ReferenceOr;
@@ -21,17 +22,22 @@ pub(crate) fn document(
     };
     let cost = match (limit.cost, on) {
         (Some(n), _) => format!("each request costs {n}"),
-        (None, Limited::Operation(crate::crud::Operation::Index)) => {
-            "a page costs one unit per `DEFAULT_PAGE_SIZE` items it asks (`page_size`; a page of \
-             the default size costs one)"
-                .to_owned()
+        (None, Limited::Operation(op)) => match (At::Op(op).fixed_cost(), op) {
+            (None, _) => "a page costs one unit per `DEFAULT_PAGE_SIZE` items it asks \
+                          (`page_size`; a page of the default size costs one)"
+                .to_owned(),
+            (Some(n), Operation::Post | Operation::Patch | Operation::Delete) => format!(
+                "a request costs {n}, a batch write {}",
+                At::Batch(op).fixed_cost().unwrap_or(n)
+            ),
+            (Some(n), _) => format!("a request costs {n}"),
+        },
+        (None, Limited::Door(door)) => {
+            format!(
+                "a request costs {}",
+                At::Door(door).fixed_cost().unwrap_or(1)
+            )
         }
-        (None, Limited::Operation(_)) => "a request costs 1, a batch write 20".to_owned(),
-        (None, Limited::Door(crate::perms::Door::Aggregate)) => "a request costs 5".to_owned(),
-        (None, Limited::Door(crate::perms::Door::Export | crate::perms::Door::Import)) => {
-            "a request costs 20".to_owned()
-        }
-        (None, Limited::Door(_)) => "a request costs 1".to_owned(),
     };
     let sentence = format!(
         "Limit: {} units per {} s, {}; {cost}. Past it: 429 with `Retry-After`; every answer \

@@ -172,26 +172,32 @@ impl At {
         }
     }
 
+    /// What a request costs by default when that does not depend on the request: every route
+    /// but a list page (`None`), which costs by its size ([`At::cost`]).
+    pub(crate) fn fixed_cost(self) -> Option<u32> {
+        match self {
+            At::Op(Operation::Index) => None,
+            At::Op(_) | At::Door(Door::Feed | Door::Download) => Some(1),
+            At::Door(Door::Aggregate) => Some(5),
+            At::Batch(_) | At::Door(Door::Export | Door::Import) => Some(20),
+        }
+    }
+
     /// What a request costs by default.
     fn cost(self, req: &HttpRequest) -> u32 {
-        match self {
-            At::Op(Operation::Index) => {
-                // A size past the largest allowed is the list's 400, counted as the largest.
-                let (unit, max) = crate::state::ApiState::of(req).map_or((25, 100), |st| {
-                    (
-                        st.config.list.default_page_size,
-                        st.config.list.max_page_size,
-                    )
-                });
-                page_size(req.query_string())
-                    .min(max)
-                    .div_ceil(unit.max(1))
-                    .max(1)
-            }
-            At::Op(_) | At::Door(Door::Feed | Door::Download) => 1,
-            At::Door(Door::Aggregate) => 5,
-            At::Batch(_) | At::Door(Door::Export | Door::Import) => 20,
-        }
+        self.fixed_cost().unwrap_or_else(|| {
+            // A size past the largest allowed is the list's 400, counted as the largest.
+            let (unit, max) = crate::state::ApiState::of(req).map_or((25, 100), |st| {
+                (
+                    st.config.list.default_page_size,
+                    st.config.list.max_page_size,
+                )
+            });
+            page_size(req.query_string())
+                .min(max)
+                .div_ceil(unit.max(1))
+                .max(1)
+        })
     }
 }
 

@@ -2,6 +2,7 @@
 //! resource against its fields and relations into a template, which each request fills with
 //! its caller (`@me`, `@role`, ...) and folds into the [`Access`] the rules' users expect.
 
+use super::sent::{sent_arg, sent_holds, Sent};
 use crate::auth::CurrentUser;
 use crate::condition::{Arg, Cond, Condition, Op, Related};
 use crate::crud::query::filter_expr::{
@@ -12,7 +13,6 @@ use crate::error::Error;
 use crate::perms::{Access, Expr, Rules};
 use serde_json::{Map, Value};
 use std::any::TypeId;
-use std::cmp::Ordering;
 use std::sync::Arc;
 
 /// A rule's template: the parsed expression, its caller terms still open.
@@ -144,9 +144,6 @@ impl Rule {
     }
 }
 
-/// The members a write sends, as JSON (`None` outside member rules).
-pub(crate) type Sent<'a> = Option<&'a Map<String, Value>>;
-
 /// A caller term for `user` and the members a write sends.
 fn term(t: &CallerTerm, user: Option<&CurrentUser>, sent: Sent<'_>) -> Folded {
     let truth = |b: bool| if b { Folded::True } else { Folded::False };
@@ -257,68 +254,6 @@ fn term(t: &CallerTerm, user: Option<&CurrentUser>, sent: Sent<'_>) -> Folded {
                 param: (*field).to_owned(),
             }))
         }
-    }
-}
-
-/// A sent JSON value as a value of a member of `kind`; `None` for null and for a value of
-/// another type (which the body's decoding refuses with 422).
-pub(crate) fn sent_arg(kind: crate::field::Kind, v: &Value) -> Option<Arg> {
-    use crate::condition::parse_arg;
-    let text = match v {
-        Value::String(s) => s.clone(),
-        Value::Number(n) => n.to_string(),
-        Value::Bool(b) => b.to_string(),
-        _ => return None,
-    };
-    parse_arg(kind, &text).ok()
-}
-
-/// Whether the sent value `v` of a member of `kind` satisfies `op arg`; null satisfies only
-/// `is null`, as in SQL.
-fn sent_holds(kind: crate::field::Kind, v: &Value, op: Op, arg: &Arg) -> bool {
-    if op == Op::IsNull {
-        return *arg == Arg::Bool(v.is_null());
-    }
-    let Some(a) = sent_arg(kind, v) else {
-        return false;
-    };
-    let cmp = |b: &Arg| order(&a, b);
-    match (op, arg) {
-        (Op::In, Arg::List(items)) => items.iter().any(|b| cmp(b) == Some(Ordering::Equal)),
-        (Op::Eq, b) => cmp(b) == Some(Ordering::Equal),
-        (Op::Ne, b) => cmp(b).is_some_and(Ordering::is_ne),
-        (Op::Gt, b) => cmp(b) == Some(Ordering::Greater),
-        (Op::Gte, b) => cmp(b).is_some_and(Ordering::is_ge),
-        (Op::Lt, b) => cmp(b) == Some(Ordering::Less),
-        (Op::Lte, b) => cmp(b).is_some_and(Ordering::is_le),
-        _ => false,
-    }
-}
-
-/// How two values of one kind compare (text and UUIDs only for equality: the parser refuses
-/// to order them).
-fn order(a: &Arg, b: &Arg) -> Option<Ordering> {
-    match (a, b) {
-        (Arg::Int(x), Arg::Int(y)) => Some(x.cmp(y)),
-        (Arg::Float(x), Arg::Float(y)) => x.partial_cmp(y),
-        (Arg::Date(x), Arg::Date(y)) => Some(x.cmp(y)),
-        (Arg::DateTime(x), Arg::DateTime(y)) => Some(x.cmp(y)),
-        (Arg::Text(x), Arg::Text(y)) => Some(if x == y {
-            Ordering::Equal
-        } else {
-            Ordering::Less
-        }),
-        (Arg::Uuid(x), Arg::Uuid(y)) => Some(if x == y {
-            Ordering::Equal
-        } else {
-            Ordering::Less
-        }),
-        (Arg::Bool(x), Arg::Bool(y)) => Some(if x == y {
-            Ordering::Equal
-        } else {
-            Ordering::Less
-        }),
-        _ => None,
     }
 }
 

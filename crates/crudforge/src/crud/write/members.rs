@@ -7,7 +7,8 @@
 use crate::condition::{Cond, Condition, Op};
 use crate::crud::relations::rules;
 use crate::crud::request::Caller;
-use crate::crud::rules::expr::{sent_arg, Folded};
+use crate::crud::rules::expr::Folded;
+use crate::crud::rules::sent::sent_arg;
 use crate::crud::Resource;
 use crate::db::Conn;
 use crate::error::Error;
