@@ -2086,6 +2086,57 @@ fn critters_vet_notes_are_for_administrators_only() {
 }
 
 #[test]
+fn critters_are_searched_by_name_and_species_never_by_vet_notes() {
+    for b in backends() {
+        b.user("admin@example.com", &["--admin"]);
+        b.user("bob@example.com", &[]);
+        let app = App::start(b);
+        let bt = app.login("bob@example.com");
+        let at = app.login("admin@example.com");
+        let list = "/api/critters/";
+        for (name, species) in [
+            ("Tiger Lily", "cat"),
+            ("Rex", "tiger shark"),
+            ("Mittens", "cat"),
+        ] {
+            app.json(
+                &app.post(list, Some(&bt), json!({"name": name, "species": species})),
+                201,
+            );
+        }
+        let mittens = app.json(&app.get("/api/critters/?q=mittens", Some(&bt)), 200);
+        let id = data(&mittens)[0]["id"].as_str().unwrap().to_owned();
+        app.json(
+            &app.patch(
+                &format!("{list}{id}"),
+                Some(&at),
+                json!({"vet_notes": "tiger stripes"}),
+            ),
+            200,
+        );
+        let names = |page: &Value| -> Vec<String> {
+            data(page)
+                .iter()
+                .map(|c| c["name"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        // A name match ranks above a species match; vet notes are never searched, not even
+        // for administrators (they are not among the searchable members).
+        for token in [&bt, &at] {
+            let page = app.json(&app.get("/api/critters/?q=tiger", Some(token)), 200);
+            assert_eq!(names(&page), ["Tiger Lily", "Rex"], "{page}");
+        }
+        let page = app.json(&app.get("/api/critters/?q=cat&sort=name", Some(&bt)), 200);
+        assert_eq!(names(&page), ["Mittens", "Tiger Lily"], "{page}");
+        app.problem(&app.get("/api/critters/?q=%2A", Some(&bt)), 400, list);
+        // The description offers `q` on the list.
+        let spec = app.json(&app.get("/openapi.json", None), 200);
+        let params = spec["paths"][list]["get"]["parameters"].as_array().unwrap();
+        assert!(params.iter().any(|p| p["name"] == "q"), "no q parameter");
+    }
+}
+
+#[test]
 fn deleted_users_are_soft_deleted_as_the_contract_says() {
     for b in backends() {
         b.user("admin@example.com", &["--admin"]);

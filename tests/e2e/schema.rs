@@ -27,7 +27,7 @@ async fn check(t: &TestDb) {
     // table its user model extends.
     execute(
         &db,
-        "ALTER TABLE critters DROP COLUMN name; ALTER TABLE users DROP COLUMN city",
+        "ALTER TABLE critters DROP COLUMN vet_notes; ALTER TABLE users DROP COLUMN city",
     )
     .await;
     let lines: Vec<String> = api
@@ -37,7 +37,10 @@ async fn check(t: &TestDb) {
         .iter()
         .map(ToString::to_string)
         .collect();
-    assert_eq!(lines, ["users.city: missing", "critters.name: missing"]);
+    assert_eq!(
+        lines,
+        ["users.city: missing", "critters.vet_notes: missing"]
+    );
 }
 
 #[test]
@@ -50,7 +53,7 @@ fn the_migrated_reference_database_has_no_drift() {
     });
 }
 
-/// Migrates the SQLite file `app.db` in `dir` with the binary, then drops `critters.name`.
+/// Migrates the SQLite file `app.db` in `dir` with the binary, then drops `critters.vet_notes`.
 fn drifted(dir: &Path) -> Vec<(&'static str, String)> {
     let uri = format!("sqlite://{}", dir.join("app.db").display());
     let env = vec![("ORM_DATABASE_URI", uri.clone())];
@@ -65,7 +68,7 @@ fn drifted(dir: &Path) -> Vec<(&'static str, String)> {
             c.db.data_dir = dir.join("data");
         });
         let db = crudforge::Database::connect(&config).await.unwrap();
-        execute(&db, "ALTER TABLE critters DROP COLUMN name").await;
+        execute(&db, "ALTER TABLE critters DROP COLUMN vet_notes").await;
     });
     env
 }
@@ -78,7 +81,7 @@ fn schema_check_prints_each_difference_and_fails() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
-        "critters.name: missing\n"
+        "critters.vet_notes: missing\n"
     );
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
@@ -95,7 +98,7 @@ fn strict_serve_refuses_a_drifted_database() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("error: the database schema differs from the mounted resources (SCHEMA_CHECK=strict): critters.name: missing"),
+        stderr.contains("error: the database schema differs from the mounted resources (SCHEMA_CHECK=strict): critters.vet_notes: missing"),
         "{stderr}"
     );
 }
@@ -111,7 +114,7 @@ fn warn_serve_logs_the_difference_and_serves() {
     assert_eq!(server.get("/ready").status, 200);
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(
-        text.contains("schema drift: critters.name: missing"),
+        text.contains("schema drift: critters.vet_notes: missing"),
         "{text}"
     );
     assert!(server.try_wait().is_none(), "still serving");

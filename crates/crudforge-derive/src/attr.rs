@@ -13,8 +13,8 @@ use crate::ctxt::Ctxt;
 use crate::symbol::{
     Symbol, AGGREGATE, BELONGS_TO, CRATE, CREATE_ONLY, DEFAULT, DIESEL, EMAIL, FILE, FILTER,
     HAS_MANY, ID, INDEX, MAX, MAX_LEN, MIN, MIN_LEN, MODEL_FIRST, NAME, ONE_OF, ON_DELETE,
-    PASSWORD, PATTERN, READ, READ_ONLY, REFERENCES, RESOURCE, RULES, SCOPE, SET, SKIP, SOFT_DELETE,
-    TABLE, TABLE_NAME, UNIQUE, VALIDATE, WRITE_ONLY,
+    PASSWORD, PATTERN, READ, READ_ONLY, REFERENCES, RESOURCE, RULES, SCOPE, SEARCH, SET, SKIP,
+    SOFT_DELETE, TABLE, TABLE_NAME, UNIQUE, VALIDATE, WRITE_ONLY,
 };
 
 mod aggregates;
@@ -50,6 +50,7 @@ pub(crate) const STRUCT_KEYS: &[Symbol] = &[
     MODEL_FIRST,
     SCOPE,
     HAS_MANY,
+    SEARCH,
 ];
 /// Keys accepted on a field, in the order errors list them.
 pub(crate) const FIELD_KEYS: &[Symbol] = &[
@@ -103,6 +104,8 @@ pub(crate) struct StructAttrs {
     pub(crate) scopes: Vec<ScopeAttr>,
     /// Every `has_many(...)`, in declaration order.
     pub(crate) has_many: Vec<HasMany>,
+    /// `search("name", "species")`: the searchable members, in order (empty: none).
+    pub(crate) search: Vec<syn::LitStr>,
 }
 
 /// A flag and the token that set it (for error spans).
@@ -168,6 +171,7 @@ pub(crate) fn struct_attrs(cx: &Ctxt, attrs: &[Attribute]) -> StructAttrs {
     let mut scopes: Vec<ScopeAttr> = Vec::new();
     let mut rule_exprs = Vec::new();
     let mut has_many = Vec::new();
+    let mut search = None;
     // The first `#[diesel(table_name = ...)]`, the table when no `table` key is given.
     let mut diesel_table: Option<Path> = None;
     for attr in attrs {
@@ -216,6 +220,8 @@ pub(crate) fn struct_attrs(cx: &Ctxt, attrs: &[Attribute]) -> StructAttrs {
                 model_first::index(cx, &meta, &mut indexes)
             } else if meta.path == UNIQUE {
                 model_first::unique(cx, &meta, &mut uniques)
+            } else if meta.path == SEARCH {
+                model_first::search(cx, &meta, &mut search)
             } else {
                 unknown_key(cx, &meta, STRUCT_KEYS)
             }
@@ -236,6 +242,7 @@ pub(crate) fn struct_attrs(cx: &Ctxt, attrs: &[Attribute]) -> StructAttrs {
         model_first: model_first.get(),
         scopes,
         has_many,
+        search: search.unwrap_or_default(),
     }
 }
 

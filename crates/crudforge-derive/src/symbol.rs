@@ -26,6 +26,8 @@ pub(crate) const RULES: Symbol = Symbol("rules");
 pub(crate) const CRATE: Symbol = Symbol("crate");
 /// Struct key `index("col_a", "col_b")`, repeatable: an index the resource's queries need.
 pub(crate) const INDEX: Symbol = Symbol("index");
+/// Struct key `search("name", "species")`: the members of the full-text search, `q=`.
+pub(crate) const SEARCH: Symbol = Symbol("search");
 /// Struct key `scope(overdue = "...")`, repeatable: named filters clients ask for by name.
 pub(crate) const SCOPE: Symbol = Symbol("scope");
 /// Struct flag `soft_delete`: DELETE sets `deleted_at` instead of removing the row.

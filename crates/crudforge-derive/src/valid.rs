@@ -23,6 +23,7 @@ pub(crate) fn check(cx: &Ctxt, m: &Model) {
     rules::check(cx, m);
     crate::rule_exprs::check(cx, m);
     check_indexes(cx, m);
+    check_search(cx, m);
     for f in &m.fields {
         check_field(cx, m, f);
     }
@@ -143,6 +144,63 @@ fn check_indexes(cx: &Ctxt, m: &Model) {
                     ),
                 );
             }
+        }
+    }
+}
+
+/// The searchable members: at most four (PostgreSQL tells a member's words apart by one of
+/// four weights), each a text field the API returns.
+fn check_search(cx: &Ctxt, m: &Model) {
+    if m.attrs.search.len() > 4 {
+        cx.error(
+            &m.attrs.search[4],
+            "a search holds at most four members\nhelp: keep the four that matter most, the one that weighs most first",
+        );
+    }
+    for member in &m.attrs.search {
+        let Some(f) = m.fields.iter().find(|f| f.name() == member.value()) else {
+            let fields = m
+                .fields
+                .iter()
+                .map(|f| format!("`{}`", f.ident))
+                .collect::<Vec<_>>()
+                .join(", ");
+            cx.error(
+                member,
+                format!(
+                    "`{}` is not a field of `{}`: a search names the struct's text fields\nhelp: the fields are {fields}",
+                    member.value(),
+                    m.ident
+                ),
+            );
+            continue;
+        };
+        let a = &f.attrs;
+        let hidden = if a.skip.is_some() {
+            Some("a `skip`")
+        } else if a.write_only.is_some() {
+            Some("a `write_only`")
+        } else if a.password.is_some() {
+            Some("a `password`")
+        } else {
+            None
+        };
+        if let Some(what) = hidden {
+            cx.error(
+                member,
+                format!(
+                    "`{}` is {what} field: a search would tell which rows hold a word in it\nhelp: search only members the API returns",
+                    member.value()
+                ),
+            );
+        } else if f.kind.is_some_and(|k| k != Kind::Text) || a.file.is_some() {
+            cx.error(
+                member,
+                format!(
+                    "`{}` is not text: a search looks in `String` or `Option<String>` fields\nhelp: remove it from `search(...)`",
+                    member.value()
+                ),
+            );
         }
     }
 }

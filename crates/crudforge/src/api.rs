@@ -232,6 +232,20 @@ impl Api {
         out
     }
 
+    /// The full-text index of every searchable resource mounted, each table once.
+    pub(crate) fn search_indexes(&self) -> Vec<crate::db::search::SearchIndex> {
+        let mut out: Vec<crate::db::search::SearchIndex> = Vec::new();
+        for t in self.declared_tables() {
+            if !t.search.is_empty() && !out.iter().any(|s| s.table == t.table) {
+                out.push(crate::db::search::SearchIndex {
+                    table: t.table,
+                    members: t.search,
+                });
+            }
+        }
+        out
+    }
+
     /// The table of every mounted resource with the fields it expects there, in mount order
     /// (a resource mounted twice appears twice; the check reads each table once).
     fn declared_tables(&self) -> Vec<TableSpec> {

@@ -11,7 +11,7 @@ use crate::api::Api;
 use std::path::Path;
 
 pub use crate::db::ddl::{ForeignKey, ModelColumn, ModelTable, OnDelete, SqlValue};
-use crate::db::migrations_gen::make_migrations_for;
+use crate::db::migrations_gen::make_migrations_searching;
 pub use crate::db::migrations_gen::{
     run_migration_dir, MakeMigrationsError, MigrationReport, Todo,
 };
@@ -20,14 +20,16 @@ pub use crate::dialect::ColumnType;
 /// Writes the next migration of `dir` for the model-first resources mounted on `api`
 /// ([`Api::model_tables`]): in `<dir>/sqlite/<version>_<name>/` and
 /// `<dir>/postgres/<version>_<name>/`, each with `up.sql` and `down.sql`, the new tables,
-/// added columns and added indexes; and rewrites `<dir>/migrations.lock`, the manifest
+/// added columns and added indexes, and the full-text index of every searchable resource
+/// mounted (`#[resource(search(...))]`, model-first or not) that the folder lacks; and rewrites `<dir>/migrations.lock`, the manifest
 /// `embed_migrations!` includes. Changes it cannot write safely (renames, type or nullability
 /// changes, drops, a NOT NULL column without a default) are in the report's
 /// [`todo`](MigrationReport::todo), with the SQL to review, and never written. Nothing to
 /// write: no folder, and the report says so (its `Display` is what a command prints).
 ///
 /// It reads no database: the present schema is what the folder's SQLite migrations build on a
-/// scratch in-memory database. Resources over a hand-written `table!` are left out.
+/// scratch in-memory database. The tables of resources over a hand-written `table!` are left
+/// out (their search indexes are not).
 ///
 /// # Errors
 ///
@@ -38,5 +40,5 @@ pub fn make_migrations(
     dir: &Path,
     name: &str,
 ) -> Result<MigrationReport, MakeMigrationsError> {
-    make_migrations_for(&api.model_tables(), dir, name)
+    make_migrations_searching(&api.model_tables(), &api.search_indexes(), dir, name)
 }

@@ -36,6 +36,7 @@ pub mod relation_rules;
 pub mod relations;
 pub mod rule_expr;
 pub mod schema_check;
+pub mod search;
 pub mod sessions;
 pub mod sign_up;
 pub mod soft_delete;

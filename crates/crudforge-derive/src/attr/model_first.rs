@@ -1,6 +1,7 @@
 //! Reading the keys that describe the table beyond its columns' types: a field's
 //! `references = "authors"`, `on_delete = "cascade"` and `default = ...`, and the struct's
-//! `index("col_a", "col_b")` and `unique("col_a", "col_b")` (both repeatable). On a field,
+//! `index("col_a", "col_b")` and `unique("col_a", "col_b")` (both repeatable), and
+//! `search("name", "species")`, the members of its full-text index. On a field,
 //! `unique` is a flag. A model-first table's DDL reads them, and `default`, `index` and
 //! `unique(...)` serve every model (the API's defaults, `Resource::INDEXES`,
 //! `Resource::UNIQUES`); `crate::model_first` checks them against the model.
@@ -42,6 +43,32 @@ const UNIQUE_LIST: Listed = Listed {
     lists: "a unique constraint lists",
     help: "help: write `unique(\"event_id\", \"seat\")`: no two rows share both values",
 };
+
+const SEARCH_LIST: Listed = Listed {
+    key: "search",
+    what: "search",
+    lists: "a search lists",
+    help: "help: write `search(\"name\", \"species\")`: the text members `q=` looks in, the one that weighs most first",
+};
+
+/// Reads `search(...)`, the key `meta` is at, into `search` (`None` until read): the
+/// searchable members in order. Given twice, the second is reported.
+pub(super) fn search(
+    cx: &Ctxt,
+    meta: &ParseNestedMeta<'_>,
+    search: &mut Option<Vec<LitStr>>,
+) -> syn::Result<()> {
+    let columns = index_columns(cx, meta, &SEARCH_LIST)?;
+    if search.is_some() {
+        cx.error(
+            &meta.path,
+            "`search(...)` is given twice\nhelp: list every searchable member in one `search(...)`",
+        );
+    } else {
+        *search = Some(columns);
+    }
+    Ok(())
+}
 
 /// Reads the value of `references = "authors"` (checked in [`crate::model_first::check`]).
 pub(super) fn references(meta: &ParseNestedMeta<'_>) -> syn::Result<LitStr> {
@@ -222,10 +249,10 @@ fn index_columns(
         return Ok(Vec::new());
     }
     if columns.is_empty() {
-        let least = if *key == "index" {
-            "an index needs at least one column"
-        } else {
-            "a composite unique constraint needs two members or more"
+        let least = match *key {
+            "index" => "an index needs at least one column",
+            "search" => "a search needs at least one member",
+            _ => "a composite unique constraint needs two members or more",
         };
         cx.error(&meta.path, format!("{least}\n{help}"));
     }

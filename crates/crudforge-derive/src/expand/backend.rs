@@ -96,7 +96,7 @@ pub(super) fn backend(g: &Gen<'_>, b: BackendKind) -> TokenStream {
     let (module, db, table) = (&d.module, &d.db, table(g));
     let items = [
         cond_fn(g, &d),
-        condition_builder(g),
+        condition_builder(g, &d),
         everything_fn(g),
         select_fn(g, &d),
         count_fn(g, &d),
@@ -214,14 +214,19 @@ fn op_sql(g: &Gen<'_>, d: &Dialect, f: &Field, op: Op) -> TokenStream {
 
 /// Emits the builder that combines `cond`'s expressions into a filter's (`Sql`), and
 /// `condition`, which builds a filter's whole expression.
-fn condition_builder(g: &Gen<'_>) -> TokenStream {
-    let (k, p, ident) = (g.k, &g.p, &g.m.ident);
+fn condition_builder(g: &Gen<'_>, d: &Dialect) -> TokenStream {
+    let (k, p, ident, db) = (g.k, &g.p, &g.m.ident, &d.db);
     quote! {
         struct Sql;
 
         impl #p::Builder for Sql {
             type Expr = Boxed;
             fn leaf(&self, c: &#k::condition::Cond) -> ::core::result::Result<Boxed, #k::Error> {
+                if c.field == #p::SEARCH_FIELD {
+                    return ::core::result::Result::Ok(::std::boxed::Box::new(
+                        #p::search_filter::<#db>(c, <#ident as #k::crud::Resource>::sql_table())?,
+                    ));
+                }
                 cond(c)
             }
             fn and(&self, a: Boxed, b: Boxed) -> Boxed {
@@ -296,6 +301,9 @@ fn select_fn(g: &Gen<'_>, d: &Dialect) -> TokenStream {
             for s in sort {
                 q = match (s.field, s.desc) {
                     #(#sort_arms)*
+                    (#p::SEARCH_RANK, _) => q.then_order_by(
+                        #p::search_rank::<#db>(conds, <#ident as #k::crud::Resource>::sql_table())?.asc(),
+                    ),
                     _ => {
                         // A related field (`habitat.name`), through the relation's scope.
                         let (null, value) = #p::related_order::<#db>(conds, s, <#ident as #k::crud::Resource>::sql_table())?;

@@ -143,8 +143,10 @@ fn associated_items(g: &Gen<'_>) -> TokenStream {
         let cols = u.columns.iter().map(syn::LitStr::value);
         quote!(&[#(#cols),*])
     });
+    let search = g.m.attrs.search.iter().map(syn::LitStr::value);
     quote! {
         const UNIQUES: &'static [&'static [&'static str]] = &[#(#uniques),*];
+        const SEARCH: &'static [&'static str] = &[#(#search),*];
         type Create = #create;
         type Update = #update;
         type Response = #response;

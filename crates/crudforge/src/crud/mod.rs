@@ -37,6 +37,9 @@ pub(crate) mod soft_delete;
 // Relations between resources: filters and sorts across them, `expand`, keys writes set.
 pub(crate) mod relations;
 
+// Full-text search: the condition `q` makes for a caller, its SQL and the ranking.
+pub(crate) mod search;
+
 // The handlers, one concern each: listing (INDEX), reading one item (GET), writing (POST,
 // PATCH, DELETE, restore, batches, through one transaction wrapper); with `files`, uploads
 // and downloads of file members.
@@ -124,6 +127,9 @@ pub trait Resource: Sized + 'static {
     /// The indexes the resource's queries need, declared with `#[resource(index("a", "b"))]`:
     /// one column list each, in index order. [`Resource::indexes`] gives them with the table.
     const INDEXES: &'static [&'static [&'static str]] = &[];
+    /// The searchable members, declared with `#[resource(search("name", "species"))]`, the
+    /// one that weighs most first: what `q` looks in (see `docs/search.md`).
+    const SEARCH: &'static [&'static str] = &[];
     /// The composite unique constraints, declared with `#[resource(unique("a", "b"))]`: one
     /// column list each. [`Resource::indexes`] gives each as a unique [`IndexSpec`].
     const UNIQUES: &'static [&'static [&'static str]] = &[];
@@ -490,7 +496,8 @@ impl<R> std::fmt::Debug for Filter<R> {
 
 impl<R: Resource> Filter<R> {
     /// The list parameters of `req`, parsed and judged as the generated INDEX does for the
-    /// request's caller: the caps on filters, the read rules, the named filters.
+    /// request's caller: the caps on filters, the read rules, the named filters, the search
+    /// (`q`, in the members the caller reads; not ranked: a custom route orders its rows).
     async fn of_request(req: &actix_web::HttpRequest) -> Result<Self, Error> {
         let state = req.app_data::<actix_web::web::Data<crate::state::ApiState>>();
         let limits = state.map_or_else(
@@ -502,9 +509,10 @@ impl<R: Resource> Filter<R> {
         if let Some(s) = state {
             ListCaps::of(&s.config).check(&query)?;
         }
-        if !R::READ_RULES.is_empty() {
+        if !R::READ_RULES.is_empty() || query.search.is_some() {
             let viewer = crate::auth::current_user(req).await?;
             rules::read::check_list::<R>(&mut query, viewer.as_ref())?;
+            search::apply::<R>(&mut query, viewer.as_ref())?;
         }
         if let Some(named) = list::named_filters::requested::<R>(&params)? {
             query.filter = Some(match query.filter.take() {

@@ -22,6 +22,7 @@ mod folder;
 use super::ddl::{ModelColumn, ModelTable};
 use super::indexes::{self, ident, IndexColumn, IndexSpec};
 use super::schema_check::{self, Column, SchemaDrift};
+use super::search::SearchIndex;
 use super::{functions, Database, DbError};
 use crate::dialect::{self, Backend};
 use diesel::connection::SimpleConnection as _;
@@ -167,6 +168,23 @@ pub fn make_migrations_for(
     dir: &Path,
     name: &str,
 ) -> Result<MigrationReport, MakeMigrationsError> {
+    make_migrations_searching(models, &[], dir, name)
+}
+
+/// [`make_migrations_for`], also writing the full-text index of each of `searches` that the
+/// folder's migrations do not build (or build over other members), on a table that exists or
+/// that this migration creates. The index is derived from the rows, so one over other members
+/// is dropped and made anew.
+///
+/// # Errors
+///
+/// As [`make_migrations_for`].
+pub(crate) fn make_migrations_searching(
+    models: &[&'static ModelTable],
+    searches: &[SearchIndex],
+    dir: &Path,
+    name: &str,
+) -> Result<MigrationReport, MakeMigrationsError> {
     let plain = !name.is_empty()
         && name
             .chars()
@@ -174,13 +192,14 @@ pub fn make_migrations_for(
     if !plain {
         return Err(MakeMigrationsError::BadName(name.to_owned()));
     }
-    write_migration(models, dir, name)
+    write_migration(models, searches, dir, name)
 }
 
 /// [`make_migrations_for`] without SQLite: refused.
 #[cfg(not(feature = "sqlite"))]
 fn write_migration(
     _models: &[&'static ModelTable],
+    _searches: &[SearchIndex],
     _dir: &Path,
     _name: &str,
 ) -> Result<MigrationReport, MakeMigrationsError> {
@@ -191,6 +210,7 @@ fn write_migration(
 #[cfg(feature = "sqlite")]
 fn write_migration(
     models: &[&'static ModelTable],
+    searches: &[SearchIndex],
     dir: &Path,
     name: &str,
 ) -> Result<MigrationReport, MakeMigrationsError> {
@@ -216,6 +236,11 @@ fn write_migration(
             up,
             down: both(model.drop_sql()),
         });
+    }
+    for index in searches {
+        if let Some(step) = search_step(&mut conn, index, &new_tables, dir)? {
+            steps.push(step);
+        }
     }
     let mut report = MigrationReport {
         todo,
@@ -346,6 +371,58 @@ fn scratch(dir: &Path) -> Result<SqliteConnection, MakeMigrationsError> {
             .map_err(|e| fail(e.to_string()))?;
     }
     Ok(conn)
+}
+
+/// The step that makes `index` when the scratch database lacks it (or indexes other members
+/// there), on a table that exists there or is among `new_tables`.
+#[cfg(feature = "sqlite")]
+fn search_step(
+    conn: &mut SqliteConnection,
+    index: &SearchIndex,
+    new_tables: &[&'static ModelTable],
+    dir: &Path,
+) -> Result<Option<Step>, MakeMigrationsError> {
+    let present: Vec<String> = load_columns(conn, &SearchIndex::fts_table(index.table), dir)?
+        .into_iter()
+        .map(|c| c.column_name)
+        .collect();
+    if present
+        .iter()
+        .map(String::as_str)
+        .eq(index.members.iter().copied())
+    {
+        return Ok(None);
+    }
+    let table_exists = new_tables.iter().any(|t| t.table == index.table)
+        || !load_columns(conn, index.table, dir)?.is_empty();
+    if !table_exists {
+        return Ok(None);
+    }
+    let old: Vec<&str> = present.iter().map(String::as_str).collect();
+    let mut up = [Vec::new(), Vec::new()];
+    let mut down = [Vec::new(), Vec::new()];
+    for (i, backend) in BACKENDS.into_iter().enumerate() {
+        down[i] = SearchIndex::drop_sql(index.table, backend);
+        if !old.is_empty() {
+            up[i] = SearchIndex::drop_sql(index.table, backend);
+            down[i].extend(SearchIndex::create(index.table, &old, backend));
+        }
+        up[i].extend(index.create_sql(backend));
+    }
+    let members = index.members.join(", ");
+    Ok(Some(Step {
+        line: if old.is_empty() {
+            format!("{}: search index over ({members})", index.table)
+        } else {
+            format!(
+                "{}: search index over ({members}), was ({})",
+                index.table,
+                old.join(", ")
+            )
+        },
+        up,
+        down,
+    }))
 }
 
 /// The columns of `table` in the scratch database (empty: no such table).
@@ -655,9 +732,8 @@ fn in_reference_order(tables: &[&'static ModelTable]) -> Vec<&'static ModelTable
 
 /// `up.sql` for the backend at `i`: the steps in order, then the to-dos as comments.
 fn up_sql(steps: &[Step], todo: &[Todo], i: usize, backend: Backend) -> String {
-    let mut out = String::from(
-        "-- Written by crudforge's make-migrations from the mounted model-first resources.\n",
-    );
+    let mut out =
+        String::from("-- Written by crudforge's make-migrations from the mounted resources.\n");
     for step in steps {
         out.push_str(&format!("\n-- {}\n", step.line));
         for sql in &step.up[i] {

@@ -20,6 +20,7 @@ pub(crate) mod plans;
 #[cfg(feature = "sqlite")]
 pub(crate) mod runner;
 pub(crate) mod schema_check;
+pub(crate) mod search;
 pub(crate) mod snapshot;
 #[cfg(feature = "sqlite")]
 pub(crate) mod sqlite_direct;

@@ -25,13 +25,26 @@ pub struct TableSpec {
     pub table: &'static str,
     /// The stored fields, each a column of the same name.
     pub fields: &'static [FieldInfo],
+    /// The searchable members (`#[resource(search(...))]`), whose full-text index the table
+    /// needs; empty: none.
+    pub search: &'static [&'static str],
 }
 
 impl TableSpec {
     /// The table `table` with the columns `fields` (a resource's
     /// [`TABLE`](crate::Resource::TABLE) and [`FIELDS`](crate::Resource::FIELDS)).
     pub(crate) const fn new(table: &'static str, fields: &'static [FieldInfo]) -> TableSpec {
-        TableSpec { table, fields }
+        TableSpec {
+            table,
+            fields,
+            search: &[],
+        }
+    }
+
+    /// The same table, searchable in `members`.
+    pub(crate) const fn searchable(mut self, members: &'static [&'static str]) -> TableSpec {
+        self.search = members;
+        self
     }
 }
 
@@ -97,6 +110,16 @@ pub enum SchemaDrift {
         /// The index: [`IndexSpec::create_sql`] is the statement that adds it.
         index: IndexSpec,
     },
+    /// The full-text index of a searchable resource (`#[resource(search(...))]`) is missing,
+    /// or (SQLite) indexes other members: `make-migrations` writes the statements that make
+    /// it.
+    #[non_exhaustive]
+    MissingSearch {
+        /// The table.
+        table: &'static str,
+        /// The searchable members.
+        members: &'static [&'static str],
+    },
 }
 
 impl SchemaDrift {
@@ -107,7 +130,8 @@ impl SchemaDrift {
             | SchemaDrift::MissingColumn { table, .. }
             | SchemaDrift::Nullable { table, .. }
             | SchemaDrift::NotNull { table, .. }
-            | SchemaDrift::Type { table, .. } => table,
+            | SchemaDrift::Type { table, .. }
+            | SchemaDrift::MissingSearch { table, .. } => table,
             SchemaDrift::MissingIndex { index } => index.table,
         }
     }
@@ -147,6 +171,11 @@ impl fmt::Display for SchemaDrift {
                 index.table,
                 index.columns.join(", "),
                 if index.unique { "unique " } else { "" }
+            ),
+            SchemaDrift::MissingSearch { table, members } => write!(
+                f,
+                "{table}: search index over ({}) missing (make-migrations writes it)",
+                members.join(", ")
             ),
         }
     }
@@ -234,6 +263,15 @@ pub(crate) async fn compare(
             {
                 found.extend(field_drift(backend, table, field, &columns));
             }
+            if let Some(members) = tables
+                .iter()
+                .find(|t| t.table == table && !t.search.is_empty())
+                .map(|t| t.search)
+            {
+                if !search_present(db, table, members, &columns).await? {
+                    found.push(SchemaDrift::MissingSearch { table, members });
+                }
+            }
             let declared: Vec<IndexSpec> =
                 specs.iter().filter(|s| s.table == table).copied().collect();
             for index in indexes::missing(db, &declared).await? {
@@ -247,6 +285,26 @@ pub(crate) async fn compare(
         }
     }
     Ok(out)
+}
+
+/// Whether `table` (whose `columns` were read) has the full-text index of `members`: on
+/// SQLite its FTS5 table with exactly those columns, on PostgreSQL the search column.
+async fn search_present(
+    db: &Database,
+    table: &str,
+    members: &[&str],
+    columns: &[Column],
+) -> Result<bool, DbError> {
+    use super::search::{SearchIndex, COLUMN};
+    Ok(match db.backend() {
+        crate::dialect::Backend::Sqlite => {
+            let fts = table_columns(db, &SearchIndex::fts_table(table)).await?;
+            fts.iter()
+                .map(|c| c.column_name.as_str())
+                .eq(members.iter().copied())
+        }
+        crate::dialect::Backend::Postgres => columns.iter().any(|c| c.column_name == COLUMN),
+    })
 }
 
 /// The differences between one field and its column among `columns` (also the migration

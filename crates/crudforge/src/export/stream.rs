@@ -365,7 +365,7 @@ async fn next_chunk<R: Resource>(run: &mut Run<R>) -> Result<web::Bytes, Error> 
     if rows.len() < plan.chunk as usize {
         run.done = true;
     } else {
-        let last = rows.last().and_then(|r| position_of(r, &plan.sort, 1));
+        let last = rows.last().and_then(|r| position_of(r, &plan.sort, 1, 0));
         run.after = Some(last.ok_or_else(|| {
             Error::Internal("a sort key holds a value no keyset can follow".into())
         })?);

@@ -21,6 +21,9 @@ use uuid::Uuid;
 ///
 /// `scope=cute` is a named filter: the critters with a cuteness level of at least 50.
 ///
+/// `q=` searches the critters' names and species (a name match ranks higher); the results
+/// come best match first.
+///
 /// `expand=visits` embeds the visits to it that the caller may read (their own; all of them
 /// for the keeper of its habitat and administrators).
 ///
@@ -36,7 +39,8 @@ use uuid::Uuid;
     index("species", "deleted_at", "cuteness_level"),
     index("species", "deleted_at", "created_at", "id", "cuteness_level"),
     index("habitat_id"),
-    scope(cute = "cuteness_level >= 50")
+    scope(cute = "cuteness_level >= 50"),
+    search("name", "species")
 )]
 pub struct Critter {
     /// Identifier.

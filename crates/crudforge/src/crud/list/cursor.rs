@@ -18,6 +18,7 @@
 //! keys follow the generated `ORDER BY`: nulls last ascending and first descending.
 
 use crate::condition::{parse_arg, Arg, Cond, Condition, Op, Sort};
+use crate::crud::search::RANK;
 use crate::error::Error;
 use crate::field::FieldInfo;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -232,6 +233,14 @@ pub(crate) fn decode(
     };
     let mut values = Vec::with_capacity(keys.len());
     for (k, v) in keys.iter().zip(&payload.k) {
+        if k.field == RANK {
+            // A place in the ranking.
+            let at = v.as_deref().and_then(|s| s.parse::<i64>().ok());
+            values.push(Some(Arg::Int(
+                at.filter(|n| *n >= 0).ok_or_else(|| bad(tampered))?,
+            )));
+            continue;
+        }
         let f = field(k.field)?;
         values.push(match v {
             None if f.nullable => None,
@@ -245,6 +254,17 @@ pub(crate) fn decode(
         values,
         id,
     })
+}
+
+/// The rows a ranked list's cursor skips (its place in the ranking); `None` for another sort.
+pub(crate) fn ranked_offset(sort: &[Sort], at: &Position) -> Option<i64> {
+    if !crate::crud::search::ranked(sort) {
+        return None;
+    }
+    match at.values.first() {
+        Some(Some(Arg::Int(n))) => Some(*n),
+        _ => None,
+    }
 }
 
 fn cmp(field: &'static str, op: Op, arg: Arg) -> Condition {

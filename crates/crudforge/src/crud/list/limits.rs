@@ -101,6 +101,7 @@ mod tests {
             cursor: None,
             count: Default::default(),
             fields: None,
+            search: None,
         };
         assert!(caps.check(&q(vec![list(3), list(1)])).is_ok());
         let e = caps.check(&q(vec![list(4)])).unwrap_err();

@@ -34,6 +34,8 @@ struct Listed<R> {
     total: Option<i64>,
     q: crate::crud::query::ListQuery,
     page: u32,
+    /// The rows before the page (a ranked list's next cursor starts after them).
+    offset: i64,
     /// The account the page is rendered for (read rules).
     viewer: Option<crate::auth::CurrentUser>,
 }
@@ -56,6 +58,9 @@ async fn list<R: Resource>(
     // The planner's estimate is answered only to a caller who reads every row and member.
     let whole_table = scope.is_always() && (R::READ_RULES.is_empty() || who.is_admin());
     let (mut q, expand) = judged_query(shared, &params, st, who.viewer())?;
+    if q.search.is_some() && q.sort.is_empty() {
+        q.sort.push(crate::crud::search::RANKED);
+    }
     let conds = conditions(shared, req, &params, conn, scope, &mut q, who.viewer()).await?;
     let PageAt {
         page,
@@ -95,6 +100,7 @@ async fn list<R: Resource>(
         total,
         q,
         page,
+        offset,
         viewer: who.viewer().cloned(),
     })
 }
@@ -140,6 +146,9 @@ pub(crate) fn judged_query<R: Resource>(
     crate::crud::query::sparse::check_selectable(R::FIELDS, members, own.as_deref())?;
     relations::expand::check_fields::<R>(q.fields.as_deref(), &expand, viewer)?;
     crate::crud::rules::read::check_list::<R>(&mut q, viewer)?;
+    // Searched only in the members the caller reads (after `check_list`, which judges the
+    // client's own filters).
+    crate::crud::search::apply::<R>(&mut q, viewer)?;
     Ok((q, expand))
 }
 
@@ -191,6 +200,16 @@ fn window<R: Resource>(st: &ApiState, q: &ListQuery, conds: Condition) -> Result
     let key = st.signing_key.expose();
     let at =
         crate::crud::list::cursor::decode(key, R::NAME, R::FIELDS, R::ID_FIELD, &q.sort, token)?;
+    if let Some(offset) = crate::crud::list::cursor::ranked_offset(&q.sort, &at) {
+        // Ranks move with every write to the index, so no keyset holds a ranked position:
+        // the page continues at its place in the ranking.
+        return Ok(PageAt {
+            page: at.page,
+            offset,
+            page_conds: conds.clone(),
+            total_conds: conds,
+        });
+    }
     let after = crate::crud::list::cursor::keyset(R::FIELDS, &q.sort, R::ID_FIELD, &at);
     Ok(PageAt {
         page: at.page,
@@ -215,13 +234,15 @@ pub(crate) async fn index<R: Resource>(
         total,
         q,
         page,
+        offset,
         viewer,
     } = snapshot::read(&st.db, async |conn| list(shared, &req, st, conn).await).await?;
     let key = st.signing_key.expose();
     let more = items.len() > q.page_size as usize;
     items.truncate(q.page_size as usize);
+    let after = offset.saturating_add(items.len() as i64);
     let next_cursor = match items.last() {
-        Some(last) if more => position_of(last, &q.sort, page.saturating_add(1))
+        Some(last) if more => position_of(last, &q.sort, page.saturating_add(1), after)
             .map(|p| cursor::encode(key, R::NAME, &q.sort, &p))
             .transpose()?,
         _ => None,
@@ -305,15 +326,23 @@ async fn write_items<R: Resource>(
     Ok(())
 }
 
-/// The cursor position after `row`; `None` when a sort key holds a value no cursor can carry.
+/// The cursor position after `row`, the last of the first `offset` rows of the list; `None`
+/// when a sort key holds a value no cursor can carry. A ranked list's position is `offset`.
 pub(crate) fn position_of<R: Resource>(
     row: &R,
     sort: &[crate::crud::Sort],
     page: u32,
+    offset: i64,
 ) -> Option<crate::crud::list::cursor::Position> {
     let values = crate::crud::list::cursor::keys(sort)
         .iter()
-        .map(|k| row.sort_value(k.field))
+        .map(|k| {
+            if k.field == crate::crud::search::RANK {
+                Some(Some(crate::condition::Arg::Int(offset)))
+            } else {
+                row.sort_value(k.field)
+            }
+        })
         .collect::<Option<Vec<_>>>()?;
     let id = row.sort_value(R::ID_FIELD)??;
     Some(crate::crud::list::cursor::Position { page, values, id })

@@ -693,10 +693,10 @@ impl<R: Resource> Mount for Mounted<R> {
     }
 
     fn table(&self) -> Option<crate::db::schema_check::TableSpec> {
-        Some(crate::db::schema_check::TableSpec::new(
-            R::sql_table(),
-            R::FIELDS,
-        ))
+        Some(
+            crate::db::schema_check::TableSpec::new(R::sql_table(), R::FIELDS)
+                .searchable(R::SEARCH),
+        )
     }
 
     fn model(&self) -> Option<&'static crate::db::ddl::ModelTable> {

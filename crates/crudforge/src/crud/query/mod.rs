@@ -7,6 +7,7 @@
 pub(crate) mod clock;
 pub(crate) mod filter_expr;
 mod relation_names;
+pub(crate) mod search;
 pub(crate) mod sparse;
 
 use crate::condition::Condition;
@@ -39,6 +40,9 @@ pub struct ListQuery {
     pub count: CountMode,
     /// The members each item keeps (`fields`); `None`: all of them.
     pub fields: Option<Vec<&'static str>>,
+    /// The words of `q`, a full-text search (turned into a condition by the handler, which
+    /// knows the searchable members the caller may read).
+    pub(crate) search: Option<search::Words>,
 }
 
 /// How an INDEX counts the matching rows: the `count` parameter.
@@ -169,6 +173,7 @@ pub(crate) fn parse_list_query_rel(
         cursor: None,
         count: CountMode::Exact,
         fields: None,
+        search: None,
     };
     let mut page_given = false;
     for (name, value) in params.pairs() {
@@ -183,6 +188,10 @@ pub(crate) fn parse_list_query_rel(
                 });
             }
             "cursor" => q.cursor = Some(value.to_owned()),
+            // A member named `q` keeps its filter.
+            search::PARAM if !fields.iter().any(|f| f.name == search::PARAM) => {
+                q.search = search::Words::parse(value)?;
+            }
             // Which rows: read by the handler (crud::soft_delete), which knows the caller.
             "include_deleted" => {}
             // Named filters: read by the handler (crud::named_filters).

@@ -13,12 +13,15 @@ use diesel::QueryResult;
 
 /// A backend a link has the SQL of.
 pub trait LinkSql: Backend + Sized {
+    /// Which backend this is.
+    const DIALECT: crate::dialect::Backend;
     /// The link's related condition on this backend.
     fn pick(link: &Link) -> WhereFn<Self>;
 }
 
 #[cfg(feature = "sqlite")]
 impl LinkSql for diesel::sqlite::Sqlite {
+    const DIALECT: crate::dialect::Backend = crate::dialect::Backend::Sqlite;
     fn pick(link: &Link) -> WhereFn<Self> {
         link.sqlite
     }
@@ -26,6 +29,7 @@ impl LinkSql for diesel::sqlite::Sqlite {
 
 #[cfg(feature = "postgres")]
 impl LinkSql for diesel::pg::Pg {
+    const DIALECT: crate::dialect::Backend = crate::dialect::Backend::Postgres;
     fn pick(link: &Link) -> WhereFn<Self> {
         link.pg
     }

@@ -248,6 +248,11 @@ fn readers_of<R: Resource>(name: &str) -> Option<Readers> {
         .map(|(_, r)| *r)
 }
 
+/// How far `viewer` reads the member `name` of `R`: on every row when no read rule covers it.
+pub(crate) fn reach_of<R: Resource>(name: &str, viewer: Viewer<'_>) -> Reach {
+    readers_of::<R>(name).map_or(Reach::Every, |r| r.reach(viewer))
+}
+
 /// Whether `viewer` reads the member `name` of `R` on every row (no read rule covers it, or
 /// its rule admits them everywhere): what grouping or aggregating a member needs, since an
 /// aggregate mixes the values of many rows.

@@ -87,6 +87,7 @@ pub(crate) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
         integer_schema(1, u32::MAX),
     ));
     params.push(filter_param::<R>(doc));
+    params.extend(super::list::search_param::<R>());
     params.extend(scope_param::<R>());
     if R::SOFT_DELETE {
         params.push(include_deleted_param(doc));

@@ -140,6 +140,29 @@ fn list_params<R: Resource>(
     ));
     params.push(count_param());
     params.push(fields_parameter::<R>(o));
+    params.extend(search_param::<R>());
+}
+
+/// `q`, the full-text search of a searchable resource.
+pub(crate) fn search_param<R: Resource>() -> Option<ReferenceOr<apistos::paths::Parameter>> {
+    use crate::crud::query::search::{MAX_CHARS, MAX_WORDS, PARAM};
+    if R::SEARCH.is_empty() || R::FIELDS.iter().any(|f| f.name == PARAM) {
+        return None;
+    }
+    let members = R::SEARCH
+        .iter()
+        .map(|m| format!("`{m}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    Some(parameter(
+        PARAM,
+        ParameterIn::Query,
+        false,
+        Some(format!(
+            "Full-text search in {members} (those you may read): the items holding every              word, compared without case; a word is letters and digits, and a trailing `*`              matches every word that starts with it (`pan*`). At most {MAX_WORDS} words.              A list without `sort` comes best match first (a match in an earlier member              weighs more), its `next_cursor` continuing the ranking."
+        )),
+        string_schema(Some(MAX_CHARS as u32)),
+    ))
 }
 
 /// A string schema; with `max`, a non-empty string of at most `max` characters.
