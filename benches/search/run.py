@@ -152,7 +152,9 @@ def run(server, backend, n, repeat):
                 (f"ilike '%{word}%' on name, species", f"/api/critters/?filter={like}&count=none"),
                 ("q=species7 (one word, 2% of rows)", "/api/critters/?q=species7&count=none"),
                 ("ilike '%species7%' on name, species", f"/api/critters/?filter={like_sp}&count=none"),
+                ("q=species7&sort=-created_at (not ranked)", "/api/critters/?q=species7&sort=-created_at&count=none"),
                 (f"q={word} with its count", f"/api/critters/?q={word}"),
+                (f"ilike '%{word}%' with its count", f"/api/critters/?filter={like}"),
             ]
             for label, path in cases:
                 get(base, token, path)  # warm

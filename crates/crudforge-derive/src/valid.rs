@@ -129,23 +129,27 @@ fn check_indexes(cx: &Ctxt, m: &Model) {
     for (index, what) in lists {
         for col in &index.columns {
             if !m.fields.iter().any(|f| f.name() == col.value()) {
-                let fields = m
-                    .fields
-                    .iter()
-                    .map(|f| format!("`{}`", f.ident))
-                    .collect::<Vec<_>>()
-                    .join(", ");
                 cx.error(
                     col,
                     format!(
-                        "`{}` is not a field of `{}`: {what} names the struct's fields (its table's columns)\nhelp: the fields are {fields}",
+                        "`{}` is not a field of `{}`: {what} names the struct's fields (its table's columns)\nhelp: the fields are {}",
                         col.value(),
-                        m.ident
+                        m.ident,
+                        field_list(m)
                     ),
                 );
             }
         }
     }
+}
+
+/// The model's fields as an error's help lists them: `` `id`, `name`, ... ``.
+fn field_list(m: &Model) -> String {
+    m.fields
+        .iter()
+        .map(|f| format!("`{}`", f.ident))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The searchable members: at most four (PostgreSQL tells a member's words apart by one of
@@ -159,18 +163,13 @@ fn check_search(cx: &Ctxt, m: &Model) {
     }
     for member in &m.attrs.search {
         let Some(f) = m.fields.iter().find(|f| f.name() == member.value()) else {
-            let fields = m
-                .fields
-                .iter()
-                .map(|f| format!("`{}`", f.ident))
-                .collect::<Vec<_>>()
-                .join(", ");
             cx.error(
                 member,
                 format!(
-                    "`{}` is not a field of `{}`: a search names the struct's text fields\nhelp: the fields are {fields}",
+                    "`{}` is not a field of `{}`: a search names the struct's text fields\nhelp: the fields are {}",
                     member.value(),
-                    m.ident
+                    m.ident,
+                    field_list(m)
                 ),
             );
             continue;

@@ -13,6 +13,12 @@ pub use crate::db::plans::install as install_plans;
 pub use crate::db::sqlite_global::configure as configure_sqlite_globally;
 pub use crate::db::statement_cache::MAX_SHAPES;
 
+/// The statements that create the full-text index of `members` on `table`, what
+/// `make-migrations` writes, for tests that create their tables by hand.
+pub fn search_index_sql(table: &str, members: &[&str], backend: crate::db::Backend) -> Vec<String> {
+    crate::db::search::SearchIndex::create(table, members, backend)
+}
+
 /// How long a SQLite connection waits for a lock (`PRAGMA busy_timeout`), in milliseconds.
 #[cfg(feature = "sqlite")]
 pub const BUSY_TIMEOUT_MS: u32 = crate::db::BUSY_TIMEOUT_MS;

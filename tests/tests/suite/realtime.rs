@@ -63,7 +63,8 @@ type DateTime = chrono::DateTime<chrono::Utc>;
         write = "owner_id = @me",
         create = "owner_id = @me"
     ),
-    scope(pinned = "priority >= 5")
+    scope(pinned = "priority >= 5"),
+    search("title", "private_note")
 )]
 pub struct Memo {
     /// Identifier.
@@ -112,8 +113,11 @@ async fn world(t: &TestDb, cfg: Config) -> World {
         Backend::Sqlite => DDL_SQLITE,
         Backend::Postgres => DDL_PG,
     };
+    let search =
+        crudforge::__bench::search_index_sql("memos", Memo::SEARCH, db.backend()).join("\n");
     let mut conn = db.get().await.unwrap();
     with_conn!(conn, |c| c.batch_execute(ddl).await).unwrap();
+    with_conn!(conn, |c| c.batch_execute(&search).await).unwrap();
     drop(conn);
     crudforge_tests::critters::create_table(&db).await;
     crudforge_tests::parts::create_table(&db).await;
@@ -549,6 +553,31 @@ backend_tests! {
         assert!(value("crudforge_realtime_streams_open ") >= 3.0);
         assert!(value("crudforge_realtime_events_sent_total ") >= 6.0);
         assert!(value("crudforge_realtime_streams_dropped_total ") >= 0.0);
+    }
+
+    async fn a_search_narrows_the_feed_to_members_the_subscriber_reads(t) {
+        let w = world(&t, config(&t, |_| {})).await;
+        let app = test::init_service(w.api.app()).await;
+        let (mut bob, _) = subscribe(&app, &w.api, Some(w.bob), "?q=walrus").await;
+        let (mut alice, _) = subscribe(&app, &w.api, Some(w.alice), "?q=walrus").await;
+        // The word in a private note: news to its owner only.
+        let hidden = memo(&app, &w.api, w.alice, json!({"title": "notes", "shared": true, "private_note": "a walrus"})).await;
+        let ev = alice.next().await;
+        assert_eq!((ev.event.as_str(), ev.data["id"].as_str()), ("created", Some(hidden.as_str())));
+        // The word in a shared title: news to both; a memo without it to neither.
+        memo(&app, &w.api, w.alice, json!({"title": "otters", "shared": true})).await;
+        let found = memo(&app, &w.api, w.alice, json!({"title": "Walrus tour", "shared": true})).await;
+        for feed in [&mut bob, &mut alice] {
+            let ev = feed.next().await;
+            assert_eq!((ev.event.as_str(), ev.data["id"].as_str()), ("created", Some(found.as_str())));
+        }
+        // Renamed away from the word: out of the search's view.
+        patch(&app, &w.api, w.alice, &found, json!({"title": "Seal tour"})).await;
+        let ev = bob.next().await;
+        assert_eq!((ev.event.as_str(), &ev.data), ("deleted", &json!({"id": found})));
+        // A search that is not one is refused before the stream opens.
+        let resp = test::call_service(&app, auth(Req::get().uri("/api/memos/events/?q=%2A"), &w.api, w.bob).to_request()).await;
+        assert_eq!(resp.status().as_u16(), 400);
     }
 
     async fn rows_move_in_and_out_of_view(t) {

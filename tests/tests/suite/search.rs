@@ -362,6 +362,103 @@ backend_tests! {
     }
 }
 
+/// Members two different owner fields open: each searched only in the rows that field gives
+/// the caller.
+mod two_owners {
+    use super::*;
+
+    diesel::table! {
+        use diesel::sql_types::*;
+        use crudforge::sql_types::*;
+
+        /// Reviews.
+        reviews (id) {
+            /// Id.
+            id -> PortableUuid,
+            /// Created.
+            created_at -> PortableTimestamp,
+            /// Updated.
+            updated_at -> PortableTimestamp,
+            /// Author.
+            author_id -> PortableUuid,
+            /// Reviewer.
+            reviewer_id -> PortableUuid,
+            /// Title.
+            title -> Text,
+            /// The author's draft.
+            draft -> Nullable<Text>,
+            /// The reviewer's verdict.
+            verdict -> Nullable<Text>,
+        }
+    }
+
+    /// A review: its draft is its author's, its verdict its reviewer's.
+    #[derive(Debug, Clone, Queryable, Selectable, Resource)]
+    #[diesel(table_name = reviews)]
+    #[resource(search("title", "draft", "verdict"))]
+    pub(super) struct Review {
+        /// Identifier.
+        pub id: Uuid,
+        /// Creation time.
+        pub created_at: DateTime,
+        /// Last change.
+        pub updated_at: DateTime,
+        /// The author.
+        pub author_id: Uuid,
+        /// The reviewer.
+        pub reviewer_id: Uuid,
+        /// The title.
+        pub title: String,
+        /// Only the author reads it.
+        #[resource(read = owner(author_id))]
+        pub draft: Option<String>,
+        /// Only the reviewer reads it.
+        #[resource(read = owner(reviewer_id))]
+        pub verdict: Option<String>,
+    }
+
+    backend_tests! {
+        async fn each_owner_field_opens_its_own_members(t) {
+            let cfg = t.config().with(|c| c.auth.bcrypt_cost = 4);
+            let db = t.open(&cfg).await;
+            let ddl = match db.backend() {
+                Backend::Sqlite => "CREATE TABLE reviews (id TEXT PRIMARY KEY NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, author_id TEXT NOT NULL, reviewer_id TEXT NOT NULL, title TEXT NOT NULL, draft TEXT, verdict TEXT);",
+                Backend::Postgres => "CREATE TABLE reviews (id UUID PRIMARY KEY, created_at TIMESTAMPTZ NOT NULL, updated_at TIMESTAMPTZ NOT NULL, author_id UUID NOT NULL, reviewer_id UUID NOT NULL, title TEXT NOT NULL, draft TEXT, verdict TEXT);",
+            };
+            let index = crudforge::__bench::search_index_sql("reviews", Review::SEARCH, db.backend()).join("\n");
+            let mut conn = db.get().await.unwrap();
+            with_conn!(conn, |c| c.batch_execute(&format!("{ddl}\n{index}")).await).unwrap();
+            drop(conn);
+            let ann = crudforge_tests::user(&db, "ann@example.com").await;
+            let ben = crudforge_tests::user(&db, "ben@example.com").await;
+            let api = Api::new(cfg, db).unwrap().mount(Review::blueprint("/api/reviews/")).unwrap();
+            let app = test::init_service(api.app()).await;
+            // Ann wrote one review and judges the other; Ben the other way round.
+            for (author, reviewer, title, draft, verdict) in [
+                (ann, ben, "first", "pelican", "heron"),
+                (ben, ann, "second", "heron", "pelican"),
+            ] {
+                let body = json!({"author_id": author, "reviewer_id": reviewer, "title": title, "draft": draft, "verdict": verdict});
+                let (s, b) = send(&app, auth(Req::post().uri("/api/reviews/").set_json(body), &api, ann)).await;
+                assert_eq!(s, 201, "{b}");
+            }
+            let titles = |page: Value| -> Vec<String> { super::titles(&page) };
+            for (who, q, expect) in [
+                // Ann's draft of the first and her verdict on the second both say pelican.
+                (ann, "pelican", vec!["first", "second"]),
+                // Heron is in Ben's verdict on the first and his draft of the second: never Ann's.
+                (ann, "heron", vec![]),
+                (ben, "heron", vec!["first", "second"]),
+                (ben, "pelican", vec![]),
+            ] {
+                let (s, page) = send(&app, auth(Req::get().uri(&format!("/api/reviews/?q={q}&sort=title")), &api, who)).await;
+                assert_eq!(s, 200, "{page}");
+                assert_eq!(titles(page), expect, "{q}");
+            }
+        }
+    }
+}
+
 /// A resource with no searchable member refuses `q`.
 mod not_searchable {
     use super::*;

@@ -75,31 +75,34 @@ pub(crate) fn condition<R: Resource>(
             format!("`{}` has no searchable members", R::NAME),
         ));
     }
-    let mut every: Vec<&'static str> = Vec::new();
-    let mut own: Vec<&'static str> = Vec::new();
-    let mut owner = None;
-    for &member in R::SEARCH {
-        match reach_of::<R>(member, viewer) {
-            Reach::Every => every.push(member),
-            Reach::Own(field, id) => {
-                own.push(member);
-                owner = Some((field, id));
-            }
-            Reach::None => {}
-        }
-    }
+    let reach: Vec<(&'static str, Reach)> = R::SEARCH
+        .iter()
+        .map(|&m| (m, reach_of::<R>(m, viewer)))
+        .collect();
+    let every: Vec<&'static str> = reach
+        .iter()
+        .filter(|(_, r)| *r == Reach::Every)
+        .map(|(m, _)| *m)
+        .collect();
     let mut branches = Vec::new();
     if !every.is_empty() {
         branches.push(Condition::Is(cond::<R>(words, &every)));
     }
-    if let Some((field, id)) = owner {
-        // The owner's rows: also the members only their owner reads.
-        let mut theirs = every.clone();
-        theirs.extend(own.iter().copied());
-        let members: Vec<&'static str> = R::SEARCH
+    // The rows of each owner field that holds the caller's id: also the members that field's
+    // owner reads there.
+    let mut owners: Vec<(&'static str, uuid::Uuid)> = Vec::new();
+    for (_, r) in &reach {
+        if let Reach::Own(field, id) = *r {
+            if !owners.iter().any(|(f, _)| *f == field) {
+                owners.push((field, id));
+            }
+        }
+    }
+    for (field, id) in owners {
+        let members: Vec<&'static str> = reach
             .iter()
-            .copied()
-            .filter(|m| theirs.contains(m))
+            .filter(|(_, r)| *r == Reach::Every || matches!(r, Reach::Own(f, _) if *f == field))
+            .map(|(m, _)| *m)
             .collect();
         branches.push(Condition::All(vec![
             Condition::Is(Cond::eq(field, Arg::Uuid(id))),

@@ -2,9 +2,12 @@
 //! any searchable table (generated queries reach them through `crudforge::__private`).
 //!
 //! - SQLite, filter: `t.rowid IN (SELECT rowid FROM t__search WHERE t__search MATCH ?)`;
-//!   rank: `coalesce((SELECT bm25(t__search, 1.0, 0.4, ...) FROM t__search WHERE t__search
-//!   MATCH ? AND rowid = t.rowid), 0)`, lower is better (a row the ranked condition does not
-//!   match, one matched on its owner's members only, ranks last).
+//!   rank: `coalesce((WITH __rank AS MATERIALIZED (SELECT rowid AS k, bm25(t__search, 1.0,
+//!   0.4, ...) AS s FROM t__search WHERE t__search MATCH ?) SELECT s FROM __rank WHERE k =
+//!   t.rowid), 0)`, lower is better (a row the ranked condition does not match, one matched on
+//!   its owner's members only, ranks last). The scores are made once per statement: scoring
+//!   each row with its own `MATCH ... AND rowid = ?` costs a full-text query per row (69 ms
+//!   against 7 ms for 1,000 matches among 1,000,000 rows; `docs/performance.md`).
 //! - PostgreSQL, filter: `t.crudforge_search @@ to_tsquery('simple', $1)`; rank:
 //!   `-ts_rank(t.crudforge_search, to_tsquery('simple', $1))`, so that ascending is best first
 //!   on both.
@@ -123,15 +126,20 @@ where
                     from_where(&mut out)?;
                     out.push_sql(")");
                 } else {
-                    out.push_sql("coalesce((SELECT bm25(");
+                    // The matches' scores, computed once for the statement (`MATERIALIZED`:
+                    // not correlated, so made once and looked up by an automatic index),
+                    // rather than one full-text query per row.
+                    out.push_sql(
+                        "coalesce((WITH \"__rank\" AS MATERIALIZED (SELECT rowid AS \"k\", bm25(",
+                    );
                     out.push_identifier(&fts)?;
                     for w in RANK_WEIGHTS.iter().take(self.members) {
                         out.push_sql(", ");
                         out.push_sql(w);
                     }
-                    out.push_sql(")");
+                    out.push_sql(") AS \"s\"");
                     from_where(&mut out)?;
-                    out.push_sql(" AND rowid = ");
+                    out.push_sql(") SELECT \"s\" FROM \"__rank\" WHERE \"k\" = ");
                     outer_rowid(&mut out)?;
                     out.push_sql("), 0)");
                 }
