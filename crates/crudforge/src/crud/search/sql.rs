@@ -58,7 +58,8 @@ impl<DB> std::fmt::Debug for SearchSql<DB> {
 ///
 /// # Errors
 ///
-/// `c` is not a search condition (an internal error: only [`super::condition`] makes them).
+/// `c` is not a search condition (an internal error: only the search's own condition makes
+/// them).
 pub fn search_filter<DB: LinkSql>(c: &Cond, table: &'static str) -> Result<SearchSql<DB>, Error> {
     make(c, table, Shape::Filter)
 }
