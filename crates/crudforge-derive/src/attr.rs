@@ -467,6 +467,7 @@ mod tests {
                 SOFT_DELETE | MODEL_FIRST => quote!(),
                 SCOPE => quote!((overdue = "due < now")),
                 HAS_MANY => quote!((critters = Critter, key = "habitat_id")),
+                SEARCH => quote!(("name", "species")),
                 _ => panic!("no sample value for struct key `{key}`"),
             };
             let attr: Attribute = syn::parse_quote!(#[resource(#ident #value)]);
