@@ -376,7 +376,7 @@ mod tests {
     use crate::symbol::{
         AGGREGATE, BELONGS_TO, CRATE, DEFAULT, FILE, FILTER, HAS_MANY, INDEX, MAX, MAX_LEN, MIN,
         MIN_LEN, MODEL_FIRST, NAME, ONE_OF, ON_DELETE, PATTERN, READ, REFERENCES, RULES, SCOPE,
-        SET, SOFT_DELETE, TABLE, UNIQUE, VALIDATE,
+        SEARCH, SET, SOFT_DELETE, TABLE, UNIQUE, VALIDATE,
     };
     use quote::{quote, ToTokens};
     use syn::{Attribute, Ident};
