@@ -5,25 +5,9 @@
 //! `R::Response`, which includes `updated_at`), so it changes whenever a returned field or the
 //! row's `updated_at` changes, and it is the same whichever operation returns the item.
 
-use crate::crud::Resource;
 use crate::error::Error;
 use actix_web::http::header::{self, HeaderMap, HeaderName};
 use sha2::{Digest, Sha256};
-
-/// An item's strong entity tag, quoted (`"3f1c…"`), and its generated representation.
-///
-/// # Errors
-///
-/// The representation cannot be serialized (500).
-pub(crate) fn tag_and_body<R: Resource>(item: R) -> Result<(String, Vec<u8>), Error> {
-    // Room for a typical item, so the buffer is not regrown piece by piece.
-    let mut body = Vec::with_capacity(512);
-    // What surfaces set around a row's serialization (file members' download URLs).
-    let _rendering = crate::rendering(&item);
-    serde_json::to_writer(&mut body, &R::Response::from(item))
-        .map_err(|e| Error::Internal(format!("serializing a response: {e}")))?;
-    Ok((tag_of(&body), body))
-}
 
 /// The strong entity tag of a representation (the bytes of a JSON body), as the generated
 /// operations send it in `ETag`: the first 128 bits of its SHA-256, in hex, quoted. For a

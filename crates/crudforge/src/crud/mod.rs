@@ -27,12 +27,12 @@ pub(crate) mod idempotency;
 pub(crate) mod options;
 // Limits per operation and door (`CrudBlueprint::limit`), counted around the handlers.
 pub(crate) mod limits;
-pub(crate) mod render;
 pub(crate) mod request;
 pub(crate) mod route;
 pub(crate) mod scope;
 pub(crate) mod shared;
 pub(crate) mod soft_delete;
+pub(crate) mod view;
 
 // Relations between resources: filters and sorts across them, `expand`, keys writes set.
 pub(crate) mod relations;

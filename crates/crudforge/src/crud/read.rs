@@ -1,15 +1,16 @@
 //! Reading one item: the `GET` handler. The caller and the item in one read snapshot, its
-//! `ETag` and `If-None-Match` (304, [`crate::crud::conditional`]) and sparse fields.
+//! `ETag` and `If-None-Match` (304, [`crate::crud::conditional`]), shown through the `GET`'s
+//! view of a row ([`crate::crud::view`]: its embedded relations and sparse fields).
 
 use crate::condition::Condition;
 use crate::crud::conditional;
 use crate::crud::options::Operation;
 use crate::crud::query::Params;
 use crate::crud::relations;
-use crate::crud::render::{json, represent, set_etag};
 use crate::crud::request::{caller_on, item_conds, not_found};
 use crate::crud::rows::select_one;
 use crate::crud::shared::Shared;
+use crate::crud::view::{json, set_etag, View};
 use crate::crud::Resource;
 use crate::db::{snapshot, Conn};
 use crate::error::Error;
@@ -17,13 +18,10 @@ use crate::state::ApiState;
 use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 
-/// What a `GET` of one item read, with the request's sparse fields and `If-None-Match`.
+/// What a `GET` of one item read: its tag and body (kept to `fields`), and `If-None-Match`.
 struct Fetched {
     etag: String,
     out: Vec<u8>,
-    sparse: Option<Vec<&'static str>>,
-    /// Whether relations are embedded (`expand`).
-    expanded: bool,
     if_none_match: Option<conditional::Precondition>,
 }
 
@@ -66,19 +64,11 @@ async fn fetch<R: Resource>(
             .await?
             .pop()
     };
-    let (mut etag, mut out) =
-        represent(shared, Operation::Get, conn, &st.db, item, who.viewer()).await?;
-    if let Some(extra) = extra {
-        // The tag of an expanded answer is computed on the body sent, embedded items
-        // included.
-        out = relations::expand::merge(&out, extra)?;
-        etag = conditional::tag_of(&out);
-    }
+    let view = View::new(shared, Operation::Get, who.viewer()).fields(sparse.as_deref());
+    let (etag, out) = view.represent(conn, &st.db, item, extra).await?;
     Ok(Fetched {
         etag,
         out,
-        expanded: !expand.is_empty(),
-        sparse,
         if_none_match,
     })
 }
@@ -94,8 +84,6 @@ pub(crate) async fn get<R: Resource>(
     let Fetched {
         etag,
         out,
-        sparse,
-        expanded,
         if_none_match,
     } = snapshot::read(&st.db, async |conn| fetch(shared, &req, st, conn).await).await?;
     if if_none_match.is_some_and(|p| p.matches_weak(&etag)) {
@@ -103,11 +91,6 @@ pub(crate) async fn get<R: Resource>(
             .insert_header((header::ETAG, etag))
             .finish());
     }
-    let out = match sparse {
-        Some(f) if expanded => relations::expand::project(&out, &f)?,
-        Some(f) => crate::crud::query::sparse::project(&out, &f)?,
-        None => out,
-    };
     let mut res = json(actix_web::http::StatusCode::OK, out);
     set_etag(&mut res, &etag);
     Ok(res)

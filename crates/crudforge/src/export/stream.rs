@@ -18,11 +18,10 @@ use crate::condition::{Condition, Sort};
 use crate::crud::list::cursor::{self, Position};
 use crate::crud::list::{conditions, judged_query, position_of};
 use crate::crud::options::Operation;
-use crate::crud::query::sparse::project;
 use crate::crud::query::Params;
 use crate::crud::relations;
-use crate::crud::render::{render, render_all};
 use crate::crud::shared::Shared;
+use crate::crud::view::View;
 use crate::crud::{Resource, Window};
 use crate::db::{snapshot, Conn, Database};
 use crate::error::Error;
@@ -226,14 +225,12 @@ impl Sink {
         })
     }
 
-    /// Writes one rendered item (a JSON object without the members its viewer may not read).
-    fn item(&mut self, item: &[u8], fields: Option<&[&'static str]>) -> Result<(), Error> {
+    /// Writes one item as the export's view shows it (a JSON object without the members its
+    /// viewer may not read; an NDJSON line's kept to `fields`).
+    fn item(&mut self, item: &[u8]) -> Result<(), Error> {
         match self {
             Sink::Ndjson(out) => {
-                match fields {
-                    Some(f) => out.extend_from_slice(&project(item, f)?),
-                    None => out.extend_from_slice(item),
-                }
+                out.extend_from_slice(item);
                 out.push(b'\n');
             }
             Sink::Csv { out, columns, cell } => {
@@ -376,23 +373,15 @@ async fn next_chunk<R: Resource>(run: &mut Run<R>) -> Result<web::Bytes, Error> 
     let Some(sink) = run.sink.as_mut() else {
         return Err(Error::Internal("an export without its writer".into()));
     };
-    if shared
-        .ops
-        .get(&Operation::Index)
-        .and_then(|o| o.presenter)
-        .is_some()
-    {
-        for item in render_all(shared, Operation::Index, &run.db, rows, viewer).await? {
-            sink.item(&item, fields)?;
-        }
-    } else {
-        let mut one = Vec::with_capacity(512);
-        for row in rows {
-            one.clear();
-            render(shared, Operation::Index, &mut one, row, viewer)?;
-            sink.item(&one, fields)?;
-        }
-    }
+    // NDJSON lines are the items kept to `fields`; CSV picks its columns from each item.
+    let kept = match sink {
+        Sink::Ndjson(_) => fields,
+        Sink::Csv { .. } => None,
+    };
+    View::new(shared, Operation::Index, viewer)
+        .fields(kept)
+        .each(&run.db, rows, None, |item| sink.item(item))
+        .await?;
     sink.take()
 }
 

@@ -5,7 +5,8 @@
 //! parameters, the list parameters (parsed by [`crate::crud::query`]: the plain parameters and
 //! the `filter` expression), the named filters asked for, within the caps, and a cursor's
 //! keyset are ANDed into one condition; one row more than the page tells whether a next page
-//! exists; items are rendered straight into the body, trimmed to `fields`.
+//! exists; items are written straight into the body through the list's view of a row
+//! ([`crate::crud::view`]).
 
 pub(crate) mod cursor;
 pub(crate) mod limits;
@@ -15,22 +16,25 @@ use crate::condition::Condition;
 use crate::crud::options::Operation;
 use crate::crud::query::{ListQuery, Params};
 use crate::crud::relations;
-use crate::crud::render::{json, render, render_all};
 use crate::crud::request::{caller_on, parent_conds};
 use crate::crud::rules::read::Viewer;
 use crate::crud::shared::Shared;
+use crate::crud::view::{json, View};
 use crate::crud::{Pagination, Resource};
 use crate::db::{snapshot, Conn};
 use crate::error::Error;
 use crate::state::ApiState;
 use actix_web::{web, HttpRequest, HttpResponse};
 
+/// How a page's body begins, its items after it.
+const DATA_START: &[u8] = b"{\"data\":[";
+
 /// What a list request read: up to one row more than the page, the total when asked for,
 /// the parsed query and the page's number.
 struct Listed<R> {
     items: Vec<R>,
     /// The embedded members of the page's items, with `expand`.
-    extra: Option<Vec<Vec<(&'static str, serde_json::Value)>>>,
+    extra: Option<Vec<crate::crud::view::Embedded>>,
     total: Option<i64>,
     q: crate::crud::query::ListQuery,
     page: u32,
@@ -248,82 +252,21 @@ pub(crate) async fn index<R: Resource>(
         _ => None,
     };
     let mut out = Vec::with_capacity(64 + items.len() * 256);
-    out.extend_from_slice(b"{\"data\":[");
-    match extra {
-        Some(extra) => {
-            relations::expand::write_items(
-                shared,
-                &st.db,
-                &mut out,
-                items,
-                extra,
-                q.fields.as_deref(),
-                viewer.as_ref(),
-            )
-            .await?;
+    out.extend_from_slice(DATA_START);
+    let view = View::new(shared, Operation::Index, viewer.as_ref()).fields(q.fields.as_deref());
+    view.each(&st.db, items, extra, |body| {
+        if out.len() > DATA_START.len() {
+            out.push(b',');
         }
-        None => {
-            write_items(
-                shared,
-                &st.db,
-                &mut out,
-                items,
-                q.fields.as_deref(),
-                viewer.as_ref(),
-            )
-            .await?;
-        }
-    }
+        out.extend_from_slice(body);
+        Ok(())
+    })
+    .await?;
     out.extend_from_slice(b"],\"pagination\":");
     let pagination = Pagination::counted(page, q.page_size, total, next_cursor);
     serde_json::to_writer(&mut out, &pagination).map_err(|e| Error::Internal(e.to_string()))?;
     out.push(b'}');
     Ok(json(actix_web::http::StatusCode::OK, out))
-}
-
-/// Writes the page's items, comma-separated, to `out`: rendered by the operation's presenter
-/// (with database access) or straight into `out`, each trimmed to `sparse` when asked for.
-async fn write_items<R: Resource>(
-    shared: &Shared<R>,
-    db: &crate::db::Database,
-    out: &mut Vec<u8>,
-    items: Vec<R>,
-    sparse: Option<&[&'static str]>,
-    viewer: crate::crud::rules::read::Viewer<'_>,
-) -> Result<(), Error> {
-    if shared
-        .ops
-        .get(&Operation::Index)
-        .and_then(|o| o.presenter)
-        .is_some()
-    {
-        let rendered = render_all(shared, Operation::Index, db, items, viewer).await?;
-        for (i, item) in rendered.into_iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            match sparse {
-                Some(f) => out.extend_from_slice(&crate::crud::query::sparse::project(&item, f)?),
-                None => out.extend_from_slice(&item),
-            }
-        }
-    } else {
-        let mut one = Vec::new();
-        for (i, item) in items.into_iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            match sparse {
-                Some(f) => {
-                    one.clear();
-                    render(shared, Operation::Index, &mut one, item, viewer)?;
-                    out.extend_from_slice(&crate::crud::query::sparse::project(&one, f)?);
-                }
-                None => render(shared, Operation::Index, out, item, viewer)?,
-            }
-        }
-    }
-    Ok(())
 }
 
 /// The cursor position after `row`, the last of the first `offset` rows of the list; `None`

@@ -1,21 +1,9 @@
-//! Sparse fields: `fields=id,name` keeps only those members of each rendered item (INDEX and
-//! GET). The names are checked against the resource's readable fields when the query is
-//! parsed ([`parse_fields_rel`](super::parse_fields_rel)); here a rendered JSON object
-//! loses its other members.
+//! Sparse fields: `fields=id,name` keeps only those members of each item (INDEX and GET). The
+//! names are checked against the resource's readable fields when the query is parsed
+//! ([`parse_fields_rel`](super::parse_fields_rel)), and here against an operation's substituted
+//! answer; the view of a row ([`crate::crud::view`]) keeps them.
 
 use crate::error::Error;
-
-/// The members `fields` of the rendered JSON object `item`, in the item's order.
-///
-/// # Errors
-///
-/// 500 when the item is not a JSON object.
-pub(crate) fn project(item: &[u8], fields: &[&str]) -> Result<Vec<u8>, Error> {
-    let mut obj: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(item)
-        .map_err(|e| Error::Internal(format!("sparse fields of a non-object item: {e}")))?;
-    obj.retain(|k, _| fields.contains(&k.as_str()));
-    serde_json::to_vec(&obj).map_err(|e| Error::Internal(e.to_string()))
-}
 
 /// The top-level members of `S`'s schema: what `fields` may name when an operation answers
 /// with `S` instead of the resource's response schema.

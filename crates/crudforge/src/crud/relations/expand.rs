@@ -7,14 +7,14 @@ use super::{reader, unreadable, Relation, RelationKind, HAS_MANY_EXPAND_MAX, MAX
 use crate::condition::{Arg, Cond, Condition, Link, Op, Reach, Related};
 use crate::crud::options::Operation;
 use crate::crud::query::Params;
-use crate::crud::render::render_all;
 use crate::crud::rules::read::{self, Viewer};
+use crate::crud::view::{embed, View};
 use crate::crud::Resource;
 use crate::db::{Conn, Database};
 use crate::error::Error;
 use actix_web::HttpRequest;
 use futures_util::future::LocalBoxFuture;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// One relation to expand, with the relations of its items to expand in turn.
 #[derive(Debug, Clone)]
@@ -250,8 +250,8 @@ fn check_keys<R: Resource>(expand: &[Expand], viewer: Viewer<'_>) -> Result<(), 
 }
 
 /// Reads one relation's items of resource `R` (see [`Load`]): through `R`'s mounted
-/// blueprint, with its read scope for the caller, rendered by its `GET` rendering path
-/// ([`render_all`] with [`Operation::Get`]).
+/// blueprint, with its read scope for the caller, shown as its `GET` shows them (its
+/// [`View`] of [`Operation::Get`]).
 pub(crate) async fn load<R: Resource>(
     cx: &Cx<'_>,
     conn: &mut Conn,
@@ -309,75 +309,19 @@ pub(crate) async fn load<R: Resource>(
     } else {
         members::<R>(cx, conn, &items, &nested, who.viewer()).await?
     };
-    // Rendered as the related resource's own GET renders them for this caller: the members
-    // its read rules hide are left out.
-    let bodies = render_all(&shared, Operation::Get, cx.db, items, who.viewer()).await?;
-    let mut out = Vec::with_capacity(bodies.len());
-    for (i, (body, k)) in bodies.iter().zip(keys).enumerate() {
-        let mut obj = object(body)?;
-        for (name, v) in extra.get(i).cloned().unwrap_or_default() {
-            obj.insert(name.to_owned(), v);
-        }
-        out.push((k, Value::Object(obj)));
-    }
+    // Shown as the related resource's own GET shows them to this caller: the members its
+    // read rules hide are left out.
+    let view = View::new(&shared, Operation::Get, who.viewer());
+    let mut out = Vec::with_capacity(items.len());
+    let mut keys = keys.into_iter();
+    let mut extra = extra.into_iter();
+    view.each(cx.db, items, None, |body| {
+        let obj = embed(body, extra.next().unwrap_or_default())?;
+        out.push((keys.next().flatten(), Value::Object(obj)));
+        Ok(())
+    })
+    .await?;
     Ok(out)
-}
-
-fn object(body: &[u8]) -> Result<Map<String, Value>, Error> {
-    serde_json::from_slice(body)
-        .map_err(|e| Error::Internal(format!("expanding a non-object item: {e}")))
-}
-
-/// `body` (a rendered item) with the embedded `members` added.
-///
-/// # Errors
-///
-/// 500 when the item is not a JSON object.
-pub(crate) fn merge(body: &[u8], members: Vec<(&'static str, Value)>) -> Result<Vec<u8>, Error> {
-    let mut obj = object(body)?;
-    for (name, v) in members {
-        obj.insert(name.to_owned(), v);
-    }
-    serde_json::to_vec(&obj).map_err(|e| Error::Internal(e.to_string()))
-}
-
-/// The members `fields` of an expanded item: plain names keep their member; `rel.sub` keeps
-/// the embedded object (or each object of an embedded list) trimmed to the named members.
-///
-/// # Errors
-///
-/// 500 when the item is not a JSON object.
-pub(crate) fn project(body: &[u8], fields: &[&str]) -> Result<Vec<u8>, Error> {
-    let mut obj = object(body)?;
-    let whole = |k: &str| fields.contains(&k);
-    let subs = |k: &str| -> Vec<&str> {
-        fields
-            .iter()
-            .filter_map(|f| f.split_once('.'))
-            .filter(|(r, _)| *r == k)
-            .map(|(_, s)| s)
-            .collect()
-    };
-    obj.retain(|k, _| whole(k) || !subs(k).is_empty());
-    for (k, v) in &mut obj {
-        if whole(k) {
-            continue;
-        }
-        let keep = subs(k);
-        let trim = |o: &mut Map<String, Value>| o.retain(|m, _| keep.contains(&m.as_str()));
-        match v {
-            Value::Object(o) => trim(o),
-            Value::Array(items) => {
-                for item in items {
-                    if let Value::Object(o) = item {
-                        trim(o);
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    serde_json::to_vec(&obj).map_err(|e| Error::Internal(e.to_string()))
 }
 
 /// The `fields` parameter of a `GET` of one item, if any, checked against `R`'s fields and
@@ -393,33 +337,4 @@ pub(crate) fn requested<R: Resource>(params: &Params) -> Result<Option<Vec<&'sta
             crate::crud::query::parse_fields_rel(R::FIELDS, &super::rel_fields::<R>(), value)
         })
         .transpose()
-}
-
-/// Writes a page's items, comma-separated, to `out`, each rendered as the list renders it,
-/// with its embedded members `extra` and trimmed to `fields` when asked for.
-///
-/// # Errors
-///
-/// Rendering errors.
-pub(crate) async fn write_items<R: Resource>(
-    shared: &crate::crud::shared::Shared<R>,
-    db: &Database,
-    out: &mut Vec<u8>,
-    items: Vec<R>,
-    extra: Vec<Vec<(&'static str, Value)>>,
-    fields: Option<&[&'static str]>,
-    viewer: Viewer<'_>,
-) -> Result<(), Error> {
-    let bodies = render_all(shared, Operation::Index, db, items, viewer).await?;
-    for (i, (body, members)) in bodies.iter().zip(extra).enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        let merged = merge(body, members)?;
-        match fields {
-            Some(f) => out.extend_from_slice(&project(&merged, f)?),
-            None => out.extend_from_slice(&merged),
-        }
-    }
-    Ok(())
 }

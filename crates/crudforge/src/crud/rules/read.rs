@@ -1,16 +1,14 @@
 //! Field-level read rules: members only some callers read (`#[resource(read = ...)]`). A
 //! member a caller may not read is absent from every answer they get (items, lists, write
-//! answers), its `ETag` is computed on what they get, and naming it in `fields`, `sort` or a
-//! filter is a 400, so that no request can become an oracle for its values.
+//! answers: the view of a row, [`crate::crud::view`], leaves out what [`hidden`] names), its
+//! `ETag` is computed on what they get, and naming it in `fields`, `sort` or a filter is a 400,
+//! so that no request can become an oracle for its values.
 
 use crate::auth::CurrentUser;
 use crate::condition::{Arg, Cond, Condition};
 use crate::crud::query::ListQuery;
 use crate::crud::Resource;
 use crate::error::Error;
-use crate::json::Members;
-
-mod without;
 
 /// Who is looking at a rendered item: the caller's account (`None` when anonymous or on a
 /// public operation, which identifies nobody).
@@ -106,81 +104,6 @@ pub(crate) fn hidden<R: Resource>(item: &R, viewer: Viewer<'_>) -> Vec<&'static 
         })
         .map(|(name, _)| *name)
         .collect()
-}
-
-/// Removes the members `hidden` from the JSON object written to `out` from `start` on: the one
-/// place a rendered item loses what its caller may not read (a presenter's or substituted
-/// schema's answer too, by member name). The other members keep their order and their bytes:
-/// each value is passed through as written, never parsed into a tree.
-///
-/// # Errors
-///
-/// 500 when what was written is not a JSON object.
-pub(crate) fn strip(out: &mut Vec<u8>, start: usize, hidden: &[&str]) -> Result<(), Error> {
-    if hidden.is_empty() {
-        return Ok(());
-    }
-    let members: Members<'_> = serde_json::from_slice(&out[start..])
-        .map_err(|e| Error::Internal(format!("read rules on a non-object item: {e}")))?;
-    let mut kept = Vec::with_capacity(out.len() - start);
-    kept.push(b'{');
-    for (name, value) in members
-        .0
-        .iter()
-        .filter(|(n, _)| !hidden.contains(&n.as_ref()))
-    {
-        if kept.len() > 1 {
-            kept.push(b',');
-        }
-        serde_json::to_writer(&mut kept, name).map_err(|e| Error::Internal(e.to_string()))?;
-        kept.push(b':');
-        kept.extend_from_slice(value.get().as_bytes());
-    }
-    kept.push(b'}');
-    out.truncate(start);
-    out.extend_from_slice(&kept);
-    Ok(())
-}
-
-/// The item's strong `ETag` and generated representation as `viewer` gets it: the tag is
-/// computed on that body, so two callers who see different members get different tags.
-///
-/// # Errors
-///
-/// The representation cannot be serialized (500).
-pub(crate) fn tag_and_body<R: Resource>(
-    item: R,
-    viewer: Viewer<'_>,
-) -> Result<(String, Vec<u8>), Error> {
-    let hide = hidden(&item, viewer);
-    if hide.is_empty() {
-        return crate::crud::conditional::tag_and_body(item);
-    }
-    let mut body = Vec::with_capacity(512);
-    write_response(&mut body, item, &hide)?;
-    Ok((crate::crud::conditional::tag_of(&body), body))
-}
-
-/// Writes the generated representation of `item` to `out` without the members `hidden`
-/// (left out while it is written; see [`strip`] for answers of other shapes).
-///
-/// # Errors
-///
-/// The representation cannot be serialized (500).
-pub(crate) fn write_response<R: Resource>(
-    out: &mut Vec<u8>,
-    item: R,
-    hidden: &[&str],
-) -> Result<(), Error> {
-    // What surfaces set around a row's serialization (file members' download URLs).
-    let _rendering = crate::rendering(&item);
-    let response = R::Response::from(item);
-    let written = if hidden.is_empty() {
-        serde_json::to_writer(&mut *out, &response)
-    } else {
-        without::to_writer(out, &response, hidden)
-    };
-    written.map_err(|e| Error::Internal(format!("serializing a response: {e}")))
 }
 
 /// The error of a request that names a member its caller may not read.
@@ -347,33 +270,6 @@ fn guard<R: Resource>(c: Condition, viewer: Viewer<'_>) -> Result<Condition, Err
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn strip_removes_only_the_hidden_members_of_the_written_item() {
-        let mut out = b"[1,".to_vec();
-        out.extend_from_slice(br#"{"a":1,"secret":"x","b":2}"#);
-        strip(&mut out, 3, &["secret"]).unwrap();
-        assert_eq!(out, br#"[1,{"a":1,"b":2}"#);
-        let mut same = br#"{"a":1}"#.to_vec();
-        strip(&mut same, 0, &[]).unwrap();
-        assert_eq!(same, br#"{"a":1}"#);
-        assert!(strip(&mut b"[1]".to_vec(), 0, &["a"]).is_err());
-    }
-
-    #[test]
-    fn strip_keeps_the_other_members_in_order_and_as_written() {
-        let mut out = b"[".to_vec();
-        out.extend_from_slice(
-            br#"{"id":1,"secret":{"a":[1,"}"]},"name":"a\"b","z":null,"s\u00e9":2}"#,
-        );
-        strip(&mut out, 1, &["secret", "s\u{e9}"]).unwrap();
-        assert_eq!(out, br#"[{"id":1,"name":"a\"b","z":null}"#);
-        let mut out = br#"{"only":true}"#.to_vec();
-        strip(&mut out, 0, &["only"]).unwrap();
-        assert_eq!(out, b"{}");
-        let mut out = b"[1]".to_vec();
-        assert!(strip(&mut out, 0, &["x"]).is_err());
-    }
 
     #[test]
     fn reach_follows_the_readers() {

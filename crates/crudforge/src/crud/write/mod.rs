@@ -15,9 +15,9 @@ pub(crate) mod restore;
 pub(crate) mod target;
 pub(crate) mod update;
 
-use super::render::{custom_answer, represent, represent_all};
 use super::request::{arg_json, key_cond, Caller};
 use super::shared::{Shared, Touch, Touched};
+use super::view::View;
 use super::Resource;
 use crate::crud::conditional;
 use crate::crud::hooks::HookCtx;
@@ -351,8 +351,9 @@ async fn settle<R: Resource>(
             }
             // A body made already (an import's count) is kept: the rows are not rendered.
             if answer.status != 204 && answer.body.is_empty() {
-                let (etags, bodies) =
-                    represent_all(shared, op, conn, &st.db, rows, ctx.user.as_ref()).await?;
+                let (etags, bodies) = View::new(shared, op, ctx.user.as_ref())
+                    .represent_all(conn, &st.db, rows)
+                    .await?;
                 answer.body = batch_body(&bodies, &etags)?;
             }
             if let Some(k) = key {
@@ -439,7 +440,9 @@ async fn written<R: Resource>(
         Vec::new()
     };
     // Rendered for the caller (the hooks' context: the API's database, the caller's account).
-    let (etag, body) = represent(shared, op, conn, &ctx.db, item, ctx.user.as_ref()).await?;
+    let (etag, body) = View::new(shared, op, ctx.user.as_ref())
+        .represent(conn, &ctx.db, item, None)
+        .await?;
     answer.body = body;
     answer.etag = Some(etag);
     if let Some(k) = key {
@@ -480,11 +483,12 @@ impl<R: Resource> Written<R> {
             Ok(item) => item,
             Err(row) => reload(&mut st.db.get().await?, row.as_ref()).await?,
         };
-        let (etag, body) = if custom_answer(shared, op) {
-            let conn = &mut st.db.get().await?;
-            represent(shared, op, conn, &st.db, item, ctx.user.as_ref()).await?
+        let view = View::new(shared, op, ctx.user.as_ref());
+        let (etag, body) = if view.is_generated() {
+            view.tagged(item)?
         } else {
-            crate::crud::rules::read::tag_and_body(item, ctx.user.as_ref())?
+            let conn = &mut st.db.get().await?;
+            view.represent(conn, &st.db, item, None).await?
         };
         answer.body = body;
         answer.etag = Some(etag);
@@ -522,17 +526,18 @@ async fn finish_batch<R: Resource>(
             }
         });
     }
-    let (etags, bodies) = if custom_answer(shared, op) {
+    let view = View::new(shared, op, ctx.user.as_ref());
+    let (etags, bodies) = if view.is_generated() {
+        items
+            .into_iter()
+            .map(|item| view.tagged(item))
+            .collect::<Result<_, _>>()?
+    } else {
         let conn = match &mut conn {
             Some(c) => c,
             None => conn.insert(st.db.get().await?),
         };
-        represent_all(shared, op, conn, &st.db, items, ctx.user.as_ref()).await?
-    } else {
-        items
-            .into_iter()
-            .map(|item| crate::crud::rules::read::tag_and_body(item, ctx.user.as_ref()))
-            .collect::<Result<_, _>>()?
+        view.represent_all(conn, &st.db, items).await?
     };
     answer.body = batch_body(&bodies, &etags)?;
     Ok(answer)

@@ -260,6 +260,6 @@ pub(crate) fn check<R: Resource>(
     current: R,
     viewer: crate::crud::rules::read::Viewer<'_>,
 ) -> Result<(), Error> {
-    let (etag, _) = crate::crud::rules::read::tag_and_body(current, viewer)?;
+    let (etag, _) = crate::crud::view::View::generated(viewer).tagged(current)?;
     conditional::check_if_match(Some(pre), &etag)
 }

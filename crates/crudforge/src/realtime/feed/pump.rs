@@ -16,8 +16,7 @@
 
 use super::{lock, Change, Event, Fact, Feed, Kind, Known, Pos, Sub, Told};
 use crate::condition::{parse_arg, Arg, Cond, Condition, Op};
-use crate::crud::query::sparse;
-use crate::crud::rules::read;
+use crate::crud::view::{write_generated, Shape, View};
 use crate::crud::Resource;
 use crate::db::monitor::QueryStats;
 use crate::db::Database;
@@ -226,27 +225,29 @@ impl Rendered {
     }
 }
 
-/// `row` rendered once for each distinct (hidden members, fields) among `members`.
+/// `row` rendered once for each distinct shape among `members`' views of it (the generated
+/// representation, as each subscriber's `GET` shows it, kept to its `fields`).
 fn rendered<R: Resource>(row: R, members: &[&Arc<Sub>]) -> Result<Rendered, Error> {
-    let mut kinds: Vec<(Vec<&'static str>, Option<&[&'static str]>)> = Vec::new();
+    let mut shapes: Vec<Shape<'_>> = Vec::new();
     let mut of = Vec::with_capacity(members.len());
     for s in members {
-        let hidden = read::hidden(&row, s.viewer.as_ref());
-        let fields = s.fields.as_deref();
-        let at = match kinds.iter().position(|(h, f)| *h == hidden && *f == fields) {
+        let shape = View::generated(s.viewer.as_ref())
+            .fields(s.fields.as_deref())
+            .shape(&row);
+        let at = match shapes.iter().position(|h| *h == shape) {
             Some(at) => at,
             None => {
-                kinds.push((hidden, fields));
-                kinds.len() - 1
+                shapes.push(shape);
+                shapes.len() - 1
             }
         };
         of.push(at);
     }
-    let mut full = Vec::with_capacity(256);
-    read::write_response(&mut full, row, &[])?;
-    let views = kinds
+    let mut whole = Vec::with_capacity(256);
+    write_generated(&mut whole, row, &[])?;
+    let views = shapes
         .iter()
-        .map(|(hidden, fields)| match view_of(&full, hidden, *fields) {
+        .map(|shape| match shape.apply(&whole) {
             Ok(v) => Some(Arc::new(v)),
             Err(err) => {
                 tracing::warn!(target: "crudforge::realtime", error = %err, "rendering an event failed");
@@ -255,21 +256,6 @@ fn rendered<R: Resource>(row: R, members: &[&Arc<Sub>]) -> Result<Rendered, Erro
         })
         .collect();
     Ok(Rendered { views, of })
-}
-
-/// The row `full` as a subscriber sees it through its `GET`: without the members it may not
-/// read, trimmed to its `fields`.
-fn view_of(
-    full: &[u8],
-    hidden: &[&str],
-    fields: Option<&[&'static str]>,
-) -> Result<Vec<u8>, Error> {
-    let mut out = full.to_vec();
-    read::strip(&mut out, 0, hidden)?;
-    match fields {
-        Some(f) => sparse::project(&out, f),
-        None => Ok(out),
-    }
 }
 
 /// What `sub` is told of `e`, whose row is `row` as `sub` sees it (`None`: not in its view),
