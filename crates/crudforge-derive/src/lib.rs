@@ -49,7 +49,7 @@ use proc_macro::TokenStream;
 /// | `model_first` | the struct declares the table: the derive writes its `table!` (named by `#[diesel(table_name = ...)]`) and `Resource::MODEL`, from which `crudforge::migrations::make_migrations` writes migrations |
 /// | `soft_delete` | DELETE keeps the row and sets its `deleted_at`, a required `Option<chrono::DateTime<chrono::Utc>>` field (read-only, filterable); reads and writes see live rows only, administrators list deleted ones with `include_deleted=true` and restore them (`POST <prefix><id>/restore/`, `restore<Name>`) |
 /// | `scope(name = "expression", ...)` | named filters clients ask for with `?scope=name`, each a condition in the `filter` grammar where `now` and `today` are the server's clock (repeatable) |
-/// | `has_many(name = Target, key = "field")` | a has-many relation `name`: the `Target` items whose UUID field `field` holds this item's id (repeatable; `expand=name`, filters `name.member=...`; `Resource::RELATIONS`) |
+/// | `has_many(name = Target, key = "field")` | a has-many relation `name`: the `Target` items whose UUID field `field` holds this item's id (repeatable; `expand=name`, filters `name.member=...`) |
 ///
 /// Field attributes, in `#[resource(...)]`:
 ///
@@ -76,7 +76,7 @@ use proc_macro::TokenStream;
 /// | `set = me`, `set = now`, `set = path` | the server fills the member on create (the caller's id, the time of the create, or what a `fn(&HookCtx) -> T` gives); clients never send it |
 /// | `create_only` | clients send the member on create and never change it (a PATCH that sends it is 422) |
 /// | `file(max_size = "5 MiB", types = [..])` | the member (an `Option<crudforge::files::File>`) holds an uploaded file of at most `max_size` of one of the media `types`; `max_count = N` makes it an `Option<FileList>` of at most N files, `thumbs = ["WxH", ..]` offers thumbnails (feature `files`) |
-/// | `aggregate(none)`, `aggregate(group_by, sum, ..)` | what aggregates (`GET <prefix>aggregate/`) may do with the member instead of its type's defaults: uses among `group_by`, `count_distinct`, `sum`, `avg`, `min`, `max` (`Resource::AGGREGATES`) |
+/// | `aggregate(none)`, `aggregate(group_by, sum, ..)` | what aggregates (`GET <prefix>aggregate/`) may do with the member instead of its type's defaults: uses among `group_by`, `count_distinct`, `sum`, `avg`, `min`, `max` |
 /// | `belongs_to(Target)`, `belongs_to(Target, name = "rel")` | the UUID field holds a `Target` item's id: a belongs-to relation named after the field without `_id` (`expand=rel`, filters `rel.member=...`, `sort=rel.member`) |
 #[proc_macro_derive(Resource, attributes(resource))]
 pub fn derive_resource(input: TokenStream) -> TokenStream {

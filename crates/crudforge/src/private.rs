@@ -17,6 +17,7 @@ pub use crate::crud::relations::{Relation, RelationKind, Target, WhereSql};
 pub use crate::crud::rules::read::Readers;
 pub use crate::crud::search::sql::{search_filter, search_rank, SearchSql};
 pub use crate::crud::search::{FIELD as SEARCH_FIELD, RANK as SEARCH_RANK};
+pub use crate::crud::Generated;
 pub use crate::db::functions::{unicode_lower, unicode_lower_nullable};
 #[cfg(feature = "sqlite")]
 pub use crate::db::sqlite_direct::{first as sqlite_first, load as sqlite_load, one as sqlite_one};

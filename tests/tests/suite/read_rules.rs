@@ -644,6 +644,9 @@ async fn a_raw_identifier_is_named_as_serialized() {
     assert_eq!(body["type"], "secret kind");
     let names: Vec<&str> = Tag::FIELDS.iter().map(|f| f.name).collect();
     assert_eq!(names, ["id", "created_at", "updated_at", "type"]);
-    let hidden: Vec<&str> = Tag::READ_RULES.iter().map(|(name, _)| *name).collect();
+    let hidden: Vec<&str> = <Tag as crudforge::__private::Generated>::READ_RULES
+        .iter()
+        .map(|(name, _)| *name)
+        .collect();
     assert_eq!(hidden, ["type"]);
 }

@@ -3,6 +3,8 @@
 use chrono::{DateTime, Utc};
 use crudforge::auth::CurrentUser;
 use crudforge::Resource;
+// The derive's hidden half: the read rules and named filters it wrote.
+use crudforge::__private::Generated as _;
 use diesel::prelude::*;
 use uuid::Uuid;
 

@@ -2,6 +2,8 @@
 
 use chrono::{DateTime, Utc};
 use crudforge::Resource;
+// The derive's hidden half: the relations it wrote.
+use crudforge::__private::Generated as _;
 use diesel::prelude::*;
 use uuid::Uuid;
 

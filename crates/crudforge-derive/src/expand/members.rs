@@ -1,5 +1,5 @@
 //! The members the server fills on create (`set = me`, `set = now`, `set = path::to::function`):
-//! `Resource::__server_set`, which puts their values into a POST body before it is decoded.
+//! `Generated::set_by_server`, which puts their values into a POST body before it is decoded.
 
 use super::Gen;
 use crate::attr::SetAttr;
@@ -7,7 +7,7 @@ use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
-/// Emits `__server_set` when some member has `set = ...`: each such member's value, as JSON,
+/// Emits `set_by_server` when some member has `set = ...`: each such member's value, as JSON,
 /// put into the body under its name.
 pub(super) fn server_set_fn(g: &Gen<'_>) -> Option<TokenStream> {
     let (k, p) = (g.k, &g.p);
@@ -42,7 +42,7 @@ pub(super) fn server_set_fn(g: &Gen<'_>) -> Option<TokenStream> {
         return None;
     }
     Some(quote! {
-        fn __server_set(
+        fn set_by_server(
             ctx: &#k::crud::HookCtx,
             body: &mut #p::serde_json::Map<::std::string::String, #p::serde_json::Value>,
         ) -> ::core::result::Result<(), #k::Error> {

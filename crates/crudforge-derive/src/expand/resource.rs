@@ -38,7 +38,8 @@ pub(super) fn type_checks(g: &Gen<'_>) -> TokenStream {
     }
 }
 
-/// Emits `impl Resource for Model`, one item per function below.
+/// Emits `impl Resource for Model` and the hidden `impl Generated for Model` (what only the
+/// runtime reads), one item per function below.
 pub(super) fn resource_impl(g: &Gen<'_>) -> TokenStream {
     let (k, ident, p) = (g.k, &g.m.ident, &g.p);
     let associated = associated_items(g);
@@ -71,7 +72,7 @@ pub(super) fn resource_impl(g: &Gen<'_>) -> TokenStream {
         g,
         BackendKind::Sqlite,
         quote! {
-            fn __where_sqlite(cond: &#k::condition::Condition) -> #p::WhereSql<#p::diesel::sqlite::Sqlite> {
+            fn where_sqlite(cond: &#k::condition::Condition) -> #p::WhereSql<#p::diesel::sqlite::Sqlite> {
                 ::core::result::Result::Ok(sqlite::condition(#p::Node::Tree(cond))?.map(|e| {
                     ::std::boxed::Box::new(e) as ::std::boxed::Box<dyn #p::diesel::query_builder::QueryFragment<#p::diesel::sqlite::Sqlite> + ::core::marker::Send>
                 }))
@@ -82,7 +83,7 @@ pub(super) fn resource_impl(g: &Gen<'_>) -> TokenStream {
         g,
         BackendKind::Postgres,
         quote! {
-            fn __where_pg(cond: &#k::condition::Condition) -> #p::WhereSql<#p::diesel::pg::Pg> {
+            fn where_pg(cond: &#k::condition::Condition) -> #p::WhereSql<#p::diesel::pg::Pg> {
                 ::core::result::Result::Ok(pg::condition(#p::Node::Tree(cond))?.map(|e| {
                     ::std::boxed::Box::new(e) as ::std::boxed::Box<dyn #p::diesel::query_builder::QueryFragment<#p::diesel::pg::Pg> + ::core::marker::Send>
                 }))
@@ -95,9 +96,17 @@ pub(super) fn resource_impl(g: &Gen<'_>) -> TokenStream {
     };
     quote! {
         #[automatically_derived]
+        impl #p::Generated for #ident {
+            #read_rules
+            #relations
+            #aggregates
+            #server_set
+            #wheres
+        }
+
+        #[automatically_derived]
         impl #k::crud::Resource for #ident {
             #associated
-            #read_rules
             #sql_table
             #rules_fn
             #key_of
@@ -112,10 +121,6 @@ pub(super) fn resource_impl(g: &Gen<'_>) -> TokenStream {
             #delete
             #soft_delete
             #model
-            #relations
-            #aggregates
-            #server_set
-            #wheres
         }
     }
 }

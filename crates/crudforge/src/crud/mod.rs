@@ -101,13 +101,83 @@ pub trait Validate {
     }
 }
 
+/// What `#[derive(Resource)]` writes for a resource besides [`Resource`]: the read rules,
+/// named filters, aggregates and relations it declares, the SQL of conditions other
+/// resources' queries embed, and the members the server sets on create. Generated code
+/// implements it; the runtime reads it. Not part of the public API (its path is
+/// `crudforge::__private::Generated`).
+#[doc(hidden)]
+pub trait Generated: Sized + 'static {
+    /// The members only some callers read, each with who may (`#[resource(read = ...)]` on
+    /// the field): hidden from every answer, `fields`, `sort`, filter and `ETag` of the
+    /// others. Generated.
+    const READ_RULES: &'static [(&'static str, Readers)] = &[];
+    /// The named filters clients ask for with `scope=name` (`#[resource(scope(name =
+    /// "expression"))]`): each name with its `filter` expression, checked when the blueprint
+    /// is mounted and evaluated (with `now` and `today`) at each request. Generated.
+    const SCOPES: &'static [(&'static str, &'static str)] = &[];
+
+    /// The members aggregates may use (`GET <prefix>aggregate/`), each with its column and
+    /// what it may be used for: decided from its type, or by `#[resource(aggregate(...))]`.
+    /// Generated.
+    const AGGREGATES: &'static [(&'static str, &'static str, aggregate::AggregateUse)] = &[];
+
+    /// The relations the resource declares (`#[resource(belongs_to(...))]` on a foreign key,
+    /// `#[resource(has_many(...))]` on the struct): what `expand`, filters such as
+    /// `habitat.name=Savanna` and `sort=habitat.name` may cross. Generated.
+    const RELATIONS: &'static [Relation] = &[];
+
+    /// The SQL of `cond` on this resource's table, on SQLite: what a relation from another
+    /// resource embeds in its subqueries. Generated.
+    ///
+    /// # Errors
+    ///
+    /// A comparison does not apply to its field.
+    #[cfg(feature = "sqlite")]
+    fn where_sqlite(
+        cond: &crate::condition::Condition,
+    ) -> relations::WhereSql<diesel::sqlite::Sqlite> {
+        let _ = cond;
+        Err(Error::Internal(
+            "this resource cannot be the target of a relation".into(),
+        ))
+    }
+
+    /// [`where_sqlite`](Self::where_sqlite) on PostgreSQL.
+    ///
+    /// # Errors
+    ///
+    /// A comparison does not apply to its field.
+    #[cfg(feature = "postgres")]
+    fn where_pg(cond: &crate::condition::Condition) -> relations::WhereSql<diesel::pg::Pg> {
+        let _ = cond;
+        Err(Error::Internal(
+            "this resource cannot be the target of a relation".into(),
+        ))
+    }
+
+    /// Puts into `body` the members the server fills on create (`#[resource(set = ...)]`), for
+    /// the request `ctx` describes, before the rules, validators and hooks see it. Generated.
+    ///
+    /// # Errors
+    ///
+    /// 401 for `set = me` on a non-null member without a caller.
+    fn set_by_server(
+        ctx: &HookCtx,
+        body: &mut serde_json::Map<String, serde_json::Value>,
+    ) -> Result<(), Error> {
+        let _ = (ctx, body);
+        Ok(())
+    }
+}
+
 /// A model exposed through generated CRUD endpoints. Implemented by `#[derive(Resource)]`.
 ///
 /// The database operations take a checked-out [`Conn`] and run typed Diesel code for its
 /// backend. Every operation that addresses rows takes the conditions that select them (the key,
 /// a parent scope, a permission scope, the caller's filters) as a `Condition` tree or as
 /// comparisons combined with AND (`&[Cond]`), through [`Conditions`].
-pub trait Resource: Sized + 'static {
+pub trait Resource: Generated {
     /// POST body.
     type Create: DeserializeOwned + schemars::JsonSchema + Validate;
     /// PATCH body: every field optional.
@@ -138,75 +208,6 @@ pub trait Resource: Sized + 'static {
     /// ([`crate::migrations::make_migrations`]). `None` for a resource over a hand-written
     /// `table!`.
     const MODEL: Option<&'static crate::db::ddl::ModelTable> = None;
-    /// The members only some callers read, each with who may (`#[resource(read = ...)]` on
-    /// the field): hidden from every answer, `fields`, `sort`, filter and `ETag` of the
-    /// others. Generated.
-    #[doc(hidden)]
-    const READ_RULES: &'static [(&'static str, Readers)] = &[];
-    /// The named filters clients ask for with `scope=name` (`#[resource(scope(name =
-    /// "expression"))]`): each name with its `filter` expression, checked when the blueprint
-    /// is mounted and evaluated (with `now` and `today`) at each request. Generated.
-    #[doc(hidden)]
-    const SCOPES: &'static [(&'static str, &'static str)] = &[];
-
-    /// The members aggregates may use (`GET <prefix>aggregate/`), each with its column and
-    /// what it may be used for: decided from its type, or by `#[resource(aggregate(...))]`.
-    /// Generated.
-    #[doc(hidden)]
-    const AGGREGATES: &'static [(&'static str, &'static str, aggregate::AggregateUse)] = &[];
-
-    /// The relations the resource declares (`#[resource(belongs_to(...))]` on a foreign key,
-    /// `#[resource(has_many(...))]` on the struct): what `expand`, filters such as
-    /// `habitat.name=Savanna` and `sort=habitat.name` may cross. Generated.
-    #[doc(hidden)]
-    const RELATIONS: &'static [Relation] = &[];
-
-    /// The SQL of `cond` on this resource's table, on SQLite: what a relation from another
-    /// resource embeds in its subqueries. Generated.
-    ///
-    /// # Errors
-    ///
-    /// A comparison does not apply to its field.
-    #[doc(hidden)]
-    #[cfg(feature = "sqlite")]
-    fn __where_sqlite(
-        cond: &crate::condition::Condition,
-    ) -> relations::WhereSql<diesel::sqlite::Sqlite> {
-        let _ = cond;
-        Err(Error::Internal(
-            "this resource cannot be the target of a relation".into(),
-        ))
-    }
-
-    /// [`__where_sqlite`](Self::__where_sqlite) on PostgreSQL.
-    ///
-    /// # Errors
-    ///
-    /// A comparison does not apply to its field.
-    #[doc(hidden)]
-    #[cfg(feature = "postgres")]
-    fn __where_pg(cond: &crate::condition::Condition) -> relations::WhereSql<diesel::pg::Pg> {
-        let _ = cond;
-        Err(Error::Internal(
-            "this resource cannot be the target of a relation".into(),
-        ))
-    }
-
-    /// Puts into `body` the members the server fills on create (`#[resource(set = ...)]`), for
-    /// the request `ctx` describes, before the rules, validators and hooks see it. Generated.
-    ///
-    /// # Errors
-    ///
-    /// 401 for `set = me` on a non-null member without a caller.
-    #[doc(hidden)]
-    fn __server_set(
-        ctx: &HookCtx,
-        body: &mut serde_json::Map<String, serde_json::Value>,
-    ) -> Result<(), Error> {
-        let _ = (ctx, body);
-        Ok(())
-    }
-
     /// The table's name in SQL, as its Diesel `table!` declares it (`#[sql_name = "users"]`
     /// over `app_users`); the derive reads it from the declaration, and a table qualified by
     /// a schema keeps [`TABLE`](Self::TABLE). What the index and schema checks look up.

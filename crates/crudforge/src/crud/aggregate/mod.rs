@@ -5,7 +5,7 @@
 //! The request is judged as the list's: the caller must be allowed to list, and every list
 //! filter, the `filter` expression, named filters, the parent parameters and the caller's read
 //! scope select the rows first ([`crate::crud::list`]). Which members may be grouped or
-//! aggregated how is the derive's decision ([`Resource::AGGREGATES`]); a member the caller does
+//! aggregated how is the derive's decision ([`Generated::AGGREGATES`](crate::crud::Generated::AGGREGATES)); a member the caller does
 //! not read on every row is refused exactly as an unknown one. The parameters are read in
 //! [`parse`]; the one query (a JSON array per group, so that no row type depends on the
 //! request) is written and run in [`sql`], under its own time bound (`AGGREGATE_TIMEOUT`).

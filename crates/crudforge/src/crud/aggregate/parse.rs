@@ -2,7 +2,7 @@
 //! `avg`, `min`, `max`), `sort`, `page` and `page_size`, taken out of the query string so that
 //! what remains is judged as a list request's filters.
 //!
-//! A member is usable when the resource lets aggregates use it so ([`Resource::AGGREGATES`])
+//! A member is usable when the resource lets aggregates use it so ([`Generated::AGGREGATES`](crate::crud::Generated::AGGREGATES))
 //! and the caller reads it on every row; any other name, hidden or unknown, gets the same 400,
 //! which lists only the members the caller may use.
 

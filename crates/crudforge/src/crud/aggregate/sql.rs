@@ -1,7 +1,7 @@
 //! The SQL of an aggregate and its answer: one statement per request,
 //! `SELECT <a JSON array per group> FROM <table> WHERE <the list's condition> GROUP BY <keys>
 //! ORDER BY <keys> LIMIT <page + 1> OFFSET <skipped>`, whose condition is written by the
-//! resource's own generated code (`Resource::__where_sqlite`, `__where_pg`), run under
+//! resource's own generated code (`Generated::where_sqlite`, `where_pg`), run under
 //! `AGGREGATE_TIMEOUT`; then each group's values made what the list would answer for them
 //! (booleans, timestamps in the crate's RFC 3339 form, UUIDs).
 //!
@@ -256,7 +256,7 @@ pub(crate) async fn run<R: Resource>(
             pg: false,
             table,
             spec: spec.clone(),
-            filter: R::__where_sqlite(conds)?,
+            filter: R::where_sqlite(conds)?,
         };
         c.spawn_blocking(move |inner| {
             crate::db::deadline::with_deadline(Some(limit), || {
@@ -270,7 +270,7 @@ pub(crate) async fn run<R: Resource>(
             pg: true,
             table,
             spec: spec.clone(),
-            filter: R::__where_pg(conds)?,
+            filter: R::where_pg(conds)?,
         };
         run_pg(c, q, limit).await?
     });

@@ -284,9 +284,9 @@ pub(crate) async fn load<R: Resource>(
                 table: R::sql_table(),
                 key: R::ID_FIELD,
                 #[cfg(feature = "sqlite")]
-                sqlite: R::__where_sqlite,
+                sqlite: R::where_sqlite,
                 #[cfg(feature = "postgres")]
-                pg: R::__where_pg,
+                pg: R::where_pg,
             }),
         });
         conds = conds.and(first);

@@ -115,7 +115,7 @@ pub(crate) fn input<R: Resource>(
     for part in shared.parts.iter() {
         part.add_members(req, Operation::Post, &mut obj);
     }
-    R::__server_set(ctx, &mut obj)?;
+    R::set_by_server(ctx, &mut obj)?;
     match who {
         Caller::Public => {}
         Caller::Admin(u) => {
