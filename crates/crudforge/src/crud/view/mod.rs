@@ -8,6 +8,9 @@
 //! it.
 
 mod project;
+// Only the live feed shows one row to many views at once.
+#[cfg_attr(not(feature = "realtime"), allow(dead_code))]
+mod shape;
 mod without;
 
 pub(crate) use project::{embed, Embedded};
@@ -77,14 +80,6 @@ impl<'a, R: Resource> View<'a, R> {
     /// body and its `ETag` come from one serialization.
     pub(crate) fn is_generated(&self) -> bool {
         matches!(self.answer, Answer::Generated)
-    }
-
-    /// How `row` looks to this view: the members it leaves out and the ones it keeps.
-    pub(crate) fn shape(&self, row: &R) -> Shape<'a> {
-        Shape {
-            hidden: read::hidden(row, self.viewer),
-            fields: self.fields,
-        }
     }
 
     /// Writes `item` to `out` without the members the viewer may not read (any answer but a
@@ -256,30 +251,6 @@ impl<'a, R: Resource> View<'a, R> {
         let mut body = Vec::with_capacity(512);
         write_generated(&mut body, item, &hidden)?;
         Ok((tag_of(&body), body))
-    }
-}
-
-/// How a row looks to one view: the members left out and those kept. Views with equal shapes
-/// show a row alike (the feed writes a row once per distinct shape among its subscribers).
-#[derive(PartialEq, Eq)]
-pub(crate) struct Shape<'a> {
-    hidden: Vec<&'static str>,
-    fields: Option<&'a [&'static str]>,
-}
-
-impl Shape<'_> {
-    /// `whole` (the row's generated representation with every member) in this shape.
-    ///
-    /// # Errors
-    ///
-    /// 500 when `whole` is not a JSON object.
-    pub(crate) fn apply(&self, whole: &[u8]) -> Result<Vec<u8>, Error> {
-        let mut out = whole.to_vec();
-        project::strip(&mut out, 0, &self.hidden)?;
-        match self.fields {
-            Some(f) => project::reshape(&out, None, Some(f)),
-            None => Ok(out),
-        }
     }
 }
 

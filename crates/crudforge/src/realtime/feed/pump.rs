@@ -16,7 +16,7 @@
 
 use super::{lock, Change, Event, Fact, Feed, Kind, Known, Pos, Sub, Told};
 use crate::condition::{parse_arg, Arg, Cond, Condition, Op};
-use crate::crud::view::{write_generated, Shape, View};
+use crate::crud::view::{write_generated, View};
 use crate::crud::Resource;
 use crate::db::monitor::QueryStats;
 use crate::db::Database;
@@ -228,7 +228,7 @@ impl Rendered {
 /// `row` rendered once for each distinct shape among `members`' views of it (the generated
 /// representation, as each subscriber's `GET` shows it, kept to its `fields`).
 fn rendered<R: Resource>(row: R, members: &[&Arc<Sub>]) -> Result<Rendered, Error> {
-    let mut shapes: Vec<Shape<'_>> = Vec::new();
+    let mut shapes = Vec::new();
     let mut of = Vec::with_capacity(members.len());
     for s in members {
         let shape = View::generated(s.viewer.as_ref())
