@@ -2,7 +2,8 @@
 //! once per (operation, caller, `fields=`) and decides everything about the bytes sent for a
 //! row: the generated representation, a substituted schema or a presenter; the members the
 //! caller may not read (left out); embedded related items (`expand`); the sparse projection;
-//! the file members' URLs (set around the row's serialization by [`crate::rendering`]); and
+//! the file members' URLs (set around the generated representation's serialization by
+//! [`crate::rendering`]); and
 //! the `ETag`, always computed on the generated representation as the caller sees it. The
 //! list, `GET`, the write answers, `expand`, the export and the feed all write rows through
 //! it.
@@ -91,7 +92,6 @@ impl<'a, R: Resource> View<'a, R> {
                 // A substituted schema may have any shape: its members are removed once
                 // written.
                 let start = out.len();
-                let _rendering = crate::rendering(&item);
                 render(out, item)
                     .map_err(|e| Error::Internal(format!("serializing a response: {e}")))?;
                 project::strip(out, start, &hidden)
