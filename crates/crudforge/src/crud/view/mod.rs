@@ -3,10 +3,9 @@
 //! row: the generated representation, a substituted schema or a presenter; the members the
 //! caller may not read (left out); embedded related items (`expand`); the sparse projection;
 //! the file members' URLs (set around the generated representation's serialization by
-//! [`crate::rendering`]); and
-//! the `ETag`, always computed on the generated representation as the caller sees it. The
-//! list, `GET`, the write answers, `expand`, the export and the feed all write rows through
-//! it.
+//! [`crate::rendering`]); and the `ETag`, always computed on the generated representation as
+//! the caller sees it. The list, `GET`, the write answers, `expand`, the export and the feed
+//! all write rows through it.
 
 mod project;
 // Only the live feed shows one row to many views at once.
