@@ -51,6 +51,11 @@ pub struct FilteringGuide;
 #[cfg(doctest)]
 pub struct AggregatesGuide;
 
+/// The guide `docs/jobs.md`, whose examples compile as doc tests.
+#[doc = include_str!("../../docs/jobs.md")]
+#[cfg(doctest)]
+pub struct JobsGuide;
+
 /// A 40-byte signing key for tests.
 pub const TEST_SECRET: &str = "test-secret-key-that-is-long-enough-0123456789";
 

@@ -111,6 +111,41 @@ pub(crate) trait Surface: Sync {
     fn shutdown(&self, state: &ApiState) {
         let _ = state;
     }
+
+    /// Adds the surface's periodic work to `out` (pruning events): [`Chore`]s, which the
+    /// server runs by itself, or a surface that [runs chores](Surface::runs_chores) does.
+    fn chores(&self, api: &Api, out: &mut Vec<Chore>) {
+        let _ = (api, out);
+    }
+
+    /// Whether this surface runs the API's [`Chore`]s itself, in its
+    /// [upkeep](Surface::upkeep) (the jobs: as schedules, once per tick across instances),
+    /// so that the server does not run them on each instance.
+    fn runs_chores(&self) -> bool {
+        false
+    }
+}
+
+/// A periodic piece of the server's own work (purging old soft-deleted rows, pruning
+/// events): its name, how often it runs, and what it does (how many rows it removed).
+#[derive(Clone, Copy)]
+pub(crate) struct Chore {
+    /// Its name, unique among the chores (`purge_deleted`).
+    pub(crate) name: &'static str,
+    /// How often it runs.
+    pub(crate) every: std::time::Duration,
+    /// Its work: how many rows it removed.
+    pub(crate) run:
+        for<'a> fn(&'a Api) -> futures_util::future::LocalBoxFuture<'a, Result<u64, Error>>,
+}
+
+impl std::fmt::Debug for Chore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Chore")
+            .field("name", &self.name)
+            .field("every", &self.every)
+            .finish_non_exhaustive()
+    }
 }
 
 impl std::fmt::Debug for Api {
@@ -567,7 +602,55 @@ impl Api {
         });
         let surfaces =
             futures_util::future::join_all(crate::SURFACES.iter().filter_map(|s| s.upkeep(&self)));
-        futures_util::future::join3(upkeep, self.purge_loop(), surfaces).await;
+        // The chores run here, on each instance, unless a surface runs them.
+        let chores = if crate::SURFACES.iter().any(|s| s.runs_chores()) {
+            Vec::new()
+        } else {
+            self.chores()
+        };
+        let chores = futures_util::future::join_all(chores.into_iter().map(|c| self.chore_loop(c)));
+        futures_util::future::join3(upkeep, chores, surfaces).await;
+    }
+
+    /// The periodic work of the server and of its surfaces: the purge of old soft-deleted
+    /// rows (with `SOFT_DELETE_RETENTION`), hourly or every retention period when shorter,
+    /// and what each surface adds ([`Surface::chores`]).
+    pub(crate) fn chores(&self) -> Vec<Chore> {
+        let mut out = Vec::new();
+        let retention = self.state.config.db.soft_delete_retention;
+        if retention > 0 {
+            out.push(Chore {
+                name: "purge_deleted",
+                every: PURGE_INTERVAL.min(std::time::Duration::from_secs(u64::from(retention))),
+                run: |api| Box::pin(api.purge_deleted()),
+            });
+        }
+        for surface in crate::SURFACES {
+            surface.chores(self, &mut out);
+        }
+        out
+    }
+
+    /// Runs `chore` now and then at its interval until the API drains.
+    async fn chore_loop(&self, chore: Chore) {
+        loop {
+            match (chore.run)(self).await {
+                Ok(0) => {}
+                Ok(n) => {
+                    tracing::info!(target: "crudforge::db", chore = chore.name, rows = n, "removed old rows")
+                }
+                Err(e) => {
+                    tracing::warn!(target: "crudforge::db", chore = chore.name, error = %e, "periodic work failed")
+                }
+            }
+            let until = std::time::Instant::now() + chore.every;
+            while std::time::Instant::now() < until {
+                if self.readiness.phase() == Phase::Draining {
+                    return;
+                }
+                tokio::time::sleep(std::time::Duration::from_secs(1).min(chore.every)).await;
+            }
+        }
     }
 
     /// Whether the API has begun to drain: the background work of a surface stops then.
@@ -592,34 +675,6 @@ impl Api {
     /// The mounts, in the order they were mounted.
     pub(crate) fn mounts(&self) -> &[Arc<dyn Mount>] {
         &self.mounts
-    }
-
-    /// Purges old soft-deleted rows ([`Api::purge_deleted`]) now and then every
-    /// [`PURGE_INTERVAL`] (or every retention period, when shorter) until the API drains.
-    async fn purge_loop(&self) {
-        let retention = self.state.config.db.soft_delete_retention;
-        if retention == 0 {
-            return;
-        }
-        let every = PURGE_INTERVAL.min(std::time::Duration::from_secs(u64::from(retention)));
-        loop {
-            match self.purge_deleted().await {
-                Ok(0) => {}
-                Ok(n) => {
-                    tracing::info!(target: "crudforge::db", rows = n, "purged soft-deleted rows")
-                }
-                Err(e) => {
-                    tracing::warn!(target: "crudforge::db", error = %e, "purging soft-deleted rows failed")
-                }
-            }
-            let until = std::time::Instant::now() + every;
-            while std::time::Instant::now() < until {
-                if self.readiness.phase() == Phase::Draining {
-                    return;
-                }
-                tokio::time::sleep(std::time::Duration::from_secs(1).min(every)).await;
-            }
-        }
     }
 }
 

@@ -38,6 +38,7 @@
 //! | [`metrics`] | the Prometheus registry, for metrics of an application's own |
 //! | [`logging`] | the log subscriber (text or JSON) and one line per request |
 //! | [`crud`] | generated CRUD: resources, blueprints, options, custom routes, lifecycle hooks, the registry of resources by name |
+//! | [`jobs`] | durable jobs and schedules (the `jobs` feature) |
 //! | [`users`] | the user system: users, roles, tokens, settings, domains, login, and their tables ([`users::schema`]) |
 //! | [`cli`] | the command line every application embeds: serve, migrate, schema check, create-user, create-token, grant-role, revoke-role, print-indexes |
 //!
@@ -59,6 +60,7 @@
 //! | `s3` | no | `files` kept in S3-compatible object storage (`FILES_STORAGE=s3://...`, through `object_store`); turns on `files` |
 //! | `thumbnails` | no | thumbnails of image file members in declared boxes (`?thumb=WxH`), made on first request and kept, through `image`; turns on `files` |
 //! | `export` | no | a list exported as CSV or NDJSON, streamed in keyset chunks under the list's rules (`CrudBlueprint::export`), and CSV or NDJSON files imported through the batch create's path (`CrudBlueprint::import`); the command line's `export` and `import` ([guide](https://github.com/crudforge/crudforge/blob/main/docs/data.md)) |
+//! | `jobs` | no | durable jobs in the application's own database, enqueued in a request's transaction (`jobs::Job`), claimed with leases by every instance and retried with backoff (`Api::job`); cron schedules run once per tick across instances (`Api::schedule`); the server's own periodic work (purging, pruning) as schedules; the command line's `jobs` ([guide](https://github.com/crudforge/crudforge/blob/main/docs/jobs.md)) |
 //!
 //! At least one of the two backends must be on. An application on one backend alone compiles
 //! that one: `crudforge = { version = "0.1", default-features = false, features = ["sqlite"] }`.
@@ -98,6 +100,8 @@ pub mod files;
 pub(crate) mod health;
 #[cfg(test)]
 mod import_cycles;
+#[cfg(feature = "jobs")]
+pub mod jobs;
 pub(crate) mod json;
 pub mod limits {
     //! Limits per operation and per door: how much a caller may ask of a route in a window
@@ -153,6 +157,8 @@ pub(crate) static SURFACES: &[&dyn api::Surface] = &[
     &admin::Admin,
     #[cfg(feature = "files")]
     &files::Files,
+    #[cfg(feature = "jobs")]
+    &jobs::Jobs,
 ];
 
 /// Adds to a new blueprint of `R` the parts that surfaces add by themselves, from what the
@@ -181,6 +187,14 @@ pub(crate) enum SurfaceCommand {
     /// all or nothing unless `--chunk-size`; `imported N rows` on stderr, or each refused line.
     #[cfg(feature = "export")]
     Import(export::cli::ImportArgs),
+    /// Durable jobs (the `jobs` feature): list them, retry a failed one, cancel a queued
+    /// one, run the due ones now.
+    #[cfg(feature = "jobs")]
+    Jobs {
+        /// What to do.
+        #[command(subcommand)]
+        command: jobs::cli::JobsCommand,
+    },
 }
 
 impl SurfaceCommand {
@@ -204,6 +218,10 @@ impl SurfaceCommand {
             #[cfg(feature = "export")]
             SurfaceCommand::Import(args) => {
                 export::cli::import(shared, config, args, console).await
+            }
+            #[cfg(feature = "jobs")]
+            SurfaceCommand::Jobs { command } => {
+                jobs::cli::run(shared, config, command, console).await
             }
         }
     }

@@ -17,6 +17,7 @@ pub mod files;
 pub mod foundation;
 pub mod identity;
 pub mod indexes;
+pub mod jobs;
 pub mod keys;
 pub mod limits;
 pub mod listing;

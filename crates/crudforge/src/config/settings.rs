@@ -210,5 +210,18 @@ crate::settings! {
         FILES_S3_ACCESS_KEY_ID => files_s3_access_key_id: Option<String> = None, some_text, plain;
         /// Files: the secret access key for `s3://` storage.
         FILES_S3_SECRET_ACCESS_KEY => files_s3_secret_access_key: Option<Secret> = None, trimmed_secret, secret;
+        /// Jobs (`jobs` feature): jobs this instance runs at once (0: it runs none, and
+        /// takes no schedule's tick; other instances do).
+        JOBS_WORKERS => jobs_workers: u32 = 4, count, plain;
+        /// Jobs: seconds between two looks for due jobs and schedules' ticks when idle.
+        JOBS_POLL_INTERVAL => jobs_poll_interval: u64 = 1, seconds, plain;
+        /// Jobs: seconds a claim is leased for; a running job's lease is renewed every third
+        /// of it, and a job whose lease ran out (its worker died) is claimed again.
+        JOBS_LEASE_SECONDS => jobs_lease_seconds: u64 = 300, seconds, plain;
+        /// Jobs: seconds before the second attempt of a failed job; doubled for each attempt
+        /// after it, at most an hour, less a random part of up to half (jitter).
+        JOBS_RETRY_BASE => jobs_retry_base: u64 = 10, seconds, plain;
+        /// Jobs: seconds an ended job (done, failed, cancelled) is kept before it is pruned.
+        JOBS_KEEP_SECONDS => jobs_keep_seconds: u64 = 7 * 86_400, seconds, plain;
     }
 }

@@ -27,7 +27,7 @@ mod schema;
 pub use feed::{record_change, record_changes, Kind as EventKind};
 pub(crate) use hub::{Hub, Owner, Permit, Resume, Resumes, Session, TICKET_TTL};
 
-use crate::api::{Api, Surface};
+use crate::api::{Api, Chore, Surface};
 use crate::config::{Config, ConfigError};
 use crate::crud::Resource;
 use crate::error::Error;
@@ -88,23 +88,22 @@ impl Surface for Realtime {
         Ok(())
     }
 
-    /// Prunes recorded events every [`PRUNE_INTERVAL`] until the API drains; outside any
-    /// write, so writes never wait for it.
-    fn upkeep<'a>(&self, api: &'a Api) -> Option<LocalBoxFuture<'a, ()>> {
-        Some(Box::pin(async move {
-            loop {
-                if let Err(e) = api.prune_events().await {
-                    tracing::warn!(target: "crudforge::realtime", error = %e, "pruning events failed");
-                }
-                let until = std::time::Instant::now() + PRUNE_INTERVAL;
-                while std::time::Instant::now() < until {
-                    if api.draining() {
-                        return;
-                    }
-                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-                }
-            }
-        }))
+    /// Prunes recorded events every [`PRUNE_INTERVAL`] when a mounted blueprint has a feed;
+    /// outside any write, so writes never wait for it.
+    fn chores(&self, api: &Api, out: &mut Vec<Chore>) {
+        let feeds = api.mounts().iter().any(|m| {
+            m.faces()
+                .iter()
+                .any(|face| face.downcast_ref::<FeedTable>().is_some())
+        });
+        if !feeds {
+            return;
+        }
+        out.push(Chore {
+            name: "prune_events",
+            every: PRUNE_INTERVAL,
+            run: |api| Box::pin(api.prune_events()),
+        });
     }
 
     fn records_writes(&self) -> bool {

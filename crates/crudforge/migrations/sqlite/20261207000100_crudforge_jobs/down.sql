@@ -1,0 +1,2 @@
+DROP TABLE crudforge_schedules;
+DROP TABLE crudforge_jobs;
