@@ -2702,3 +2702,67 @@ fn each_who_may_call_sentence_admits_exactly_the_callers_the_server_lets_in() {
         }
     }
 }
+
+/// The text of a mail's body with quoted-printable soft line breaks and `=3D` undone.
+fn unfold_quoted_printable(data: &str) -> String {
+    data.replace("=\r\n", "").replace("=3D", "=")
+}
+
+#[test]
+fn a_recovery_token_is_mailed_and_the_mailed_link_resets_the_password() {
+    let sink = crudforge_tests::smtp::SmtpSink::start();
+    let url = sink.url();
+    for b in backends_with(&[
+        ("MAIL_TRANSPORT", "smtp"),
+        ("SMTP_URL", &url),
+        ("MAIL_FROM", "Critters <noreply@critters.example>"),
+        ("MAIL_LINK_BASE", "https://app.example.com"),
+    ]) {
+        let before = sink.messages().len();
+        b.user("ada@example.com", &["--first-name", "Ada"]);
+        let app = App::start(b);
+        // DEBUG is off: the answer carries no token; the mail does.
+        let r = app.post(
+            "/api/user/send_recovery_token",
+            None,
+            json!({"email": "ada@example.com", "first_name": "Ada"}),
+        );
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+        assert!(!String::from_utf8_lossy(&r.body).contains("debug_recovery_token"));
+        // The server's workers send it (the first look within JOBS_POLL_INTERVAL).
+        let got = sink.wait_for(before + 1, std::time::Duration::from_secs(60));
+        assert_eq!(got.len(), before + 1, "the mail arrived");
+        let mail = &got[before];
+        assert_eq!(mail.to, ["ada@example.com"]);
+        assert_eq!(
+            mail.header("Subject").as_deref(),
+            Some("Reset your password")
+        );
+        let text = unfold_quoted_printable(&mail.data);
+        let start = text
+            .find("https://app.example.com/reset-password?token=")
+            .expect("the link");
+        let token: String = text[start..]
+            .trim_start_matches("https://app.example.com/reset-password?token=")
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            .collect();
+        assert!(text.contains(&format!("Your recovery token: {token}")));
+        // Following the link: the token resets the password, once.
+        let reset = |password: &str| {
+            app.post(
+                "/api/user/reset_password",
+                None,
+                json!({"recovery_token": token, "new_password": password}),
+            )
+        };
+        app.json(&reset("mailed new secret"), 200);
+        app.problem(&reset("again secret"), 401, "/api/user/reset_password");
+        let login = app.post(
+            "/api/user/login/",
+            None,
+            json!({"email": "ada@example.com", "password": "mailed new secret"}),
+        );
+        app.json(&login, 200);
+    }
+}

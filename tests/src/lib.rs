@@ -10,6 +10,7 @@ pub mod critters;
 pub mod http;
 pub mod logs;
 pub mod parts;
+pub mod smtp;
 pub mod tools;
 
 pub use crudforge::db::Backend;
@@ -55,6 +56,11 @@ pub struct AggregatesGuide;
 #[doc = include_str!("../../docs/jobs.md")]
 #[cfg(doctest)]
 pub struct JobsGuide;
+
+/// The guide `docs/mail.md`, whose example compiles as a doc test.
+#[doc = include_str!("../../docs/mail.md")]
+#[cfg(doctest)]
+pub struct MailGuide;
 
 /// A 40-byte signing key for tests.
 pub const TEST_SECRET: &str = "test-secret-key-that-is-long-enough-0123456789";

@@ -118,6 +118,22 @@ pub(crate) trait Surface: Sync {
         let _ = (api, out);
     }
 
+    /// The work of a job of `kind` that this surface does itself (mail sends its messages as
+    /// jobs of its own), with the job's `payload`; `None` for a kind it does not know.
+    #[allow(
+        dead_code,
+        reason = "a door of the seam: a build without the jobs feature leaves it unused"
+    )]
+    fn job<'a>(
+        &self,
+        api: &'a Api,
+        kind: &str,
+        payload: &'a str,
+    ) -> Option<futures_util::future::LocalBoxFuture<'a, Result<(), Error>>> {
+        let _ = (api, kind, payload);
+        None
+    }
+
     /// Whether this surface runs the API's [`Chore`]s itself, in its
     /// [upkeep](Surface::upkeep) (the jobs: as schedules, once per tick across instances),
     /// so that the server does not run them on each instance.

@@ -39,6 +39,7 @@
 //! | [`logging`] | the log subscriber (text or JSON) and one line per request |
 //! | [`crud`] | generated CRUD: resources, blueprints, options, custom routes, lifecycle hooks, the registry of resources by name |
 //! | [`jobs`] | durable jobs and schedules (the `jobs` feature) |
+//! | [`mail`] | mail enqueued in a transaction and sent by jobs (the `mail` feature) |
 //! | [`users`] | the user system: users, roles, tokens, settings, domains, login, and their tables ([`users::schema`]) |
 //! | [`cli`] | the command line every application embeds: serve, migrate, schema check, create-user, create-token, grant-role, revoke-role, print-indexes |
 //!
@@ -61,6 +62,7 @@
 //! | `thumbnails` | no | thumbnails of image file members in declared boxes (`?thumb=WxH`), made on first request and kept, through `image`; turns on `files` |
 //! | `export` | no | a list exported as CSV or NDJSON, streamed in keyset chunks under the list's rules (`CrudBlueprint::export`), and CSV or NDJSON files imported through the batch create's path (`CrudBlueprint::import`); the command line's `export` and `import` ([guide](https://github.com/crudforge/crudforge/blob/main/docs/data.md)) |
 //! | `jobs` | no | durable jobs in the application's own database, enqueued in a request's transaction (`jobs::Job`), claimed with leases by every instance and retried with backoff (`Api::job`); cron schedules run once per tick across instances (`Api::schedule`); the server's own periodic work (purging, pruning) as schedules; the command line's `jobs` ([guide](https://github.com/crudforge/crudforge/blob/main/docs/jobs.md)) |
+//! | `mail` | no | mail sent by durable jobs (a committed request's mail is never lost, a rolled-back one's never leaves) over SMTP with STARTTLS or implicit TLS (`lettre`), or into files or the log; templates per flow and locale, HTML auto-escaped (`minijinja`); turns on `jobs` ([guide](https://github.com/crudforge/crudforge/blob/main/docs/mail.md)) |
 //!
 //! At least one of the two backends must be on. An application on one backend alone compiles
 //! that one: `crudforge = { version = "0.1", default-features = false, features = ["sqlite"] }`.
@@ -103,6 +105,8 @@ mod import_cycles;
 #[cfg(feature = "jobs")]
 pub mod jobs;
 pub(crate) mod json;
+#[cfg(feature = "mail")]
+pub mod mail;
 pub mod limits {
     //! Limits per operation and per door: how much a caller may ask of a route in a window
     //! ([`CrudBlueprint::limit`](crate::CrudBlueprint::limit); see
@@ -159,6 +163,8 @@ pub(crate) static SURFACES: &[&dyn api::Surface] = &[
     &files::Files,
     #[cfg(feature = "jobs")]
     &jobs::Jobs,
+    #[cfg(feature = "mail")]
+    &mail::MailSurface,
 ];
 
 /// Adds to a new blueprint of `R` the parts that surfaces add by themselves, from what the

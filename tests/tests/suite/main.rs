@@ -21,6 +21,7 @@ pub mod jobs;
 pub mod keys;
 pub mod limits;
 pub mod listing;
+pub mod mail;
 pub mod member_rules;
 pub mod members;
 pub mod model_first;

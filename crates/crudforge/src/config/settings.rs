@@ -223,5 +223,21 @@ crate::settings! {
         JOBS_RETRY_BASE => jobs_retry_base: u64 = 10, seconds, plain;
         /// Jobs: seconds an ended job (done, failed, cancelled) is kept before it is pruned.
         JOBS_KEEP_SECONDS => jobs_keep_seconds: u64 = 7 * 86_400, seconds, plain;
+        /// Mail (`mail` feature): how mail leaves: `smtp` (through `SMTP_URL`), `file` (one
+        /// `.eml` file a message in `MAIL_DIR`), `log` (the log); unset: no mail is sent.
+        MAIL_TRANSPORT => mail_transport: Option<String> = None, some_text, plain;
+        /// Mail: the SMTP server, `smtp://user:pass@host:port` (STARTTLS required) or
+        /// `smtps://...` (implicit TLS); `?tls=none` only for a server on a loopback address.
+        SMTP_URL => smtp_url: Option<String> = None, some_text, uri_password;
+        /// Mail: the sender, `address` or `Name <address>`.
+        MAIL_FROM => mail_from: Option<String> = None, some_text, plain;
+        /// Mail: where links in mails start (`https://app.example.com`); each flow adds its
+        /// path (`/reset-password?token=...`).
+        MAIL_LINK_BASE => mail_link_base: Option<String> = None, some_text, plain;
+        /// Mail: the folder of the `file` transport (default: `mail/` in the data folder).
+        MAIL_DIR => mail_dir: Option<String> = None, some_text, plain;
+        /// Mail: a folder of templates that replace the embedded ones
+        /// (`<locale>/<flow>.subject`, `.txt`, `.html`).
+        MAIL_TEMPLATES_DIR => mail_templates_dir: Option<String> = None, some_text, plain;
     }
 }

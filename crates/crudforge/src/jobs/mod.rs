@@ -202,11 +202,12 @@ impl Registry {
         out
     }
 
-    /// The work of the claimed `job`: its handler's, a chore's, or a refusal.
+    /// The work of the claimed `job`: its handler's, a surface's (a mail to send), a chore's,
+    /// or a refusal.
     fn start<'a>(
         &'a self,
         api: &'a Api,
-        job: &store::Claimed,
+        job: &'a store::Claimed,
     ) -> LocalBoxFuture<'a, Result<(), Refusal>> {
         if let Some(handler) = self.handlers.get(&job.kind) {
             let ctx = JobCtx {
@@ -220,6 +221,12 @@ impl Registry {
             .kind
             .strip_prefix(CHORE_KIND)
             .and_then(|name| api.chores().into_iter().find(|c| c.name == name));
+        if let Some(work) = crate::SURFACES
+            .iter()
+            .find_map(|s| s.job(api, &job.kind, &job.payload))
+        {
+            return Box::pin(async move { work.await.map_err(Refusal::from) });
+        }
         match chore {
             Some(chore) => Box::pin(async move {
                 let n = (chore.run)(api).await?;

@@ -51,7 +51,7 @@ pub struct RecoveryTokenIssued {
     /// What happened: `A recovery token has been issued.`
     pub detail: String,
     /// Only with `DEBUG=true`: the token itself, for `reset_password`, valid for two hours.
-    /// Absent otherwise (the token goes to the user by other means).
+    /// Absent otherwise (with `MAIL_TRANSPORT` set, the token is mailed to the account).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub debug_recovery_token: Option<String>,
@@ -118,7 +118,21 @@ pub async fn send_recovery_token(
     let (token, _) =
         st.tokens
             .issue_versioned(user.id, TokenKind::Recovery, RECOVERY_TTL_SECONDS, version)?;
-    // This application sends no e-mail; the token is shown only in DEBUG mode.
+    // With mail configured (MAIL_TRANSPORT), the token goes to the account's address, as a
+    // link under MAIL_LINK_BASE and as itself, whatever DEBUG says: a job enqueued in its own
+    // INSERT, sent by the jobs' workers (retried until the server takes it).
+    if crudforge::mail::configured(st) {
+        let link = crudforge::mail::link(st, &format!("/reset-password?token={token}"));
+        let values = serde_json::json!({
+            "email": user.email,
+            "token": token,
+            "link": link,
+            "minutes": RECOVERY_TTL_SECONDS / 60,
+        });
+        let mail = crudforge::mail::flow(st, "recovery", None, &user.email, &values)?;
+        mail.enqueue(&mut st.db.get().await?).await?;
+    }
+    // The token is shown in the answer only in DEBUG mode.
     if st.config.http.debug {
         Ok(HttpResponse::Ok().json(RecoveryTokenIssued {
             detail: ISSUED.to_owned(),

@@ -1,0 +1,153 @@
+//! Mail on both backends, through a real SMTP conversation with a loopback sink: a mail
+//! enqueued in a committed transaction arrives (text and HTML, its `Message-ID` on the
+//! sender's domain) and one in a rolled-back transaction never leaves; a mail sent again
+//! carries the same `Message-ID`; an unreachable server leaves the mail queued for a retry
+//! with the error; the file transport writes `.eml` files; the flows' templates render with
+//! the link base; malformed settings are refused when the API is built.
+#![allow(missing_docs, clippy::unwrap_used)]
+
+use crudforge::db::TxMode;
+use crudforge::jobs::JobState;
+use crudforge::mail::{self, Mail};
+use crudforge::{with_conn, Api, Config, Error};
+use crudforge_tests::smtp::SmtpSink;
+use crudforge_tests::{backend_tests, TestDb};
+use diesel_async::SimpleAsyncConnection;
+use serde_json::json;
+
+fn smtp(t: &TestDb, url: &str) -> Config {
+    let url = url.to_owned();
+    t.config().with(move |c| {
+        c.ops.mail_transport = Some("smtp".to_owned());
+        c.ops.smtp_url = Some(url);
+        c.ops.mail_from = Some("Critters <noreply@critters.example>".to_owned());
+        c.ops.mail_link_base = Some("https://app.example.com/".to_owned());
+    })
+}
+
+async fn api(t: &TestDb, config: Config) -> Api {
+    let db = t.open(&config).await;
+    Api::new(config, db).unwrap()
+}
+
+/// The mail jobs of `api` (the server's own periodic jobs left out).
+async fn mail_jobs(api: &Api) -> Vec<crudforge::jobs::JobRow> {
+    let all = api.jobs(None, 100).await.unwrap();
+    all.into_iter()
+        .filter(|j| j.kind == "crudforge.mail")
+        .collect()
+}
+
+backend_tests! {
+    async fn only_a_committed_mail_leaves_and_it_arrives_whole(t) {
+        let sink = SmtpSink::start();
+        let api = api(&t, smtp(&t, &sink.url())).await;
+        assert!(mail::configured(api.state()));
+        let mut conn = api.db().get().await.unwrap();
+        conn.begin(TxMode::Write).await.unwrap();
+        Mail::new("ada@example.com", "Never sent", "rolled back").unwrap().enqueue(&mut conn).await.unwrap();
+        let rolled_back: Result<(), Error> = Err(Error::Conflict("the request failed".into()));
+        assert!(conn.finish(rolled_back).await.is_err());
+        conn.begin(TxMode::Write).await.unwrap();
+        let mail = Mail::new("Ada <ada@example.com>", "Welcome, Ada", "Hello in text").unwrap().html("<p>Hello in <b>HTML</b></p>");
+        let queued = mail.enqueue(&mut conn).await;
+        conn.finish(queued).await.unwrap();
+        drop(conn);
+        api.run_due_jobs().await.unwrap();
+        let got = sink.messages();
+        assert_eq!(got.len(), 1, "{got:?}");
+        let m = &got[0];
+        assert_eq!((m.from.as_str(), m.to.as_slice()), ("noreply@critters.example", ["ada@example.com".to_owned()].as_slice()));
+        assert_eq!(m.header("Subject").as_deref(), Some("Welcome, Ada"));
+        assert!(m.header("From").unwrap().contains("noreply@critters.example"));
+        let id = m.header("Message-ID").unwrap();
+        assert!(id.starts_with('<') && id.ends_with("@critters.example>"), "{id}");
+        assert!(m.header("Content-Type").unwrap().starts_with("multipart/alternative"), "{:?}", m.header("Content-Type"));
+        assert!(m.data.contains("Hello in text") && m.data.contains("<p>Hello in <b>HTML</b></p>"), "{}", m.data);
+        let jobs = mail_jobs(&api).await;
+        assert_eq!(jobs.len(), 1);
+        assert_eq!(jobs[0].state, "done");
+    }
+
+    async fn a_mail_sent_again_carries_the_same_message_id(t) {
+        let sink = SmtpSink::start();
+        let api = api(&t, smtp(&t, &sink.url())).await;
+        let mut conn = api.db().get().await.unwrap();
+        Mail::new("ada@example.com", "Once", "text").unwrap().enqueue(&mut conn).await.unwrap();
+        api.run_due_jobs().await.unwrap();
+        // The worker died after the server took the mail, before the job was marked done.
+        with_conn!(conn, |c| c.batch_execute("UPDATE crudforge_jobs SET state = 'queued' WHERE kind = 'crudforge.mail'").await).unwrap();
+        drop(conn);
+        api.run_due_jobs().await.unwrap();
+        let got = sink.messages();
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].header("Message-ID"), got[1].header("Message-ID"));
+    }
+
+    async fn an_unreachable_server_leaves_the_mail_queued_with_the_error(t) {
+        // A port nobody listens on: bind one and let it go.
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let api = api(&t, smtp(&t, &format!("smtp://127.0.0.1:{port}?tls=none"))).await;
+        let mut conn = api.db().get().await.unwrap();
+        Mail::new("ada@example.com", "Later", "text").unwrap().enqueue(&mut conn).await.unwrap();
+        drop(conn);
+        api.run_due_jobs().await.unwrap();
+        let job = &mail_jobs(&api).await[0];
+        assert_eq!((job.state.as_str(), job.attempts), ("queued", 1), "{job:?}");
+        assert!(job.last_error.as_deref().unwrap().contains("SMTP"), "{job:?}");
+        assert_eq!(api.jobs(Some(JobState::Done), 100).await.unwrap().iter().filter(|j| j.kind == "crudforge.mail").count(), 0);
+    }
+
+    async fn the_file_transport_writes_one_eml_file_a_mail(t) {
+        let dir = t.dir.path().join("outbox");
+        let config = t.config().with(|c| {
+            c.ops.mail_transport = Some("file".to_owned());
+            c.ops.mail_dir = Some(dir.display().to_string());
+            c.ops.mail_from = Some("noreply@critters.example".to_owned());
+        });
+        let api = api(&t, config).await;
+        let mut conn = api.db().get().await.unwrap();
+        Mail::new("ada@example.com", "On disk", "text").unwrap().enqueue(&mut conn).await.unwrap();
+        drop(conn);
+        api.run_due_jobs().await.unwrap();
+        let files: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.path()).collect();
+        assert_eq!(files.len(), 1, "{files:?}");
+        assert_eq!(files[0].extension().unwrap(), "eml");
+        assert!(std::fs::read_to_string(&files[0]).unwrap().contains("Subject: On disk"));
+    }
+
+    async fn the_recovery_flow_renders_with_the_link_base(t) {
+        let sink = SmtpSink::start();
+        let api = api(&t, smtp(&t, &sink.url())).await;
+        let st = api.state();
+        let link = mail::link(st, "/reset-password?token=t0k");
+        assert_eq!(link.as_deref(), Some("https://app.example.com/reset-password?token=t0k"));
+        let m = mail::flow(st, "recovery", Some("fr"), "ada@example.com", &json!({"email": "<ada>", "token": "t0k", "link": link, "minutes": 120})).unwrap();
+        assert_eq!(m.subject(), "Reset your password");
+        assert!(m.text().contains("https://app.example.com/reset-password?token=t0k"), "{}", m.text());
+        assert!(m.text().contains("Your recovery token: t0k"), "{}", m.text());
+        let err = mail::flow(st, "no-such-flow", None, "ada@example.com", &json!({})).unwrap_err();
+        assert!(err.to_string().contains("no mail template no-such-flow.subject"), "{err}");
+    }
+
+    async fn malformed_mail_settings_are_refused_when_the_api_is_built(t) {
+        let cases = [
+            (smtp(&t, "smtp://user:s3cret@mail.example.com:25?tls=none"), "SMTP_URL"),
+            (smtp(&t, "http://user:s3cret@mail.example.com"), "SMTP_URL"),
+            (t.config().with(|c| {
+                c.ops.mail_transport = Some("pigeon".to_owned());
+                c.ops.mail_from = Some("a@b.example".to_owned());
+            }), "MAIL_TRANSPORT"),
+            (t.config().with(|c| c.ops.mail_transport = Some("log".to_owned())), "MAIL_FROM"),
+        ];
+        for (config, key) in cases {
+            let db = t.open(&config).await;
+            let err = Api::new(config, db).err().unwrap().to_string();
+            assert!(err.contains(key), "{err}");
+            assert!(!err.contains("s3cret"), "no password in the error: {err}");
+        }
+        // Without MAIL_TRANSPORT there is no mail, and that is no error.
+        let api = api(&t, t.config()).await;
+        assert!(!mail::configured(api.state()));
+    }
+}
