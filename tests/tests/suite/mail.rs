@@ -151,3 +151,75 @@ backend_tests! {
         assert!(!mail::configured(api.state()));
     }
 }
+
+/// Throughput, not a test: 5,000 mails enqueued, then sent by `run_due_jobs` to the loopback
+/// sink, and 5,000 jobs that do nothing run the same way; prints mails/s and the cost of one
+/// job's claim and end. Run in a quiet window: `cargo test -p crudforge-tests --release --test
+/// suite -- --ignored --nocapture mail::throughput`.
+async fn throughput(t: TestDb) {
+    const N: usize = 5_000;
+    let sink = SmtpSink::start();
+    let config = smtp(&t, &sink.url()).with(|c| c.ops.jobs_workers = 16);
+    let db = t.open(&config).await;
+    let api = Api::new(config, db)
+        .unwrap()
+        .job("nothing", |_ctx, _: serde_json::Value| async { Ok(()) });
+    api.run_due_jobs().await.unwrap();
+    let mut conn = api.db().get().await.unwrap();
+    for i in 0..N {
+        Mail::new(
+            "ada@example.com",
+            &format!("Mail {i}"),
+            "A body of a few words.",
+        )
+        .unwrap()
+        .enqueue(&mut conn)
+        .await
+        .unwrap();
+    }
+    let started = std::time::Instant::now();
+    api.run_due_jobs().await.unwrap();
+    let took = started.elapsed();
+    assert_eq!(sink.messages().len(), N);
+    println!(
+        "{:?}: {N} mails in {took:?}: {:.0} mails/s",
+        t.backend,
+        N as f64 / took.as_secs_f64()
+    );
+    for _ in 0..N {
+        crudforge::jobs::enqueue(&mut conn, "nothing", &json!({}))
+            .await
+            .unwrap();
+    }
+    drop(conn);
+    let started = std::time::Instant::now();
+    api.run_due_jobs().await.unwrap();
+    let took = started.elapsed();
+    println!(
+        "{:?}: {N} empty jobs in {took:?}: {:.0} µs a job (claim and end)",
+        t.backend,
+        took.as_secs_f64() * 1e6 / N as f64
+    );
+}
+
+mod throughput {
+    use super::*;
+
+    crudforge_tests::__if_sqlite! {
+        #[actix_web::test]
+        #[ignore = "a benchmark: prints figures, asserts none"]
+        async fn sqlite() {
+            throughput(TestDb::sqlite().await).await;
+        }
+    }
+
+    crudforge_tests::__if_postgres! {
+        #[actix_web::test]
+        #[ignore = "a benchmark: prints figures, asserts none"]
+        async fn postgres() {
+            if let Some(t) = TestDb::postgres().await {
+                throughput(t).await;
+            }
+        }
+    }
+}
