@@ -1,6 +1,7 @@
-//! The workers of one instance: each poll takes the schedules' due ticks, claims as many due
-//! jobs as there are free workers, and runs them at once in this task, renewing each lease
-//! while its handler runs; a claim ends done, retried after a backoff with jitter, or failed.
+//! The workers of one instance: each poll takes the schedules' due ticks (at most once a
+//! poll interval), claims as many due jobs as there are free workers, and runs them at once in
+//! this task, renewing each lease while its handler runs; a claim ends done, retried after a
+//! backoff with jitter, or failed.
 
 use super::store::{self, Claimed, Outcome};
 use super::{Registry, METRICS};
@@ -25,13 +26,18 @@ pub(crate) async fn run(api: &Api, registry: &Registry) {
     }
     let poll = Duration::from_secs(ops.jobs_poll_interval.max(1));
     let mut running = FuturesUnordered::new();
+    // The schedules are looked at once a poll, not at every job's end.
+    let mut ticks_taken: Option<std::time::Instant> = None;
     loop {
         let draining = api.draining();
         if draining && running.is_empty() {
             return;
         }
         if !draining {
-            take_ticks(api, registry).await;
+            if ticks_taken.is_none_or(|at| at.elapsed() >= poll) {
+                take_ticks(api, registry).await;
+                ticks_taken = Some(std::time::Instant::now());
+            }
             let free = workers.saturating_sub(running.len());
             if free > 0 {
                 match claim(api, free).await {
