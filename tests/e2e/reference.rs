@@ -2766,3 +2766,168 @@ fn a_recovery_token_is_mailed_and_the_mailed_link_resets_the_password() {
         app.json(&login, 200);
     }
 }
+
+/// The token of the link to `base + path` in a captured mail.
+fn mailed_token(mail: &crudforge_tests::smtp::Captured, link: &str) -> String {
+    let text = unfold_quoted_printable(&mail.data);
+    let start = text
+        .find(link)
+        .unwrap_or_else(|| panic!("no {link} in {text}"));
+    text[start + link.len()..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
+        .collect()
+}
+
+#[test]
+fn the_mail_flows_verify_change_revert_and_sign_in_by_the_mailed_links() {
+    let sink = crudforge_tests::smtp::SmtpSink::start();
+    let url = sink.url();
+    let wait = |n: usize| {
+        let got = sink.wait_for(n, std::time::Duration::from_secs(60));
+        assert_eq!(got.len(), n, "{} mails arrived, {n} expected", got.len());
+        got
+    };
+    for b in backends_with(&[
+        ("MAIL_TRANSPORT", "smtp"),
+        ("SMTP_URL", &url),
+        ("MAIL_FROM", "Critters <noreply@critters.example>"),
+        ("MAIL_LINK_BASE", "https://app.example.com"),
+        ("MAIL_VERIFICATION", "required"),
+        ("MAIL_SIGN_IN", "yes"),
+    ]) {
+        // Made on the command line before: no verification asked of it.
+        b.user("admin@example.com", &["--admin"]);
+        let app = App::start(b);
+        let at = app.login("admin@example.com");
+        // A new account: its verification mail leaves with the create's transaction.
+        let mut seen = sink.messages().len();
+        let r = app.post(
+            "/api/user/",
+            Some(&at),
+            json!({"email": "Zoe@Example.com", "password": PASSWORD}),
+        );
+        app.json(&r, 201);
+        seen += 1;
+        let mail = wait(seen).pop().unwrap();
+        assert_eq!(mail.to, ["zoe@example.com"]);
+        assert_eq!(
+            mail.header("Subject").as_deref(),
+            Some("Confirm your e-mail address")
+        );
+        let first = mailed_token(&mail, "https://app.example.com/verify?token=");
+        assert!(first.len() >= 43, "256 bits in URL-safe base64: {first}");
+        // Required: no login until the address is verified.
+        let login = json!({"email": "zoe@example.com", "password": PASSWORD});
+        let r = app.post("/api/user/login/", None, login.clone());
+        app.problem(&r, 403, "/api/user/login/");
+        // A new link ends the first; known and unknown addresses get the same answer.
+        let resend =
+            |email: &str| app.post("/api/user/verify/resend/", None, json!({ "email": email }));
+        let known = resend("zoe@example.com");
+        let unknown = resend("nobody@example.com");
+        assert_eq!((known.status, unknown.status), (202, 202));
+        assert_eq!(known.body, unknown.body);
+        seen += 1;
+        let mail = wait(seen).pop().unwrap();
+        assert_eq!(
+            mail.to,
+            ["zoe@example.com"],
+            "only the known address gets one"
+        );
+        let second = mailed_token(&mail, "https://app.example.com/verify?token=");
+        // At most one mail of a flow a minute to an address: the answer is the same, no mail.
+        assert_eq!(resend("zoe@example.com").status, 202);
+        let verify = |token: &str| app.post("/api/user/verify/", None, json!({ "token": token }));
+        app.problem(&verify(&first), 401, "/api/user/verify/");
+        app.json(&verify(&second), 200);
+        app.problem(&verify(&second), 401, "/api/user/verify/");
+        let zt = app.json(&app.post("/api/user/login/", None, login), 200)["access_token"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert_eq!(
+            sink.messages().len(),
+            seen,
+            "the third resend mailed nothing"
+        );
+
+        // An e-mail change: the password is required, the new address confirms it.
+        let change = |password: &str| {
+            app.post(
+                "/api/user/me/email/",
+                Some(&zt),
+                json!({"email": "zoe.new@example.com", "password": password}),
+            )
+        };
+        app.problem(&change("wrong password"), 401, "/api/user/me/email/");
+        app.json(&change(PASSWORD), 202);
+        seen += 1;
+        let mail = wait(seen).pop().unwrap();
+        assert_eq!(mail.to, ["zoe.new@example.com"]);
+        let confirm = mailed_token(&mail, "https://app.example.com/confirm-email?token=");
+        let r = app.post(
+            "/api/user/email/confirm/",
+            None,
+            json!({ "token": confirm }),
+        );
+        app.json(&r, 200);
+        let me = app.json(&app.get("/api/user/me", Some(&zt)), 200);
+        assert_eq!(me["email"], "zoe.new@example.com");
+        // The old address gets a notice with a link that puts it back.
+        seen += 1;
+        let mail = wait(seen).pop().unwrap();
+        assert_eq!(mail.to, ["zoe@example.com"]);
+        assert_eq!(
+            mail.header("Subject").as_deref(),
+            Some("Your e-mail address was changed")
+        );
+        let revert = mailed_token(&mail, "https://app.example.com/revert-email?token=");
+        let r = app.post("/api/user/email/revert/", None, json!({ "token": revert }));
+        app.json(&r, 200);
+        // Every session ended; the old address logs in again, verified.
+        app.problem(&app.get("/api/user/me", Some(&zt)), 401, "/api/user/me");
+        let zt = app.login("zoe@example.com");
+        assert_eq!(
+            app.json(&app.get("/api/user/me", Some(&zt)), 200)["email"],
+            "zoe@example.com"
+        );
+        let r = app.post("/api/user/email/revert/", None, json!({ "token": revert }));
+        app.problem(&r, 401, "/api/user/email/revert/");
+
+        // A sign-in link: the same answer for an unknown address, tokens for the link, once.
+        let ask =
+            |email: &str| app.post("/api/user/sign_in/link/", None, json!({ "email": email }));
+        let known = ask("zoe@example.com");
+        let unknown = ask("nobody@example.com");
+        assert_eq!((known.status, unknown.status), (202, 202));
+        assert_eq!(known.body, unknown.body);
+        seen += 1;
+        let mail = wait(seen).pop().unwrap();
+        assert_eq!(mail.to, ["zoe@example.com"]);
+        let link = mailed_token(&mail, "https://app.example.com/sign-in?token=");
+        let r = app.post("/api/user/sign_in/", None, json!({ "token": link }));
+        let tokens = app.json(&r, 200);
+        let access = tokens["access_token"].as_str().unwrap();
+        assert_eq!(
+            app.json(&app.get("/api/user/me", Some(access)), 200)["email"],
+            "zoe@example.com"
+        );
+        let r = app.post("/api/user/sign_in/", None, json!({ "token": link }));
+        app.problem(&r, 401, "/api/user/sign_in/");
+        // The flows are in the description.
+        let spec = app.json(&app.get("/openapi.json", None), 200);
+        for path in [
+            "/api/user/verify/",
+            "/api/user/verify/resend/",
+            "/api/user/me/email/",
+            "/api/user/email/confirm/",
+            "/api/user/email/revert/",
+            "/api/user/sign_in/link/",
+            "/api/user/sign_in/",
+        ] {
+            assert!(spec["paths"][path]["post"].is_object(), "{path}");
+        }
+        assert!(spec["paths"]["/api/user/login/"]["post"]["responses"]["403"].is_object());
+    }
+}

@@ -134,6 +134,37 @@ pub(crate) trait Surface: Sync {
         None
     }
 
+    /// Adds what the surface [registers](Surface::register) to the description (the mail
+    /// flows' routes).
+    fn document(&self, api: &Api, doc: &mut ApiDoc) {
+        let _ = (api, doc);
+    }
+
+    /// In the transaction that creates an account on a user blueprint (a sign-up, an
+    /// administrator's create): what the surface writes with it (the mail that asks to verify
+    /// the address), so that it is kept only if the account is.
+    fn account_created<'a>(
+        &self,
+        state: &'a ApiState,
+        conn: &'a mut crate::db::Conn,
+        user: uuid::Uuid,
+        email: &'a str,
+    ) -> Option<futures_util::future::LocalBoxFuture<'a, Result<(), Error>>> {
+        let _ = (state, conn, user, email);
+        None
+    }
+
+    /// Before a login issues tokens to `user`, whose password matched: the surface's refusal,
+    /// if it has one (an address not verified while verification is required).
+    fn admits<'a>(
+        &self,
+        state: &'a ApiState,
+        user: uuid::Uuid,
+    ) -> Option<futures_util::future::LocalBoxFuture<'a, Result<(), Error>>> {
+        let _ = (state, user);
+        None
+    }
+
     /// Whether this surface runs the API's [`Chore`]s itself, in its
     /// [upkeep](Surface::upkeep) (the jobs: as schedules, once per tick across instances),
     /// so that the server does not run them on each instance.
@@ -397,6 +428,9 @@ impl Api {
         crate::readiness::document(&mut doc, &cfg.ops.readiness_path);
         for m in &self.mounts {
             m.document(&mut doc);
+        }
+        for surface in crate::SURFACES {
+            surface.document(self, &mut doc);
         }
         doc.finish()
     }

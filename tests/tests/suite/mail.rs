@@ -223,3 +223,119 @@ mod throughput {
         }
     }
 }
+
+/// The token of the link to `link` in a captured mail (soft line breaks undone).
+fn mailed_token(m: &crudforge_tests::smtp::Captured, link: &str) -> String {
+    let text = m.data.replace("=\r\n", "").replace("=3D", "=");
+    let start = text
+        .find(link)
+        .unwrap_or_else(|| panic!("no {link} in {text}"))
+        + link.len();
+    text[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
+        .collect()
+}
+
+/// An API with sign-up on the library's user model at `/api/users/`, mail to `sink`, and
+/// optional verification.
+async fn sign_up_api(t: &TestDb, sink: &SmtpSink, budget: u32) -> Api {
+    let config = smtp(t, &sink.url()).with(move |c| {
+        c.auth.bcrypt_cost = 4;
+        c.ops.mail_verification = Some("optional".to_owned());
+        c.ops.mail_max_per_address = budget;
+    });
+    api(t, config)
+        .await
+        .mount(crudforge::users::UserBlueprint::default().sign_up(&[]))
+        .unwrap()
+}
+
+async fn call<S, B>(app: &S, path: &str, body: serde_json::Value) -> (u16, serde_json::Value)
+where
+    S: actix_web::dev::Service<
+        actix_http::Request,
+        Response = actix_web::dev::ServiceResponse<B>,
+        Error = actix_web::Error,
+    >,
+    B: actix_web::body::MessageBody,
+{
+    let req = actix_web::test::TestRequest::post()
+        .uri(path)
+        .set_json(body)
+        .to_request();
+    let resp = actix_web::test::call_service(app, req).await;
+    let status = resp.status().as_u16();
+    let bytes = actix_web::test::read_body(resp).await;
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null),
+    )
+}
+
+backend_tests! {
+    async fn a_sign_up_mails_a_verification_link_that_verifies_the_address_once(t) {
+        let sink = SmtpSink::start();
+        let api = sign_up_api(&t, &sink, 20).await;
+        let app = actix_web::test::init_service(api.app()).await;
+        let (status, created) = call(&app, "/api/users/", json!({"email": "Ann@Example.com", "password": "correct horse"})).await;
+        assert_eq!(status, 201, "{created}");
+        let id: uuid::Uuid = created["id"].as_str().unwrap().parse().unwrap();
+        api.run_due_jobs().await.unwrap();
+        let got = sink.messages();
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].to, ["ann@example.com"]);
+        let token = mailed_token(&got[0], "https://app.example.com/verify?token=");
+        // Optional: the account logs in before it is verified.
+        let (status, _) = call(&app, "/api/users/login/", json!({"email": "ann@example.com", "password": "correct horse"})).await;
+        assert_eq!(status, 200);
+        let mut conn = api.db().get().await.unwrap();
+        assert_eq!(mail::verified(&mut conn, id).await.unwrap(), Some(false));
+        // The same address again: 409, and no second mail.
+        let (status, _) = call(&app, "/api/users/", json!({"email": "ann@example.com", "password": "correct horse"})).await;
+        assert_eq!(status, 409);
+        let (status, body) = call(&app, "/api/users/verify/", json!({ "token": token })).await;
+        assert_eq!((status, body["detail"].as_str()), (200, Some("The address is verified.")));
+        assert_eq!(mail::verified(&mut conn, id).await.unwrap(), Some(true));
+        let (status, body) = call(&app, "/api/users/verify/", json!({ "token": token })).await;
+        assert_eq!(status, 401, "{body}");
+        // Tokens are kept as digests: the table holds no usable link.
+        let stored: Vec<String> = with_conn!(conn, |c| {
+            use diesel::prelude::*;
+            diesel::table! { crudforge_mail_tokens (digest) { digest -> Text, } }
+            diesel_async::RunQueryDsl::load(crudforge_mail_tokens::table.select(crudforge_mail_tokens::digest), c).await
+        }).unwrap();
+        assert_eq!(stored.len(), 1);
+        assert_ne!(stored[0], token);
+        drop(conn);
+        api.run_due_jobs().await.unwrap();
+        assert_eq!(sink.messages().len(), 1);
+    }
+
+    async fn mails_asked_for_are_limited_per_client_address_and_per_recipient(t) {
+        let sink = SmtpSink::start();
+        let api = sign_up_api(&t, &sink, 3).await;
+        let app = actix_web::test::init_service(api.app()).await;
+        let (status, _) = call(&app, "/api/users/", json!({"email": "bo@example.com", "password": "correct horse"})).await;
+        assert_eq!(status, 201);
+        // Three asked for from this client address: one mail to bo (at most one a minute
+        // asked for), none to the unknown address; the fourth is 429.
+        for email in ["bo@example.com", "bo@example.com", "nobody@example.com"] {
+            let (status, body) = call(&app, "/api/users/verify/resend/", json!({ "email": email })).await;
+            assert_eq!(status, 202, "{body}");
+        }
+        let (status, body) = call(&app, "/api/users/verify/resend/", json!({"email": "bo@example.com"})).await;
+        assert_eq!(status, 429, "{body}");
+        api.run_due_jobs().await.unwrap();
+        let got = sink.messages();
+        assert_eq!(got.len(), 2, "the sign-up's mail and one resent: {got:?}");
+        assert!(got.iter().all(|m| m.to == ["bo@example.com"]));
+    }
+
+    async fn an_unknown_verification_mode_is_refused_naming_the_key(t) {
+        let config = smtp(&t, "smtp://127.0.0.1:2525?tls=none").with(|c| c.ops.mail_verification = Some("sometimes".to_owned()));
+        let db = t.open(&config).await;
+        let err = Api::new(config, db).err().unwrap().to_string();
+        assert!(err.contains("MAIL_VERIFICATION"), "{err}");
+    }
+}

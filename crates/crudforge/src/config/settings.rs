@@ -239,5 +239,26 @@ crate::settings! {
         /// Mail: a folder of templates that replace the embedded ones
         /// (`<locale>/<flow>.subject`, `.txt`, `.html`).
         MAIL_TEMPLATES_DIR => mail_templates_dir: Option<String> = None, some_text, plain;
+        /// Mail: verification of the address of every new account: `optional` (a link is
+        /// mailed; logging in does not wait for it) or `required` (logging in is refused until
+        /// the link is followed); unset or `off`: none.
+        MAIL_VERIFICATION => mail_verification: Option<String> = None, some_text, plain;
+        /// Mail: users may sign in with a link mailed to their address (no password).
+        MAIL_SIGN_IN => mail_sign_in: bool = false, boolean, plain;
+        /// Mail: seconds a verification link stays valid.
+        MAIL_VERIFY_SECONDS => mail_verify_seconds: u64 = 86_400, seconds, plain;
+        /// Mail: seconds the link that confirms a new address stays valid.
+        MAIL_EMAIL_CHANGE_SECONDS => mail_email_change_seconds: u64 = 86_400, seconds, plain;
+        /// Mail: seconds the link mailed to the old address after a change, which puts it
+        /// back, stays valid.
+        MAIL_REVERT_SECONDS => mail_revert_seconds: u64 = 7 * 86_400, seconds, plain;
+        /// Mail: seconds a sign-in link stays valid.
+        MAIL_SIGN_IN_SECONDS => mail_sign_in_seconds: u64 = 900, seconds, plain;
+        /// Mail: mails the flows send at the request of one client address (IPv6 by its /64)
+        /// in `MAIL_ADDRESS_WINDOW` seconds (429 past it; 0: no limit). Besides, an address
+        /// gets at most one mail of a flow a minute.
+        MAIL_MAX_PER_ADDRESS => mail_max_per_address: u32 = 20, count, plain;
+        /// Mail: the window of `MAIL_MAX_PER_ADDRESS`, in seconds.
+        MAIL_ADDRESS_WINDOW => mail_address_window: u64 = 3600, seconds, plain;
     }
 }

@@ -35,6 +35,8 @@ pub struct HookCtx {
     pub db: Database,
     /// The request's raw query string (empty when none), for options such as `cascade=true`.
     pub query: String,
+    /// The API's state, for the library's own hooks (a surface's writes beside an account's).
+    pub(crate) state: Option<actix_web::web::Data<crate::state::ApiState>>,
 }
 
 impl HookCtx {

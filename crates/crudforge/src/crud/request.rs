@@ -358,6 +358,9 @@ impl Caller {
             operation: op,
             db: db.clone(),
             query: req.query_string().to_owned(),
+            state: req
+                .app_data::<actix_web::web::Data<crate::state::ApiState>>()
+                .cloned(),
         }
     }
 

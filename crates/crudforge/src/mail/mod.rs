@@ -8,12 +8,16 @@
 //! |---|---|
 //! | `transport` | SMTP (`lettre`: STARTTLS or implicit TLS, a pool; plain only to a loopback sink), `.eml` files, the log |
 //! | `templates` | the flows' templates: embedded defaults, files per locale, HTML auto-escaped |
+//! | `flows` | the account flows beside each user blueprint: verification, e-mail change, sign-in links, their tokens and limits |
 //!
 //! This file holds what applications see ([`Mail`], [`flow`], [`configured`], [`link`]) and
 //! the surface (the mailer's start, the job that sends one message).
 
+mod flows;
 mod templates;
 mod transport;
+
+pub use flows::{allowed, verified};
 
 use crate::api::{Api, Surface};
 use crate::config::{Config, ConfigError};
@@ -153,6 +157,8 @@ pub(crate) struct Mailer {
     transport: Transport,
     from: Mailbox,
     templates: Templates,
+    /// Whether new accounts verify their address (`MAIL_VERIFICATION`).
+    verification: flows::Verification,
 }
 
 impl Mailer {
@@ -217,12 +223,74 @@ impl Surface for MailSurface {
             expected: "a folder of templates that parse",
             value,
         })?;
+        let verification = flows::Verification::parse(ops.mail_verification.as_deref())
+            .ok_or_else(|| ConfigError::Invalid {
+                key: "MAIL_VERIFICATION",
+                expected: "off, optional or required",
+                value: ops.mail_verification.clone().unwrap_or_default(),
+            })?;
         ext.insert(Arc::new(Mailer {
             transport,
             from,
             templates,
+            verification,
         }));
         Ok(())
+    }
+
+    fn register(&self, api: &Api, cfg: &mut actix_web::web::ServiceConfig) {
+        let Some(mailer) = api.state().ext.get::<Arc<Mailer>>() else {
+            return;
+        };
+        let sign_in = api.config().ops.mail_sign_in;
+        for face in flows::accounts(api) {
+            for route in flows::routes(&face, mailer, sign_in) {
+                let path = format!("{}{}", face.prefix, route.path);
+                cfg.service(actix_web::web::resource(path).route((route.route)()));
+            }
+        }
+    }
+
+    fn document(&self, api: &Api, doc: &mut crate::openapi::ApiDoc) {
+        let Some(mailer) = api.state().ext.get::<Arc<Mailer>>() else {
+            return;
+        };
+        let sign_in = api.config().ops.mail_sign_in;
+        for face in flows::accounts(api) {
+            let routes = flows::routes(&face, mailer, sign_in);
+            crate::crud::mount::docs::custom::document_routes(
+                doc,
+                &face.prefix,
+                &face.tag,
+                &routes,
+            );
+            if mailer.verification == flows::Verification::Required {
+                let (status, refused) =
+                    crate::openapi::problem_response(doc, actix_web::http::StatusCode::FORBIDDEN);
+                let login = format!("{}login/", face.prefix);
+                if let Some(op) = doc.operation_mut(&login, apistos::paths::OperationType::Post) {
+                    op.responses.responses.insert(status, refused);
+                }
+            }
+        }
+    }
+
+    fn account_created<'a>(
+        &self,
+        state: &'a ApiState,
+        conn: &'a mut Conn,
+        user: uuid::Uuid,
+        email: &'a str,
+    ) -> Option<LocalBoxFuture<'a, Result<(), Error>>> {
+        Some(Box::pin(flows::account_created(state, conn, user, email)))
+    }
+
+    fn admits<'a>(
+        &self,
+        state: &'a ApiState,
+        user: uuid::Uuid,
+    ) -> Option<LocalBoxFuture<'a, Result<(), Error>>> {
+        Some(Box::pin(flows::admits(state, user)))
     }
 
     fn job<'a>(

@@ -12,17 +12,33 @@ pub(crate) const DEFAULT_LOCALE: &str = "en";
 /// The parts of a flow's mail, by file extension.
 const PARTS: [&str; 3] = ["subject", "txt", "html"];
 
+/// One embedded English template: (`en/<flow>.<part>`, its source).
+macro_rules! embedded {
+    ($flow:literal, $part:literal) => {
+        (
+            concat!("en/", $flow, ".", $part),
+            include_str!(concat!("templates/en/", $flow, ".", $part)),
+        )
+    };
+}
+
 /// The embedded templates: (name, source).
 const EMBEDDED: &[(&str, &str)] = &[
-    (
-        "en/recovery.subject",
-        include_str!("templates/en/recovery.subject"),
-    ),
-    ("en/recovery.txt", include_str!("templates/en/recovery.txt")),
-    (
-        "en/recovery.html",
-        include_str!("templates/en/recovery.html"),
-    ),
+    embedded!("recovery", "subject"),
+    embedded!("recovery", "txt"),
+    embedded!("recovery", "html"),
+    embedded!("verify", "subject"),
+    embedded!("verify", "txt"),
+    embedded!("verify", "html"),
+    embedded!("email_change", "subject"),
+    embedded!("email_change", "txt"),
+    embedded!("email_change", "html"),
+    embedded!("email_revert", "subject"),
+    embedded!("email_revert", "txt"),
+    embedded!("email_revert", "html"),
+    embedded!("sign_in", "subject"),
+    embedded!("sign_in", "txt"),
+    embedded!("sign_in", "html"),
 ];
 
 /// A rendered mail: subject, text, HTML (when the flow has one).

@@ -2,7 +2,7 @@
 //! (the caller with the roles it holds).
 
 use super::model::{User, UserModel};
-use super::sign_up::{check_members as check_sign_up_members, SignUpMount, SignUpRules};
+use super::sign_up::{check_members as check_sign_up_members, Accounts, SignUpRules, UserMount};
 use super::store::{find_by_email, set_password_hash_in, store_rehash, users_password};
 use super::tokens::{
     end_sessions, lock_user_in, refresh_record_in, revoke_family_in, revoke_record_in,
@@ -284,6 +284,11 @@ impl<U: UserModel> IntoMount for UserBlueprint<U> {
             }
             self.crud.hooks.around_post = Some(super::sign_up::around(self.uniform));
         }
+        // A new account is told to the surfaces in its transaction (mail asks to verify it).
+        self.crud
+            .hooks
+            .after_create
+            .push(Arc::new(account_created::<U>));
         let path = self.crud.prefix().to_owned();
         let uniform = self.uniform;
         let tag = self.name.clone();
@@ -297,15 +302,52 @@ impl<U: UserModel> IntoMount for UserBlueprint<U> {
                 .route(password_route::<U>(&tag))
                 .route(me),
         )?;
-        if !open {
-            return Ok(inner);
-        }
-        Ok(Box::new(SignUpMount {
+        Ok(Box::new(UserMount {
             inner,
+            face: Accounts {
+                prefix: path.clone(),
+                tag,
+                name: U::NAME,
+            },
             path,
+            open,
             uniform,
         }))
     }
+}
+
+/// The blueprint's last `after_create` hook: the surfaces write what goes with a new account
+/// (its id and address) in its transaction.
+fn account_created<'a, U: UserModel>(
+    conn: &'a mut Conn,
+    ctx: &'a crate::crud::HookCtx,
+    row: &'a U,
+) -> LocalBoxFuture<'a, Result<(), Error>> {
+    Box::pin(async move {
+        let Some(state) = ctx.state.as_deref() else {
+            return Ok(());
+        };
+        let id = row.key_of(U::ID_FIELD).and_then(|k| k.parse::<Uuid>().ok());
+        let (Some(id), Some(email)) = (id, row.key_of("email")) else {
+            return Ok(());
+        };
+        for surface in crate::SURFACES {
+            if let Some(work) = surface.account_created(state, conn, id, &email) {
+                work.await?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// The surfaces' refusals of a login whose password matched (see `Surface::admits`).
+pub(crate) async fn admitted(st: &ApiState, user: Uuid) -> Result<(), Error> {
+    for surface in crate::SURFACES {
+        if let Some(check) = surface.admits(st, user) {
+            check.await?;
+        }
+    }
+    Ok(())
 }
 
 impl<U: UserModel> UserBlueprint<U> {
@@ -540,6 +582,7 @@ async fn login(
         };
         h.validate(&ctx).await?;
     }
+    admitted(st, id).await?;
     if let Some(stored) = stored {
         rehash_if_weaker(st, id, &stored, body.password).await;
     }

@@ -42,6 +42,11 @@ pub use identity::{normalize_stored_emails, EmailNormalization};
 pub use model::{Domain, Role, Token, User, UserModel, UserRole, UserSetting};
 pub use privilege::{may_grant, DEFAULT_ROLES};
 pub use rules::{RoleRules, UserRules};
+#[allow(
+    unused_imports,
+    reason = "a door of the seam: a build without the mail feature leaves it unused"
+)]
+pub(crate) use sign_up::Accounts;
 pub use store::{
     create_user, find_by_email, grant_role, set_enabled, set_password, set_password_hash_in,
 };

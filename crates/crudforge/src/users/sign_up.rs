@@ -176,22 +176,45 @@ fn address_taken(e: &Error) -> bool {
     e.problem().status == StatusCode::CONFLICT.as_u16()
 }
 
-/// A mounted user blueprint with sign-up: the blueprint itself, whose description gains what
-/// sign-up adds to its `POST` (the 429 of the throttle, the 202 of the uniform answer).
-pub(crate) struct SignUpMount {
+/// A mounted user blueprint: the blueprint itself, whose description gains, with sign-up,
+/// what sign-up adds to its `POST` (the 429 of the throttle, the 202 of the uniform answer),
+/// and which shows the surfaces where its routes are ([`Accounts`]).
+pub(crate) struct UserMount {
     pub(crate) inner: Box<dyn Mount>,
     /// The `POST`'s path in the description.
     pub(crate) path: String,
+    /// Anyone may create an account (sign-up).
+    pub(crate) open: bool,
     pub(crate) uniform: bool,
+    pub(crate) face: Accounts,
 }
 
-impl Mount for SignUpMount {
+/// What a mounted user blueprint shows the surfaces (through [`Mount::faces`]): where its
+/// routes are, so that a surface adds its own beside them (the mail flows' `verify/`).
+#[derive(Debug, Clone)]
+#[allow(
+    dead_code,
+    reason = "a door of the seam: a build without the mail feature leaves it unused"
+)]
+pub(crate) struct Accounts {
+    /// The blueprint's prefix (`/api/users/`).
+    pub(crate) prefix: String,
+    /// The OpenAPI tag of its extra routes.
+    pub(crate) tag: String,
+    /// The model's name, in operation ids (`verifyUser`).
+    pub(crate) name: &'static str,
+}
+
+impl Mount for UserMount {
     fn register(&self, cfg: &mut web::ServiceConfig) {
         self.inner.register(cfg);
     }
 
     fn document(&self, doc: &mut ApiDoc) {
         self.inner.document(doc);
+        if !self.open {
+            return;
+        }
         let (status, throttled) = problem_response(doc, StatusCode::TOO_MANY_REQUESTS);
         let received = self.uniform.then(|| {
             let schema = doc.schema::<SignUpReceived>();
@@ -244,6 +267,8 @@ impl Mount for SignUpMount {
     }
 
     fn faces(&self) -> Vec<&(dyn std::any::Any + Send + Sync)> {
-        self.inner.faces()
+        let mut faces = self.inner.faces();
+        faces.push(&self.face);
+        faces
     }
 }

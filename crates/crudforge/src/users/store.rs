@@ -10,7 +10,7 @@ use crate::with_conn;
 use diesel::prelude::*;
 use uuid::Uuid;
 
-pub(super) async fn users_password(db: &Database, id: Uuid) -> Result<Option<String>, Error> {
+pub(crate) async fn users_password(db: &Database, id: Uuid) -> Result<Option<String>, Error> {
     let mut conn = db.get().await?;
     Ok(with_conn!(conn, |c| {
         diesel_async::RunQueryDsl::get_result(

@@ -93,6 +93,14 @@ pub async fn send_recovery_token(
             ))
         }
     };
+    // With mail, the limits of the recovery mail are counted for every address asked for,
+    // with an account or not (429 past the client address's budget; at most one a minute to
+    // an address, the answer alike).
+    let mail_allowed = if crudforge::mail::configured(st) {
+        crudforge::mail::allowed(&req, "recovery", &body.email).await?
+    } else {
+        false
+    };
     let user = AppUser::find_by_email(&st.db, &body.email).await?;
     // Throttled per account and client address: guessing names is guessing credentials.
     let account = user
@@ -121,7 +129,7 @@ pub async fn send_recovery_token(
     // With mail configured (MAIL_TRANSPORT), the token goes to the account's address, as a
     // link under MAIL_LINK_BASE and as itself, whatever DEBUG says: a job enqueued in its own
     // INSERT, sent by the jobs' workers (retried until the server takes it).
-    if crudforge::mail::configured(st) {
+    if mail_allowed {
         let link = crudforge::mail::link(st, &format!("/reset-password?token={token}"));
         let values = serde_json::json!({
             "email": user.email,

@@ -11,7 +11,7 @@
 mod aggregate;
 mod batch;
 pub(crate) mod callers;
-mod custom;
+pub(crate) mod custom;
 pub(crate) mod headers;
 mod item;
 pub(crate) mod list;

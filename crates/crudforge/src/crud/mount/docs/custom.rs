@@ -15,49 +15,74 @@ use apistos::reference_or::ReferenceOr;
 /// Adds a mounted blueprint's documented custom routes to the description.
 pub(crate) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
     for c in m.custom.iter().filter(|c| !c.doc.undocumented) {
-        let mut responses = responses(doc, c);
-        let path = format!("{}{}", m.prefix, c.path);
-        let mut extensions = apistos::IndexMap::new();
-        if c.doc.public {
-            extensions.insert("x-public".to_owned(), serde_json::Value::Bool(true));
-        }
-        let mut parameters = path_params(doc, &m.shared.parents, None);
-        // Parameters of the route's own path (`{user_id}/settings/`) must be declared too.
-        let (_, own) = normalize_prefix(&c.path);
-        for p in own {
-            if !m.shared.parents.iter().any(|(_, q)| *q == p) {
-                let s = doc.generator().subschema_for::<String>();
-                parameters.push(parameter(&p, ParameterIn::Path, true, None, s));
-            }
-        }
-        if c.doc.etag {
-            super::headers::document_writes(
-                doc,
-                crate::crud::Operation::Get,
-                false,
-                &mut parameters,
-                &mut responses.responses,
-            );
-        }
-        let body = c.doc.body.map(|f| {
-            let schema = f(doc);
-            doc.mark_passwords(&schema, &c.doc.passwords);
-            json_body(schema)
-        });
-        let op = OpDoc {
-            tags: vec![c.doc.tag.clone().unwrap_or_else(|| R::NAME.to_owned())],
-            summary: c.doc.summary.clone(),
-            description: Some(description(c)),
-            operation_id: c.doc.operation_id.clone(),
-            parameters,
-            request_body: body,
-            responses,
-            security: security(c.doc.public),
-            extensions,
-            ..Default::default()
-        };
-        doc.add_operation(&path, c.method, op);
+        let parameters = path_params(doc, &m.shared.parents, None);
+        let parents: Vec<&str> = m.shared.parents.iter().map(|(_, q)| q.as_str()).collect();
+        add(doc, &m.prefix, R::NAME, c, parameters, &parents);
     }
+}
+
+/// Adds routes under `prefix` that are not a blueprint's (a surface's routes beside a user
+/// blueprint's), tagged `tag` unless they name their own.
+#[allow(
+    dead_code,
+    reason = "a door of the seam: a build without the mail feature leaves it unused"
+)]
+pub(crate) fn document_routes(doc: &mut ApiDoc, prefix: &str, tag: &str, routes: &[CustomRoute]) {
+    for c in routes.iter().filter(|c| !c.doc.undocumented) {
+        add(doc, prefix, tag, c, Vec::new(), &[]);
+    }
+}
+
+/// Adds one route's operation: `parameters` are those of the prefix, named `known`.
+fn add(
+    doc: &mut ApiDoc,
+    prefix: &str,
+    tag: &str,
+    c: &CustomRoute,
+    mut parameters: Vec<ReferenceOr<apistos::paths::Parameter>>,
+    known: &[&str],
+) {
+    let mut responses = responses(doc, c);
+    let path = format!("{prefix}{}", c.path);
+    let mut extensions = apistos::IndexMap::new();
+    if c.doc.public {
+        extensions.insert("x-public".to_owned(), serde_json::Value::Bool(true));
+    }
+    // Parameters of the route's own path (`{user_id}/settings/`) must be declared too.
+    let (_, own) = normalize_prefix(&c.path);
+    for p in own {
+        if !known.contains(&p.as_str()) {
+            let s = doc.generator().subschema_for::<String>();
+            parameters.push(parameter(&p, ParameterIn::Path, true, None, s));
+        }
+    }
+    if c.doc.etag {
+        super::headers::document_writes(
+            doc,
+            crate::crud::Operation::Get,
+            false,
+            &mut parameters,
+            &mut responses.responses,
+        );
+    }
+    let body = c.doc.body.map(|f| {
+        let schema = f(doc);
+        doc.mark_passwords(&schema, &c.doc.passwords);
+        json_body(schema)
+    });
+    let op = OpDoc {
+        tags: vec![c.doc.tag.clone().unwrap_or_else(|| tag.to_owned())],
+        summary: c.doc.summary.clone(),
+        description: Some(description(c)),
+        operation_id: c.doc.operation_id.clone(),
+        parameters,
+        request_body: body,
+        responses,
+        security: security(c.doc.public),
+        extensions,
+        ..Default::default()
+    };
+    doc.add_operation(&path, c.method, op);
 }
 
 /// A custom route's answers: its success (status, schema, plain text too) and the error

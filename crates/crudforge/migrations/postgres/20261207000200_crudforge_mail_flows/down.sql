@@ -1,0 +1,2 @@
+DROP TABLE crudforge_addresses;
+DROP TABLE crudforge_mail_tokens;
