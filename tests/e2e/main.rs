@@ -10,6 +10,7 @@ mod indexes;
 mod instances;
 mod live;
 mod locking;
+mod mail_kill;
 mod operations;
 mod reference;
 mod schema;

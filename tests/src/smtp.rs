@@ -78,6 +78,23 @@ impl SmtpSink {
         self.messages.lock().expect("sink lock").clone()
     }
 
+    /// How many messages were accepted so far.
+    pub fn count(&self) -> usize {
+        self.messages.lock().expect("sink lock").len()
+    }
+
+    /// Waits until at least `n` messages arrived (at most `limit`); how many did.
+    pub fn wait_count(&self, n: usize, limit: Duration) -> usize {
+        let until = Instant::now() + limit;
+        loop {
+            let got = self.count();
+            if got >= n || Instant::now() > until {
+                return got;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Waits until at least `n` messages arrived (at most `limit`), then gives them all.
     pub fn wait_for(&self, n: usize, limit: Duration) -> Vec<Captured> {
         let until = Instant::now() + limit;

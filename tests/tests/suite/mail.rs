@@ -251,6 +251,7 @@ async fn sign_up_api(t: &TestDb, sink: &SmtpSink, budget: u32) -> Api {
         .unwrap()
 }
 
+/// `POST path` with `body`, anonymous: the status and the JSON answer.
 async fn call<S, B>(app: &S, path: &str, body: serde_json::Value) -> (u16, serde_json::Value)
 where
     S: actix_web::dev::Service<
@@ -260,17 +261,13 @@ where
     >,
     B: actix_web::body::MessageBody,
 {
-    let req = actix_web::test::TestRequest::post()
-        .uri(path)
-        .set_json(body)
-        .to_request();
-    let resp = actix_web::test::call_service(app, req).await;
-    let status = resp.status().as_u16();
-    let bytes = actix_web::test::read_body(resp).await;
-    (
-        status,
-        serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null),
+    crudforge_tests::http::send(
+        app,
+        actix_web::test::TestRequest::post()
+            .uri(path)
+            .set_json(body),
     )
+    .await
 }
 
 backend_tests! {

@@ -83,127 +83,142 @@ pub(crate) fn accounts(api: &crate::Api) -> Vec<Accounts> {
         .collect()
 }
 
-/// The flows' routes beside the user blueprint `face`, as the settings turn them on.
+/// A `POST` route at `path` whose JSON body goes to `handler`, with its description's
+/// operation id, summary, success status and errors, tagged `tag`, open to anyone unless
+/// `signed_in`.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "each route's description, named at the call"
+)]
+fn post<B, Fut>(
+    path: &str,
+    handler: fn(HttpRequest, B) -> Fut,
+    id: String,
+    summary: &str,
+    status: u16,
+    errors: &[u16],
+    tag: &str,
+    signed_in: bool,
+) -> CustomRoute
+where
+    B: serde::de::DeserializeOwned + schemars::JsonSchema + 'static,
+    Fut: std::future::Future<Output = Result<HttpResponse, Error>> + 'static,
+{
+    let route = CustomRoute::new(OperationType::Post, path, move || {
+        web::post()
+            .to(move |req: HttpRequest, body: crate::Json<B>| handler(req, body.into_inner()))
+    })
+    .operation_id(&id)
+    .summary(summary)
+    .body::<B>()
+    .status(status)
+    .errors(errors)
+    .tag(tag);
+    if signed_in {
+        route
+    } else {
+        route.public()
+    }
+}
+
+/// The flows' routes beside the user blueprint `face`, as the settings turn them on
+/// (`links`: sign-in links).
 pub(crate) fn routes(face: &Accounts, mailer: &Mailer, links: bool) -> Vec<CustomRoute> {
-    let name = face.name;
-    let tag = face.tag.as_str();
+    let (name, tag) = (face.name, face.tag.as_str());
     let mut out = Vec::new();
     if mailer.verification != Verification::Off {
         out.push(
-            CustomRoute::new(OperationType::Post, "verify/", || {
-                web::post().to(
-                    |req: HttpRequest, body: crate::Json<TokenBody>| async move {
-                        verify(req, body.into_inner()).await
-                    },
-                )
-            })
-            .operation_id(&format!("verify{name}Email"))
-            .summary("Verify the address with the token of the mailed link")
-            .body::<TokenBody>()
-            .responds::<Detail>()
-            .errors(&[401, 422, 429])
-            .tag(tag)
-            .public(),
+            post(
+                "verify/",
+                verify,
+                format!("verify{name}Email"),
+                "Verify the address with the token of the mailed link",
+                200,
+                &[401, 422, 429],
+                tag,
+                false,
+            )
+            .responds::<Detail>(),
         );
         out.push(
-            CustomRoute::new(OperationType::Post, "verify/resend/", || {
-                web::post().to(
-                    |req: HttpRequest, body: crate::Json<EmailBody>| async move {
-                        resend(req, body.into_inner()).await
-                    },
-                )
-            })
-            .operation_id(&format!("resend{name}Verification"))
-            .summary("Mail a new verification link (the same answer for every address)")
-            .body::<EmailBody>()
-            .responds::<Detail>()
-            .status(202)
-            .errors(&[422, 429])
-            .tag(tag)
-            .public(),
+            post(
+                "verify/resend/",
+                resend,
+                format!("resend{name}Verification"),
+                "Mail a new verification link (the same answer for every address)",
+                202,
+                &[422, 429],
+                tag,
+                false,
+            )
+            .responds::<Detail>(),
         );
     }
     out.push(
-        CustomRoute::new(OperationType::Post, "me/email/", || {
-            web::post().to(
-                |req: HttpRequest, body: crate::Json<EmailChange>| async move {
-                    change(req, body.into_inner()).await
-                },
-            )
-        })
-        .operation_id(&format!("change{name}Email"))
-        .summary("Ask to change one's address: a link to confirm it is mailed to the new one")
-        .body::<EmailChange>()
-        .responds::<Detail>()
-        .status(202)
-        .errors(&[401, 422, 429])
-        .tag(tag),
+        post(
+            "me/email/",
+            change,
+            format!("change{name}Email"),
+            "Ask to change one's address: a link to confirm it is mailed to the new one",
+            202,
+            &[401, 422, 429],
+            tag,
+            true,
+        )
+        .responds::<Detail>(),
     );
     out.push(
-        CustomRoute::new(OperationType::Post, "email/confirm/", || {
-            web::post().to(
-                |req: HttpRequest, body: crate::Json<TokenBody>| async move {
-                    confirm(req, body.into_inner()).await
-                },
-            )
-        })
-        .operation_id(&format!("confirm{name}Email"))
-        .summary("Confirm a new address with the token mailed to it")
-        .body::<TokenBody>()
-        .responds::<Detail>()
-        .errors(&[401, 409, 422, 429])
-        .tag(tag)
-        .public(),
+        post(
+            "email/confirm/",
+            confirm,
+            format!("confirm{name}Email"),
+            "Confirm a new address with the token mailed to it",
+            200,
+            &[401, 409, 422, 429],
+            tag,
+            false,
+        )
+        .responds::<Detail>(),
     );
     out.push(
-        CustomRoute::new(OperationType::Post, "email/revert/", || {
-            web::post().to(
-                |req: HttpRequest, body: crate::Json<TokenBody>| async move {
-                    revert(req, body.into_inner()).await
-                },
-            )
-        })
-        .operation_id(&format!("revert{name}Email"))
-        .summary("Put the old address back with the token mailed to it; every session ends")
-        .body::<TokenBody>()
-        .responds::<Detail>()
-        .errors(&[401, 409, 422, 429])
-        .tag(tag)
-        .public(),
+        post(
+            "email/revert/",
+            revert,
+            format!("revert{name}Email"),
+            "Put the old address back with the token mailed to it; every session ends",
+            200,
+            &[401, 409, 422, 429],
+            tag,
+            false,
+        )
+        .responds::<Detail>(),
     );
     if links {
         out.push(
-            CustomRoute::new(OperationType::Post, "sign_in/link/", || {
-                web::post().to(
-                    |req: HttpRequest, body: crate::Json<EmailBody>| async move {
-                        sign_in_link(req, body.into_inner()).await
-                    },
-                )
-            })
-            .operation_id(&format!("mail{name}SignInLink"))
-            .summary("Mail a sign-in link (the same answer for every address)")
-            .body::<EmailBody>()
-            .responds::<Detail>()
-            .status(202)
-            .errors(&[422, 429])
-            .tag(tag)
-            .public(),
+            post(
+                "sign_in/link/",
+                sign_in_link,
+                format!("mail{name}SignInLink"),
+                "Mail a sign-in link (the same answer for every address)",
+                202,
+                &[422, 429],
+                tag,
+                false,
+            )
+            .responds::<Detail>(),
         );
         out.push(
-            CustomRoute::new(OperationType::Post, "sign_in/", || {
-                web::post().to(
-                    |req: HttpRequest, body: crate::Json<TokenBody>| async move {
-                        sign_in(req, body.into_inner()).await
-                    },
-                )
-            })
-            .operation_id(&format!("signIn{name}WithLink"))
-            .summary("Sign in with the token of a mailed sign-in link")
-            .body::<TokenBody>()
-            .responds::<LoginResponse>()
-            .errors(&[401, 422, 429])
-            .tag(tag)
-            .public(),
+            post(
+                "sign_in/",
+                sign_in,
+                format!("signIn{name}WithLink"),
+                "Sign in with the token of a mailed sign-in link",
+                200,
+                &[401, 422, 429],
+                tag,
+                false,
+            )
+            .responds::<LoginResponse>(),
         );
     }
     out
