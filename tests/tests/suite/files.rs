@@ -1880,3 +1880,41 @@ backend_tests! {
         }
     }
 }
+
+backend_tests! {
+    async fn an_sqlite_backup_is_a_consistent_copy_in_the_files_storage(t) {
+        let config = t.config().with(|c| {
+            c.ops.sqlite_backup_interval = 3600;
+            c.ops.sqlite_backup_keep = 2;
+        });
+        let db = t.open(&config).await;
+        users::create_user(&db, "kept@example.com", "correct horse", true, 4).await.unwrap();
+        let api = Api::new(config.clone(), db.clone()).unwrap();
+        let folder = t.data_dir().join("files").join("crudforge_backups");
+        if t.backend == Backend::Postgres {
+            // PostgreSQL is backed up by its own tools: nothing is written.
+            assert_eq!(api.backup_sqlite().await.unwrap(), 0);
+            assert!(!folder.exists());
+            return;
+        }
+        // Three backups, two kept.
+        assert_eq!(api.backup_sqlite().await.unwrap(), 0);
+        assert_eq!(api.backup_sqlite().await.unwrap(), 0);
+        assert_eq!(api.backup_sqlite().await.unwrap(), 1);
+        let kept: Vec<PathBuf> = std::fs::read_dir(&folder).unwrap().flatten().map(|e| e.path()).collect();
+        assert_eq!(kept.len(), 2, "{kept:?}");
+        // No temporary copy is left beside the database.
+        let left: Vec<_> = std::fs::read_dir(t.data_dir()).unwrap().flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(".backup-")).collect();
+        assert!(left.is_empty(), "{left:?}");
+        // A backup is a database that opens and holds the rows.
+        let copy = t.dir.path().join("restored.db");
+        std::fs::copy(&kept[0], &copy).unwrap();
+        let restored = Config::default().with(|c| {
+            c.db.database_uri = Some(format!("sqlite://{}", copy.display()));
+            c.db.data_dir = t.dir.path().join("restored");
+        });
+        let db = Database::connect(&restored).await.unwrap();
+        assert!(users::find_by_email(&db, "kept@example.com").await.unwrap().is_some());
+    }
+}

@@ -210,6 +210,11 @@ crate::settings! {
         FILES_S3_ACCESS_KEY_ID => files_s3_access_key_id: Option<String> = None, some_text, plain;
         /// Files: the secret access key for `s3://` storage.
         FILES_S3_SECRET_ACCESS_KEY => files_s3_secret_access_key: Option<Secret> = None, trimmed_secret, secret;
+        /// Files (`files` feature): seconds between two backups of an SQLite database into
+        /// the files' storage (`VACUUM INTO`, stored under `crudforge_backups/`); 0: none.
+        SQLITE_BACKUP_INTERVAL => sqlite_backup_interval: u64 = 0, whole_seconds, plain;
+        /// Files: the backups kept; older ones are removed after each new one.
+        SQLITE_BACKUP_KEEP => sqlite_backup_keep: u32 = 7, positive, plain;
         /// Jobs (`jobs` feature): jobs this instance runs at once (0: it runs none, and
         /// takes no schedule's tick; other instances do).
         JOBS_WORKERS => jobs_workers: u32 = 4, count, plain;

@@ -8,6 +8,7 @@
 //! and the command line's `files gc` (`cli`). The `Api` starts the storage and sweeps orphans
 //! through the surface below.
 
+mod backup;
 pub(crate) mod cli;
 mod docs;
 pub(crate) mod handlers;
@@ -20,7 +21,7 @@ pub(crate) mod storage;
 pub(crate) mod thumbs;
 pub(crate) mod upload;
 
-use crate::api::{Api, Mount, Surface};
+use crate::api::{Api, Chore, Mount, Surface};
 use crate::config::{Config, ConfigError};
 use crate::error::Error;
 use crate::state::{ApiState, Extensions};
@@ -398,6 +399,18 @@ pub(crate) struct StoredFile {
 pub(crate) struct Files;
 
 impl Surface for Files {
+    /// With `SQLITE_BACKUP_INTERVAL`, a backup of an SQLite database into the storage.
+    fn chores(&self, api: &Api, out: &mut Vec<Chore>) {
+        let every = api.config().ops.sqlite_backup_interval;
+        if every > 0 {
+            out.push(Chore {
+                name: "backup_sqlite",
+                every: std::time::Duration::from_secs(every),
+                run: |api| Box::pin(backup::backup(api)),
+            });
+        }
+    }
+
     fn start(&self, config: &Config, ext: &mut Extensions) -> Result<(), ConfigError> {
         let storage = storage::Storage::from_config(config).map_err(|detail| {
             tracing::error!(target: "crudforge::files", "{detail}");
@@ -466,6 +479,17 @@ async fn held_by(
 }
 
 impl Api {
+    /// Makes a backup of the API's SQLite database into the files' storage now (what
+    /// `SQLITE_BACKUP_INTERVAL` does periodically), and removes the oldest past
+    /// `SQLITE_BACKUP_KEEP`: how many it removed. Nothing on PostgreSQL.
+    ///
+    /// # Errors
+    ///
+    /// Database or storage errors.
+    pub async fn backup_sqlite(&self) -> Result<u64, Error> {
+        backup::backup(self).await
+    }
+
     /// Removes (or, with `dry_run`, only lists) the stored files no row of a mounted resource
     /// holds and older than `older_than` (the files feature): files left by a crash between an
     /// upload and its row, or by rows removed outside the API. A younger file may belong to an upload whose row
