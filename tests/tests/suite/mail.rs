@@ -244,10 +244,34 @@ async fn sign_up_api(t: &TestDb, sink: &SmtpSink, budget: u32) -> Api {
         c.auth.bcrypt_cost = 4;
         c.ops.mail_verification = Some("optional".to_owned());
         c.ops.mail_max_per_address = budget;
+        c.ops.metrics_enabled = true;
     });
     api(t, config)
         .await
         .mount(crudforge::users::UserBlueprint::default().sign_up(&[]))
+        .unwrap()
+}
+
+/// The count of mails sent so far, from `/metrics` (the process's counters, which tests
+/// running beside this one may raise too).
+async fn mails_sent<S, B>(app: &S) -> u64
+where
+    S: actix_web::dev::Service<
+        actix_http::Request,
+        Response = actix_web::dev::ServiceResponse<B>,
+        Error = actix_web::Error,
+    >,
+    B: actix_web::body::MessageBody,
+{
+    let (status, body) =
+        crudforge_tests::http::call(app, actix_web::test::TestRequest::get().uri("/metrics")).await;
+    assert_eq!(status, 200);
+    let text = String::from_utf8(body).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("crudforge_mails_total{outcome=\"sent\"} "))
+        .unwrap_or_else(|| panic!("no sent mails counter in {text}"))
+        .trim()
+        .parse()
         .unwrap()
 }
 
@@ -278,7 +302,9 @@ backend_tests! {
         let (status, created) = call(&app, "/api/users/", json!({"email": "Ann@Example.com", "password": "correct horse"})).await;
         assert_eq!(status, 201, "{created}");
         let id: uuid::Uuid = created["id"].as_str().unwrap().parse().unwrap();
+        let before = mails_sent(&app).await;
         api.run_due_jobs().await.unwrap();
+        assert!(mails_sent(&app).await > before, "the metric counts the mail sent");
         let got = sink.messages();
         assert_eq!(got.len(), 1, "{got:?}");
         assert_eq!(got[0].to, ["ann@example.com"]);

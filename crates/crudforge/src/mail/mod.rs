@@ -27,7 +27,8 @@ use crate::state::{ApiState, Extensions};
 use futures_util::future::LocalBoxFuture;
 use lettre::message::{header, Mailbox, MultiPart, SinglePart};
 use lettre::Message;
-use std::sync::Arc;
+use prometheus::{IntCounterVec, Opts};
+use std::sync::{Arc, LazyLock};
 use templates::Templates;
 use transport::Transport;
 
@@ -193,6 +194,22 @@ impl Mailer {
     }
 }
 
+/// Mails handed to the transport, by outcome (`sent`, `failed`: an attempt the server
+/// refused or that could not reach it; the job tries again or fails for good).
+static SENT: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    let sent = crate::metrics::global().register(IntCounterVec::new(
+        Opts::new(
+            "crudforge_mails_total",
+            "Mails handed to the transport, by outcome (sent, failed).",
+        ),
+        &["outcome"],
+    ));
+    for outcome in ["sent", "failed"] {
+        let _ = sent.with_label_values(&[outcome]);
+    }
+    sent
+});
+
 /// The mail's side of the whole API: the mailer, when `MAIL_TRANSPORT` is set, and the job
 /// that sends one message.
 pub(crate) struct MailSurface;
@@ -229,6 +246,7 @@ impl Surface for MailSurface {
                 expected: "off, optional or required",
                 value: ops.mail_verification.clone().unwrap_or_default(),
             })?;
+        LazyLock::force(&SENT);
         ext.insert(Arc::new(Mailer {
             transport,
             from,
@@ -308,7 +326,10 @@ impl Surface for MailSurface {
             let mailer = api.state().ext.get::<Arc<Mailer>>().ok_or_else(|| {
                 Error::Internal("mail is not configured (MAIL_TRANSPORT)".to_owned())
             })?;
-            mailer.send(&mail).await
+            let sent = mailer.send(&mail).await;
+            let outcome = if sent.is_ok() { "sent" } else { "failed" };
+            SENT.with_label_values(&[outcome]).inc();
+            sent
         }))
     }
 }

@@ -324,7 +324,8 @@ async fn recipient_allows(st: &ApiState, flow: Flow, email: &str) -> Result<bool
 }
 
 /// Issues a token of `flow` for `user` about `about`, valid `seconds`, and enqueues the flow's
-/// mail to `to` with its link (`MAIL_LINK_BASE` + `path` + `?token=`), on `conn`.
+/// mail to `to` with its link (`MAIL_LINK_BASE` + `path` + `?token=`), on `conn`: two
+/// `INSERT`s. A caller that replaces earlier links ends them first ([`store::end_unused`]).
 #[allow(clippy::too_many_arguments, reason = "one call per flow, each named")]
 async fn send(
     st: &ApiState,
@@ -337,7 +338,6 @@ async fn send(
     path: &str,
     extra: serde_json::Value,
 ) -> Result<(), Error> {
-    store::end_unused(conn, user, &[flow]).await?;
     let token = store::issue(conn, flow, user, about, seconds).await?;
     let link = super::link(st, &format!("{path}?token={token}"));
     let mut values = serde_json::json!({
@@ -472,6 +472,7 @@ async fn resend(req: HttpRequest, body: EmailBody) -> Result<HttpResponse, Error
     let seconds = st.config.ops.mail_verify_seconds;
     in_tx!(st, |conn| {
         store::record(conn, user, &email, false).await?;
+        store::end_unused(conn, user, &[Flow::Verify]).await?;
         let extra = serde_json::Value::Null;
         send(
             st,
@@ -525,6 +526,7 @@ async fn change(req: HttpRequest, body: EmailChange) -> Result<HttpResponse, Err
     }
     let seconds = st.config.ops.mail_email_change_seconds;
     in_tx!(st, |conn| {
+        store::end_unused(conn, me.id, &[Flow::EmailChange]).await?;
         let extra = serde_json::json!({ "old_email": me.email });
         send(
             st,
@@ -646,6 +648,7 @@ async fn sign_in_link(req: HttpRequest, body: EmailBody) -> Result<HttpResponse,
     }
     let seconds = st.config.ops.mail_sign_in_seconds;
     in_tx!(st, |conn| {
+        store::end_unused(conn, user, &[Flow::SignIn]).await?;
         let extra = serde_json::Value::Null;
         send(
             st,
