@@ -2915,6 +2915,45 @@ fn the_mail_flows_verify_change_revert_and_sign_in_by_the_mailed_links() {
         );
         let r = app.post("/api/user/sign_in/", None, json!({ "token": link }));
         app.problem(&r, 401, "/api/user/sign_in/");
+        // A forgotten password: the same answer for an unknown address, a link to the
+        // account's address, a new password once; the old sessions end.
+        let forgot = |email: &str| {
+            app.post(
+                "/api/user/password/forgot/",
+                None,
+                json!({ "email": email }),
+            )
+        };
+        let known = forgot("zoe@example.com");
+        let unknown = forgot("nobody@example.com");
+        assert_eq!((known.status, unknown.status), (202, 202));
+        assert_eq!(known.body, unknown.body);
+        seen += 1;
+        let mail = wait(seen).pop().unwrap();
+        assert_eq!(mail.to, ["zoe@example.com"]);
+        assert_eq!(
+            mail.header("Subject").as_deref(),
+            Some("Set a new password")
+        );
+        let reset = mailed_token(&mail, "https://app.example.com/new-password?token=");
+        let set = |password: &str| {
+            app.post(
+                "/api/user/password/reset/",
+                None,
+                json!({"token": reset, "new_password": password}),
+            )
+        };
+        // A password the policy refuses uses nothing.
+        app.problem(&set("short"), 422, "/api/user/password/reset/");
+        app.json(&set("a brand new secret"), 200);
+        app.problem(&set("another new secret"), 401, "/api/user/password/reset/");
+        app.problem(&app.get("/api/user/me", Some(access)), 401, "/api/user/me");
+        let r = app.post(
+            "/api/user/login/",
+            None,
+            json!({"email": "zoe@example.com", "password": "a brand new secret"}),
+        );
+        app.json(&r, 200);
         // The flows are in the description.
         let spec = app.json(&app.get("/openapi.json", None), 200);
         for path in [
@@ -2925,6 +2964,8 @@ fn the_mail_flows_verify_change_revert_and_sign_in_by_the_mailed_links() {
             "/api/user/email/revert/",
             "/api/user/sign_in/link/",
             "/api/user/sign_in/",
+            "/api/user/password/forgot/",
+            "/api/user/password/reset/",
         ] {
             assert!(spec["paths"][path]["post"].is_object(), "{path}");
         }

@@ -259,6 +259,8 @@ crate::settings! {
         MAIL_REVERT_SECONDS => mail_revert_seconds: u64 = 7 * 86_400, seconds, plain;
         /// Mail: seconds a sign-in link stays valid.
         MAIL_SIGN_IN_SECONDS => mail_sign_in_seconds: u64 = 900, seconds, plain;
+        /// Mail: seconds a link to set a new password stays valid.
+        MAIL_RESET_SECONDS => mail_reset_seconds: u64 = 3600, seconds, plain;
         /// Mail: mails the flows send at the request of one client address (IPv6 by its /64)
         /// in `MAIL_ADDRESS_WINDOW` seconds (429 past it; 0: no limit). Besides, an address
         /// gets at most one mail of a flow a minute.

@@ -39,6 +39,9 @@ const EMBEDDED: &[(&str, &str)] = &[
     embedded!("sign_in", "subject"),
     embedded!("sign_in", "txt"),
     embedded!("sign_in", "html"),
+    embedded!("password_reset", "subject"),
+    embedded!("password_reset", "txt"),
+    embedded!("password_reset", "html"),
 ];
 
 /// A rendered mail: subject, text, HTML (when the flow has one).

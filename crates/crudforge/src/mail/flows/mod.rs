@@ -193,6 +193,33 @@ pub(crate) fn routes(face: &Accounts, mailer: &Mailer, links: bool) -> Vec<Custo
         )
         .responds::<Detail>(),
     );
+    out.push(
+        post(
+            "password/forgot/",
+            forgot,
+            format!("mail{name}PasswordReset"),
+            "Mail a link to set a new password (the same answer for every address)",
+            202,
+            &[422, 429],
+            tag,
+            false,
+        )
+        .responds::<Detail>(),
+    );
+    out.push(
+        post(
+            "password/reset/",
+            reset,
+            format!("reset{name}Password"),
+            "Set a new password with the token of the mailed link; every other session ends",
+            200,
+            &[401, 422, 429],
+            tag,
+            false,
+        )
+        .password_members(&["new_password"])
+        .responds::<LoginResponse>(),
+    );
     if links {
         out.push(
             post(
@@ -247,6 +274,15 @@ pub(crate) struct EmailChange {
     pub(crate) email: String,
     /// The current password.
     pub(crate) password: String,
+}
+
+/// `password/reset/`'s body.
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+pub(crate) struct PasswordReset {
+    /// The token the mailed link carries (`?token=`).
+    pub(crate) token: String,
+    /// The new password.
+    pub(crate) new_password: String,
 }
 
 /// What happened, in words.
@@ -689,6 +725,76 @@ async fn sign_in(req: HttpRequest, body: TokenBody) -> Result<HttpResponse, Erro
         if enabled != Some((email.clone(), true)) {
             return Ok(None);
         }
+        store::verify(conn, user, &email).await?;
+        Ok(Some(user))
+    })?;
+    let Some(user) = user else {
+        return Err(invalid());
+    };
+    attempt.succeeded().await?;
+    Ok(HttpResponse::Ok().json(issue_tokens(st, user).await?))
+}
+
+/// The answer of `password/forgot/`, whatever the address.
+const RESET_SENT: &str =
+    "If an account has this address, a link to set a new password has been mailed to it.";
+
+/// `POST password/forgot/`: a link to set a new password, mailed to an enabled account's
+/// address.
+async fn forgot(req: HttpRequest, body: EmailBody) -> Result<HttpResponse, Error> {
+    let st = ApiState::of(&req)?;
+    flows(st)?;
+    client_budget(&req, st).await?;
+    let email = normalize_email(body.email.trim());
+    let Some((user, _, true)) = crate::users::find_by_email(&st.db, &email).await? else {
+        return Ok(answer(StatusCode::ACCEPTED, RESET_SENT));
+    };
+    if !recipient_allows(st, Flow::Reset, &email).await? {
+        return Ok(answer(StatusCode::ACCEPTED, RESET_SENT));
+    }
+    let seconds = st.config.ops.mail_reset_seconds;
+    in_tx!(st, |conn| {
+        store::end_unused(conn, user, &[Flow::Reset]).await?;
+        let extra = serde_json::Value::Null;
+        send(
+            st,
+            conn,
+            Flow::Reset,
+            user,
+            &email,
+            &email,
+            seconds,
+            "/new-password",
+            extra,
+        )
+        .await
+    })?;
+    Ok(answer(StatusCode::ACCEPTED, RESET_SENT))
+}
+
+/// `POST password/reset/`: the new password (checked by the password policy and hashed before
+/// the token is used, so that a refused password uses nothing), the token used and the
+/// password set in one transaction (every older session ends), the address verified (the link
+/// proved it), and new tokens.
+async fn reset(req: HttpRequest, body: PasswordReset) -> Result<HttpResponse, Error> {
+    let st = ApiState::of(&req)?;
+    flows(st)?;
+    let attempt = Attempt::begin(&req, Account::Unknown).await?;
+    let policy = st.config.password_policy();
+    let hash = match crate::auth::hash_password_for("new_password", body.new_password, policy).await
+    {
+        Ok(h) => h,
+        Err(e) => return attempt.not_checked(e).await,
+    };
+    let user = in_tx!(st, |conn| {
+        let Some((user, email)) = store::take(conn, Flow::Reset, &body.token).await? else {
+            return Ok(None);
+        };
+        // The link went to the address the account still has.
+        if address_of(conn, user).await?.as_deref() != Some(email.as_str()) {
+            return Ok(None);
+        }
+        crate::users::set_password_hash_in(conn, user, &hash).await?;
         store::verify(conn, user, &email).await?;
         Ok(Some(user))
     })?;

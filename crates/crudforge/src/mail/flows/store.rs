@@ -18,7 +18,7 @@ diesel::table! {
     crudforge_mail_tokens (digest) {
         /// The SHA-256 of the token, hex.
         digest -> Text,
-        /// The flow (`verify`, `email_change`, `email_revert`, `sign_in`).
+        /// The flow (`verify`, `email_change`, `email_revert`, `sign_in`, `password_reset`).
         flow -> Text,
         /// The account.
         user_id -> PortableUuid,
@@ -62,6 +62,8 @@ pub(crate) enum Flow {
     EmailRevert,
     /// Signs in without a password.
     SignIn,
+    /// Sets a new password (a forgotten one).
+    Reset,
 }
 
 impl Flow {
@@ -72,6 +74,7 @@ impl Flow {
             Flow::EmailChange => "email_change",
             Flow::EmailRevert => "email_revert",
             Flow::SignIn => "sign_in",
+            Flow::Reset => "password_reset",
         }
     }
 }
