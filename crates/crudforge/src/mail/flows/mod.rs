@@ -406,6 +406,21 @@ async fn address_of(conn: &mut Conn, user: Uuid) -> Result<Option<String>, Error
     })?)
 }
 
+/// Whether `user` is enabled and its address is still `email` (a link went to it).
+async fn still_enabled_at(conn: &mut Conn, user: Uuid, email: &str) -> Result<bool, Error> {
+    let found: Option<(String, bool)> = with_conn!(conn, |c| {
+        diesel_async::RunQueryDsl::get_result(
+            users::table
+                .filter(users::id.eq(Portable(user)))
+                .select((users::email, users::is_enabled)),
+            c,
+        )
+        .await
+        .optional()
+    })?;
+    Ok(found.is_some_and(|(now, enabled)| enabled && now == email))
+}
+
 /// In the transaction that creates an account: its address recorded as not yet verified, and
 /// the mail with its verification link.
 pub(crate) async fn account_created(
@@ -711,18 +726,8 @@ async fn sign_in(req: HttpRequest, body: TokenBody) -> Result<HttpResponse, Erro
         let Some((user, email)) = store::take(conn, Flow::SignIn, &body.token).await? else {
             return Ok(None);
         };
-        let enabled: Option<(String, bool)> = with_conn!(conn, |c| {
-            diesel_async::RunQueryDsl::get_result(
-                users::table
-                    .filter(users::id.eq(Portable(user)))
-                    .select((users::email, users::is_enabled)),
-                c,
-            )
-            .await
-            .optional()
-        })?;
         // The link went to the address the account still has, and the account may log in.
-        if enabled != Some((email.clone(), true)) {
+        if !still_enabled_at(conn, user, &email).await? {
             return Ok(None);
         }
         store::verify(conn, user, &email).await?;
@@ -790,8 +795,8 @@ async fn reset(req: HttpRequest, body: PasswordReset) -> Result<HttpResponse, Er
         let Some((user, email)) = store::take(conn, Flow::Reset, &body.token).await? else {
             return Ok(None);
         };
-        // The link went to the address the account still has.
-        if address_of(conn, user).await?.as_deref() != Some(email.as_str()) {
+        // The link went to the address the account still has, and the account may log in.
+        if !still_enabled_at(conn, user, &email).await? {
             return Ok(None);
         }
         crate::users::set_password_hash_in(conn, user, &hash).await?;
