@@ -3,12 +3,16 @@
 //! as failed with its error; a payload the handler cannot read and a kind without a handler
 //! fail at once; a job whose worker died (its lease ran out) runs again; two instances
 //! claiming at once run every job exactly once; a schedule's tick, however far behind, is
-//! taken once across instances; the CLI-facing listing shows states and errors.
+//! taken once across instances; the CLI-facing listing shows states and errors; the
+//! administrators' HTTP API lists, retries and cancels jobs and runs a schedule now, for
+//! administrators only, and is in the description.
 #![allow(missing_docs, clippy::unwrap_used)]
 
+use actix_web::test;
 use crudforge::db::{Database, TxMode};
 use crudforge::jobs::{Job, JobCtx, JobState};
 use crudforge::{with_conn, Api, Error};
+use crudforge_tests::http::{auth, send, Req};
 use crudforge_tests::{backend_tests, TestDb};
 use diesel_async::SimpleAsyncConnection;
 use serde::Deserialize;
@@ -62,7 +66,149 @@ async fn exec(db: &Database, sql: &str) {
     with_conn!(conn, |c| c.batch_execute(sql).await).unwrap();
 }
 
+/// An API over `t` with the jobs' HTTP API at `/api/jobs/`, a schedule `nightly` (of `count`),
+/// an administrator and a user who is not one.
+async fn http_world(t: &TestDb) -> (Api, Seen, uuid::Uuid, uuid::Uuid) {
+    let config = t.config();
+    let db = t.open(&config).await;
+    let admin = crudforge_tests::user(&db, "admin@example.com").await;
+    crudforge::users::grant_role(&db, admin, "ADMIN", None)
+        .await
+        .unwrap();
+    let alice = crudforge_tests::user(&db, "alice@example.com").await;
+    let (api, seen) = api_on(&config, db);
+    let api = api
+        .schedule("nightly", "0 3 * * *", "count", &json!({"n": 42}))
+        .unwrap()
+        .jobs_api("/api/jobs/");
+    (api, seen, admin, alice)
+}
+
 backend_tests! {
+    async fn the_jobs_api_lists_retries_and_cancels_for_administrators(t) {
+        let (api, _, admin, alice) = http_world(&t).await;
+        let mut conn = api.db().get().await.unwrap();
+        let failing = Job::new("fail", &json!({"why": "test"})).unwrap().max_attempts(1).enqueue(&mut conn).await.unwrap();
+        let later = Job::new("count", &json!({"n": 5})).unwrap().after(std::time::Duration::from_secs(3600)).enqueue(&mut conn).await.unwrap();
+        drop(conn);
+        api.run_due_jobs().await.unwrap();
+        let app = test::init_service(api.app()).await;
+        let get = |uri: &str| Req::get().uri(uri);
+        let post = |uri: &str| Req::post().uri(uri);
+
+        // Everyone else: 401 without a token, 403 for a user who is not an administrator.
+        for req in [get("/api/jobs/"), post(&format!("/api/jobs/{failing}/retry/")), post(&format!("/api/jobs/{later}/cancel/")), get("/api/jobs/schedules/"), post("/api/jobs/schedules/nightly/run/")] {
+            let (status, body) = send(&app, req).await;
+            assert_eq!(status, 401, "{body}");
+        }
+        for req in [get("/api/jobs/"), post(&format!("/api/jobs/{failing}/retry/")), post(&format!("/api/jobs/{later}/cancel/")), get("/api/jobs/schedules/"), post("/api/jobs/schedules/nightly/run/")] {
+            let (status, body) = send(&app, auth(req, &api, alice)).await;
+            assert_eq!(status, 403, "{body}");
+        }
+
+        // The listing: every job, newest first; the state filter; a bad state or limit is 422.
+        let (status, body) = send(&app, auth(get("/api/jobs/?kind=fail"), &api, admin)).await;
+        assert_eq!(status, 200, "{body}");
+        let items = body["items"].as_array().unwrap();
+        assert_eq!(items.len(), 1, "{body}");
+        assert_eq!((items[0]["id"].as_i64(), items[0]["state"].as_str(), items[0]["attempts"].as_i64()), (Some(failing), Some("failed"), Some(1)));
+        assert!(items[0]["last_error"].as_str().unwrap().contains("the mail server said no"), "{body}");
+        assert_eq!(items[0]["payload"], json!({"why": "test"}));
+        let (status, body) = send(&app, auth(get("/api/jobs/?state=queued"), &api, admin)).await;
+        assert_eq!(status, 200, "{body}");
+        let queued: Vec<i64> = body["items"].as_array().unwrap().iter().map(|j| j["id"].as_i64().unwrap()).collect();
+        assert_eq!(queued, [later], "{body}");
+        for bad in ["/api/jobs/?state=lost", "/api/jobs/?limit=501", "/api/jobs/?limit=0"] {
+            let (status, body) = send(&app, auth(get(bad), &api, admin)).await;
+            assert_eq!(status, 422, "{bad}: {body}");
+        }
+
+        // Retry of a failed job queues it; a queued job is not retried (409), an unknown one 404.
+        let (status, body) = send(&app, auth(post(&format!("/api/jobs/{failing}/retry/")), &api, admin)).await;
+        assert_eq!((status, body["state"].as_str()), (200, Some("queued")), "{body}");
+        assert_eq!(mine(&api, Some(JobState::Queued)).await.len(), 2);
+        let (status, body) = send(&app, auth(post(&format!("/api/jobs/{later}/retry/")), &api, admin)).await;
+        assert_eq!(status, 409, "{body}");
+        for unknown in ["/api/jobs/999999/retry/", "/api/jobs/999999/cancel/", "/api/jobs/nine/cancel/"] {
+            let (status, body) = send(&app, auth(post(unknown), &api, admin)).await;
+            assert_eq!(status, 404, "{unknown}: {body}");
+        }
+
+        // Cancel of a queued job cancels it; cancelling it again is 409.
+        let (status, body) = send(&app, auth(post(&format!("/api/jobs/{later}/cancel/")), &api, admin)).await;
+        assert_eq!((status, body["state"].as_str()), (200, Some("cancelled")), "{body}");
+        let cancelled = mine(&api, Some(JobState::Cancelled)).await;
+        assert_eq!(cancelled.iter().map(|j| j.id).collect::<Vec<_>>(), [later]);
+        let (status, body) = send(&app, auth(post(&format!("/api/jobs/{later}/cancel/")), &api, admin)).await;
+        assert_eq!(status, 409, "{body}");
+    }
+
+    async fn a_schedule_runs_now_over_http_and_from_the_api(t) {
+        let (api, seen, admin, _) = http_world(&t).await;
+        // The schedule is seen first: its last tick is recorded, nothing runs.
+        api.run_due_jobs().await.unwrap();
+        assert!(seen.lock().unwrap().is_empty());
+        let before = api.schedules().await.unwrap();
+        let nightly = before.iter().find(|s| s.name == "nightly").unwrap();
+        assert_eq!((nightly.when.as_str(), nightly.kind.as_str()), ("0 3 * * *", "count"));
+        assert!(nightly.last_tick.is_some());
+        assert!(before.iter().any(|s| s.name == "crudforge.prune_jobs"), "{before:?}");
+
+        let app = test::init_service(api.app()).await;
+        let (status, body) = send(&app, auth(Req::get().uri("/api/jobs/schedules/"), &api, admin)).await;
+        assert_eq!(status, 200, "{body}");
+        let listed = body["items"].as_array().unwrap();
+        let row = listed.iter().find(|s| s["name"] == "nightly").unwrap();
+        assert_eq!((row["when"].as_str(), row["kind"].as_str()), (Some("0 3 * * *"), Some("count")), "{body}");
+
+        let (status, body) = send(&app, auth(Req::post().uri("/api/jobs/schedules/nightly/run/"), &api, admin)).await;
+        assert_eq!(status, 202, "{body}");
+        let id = body["id"].as_i64().unwrap();
+        let (status, body) = send(&app, auth(Req::post().uri("/api/jobs/schedules/nobody/run/"), &api, admin)).await;
+        assert_eq!(status, 404, "{body}");
+        assert!(body["detail"].as_str().unwrap_or_default().contains("nobody"), "{body}");
+
+        // The worker runs it with the schedule's payload; the schedule's ticks are untouched.
+        api.run_due_jobs().await.unwrap();
+        assert_eq!(*seen.lock().unwrap(), [(id, 1, 42)]);
+        let job = &mine(&api, Some(JobState::Done)).await[0];
+        assert_eq!((job.id, job.schedule.as_deref()), (id, Some("nightly")));
+        let after = api.schedules().await.unwrap();
+        assert_eq!(after.iter().find(|s| s.name == "nightly").unwrap().last_tick, nightly.last_tick);
+
+        // From the API itself too; an unknown name is a 404 that names it.
+        let again = api.run_schedule("nightly").await.unwrap();
+        assert!(again > id);
+        let err = api.run_schedule("nobody").await.unwrap_err();
+        assert!(matches!(err, Error::NotFound(_)) && err.to_string().contains("nobody"), "{err}");
+    }
+
+    async fn the_jobs_api_is_in_the_description(t) {
+        let (api, _, _, _) = http_world(&t).await;
+        let spec = serde_json::to_value(api.openapi()).unwrap();
+        let op = |path: &str, method: &str| spec["paths"][path][method]["operationId"].as_str().map(str::to_owned);
+        assert_eq!(op("/api/jobs/", "get").as_deref(), Some("listJobs"));
+        assert_eq!(op("/api/jobs/{id}/retry/", "post").as_deref(), Some("retryJob"));
+        assert_eq!(op("/api/jobs/{id}/cancel/", "post").as_deref(), Some("cancelJob"));
+        assert_eq!(op("/api/jobs/schedules/", "get").as_deref(), Some("listSchedules"));
+        assert_eq!(op("/api/jobs/schedules/{name}/run/", "post").as_deref(), Some("runSchedule"));
+        let list = &spec["paths"]["/api/jobs/"]["get"];
+        assert_eq!(list["tags"], json!(["Jobs"]));
+        let params: Vec<&str> = list["parameters"].as_array().unwrap().iter().filter_map(|p| p["name"].as_str()).collect();
+        assert_eq!(params, ["state", "kind", "limit"]);
+        for status in ["401", "403", "422"] {
+            assert!(list["responses"].get(status).is_some(), "{status}: {list}");
+        }
+        // The whole description stays valid OpenAPI (skipped without the validator).
+        if let Err(e) = crudforge_tests::tools::openapi_spec_validator(spec.to_string().as_bytes()) {
+            panic!("the description with the jobs' API is not valid: {e}");
+        }
+        // Without `jobs_api`, nothing of it.
+        let (plain, _) = api_on(&t.config(), t.open(&t.config()).await);
+        let spec = serde_json::to_value(plain.openapi()).unwrap();
+        assert!(spec["paths"].get("/api/jobs/").is_none());
+    }
+
     async fn only_a_committed_job_runs_and_it_runs_once(t) {
         let (api, seen) = api(&t).await;
         let mut conn = api.db().get().await.unwrap();

@@ -2,7 +2,8 @@
 //! under a path of the application's choice, reading only the public API.
 //!
 //! The page learns every resource from the OpenAPI description (`/openapi.json`) and signs in
-//! through the user blueprint's `login/` and `refresh/`; it has no endpoint of its own. Each
+//! through the user blueprint's `login/` and `refresh/`; it has no endpoint of its own. Its
+//! Jobs view uses the jobs' API (`Api::jobs_api`, feature `jobs`) when the description has it. Each
 //! asset is answered with a strong `ETag` (a digest of its bytes, computed once), `Cache-Control:
 //! no-cache` (revalidated, then 304 while unchanged), a `Content-Security-Policy` that allows
 //! only the page's own scripts, styles and the API (no inline script, no `eval`),
@@ -126,6 +127,11 @@ const ASSETS: &[Asset] = &[
         name: "data.js",
         media_type: "text/javascript; charset=utf-8",
         body: include_str!("assets/data.js"),
+    },
+    Asset {
+        name: "jobs.js",
+        media_type: "text/javascript; charset=utf-8",
+        body: include_str!("assets/jobs.js"),
     },
 ];
 

@@ -1,5 +1,5 @@
 //! `<app> jobs` (the `jobs` feature): the jobs listed, a failed one retried, a queued one
-//! cancelled, the due ones run now.
+//! cancelled, the due ones run now, a schedule's job enqueued now.
 
 use super::store::{self, JobState};
 use crate::cli::{open_and_migrate, BoxError, Console, Shared};
@@ -31,6 +31,12 @@ pub(crate) enum JobsCommand {
     /// Run every due job now, in this process, and the schedules' due ticks; prints how many
     /// ran.
     Run,
+    /// Enqueue the job of a schedule now, as its ticks do, leaving its ticks as they are;
+    /// prints the job's number (a worker, or `jobs run`, runs it).
+    RunSchedule {
+        /// The schedule's name (the server's own begin with `crudforge.`).
+        name: String,
+    },
 }
 
 /// Runs a `jobs` subcommand.
@@ -80,6 +86,12 @@ pub(crate) async fn run(
             let api = (shared.build)(config, db)?;
             let ran = api.run_due_jobs().await?;
             console.eprintln(&format!("ran {ran} job(s)"));
+        }
+        JobsCommand::RunSchedule { name } => {
+            let api = (shared.build)(config, db)?;
+            let id = api.run_schedule(&name).await?;
+            console.println(&id.to_string());
+            console.eprintln(&format!("schedule {name:?}: job {id} queued"));
         }
     }
     Ok(())

@@ -10,13 +10,16 @@
 //! | `store` | the statements: enqueue, claim with a lease, renew, end a claim, schedules' ticks, list, retry, cancel, prune |
 //! | `schedule` | when a schedule's ticks fall (cron in UTC, or every n seconds), the catch-up policy, the pass that takes a due tick |
 //! | `worker` | one instance's workers: poll, claim, run with the lease renewed, backoff with jitter |
-//! | `cli` | the command line's `jobs list`, `jobs retry`, `jobs cancel`, `jobs run` |
+//! | `cli` | the command line's `jobs list`, `jobs retry`, `jobs cancel`, `jobs run`, `jobs run-schedule` |
+//! | `http` | the administrators' HTTP API (`Api::jobs_api`): jobs listed, retried, cancelled; schedules listed and run now |
 //! | `schema` | the jobs' tables, as Diesel sees them |
 //!
 //! This file holds what applications see: [`Job`] and [`enqueue`], [`JobCtx`], `Api::job`,
-//! `Api::schedule`, `Api::run_due_jobs`, and the surface.
+//! `Api::schedule`, `Api::run_due_jobs`, `Api::run_schedule`, `Api::schedules`,
+//! `Api::jobs_api`, and the surface.
 
 pub(crate) mod cli;
+mod http;
 mod schedule;
 mod schema;
 mod store;
@@ -175,6 +178,43 @@ impl JobCtx {
     pub fn db(&self) -> &Database {
         &self.state.db
     }
+}
+
+/// A schedule of an API, as [`Api::schedules`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScheduleInfo {
+    /// Its name (the server's own begin with `crudforge.`).
+    pub name: String,
+    /// When its ticks fall: the cron expression (`0 3 * * *`), or `every N s`.
+    pub when: String,
+    /// The kind of the job each tick enqueues.
+    pub kind: String,
+    /// The last tick taken by any instance, microseconds since 1970 (UTC); `None` while no
+    /// instance has seen the schedule.
+    pub last_tick: Option<i64>,
+}
+
+/// The schedules `all` with their last ticks, as the database keeps them.
+async fn list_schedules(db: &Database, all: &[Schedule]) -> Result<Vec<ScheduleInfo>, Error> {
+    let ticks: HashMap<String, i64> = store::ticks(db).await?.into_iter().collect();
+    Ok(all
+        .iter()
+        .map(|s| ScheduleInfo {
+            name: s.name.clone(),
+            when: s.when.describe(),
+            kind: s.kind.clone(),
+            last_tick: ticks.get(&s.name).copied(),
+        })
+        .collect())
+}
+
+/// Enqueues the job of the schedule `name` among `all` now; the job's number.
+async fn run_schedule_in(db: &Database, all: &[Schedule], name: &str) -> Result<i64, Error> {
+    let schedule = all
+        .iter()
+        .find(|s| s.name == name)
+        .ok_or_else(|| Error::NotFound(format!("No schedule is named {name:?}.").into()))?;
+    schedule.run_now(db).await
 }
 
 /// How a registered handler is called: with the job's context and its payload's text.
@@ -360,6 +400,43 @@ impl Api {
         store::list(self.db(), state, i64::from(limit)).await
     }
 
+    /// Enqueues the job of the schedule `name` now, as its ticks do (same kind, payload and
+    /// attempts, the schedule's name on the row), without touching the schedule's own ticks:
+    /// its next tick still comes when it falls. The job's number; a worker runs it like any
+    /// other (or [`Api::run_due_jobs`]).
+    ///
+    /// # Errors
+    ///
+    /// 404 when no schedule of this API (the application's, or the server's own,
+    /// `crudforge.<chore>`) is named `name`; database errors.
+    pub async fn run_schedule(&self, name: &str) -> Result<i64, Error> {
+        run_schedule_in(self.db(), &self.registry().schedules(self), name).await
+    }
+
+    /// Every schedule of this API (the application's, then the server's own): name, when its
+    /// ticks fall, the kind of its job, and its last tick.
+    ///
+    /// # Errors
+    ///
+    /// Database errors.
+    pub async fn schedules(&self) -> Result<Vec<ScheduleInfo>, Error> {
+        list_schedules(self.db(), &self.registry().schedules(self)).await
+    }
+
+    /// Mounts the administrators' HTTP API for jobs at `path` (for example `"/api/jobs/"`):
+    /// `GET {path}` lists the jobs (`state`, `kind` and `limit` in the query), `POST
+    /// {path}{id}/retry/` and `POST {path}{id}/cancel/` retry or cancel one, `GET
+    /// {path}schedules/` lists the schedules and `POST {path}schedules/{name}/run/` runs one
+    /// now. Every route answers 401 without a token and 403 to a user who is not an
+    /// administrator; the operations are in the description (tag `Jobs`), and the admin page
+    /// shows its Jobs view when they are. See [jobs.md](https://github.com/crudforge/crudforge/blob/main/docs/jobs.md).
+    #[must_use]
+    pub fn jobs_api(mut self, path: &str) -> Self {
+        self.ext.insert(http::Mounted(http::prefix(path)));
+        self.routes_changed();
+        self
+    }
+
     /// The jobs registered on this API (an empty registry when none).
     fn registry(&self) -> Registry {
         self.ext.get::<Registry>().cloned().unwrap_or_default()
@@ -386,6 +463,23 @@ impl Surface for Jobs {
             let registry = api.registry();
             worker::run(api, &registry).await;
         }))
+    }
+
+    /// The administrators' HTTP API, when the application mounted it ([`Api::jobs_api`]).
+    fn register(&self, api: &Api, cfg: &mut actix_web::web::ServiceConfig) {
+        if let Some(http::Mounted(prefix)) = api.ext.get::<http::Mounted>() {
+            let schedules = Arc::new(api.registry().schedules(api));
+            for route in http::routes(&schedules) {
+                let path = format!("{prefix}{}", route.path);
+                cfg.service(actix_web::web::resource(path).route((route.route)()));
+            }
+        }
+    }
+
+    fn document(&self, api: &Api, doc: &mut crate::openapi::ApiDoc) {
+        if let Some(http::Mounted(prefix)) = api.ext.get::<http::Mounted>() {
+            http::document(doc, prefix);
+        }
     }
 
     fn chores(&self, _api: &Api, out: &mut Vec<Chore>) {

@@ -33,6 +33,14 @@ impl When {
         Ok(When::Cron(Box::new(cron)))
     }
 
+    /// The expression as text (`0 * * * *`), or `every 3600 s`.
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            When::Cron(cron) => cron.as_str().to_owned(),
+            When::Every(secs) => format!("every {secs} s"),
+        }
+    }
+
     /// The latest tick at or before `now` (microseconds since 1970), if any.
     pub(crate) fn latest(&self, now: i64) -> Option<i64> {
         match self {
@@ -69,6 +77,24 @@ pub(crate) struct Schedule {
 }
 
 impl Schedule {
+    /// Enqueues this schedule's job now, as its ticks do (kind, payload, attempts, the
+    /// schedule's name on the row), leaving its last tick as it is; the job's number.
+    ///
+    /// # Errors
+    ///
+    /// Database errors.
+    pub(crate) async fn run_now(&self, db: &Database) -> Result<i64, Error> {
+        let mut conn = db.get().await?;
+        let job = NewJob {
+            kind: &self.kind,
+            payload: &self.payload,
+            max_attempts: self.max_attempts,
+            run_at: store::now_micros(),
+            schedule: Some(&self.name),
+        };
+        store::insert(&mut conn, &job).await
+    }
+
     /// Enqueues the job of this schedule's latest tick at `now` if no instance has taken that
     /// tick yet; the job's number when this call took it. A read first: nothing is written
     /// while the tick is taken.

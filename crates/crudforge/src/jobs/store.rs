@@ -281,6 +281,94 @@ pub(crate) async fn list(
     Ok(rows)
 }
 
+/// A job as the administrators' HTTP API lists it: [`JobRow`] with its payload and times.
+#[derive(Debug, Clone, Queryable)]
+pub(crate) struct Listed {
+    pub(crate) id: i64,
+    pub(crate) kind: String,
+    pub(crate) payload: String,
+    pub(crate) state: String,
+    pub(crate) attempts: i32,
+    pub(crate) max_attempts: i32,
+    pub(crate) run_at: i64,
+    pub(crate) last_error: Option<String>,
+    pub(crate) schedule: Option<String>,
+    pub(crate) created_at: i64,
+    pub(crate) finished_at: Option<i64>,
+}
+
+/// The newest `limit` jobs, in `state` and of `kind` if given, newest first, with their
+/// payloads (the administrators' HTTP API).
+///
+/// # Errors
+///
+/// Database errors.
+pub(crate) async fn list_full(
+    db: &Database,
+    state: Option<JobState>,
+    kind: Option<&str>,
+    limit: i64,
+) -> Result<Vec<Listed>, Error> {
+    let mut conn = db.get().await?;
+    let rows = crate::with_conn!(conn, |c| {
+        let mut q = jobs::table
+            .select((
+                jobs::id,
+                jobs::kind,
+                jobs::payload,
+                jobs::state,
+                jobs::attempts,
+                jobs::max_attempts,
+                jobs::run_at,
+                jobs::last_error,
+                jobs::schedule,
+                jobs::created_at,
+                jobs::finished_at,
+            ))
+            .order(jobs::id.desc())
+            .limit(limit)
+            .into_boxed();
+        if let Some(s) = state {
+            q = q.filter(jobs::state.eq(s.as_str()));
+        }
+        if let Some(k) = kind {
+            q = q.filter(jobs::kind.eq(k.to_owned()));
+        }
+        diesel_async::RunQueryDsl::load::<Listed>(q, c).await
+    })?;
+    Ok(rows)
+}
+
+/// The state word of job `id`, if there is one.
+///
+/// # Errors
+///
+/// Database errors.
+pub(crate) async fn state_of(db: &Database, id: i64) -> Result<Option<String>, Error> {
+    let mut conn = db.get().await?;
+    let state = crate::with_conn!(conn, |c| {
+        let q = jobs::table.filter(jobs::id.eq(id)).select(jobs::state);
+        diesel_async::RunQueryDsl::get_result::<String>(q, c)
+            .await
+            .optional()
+    })?;
+    Ok(state)
+}
+
+/// Every schedule's last tick, by name.
+///
+/// # Errors
+///
+/// Database errors.
+pub(crate) async fn ticks(db: &Database) -> Result<Vec<(String, i64)>, Error> {
+    let mut conn = db.get().await?;
+    let rows = crate::with_conn!(conn, |c| {
+        let q = schedules::table.select((schedules::name, schedules::last_tick));
+        diesel_async::RunQueryDsl::load::<(String, i64)>(q, c).await
+    })?;
+    Ok(rows)
+}
+
 /// Queues a failed or cancelled job again, due now, with its attempts counted afresh;
 /// whether it was one.
 ///

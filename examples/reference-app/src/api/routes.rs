@@ -191,4 +191,6 @@ pub fn mount(api: Api, recovery_settings: RecoverySettings) -> Result<Api, Mount
         // The admin page (docs/admin.md): it works through the endpoints above only, with
         // the signed-in user's rights.
         .map(|api| api.admin("/admin/"))
+        // Administrators' jobs API (docs/jobs.md): the admin page's Jobs view uses it.
+        .map(|api| api.jobs_api("/api/jobs/"))
 }

@@ -1,12 +1,14 @@
 // The admin page's entry: reads the OpenAPI description, shows the sign-in form, then the
 // navigation of resources and the view the location's hash names (#/<resource>,
-// #/<resource>/<id>, #/<resource>/new; a user's page also manages its roles and sessions).
+// #/<resource>/<id>, #/<resource>/new; a user's page also manages its roles and sessions;
+// #/@jobs, the jobs and schedules, for administrators when the API has its jobs API).
 
 import * as api from './api.js';
 import { readDescription, adminStatus } from './schema.js';
 import { h, replace, say } from './dom.js';
 import { listView } from './list.js';
 import { recordView, createView } from './form.js';
+import { jobsView, JOBS_KEY } from './jobs.js';
 
 const root = document.getElementById('app');
 const state = { model: null, me: null, admin: false };
@@ -71,6 +73,7 @@ function layout() {
   const items = state.model.resources
     .filter((r) => r.ops.list && r.visible(state.admin))
     .map((r) => h('li', {}, h('a', { href: `#/${r.key}`, dataset: { key: r.key } }, r.label)));
+  if (jobsShown()) items.push(h('li', { class: 'nav-jobs' }, h('a', { href: `#/${JOBS_KEY}`, dataset: { key: JOBS_KEY } }, 'Jobs')));
   const who = state.me && (state.me.email || state.me.display_name || state.me.id);
   replace(root, h('div', { class: 'layout' },
     h('header', {},
@@ -79,6 +82,11 @@ function layout() {
       h('button', { type: 'button', id: 'signout', onclick: () => api.logout() }, 'Sign out')),
     h('nav', { 'aria-label': 'Resources' }, h('ul', {}, items)),
     h('main', { id: 'main' }, h('p', { id: 'status', role: 'status', 'aria-live': 'polite' }), h('div', { id: 'view' }))));
+}
+
+/** Whether the Jobs view is offered: the description has `listJobs`, for administrators. */
+function jobsShown() {
+  return Boolean(state.model.jobs && state.admin);
 }
 
 function route() {
@@ -91,6 +99,10 @@ function route() {
   }
   say('');
   const ctx = { model: state.model, me: state.me, admin: state.admin, view };
+  if (parts[0] === JOBS_KEY && jobsShown()) {
+    jobsView(ctx, state.model.jobs);
+    return;
+  }
   const resource = state.model.resources.find((r) => r.key === parts[0]);
   if (!resource) {
     const first = state.model.resources.find((r) => r.ops.list && r.visible(state.admin));

@@ -119,6 +119,9 @@ function operation(path, method, op) {
   };
 }
 
+/** The operations of the jobs' API, which the Jobs view uses (not a resource's). */
+const JOB_OPERATIONS = ['listJobs', 'retryJob', 'cancelJob', 'listSchedules', 'runSchedule'];
+
 /** Reads the whole description into the page's model. */
 export function readDescription(doc) {
   const byName = new Map();
@@ -127,6 +130,8 @@ export function readDescription(doc) {
     return byName.get(name);
   };
   const auth = { login: null, refresh: null, logout: null, me: null, domain: false };
+  // The administrators' jobs API (`Api::jobs_api`), when the description has it.
+  const jobs = {};
   for (const [path, item] of Object.entries(doc.paths || {})) {
     for (const [method, op] of Object.entries(item)) {
       if (!op || typeof op !== 'object' || !op.operationId) continue;
@@ -139,6 +144,7 @@ export function readDescription(doc) {
       } else if (/^refresh\w+Tokens$/.test(id)) auth.refresh = path;
       else if (/^logout[A-Z]/.test(id)) auth.logout = path;
       else if (/^getCurrent[A-Z]/.test(id)) auth.me = path;
+      if (JOB_OPERATIONS.includes(id)) { jobs[id] = o; continue; }
       let m = /^(list|get|create|update|delete|restore)([A-Z]\w*)$/.exec(id);
       if (m && !/StreamTicket$/.test(id)) {
         const verb = m[1];
@@ -182,7 +188,7 @@ export function readDescription(doc) {
     users.isUsers = true;
     users.label = 'Users';
   }
-  return { title: (doc.info && doc.info.title) || 'API', auth, resources: top, users, all: resources };
+  return { title: (doc.info && doc.info.title) || 'API', auth, resources: top, users, all: resources, jobs: jobs.listJobs ? jobs : null };
 }
 
 /** Where a member goes among the columns: naming members first, the base fields last. */
