@@ -257,28 +257,20 @@ pub(crate) async fn list(
     state: Option<JobState>,
     limit: i64,
 ) -> Result<Vec<JobRow>, Error> {
-    let mut conn = db.get().await?;
-    let rows = crate::with_conn!(conn, |c| {
-        let mut q = jobs::table
-            .select((
-                jobs::id,
-                jobs::kind,
-                jobs::state,
-                jobs::attempts,
-                jobs::max_attempts,
-                jobs::run_at,
-                jobs::last_error,
-                jobs::schedule,
-            ))
-            .order(jobs::id.desc())
-            .limit(limit)
-            .into_boxed();
-        if let Some(s) = state {
-            q = q.filter(jobs::state.eq(s.as_str()));
-        }
-        diesel_async::RunQueryDsl::load::<JobRow>(q, c).await
-    })?;
-    Ok(rows)
+    let rows = list_full(db, state, None, limit).await?;
+    Ok(rows
+        .into_iter()
+        .map(|l| JobRow {
+            id: l.id,
+            kind: l.kind,
+            state: l.state,
+            attempts: l.attempts,
+            max_attempts: l.max_attempts,
+            run_at: l.run_at,
+            last_error: l.last_error,
+            schedule: l.schedule,
+        })
+        .collect())
 }
 
 /// A job as the administrators' HTTP API lists it: [`JobRow`] with its payload and times.

@@ -55,13 +55,9 @@ pub(super) async fn sign_in(req: HttpRequest, body: TokenBody) -> Result<HttpRes
     flows(st)?;
     let attempt = Attempt::begin(&req, Account::Unknown).await?;
     let user = in_tx!(st, |conn| {
-        let Some((user, email)) = store::take(conn, Flow::SignIn, &body.token).await? else {
+        let Some((user, email)) = take_at_address(conn, Flow::SignIn, &body.token).await? else {
             return Ok(None);
         };
-        // The link went to the address the account still has, and the account may log in.
-        if !still_enabled_at(conn, user, &email).await? {
-            return Ok(None);
-        }
         store::verify(conn, user, &email).await?;
         Ok(Some(user))
     })?;
@@ -106,13 +102,9 @@ pub(super) async fn reset(req: HttpRequest, body: PasswordReset) -> Result<HttpR
         Err(e) => return attempt.not_checked(e).await,
     };
     let user = in_tx!(st, |conn| {
-        let Some((user, email)) = store::take(conn, Flow::Reset, &body.token).await? else {
+        let Some((user, email)) = take_at_address(conn, Flow::Reset, &body.token).await? else {
             return Ok(None);
         };
-        // The link went to the address the account still has, and the account may log in.
-        if !still_enabled_at(conn, user, &email).await? {
-            return Ok(None);
-        }
         crate::users::set_password_hash_in(conn, user, &hash).await?;
         store::verify(conn, user, &email).await?;
         Ok(Some(user))
@@ -122,4 +114,19 @@ pub(super) async fn reset(req: HttpRequest, body: PasswordReset) -> Result<HttpR
     };
     attempt.succeeded().await?;
     Ok(HttpResponse::Ok().json(issue_tokens(st, user).await?))
+}
+
+/// Uses `token` of `flow` (see [`store::take`]) if the link went to the address its enabled
+/// account still has: the account and the address; `None` for anything else, all alike.
+async fn take_at_address(
+    conn: &mut Conn,
+    flow: Flow,
+    token: &str,
+) -> Result<Option<(Uuid, String)>, Error> {
+    let Some((user, email)) = store::take(conn, flow, token).await? else {
+        return Ok(None);
+    };
+    Ok(still_enabled_at(conn, user, &email)
+        .await?
+        .then_some((user, email)))
 }
