@@ -1,7 +1,8 @@
-//! A loopback SMTP sink for tests: it speaks enough SMTP (EHLO, MAIL, RCPT, DATA, RSET, NOOP,
-//! QUIT; no TLS, no AUTH) for a real client to deliver to it, and keeps every message it
-//! accepts.
+//! A loopback SMTP sink for tests: it speaks enough SMTP (EHLO, AUTH PLAIN, MAIL, RCPT, DATA,
+//! RSET, NOOP, QUIT; no TLS) for a real client to deliver to it, and keeps every message it
+//! accepts and every login it is given.
 
+use base64::Engine as _;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
@@ -48,6 +49,14 @@ pub struct SmtpSink {
     /// Where it listens.
     pub addr: SocketAddr,
     messages: Arc<Mutex<Vec<Captured>>>,
+    logins: Arc<Mutex<Vec<(String, String)>>>,
+}
+
+/// What the sessions of one sink keep.
+#[derive(Clone)]
+struct Kept {
+    messages: Arc<Mutex<Vec<Captured>>>,
+    logins: Arc<Mutex<Vec<(String, String)>>>,
 }
 
 impl SmtpSink {
@@ -55,17 +64,29 @@ impl SmtpSink {
     pub fn start() -> SmtpSink {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the SMTP sink");
         let addr = listener.local_addr().expect("the sink's address");
-        let messages: Arc<Mutex<Vec<Captured>>> = Arc::default();
-        let kept = Arc::clone(&messages);
+        let kept = Kept {
+            messages: Arc::default(),
+            logins: Arc::default(),
+        };
+        let sink = SmtpSink {
+            addr,
+            messages: Arc::clone(&kept.messages),
+            logins: Arc::clone(&kept.logins),
+        };
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                let kept = Arc::clone(&kept);
+                let kept = kept.clone();
                 std::thread::spawn(move || {
                     let _ = session(stream, &kept);
                 });
             }
         });
-        SmtpSink { addr, messages }
+        sink
+    }
+
+    /// The user names and passwords clients logged in with (`AUTH PLAIN`), in order.
+    pub fn logins(&self) -> Vec<(String, String)> {
+        self.logins.lock().expect("sink lock").clone()
     }
 
     /// `SMTP_URL` for this sink (plain text, allowed because it is on a loopback address).
@@ -109,7 +130,7 @@ impl SmtpSink {
 }
 
 /// One client's conversation.
-fn session(stream: TcpStream, kept: &Mutex<Vec<Captured>>) -> std::io::Result<()> {
+fn session(stream: TcpStream, kept: &Kept) -> std::io::Result<()> {
     let mut out = stream.try_clone()?;
     let mut lines = BufReader::new(stream);
     out.write_all(b"220 sink ESMTP\r\n")?;
@@ -124,7 +145,24 @@ fn session(stream: TcpStream, kept: &Mutex<Vec<Captured>>) -> std::io::Result<()
         let command = line.trim_end().to_owned();
         let upper = command.to_ascii_uppercase();
         if upper.starts_with("EHLO") {
-            out.write_all(b"250-sink\r\n250 8BITMIME\r\n")?;
+            out.write_all(b"250-sink\r\n250-AUTH PLAIN\r\n250 8BITMIME\r\n")?;
+        } else if upper.starts_with("AUTH PLAIN ") {
+            // `\0user\0password`, in base64.
+            let decoded = base64::engine::general_purpose::STANDARD
+                .decode(command["AUTH PLAIN ".len()..].trim())
+                .unwrap_or_default();
+            let text = String::from_utf8_lossy(&decoded).into_owned();
+            let mut parts = text.split('\0').skip(1);
+            match (parts.next(), parts.next()) {
+                (Some(user), Some(pass)) => {
+                    kept.logins
+                        .lock()
+                        .expect("sink lock")
+                        .push((user.to_owned(), pass.to_owned()));
+                    out.write_all(b"235 accepted\r\n")?;
+                }
+                _ => out.write_all(b"501 malformed\r\n")?,
+            }
         } else if upper.starts_with("HELO") || upper.starts_with("NOOP") {
             out.write_all(b"250 OK\r\n")?;
         } else if upper.starts_with("MAIL FROM:") {
@@ -148,7 +186,7 @@ fn session(stream: TcpStream, kept: &Mutex<Vec<Captured>>) -> std::io::Result<()
                 let unstuffed = line.strip_prefix('.').unwrap_or(&line);
                 data.push_str(unstuffed);
             }
-            kept.lock().expect("sink lock").push(Captured {
+            kept.messages.lock().expect("sink lock").push(Captured {
                 from: from.clone(),
                 to: std::mem::take(&mut to),
                 data,

@@ -84,6 +84,34 @@ backend_tests! {
         assert_eq!(got[0].header("Message-ID"), got[1].header("Message-ID"));
     }
 
+    async fn the_login_in_the_url_reaches_the_server_and_starttls_is_never_skipped(t) {
+        let sink = SmtpSink::start();
+        let url = format!("smtp://ada%40critters:s%3Acret@{}?tls=none", sink.addr);
+        let first = api(&t, smtp(&t, &url)).await;
+        let mut conn = first.db().get().await.unwrap();
+        // A line that starts with a dot, and one that is only a dot, arrive as they were.
+        Mail::new("bob@example.com", "Dots", "a\n.b\n.\nc").unwrap().enqueue(&mut conn).await.unwrap();
+        drop(conn);
+        first.run_due_jobs().await.unwrap();
+        assert_eq!(sink.logins(), [("ada@critters".to_owned(), "s:cret".to_owned())]);
+        let got = sink.messages();
+        assert_eq!(got.len(), 1);
+        assert!(got[0].data.contains("\r\na\r\n.b\r\n.\r\nc"), "{:?}", got[0].data);
+
+        // Without ?tls=none, STARTTLS is required: this sink does not offer it, so nothing is
+        // sent in the clear and the mail waits with the reason.
+        let strict = api(&t, smtp(&t, &format!("smtp://{}", sink.addr))).await;
+        let mut conn = strict.db().get().await.unwrap();
+        Mail::new("eve@example.com", "Clear", "text").unwrap().enqueue(&mut conn).await.unwrap();
+        drop(conn);
+        strict.run_due_jobs().await.unwrap();
+        let job = mail_jobs(&strict).await.into_iter().find(|j| j.state != "done").unwrap();
+        assert_eq!((job.state.as_str(), job.attempts), ("queued", 1), "{job:?}");
+        assert!(job.last_error.as_deref().unwrap().contains("STARTTLS"), "{job:?}");
+        assert_eq!(sink.count(), 1);
+        assert_eq!(sink.logins().len(), 1);
+    }
+
     async fn an_unreachable_server_leaves_the_mail_queued_with_the_error(t) {
         // A port nobody listens on: bind one and let it go.
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();

@@ -267,5 +267,8 @@ crate::settings! {
         MAIL_MAX_PER_ADDRESS => mail_max_per_address: u32 = 20, count, plain;
         /// Mail: the window of `MAIL_MAX_PER_ADDRESS`, in seconds.
         MAIL_ADDRESS_WINDOW => mail_address_window: u64 = 3600, seconds, plain;
+        /// Mail: mails one instance hands to the transport at once. A crash may send each mail
+        /// then in flight twice; 1 (the default) bounds that to one mail a crash.
+        MAIL_IN_FLIGHT => mail_in_flight: u32 = 1, positive, plain;
     }
 }

@@ -31,6 +31,11 @@ mod worker;
 )]
 pub(crate) use store::now_micros;
 pub use store::{JobRow, JobState};
+#[allow(
+    unused_imports,
+    reason = "mail keeps its turn to send with it; a build without mail leaves it unused"
+)]
+pub(crate) use worker::keep_until_ended;
 
 use crate::api::{Api, Chore, Surface};
 use crate::config::{Config, ConfigError};

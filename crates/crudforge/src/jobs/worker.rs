@@ -8,6 +8,8 @@ use super::{Registry, METRICS};
 use crate::api::Api;
 use crate::error::Error;
 use futures_util::stream::{FuturesUnordered, StreamExt};
+use std::any::Any;
+use std::cell::RefCell;
 use std::time::Duration;
 
 /// The longest wait between two attempts of a job.
@@ -110,8 +112,30 @@ fn lease_micros(api: &Api) -> i64 {
         .saturating_mul(1_000_000)
 }
 
-/// Runs one claimed job and ends its claim.
+tokio::task_local! {
+    /// What the running job's work keeps until its outcome is recorded ([`keep_until_ended`]).
+    static KEPT: RefCell<Vec<Box<dyn Any>>>;
+}
+
+/// Keeps `guard` until the outcome of the job that calls this is recorded, so that whatever
+/// it holds back (a mail's turn to be sent) covers the window in which a crash would run the
+/// job again. Outside a job's work, `guard` is dropped at once.
+#[allow(
+    dead_code,
+    reason = "for the surfaces' jobs: mail keeps its turn to send with it"
+)]
+pub(crate) fn keep_until_ended(guard: impl Any) {
+    let _ = KEPT.try_with(|kept| kept.borrow_mut().push(Box::new(guard)));
+}
+
+/// Runs one claimed job and ends its claim; what its work kept is dropped after that.
 async fn run_one(api: &Api, registry: &Registry, job: Claimed) {
+    KEPT.scope(RefCell::new(Vec::new()), run_and_end(api, registry, job))
+        .await;
+}
+
+/// Runs one claimed job and records its outcome.
+async fn run_and_end(api: &Api, registry: &Registry, job: Claimed) {
     let outcome = if job.attempts > job.max_attempts {
         // Claimed again after its last attempt's lease ran out: that attempt's worker died.
         Outcome::Failed {

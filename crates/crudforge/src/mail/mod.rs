@@ -14,6 +14,7 @@
 //! the surface (the mailer's start, the job that sends one message).
 
 mod flows;
+mod smtp;
 mod templates;
 mod transport;
 
@@ -160,6 +161,8 @@ pub(crate) struct Mailer {
     templates: Templates,
     /// Whether new accounts verify their address (`MAIL_VERIFICATION`).
     verification: flows::Verification,
+    /// Turns to hand a mail to the transport (`MAIL_IN_FLIGHT`).
+    in_flight: Arc<tokio::sync::Semaphore>,
 }
 
 impl Mailer {
@@ -187,10 +190,19 @@ impl Mailer {
             ),
         }
         .map_err(|e| Error::Internal(format!("building the mail: {e}")))?;
+        // A crash between the server's acceptance and the job's recorded end sends the mail
+        // again; the turn is kept until that end, so at most `MAIL_IN_FLIGHT` mails of this
+        // instance are ever in that window.
+        let turn = Arc::clone(&self.in_flight)
+            .acquire_owned()
+            .await
+            .map_err(|_| Error::Internal("the mailer is closed".to_owned()))?;
         self.transport
             .send(message, &mail.text)
             .await
-            .map_err(Error::Internal)
+            .map_err(Error::Internal)?;
+        crate::jobs::keep_until_ended(turn);
+        Ok(())
     }
 }
 
@@ -247,11 +259,13 @@ impl Surface for MailSurface {
                 value: ops.mail_verification.clone().unwrap_or_default(),
             })?;
         LazyLock::force(&SENT);
+        let in_flight = usize::try_from(ops.mail_in_flight.max(1)).unwrap_or(1);
         ext.insert(Arc::new(Mailer {
             transport,
             from,
             templates,
             verification,
+            in_flight: Arc::new(tokio::sync::Semaphore::new(in_flight)),
         }));
         Ok(())
     }
