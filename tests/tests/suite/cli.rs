@@ -3,8 +3,9 @@
 //! roles; the application's options and hook, in the user's transaction) then login;
 //! `create-token` (the token from standard input, never from the command line); `grant-role`
 //! and `revoke-role` (seen at once by `me/`, sessions untouched, the role set and the domain
-//! checked); `schema check` exit codes and lines; `print-indexes`; `migrate`; the
-//! application's own commands; bad input as one `error:` line and a non-zero status.
+//! checked); `schema check` exit codes and lines; `print-indexes`; `migrate`; `jobs` (run,
+//! list, retry, cancel, run a schedule now); the application's own commands; bad input as one
+//! `error:` line and a non-zero status.
 #![allow(missing_docs, clippy::unwrap_used)]
 
 use actix_web::test;
@@ -270,6 +271,46 @@ backend_tests! {
         assert_eq!(got, [("users", "created"), ("user_roles", "created"), ("user_roles", "created"), ("user_roles", "deleted")]);
         assert_eq!(events[0].2, alice);
         assert_eq!((events[2].2.as_str(), events[3].2.as_str()), (moderator.as_str(), moderator.as_str()));
+    }
+
+    async fn the_jobs_command_runs_lists_retries_cancels_and_runs_a_schedule_now(t) {
+        let (config, db) = setup(&t).await;
+        let cli = app(&config);
+        // A job of a kind no handler takes: `jobs run` fails it for good.
+        let mut conn = db.get().await.unwrap();
+        let id = crudforge::jobs::enqueue(&mut conn, "orphan", &json!({"n": 1})).await.unwrap();
+        drop(conn);
+        let (code, out, err) = run(&cli, &["jobs", "run"], "").await;
+        assert_eq!((code, out.as_str()), (0, ""), "{err}");
+        assert!(err.starts_with("ran ") && err.ends_with(" job(s)\n"), "{err}");
+        let line = |out: &str| out.lines().find(|l| l.starts_with(&format!("{id}\t"))).map(str::to_owned);
+        let (code, out, _) = run(&cli, &["jobs", "list", "--state", "failed"], "").await;
+        assert_eq!(code, 0);
+        let failed = line(&out).unwrap();
+        let fields: Vec<&str> = failed.split('\t').collect();
+        assert_eq!((fields[1], fields[2]), ("orphan", "failed"), "{failed}");
+        assert!(fields[3].starts_with("1/") && fields[5].contains("no handler"), "{failed}");
+
+        let id_arg = id.to_string();
+        done(&run(&cli, &["jobs", "retry", &id_arg], "").await, &format!("job {id} queued again"));
+        let (_, out, _) = run(&cli, &["jobs", "list", "--state", "queued"], "").await;
+        assert!(line(&out).unwrap().contains("\torphan\tqueued\t0/"), "{out}");
+        one_error_line(&run(&cli, &["jobs", "retry", &id_arg], "").await, 1, "is not a failed or cancelled job");
+        done(&run(&cli, &["jobs", "cancel", &id_arg], "").await, &format!("job {id} cancelled"));
+        one_error_line(&run(&cli, &["jobs", "cancel", &id_arg], "").await, 1, "is not a queued job");
+        one_error_line(&run(&cli, &["jobs", "list", "--state", "lost"], "").await, 1, "expected queued, running");
+
+        // A schedule's job, now: its number on stdout; `jobs run` then runs it.
+        let (code, out, err) = run(&cli, &["jobs", "run-schedule", "crudforge.prune_jobs"], "").await;
+        assert_eq!(code, 0, "{err}");
+        let job: i64 = out.trim().parse().unwrap();
+        assert_eq!(err, format!("schedule \"crudforge.prune_jobs\": job {job} queued\n"));
+        let (_, out, _) = run(&cli, &["jobs", "list", "--state", "queued"], "").await;
+        assert!(out.lines().any(|l| l.starts_with(&format!("{job}\tcrudforge.prune_jobs\tqueued\t"))), "{out}");
+        assert_eq!(run(&cli, &["jobs", "run"], "").await.0, 0);
+        let (_, out, _) = run(&cli, &["jobs", "list", "--state", "done"], "").await;
+        assert!(out.lines().any(|l| l.starts_with(&format!("{job}\tcrudforge.prune_jobs\tdone\t"))), "{out}");
+        one_error_line(&run(&cli, &["jobs", "run-schedule", "crudforge.nothing"], "").await, 1, "crudforge.nothing");
     }
 
     async fn create_user_with_the_password_on_stdin_then_login(t) {

@@ -359,3 +359,41 @@ backend_tests! {
         assert_eq!((prune[0].state.as_str(), prune[0].schedule.as_deref()), ("done", Some("crudforge.prune_jobs")));
     }
 }
+
+/// What claiming and ending a job costs in instructions, for callgrind (docs/performance.md):
+/// enqueues `CRUDFORGE_BENCH_JOBS` (1000) empty jobs on SQLite and runs them with the default
+/// four workers, unless `CRUDFORGE_BENCH_RUN=0`. Runs with and without the jobs' run differ by
+/// their claims and ends (and one look at the schedules).
+mod claim_instructions {
+    use super::*;
+
+    crudforge_tests::__if_sqlite! {
+        #[actix_web::test]
+        #[ignore = "a benchmark for callgrind: prints nothing, asserts only that the jobs ran"]
+        async fn sqlite() {
+            let n: usize = std::env::var("CRUDFORGE_BENCH_JOBS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(1000);
+            let run = std::env::var("CRUDFORGE_BENCH_RUN").map_or(true, |v| v != "0");
+            let t = TestDb::sqlite().await;
+            let config = t.config();
+            let db = t.open(&config).await;
+            let api = Api::new(config, db)
+                .unwrap()
+                .job("nothing", |_ctx, _: serde_json::Value| async { Ok(()) });
+            // The server's own schedules take their first ticks here, not in the measured run.
+            api.run_due_jobs().await.unwrap();
+            let mut conn = api.db().get().await.unwrap();
+            for _ in 0..n {
+                crudforge::jobs::enqueue(&mut conn, "nothing", &json!({}))
+                    .await
+                    .unwrap();
+            }
+            drop(conn);
+            if run {
+                assert_eq!(api.run_due_jobs().await.unwrap(), n);
+            }
+        }
+    }
+}

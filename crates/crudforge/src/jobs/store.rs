@@ -103,6 +103,11 @@ pub(crate) struct Claimed {
 /// UPDATE SKIP LOCKED`, so instances claiming at once take different jobs; on SQLite the one
 /// statement runs under the database's single writer.
 ///
+/// The two kinds of due job are looked up apart, each through the index on `(state, run_at)`
+/// in its order and limited to `n`, and the oldest `n` of both taken: one condition with `OR`
+/// made both databases read and sort every due job at each claim, so a backlog's claims cost
+/// its length each.
+///
 /// # Errors
 ///
 /// Database errors.
@@ -117,25 +122,32 @@ pub(crate) async fn claim(
         |c| sqlite => {
             let q = diesel::sql_query(
                 "UPDATE crudforge_jobs SET state = 'running', attempts = attempts + 1, \
-                 lease_until = ? WHERE id IN (SELECT id FROM crudforge_jobs \
-                 WHERE (state = 'queued' AND run_at <= ?) \
-                 OR (state = 'running' AND lease_until < ?) \
-                 ORDER BY run_at, id LIMIT ?) \
+                 lease_until = ?1 WHERE id IN (SELECT id FROM ( \
+                 SELECT * FROM (SELECT id, run_at FROM crudforge_jobs \
+                 WHERE state = 'queued' AND run_at <= ?2 ORDER BY run_at, id LIMIT ?3) \
+                 UNION ALL \
+                 SELECT * FROM (SELECT id, run_at FROM crudforge_jobs \
+                 WHERE state = 'running' AND lease_until < ?2 ORDER BY run_at, id LIMIT ?3) \
+                 ) ORDER BY run_at, id LIMIT ?3) \
                  RETURNING id, kind, payload, attempts, max_attempts",
             )
             .bind::<BigInt, _>(lease_until)
-            .bind::<BigInt, _>(now)
             .bind::<BigInt, _>(now)
             .bind::<BigInt, _>(i64::from(n));
             diesel_async::RunQueryDsl::load::<Claimed>(q, c).await
         },
         postgres => {
             let q = diesel::sql_query(
-                "UPDATE crudforge_jobs SET state = 'running', attempts = attempts + 1, \
-                 lease_until = $1 WHERE id IN (SELECT id FROM crudforge_jobs \
-                 WHERE (state = 'queued' AND run_at <= $2) \
-                 OR (state = 'running' AND lease_until < $2) \
-                 ORDER BY run_at, id LIMIT $3 FOR UPDATE SKIP LOCKED) \
+                "WITH queued AS (SELECT id, run_at FROM crudforge_jobs \
+                 WHERE state = 'queued' AND run_at <= $2 ORDER BY run_at, id LIMIT $3 \
+                 FOR UPDATE SKIP LOCKED), \
+                 lapsed AS (SELECT id, run_at FROM crudforge_jobs \
+                 WHERE state = 'running' AND lease_until < $2 ORDER BY run_at, id LIMIT $3 \
+                 FOR UPDATE SKIP LOCKED), \
+                 due AS (SELECT id FROM (SELECT * FROM queued UNION ALL SELECT * FROM lapsed) d \
+                 ORDER BY run_at, id LIMIT $3) \
+                 UPDATE crudforge_jobs SET state = 'running', attempts = attempts + 1, \
+                 lease_until = $1 WHERE id IN (SELECT id FROM due) \
                  RETURNING id, kind, payload, attempts, max_attempts",
             )
             .bind::<BigInt, _>(lease_until)
