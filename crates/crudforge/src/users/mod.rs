@@ -11,6 +11,7 @@
 //! | `domains` | domain deletion refused while roles reference the domain |
 //! | `sign_up` | public registration on a user blueprint: which members a self-registering caller may send |
 //! | `blueprint` | the user endpoints: CRUD plus login, refresh and me |
+//! | `session` | login, refresh, logout and password change: the tokens they issue, the login hook |
 
 /// The library's own tables (users, roles, tokens, settings, domains), as Diesel `table!`s,
 /// for an application's own queries on them.
@@ -28,20 +29,22 @@ pub(crate) mod identity;
 pub(crate) mod model;
 pub(crate) mod privilege;
 pub(crate) mod rules;
+pub(crate) mod session;
 mod sign_up;
 pub(crate) mod store;
 pub(crate) mod tokens;
 
-pub use blueprint::{
-    access_token, issue_tokens, LoginContext, LoginHook, LoginRequest, LoginResponse,
-    PasswordChange, UserBlueprint,
-};
+pub use blueprint::UserBlueprint;
 pub use domains::guard_domain_delete;
 pub use guards::{guard_roles, guard_users, unguarded_roles};
 pub use identity::{normalize_stored_emails, EmailNormalization};
 pub use model::{Domain, Role, Token, User, UserModel, UserRole, UserSetting};
 pub use privilege::{may_grant, DEFAULT_ROLES};
 pub use rules::{RoleRules, UserRules};
+pub use session::{
+    access_token, issue_tokens, LoginContext, LoginHook, LoginRequest, LoginResponse,
+    PasswordChange,
+};
 #[allow(
     unused_imports,
     reason = "a door of the seam: a build without the mail feature leaves it unused"
