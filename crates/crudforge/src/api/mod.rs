@@ -1,6 +1,7 @@
 //! The `Api` builder: mounts blueprints and built-in routes on an actix-web `App`, with
 //! problem+json errors everywhere, request ids, metrics, CORS, query statistics, readiness,
-//! the OpenAPI description and docs page; serves it with a graceful shutdown.
+//! the OpenAPI description and docs page; serves it with a graceful shutdown (`serve`). The
+//! optional surfaces plug in through `surface`.
 
 use crate::config::{Config, ConfigError, SchemaCheck};
 use crate::db::indexes::IndexSpec;
@@ -19,8 +20,12 @@ use actix_web::{web, App, HttpRequest, HttpResponse};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
+mod serve;
+mod surface;
+
 pub(crate) use crate::mount::{IntoMount, Mount, MountError};
 pub(crate) use crate::state::ApiState;
+pub(crate) use surface::{Chore, Surface};
 
 /// Builds the HTTP application: health check, OpenAPI description, docs page and every
 /// mounted blueprint, on one database.
@@ -51,148 +56,6 @@ pub struct Api {
         reason = "a door of the seam: a build without optional surfaces leaves it unused"
     )]
     pub(crate) ext: crate::state::Extensions,
-}
-
-/// What an optional surface adds to the whole API: the seam's side for the API, as
-/// [`Part`](crate::crud::shared::Part) is for one resource. The crate root lists the surfaces
-/// compiled in (`SURFACES`); the `Api` calls each hook at its moment and names none of them.
-/// Every hook does nothing by default.
-pub(crate) trait Surface: Sync {
-    /// Keeps the surface's state for a new API in `ext` (the feeds' hub, the files' storage).
-    ///
-    /// # Errors
-    ///
-    /// A setting of the surface's is invalid.
-    fn start(
-        &self,
-        config: &Config,
-        ext: &mut crate::state::Extensions,
-    ) -> Result<(), ConfigError> {
-        let _ = (config, ext);
-        Ok(())
-    }
-
-    /// Registers the surface's routes on the whole API (the admin page).
-    fn register(&self, api: &Api, cfg: &mut web::ServiceConfig) {
-        let _ = (api, cfg);
-    }
-
-    /// Adds the operation ids of the surface's routes that the description leaves out.
-    fn operation_ids(&self, api: &Api, ids: &mut OperationIds) {
-        let _ = (api, ids);
-    }
-
-    /// What the surface does in the background while the API serves, until it drains
-    /// ([`Api::draining`]).
-    fn upkeep<'a>(&self, api: &'a Api) -> Option<futures_util::future::LocalBoxFuture<'a, ()>> {
-        let _ = api;
-        None
-    }
-
-    /// Wraps the purge of one mount's old deleted rows (`purge`, which gives how many), to
-    /// do what must go with them (their stored files).
-    fn around_purge<'a>(
-        &self,
-        api: &'a Api,
-        mount: &'a dyn Mount,
-        purge: futures_util::future::LocalBoxFuture<'a, Result<u64, Error>>,
-    ) -> futures_util::future::LocalBoxFuture<'a, Result<u64, Error>> {
-        let _ = (api, mount);
-        purge
-    }
-
-    /// Whether the surface's blueprint parts may record writes (a feed), so that the command
-    /// line's writes are told to the mounts ([`Mount::faces`]'s `Recording`s).
-    fn records_writes(&self) -> bool {
-        false
-    }
-
-    /// What the surface does when a graceful shutdown begins (ending event streams).
-    fn shutdown(&self, state: &ApiState) {
-        let _ = state;
-    }
-
-    /// Adds the surface's periodic work to `out` (pruning events): [`Chore`]s, which the
-    /// server runs by itself, or a surface that [runs chores](Surface::runs_chores) does.
-    fn chores(&self, api: &Api, out: &mut Vec<Chore>) {
-        let _ = (api, out);
-    }
-
-    /// The work of a job of `kind` that this surface does itself (mail sends its messages as
-    /// jobs of its own), with the job's `payload`; `None` for a kind it does not know.
-    #[allow(
-        dead_code,
-        reason = "a door of the seam: a build without the jobs feature leaves it unused"
-    )]
-    fn job<'a>(
-        &self,
-        api: &'a Api,
-        kind: &str,
-        payload: &'a str,
-    ) -> Option<futures_util::future::LocalBoxFuture<'a, Result<(), Error>>> {
-        let _ = (api, kind, payload);
-        None
-    }
-
-    /// Adds what the surface [registers](Surface::register) to the description (the mail
-    /// flows' routes).
-    fn document(&self, api: &Api, doc: &mut ApiDoc) {
-        let _ = (api, doc);
-    }
-
-    /// In the transaction that creates an account on a user blueprint (a sign-up, an
-    /// administrator's create): what the surface writes with it (the mail that asks to verify
-    /// the address), so that it is kept only if the account is.
-    fn account_created<'a>(
-        &self,
-        state: &'a ApiState,
-        conn: &'a mut crate::db::Conn,
-        user: uuid::Uuid,
-        email: &'a str,
-    ) -> Option<futures_util::future::LocalBoxFuture<'a, Result<(), Error>>> {
-        let _ = (state, conn, user, email);
-        None
-    }
-
-    /// Before a login issues tokens to `user`, whose password matched: the surface's refusal,
-    /// if it has one (an address not verified while verification is required).
-    fn admits<'a>(
-        &self,
-        state: &'a ApiState,
-        user: uuid::Uuid,
-    ) -> Option<futures_util::future::LocalBoxFuture<'a, Result<(), Error>>> {
-        let _ = (state, user);
-        None
-    }
-
-    /// Whether this surface runs the API's [`Chore`]s itself, in its
-    /// [upkeep](Surface::upkeep) (the jobs: as schedules, once per tick across instances),
-    /// so that the server does not run them on each instance.
-    fn runs_chores(&self) -> bool {
-        false
-    }
-}
-
-/// A periodic piece of the server's own work (purging old soft-deleted rows, pruning
-/// events): its name, how often it runs, and what it does (how many rows it removed).
-#[derive(Clone, Copy)]
-pub(crate) struct Chore {
-    /// Its name, unique among the chores (`purge_deleted`).
-    pub(crate) name: &'static str,
-    /// How often it runs.
-    pub(crate) every: std::time::Duration,
-    /// Its work: how many rows it removed.
-    pub(crate) run:
-        for<'a> fn(&'a Api) -> futures_util::future::LocalBoxFuture<'a, Result<u64, Error>>,
-}
-
-impl std::fmt::Debug for Chore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Chore")
-            .field("name", &self.name)
-            .field("every", &self.every)
-            .finish_non_exhaustive()
-    }
 }
 
 impl std::fmt::Debug for Api {
@@ -528,190 +391,6 @@ impl Api {
             .default_service(web::to(not_found))
     }
 
-    /// Serves the application on `addr` until the process is stopped (see [`Api::server`]).
-    /// When the API is ready (migrated) already, the [schema check](Api::apply_schema_check)
-    /// runs first, and with `SCHEMA_CHECK=strict` a differing database stops it before it
-    /// binds.
-    ///
-    /// # Errors
-    ///
-    /// The address cannot be bound, or `SCHEMA_CHECK=strict` refuses the database (an error
-    /// of kind `InvalidData` whose message names every difference).
-    pub async fn serve(self, addr: &str) -> std::io::Result<()> {
-        if self.readiness.phase() == Phase::Ready {
-            self.apply_schema_check()
-                .await
-                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
-        }
-        self.server(addr)?.await
-    }
-
-    /// Removes for good the rows of every mounted soft-delete resource that were deleted more
-    /// than `SOFT_DELETE_RETENTION` seconds ago, and (with the `files` feature) the files they
-    /// held; how many rows. Nothing when the setting is 0 (the default: deleted rows are kept).
-    /// [`Api::server`] runs it in the background.
-    ///
-    /// # Errors
-    ///
-    /// Database errors (the resources purged before the error stay purged).
-    pub async fn purge_deleted(&self) -> Result<u64, Error> {
-        let retention = self.state.config.db.soft_delete_retention;
-        if retention == 0 {
-            return Ok(0);
-        }
-        let before = chrono::Utc::now() - chrono::Duration::seconds(i64::from(retention));
-        let mut purged = 0;
-        for m in &self.mounts {
-            // Each surface may wrap the purge (the purged rows' files go with them).
-            let mut purge = m.purge_deleted(&self.state.db, before);
-            for surface in crate::SURFACES {
-                purge = surface.around_purge(self, m.as_ref(), purge);
-            }
-            purged += purge.await?;
-        }
-        Ok(purged)
-    }
-
-    /// Binds `addr` and starts serving; await the returned server to wait until it stops.
-    ///
-    /// On SIGTERM or Ctrl-C the readiness turns 503 at once, the listener closes, and
-    /// requests in flight get up to `SHUTDOWN_TIMEOUT` seconds to finish; on SQLite,
-    /// `PRAGMA optimize` runs once more as the shutdown begins.
-    ///
-    /// In the background, once the API is [ready](Api::readiness) (an application that
-    /// migrates after binding marks it so), it runs the [schema
-    /// check](Api::apply_schema_check) (declared indexes included) unless the application ran
-    /// it already; when `SCHEMA_CHECK=strict` refuses, it logs each difference as an error and
-    /// stops the server, which then returns without an error, so an application that wants
-    /// the error runs the check itself before it turns ready. Then on SQLite it runs the
-    /// database's upkeep
-    /// (`crate::db::maintenance::run`: WAL checkpoints, `PRAGMA optimize`) until it drains;
-    /// with `SOFT_DELETE_RETENTION`, it also [purges](Api::purge_deleted) old deleted rows.
-    ///
-    /// # Errors
-    ///
-    /// The address cannot be bound.
-    pub fn server(&self, addr: &str) -> std::io::Result<actix_web::dev::Server> {
-        let api = self.clone();
-        // A request's head must arrive within 5 seconds (actix-web's default, kept), the whole
-        // request within REQUEST_TIMEOUT (middleware::request_timeout).
-        let server = actix_web::HttpServer::new(move || api.app())
-            .disable_signals()
-            .shutdown_timeout(self.state.config.ops.shutdown_timeout)
-            .client_request_timeout(std::time::Duration::from_secs(5))
-            .bind(addr)?
-            .run();
-        let handle = server.handle();
-        let readiness = self.readiness.clone();
-        let db = self.state.db.clone();
-        let state = self.state.clone();
-        actix_web::rt::spawn(async move {
-            stop_signal().await;
-            readiness.begin_shutdown();
-            // What never finishes by itself (event streams) is ended, so that the requests in
-            // flight drain within SHUTDOWN_TIMEOUT.
-            for surface in crate::SURFACES {
-                surface.shutdown(&state);
-            }
-            tracing::info!("shutting down: readiness is 503, finishing requests in flight");
-            // SQLite's advice for connections about to close. Before the stop: once the server
-            // has stopped, the application may exit before this task runs again.
-            if let Err(e) = db.optimize().await {
-                tracing::warn!(target: "crudforge::db", error = %e, "PRAGMA optimize failed");
-            }
-            handle.stop(true).await;
-        });
-        actix_web::rt::spawn(self.clone().background(server.handle()));
-        Ok(server)
-    }
-
-    /// What a serving API does besides answering: once ready, the schema check (unless the
-    /// application ran it; a strict refusal stops the server), then the database's upkeep
-    /// until it drains.
-    async fn background(self, server: actix_web::dev::ServerHandle) {
-        loop {
-            match self.readiness.phase() {
-                Phase::Starting => {
-                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-                }
-                Phase::Ready => break,
-                Phase::Draining => return,
-            }
-        }
-        if !self.schema_checked.load(Ordering::SeqCst) {
-            if let Err(e) = self.apply_schema_check().await {
-                tracing::error!(target: "crudforge::schema", error = %e, "refusing to serve");
-                self.readiness.begin_shutdown();
-                server.stop(false).await;
-                return;
-            }
-        }
-        let readiness = self.readiness.clone();
-        let upkeep = crate::db::maintenance::run(self.state.db.clone(), move || {
-            readiness.phase() == Phase::Draining
-        });
-        let surfaces =
-            futures_util::future::join_all(crate::SURFACES.iter().filter_map(|s| s.upkeep(&self)));
-        // The chores run here, on each instance, unless a surface runs them.
-        let chores = if crate::SURFACES.iter().any(|s| s.runs_chores()) {
-            Vec::new()
-        } else {
-            self.chores()
-        };
-        let chores = futures_util::future::join_all(chores.into_iter().map(|c| self.chore_loop(c)));
-        futures_util::future::join3(upkeep, chores, surfaces).await;
-    }
-
-    /// The periodic work of the server and of its surfaces: the purge of old soft-deleted
-    /// rows (with `SOFT_DELETE_RETENTION`), hourly or every retention period when shorter,
-    /// and what each surface adds ([`Surface::chores`]).
-    pub(crate) fn chores(&self) -> Vec<Chore> {
-        let mut out = Vec::new();
-        let retention = self.state.config.db.soft_delete_retention;
-        if retention > 0 {
-            out.push(Chore {
-                name: "purge_deleted",
-                every: PURGE_INTERVAL.min(std::time::Duration::from_secs(u64::from(retention))),
-                run: |api| Box::pin(api.purge_deleted()),
-            });
-        }
-        for surface in crate::SURFACES {
-            surface.chores(self, &mut out);
-        }
-        out
-    }
-
-    /// Runs `chore` now and then at its interval until the API drains.
-    async fn chore_loop(&self, chore: Chore) {
-        loop {
-            match (chore.run)(self).await {
-                Ok(0) => {}
-                Ok(n) => {
-                    tracing::info!(target: "crudforge::db", chore = chore.name, rows = n, "removed old rows")
-                }
-                Err(e) => {
-                    tracing::warn!(target: "crudforge::db", chore = chore.name, error = %e, "periodic work failed")
-                }
-            }
-            let until = std::time::Instant::now() + chore.every;
-            while std::time::Instant::now() < until {
-                if self.readiness.phase() == Phase::Draining {
-                    return;
-                }
-                tokio::time::sleep(std::time::Duration::from_secs(1).min(chore.every)).await;
-            }
-        }
-    }
-
-    /// Whether the API has begun to drain: the background work of a surface stops then.
-    #[allow(
-        dead_code,
-        reason = "a door of the seam: a build without optional surfaces leaves it unused"
-    )]
-    pub(crate) fn draining(&self) -> bool {
-        self.readiness.phase() == Phase::Draining
-    }
-
     /// Forgets the operation ids worked out so far: a surface's builder method changed the
     /// routes.
     #[allow(
@@ -725,33 +404,6 @@ impl Api {
     /// The mounts, in the order they were mounted.
     pub(crate) fn mounts(&self) -> &[Arc<dyn Mount>] {
         &self.mounts
-    }
-}
-
-/// How often a serving API purges old soft-deleted rows (more often with a shorter
-/// `SOFT_DELETE_RETENTION`).
-const PURGE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60 * 60);
-
-/// Waits for Ctrl-C, or on Unix also SIGTERM (what orchestrators send).
-async fn stop_signal() {
-    #[cfg(unix)]
-    {
-        use actix_web::rt::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = actix_web::rt::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = actix_web::rt::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = actix_web::rt::signal::ctrl_c().await;
     }
 }
 
