@@ -2,7 +2,8 @@
 //! (through the pinned `playwright-core`, with `axe-core` injected) through the reference
 //! application's `/admin/` on SQLite, and on PostgreSQL when configured: sign-in, list,
 //! filters, a create refused then accepted, an edit with a stale `If-Match`, delete and
-//! restore, batch delete, a role grant, the XSS case, an accessibility check, an ordinary
+//! restore, batch delete, a role grant, the XSS case, an accessibility check, the Jobs view (a
+//! schedule run now, its job cancelled and retried, the state filter), an ordinary
 //! user's narrower view and a domain administrator's (no more than an ordinary user's). Skipped with a message where Chromium or the npm tools are missing;
 //! mandatory with `CRUDFORGE_REQUIRE_BROWSER=1` and `CRUDFORGE_REQUIRE_TOOLS=1`.
 //!
@@ -30,6 +31,8 @@ fn databases() -> Vec<Setup> {
     let env = vec![
         ("BCRYPT_COST", "4".to_owned()),
         ("JWT_SECRET_KEY", crudforge_tests::TEST_SECRET.to_owned()),
+        // No job runs, so the Jobs view's job stays in the state the page puts it in.
+        ("JOBS_WORKERS", "0".to_owned()),
     ];
     let mut out = vec![Setup {
         name: "sqlite",

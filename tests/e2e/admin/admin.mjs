@@ -393,10 +393,38 @@ try {
 
   check(seen.errors.length === 0, `errors in the page: ${seen.errors.join(' | ')}`);
 
+  step('jobs');
+  // The server runs no job in this test (JOBS_WORKERS=0): a job stays as the page leaves it.
+  await page.click('nav a[data-key="@jobs"]');
+  const prune = '#schedules-table tr[data-name="crudforge.prune_jobs"]';
+  await page.waitForSelector(prune);
+  await page.click(`${prune} button[data-action="run"]`);
+  await page.waitForSelector('#jobs-table tbody tr[data-state="queued"]');
+  const queued = await page.$eval('#jobs-table tbody tr[data-state="queued"]', (tr) => ({ id: tr.dataset.id, kind: tr.children[1].textContent }));
+  check(queued.kind === 'crudforge.prune_jobs', `the schedule's job: ${JSON.stringify(queued)}`);
+  const jobRow = `#jobs-table tr[data-id="${queued.id}"]`;
+  await page.click(`${jobRow} button[data-action="cancel"]`);
+  await page.waitForSelector(`${jobRow}[data-state="cancelled"]`);
+  check(!(await page.$(`${jobRow} button[data-action="cancel"]`)), 'cancel offered on a cancelled job');
+  await page.click(`${jobRow} button[data-action="retry"]`);
+  await page.waitForSelector(`${jobRow}[data-state="queued"]`);
+  const listed = (await call('GET', '/api/jobs/?state=queued', admin)).data.items;
+  check(listed.some((j) => String(j.id) === queued.id), `the API's queued jobs: ${JSON.stringify(listed)}`);
+  await page.selectOption('#jobs-filters select', 'cancelled');
+  await page.waitForSelector('#jobs-empty');
+  await page.selectOption('#jobs-filters select', 'queued');
+  await page.waitForSelector(jobRow);
+  const jobsResults = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
+  const jobsSerious = jobsResults.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  check(jobsSerious.length === 0, `axe on the Jobs view: ${JSON.stringify(jobsSerious.map((v) => [v.id, v.impact, v.nodes.map((n) => n.target)]))}`);
+  check(seen.errors.length === 0, `errors in the page: ${seen.errors.join(' | ')}`);
+  console.log("ok jobs: a schedule run now from the page, its job cancelled and queued again, the state filter, axe");
+
   step('ordinary user');
   const other = await open(userEmail, userPassword);
   const nav = await other.page.$$eval('nav a', (as) => as.map((a) => a.dataset.key));
   check(!nav.includes('user'), `the user list offered: ${nav}`);
+  check(!nav.includes('@jobs'), `the Jobs view offered: ${nav}`);
   check(nav.includes('critters'), `critters listed: ${nav}`);
   await showList(other.page, 'critters');
   check(!(await other.page.$('#batch-delete')), 'batch delete offered');

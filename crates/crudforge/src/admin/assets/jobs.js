@@ -103,7 +103,7 @@ export function jobsView(ctx, jobs) {
           h('td', {}, text(s.when)),
           h('td', {}, text(s.kind)),
           h('td', {}, when(s.last_tick)),
-          h('td', {}, jobs.runSchedule ? h('button', { type: 'button', class: 'secondary', 'aria-label': `Run ${s.name} now`, dataset: { action: 'run' },
+          h('td', {}, jobs.runSchedule ? h('button', { type: 'button', class: 'secondary', 'aria-label': `Run now: ${s.name}`, dataset: { action: 'run' },
             onclick: async () => {
               try {
                 const r = await api.send('POST', fill(jobs.runSchedule.path, { name: s.name }));
