@@ -360,14 +360,14 @@ backend_tests! {
     }
 }
 
-/// What claiming and ending a job costs in instructions, for callgrind (docs/performance.md):
-/// enqueues `CRUDFORGE_BENCH_JOBS` (1000) empty jobs on SQLite and runs them with the default
-/// four workers, unless `CRUDFORGE_BENCH_RUN=0`. Runs with and without the jobs' run differ by
-/// their claims and ends (and one look at the schedules).
-mod claim_instructions {
-    use super::*;
+crudforge_tests::__if_sqlite! {
+    /// What claiming and ending a job costs in instructions, for callgrind
+    /// (docs/performance.md): enqueues `CRUDFORGE_BENCH_JOBS` (1000) empty jobs on SQLite and
+    /// runs them with the default four workers, unless `CRUDFORGE_BENCH_RUN=0`. Runs with and
+    /// without the jobs' run differ by their claims and ends (and one look at the schedules).
+    mod claim_instructions {
+        use super::*;
 
-    crudforge_tests::__if_sqlite! {
         #[actix_web::test]
         #[ignore = "a benchmark for callgrind: prints nothing, asserts only that the jobs ran"]
         async fn sqlite() {
