@@ -3,20 +3,30 @@
 //! application's `/admin/` on SQLite, and on PostgreSQL when configured: sign-in, list,
 //! filters, a create refused then accepted, an edit with a stale `If-Match`, delete and
 //! restore, batch delete, a role grant, the XSS case, an accessibility check, the Jobs view (a
-//! schedule run now, its job cancelled and retried, the state filter), an ordinary
-//! user's narrower view and a domain administrator's (no more than an ordinary user's). Skipped with a message where Chromium or the npm tools are missing;
+//! schedule run now, its job cancelled and retried, the state filter), the API keys view (a
+//! key limited to one read created, listed, exchanged and revoked), an ordinary
+//! user's narrower view and a domain administrator's (no more than an ordinary user's), and
+//! last a sign-in through a provider (the loopback [`MockProvider`], whose `/authorize` sends
+//! the browser back to `/admin/` at once) as a new account made an administrator by its
+//! `groups` claim. Skipped with a message where Chromium or the npm tools are missing;
 //! mandatory with `CRUDFORGE_REQUIRE_BROWSER=1` and `CRUDFORGE_REQUIRE_TOOLS=1`.
 //!
 //! With `CRUDFORGE_ADMIN_SCREENSHOTS=1` the screenshots (`list.png`, `form.png`) are written
 //! to `docs/admin/`; otherwise to a temporary folder.
 
-use crate::harness::{chromium, create_user, Server};
+use crate::harness::{chromium, create_user, free_port, Server};
+use crudforge_tests::oidc::{MockProvider, MockUser, CLIENT_ID, CLIENT_SECRET};
 use crudforge_tests::tools;
 use std::path::PathBuf;
 use std::process::Command;
 
 const ADMIN_EMAIL: &str = "admin@example.com";
 const ADMIN_PASSWORD: &str = "admin pass phrase";
+/// The sign-in provider's name in `AUTH_PROVIDERS`.
+const PROVIDER: &str = "mock";
+/// Who signs in at the provider: a new person, not the administrator above (linking an
+/// existing account whose address was never verified would clear its password, by design).
+const PROVIDER_EMAIL: &str = "oidc-admin@example.com";
 
 /// One database to run on: its name, the server's environment, and the PostgreSQL database
 /// kept alive while it runs.
@@ -24,6 +34,19 @@ struct Setup {
     name: &'static str,
     env: Vec<(&'static str, String)>,
     _db: Option<crudforge_tests::TestDb>,
+}
+
+/// The settings of the sign-in provider `mock` for a server at `base`: the reference
+/// application's administrators' role (`ADMIN`, every domain) for the `admins` group.
+fn provider_env(mock: &MockProvider, base: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("AUTH_PROVIDERS", PROVIDER.to_owned()),
+        ("AUTH_PROVIDER_MOCK_ISSUER", mock.issuer()),
+        ("AUTH_PROVIDER_MOCK_CLIENT_ID", CLIENT_ID.to_owned()),
+        ("AUTH_PROVIDER_MOCK_CLIENT_SECRET", CLIENT_SECRET.to_owned()),
+        ("AUTH_PROVIDER_MOCK_ROLES", "groups:admins=ADMIN".to_owned()),
+        ("AUTH_RETURN_ORIGINS", base.to_owned()),
+    ]
 }
 
 /// The databases to run on: SQLite always, PostgreSQL when configured.
@@ -73,6 +96,15 @@ fn the_admin_page_works_in_a_real_browser() {
     }
     let root = tools::workspace_root();
     let script = root.join("tests/e2e/admin/admin.mjs");
+    // The provider approves at once whoever asks, as this user.
+    let mock = MockProvider::start();
+    mock.set_user(MockUser {
+        sub: "oidc-admin-1".to_owned(),
+        email: Some(PROVIDER_EMAIL.to_owned()),
+        email_verified: true,
+        name: Some("OIDC Admin".to_owned()),
+        groups: vec!["admins".to_owned()],
+    });
     for setup in databases() {
         let (name, env) = (setup.name, &setup.env);
         let dir = tempfile::tempdir().unwrap();
@@ -84,7 +116,15 @@ fn the_admin_page_works_in_a_real_browser() {
             &["--superadmin"],
         );
         tools::check("create-user", &out);
-        let server = Server::start(dir.path(), env);
+        // The server's address is in its settings (AUTH_RETURN_ORIGINS) and registered at the
+        // provider (the admin page is the redirect URI): its port is chosen first.
+        let port = free_port();
+        let base = format!("http://127.0.0.1:{port}");
+        mock.register_redirect(&format!("{base}/admin/"));
+        let mut server_env = env.clone();
+        server_env.extend(provider_env(&mock, &base));
+        let server = Server::start_on(dir.path(), &server_env, port);
+        let authorized = mock.hits("/authorize");
         let shots: PathBuf = if name == "sqlite"
             && std::env::var("CRUDFORGE_ADMIN_SCREENSHOTS").as_deref() == Ok("1")
         {
@@ -100,6 +140,8 @@ fn the_admin_page_works_in_a_real_browser() {
                 .arg(ADMIN_EMAIL)
                 .arg(ADMIN_PASSWORD)
                 .arg(&shots)
+                .arg(PROVIDER)
+                .arg(PROVIDER_EMAIL)
                 .env("CRUDFORGE_TOOLS_DIR", tools::tools_dir())
                 .env("CRUDFORGE_CHROMIUM", &browser),
         );
@@ -109,6 +151,12 @@ fn the_admin_page_works_in_a_real_browser() {
         tools::check(&format!("[{name}] the admin page's browser test"), &out);
         assert!(said.contains("admin e2e complete"), "[{name}] {said}");
         assert!(!said.contains("FAILED"), "[{name}] {said}");
+        assert!(said.contains("ok provider sign-in"), "[{name}] {said}");
+        assert_eq!(
+            mock.hits("/authorize"),
+            authorized + 1,
+            "[{name}] the browser went to the provider once"
+        );
         for shot in ["list.png", "form.png"] {
             let len = std::fs::metadata(shots.join(shot))
                 .map(|m| m.len())

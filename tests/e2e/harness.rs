@@ -46,6 +46,9 @@ const CONFIG_KEYS: &[&str] = &[
     "SQLITE_SYNCHRONOUS",
     "SQLITE_LOCKING",
     "SCHEMA_CHECK",
+    // Sign-in providers: without AUTH_PROVIDERS, no AUTH_PROVIDER_<NAME>_* key is read.
+    "AUTH_PROVIDERS",
+    "AUTH_RETURN_ORIGINS",
 ];
 
 pub fn binary() -> PathBuf {
@@ -127,7 +130,8 @@ impl Drop for Server {
     }
 }
 
-fn free_port() -> u16 {
+/// A port free on `127.0.0.1` now (for [`Server::start_on`]).
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -143,10 +147,22 @@ impl Server {
         server
     }
 
+    /// Starts `reference-app serve` in `cwd` on `port` (see [`free_port`]) and waits until it
+    /// is ready: for settings that name the server's own address (`http://127.0.0.1:<port>`).
+    pub fn start_on(cwd: &Path, env: &[(&str, String)], port: u16) -> Server {
+        let mut server = Server::spawn_on(cwd, env, Stdio::inherit(), port);
+        server.wait_ready();
+        server
+    }
+
     /// Starts `reference-app serve` in `cwd` with its stderr going to `stderr`, without
     /// waiting.
     pub fn spawn(cwd: &Path, env: &[(&str, String)], stderr: Stdio) -> Server {
-        let port = free_port();
+        Server::spawn_on(cwd, env, stderr, free_port())
+    }
+
+    /// [`Server::spawn`] on `port`.
+    fn spawn_on(cwd: &Path, env: &[(&str, String)], stderr: Stdio, port: u16) -> Server {
         let addr = format!("127.0.0.1:{port}");
         let child = command(cwd, env)
             .args(["serve", "--bind", &addr])

@@ -9,6 +9,7 @@ pub mod callers;
 pub mod critters;
 pub mod http;
 pub mod logs;
+pub mod oidc;
 pub mod parts;
 pub mod smtp;
 pub mod tools;

@@ -63,6 +63,7 @@
 //! | `export` | no | a list exported as CSV or NDJSON, streamed in keyset chunks under the list's rules (`CrudBlueprint::export`), and CSV or NDJSON files imported through the batch create's path (`CrudBlueprint::import`); the command line's `export` and `import` ([guide](https://github.com/crudforge/crudforge/blob/main/docs/data.md)) |
 //! | `jobs` | no | durable jobs in the application's own database, enqueued in a request's transaction (`jobs::Job`), claimed with leases by every instance and retried with backoff (`Api::job`); cron schedules run once per tick across instances (`Api::schedule`); the server's own periodic work (purging, pruning) as schedules; the command line's `jobs` ([guide](https://github.com/crudforge/crudforge/blob/main/docs/jobs.md)) |
 //! | `mail` | no | mail sent by durable jobs (a committed request's mail is never lost, a rolled-back one's never leaves) over SMTP with STARTTLS or implicit TLS (`lettre`), or into files or the log; templates per flow and locale, HTML auto-escaped (`minijinja`); the account flows beside every user blueprint (address verification, e-mail change with a revert link, a forgotten password, sign-in links) with single-use hashed tokens and limits; turns on `jobs` ([guide](https://github.com/crudforge/crudforge/blob/main/docs/mail.md)) |
+//! | `providers` | no | sign-in through OpenID Connect and OAuth 2.0 providers by configuration alone (`AUTH_PROVIDERS`): any OpenID provider from its issuer, presets for ten common ones; PKCE, `state`, `nonce`, `iss`; a sealed single-use ticket; ID tokens checked against the provider's keys; accounts linked by (provider, subject) and by verified addresses; roles from claims (`openidconnect`, `oauth2`, `reqwest`) ([guide](https://github.com/crudforge/crudforge/blob/main/docs/auth.md#sign-in-providers)) |
 //!
 //! At least one of the two backends must be on. An application on one backend alone compiles
 //! that one: `crudforge = { version = "0.1", default-features = false, features = ["sqlite"] }`.
@@ -127,11 +128,14 @@ pub mod perms;
 #[cfg(any(feature = "export", feature = "thumbnails"))]
 pub(crate) mod places;
 pub mod prelude;
+#[cfg(feature = "providers")]
+pub(crate) mod providers;
 pub(crate) mod readiness;
 #[cfg(feature = "realtime")]
 pub mod realtime;
 pub(crate) mod request_id;
 mod schema;
+pub(crate) mod seal;
 pub mod sql_types;
 pub(crate) mod state;
 pub(crate) mod timestamp;
@@ -165,6 +169,8 @@ pub(crate) static SURFACES: &[&dyn api::Surface] = &[
     &jobs::Jobs,
     #[cfg(feature = "mail")]
     &mail::MailSurface,
+    #[cfg(feature = "providers")]
+    &providers::Providers,
 ];
 
 /// Adds to a new blueprint of `R` the parts that surfaces add by themselves, from what the

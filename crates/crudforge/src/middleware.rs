@@ -75,9 +75,11 @@ pub(crate) async fn request_timeout(
 }
 
 /// The last segments of endpoints that check credentials (login, refresh, logout, password
-/// change, token login, recovery): answers there never carry `Server-Timing`.
+/// change, token login, recovery, a provider's callback): answers there never carry
+/// `Server-Timing`.
 const CREDENTIAL_ENDPOINTS: &[&str] = &[
     "login",
+    "callback",
     "refresh",
     "logout",
     "password",

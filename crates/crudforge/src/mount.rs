@@ -45,6 +45,13 @@ pub trait Mount: Send + Sync + 'static {
     )> {
         None
     }
+    /// The mounted resource's name and whether it holds secrets (a password member, or the
+    /// Token records): what the scope of an API key may name, and what it never writes. None
+    /// by default.
+    #[doc(hidden)]
+    fn resource(&self) -> Option<(&'static str, bool)> {
+        None
+    }
     /// Removes for good the rows of the mounted resource deleted before `before`, when it keeps
     /// deleted rows (`#[resource(soft_delete)]`); how many. Nothing by default.
     /// [`Api::purge_deleted`](crate::Api::purge_deleted) calls it.

@@ -78,6 +78,10 @@ diesel::table! {
         /// A refresh token's family: the id every refresh token rotated from one login's
         /// shares (null for other kinds).
         family_id -> Nullable<PortableUuid>,
+        /// An API key's scopes, space-separated (null: the owner's full access; other kinds).
+        scopes -> Nullable<Text>,
+        /// When an API key was last exchanged for an access token (null: never).
+        last_used_at -> Nullable<PortableTimestamp>,
     }
 }
 

@@ -2,7 +2,11 @@
 // Playwright's core (no browser download: the system Chromium) and axe-core, both from the
 // pinned test tools (tests/tools/package.json).
 //
-//   node admin.mjs <base URL> <admin e-mail> <admin password> <screenshot dir>
+//   node admin.mjs <base URL> <admin e-mail> <admin password> <screenshot dir> \
+//     [<sign-in provider> <e-mail of who signs in there>]
+//
+// With a provider (the test's loopback one, approving at once and sending the browser back),
+// the last step signs in through it as a new account that its claims make an administrator.
 //
 // Environment: CRUDFORGE_TOOLS_DIR (the tools' folder, node/node_modules inside) and
 // CRUDFORGE_CHROMIUM (the browser). Prints one `ok <step>` line per step, the render time of
@@ -13,7 +17,7 @@ import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-const [base, adminEmail, adminPassword, shots] = process.argv.slice(2);
+const [base, adminEmail, adminPassword, shots, providerName, providerEmail] = process.argv.slice(2);
 const tools = process.env.CRUDFORGE_TOOLS_DIR || '.tools';
 const require = createRequire(join(tools, 'node', 'node_modules', 'noop.js'));
 const { chromium } = require('playwright-core');
@@ -420,11 +424,61 @@ try {
   check(seen.errors.length === 0, `errors in the page: ${seen.errors.join(' | ')}`);
   console.log("ok jobs: a schedule run now from the page, its job cancelled and queued again, the state filter, axe");
 
+  step('keys');
+  // A key limited to reading critters, expiring in 7 days: its secret shown once, listed with
+  // its scope, exchanged at token_login (a read works, a write is 403), its last use shown,
+  // then revoked from the page (the exchange is refused).
+  await page.click('nav a[data-key="@keys"]');
+  await page.waitForSelector('#key-form');
+  await page.waitForSelector('#keys-table, #keys-empty');
+  await page.fill('#key-description', 'e2e reader');
+  await page.selectOption('#key-expiry', '7');
+  await page.check('#key-access input[value="chosen"]');
+  check(await page.$eval('#key-scopes input[data-scope="User:update"]', (i) => i.disabled), 'a write of users offered to a key');
+  await page.check('#key-scopes input[data-scope="Critter:read"]');
+  await page.click('#key-create');
+  await page.waitForSelector('#key-secret-value');
+  const secret = await page.$eval('#key-secret-value', (i) => i.value);
+  check(/^[A-Za-z0-9_-]{43}$/.test(secret), `the secret shown: ${secret}`);
+  const keyRow = '#keys-table tr[data-description="e2e reader"]';
+  await page.waitForSelector(keyRow);
+  const listedKey = await page.$eval(keyRow, (tr) => ({ state: tr.dataset.state, scopes: tr.querySelector('.key-scopes').textContent, used: tr.querySelector('.key-last-used').textContent }));
+  check(listedKey.state === 'active' && listedKey.scopes === 'Critter:read' && listedKey.used === '—', `the key listed: ${JSON.stringify(listedKey)}`);
+  const storedKey = (await call('GET', '/api/tokens/?kind=api_key', admin)).data.data.find((k) => k.description === 'e2e reader');
+  check(storedKey && storedKey.scopes === 'Critter:read' && storedKey.expires_at && !('token' in storedKey), `the key stored: ${JSON.stringify(storedKey)}`);
+  const keyAccess = (await call('POST', '/api/user/token_login', null, { token: secret })).data.access_token;
+  await call('GET', '/api/critters/?page_size=1', keyAccess);
+  const keyWrite = await fetch(`${base}/api/critters/`, { method: 'POST', headers: { Authorization: `Bearer ${keyAccess}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'Nope', species: 'cat' }) });
+  check(keyWrite.status === 403, `a write with a read key: ${keyWrite.status}`);
+  await page.click('#key-secret-done');
+  check(!(await page.$('#key-secret-value')), 'the secret still shown');
+  await page.click('nav a[data-key="critters"]');
+  await page.waitForSelector('#list', { state: 'attached' });
+  await page.click('nav a[data-key="@keys"]');
+  await page.waitForFunction((sel) => { const td = document.querySelector(`${sel} .key-last-used`); return td && td.textContent !== '—'; }, keyRow);
+  check(!(await page.$('#key-secret-value')), 'the secret shown again');
+  const keysResults = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
+  const keysSerious = keysResults.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  check(keysSerious.length === 0, `axe on the API keys view: ${JSON.stringify(keysSerious.map((v) => [v.id, v.impact, v.nodes.map((n) => n.target)]))}`);
+  await page.click(`${keyRow} button[data-action="revoke"]`);
+  await page.click(`${keyRow} button[data-action="revoke"]`);
+  await page.waitForSelector(`${keyRow}[data-state="revoked"]`);
+  const exchanged = await fetch(`${base}/api/user/token_login`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ token: secret }) });
+  check(exchanged.status === 401, `a revoked key exchanged: ${exchanged.status}`);
+  check(seen.errors.length === 0, `errors in the page: ${seen.errors.join(' | ')}`);
+  console.log('ok keys: a key limited to Critter:read created (its secret shown once), listed, exchanged (read 200, write 403), its last use shown, revoked (the exchange refused), axe');
+
   step('ordinary user');
   const other = await open(userEmail, userPassword);
   const nav = await other.page.$$eval('nav a', (as) => as.map((a) => a.dataset.key));
   check(!nav.includes('user'), `the user list offered: ${nav}`);
   check(!nav.includes('@jobs'), `the Jobs view offered: ${nav}`);
+  check(nav.includes('@keys') && !nav.includes('tokens'), `the API keys view, not the token list: ${nav}`);
+  await other.page.click('nav a[data-key="@keys"]');
+  await other.page.waitForSelector('#key-form');
+  await other.page.waitForSelector('#keys-table, #keys-empty');
+  check(!(await other.page.$('#keys-show')), "the choice of everyone's keys offered to an ordinary user");
+  check(!(await other.page.$('#keys-table tr[data-description="e2e reader"]')), "an administrator's key shown to an ordinary user");
   check(nav.includes('critters'), `critters listed: ${nav}`);
   await showList(other.page, 'critters');
   check(!(await other.page.$('#batch-delete')), 'batch delete offered');
@@ -472,6 +526,32 @@ try {
   await other.page.click('#signout');
   await other.page.waitForSelector('#signin-email');
   console.log('ok sign-out');
+
+  if (providerName) {
+    step('provider sign-in');
+    // Last, so no earlier step sees its account. The signed-out page offers the provider; a
+    // click starts the sign-in, the provider approves at once and sends the browser back to
+    // /admin/ with a code, and the page finishes the sign-in.
+    lastPage = other.page;
+    const signInWith = other.page.getByRole('button', { name: `Sign in with ${providerName}`, exact: true });
+    await signInWith.waitFor();
+    const group = await other.page.$eval('.signin-providers', (g) => [g.getAttribute('role'), document.getElementById(g.getAttribute('aria-labelledby'))?.textContent]);
+    check(group[0] === 'group' && group[1] === 'Or sign in with', `the providers' group: ${JSON.stringify(group)}`);
+    await other.page.evaluate(axeSource);
+    const signinResults = await other.page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
+    const signinSerious = signinResults.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+    check(signinSerious.length === 0, `axe on the sign-in form: ${JSON.stringify(signinSerious.map((v) => [v.id, v.impact, v.nodes.map((n) => n.target)]))}`);
+    await signInWith.click();
+    await other.page.waitForSelector('nav a', { timeout: 15000 });
+    const signedIn = await other.page.$eval('#who', (e) => e.textContent);
+    check(signedIn === `${providerEmail} (administrator)`, `the user shown: ${signedIn}`);
+    const providerNav = await other.page.$$eval('nav a', (as) => as.map((a) => a.dataset.key));
+    check(providerNav.includes('user') && providerNav.includes('@jobs'), `an administrator's navigation: ${providerNav}`);
+    const left = await other.page.evaluate(() => [location.pathname, location.search, sessionStorage.length, localStorage.length, document.cookie]);
+    check(JSON.stringify(left) === JSON.stringify(['/admin/', '', 0, 0, '']), `left behind (path, query, storage, cookies): ${JSON.stringify(left)}`);
+    check(other.seen.errors.length === 0, `errors in the page: ${other.seen.errors.join(' | ')}`);
+    console.log(`ok provider sign-in: "Sign in with ${providerName}" (axe: ${signinResults.violations.length} minor), back from the provider signed in as ${providerEmail}, an administrator by its groups; the query and the kept ticket removed`);
+  }
   console.log('admin e2e complete');
 } catch (e) {
   failed = true;

@@ -1,6 +1,7 @@
 //! crudforge's integration tests, one module per topic, built as one test binary.
 
 pub mod aggregates;
+pub mod api_keys;
 pub mod atomic;
 pub mod batch;
 pub mod busy;
@@ -31,6 +32,7 @@ pub mod openapi_lint;
 pub mod openapi_valid;
 pub mod operations;
 pub mod privilege;
+pub mod providers;
 pub mod rate_limits;
 pub mod read_rules;
 pub mod realtime;

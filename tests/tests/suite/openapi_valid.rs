@@ -33,7 +33,13 @@ fn no_null_default_on_non_nullable(path: &str, v: &Value, bad: &mut Vec<String>)
 
 backend_tests! {
     async fn the_description_is_valid(t) {
-        let cfg = t.config();
+        // With sign-in providers (feature `providers`), whose routes are described too.
+        let cfg = t.config().with(|c| {
+            let mut corp = crudforge::config::ProviderSettings::new("corp_sso", "id", "secret");
+            corp.issuer = Some("https://sso.example.com".to_owned());
+            c.providers.push(corp);
+            c.auth.auth_return_origins = vec!["https://app.example.com".to_owned()];
+        });
         let db = t.open(&cfg).await;
         let api = Api::new(cfg, db).unwrap()
             .mount(UserBlueprint::default()).unwrap()
@@ -51,6 +57,10 @@ backend_tests! {
         assert!(bad.is_empty(), "default: null on non-nullable schemas: {bad:?}");
         assert!(spec["paths"]["/api/users/{user_id}/role/"]["post"]["responses"]["403"].is_object());
         assert_eq!(spec["paths"]["/api/users/"]["get"]["summary"], "List users");
+        let callback = &spec["paths"]["/api/users/providers/corp_sso/callback/"]["post"];
+        assert_eq!(callback["operationId"], "finishUserSignInWithCorpSso");
+        assert!(callback["responses"]["401"].is_object(), "{callback}");
+        assert!(spec["paths"]["/api/users/me/identities/unlink/"]["post"]["responses"]["409"].is_object());
 
         if let Err(e) = crudforge_tests::tools::openapi_spec_validator(&body) {
             panic!("openapi-spec-validator rejects the description: {e}");

@@ -2,12 +2,15 @@
 //! under a path of the application's choice, reading only the public API.
 //!
 //! The page learns every resource from the OpenAPI description (`/openapi.json`) and signs in
-//! through the user blueprint's `login/` and `refresh/`; it has no endpoint of its own. Its
-//! Jobs view uses the jobs' API (`Api::jobs_api`, feature `jobs`) when the description has it. Each
-//! asset is answered with a strong `ETag` (a digest of its bytes, computed once), `Cache-Control:
-//! no-cache` (revalidated, then 304 while unchanged), a `Content-Security-Policy` that allows
-//! only the page's own scripts, styles and the API (no inline script, no `eval`),
-//! `X-Frame-Options: DENY`, `X-Content-Type-Options: nosniff` and `Referrer-Policy: no-referrer`.
+//! through the user blueprint's `login/` and `refresh/`, or through a sign-in provider's
+//! `start/` and `callback/` when the description has them (feature `providers`); it has no
+//! endpoint of its own. Its Jobs view uses the jobs' API (`Api::jobs_api`, feature `jobs`)
+//! when the description has it, and its API keys view the Token resource when the API mounts
+//! it. Each asset is answered with a strong `ETag` (a digest of its bytes, computed once),
+//! `Cache-Control: no-cache` (revalidated, then 304 while unchanged), a
+//! `Content-Security-Policy` that allows only the page's own scripts, styles and the API (no
+//! inline script, no `eval`), `X-Frame-Options: DENY`, `X-Content-Type-Options: nosniff` and
+//! `Referrer-Policy: no-referrer`.
 
 mod part;
 #[cfg(all(test, feature = "sqlite"))]
@@ -132,6 +135,16 @@ const ASSETS: &[Asset] = &[
         name: "jobs.js",
         media_type: "text/javascript; charset=utf-8",
         body: include_str!("assets/jobs.js"),
+    },
+    Asset {
+        name: "keys.js",
+        media_type: "text/javascript; charset=utf-8",
+        body: include_str!("assets/keys.js"),
+    },
+    Asset {
+        name: "providers.js",
+        media_type: "text/javascript; charset=utf-8",
+        body: include_str!("assets/providers.js"),
     },
 ];
 
@@ -280,7 +293,14 @@ mod tests {
             assert!(!a.body.contains("new Function"), "{}", a.name);
             assert!(!a.body.contains("innerHTML"), "{}", a.name);
             assert!(!a.body.contains("localStorage"), "{}", a.name);
-            assert!(!a.body.contains("sessionStorage"), "{}", a.name);
+            if a.name == "providers.js" {
+                // Its one use of web storage: a provider sign-in's ticket, across the trip to
+                // the provider and back; never a token.
+                assert!(!a.body.contains("access_token"), "{}", a.name);
+                assert!(!a.body.contains("refresh_token"), "{}", a.name);
+            } else {
+                assert!(!a.body.contains("sessionStorage"), "{}", a.name);
+            }
             if a.name.is_empty() {
                 assert!(!a.body.contains("<script>"), "inline script in index.html");
                 assert!(!a.body.contains("style="), "an inline style in index.html");

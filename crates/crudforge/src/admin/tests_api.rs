@@ -65,6 +65,8 @@ async fn the_page_and_its_files_carry_the_security_and_caching_headers() {
         ("/admin/main.js", "text/javascript; charset=utf-8"),
         ("/admin/api.js", "text/javascript; charset=utf-8"),
         ("/admin/jobs.js", "text/javascript; charset=utf-8"),
+        ("/admin/keys.js", "text/javascript; charset=utf-8"),
+        ("/admin/providers.js", "text/javascript; charset=utf-8"),
         ("/admin/admin.css", "text/css; charset=utf-8"),
     ] {
         let (status, headers, body) = get(&api, path, &[]).await;

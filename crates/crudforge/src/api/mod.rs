@@ -323,6 +323,9 @@ impl Api {
             .app_data(web::Data::new(crate::crud::relations::Readers::new(
                 self.mounts.iter().filter_map(|m| m.reader()),
             )))
+            .app_data(web::Data::new(crate::auth::key_scope::Resources::new(
+                self.mounts.iter().filter_map(|m| m.resource()),
+            )))
             .app_data(
                 web::JsonConfig::default()
                     .limit(limit)

@@ -14,9 +14,20 @@ use diesel::prelude::*;
 use futures_util::future::LocalBoxFuture;
 use uuid::Uuid;
 
-/// Outcome of reading the `Authorization` header, cached per request.
+/// Outcome of reading the `Authorization` header, cached per request: the caller, or the
+/// refusal (403 for a request outside an API key's scope, 401 otherwise) and its detail.
 #[derive(Clone)]
 struct Authenticated(Result<Option<CurrentUser>, (u16, String)>);
+
+impl Authenticated {
+    /// The cached outcome as the caller sees it.
+    fn outcome(self) -> Result<Option<CurrentUser>, Error> {
+        self.0.map_err(|(status, m)| match status {
+            403 => Error::Forbidden(m.into()),
+            _ => Error::Unauthorized(m.into()),
+        })
+    }
+}
 
 /// The caller, from `Authorization: Bearer <access token>`: `None` without the header.
 /// Loads the user with its roles in one query and caches it for the request.
@@ -24,7 +35,8 @@ struct Authenticated(Result<Option<CurrentUser>, (u16, String)>);
 /// # Errors
 ///
 /// 401 for a malformed header, an invalid, expired or non-access token, or a user that no
-/// longer exists or is disabled.
+/// longer exists or is disabled; 403 for a token exchanged for an API key whose scope does
+/// not allow the request (see [auth.md](https://github.com/crudforge/crudforge/blob/main/docs/auth.md), "Scoped API keys").
 pub async fn current_user(req: &HttpRequest) -> Result<Option<CurrentUser>, Error> {
     current_user_with(req, None).await
 }
@@ -47,8 +59,9 @@ async fn current_user_with(
     req: &HttpRequest,
     conn: Option<&mut Conn>,
 ) -> Result<Option<CurrentUser>, Error> {
-    if let Some(Authenticated(r)) = req.extensions().get::<Authenticated>().cloned() {
-        return r.map_err(|(_, m)| Error::Unauthorized(m.into()));
+    let cached = req.extensions().get::<Authenticated>().cloned();
+    if let Some(cached) = cached {
+        return cached.outcome();
     }
     if req
         .headers()
@@ -63,6 +76,7 @@ async fn current_user_with(
     let result = authenticate(req, conn).await;
     let cached = match &result {
         Ok(u) => Ok(u.clone()),
+        Err(e @ Error::Forbidden(_)) => Err((403, e.to_string())),
         Err(e) => Err((401, e.to_string())),
     };
     req.extensions_mut().insert(Authenticated(cached));
@@ -143,6 +157,11 @@ async fn authenticate(
         return Err(Error::Unauthorized(
             "This session has ended; log in again.".into(),
         ));
+    }
+    // A token an API key limited to scopes was exchanged for makes only the requests its
+    // scope allows, judged here, before any handler's own rules (see `key_scope`).
+    if let Some(scope) = &claims.scope {
+        super::key_scope::admit(req, scope)?;
     }
     Ok(Some(user))
 }

@@ -3,11 +3,13 @@
 //! with its roles in one query.
 //!
 //! `tokens` and `password` are pure building blocks; `extract` reads a request's
-//! `Authorization` header with them; `throttle` counts failed credential checks per account
-//! and client address and answers 429 past the limits.
+//! `Authorization` header with them; `key_scope` judges the request of an access token
+//! exchanged for an API key limited to scopes; `throttle` counts failed credential checks per
+//! account and client address and answers 429 past the limits.
 
 mod email;
 pub(crate) mod extract;
+pub(crate) mod key_scope;
 pub(crate) mod password;
 pub(crate) mod throttle;
 pub(crate) mod user;

@@ -109,7 +109,7 @@ pub(crate) async fn create_user<U>(
     let mut conn = db.get().await?;
     tx::begin(&mut conn, TxMode::Write).await?;
     let work = async {
-        let id = users::create_user_in(&mut conn, email, &hash, user.enabled).await?;
+        let id = users::create_user_in(&mut conn, email, Some(&hash), user.enabled).await?;
         feeds.record(&mut conn, USERS, Change::Created, id).await?;
         if let Some(hook) = hook {
             hook(&mut conn, id, user.extra).await?;

@@ -4,6 +4,7 @@
 //! whether `Debug` hides it); [`value`] is the grammar a value is read with, which
 //! applications use for their own settings through [`settings!`](crate::settings).
 
+mod providers;
 mod settings;
 mod signing_key;
 pub mod value;
@@ -11,6 +12,7 @@ pub mod value;
 /// A network of trusted proxies ([`HttpSettings::trusted_proxies`]): `"10.0.0.0/8".parse()`,
 /// or `IpNet::from(addr)` for a single address.
 pub use ipnet::IpNet;
+pub use providers::ProviderSettings;
 pub use settings::{AuthSettings, DbSettings, HttpSettings, ListSettings, OpsSettings};
 use std::fmt;
 use std::path::PathBuf;
@@ -55,6 +57,9 @@ pub struct Config {
     pub list: ListSettings,
     /// Operations: health and readiness routes, metrics, logs, shutdown.
     pub ops: OpsSettings,
+    /// Sign-in providers (`providers` feature): one for each name in `AUTH_PROVIDERS`, from
+    /// its `AUTH_PROVIDER_<NAME>_*` keys.
+    pub providers: Vec<ProviderSettings>,
 }
 
 impl Config {
@@ -272,12 +277,19 @@ impl Config {
     ///
     /// A malformed value, a too-short secret or an unsupported OpenAPI version.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let auth = AuthSettings::from_lookup(&lookup)?;
+        let providers = auth
+            .auth_providers
+            .iter()
+            .map(|name| ProviderSettings::from_lookup(name, &lookup))
+            .collect::<Result<_, _>>()?;
         let cfg = Config {
             http: HttpSettings::from_lookup(&lookup)?,
             db: DbSettings::from_lookup(&lookup)?,
-            auth: AuthSettings::from_lookup(&lookup)?,
+            auth,
             list: ListSettings::from_lookup(&lookup)?,
             ops: OpsSettings::from_lookup(&lookup)?,
+            providers,
         };
         cfg.validate()?;
         Ok(cfg)
@@ -696,7 +708,7 @@ mod tests {
         assert_eq!(unique.len(), documented.len(), "a key is documented twice");
         assert_eq!(
             declared.len(),
-            90,
+            93,
             "the count of keys changed: update this test"
         );
     }

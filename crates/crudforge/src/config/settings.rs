@@ -122,6 +122,15 @@ crate::settings! {
         SIGN_UP_MAX_PER_ADDRESS => sign_up_max_per_address: u32 = 20, count, plain;
         /// Length in seconds of the window the sign-ups are counted in.
         SIGN_UP_WINDOW => sign_up_window: u64 = 3600, seconds, plain;
+        /// Sign-in providers (`providers` feature): their names, comma-separated (`google`,
+        /// `github`, or a name of your own for any OpenID provider); each reads its own
+        /// `AUTH_PROVIDER_<NAME>_*` keys ([`ProviderSettings`](crate::config::ProviderSettings)).
+        AUTH_PROVIDERS => auth_providers: Vec<String> = Vec::new(), names, plain;
+        /// Sign-in providers: the origins (`https://app.example.com`) whose pages a provider
+        /// may send the browser back to (`return_to`); any other is refused.
+        AUTH_RETURN_ORIGINS => auth_return_origins: Vec<String> = Vec::new(), origins, plain;
+        /// Sign-in providers: seconds a sign-in started at a provider may take to come back.
+        AUTH_PROVIDER_TICKET_SECONDS => auth_provider_ticket_seconds: u64 = 600, seconds, plain;
     }
 }
 

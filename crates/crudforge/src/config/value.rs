@@ -208,6 +208,35 @@ pub(crate) fn log_format(key: &'static str, v: &str) -> Result<LogFormat, Config
     }
 }
 
+/// A comma-separated list of names: lower-case letters, digits and `_`, starting with a
+/// letter, each once (`google,github`).
+pub(crate) fn names(key: &'static str, v: &str) -> Result<Vec<String>, ConfigError> {
+    let names: Vec<String> = v
+        .split(',')
+        .map(|n| n.trim().to_owned())
+        .filter(|n| !n.is_empty())
+        .collect();
+    let well_formed = |n: &String| {
+        n.len() <= 40
+            && n.starts_with(|c: char| c.is_ascii_lowercase())
+            && n.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+    };
+    let unique = names
+        .iter()
+        .enumerate()
+        .all(|(i, n)| !names[..i].contains(n));
+    if names.iter().all(well_formed) && unique {
+        Ok(names)
+    } else {
+        Err(invalid(
+            key,
+            "a comma-separated list of distinct names of lower-case letters, digits and _",
+            v,
+        ))
+    }
+}
+
 /// `*`, or a comma-separated list of origins (`scheme://host[:port]`, no path).
 pub(crate) fn origins(key: &'static str, v: &str) -> Result<Vec<String>, ConfigError> {
     let origins: Vec<String> = v

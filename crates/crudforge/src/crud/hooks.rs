@@ -37,6 +37,9 @@ pub struct HookCtx {
     pub query: String,
     /// The API's state, for the library's own hooks (a surface's writes beside an account's).
     pub(crate) state: Option<actix_web::web::Data<crate::state::ApiState>>,
+    /// The resources the API mounts, which an API key's scope may name (the Token records'
+    /// own hook checks a new key's scope against them).
+    pub(crate) resources: Option<actix_web::web::Data<crate::auth::key_scope::Resources>>,
 }
 
 impl HookCtx {

@@ -361,6 +361,9 @@ impl Caller {
             state: req
                 .app_data::<actix_web::web::Data<crate::state::ApiState>>()
                 .cloned(),
+            resources: req
+                .app_data::<actix_web::web::Data<crate::auth::key_scope::Resources>>()
+                .cloned(),
         }
     }
 

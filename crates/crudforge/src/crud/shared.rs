@@ -10,6 +10,7 @@
 use super::{FieldInfo, Resource};
 use crate::crud::hooks::Hooks;
 use crate::crud::idempotency::InFlight;
+use crate::crud::limits::At;
 use crate::crud::options::{OpOptions, Operation};
 use crate::crud::route::CustomRoute;
 use crate::crud::scope::Patterns;
@@ -42,6 +43,33 @@ pub(crate) struct Shared<R: Resource> {
     /// The limits per operation and door (`CrudBlueprint::limit`), with their counts.
     pub(crate) limits: crate::crud::limits::Limits,
 }
+
+impl<R: Resource> Shared<R> {
+    /// Labels request `req` to route `at` of the blueprint with what it addresses (the
+    /// resource, the action, whether the resource holds secrets), which the caller's
+    /// authentication judges when the access token carries an API key's scope
+    /// ([`crate::auth::key_scope`]). Every generated route does it on entering
+    /// (`crud::limits::limited!`).
+    pub(crate) fn address(&self, req: &actix_web::HttpRequest, at: At) {
+        crate::auth::key_scope::address(
+            req,
+            crate::auth::key_scope::Target {
+                resource: R::NAME,
+                action: at.action(),
+                secret: holds_secrets::<R>(),
+            },
+        );
+    }
+}
+
+/// Whether `R` holds secrets a key limited to scopes never writes: a password member (a user
+/// model), or the library's Token records (API keys and refresh tokens).
+pub(crate) fn holds_secrets<R: Resource>() -> bool {
+    !<R::Create as super::Validate>::PASSWORD_MEMBERS.is_empty() || R::sql_table() == TOKENS
+}
+
+/// The SQL name of the library's Token records.
+const TOKENS: &str = "tokens";
 
 /// A `true`/`false` query parameter of one operation that a hook reads
 /// ([`HookCtx::flag`](super::HookCtx::flag)): its operation, name and description.

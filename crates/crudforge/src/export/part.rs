@@ -76,7 +76,7 @@ impl<R: Resource> Part<R> for Data {
                     async move {
                         let at = At::Door(Door::Export);
                         crate::crud::limits::limited!(
-                            &shared.limits,
+                            &shared,
                             &req,
                             at,
                             stream::export(shared.clone(), req.clone())
@@ -94,7 +94,7 @@ impl<R: Resource> Part<R> for Data {
                         async move {
                             let at = At::Door(Door::Import);
                             crate::crud::limits::limited!(
-                                &shared.limits,
+                                &shared,
                                 &req,
                                 at,
                                 import::import(shared.clone(), req.clone(), payload)

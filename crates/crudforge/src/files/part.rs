@@ -32,12 +32,7 @@ macro_rules! stream_handler {
         move |req: HttpRequest, body: web::Payload| {
             let shared = shared.clone();
             async move {
-                crate::crud::limits::limited!(
-                    &shared.limits,
-                    &req,
-                    $at,
-                    $f(&*shared, req.clone(), body)
-                )
+                crate::crud::limits::limited!(&shared, &req, $at, $f(&*shared, req.clone(), body))
             }
         }
     }};

@@ -45,6 +45,13 @@ pub struct Claims {
     /// logged out everywhere) no longer authenticates. Absent means version 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ver: Option<i64>,
+    /// What the token may reach, when it was issued for an API key limited to scopes: the
+    /// key's scope, entries separated by spaces (`read`, `Critter`, `Critter:delete`; the
+    /// `scope` claim of RFC 8693). Every request made with the token is judged against it
+    /// before the rules. Absent for ordinary logins and keys without scopes: the owner's full
+    /// access.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
 }
 
 /// How far in the future an `iat` may lie, in seconds, to allow for clocks of several
@@ -123,7 +130,7 @@ impl Tokens {
         ver: i64,
     ) -> Result<(String, Claims), Error> {
         let now = chrono::Utc::now().timestamp();
-        let claims = Claims {
+        self.sign(Claims {
             sub: user,
             exp: now.saturating_add(ttl),
             iat: now,
@@ -131,7 +138,45 @@ impl Tokens {
             kind,
             nbf: None,
             ver: (ver != 0).then_some(ver),
-        };
+            scope: None,
+        })
+    }
+
+    /// An access token that an API key was exchanged for: for `user` at credential version
+    /// `ver`, with the configured lifetime cut short at `not_after` (the key's expiry, seconds
+    /// since the epoch) when that comes first, carrying the key's `scope`.
+    ///
+    /// # Errors
+    ///
+    /// 401 when `not_after` has passed; signing failed.
+    pub(crate) fn issue_for_key(
+        &self,
+        user: Uuid,
+        ver: i64,
+        not_after: Option<i64>,
+        scope: Option<String>,
+    ) -> Result<(String, Claims), Error> {
+        let now = chrono::Utc::now().timestamp();
+        let exp = now
+            .saturating_add(self.access_ttl)
+            .min(not_after.unwrap_or(i64::MAX));
+        if exp <= now {
+            return Err(invalid_token());
+        }
+        self.sign(Claims {
+            sub: user,
+            exp,
+            iat: now,
+            jti: Uuid::new_v4(),
+            kind: TokenKind::Access,
+            nbf: None,
+            ver: (ver != 0).then_some(ver),
+            scope,
+        })
+    }
+
+    /// Signs `claims`.
+    fn sign(&self, claims: Claims) -> Result<(String, Claims), Error> {
         let token = jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
             .map_err(|e| Error::Internal(format!("signing a token: {e}")))?;
         Ok((token, claims))
@@ -251,6 +296,7 @@ mod tests {
             kind: TokenKind::Access,
             nbf: None,
             ver: None,
+            scope: None,
         };
         let tok = jsonwebtoken::encode(
             &Header::new(Algorithm::HS512),
@@ -370,6 +416,35 @@ mod tests {
         ] {
             assert!(t.verify(&signed(&bad), TokenKind::Access).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_keys_token_carries_its_scope_and_ends_with_the_key() {
+        let t = tokens();
+        let user = Uuid::new_v4();
+        let now = chrono::Utc::now().timestamp();
+        let (tok, claims) = t
+            .issue_for_key(user, 2, Some(now + 20), Some("Critter:read".to_owned()))
+            .unwrap();
+        assert!(claims.exp <= now + 20 && claims.exp > now, "{claims:?}");
+        let back = t.verify(&tok, TokenKind::Access).unwrap();
+        assert_eq!(back.scope.as_deref(), Some("Critter:read"));
+        assert_eq!(back.ver, Some(2));
+        // Without an expiry, the configured lifetime; an expiry past is refused.
+        let (_, c) = t.issue_for_key(user, 0, None, None).unwrap();
+        assert!(c.exp >= now + 60 && c.scope.is_none());
+        assert!(t.issue_for_key(user, 0, Some(now), None).is_err());
+        // A login's token has no scope claim at all; one of the wrong type is refused.
+        let (plain, _) = t.issue(user, TokenKind::Access, 60).unwrap();
+        let payload = plain.split('.').nth(1).unwrap();
+        use base64::Engine as _;
+        let json = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(payload)
+            .unwrap();
+        assert!(!String::from_utf8(json).unwrap().contains("scope"));
+        assert!(t
+            .verify(&signed(&with("scope", 7.into())), TokenKind::Access)
+            .is_err());
     }
 
     #[test]

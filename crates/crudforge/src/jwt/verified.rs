@@ -95,6 +95,7 @@ mod tests {
             kind: TokenKind::Access,
             nbf: None,
             ver: None,
+            scope: None,
         }
     }
 

@@ -275,7 +275,7 @@ impl Surface for MailSurface {
             return;
         };
         let sign_in = api.config().ops.mail_sign_in;
-        for face in flows::accounts(api) {
+        for face in crate::users::accounts(api) {
             for route in flows::routes(&face, mailer, sign_in) {
                 let path = format!("{}{}", face.prefix, route.path);
                 cfg.service(actix_web::web::resource(path).route((route.route)()));
@@ -288,7 +288,7 @@ impl Surface for MailSurface {
             return;
         };
         let sign_in = api.config().ops.mail_sign_in;
-        for face in flows::accounts(api) {
+        for face in crate::users::accounts(api) {
             let routes = flows::routes(&face, mailer, sign_in);
             crate::crud::mount::docs::custom::document_routes(
                 doc,

@@ -401,6 +401,15 @@ async fn me<U: UserModel>(
     present: Option<PresentFn<U>>,
     own_roles: bool,
 ) -> Result<HttpResponse, Error> {
+    // A read of the user resource, for an API key limited to scopes (`read`, `User:read`).
+    crate::auth::key_scope::address(
+        &req,
+        crate::auth::key_scope::Target {
+            resource: U::NAME,
+            action: crate::auth::key_scope::Action::Read,
+            secret: true,
+        },
+    );
     let user = require_user(&req).await?;
     let st = ApiState::of(&req)?;
     let mut conn = st.db.get().await?;

@@ -12,6 +12,7 @@
 //! | `sign_up` | public registration on a user blueprint: which members a self-registering caller may send |
 //! | `blueprint` | the user endpoints: CRUD plus login, refresh and me |
 //! | `session` | login, refresh, logout and password change: the tokens they issue, the login hook |
+//! | `keys` | API keys: a new key's scopes checked, a key exchanged for an access token |
 
 /// The library's own tables (users, roles, tokens, settings, domains), as Diesel `table!`s,
 /// for an application's own queries on them.
@@ -26,6 +27,7 @@ pub(crate) mod blueprint;
 pub(crate) mod domains;
 pub(crate) mod guards;
 pub(crate) mod identity;
+pub(crate) mod keys;
 pub(crate) mod model;
 pub(crate) mod privilege;
 pub(crate) mod rules;
@@ -38,18 +40,19 @@ pub use blueprint::UserBlueprint;
 pub use domains::guard_domain_delete;
 pub use guards::{guard_roles, guard_users, unguarded_roles};
 pub use identity::{normalize_stored_emails, EmailNormalization};
+pub use keys::{exchange_api_key, ApiKeyAccess};
 pub use model::{Domain, Role, Token, User, UserModel, UserRole, UserSetting};
 pub use privilege::{may_grant, DEFAULT_ROLES};
-pub use rules::{RoleRules, UserRules};
+pub use rules::{RoleRules, TokenRules, UserRules};
 pub use session::{
     access_token, issue_tokens, LoginContext, LoginHook, LoginRequest, LoginResponse,
     PasswordChange,
 };
 #[allow(
     unused_imports,
-    reason = "a door of the seam: a build without the mail feature leaves it unused"
+    reason = "a door of the seam: a build without the mail or providers feature leaves it unused"
 )]
-pub(crate) use sign_up::Accounts;
+pub(crate) use sign_up::{accounts, Accounts};
 pub use store::{
     create_user, find_by_email, grant_role, set_enabled, set_password, set_password_hash_in,
 };

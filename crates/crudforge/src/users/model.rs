@@ -1,6 +1,6 @@
 //! The user system's models: the role names, users, roles, tokens, settings and domains.
 
-use super::rules::{RoleRules, UserRules};
+use super::rules::{RoleRules, TokenRules, UserRules};
 use super::store::{set_password, users_password};
 use crate::auth::verify_password;
 use crate::crud::Resource;
@@ -88,10 +88,11 @@ pub struct UserRole {
     pub domain_id: Option<Uuid>,
 }
 
-/// A refresh token or API key of a user. Its rules mirror the owning user's.
+/// A refresh token or API key of a user. Its rules mirror the owning user's
+/// ([`TokenRules`]).
 #[derive(Debug, Clone, Queryable, Selectable, crudforge_derive::Resource)]
 #[diesel(table_name = schema::tokens)]
-#[resource(rules = OwnerRules::USER_ID)]
+#[resource(rules = TokenRules)]
 pub struct Token {
     /// Identifier.
     pub id: Uuid,
@@ -118,6 +119,18 @@ pub struct Token {
     /// Each endpoint accepts only its own kind.
     #[resource(read_only)]
     pub kind: String,
+    /// What an API key is limited to, entries separated by spaces: `read` (every read of every
+    /// resource), a resource's name (`Critter`: everything on it), or a name and an operation
+    /// (`Critter:read`, `Critter:create`, `Critter:update`, `Critter:delete`). Null: the
+    /// owner's full access. A scope only narrows the owner's rights; it never writes users or
+    /// keys. Checked against the resources of the API when the key is created (422), and
+    /// never changed after.
+    #[resource(create_only, max_len = 1024)]
+    pub scopes: Option<String>,
+    /// When the API key was last exchanged for an access token (null: never). Requests made
+    /// with that access token do not change it.
+    #[resource(read_only)]
+    pub last_used_at: Option<DateTime<Utc>>,
 }
 
 /// A per-user setting; one value per user and key.

@@ -42,3 +42,12 @@ impl<U> Rules<U> for UserRules {
 /// [`super::unguarded_roles`]). Its rules are implemented beside those checks, in `guards`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RoleRules;
+
+/// Rules of Token records (refresh tokens and API keys): those of
+/// [`OwnerRules::USER_ID`](crate::perms::OwnerRules::USER_ID), the owner and administrators,
+/// the server setting `user_id`. A blueprint of [`Token`](super::Token) also checks a new
+/// API key's `scopes` against the resources the API mounts (422 naming `scopes`, nothing
+/// stored), whatever rules the application gives it. Its rules are implemented beside that
+/// check, in `keys`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TokenRules;

@@ -163,8 +163,9 @@ pub(super) fn password_route<U: UserModel>(tag: &str) -> CustomRoute {
     .tag(tag)
 }
 
-/// The surfaces' refusals of a login whose password matched (see `Surface::admits`).
-async fn admitted(st: &ApiState, user: Uuid) -> Result<(), Error> {
+/// The surfaces' refusals of a login whose password matched (see `Surface::admits`), or of
+/// a sign-in some other way (a provider's).
+pub(crate) async fn admitted(st: &ApiState, user: Uuid) -> Result<(), Error> {
     for surface in crate::SURFACES {
         if let Some(check) = surface.admits(st, user) {
             check.await?;

@@ -189,12 +189,29 @@ pub(crate) struct UserMount {
     pub(crate) face: Accounts,
 }
 
+/// The user blueprints mounted on `api`, as they show themselves to the surfaces.
+#[allow(
+    dead_code,
+    reason = "a door of the seam: a build without the mail or providers feature leaves it unused"
+)]
+pub(crate) fn accounts(api: &crate::Api) -> Vec<Accounts> {
+    api.mounts()
+        .iter()
+        .flat_map(|m| {
+            m.faces()
+                .into_iter()
+                .filter_map(|f| f.downcast_ref::<Accounts>().cloned())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
 /// What a mounted user blueprint shows the surfaces (through [`Mount::faces`]): where its
 /// routes are, so that a surface adds its own beside them (the mail flows' `verify/`).
 #[derive(Debug, Clone)]
 #[allow(
     dead_code,
-    reason = "a door of the seam: a build without the mail feature leaves it unused"
+    reason = "a door of the seam: a build without the mail or providers feature leaves it unused"
 )]
 pub(crate) struct Accounts {
     /// The blueprint's prefix (`/api/users/`).
@@ -256,6 +273,10 @@ impl Mount for UserMount {
 
     fn reader(&self) -> Option<(&'static str, Arc<dyn std::any::Any + Send + Sync>)> {
         self.inner.reader()
+    }
+
+    fn resource(&self) -> Option<(&'static str, bool)> {
+        self.inner.resource()
     }
 
     fn purge_deleted<'a>(

@@ -66,7 +66,7 @@ pub async fn set_password_hash_in(conn: &mut Conn, user_id: Uuid, hash: &str) ->
     let n = with_conn!(conn, |c| {
         diesel_async::RunQueryDsl::execute(
             diesel::update(users::table.filter(users::id.eq(Portable(user_id)))).set((
-                users::password.eq(Some(hash.to_owned())),
+                users::password.eq(hash),
                 users::updated_at.eq(Portable(crate::timestamp::now())),
             )),
             c,
@@ -153,7 +153,7 @@ pub async fn create_user(
 ) -> Result<Uuid, Error> {
     let hash = new_user_hash(email, password, policy).await?;
     let mut conn = db.get().await?;
-    create_user_in(&mut conn, email, &hash, enabled).await
+    create_user_in(&mut conn, email, Some(&hash), enabled).await
 }
 
 /// Checks a new user's e-mail and hashes its password (off the request threads), ready for
@@ -171,8 +171,8 @@ pub(crate) async fn new_user_hash(
     hash_password(password.to_owned(), policy).await
 }
 
-/// Inserts a user with an already hashed password (see [`new_user_hash`]) on `conn`, which
-/// may be inside a transaction; the e-mail is stored [normalized](crate::auth::normalize_email).
+/// Inserts a user with an already hashed password (see [`new_user_hash`]), or none (an
+/// account that signs in through a provider), on `conn`, which may be inside a transaction; the e-mail is stored [normalized](crate::auth::normalize_email).
 /// Returns the user's id.
 ///
 /// # Errors
@@ -181,7 +181,7 @@ pub(crate) async fn new_user_hash(
 pub(crate) async fn create_user_in(
     conn: &mut Conn,
     email: &str,
-    hash: &str,
+    hash: Option<&str>,
     enabled: bool,
 ) -> Result<Uuid, Error> {
     let now = crate::timestamp::now();
@@ -194,7 +194,7 @@ pub(crate) async fn create_user_in(
                 users::created_at.eq(Portable(now)),
                 users::updated_at.eq(Portable(now)),
                 users::email.eq(email.clone()),
-                users::password.eq(Some(hash.to_owned())),
+                users::password.eq(hash),
                 users::is_enabled.eq(enabled),
             )),
             c,

@@ -320,7 +320,10 @@ pub async fn claims_current_in(conn: &mut Conn, claims: &Claims) -> Result<bool,
 }
 
 /// The owner of a usable (not revoked, not expired) Token record of `kind` with this value
-/// (an API key: [`TokenRecord::ApiKey`]).
+/// (an API key: [`TokenRecord::ApiKey`]). An API key limited to scopes is not found here: an
+/// access token made for its owner alone would have the owner's full access. To log in with
+/// a key, use [`exchange_api_key`](super::exchange_api_key), which carries its scopes, bounds
+/// the token by its expiry and records its use.
 ///
 /// # Errors
 ///
@@ -340,6 +343,7 @@ pub async fn token_owner(
                 .filter(tokens::kind.eq(kind.as_str()))
                 .filter(tokens::revoked.eq(false))
                 .filter(tokens::expires_at.is_null().or(tokens::expires_at.gt(now)))
+                .filter(tokens::scopes.is_null())
                 .select((tokens::user_id, tokens::token)),
             c,
         )
@@ -350,6 +354,90 @@ pub async fn token_owner(
     Ok(row
         .filter(|(_, stored)| bool::from(stored.as_bytes().ct_eq(digest.as_bytes())))
         .map(|(owner, _)| owner))
+}
+
+/// A usable API key as [`usable_key`] finds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct KeyRecord {
+    /// The record's id.
+    pub(crate) id: Uuid,
+    /// Its owner.
+    pub(crate) user_id: Uuid,
+    /// When it stops working.
+    pub(crate) expires_at: Option<DateTime<Utc>>,
+    /// What it is limited to (`None`: its owner's full access).
+    pub(crate) scopes: Option<String>,
+}
+
+/// The usable (not revoked, not expired) API key whose value is `value`.
+///
+/// # Errors
+///
+/// Database errors.
+pub(crate) async fn usable_key(db: &Database, value: &str) -> Result<Option<KeyRecord>, Error> {
+    type Row = (Uuid, Uuid, String, Option<DateTime<Utc>>, Option<String>);
+    let mut conn = db.get().await?;
+    let now = Portable(crate::timestamp::now());
+    let digest = digest_hex(value);
+    let row: Option<Row> = with_conn!(conn, |c| {
+        diesel_async::RunQueryDsl::get_result(
+            tokens::table
+                .filter(tokens::token.eq(digest.clone()))
+                .filter(tokens::kind.eq(TokenRecord::ApiKey.as_str()))
+                .filter(tokens::revoked.eq(false))
+                .filter(tokens::expires_at.is_null().or(tokens::expires_at.gt(now)))
+                .select((
+                    tokens::id,
+                    tokens::user_id,
+                    tokens::token,
+                    tokens::expires_at,
+                    tokens::scopes,
+                )),
+            c,
+        )
+        .await
+        .optional()
+    })?;
+    // The index found the row; compare the digests once more in constant time.
+    Ok(row
+        .filter(|(_, _, stored, ..)| bool::from(stored.as_bytes().ct_eq(digest.as_bytes())))
+        .map(|(id, user_id, _, expires_at, scopes)| KeyRecord {
+            id,
+            user_id,
+            expires_at,
+            scopes,
+        }))
+}
+
+/// Records that the API key `id` was exchanged now (`last_used_at`), if it is still usable;
+/// false when it was revoked or expired meanwhile. Its `updated_at` stays: a use is not a
+/// change of the record.
+///
+/// # Errors
+///
+/// Database errors.
+pub(crate) async fn mark_key_used(db: &Database, id: Uuid) -> Result<bool, Error> {
+    let mut conn = db.get().await?;
+    let now = crate::timestamp::now();
+    let n = with_conn!(conn, |c| {
+        diesel_async::RunQueryDsl::execute(
+            diesel::update(
+                tokens::table
+                    .filter(tokens::id.eq(Portable(id)))
+                    .filter(tokens::kind.eq(TokenRecord::ApiKey.as_str()))
+                    .filter(tokens::revoked.eq(false))
+                    .filter(
+                        tokens::expires_at
+                            .is_null()
+                            .or(tokens::expires_at.gt(Portable(now))),
+                    ),
+            )
+            .set(tokens::last_used_at.eq(Portable(Some(now)))),
+            c,
+        )
+        .await
+    })?;
+    Ok(n > 0)
 }
 
 /// The credential version of a user (0 for an unknown user); access tokens carry it.

@@ -3,9 +3,8 @@
 
 use super::domains::RefDomain;
 use actix_web::{HttpRequest, HttpResponse};
-use crudforge::auth::{self, Account, Attempt};
 use crudforge::prelude::*;
-use crudforge::users::{self, LoginContext, TokenRecord};
+use crudforge::users::{self, LoginContext, LoginHook};
 use futures_util::future::LocalBoxFuture;
 use serde::{Deserialize, Serialize};
 
@@ -53,28 +52,16 @@ pub struct AccessToken {
     pub token_type: String,
 }
 
-/// `POST /api/user/token_login`: exchanges a stored token for an access token.
+/// `POST /api/user/token_login`: exchanges a stored token (an API key) for an access token,
+/// through the library's exchange (`users::exchange_api_key`: throttled by address, the key
+/// usable and its owner enabled, the key's scope carried by the token, which ends no later
+/// than the key, and the key's last use recorded), with the domain check of the login hook.
 pub async fn token_login(req: HttpRequest, body: Json<TokenLogin>) -> Result<HttpResponse, Error> {
-    let st = ApiState::of(&req)?;
-    // Throttled by client address; an unknown token counts as a failure of the address, a
-    // disabled owner also as one of the owner's account.
-    let attempt = Attempt::begin(&req, Account::Unknown).await?;
-    let owner = users::token_owner(&st.db, TokenRecord::ApiKey, &body.token)
-        .await?
-        .ok_or_else(|| Error::Unauthorized("invalid token".into()))?;
-    let Some(user) = auth::load_user(&st.db, owner)
-        .await?
-        .filter(|u| u.is_enabled)
-    else {
-        attempt.failed_for(Account::User(owner)).await?;
-        return Err(Error::Unauthorized(
-            "The token's owner cannot log in.".into(),
-        ));
-    };
-    attempt.succeeded().await?;
-    check_domain(&st.db, &user, body.domain.as_deref()).await?;
+    let hook: &dyn LoginHook = &login_hook;
+    let access =
+        users::exchange_api_key(&req, &body.token, body.domain.as_deref(), Some(hook)).await?;
     Ok(HttpResponse::Ok().json(AccessToken {
-        access_token: users::access_token(st, user.id).await?,
-        token_type: "bearer".to_owned(),
+        access_token: access.access_token,
+        token_type: access.token_type,
     }))
 }

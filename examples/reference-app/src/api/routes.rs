@@ -12,7 +12,7 @@ use super::visits::Visit;
 use super::{login, settings, user_path};
 use actix_web::web;
 use crudforge::prelude::*;
-use crudforge::users::{guard_domain_delete, guard_roles, UserRole, DEFAULT_ROLES};
+use crudforge::users::{guard_domain_delete, guard_roles, Token, UserRole, DEFAULT_ROLES};
 use crudforge::MountError;
 
 /// Mounts every reference endpoint on `api`.
@@ -147,6 +147,10 @@ pub fn mount(api: Api, recovery_settings: RecoverySettings) -> Result<Api, Mount
         // Writes are admin-only; a domain that roles reference is deleted only with
         // `?cascade=true`.
         .mount(guard_domain_delete(RefDomain::blueprint("/api/domains/")))?
+        // API keys (and the refresh tokens of sessions): each user lists, creates and revokes
+        // their own, administrators everyone's. A key may be limited to scopes (`read`,
+        // `Critter`, `Critter:read`) and given an expiry; `token_login` exchanges it.
+        .mount(Token::blueprint("/api/tokens/"))?
         .mount(
             // Every item answer carries an ETag; PATCH and DELETE honour If-Match, POST and
             // PATCH honour Idempotency-Key (all built into generated blueprints). Batch writes

@@ -71,6 +71,16 @@ export async function login(email, password, domain) {
   keep(answer.body);
 }
 
+/**
+ * Signs in with a sign-in provider's answer: posts `body` (the ticket, and the provider's
+ * `code`, `state` and `iss`, or its `error`) to the provider's `callback/` at `path`, and keeps
+ * the tokens it answers as `login` does.
+ */
+export async function finishSignIn(path, body) {
+  const answer = await send('POST', path, { body, anonymous: true });
+  keep(answer.body);
+}
+
 /** Ends this session on the server (its refresh token revoked), then forgets the tokens. */
 export async function logout() {
   try {

@@ -1,7 +1,8 @@
 // The admin page's entry: reads the OpenAPI description, shows the sign-in form, then the
 // navigation of resources and the view the location's hash names (#/<resource>,
 // #/<resource>/<id>, #/<resource>/new; a user's page also manages its roles and sessions;
-// #/@jobs, the jobs and schedules, for administrators when the API has its jobs API).
+// #/@jobs, the jobs and schedules, for administrators when the API has its jobs API;
+// #/@keys, the API keys, when the API mounts the Token resource).
 
 import * as api from './api.js';
 import { readDescription, adminStatus } from './schema.js';
@@ -9,6 +10,8 @@ import { h, replace, say } from './dom.js';
 import { listView } from './list.js';
 import { recordView, createView } from './form.js';
 import { jobsView, JOBS_KEY } from './jobs.js';
+import { providerButtons, finishProviderSignIn } from './providers.js';
+import { keysView, KEYS_KEY } from './keys.js';
 
 const root = document.getElementById('app');
 const state = { model: null, me: null, admin: false };
@@ -26,6 +29,18 @@ async function start() {
   api.configure(state.model.auth);
   api.onSignOut(() => { state.me = null; signIn(); });
   window.addEventListener('hashchange', () => { if (state.me) route(); });
+  // Back from a sign-in provider (`code` or `error` in the query): finish signing in.
+  try {
+    if (await finishProviderSignIn(state.model.auth.providers)) {
+      await loadMe();
+      layout();
+      route();
+      return;
+    }
+  } catch (e) {
+    signIn(e.message);
+    return;
+  }
   signIn();
 }
 
@@ -57,6 +72,7 @@ function signIn(message) {
   h('label', { for: 'signin-password' }, 'Password'), password,
   domain ? [h('label', { for: 'signin-domain' }, 'Domain (optional)'), domain] : null,
   h('button', { type: 'submit' }, 'Sign in'),
+  providerButtons(state.model.auth.providers, error),
   error);
   replace(root, h('main', { id: 'main' }, form));
   email.focus();
@@ -71,8 +87,9 @@ async function loadMe() {
 /** The header, the navigation and the main area. */
 function layout() {
   const items = state.model.resources
-    .filter((r) => r.ops.list && r.visible(state.admin))
+    .filter((r) => r.ops.list && r.visible(state.admin) && !r.isKeys)
     .map((r) => h('li', {}, h('a', { href: `#/${r.key}`, dataset: { key: r.key } }, r.label)));
+  if (keysShown()) items.push(h('li', { class: 'nav-keys' }, h('a', { href: `#/${KEYS_KEY}`, dataset: { key: KEYS_KEY } }, 'API keys')));
   if (jobsShown()) items.push(h('li', { class: 'nav-jobs' }, h('a', { href: `#/${JOBS_KEY}`, dataset: { key: JOBS_KEY } }, 'Jobs')));
   const who = state.me && (state.me.email || state.me.display_name || state.me.id);
   replace(root, h('div', { class: 'layout' },
@@ -82,6 +99,11 @@ function layout() {
       h('button', { type: 'button', id: 'signout', onclick: () => api.logout() }, 'Sign out')),
     h('nav', { 'aria-label': 'Resources' }, h('ul', {}, items)),
     h('main', { id: 'main' }, h('p', { id: 'status', role: 'status', 'aria-live': 'polite' }), h('div', { id: 'view' }))));
+}
+
+/** Whether the API keys view is offered: the description has the Token resource, whose list the caller may read. */
+function keysShown() {
+  return Boolean(state.model.keys && state.model.keys.can('list', state.admin));
 }
 
 /** Whether the Jobs view is offered: the description has `listJobs`, for administrators. */
@@ -101,6 +123,10 @@ function route() {
   const ctx = { model: state.model, me: state.me, admin: state.admin, view };
   if (parts[0] === JOBS_KEY && jobsShown()) {
     jobsView(ctx, state.model.jobs);
+    return;
+  }
+  if (parts[0] === KEYS_KEY && keysShown()) {
+    keysView(ctx, state.model.keys);
     return;
   }
   const resource = state.model.resources.find((r) => r.key === parts[0]);

@@ -129,7 +129,10 @@ export function readDescription(doc) {
     if (!byName.has(name)) byName.set(name, { name, ops: {} });
     return byName.get(name);
   };
-  const auth = { login: null, refresh: null, logout: null, me: null, domain: false };
+  const auth = { login: null, refresh: null, logout: null, me: null, domain: false, providers: [] };
+  // The sign-in providers' start and callback operations (the API's feature `providers`),
+  // beside every user blueprint: `<prefix>providers/<name>/start/` and `.../callback/`.
+  const providerOps = [];
   // The administrators' jobs API (`Api::jobs_api`), when the description has it.
   const jobs = {};
   for (const [path, item] of Object.entries(doc.paths || {})) {
@@ -145,6 +148,11 @@ export function readDescription(doc) {
       else if (/^logout[A-Z]/.test(id)) auth.logout = path;
       else if (/^getCurrent[A-Z]/.test(id)) auth.me = path;
       if (JOB_OPERATIONS.includes(id)) { jobs[id] = o; continue; }
+      if (/^(start|finish)[A-Z]\w*SignInWith[A-Z]\w*$/.test(id)) {
+        const at = /^(.*\/)providers\/([^/]+)\/(start|callback)\/$/.exec(path);
+        if (at && method.toUpperCase() === 'POST') providerOps.push({ prefix: at[1], name: at[2], step: at[3], path });
+        continue;
+      }
       let m = /^(list|get|create|update|delete|restore)([A-Z]\w*)$/.exec(id);
       if (m && !/StreamTicket$/.test(id)) {
         const verb = m[1];
@@ -166,6 +174,7 @@ export function readDescription(doc) {
       if (m) ensure(m[1]).ops.download = o;
     }
   }
+  auth.providers = signInProviders(auth.login, providerOps);
   const resources = [];
   for (const r of byName.values()) {
     const list = r.ops.list;
@@ -188,7 +197,29 @@ export function readDescription(doc) {
     users.isUsers = true;
     users.label = 'Users';
   }
-  return { title: (doc.info && doc.info.title) || 'API', auth, resources: top, users, all: resources, jobs: jobs.listJobs ? jobs : null };
+  // The Token resource with its `scopes` (the library's API keys): the API keys view.
+  const keys = top.find((r) => r.name === 'Token' && r.members.some((m) => m.name === 'scopes') && r.members.some((m) => m.name === 'kind')) || null;
+  if (keys) {
+    keys.isKeys = true;
+    keys.label = 'API keys';
+  }
+  return { title: (doc.info && doc.info.title) || 'API', auth, resources: top, users, keys, all: resources, jobs: jobs.listJobs ? jobs : null };
+}
+
+/**
+ * The providers one signs in with beside the user blueprint whose `login/` is at `login`:
+ * `[{name, start, callback}]`, each with both operations, in the description's order.
+ */
+function signInProviders(login, ops) {
+  if (!login) return [];
+  const prefix = login.slice(0, -'login/'.length);
+  const found = new Map();
+  for (const o of ops) {
+    if (o.prefix !== prefix) continue;
+    if (!found.has(o.name)) found.set(o.name, { name: o.name, start: null, callback: null });
+    found.get(o.name)[o.step] = o.path;
+  }
+  return [...found.values()].filter((p) => p.start && p.callback);
 }
 
 /** Where a member goes among the columns: naming members first, the base fields last. */

@@ -5,12 +5,17 @@
 //! starts at each whole minute), so every instance agrees on them. On SQLite the process counts;
 //! on PostgreSQL the instances share one count per key in the table `crudforge_limits`, each
 //! instance leasing a share of the budget at a time ([`store`]).
+//!
+//! Every generated route enters through [`limited!`], which first labels the request with what
+//! it addresses (`Shared::address`): the resource and the action that an API key's scope is
+//! judged against when the caller is authenticated.
 
 mod docs;
 mod store;
 
 pub(crate) use docs::document;
 
+use crate::auth::key_scope::Action;
 use crate::crud::options::Operation;
 use crate::error::Error;
 use crate::perms::Door;
@@ -165,6 +170,22 @@ pub(crate) enum At {
 }
 
 impl At {
+    /// What a request to the route does to its resource, as a key's scope names it: the
+    /// reads, the feed, the export, aggregates and downloads read; an import creates; a
+    /// restore updates; a batch does what its operation does.
+    pub(crate) fn action(self) -> Action {
+        match self {
+            At::Op(op) | At::Batch(op) => match op {
+                Operation::Index | Operation::Get => Action::Read,
+                Operation::Post => Action::Create,
+                Operation::Patch | Operation::Restore => Action::Update,
+                Operation::Delete => Action::Delete,
+            },
+            At::Door(Door::Import) => Action::Create,
+            At::Door(Door::Export | Door::Aggregate | Door::Feed | Door::Download) => Action::Read,
+        }
+    }
+
     fn limited(self) -> Limited {
         match self {
             At::Op(op) | At::Batch(op) => Limited::Operation(op),
@@ -321,15 +342,19 @@ pub(crate) async fn admit(limits: &Limits, req: &HttpRequest, at: At) -> Result<
 }
 
 /// Runs `$handler` (an expression that makes the handler's future, evaluated only when the
-/// request is admitted) under the limit of route `$at` of `$limits`, for request `$req`.
+/// request is admitted) under the limit of route `$at` of the blueprint whose shared state is
+/// `$shared` (an `&Arc<Shared<R>>`), for request `$req`. Every generated route enters here:
+/// the request is first labelled with what it addresses (`Shared::address`).
 macro_rules! limited {
-    ($limits:expr, $req:expr, $at:expr, $handler:expr) => {
-        match $crate::crud::limits::admit($limits, $req, $at).await? {
+    ($shared:expr, $req:expr, $at:expr, $handler:expr) => {{
+        let shared = $shared;
+        shared.address($req, $at);
+        match $crate::crud::limits::admit(&shared.limits, $req, $at).await? {
             $crate::crud::limits::Admission::Free => $handler.await,
             $crate::crud::limits::Admission::Refused(res) => Ok(res),
             $crate::crud::limits::Admission::Counted(headers) => headers.add($handler.await),
         }
-    };
+    }};
 }
 pub(crate) use limited;
 

@@ -21,24 +21,13 @@ use crate::condition::{parse_arg, Arg, Cond, Condition, Op, Sort};
 use crate::crud::search::RANK;
 use crate::error::Error;
 use crate::field::FieldInfo;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine;
-use chacha20poly1305::aead::{Aead, KeyInit, Payload as Sealed};
-use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use serde::{Deserialize, Serialize};
-use sha2::Sha256;
 
 /// The name of the parameter, as errors name it.
 pub(crate) const PARAM: &str = "cursor";
 
 /// The payload is padded to a multiple of this many bytes before it is encrypted.
 const PAD: usize = 64;
-
-/// The length of the random nonce that opens every cursor.
-const NONCE: usize = 24;
-
-/// The length of the Poly1305 tag that closes every cursor.
-const TAG: usize = 16;
 
 /// What the cursor key is derived under (HKDF's `info`): no other key of the API uses it.
 const KEY_LABEL: &[u8] = b"crudforge cursor encryption key v1";
@@ -89,34 +78,11 @@ fn spec(sort: &[Sort]) -> String {
         .join(",")
 }
 
-/// The cipher of the cursors of an API whose signing key is `key`: its key is HKDF-SHA256 of
-/// the signing key under [`KEY_LABEL`]. Derived once per signing key and kept (every list
-/// answer with a next page encrypts a cursor, and the derivation is two HMACs); the copy of
-/// the signing key it is kept under is wiped when another key replaces it.
-fn cipher(key: &[u8]) -> Result<XChaCha20Poly1305, Error> {
-    type Kept = Option<(zeroize::Zeroizing<Vec<u8>>, XChaCha20Poly1305)>;
-    static LAST: std::sync::Mutex<Kept> = std::sync::Mutex::new(None);
-    let mut last = LAST
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    match last.as_ref() {
-        Some((k, c)) if k.as_slice() == key => Ok(c.clone()),
-        _ => {
-            let c = derive(key)?;
-            *last = Some((zeroize::Zeroizing::new(key.to_vec()), c.clone()));
-            Ok(c)
-        }
-    }
-}
-
-/// [`cipher`], derived.
-fn derive(key: &[u8]) -> Result<XChaCha20Poly1305, Error> {
-    let mut derived = zeroize::Zeroizing::new([0u8; 32]);
-    hkdf::Hkdf::<Sha256>::new(None, key)
-        .expand(KEY_LABEL, &mut derived[..])
-        .map_err(|_| Error::Internal("the cursor key cannot be derived".into()))?;
-    XChaCha20Poly1305::new_from_slice(&derived[..])
-        .map_err(|_| Error::Internal("the cursor key has the wrong length".into()))
+/// The cipher of the cursors of an API whose signing key is `key` (HKDF-SHA256 of it under
+/// [`KEY_LABEL`], kept by [`crate::seal`]).
+#[cfg(test)]
+fn cipher(key: &[u8]) -> Result<chacha20poly1305::XChaCha20Poly1305, Error> {
+    crate::seal::cipher(key, KEY_LABEL)
 }
 
 /// The associated data of `resource`'s cursors.
@@ -163,20 +129,7 @@ pub(crate) fn encode(
     let mut json = serde_json::to_vec(&payload).map_err(|e| Error::Internal(e.to_string()))?;
     // JSON readers skip trailing white space.
     json.resize(json.len().div_ceil(PAD) * PAD, b' ');
-    let mut nonce = [0u8; NONCE];
-    getrandom::fill(&mut nonce)
-        .map_err(|e| Error::Internal(format!("no random nonce for a cursor: {e}")))?;
-    let ad = associated(resource);
-    let sealed = cipher(key)?
-        .encrypt(
-            XNonce::from_slice(&nonce),
-            Sealed {
-                msg: &json,
-                aad: &ad,
-            },
-        )
-        .map_err(|_| Error::Internal("a cursor cannot be encrypted".into()))?;
-    Ok(URL_SAFE_NO_PAD.encode([&nonce[..], &sealed].concat()))
+    crate::seal::seal(key, KEY_LABEL, &associated(resource), &json)
 }
 
 fn bad(why: &str) -> Error {
@@ -199,21 +152,8 @@ pub(crate) fn decode(
     token: &str,
 ) -> Result<Position, Error> {
     let tampered = "not a cursor this API issued (was it edited?)";
-    let raw = URL_SAFE_NO_PAD.decode(token).map_err(|_| bad(tampered))?;
-    if raw.len() < NONCE + TAG {
-        return Err(bad(tampered));
-    }
-    let (nonce, sealed) = raw.split_at(NONCE);
-    let ad = associated(resource);
-    let json = cipher(key)?
-        .decrypt(
-            XNonce::from_slice(nonce),
-            Sealed {
-                msg: sealed,
-                aad: &ad,
-            },
-        )
-        .map_err(|_| bad(tampered))?;
+    let json = crate::seal::open(key, KEY_LABEL, &associated(resource), token)?
+        .ok_or_else(|| bad(tampered))?;
     let payload: Payload = serde_json::from_slice(&json).map_err(|_| bad(tampered))?;
     if payload.s != spec(sort) {
         return Err(bad(&format!(
@@ -338,6 +278,11 @@ pub(crate) fn keyset(
 mod tests {
     use super::*;
     use crate::field::Kind;
+    use crate::seal::NONCE;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use base64::Engine;
+    use chacha20poly1305::aead::{Aead, KeyInit, Payload as Sealed};
+    use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 
     static FIELDS: &[FieldInfo] = &[
         FieldInfo::new("id", Kind::Uuid),

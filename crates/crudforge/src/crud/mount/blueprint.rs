@@ -483,12 +483,7 @@ macro_rules! handler {
         move |req: actix_web::HttpRequest, body: actix_web::web::Bytes| {
             let shared = shared.clone();
             async move {
-                crate::crud::limits::limited!(
-                    &shared.limits,
-                    &req,
-                    $at,
-                    $f(&*shared, req.clone(), body)
-                )
+                crate::crud::limits::limited!(&shared, &req, $at, $f(&*shared, req.clone(), body))
             }
         }
     }};
@@ -662,6 +657,10 @@ impl<R: Resource> Mount for Mounted<R> {
         }
         let shared: Arc<dyn std::any::Any + Send + Sync> = self.shared.clone();
         Some((R::NAME, shared))
+    }
+
+    fn resource(&self) -> Option<(&'static str, bool)> {
+        Some((R::NAME, crate::crud::shared::holds_secrets::<R>()))
     }
 
     fn register(&self, cfg: &mut web::ServiceConfig) {

@@ -168,7 +168,8 @@ pub(crate) fn unreadable(param: &str, rel: &str) -> Error {
 }
 
 /// The related resource's mounted blueprint and the request's caller as its `GET` sees them;
-/// a resource not mounted, without `GET`, or whose `GET` refuses the caller is unreadable.
+/// a resource not mounted, without `GET`, whose `GET` refuses the caller, or outside the
+/// scope of the caller's API key is unreadable.
 pub(crate) async fn reader<R: Resource>(
     req: &HttpRequest,
     conn: &mut Conn,
@@ -179,6 +180,10 @@ pub(crate) async fn reader<R: Resource>(
     let who = caller_on(&shared, req, Operation::Get, conn)
         .await
         .map_err(|e| refused(e, param, rel))?;
+    // An API key limited to scopes reads another resource only if its scope lets it read it.
+    if !crate::auth::key_scope::may_read(req, R::NAME) {
+        return Err(unreadable(param, rel));
+    }
     let scope = rules::read_scope(&who, &shared, req).map_err(|e| refused(e, param, rel))?;
     Ok((shared, who, scope))
 }

@@ -49,7 +49,7 @@ use crate::error::Error;
 use crate::schema::users;
 use crate::sql_types::Portable;
 use crate::state::ApiState;
-use crate::users::{issue_tokens, Accounts, LoginResponse};
+use crate::users::{issue_tokens, LoginResponse};
 use crate::with_conn;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -100,19 +100,6 @@ pub async fn verified(conn: &mut Conn, user: Uuid) -> Result<Option<bool>, Error
 /// The mailer, when mail is configured.
 fn mailer(st: &ApiState) -> Option<&Arc<Mailer>> {
     st.ext.get::<Arc<Mailer>>()
-}
-
-/// The user blueprints mounted on `api`.
-pub(crate) fn accounts(api: &crate::Api) -> Vec<Accounts> {
-    api.mounts()
-        .iter()
-        .flat_map(|m| {
-            m.faces()
-                .into_iter()
-                .filter_map(|f| f.downcast_ref::<Accounts>().cloned())
-                .collect::<Vec<_>>()
-        })
-        .collect()
 }
 
 fn answer(status: StatusCode, detail: &str) -> HttpResponse {

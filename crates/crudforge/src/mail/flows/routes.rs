@@ -2,6 +2,7 @@
 //! how each is described.
 
 use super::*;
+use crate::users::Accounts;
 
 /// A `POST` route at `path` whose JSON body goes to `handler`, with its description's
 /// operation id, summary, success status and errors, tagged `tag`, open to anyone unless

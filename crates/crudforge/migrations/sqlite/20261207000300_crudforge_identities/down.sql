@@ -1,0 +1,2 @@
+DROP TABLE crudforge_used_tickets;
+DROP TABLE crudforge_identities;
