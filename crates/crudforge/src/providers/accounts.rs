@@ -10,6 +10,7 @@ use crate::error::Error;
 use crate::schema::{domains, user_roles, users};
 use crate::sql_types::Portable;
 use crate::state::ApiState;
+use crate::users::addresses;
 use crate::with_conn;
 use diesel::prelude::*;
 use uuid::Uuid;
@@ -53,8 +54,8 @@ pub(crate) async fn settle(
     };
     store::link(conn, name, subject, user, email.as_deref()).await?;
     if let (Some(e), true) = (email.as_deref(), person.email_verified) {
-        if address_of(conn, user).await?.as_deref() == Some(e) {
-            store::mark_verified(conn, user, e).await?;
+        if addresses::email_of(conn, user).await?.as_deref() == Some(e) {
+            addresses::record(conn, user, e, true).await?;
         }
     }
     roles(conn, user, provider, person).await?;
@@ -93,7 +94,7 @@ async fn by_address(
                 .into(),
         )),
         Some(user) => {
-            if !store::verified(conn, user).await? {
+            if addresses::verified(conn, user).await? != Some(true) {
                 store::clear_password(conn, user).await?;
             }
             Ok(user)
@@ -110,20 +111,6 @@ async fn by_address(
             Ok(user)
         }
     }
-}
-
-/// `user`'s address.
-async fn address_of(conn: &mut Conn, user: Uuid) -> Result<Option<String>, Error> {
-    Ok(with_conn!(conn, |c| {
-        diesel_async::RunQueryDsl::get_result(
-            users::table
-                .filter(users::id.eq(Portable(user)))
-                .select(users::email),
-            c,
-        )
-        .await
-        .optional()
-    })?)
 }
 
 /// A refused sign-in (401).

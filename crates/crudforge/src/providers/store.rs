@@ -1,6 +1,6 @@
 //! The providers' rows (the library's migration `crudforge_identities`): the identities that
-//! sign accounts in, the tickets already used, and, in the mail flows' table of addresses,
-//! an address a provider proved.
+//! sign accounts in, the tickets already used; and the password of an account a provider
+//! takes over.
 
 use crate::db::{Conn, Database};
 use crate::error::Error;
@@ -41,22 +41,6 @@ diesel::table! {
     }
 }
 
-diesel::table! {
-    use diesel::sql_types::*;
-    use crate::sql_types::*;
-
-    /// Accounts' addresses and whether they are verified (the mail flows' table).
-    crudforge_addresses (user_id) {
-        /// The account.
-        user_id -> PortableUuid,
-        /// Its address when it was recorded.
-        email -> Text,
-        /// When it was verified.
-        verified_at -> Nullable<BigInt>,
-    }
-}
-
-use crudforge_addresses as ad;
 use crudforge_identities as id;
 use crudforge_used_tickets as ut;
 
@@ -264,50 +248,6 @@ pub(crate) async fn has_password(conn: &mut Conn, user: Uuid) -> Result<bool, Er
         .optional()
     })?;
     Ok(password.flatten().is_some())
-}
-
-/// Whether `user`'s address is verified (an account without a recorded address is not).
-///
-/// # Errors
-///
-/// Database errors.
-pub(crate) async fn verified(conn: &mut Conn, user: Uuid) -> Result<bool, Error> {
-    let at: Option<Option<i64>> = with_conn!(conn, |c| {
-        diesel_async::RunQueryDsl::get_result(
-            ad::table
-                .filter(ad::user_id.eq(Portable(user)))
-                .select(ad::verified_at),
-            c,
-        )
-        .await
-        .optional()
-    })?;
-    Ok(at.flatten().is_some())
-}
-
-/// Records `user`'s address `email` as verified now.
-///
-/// # Errors
-///
-/// Database errors.
-pub(crate) async fn mark_verified(conn: &mut Conn, user: Uuid, email: &str) -> Result<(), Error> {
-    let at = now();
-    with_conn!(conn, |c| {
-        diesel_async::RunQueryDsl::execute(
-            diesel::insert_into(ad::table)
-                .values((
-                    ad::user_id.eq(Portable(user)),
-                    ad::email.eq(email),
-                    ad::verified_at.eq(Some(at)),
-                ))
-                .on_conflict(ad::user_id)
-                .do_update()
-                .set((ad::email.eq(email), ad::verified_at.eq(Some(at)))),
-            c,
-        )
-        .await
-    })?;
-    Ok(())
 }
 
 /// Clears `user`'s password and ends every session of it (its credential version rises, so

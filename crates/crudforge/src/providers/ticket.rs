@@ -5,7 +5,7 @@
 //! used once (its id is recorded when it comes back, [`super::store::spend`]).
 
 use crate::error::Error;
-use base64::Engine as _;
+pub(crate) use crate::seal::random_token as random;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -31,13 +31,6 @@ pub(crate) struct Ticket {
     pub(crate) expires: i64,
     /// The signed-in account that asked to link the provider; `None` for a sign-in.
     pub(crate) link: Option<Uuid>,
-}
-
-/// 256 random bits, URL-safe.
-pub(crate) fn random() -> Result<String, Error> {
-    let mut raw = [0_u8; 32];
-    getrandom::fill(&mut raw).map_err(|e| Error::Internal(format!("randomness: {e}")))?;
-    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw))
 }
 
 /// The associated data of `provider`'s tickets: a ticket is good only for its provider.

@@ -7,6 +7,7 @@
 //! | `rules` | their permission rules |
 //! | `store` | queries: passwords, accounts, roles, tokens |
 //! | `identity` | e-mail addresses: one normalized form for storage, uniqueness and lookup |
+//! | `addresses` | the recorded addresses and whether each was verified (mail's links, providers) |
 //! | `privilege` | who may grant which role; nobody changes a user who outranks them |
 //! | `domains` | domain deletion refused while roles reference the domain |
 //! | `sign_up` | public registration on a user blueprint: which members a self-registering caller may send |
@@ -23,6 +24,7 @@ pub mod schema {
     pub use crate::schema::*;
 }
 
+pub(crate) mod addresses;
 pub(crate) mod blueprint;
 pub(crate) mod domains;
 pub(crate) mod guards;

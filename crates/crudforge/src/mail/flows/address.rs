@@ -88,11 +88,11 @@ pub(super) async fn confirm(req: HttpRequest, body: TokenBody) -> Result<HttpRes
         let Some((user, new)) = store::take(conn, Flow::EmailChange, &body.token).await? else {
             return Ok(false);
         };
-        let Some(old) = address_of(conn, user).await? else {
+        let Some(old) = crate::users::addresses::email_of(conn, user).await? else {
             return Ok(false);
         };
         set_address(conn, user, &new).await?;
-        store::record(conn, user, &new, true).await?;
+        crate::users::addresses::record(conn, user, &new, true).await?;
         store::end_unused(conn, user, &[Flow::Verify, Flow::SignIn]).await?;
         let extra = serde_json::json!({ "new_email": new });
         send(
@@ -127,7 +127,7 @@ pub(super) async fn revert(req: HttpRequest, body: TokenBody) -> Result<HttpResp
             return Ok(None);
         };
         set_address(conn, user, &old).await?;
-        store::record(conn, user, &old, true).await?;
+        crate::users::addresses::record(conn, user, &old, true).await?;
         let others = [Flow::Verify, Flow::EmailChange, Flow::SignIn];
         store::end_unused(conn, user, &others).await?;
         Ok(Some(user))

@@ -91,10 +91,7 @@ impl Verification {
 ///
 /// Database errors.
 pub async fn verified(conn: &mut Conn, user: Uuid) -> Result<Option<bool>, Error> {
-    let Some(current) = address_of(conn, user).await? else {
-        return Ok(None);
-    };
-    store::verified(conn, user, &current).await
+    crate::users::addresses::verified(conn, user).await
 }
 
 /// The mailer, when mail is configured.
@@ -199,20 +196,6 @@ async fn send(
         .enqueue(conn)
         .await?;
     Ok(())
-}
-
-/// An account's address now, if it exists.
-async fn address_of(conn: &mut Conn, user: Uuid) -> Result<Option<String>, Error> {
-    Ok(with_conn!(conn, |c| {
-        diesel_async::RunQueryDsl::get_result(
-            users::table
-                .filter(users::id.eq(Portable(user)))
-                .select(users::email),
-            c,
-        )
-        .await
-        .optional()
-    })?)
 }
 
 /// Whether `user` is enabled and its address is still `email` (a link went to it).

@@ -6,7 +6,6 @@ use crate::db::Conn;
 use crate::error::Error;
 use crate::sql_types::Portable;
 use crate::with_conn;
-use base64::Engine as _;
 use diesel::prelude::*;
 use uuid::Uuid;
 
@@ -33,22 +32,7 @@ diesel::table! {
     }
 }
 
-diesel::table! {
-    use diesel::sql_types::*;
-    use crate::sql_types::*;
-
-    /// The addresses of accounts made while verification was on.
-    crudforge_addresses (user_id) {
-        /// The account.
-        user_id -> PortableUuid,
-        /// Its address when it was recorded.
-        email -> Text,
-        /// When it was verified (`None`: not yet).
-        verified_at -> Nullable<BigInt>,
-    }
-}
-
-use crudforge_addresses as ad;
+use crate::users::addresses::crudforge_addresses as ad;
 use crudforge_mail_tokens as mt;
 
 /// What a link is for; each endpoint takes only its own.
@@ -79,13 +63,6 @@ impl Flow {
     }
 }
 
-/// A new token of 256 random bits, as it goes in a link (URL-safe base64, 43 characters).
-fn new_token() -> Result<String, Error> {
-    let mut raw = [0_u8; 32];
-    getrandom::fill(&mut raw).map_err(|e| Error::Internal(format!("randomness: {e}")))?;
-    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw))
-}
-
 /// Stores a new token of `flow` for `user` about `email`, valid for `seconds`, on `conn` (in
 /// the caller's transaction); the token itself, which only the mail carries.
 ///
@@ -99,7 +76,7 @@ pub(crate) async fn issue(
     email: &str,
     seconds: u64,
 ) -> Result<String, Error> {
-    let token = new_token()?;
+    let token = crate::seal::random_token()?;
     let now = crate::jobs::now_micros();
     let life = i64::try_from(seconds.saturating_mul(1_000_000)).unwrap_or(i64::MAX / 2);
     with_conn!(conn, |c| {
@@ -177,36 +154,6 @@ pub(crate) async fn end_unused(conn: &mut Conn, user: Uuid, flows: &[Flow]) -> R
     Ok(())
 }
 
-/// Records `user`'s address `email`, verified now or not yet (replacing what was recorded).
-///
-/// # Errors
-///
-/// Database errors.
-pub(crate) async fn record(
-    conn: &mut Conn,
-    user: Uuid,
-    email: &str,
-    verified: bool,
-) -> Result<(), Error> {
-    let at = verified.then(crate::jobs::now_micros);
-    with_conn!(conn, |c| {
-        diesel_async::RunQueryDsl::execute(
-            diesel::insert_into(ad::table)
-                .values((
-                    ad::user_id.eq(Portable(user)),
-                    ad::email.eq(email),
-                    ad::verified_at.eq(at),
-                ))
-                .on_conflict(ad::user_id)
-                .do_update()
-                .set((ad::email.eq(email), ad::verified_at.eq(at))),
-            c,
-        )
-        .await
-    })?;
-    Ok(())
-}
-
 /// Marks `user`'s recorded address verified, if it is still `email`; whether it was.
 ///
 /// # Errors
@@ -227,28 +174,4 @@ pub(crate) async fn verify(conn: &mut Conn, user: Uuid, email: &str) -> Result<b
         .await
     })?;
     Ok(n > 0)
-}
-
-/// Whether `user`'s address is verified: `None` for an account without a record (made while
-/// verification was off), else whether the recorded address is verified and still its own.
-///
-/// # Errors
-///
-/// Database errors.
-pub(crate) async fn verified(
-    conn: &mut Conn,
-    user: Uuid,
-    current: &str,
-) -> Result<Option<bool>, Error> {
-    let row: Option<(String, Option<i64>)> = with_conn!(conn, |c| {
-        diesel_async::RunQueryDsl::get_result(
-            ad::table
-                .filter(ad::user_id.eq(Portable(user)))
-                .select((ad::email, ad::verified_at)),
-            c,
-        )
-        .await
-        .optional()
-    })?;
-    Ok(row.map(|(email, at)| at.is_some() && email == current))
 }

@@ -14,7 +14,7 @@ pub(crate) async fn account_created(
     if mailer(st).is_none_or(|m| m.verification == Verification::Off) {
         return Ok(());
     }
-    store::record(conn, user, email, false).await?;
+    crate::users::addresses::record(conn, user, email, false).await?;
     let seconds = st.config.ops.mail_verify_seconds;
     let extra = serde_json::Value::Null;
     send(
@@ -80,7 +80,7 @@ pub(super) async fn resend(req: HttpRequest, body: EmailBody) -> Result<HttpResp
         return Ok(answer(StatusCode::ACCEPTED, RESENT));
     };
     let mut conn = st.db.get().await?;
-    if store::verified(&mut conn, user, &email).await? != Some(false) {
+    if crate::users::addresses::verified_as(&mut conn, user, &email).await? != Some(false) {
         return Ok(answer(StatusCode::ACCEPTED, RESENT));
     }
     drop(conn);
@@ -89,7 +89,7 @@ pub(super) async fn resend(req: HttpRequest, body: EmailBody) -> Result<HttpResp
     }
     let seconds = st.config.ops.mail_verify_seconds;
     in_tx!(st, |conn| {
-        store::record(conn, user, &email, false).await?;
+        crate::users::addresses::record(conn, user, &email, false).await?;
         store::end_unused(conn, user, &[Flow::Verify]).await?;
         let extra = serde_json::Value::Null;
         send(
