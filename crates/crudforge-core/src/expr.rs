@@ -85,6 +85,11 @@ pub const CALLER_VALUES: &[(&str, &str)] = &[
     ("admin", "whether the caller is a global administrator"),
     ("signed_in", "whether the caller is signed in"),
     (
+        "second_factor",
+        "whether the caller's session passed a second factor (a TOTP code or a recovery code): \
+         `@admin and @second_factor`",
+    ),
+    (
         "new.<member>",
         "in a member rule, the value the write sends for a member (its stored value when the \
          write leaves it out): `@new.state = 'accepted'`, `amount_cents >= @new.amount_cents`",

@@ -50,6 +50,25 @@ pub struct Problem {
     /// Absent otherwise, so not required in the schema (`default`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<Violation>,
+    /// What a sign-in whose credentials were right still asks before it issues tokens (a
+    /// second factor), and the ticket the client goes on with. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub challenge: Option<Challenge>,
+}
+
+/// The next step of a sign-in that is not complete: a [`Problem`]'s `challenge`.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, schemars::JsonSchema)]
+pub struct Challenge {
+    /// `second_factor`: give a second factor (`factors` says which kinds the account has);
+    /// `second_factor_enrollment`: the account must enroll one before it may sign in.
+    pub kind: String,
+    /// The single-purpose ticket the next step sends back (`factor_ticket`); it signs
+    /// nothing else in.
+    pub ticket: String,
+    /// The kinds of second factor the next step accepts (`totp`, `recovery_code`).
+    pub factors: Vec<String>,
+    /// Seconds until the ticket expires.
+    pub expires_in: i64,
 }
 
 /// One fault in a problem's `errors`: a member the field validators refused (422), or an item
@@ -154,6 +173,7 @@ impl Problem {
             debug: None,
             request_id: None,
             errors: Vec::new(),
+            challenge: None,
         }
     }
 
@@ -258,6 +278,18 @@ pub enum Error {
     /// 403: authenticated but not allowed.
     #[error("{0}")]
     Forbidden(Cow<'static, str>),
+    /// 401 (403 when `forbidden`): the credentials were right, but the sign-in needs one
+    /// more step before it issues tokens (a second factor); the problem's `challenge` says
+    /// which and carries the ticket to go on with.
+    #[error("{detail}")]
+    Incomplete {
+        /// 403 rather than 401: the account must first enroll what is asked.
+        forbidden: bool,
+        /// Explanation.
+        detail: Cow<'static, str>,
+        /// The next step.
+        challenge: Box<Challenge>,
+    },
     /// 404: no such resource.
     #[error("{0}")]
     NotFound(Cow<'static, str>),
@@ -349,6 +381,20 @@ impl Error {
             Error::Items(items) => items_problem(items),
             Error::Unauthorized(d) => Problem::new(StatusCode::UNAUTHORIZED, d.as_ref()),
             Error::Forbidden(d) => Problem::new(StatusCode::FORBIDDEN, d.as_ref()),
+            Error::Incomplete {
+                forbidden,
+                detail,
+                challenge,
+            } => {
+                let status = if *forbidden {
+                    StatusCode::FORBIDDEN
+                } else {
+                    StatusCode::UNAUTHORIZED
+                };
+                let mut p = Problem::new(status, detail.as_ref());
+                p.challenge = Some((**challenge).clone());
+                p
+            }
             Error::NotFound(d) => Problem::new(StatusCode::NOT_FOUND, d.as_ref()),
             Error::Conflict(d) => Problem::new(StatusCode::CONFLICT, d.as_ref()),
             Error::PreconditionFailed(d) => {

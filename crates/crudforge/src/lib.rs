@@ -114,6 +114,8 @@ pub mod limits {
     //! [configuration.md](https://github.com/crudforge/crudforge/blob/main/docs/configuration.md)).
     pub use crate::crud::limits::{Limit, LimitKey, Limited};
 }
+#[cfg(feature = "factors")]
+pub(crate) mod factors;
 mod jwt;
 pub mod logging;
 pub mod metrics;
@@ -171,6 +173,8 @@ pub(crate) static SURFACES: &[&dyn api::Surface] = &[
     &mail::MailSurface,
     #[cfg(feature = "providers")]
     &providers::Providers,
+    #[cfg(feature = "factors")]
+    &factors::Factors,
 ];
 
 /// Adds to a new blueprint of `R` the parts that surfaces add by themselves, from what the

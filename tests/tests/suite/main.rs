@@ -14,6 +14,7 @@ pub mod crud;
 pub mod data;
 pub mod debug;
 pub mod doors;
+pub mod factors;
 pub mod files;
 pub mod foundation;
 pub mod identity;

@@ -110,14 +110,17 @@ pub(crate) trait Surface: Sync {
         None
     }
 
-    /// Before a login issues tokens to `user`, whose password matched: the surface's refusal,
-    /// if it has one (an address not verified while verification is required).
+    /// Before a sign-in issues tokens to `user`, whose credentials were right (a password, a
+    /// provider, a mailed link), or before a refresh renews a session of `user`
+    /// (`entry`): the surface's refusal, if it has one (an address not verified while
+    /// verification is required; a second factor still to give).
     fn admits<'a>(
         &self,
         state: &'a ApiState,
         user: uuid::Uuid,
+        entry: crate::users::session::Entry,
     ) -> Option<futures_util::future::LocalBoxFuture<'a, Result<(), Error>>> {
-        let _ = (state, user);
+        let _ = (state, user, entry);
         None
     }
 

@@ -22,6 +22,11 @@ pub(crate) use extract::current_user_on;
 pub(crate) use extract::require_user;
 pub(crate) use extract::token_subject;
 pub use extract::{current_user, load_user, Admin, Auth, MaybeAuth};
+#[allow(
+    unused_imports,
+    reason = "a door of the seam: used by the factors feature"
+)]
+pub(crate) use extract::{load_session, load_user_on};
 pub(crate) use password::verify_password;
 pub use password::{hash_password, hash_password_for, PasswordPolicy};
 pub use throttle::{record_failure, Account, Attempt};

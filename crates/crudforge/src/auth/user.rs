@@ -32,6 +32,9 @@ pub struct CurrentUser {
     pub email: String,
     /// Always true for an authenticated user (disabled users cannot authenticate).
     pub is_enabled: bool,
+    /// Whether this session passed a second factor (its token's assurance level is 2): what
+    /// a rule's `@second_factor` asks.
+    pub second_factor: bool,
     /// Roles held.
     pub roles: Vec<RoleGrant>,
 }
@@ -118,6 +121,7 @@ mod tests {
             id: Uuid::new_v4(),
             email: "a@b.c".into(),
             is_enabled: true,
+            second_factor: false,
             roles: vec![RoleGrant {
                 role: "MODERATOR".into(),
                 domain_id: Some(d),
@@ -143,6 +147,7 @@ mod tests {
             id: Uuid::new_v4(),
             email: "a@b.c".into(),
             is_enabled: true,
+            second_factor: false,
             roles: vec![grant("ADMIN", Some(d))],
         };
         assert!(!u.is_admin() && !u.is_superadmin() && u.rank() == Rank::User);

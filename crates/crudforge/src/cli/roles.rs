@@ -41,6 +41,7 @@ fn operator() -> CurrentUser {
         id: Uuid::nil(),
         email: String::new(),
         is_enabled: true,
+        second_factor: true,
         roles: vec![RoleGrant {
             role: "SUPERADMIN".to_owned(),
             domain_id: None,

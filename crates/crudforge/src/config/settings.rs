@@ -131,6 +131,18 @@ crate::settings! {
         AUTH_RETURN_ORIGINS => auth_return_origins: Vec<String> = Vec::new(), origins, plain;
         /// Sign-in providers: seconds a sign-in started at a provider may take to come back.
         AUTH_PROVIDER_TICKET_SECONDS => auth_provider_ticket_seconds: u64 = 600, seconds, plain;
+        /// Second factors (`factors` feature): the roles (`ADMIN`) whose holders must have a
+        /// second factor, comma-separated; `*` for every account.
+        AUTH_FACTOR_ROLES => auth_factor_roles: Vec<String> = Vec::new(), role_names, plain;
+        /// Second factors: the domains, by name, whose members (holders of a role in them)
+        /// must have a second factor, comma-separated.
+        AUTH_FACTOR_DOMAINS => auth_factor_domains: Vec<String> = Vec::new(), role_names, plain;
+        /// Second factors: seconds an account that must have a second factor may still sign
+        /// in without one, from its first sign-in once the requirement applies to it (0: none).
+        AUTH_FACTOR_GRACE_SECONDS => auth_factor_grace_seconds: u64 = 604_800, whole_seconds, plain;
+        /// Second factors: the name an authenticator app shows beside the account (default:
+        /// `API_TITLE`).
+        AUTH_FACTOR_ISSUER => auth_factor_issuer: Option<String> = None, some_text, plain;
     }
 }
 

@@ -237,6 +237,30 @@ pub(crate) fn names(key: &'static str, v: &str) -> Result<Vec<String>, ConfigErr
     }
 }
 
+/// A comma-separated list of role or domain names as the application spells them (`ADMIN`,
+/// `acme`), each once; `*` stands for every one.
+pub(crate) fn role_names(key: &'static str, v: &str) -> Result<Vec<String>, ConfigError> {
+    let names: Vec<String> = v
+        .split(',')
+        .map(|n| n.trim().to_owned())
+        .filter(|n| !n.is_empty())
+        .collect();
+    let well_formed = |n: &String| n.len() <= 100 && !n.contains(char::is_whitespace);
+    let unique = names
+        .iter()
+        .enumerate()
+        .all(|(i, n)| !names[..i].contains(n));
+    if names.iter().all(well_formed) && unique {
+        Ok(names)
+    } else {
+        Err(invalid(
+            key,
+            "a comma-separated list of distinct names without spaces, or *",
+            v,
+        ))
+    }
+}
+
 /// `*`, or a comma-separated list of origins (`scheme://host[:port]`, no path).
 pub(crate) fn origins(key: &'static str, v: &str) -> Result<Vec<String>, ConfigError> {
     let origins: Vec<String> = v

@@ -96,6 +96,7 @@ mod tests {
             nbf: None,
             ver: None,
             scope: None,
+            aal: None,
         }
     }
 

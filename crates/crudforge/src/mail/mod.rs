@@ -321,8 +321,11 @@ impl Surface for MailSurface {
         &self,
         state: &'a ApiState,
         user: uuid::Uuid,
+        entry: crate::users::session::Entry,
     ) -> Option<LocalBoxFuture<'a, Result<(), Error>>> {
-        Some(Box::pin(flows::admits(state, user)))
+        // Only a sign-in is refused for an address not verified: a session it let in goes on.
+        (entry == crate::users::session::Entry::SignIn)
+            .then(|| Box::pin(flows::admits(state, user)) as LocalBoxFuture<'a, _>)
     }
 
     fn job<'a>(

@@ -55,6 +55,7 @@ mod tests {
             id: Uuid::new_v4(),
             email: "a@b.c".into(),
             is_enabled: true,
+            second_factor: false,
             roles: roles
                 .iter()
                 .map(|(r, d)| RoleGrant {

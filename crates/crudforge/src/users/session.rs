@@ -163,11 +163,23 @@ pub(super) fn password_route<U: UserModel>(tag: &str) -> CustomRoute {
     .tag(tag)
 }
 
-/// The surfaces' refusals of a login whose password matched (see `Surface::admits`), or of
-/// a sign-in some other way (a provider's).
-pub(crate) async fn admitted(st: &ApiState, user: Uuid) -> Result<(), Error> {
+/// Where a session is being granted, for the surfaces' refusals (`Surface::admits`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Entry {
+    /// A sign-in: a password, a provider, a mailed link or a password reset.
+    SignIn,
+    /// A refresh of a session whose sign-in did (`true`) or did not pass a second factor.
+    Refresh {
+        /// The session passed a second factor.
+        second_factor: bool,
+    },
+}
+
+/// The surfaces' refusals of a login whose password matched (see `Surface::admits`), of a
+/// sign-in some other way (a provider's, a mailed link's), or of a refresh.
+pub(crate) async fn admitted(st: &ApiState, user: Uuid, entry: Entry) -> Result<(), Error> {
     for surface in crate::SURFACES {
-        if let Some(check) = surface.admits(st, user) {
+        if let Some(check) = surface.admits(st, user, entry) {
             check.await?;
         }
     }
@@ -213,25 +225,40 @@ pub(crate) async fn issue_tokens_in(
     conn: &mut Conn,
     user: Uuid,
 ) -> Result<LoginResponse, Error> {
-    let version = token_version_in(conn, user).await?;
-    issue_in_family(st, conn, user, version, Uuid::new_v4()).await
+    issue_tokens_at(st, conn, user, None).await
 }
 
-/// Issues an access token and a refresh token at credential version `version`, the refresh
-/// token stored in the refresh-token family `family`.
+/// [`issue_tokens_in`] at the assurance level `aal` (2: the sign-in passed a second factor;
+/// see [`Claims::aal`]).
+///
+/// # Errors
+///
+/// Database errors.
+pub(crate) async fn issue_tokens_at(
+    st: &ApiState,
+    conn: &mut Conn,
+    user: Uuid,
+    aal: Option<u8>,
+) -> Result<LoginResponse, Error> {
+    let version = token_version_in(conn, user).await?;
+    issue_in_family(st, conn, user, version, Uuid::new_v4(), aal).await
+}
+
+/// Issues an access token and a refresh token at credential version `version` and assurance
+/// level `aal`, the refresh token stored in the refresh-token family `family`.
 async fn issue_in_family(
     st: &ApiState,
     conn: &mut Conn,
     user: Uuid,
     version: i64,
     family: Uuid,
+    aal: Option<u8>,
 ) -> Result<LoginResponse, Error> {
+    let tokens = &st.tokens;
     let (access, _) =
-        st.tokens
-            .issue_versioned(user, TokenKind::Access, st.tokens.access_ttl, version)?;
+        tokens.issue_assured(user, TokenKind::Access, tokens.access_ttl, version, aal)?;
     let (refresh, claims) =
-        st.tokens
-            .issue_versioned(user, TokenKind::Refresh, st.tokens.refresh_ttl, version)?;
+        tokens.issue_assured(user, TokenKind::Refresh, tokens.refresh_ttl, version, aal)?;
     let expires = DateTime::from_timestamp(claims.exp, 0);
     store_refresh_in(conn, user, &claims.jti.to_string(), expires, family).await?;
     Ok(LoginResponse {
@@ -283,7 +310,7 @@ pub(super) async fn login(
         };
         h.validate(&ctx).await?;
     }
-    admitted(st, id).await?;
+    admitted(st, id, Entry::SignIn).await?;
     if let Some(stored) = stored {
         rehash_if_weaker(st, id, &stored, body.password).await;
     }
@@ -327,6 +354,11 @@ async fn refresh(req: HttpRequest, body: RefreshRequest) -> Result<HttpResponse,
     // against that account (see auth::throttle).
     let attempt = Attempt::begin(&req, Account::Unknown).await?;
     let claims = st.tokens.verify(&body.refresh_token, TokenKind::Refresh)?;
+    // The surfaces may refuse a session to go on (a second factor now required of it).
+    let entry = Entry::Refresh {
+        second_factor: claims.second_factor(),
+    };
+    admitted(st, claims.sub, entry).await?;
     // Checked and rotated in one transaction: a failure in between leaves the old token
     // usable, and a family revoked for reuse stays revoked although the answer is 401.
     let mut conn = st.db.get().await?;
@@ -382,7 +414,8 @@ async fn rotate(st: &ApiState, conn: &mut Conn, claims: &Claims) -> Result<Rotat
     if !revoke_record_in(conn, record.id).await? {
         return Ok(Rotation::Refused);
     }
-    let tokens = issue_in_family(st, conn, claims.sub, version, record.family).await?;
+    let family = record.family;
+    let tokens = issue_in_family(st, conn, claims.sub, version, family, claims.aal).await?;
     Ok(Rotation::Issued(tokens))
 }
 

@@ -477,6 +477,16 @@ pub(crate) async fn token_version_in(conn: &mut Conn, user_id: Uuid) -> Result<i
 /// Database errors.
 pub async fn end_sessions(db: &Database, user_id: Uuid) -> Result<(), Error> {
     let mut conn = db.get().await?;
+    end_sessions_in(&mut conn, user_id).await
+}
+
+/// [`end_sessions`] on `conn` (inside the caller's transaction, so that the sessions end
+/// with the write that ends them, a second factor enrolled or removed).
+///
+/// # Errors
+///
+/// Database errors.
+pub(crate) async fn end_sessions_in(conn: &mut Conn, user_id: Uuid) -> Result<(), Error> {
     let now = crate::timestamp::now();
     // One statement: a database trigger revokes the refresh tokens when the version rises.
     with_conn!(conn, |c| {

@@ -404,6 +404,7 @@ impl<R: Resource> CrudBlueprint<R> {
             id: uuid::Uuid::nil(),
             email: String::new(),
             is_enabled: true,
+            second_factor: false,
             roles: Vec::new(),
         };
         // Expression rules check themselves: members, paths, operators and values.

@@ -91,6 +91,7 @@ mod tests {
             id: uuid::Uuid::new_v4(),
             email: String::new(),
             is_enabled: true,
+            second_factor: false,
             roles: role
                 .map(|r| RoleGrant {
                     role: r.to_owned(),

@@ -202,6 +202,7 @@ fn term(t: &CallerTerm, user: Option<&CurrentUser>, sent: Sent<'_>) -> Folded {
         },
         (CallerTerm::SignedIn, u) => truth(u.is_some()),
         (CallerTerm::Admin, u) => truth(u.is_some_and(CurrentUser::is_admin)),
+        (CallerTerm::SecondFactor, u) => truth(u.is_some_and(|u| u.second_factor)),
         (CallerTerm::Role(names), u) => {
             truth(u.is_some_and(|u| names.iter().any(|n| u.has_role(n, None))))
         }
@@ -548,6 +549,7 @@ mod tests {
             id: uuid::Uuid::new_v4(),
             email: "u@example.com".into(),
             is_enabled: true,
+            second_factor: false,
             roles: roles
                 .iter()
                 .map(|(r, d)| RoleGrant {

@@ -65,6 +65,8 @@ pub(super) async fn sign_in(req: HttpRequest, body: TokenBody) -> Result<HttpRes
         return Err(invalid());
     };
     attempt.succeeded().await?;
+    // The link proved the address, not a second factor: the surfaces may ask for one.
+    admitted(st, user, Entry::SignIn).await?;
     Ok(HttpResponse::Ok().json(issue_tokens(st, user).await?))
 }
 
@@ -113,6 +115,8 @@ pub(super) async fn reset(req: HttpRequest, body: PasswordReset) -> Result<HttpR
         return Err(invalid());
     };
     attempt.succeeded().await?;
+    // The link proved the address, not a second factor: the surfaces may ask for one.
+    admitted(st, user, Entry::SignIn).await?;
     Ok(HttpResponse::Ok().json(issue_tokens(st, user).await?))
 }
 

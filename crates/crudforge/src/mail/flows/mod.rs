@@ -49,6 +49,7 @@ use crate::error::Error;
 use crate::schema::users;
 use crate::sql_types::Portable;
 use crate::state::ApiState;
+use crate::users::session::{admitted, Entry};
 use crate::users::{issue_tokens, LoginResponse};
 use crate::with_conn;
 use actix_web::http::StatusCode;

@@ -225,6 +225,7 @@ fn who_by_rules<R: 'static>(
         id: uuid::Uuid::new_v4(),
         email: String::new(),
         is_enabled: true,
+        second_factor: false,
         roles: Vec::new(),
     };
     let domain = uuid::Uuid::new_v4();

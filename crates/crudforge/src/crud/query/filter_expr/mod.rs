@@ -104,6 +104,8 @@ pub(crate) enum CallerTerm {
     Admin,
     /// `@signed_in`: there is a caller.
     SignedIn,
+    /// `@second_factor`: the caller's session passed a second factor.
+    SecondFactor,
     /// `true` or `false`.
     Const(bool),
     /// `@new.member <op> value` (member rules only): the value the write sends for the member,
@@ -340,7 +342,8 @@ impl<T: Tree> Parser<'_, T> {
         self.comparison()
     }
 
-    /// A term of a rule that stands alone: `true`, `false`, `@admin`, `@signed_in`, or a
+    /// A term of a rule that stands alone: `true`, `false`, `@admin`, `@signed_in`,
+    /// `@second_factor`, or a
     /// comparison of `@role`.
     fn caller_atom(&mut self) -> Result<Option<T>, Error> {
         let (t, pos) = self.peek().clone();
@@ -356,6 +359,7 @@ impl<T: Tree> Parser<'_, T> {
                 match name.as_str() {
                     "admin" => CallerTerm::Admin,
                     "signed_in" => CallerTerm::SignedIn,
+                    "second_factor" => CallerTerm::SecondFactor,
                     "role" => {
                         self.next();
                         return self.role().map(Some);
