@@ -5,11 +5,14 @@
 //! restore, batch delete, a role grant, the XSS case, an accessibility check, the Jobs view (a
 //! schedule run now, its job cancelled and retried, the state filter), the API keys view (a
 //! key limited to one read created, listed, exchanged and revoked), an ordinary
-//! user's narrower view and a domain administrator's (no more than an ordinary user's), and
-//! last a sign-in through a provider (the loopback [`MockProvider`], whose `/authorize` sends
-//! the browser back to `/admin/` at once) as a new account made an administrator by its
-//! `groups` claim. Skipped with a message where Chromium or the npm tools are missing;
-//! mandatory with `CRUDFORGE_REQUIRE_BROWSER=1` and `CRUDFORGE_REQUIRE_TOOLS=1`.
+//! user's narrower view and a domain administrator's (no more than an ordinary user's), a
+//! sign-in through a provider (the loopback [`MockProvider`], whose `/authorize` sends the
+//! browser back to `/admin/` at once) as a new account made an administrator by its `groups`
+//! claim, and last the second factors: a sign-in with a password then a code (TOTP, computed
+//! by the script; a wrong one refused first), and a member of a domain whose members must have
+//! a factor (`AUTH_FACTOR_DOMAINS`, no grace period) enrolling its first one on the page.
+//! Skipped with a message where Chromium or the npm tools are missing; mandatory with
+//! `CRUDFORGE_REQUIRE_BROWSER=1` and `CRUDFORGE_REQUIRE_TOOLS=1`.
 //!
 //! With `CRUDFORGE_ADMIN_SCREENSHOTS=1` the screenshots (`list.png`, `form.png`) are written
 //! to `docs/admin/`; otherwise to a temporary folder.
@@ -27,6 +30,9 @@ const PROVIDER: &str = "mock";
 /// Who signs in at the provider: a new person, not the administrator above (linking an
 /// existing account whose address was never verified would clear its password, by design).
 const PROVIDER_EMAIL: &str = "oidc-admin@example.com";
+/// The domain whose members must have a second factor (`AUTH_FACTOR_DOMAINS`), at once: the
+/// script makes it, and a member who enrolls one through the page.
+const FACTOR_DOMAIN: &str = "Vault";
 
 /// One database to run on: its name, the server's environment, and the PostgreSQL database
 /// kept alive while it runs.
@@ -123,6 +129,8 @@ fn the_admin_page_works_in_a_real_browser() {
         mock.register_redirect(&format!("{base}/admin/"));
         let mut server_env = env.clone();
         server_env.extend(provider_env(&mock, &base));
+        server_env.push(("AUTH_FACTOR_DOMAINS", FACTOR_DOMAIN.to_owned()));
+        server_env.push(("AUTH_FACTOR_GRACE_SECONDS", "0".to_owned()));
         let server = Server::start_on(dir.path(), &server_env, port);
         let authorized = mock.hits("/authorize");
         let shots: PathBuf = if name == "sqlite"
@@ -142,6 +150,7 @@ fn the_admin_page_works_in_a_real_browser() {
                 .arg(&shots)
                 .arg(PROVIDER)
                 .arg(PROVIDER_EMAIL)
+                .arg(FACTOR_DOMAIN)
                 .env("CRUDFORGE_TOOLS_DIR", tools::tools_dir())
                 .env("CRUDFORGE_CHROMIUM", &browser),
         );
@@ -152,6 +161,11 @@ fn the_admin_page_works_in_a_real_browser() {
         assert!(said.contains("admin e2e complete"), "[{name}] {said}");
         assert!(!said.contains("FAILED"), "[{name}] {said}");
         assert!(said.contains("ok provider sign-in"), "[{name}] {said}");
+        assert!(said.contains("ok second factor sign-in"), "[{name}] {said}");
+        assert!(
+            said.contains("ok second factor enrollment"),
+            "[{name}] {said}"
+        );
         assert_eq!(
             mock.hits("/authorize"),
             authorized + 1,

@@ -3,21 +3,25 @@
 // pinned test tools (tests/tools/package.json).
 //
 //   node admin.mjs <base URL> <admin e-mail> <admin password> <screenshot dir> \
-//     [<sign-in provider> <e-mail of who signs in there>]
+//     [<sign-in provider> <e-mail of who signs in there> [<domain whose members need a factor>]]
 //
 // With a provider (the test's loopback one, approving at once and sending the browser back),
-// the last step signs in through it as a new account that its claims make an administrator.
+// a step signs in through it as a new account that its claims make an administrator. Then a
+// new user with an authenticator app (TOTP, its codes computed here) signs in with its
+// password and a code; with a domain named in the server's AUTH_FACTOR_DOMAINS (no grace
+// period), a member of it signs in by enrolling its first factor on the page.
 //
 // Environment: CRUDFORGE_TOOLS_DIR (the tools' folder, node/node_modules inside) and
 // CRUDFORGE_CHROMIUM (the browser). Prints one `ok <step>` line per step, the render time of
 // a 50-row list, and `admin e2e complete`; the first failed step prints `FAILED <step>: ...`
 // and exits with 1.
 
+import { createHmac } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-const [base, adminEmail, adminPassword, shots, providerName, providerEmail] = process.argv.slice(2);
+const [base, adminEmail, adminPassword, shots, providerName, providerEmail, factorDomain] = process.argv.slice(2);
 const tools = process.env.CRUDFORGE_TOOLS_DIR || '.tools';
 const require = createRequire(join(tools, 'node', 'node_modules', 'noop.js'));
 const { chromium } = require('playwright-core');
@@ -26,6 +30,8 @@ const axeSource = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 const userEmail = 'ordinary@example.com';
 const userPassword = 'ordinary pass phrase';
 const domainAdminEmail = 'domain.admin@example.com';
+const factorEmail = 'second.factor@example.com';
+const enrollEmail = 'must.enroll@example.com';
 const XSS = '<img src=x onerror=alert(1)>';
 // A 1x1 PNG.
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
@@ -49,6 +55,76 @@ async function call(method, path, token, body, headers = {}) {
 
 async function token(email, password) {
   return (await call('POST', '/api/user/login/', null, { email, password })).data.access_token;
+}
+
+// ---- Second factors: an authenticator app's codes (RFC 6238 over RFC 4226). ----
+/** The bytes of a base32 text (RFC 4648; spaces and padding ignored). */
+function base32(text) {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+  const out = [];
+  let value = 0;
+  let bits = 0;
+  for (const ch of text.replace(/[\s=]/g, '').toUpperCase()) {
+    const i = alphabet.indexOf(ch);
+    if (i < 0) throw new Error(`not base32: ${text}`);
+    value = ((value << 5) | i) & 0xffff;
+    bits += 5;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push((value >> bits) & 0xff);
+    }
+  }
+  return Buffer.from(out);
+}
+
+/** The 6-digit code of time step `step` (30 s since 1970) for the secret `key`: HMAC-SHA1, dynamic truncation. */
+function totp(key, step) {
+  const counter = Buffer.alloc(8);
+  counter.writeBigUInt64BE(BigInt(step));
+  const mac = createHmac('sha1', key).update(counter).digest();
+  const at = mac[mac.length - 1] & 0xf;
+  return String((mac.readUInt32BE(at) & 0x7fffffff) % 1000000).padStart(6, '0');
+}
+
+/** The current time step. */
+function stepNow() {
+  return Math.floor(Date.now() / 30000);
+}
+
+/** Waits into the next time step when the current one ends within `seconds`. */
+async function awayFromStepEnd(seconds) {
+  const left = 30000 - (Date.now() % 30000);
+  if (left < seconds * 1000) await new Promise((done) => setTimeout(done, left + 200));
+}
+
+/** A 6-digit code that is no code of `key` from two steps ago to two steps ahead. */
+function wrongCode(key) {
+  const near = new Set([-2, -1, 0, 1, 2].map((d) => totp(key, stepNow() + d)));
+  let n = 0;
+  while (near.has(String(n).padStart(6, '0'))) n += 1;
+  return String(n).padStart(6, '0');
+}
+
+/** A fresh browser context on the sign-in form, its errors and dialogs collected. */
+async function signInPage() {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  lastPage = page;
+  const seen = { errors: [] };
+  page.on('dialog', async (d) => { seen.errors.push(`dialog: ${d.message()}`); await d.dismiss(); });
+  page.on('pageerror', (e) => seen.errors.push(`page error: ${e.message}`));
+  page.on('console', (m) => { if (m.type() === 'error' && !/status of 4\d\d/.test(m.text())) seen.errors.push(`console: ${m.text()}`); });
+  await page.goto(`${base}/admin/`);
+  await page.waitForSelector('#signin-email');
+  return { context, page, seen };
+}
+
+/** Serious or critical axe violations on `page`, as text (empty when none). */
+async function axeSerious(page) {
+  if (!(await page.evaluate(() => Boolean(window.axe)))) await page.evaluate(axeSource);
+  const results = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
+  const serious = results.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  return serious.length ? JSON.stringify(serious.map((v) => [v.id, v.impact, v.nodes.map((n) => n.target)])) : '';
 }
 
 // ---- The browser. ----
@@ -551,6 +627,86 @@ try {
     check(JSON.stringify(left) === JSON.stringify(['/admin/', '', 0, 0, '']), `left behind (path, query, storage, cookies): ${JSON.stringify(left)}`);
     check(other.seen.errors.length === 0, `errors in the page: ${other.seen.errors.join(' | ')}`);
     console.log(`ok provider sign-in: "Sign in with ${providerName}" (axe: ${signinResults.violations.length} minor), back from the provider signed in as ${providerEmail}, an administrator by its groups; the query and the kept ticket removed`);
+  }
+
+  step('second factor sign-in');
+  // A user of its own: once its factor is confirmed, its password alone signs in no more (and
+  // its earlier sessions end). Enrolled and confirmed through the API with the code of the
+  // previous time step, so that the current step's code, each step being taken once, is
+  // still unused when the page sends it.
+  await call('POST', '/api/user/', admin, { email: factorEmail, password: userPassword });
+  const factorToken = await token(factorEmail, userPassword);
+  const enrolled = (await call('POST', '/api/user/me/factors/totp/', factorToken, { label: 'e2e' })).data;
+  const factorKey = base32(enrolled.secret);
+  await awayFromStepEnd(3);
+  const confirmed = (await call('POST', `/api/user/me/factors/${enrolled.id}/confirm/`, factorToken, { code: totp(factorKey, stepNow() - 1) })).data;
+  check(confirmed.access_token && confirmed.recovery_codes?.length === 10, `the factor confirmed: ${JSON.stringify(Object.keys(confirmed))}`);
+  const fourth = await signInPage();
+  await fourth.page.fill('#signin-email', factorEmail);
+  await fourth.page.fill('#signin-password', userPassword);
+  await fourth.page.click('form.signin button[type=submit]');
+  await fourth.page.waitForSelector('#factor-code');
+  const codeInput = await fourth.page.$eval('#factor-code', (i) => [i.getAttribute('autocomplete'), i.getAttribute('inputmode'), document.querySelector('label[for="factor-code"]')?.textContent, document.activeElement === i]);
+  check(JSON.stringify(codeInput) === JSON.stringify(['one-time-code', 'numeric', 'Code', true]), `the code's input (autocomplete, inputmode, label, focused): ${JSON.stringify(codeInput)}`);
+  await fourth.page.click('#factor-switch');
+  await fourth.page.waitForFunction(() => document.querySelector('label[for="factor-code"]')?.textContent === 'Recovery code');
+  await fourth.page.click('#factor-switch');
+  await fourth.page.waitForFunction(() => document.querySelector('label[for="factor-code"]')?.textContent === 'Code');
+  const factorAxe = await axeSerious(fourth.page);
+  check(!factorAxe, `axe on the code's step: ${factorAxe}`);
+  await fourth.page.fill('#factor-code', wrongCode(factorKey));
+  await fourth.page.click('#factor-submit');
+  await fourth.page.waitForFunction(() => document.getElementById('factor-error')?.textContent.length > 0);
+  const codeRefusal = await fourth.page.$eval('#factor-error', (p) => p.textContent);
+  check(/code/i.test(codeRefusal) && !(await fourth.page.$('nav a')), `the wrong code's refusal: ${codeRefusal}`);
+  await awayFromStepEnd(2);
+  await fourth.page.fill('#factor-code', totp(factorKey, stepNow()));
+  await fourth.page.click('#factor-submit');
+  await fourth.page.waitForSelector('nav a', { timeout: 15000 });
+  const factorWho = await fourth.page.$eval('#who', (e) => e.textContent);
+  check(factorWho === factorEmail, `the user shown: ${factorWho}`);
+  const factorLeft = await fourth.page.evaluate(() => [sessionStorage.length, localStorage.length, document.cookie]);
+  check(JSON.stringify(factorLeft) === JSON.stringify([0, 0, '']), `left behind (storage, cookies): ${JSON.stringify(factorLeft)}`);
+  check(fourth.seen.errors.length === 0, `errors in the page: ${fourth.seen.errors.join(' | ')}`);
+  await fourth.context.close();
+  console.log(`ok second factor sign-in: the password, then the code's step (a wrong code refused: "${codeRefusal}"), then the current code: signed in as ${factorEmail}`);
+
+  if (factorDomain) {
+    step('second factor enrollment');
+    // A member of the domain whose members must have a factor, with no grace period: its
+    // sign-in is refused until it enrolls one, which the page does with the refusal's ticket.
+    const vault = (await call('POST', '/api/domains/', admin, { name: factorDomain })).data;
+    const member = (await call('POST', '/api/user/', admin, { email: enrollEmail, password: userPassword })).data;
+    await call('POST', `/api/user/${member.id}/role/`, admin, { role: 'USER', domain_id: vault.id });
+    const fifth = await signInPage();
+    await fifth.page.fill('#signin-email', enrollEmail);
+    await fifth.page.fill('#signin-password', userPassword);
+    await fifth.page.click('form.signin button[type=submit]');
+    await fifth.page.waitForSelector('#enroll-secret');
+    const shown = await fifth.page.evaluate(() => [document.getElementById('enroll-secret').textContent, document.getElementById('enroll-url').textContent]);
+    check(/^otpauth:\/\/totp\//.test(shown[1]) && shown[1].includes(`secret=${shown[0].replace(/\s/g, '')}`), `the key and address shown: ${JSON.stringify(shown)}`);
+    const enrollKey = base32(shown[0]);
+    const enrollAxe = await axeSerious(fifth.page);
+    check(!enrollAxe, `axe on the enrollment's step: ${enrollAxe}`);
+    await fifth.page.fill('#enroll-code', wrongCode(enrollKey));
+    await fifth.page.click('#enroll-submit');
+    await fifth.page.waitForFunction(() => document.getElementById('enroll-error')?.textContent.length > 0);
+    await awayFromStepEnd(2);
+    await fifth.page.fill('#enroll-code', totp(enrollKey, stepNow()));
+    await fifth.page.click('#enroll-submit');
+    await fifth.page.waitForSelector('#recovery-codes li');
+    const codes = await fifth.page.$$eval('#recovery-codes li', (lis) => lis.map((li) => li.textContent));
+    check(codes.length === 10 && new Set(codes).size === 10, `the recovery codes shown: ${JSON.stringify(codes)}`);
+    await fifth.page.click('#recovery-continue');
+    await fifth.page.waitForSelector('nav a', { timeout: 15000 });
+    const enrolledWho = await fifth.page.$eval('#who', (e) => e.textContent);
+    check(enrolledWho === enrollEmail, `the user shown: ${enrolledWho}`);
+    const again = await fetch(`${base}/api/user/login/`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ email: enrollEmail, password: userPassword }) });
+    const againBody = await again.json();
+    check(again.status === 401 && againBody.challenge?.kind === 'second_factor', `a password sign-in after enrolling: ${again.status} ${JSON.stringify(againBody.challenge)}`);
+    check(fifth.seen.errors.length === 0, `errors in the page: ${fifth.seen.errors.join(' | ')}`);
+    await fifth.context.close();
+    console.log(`ok second factor enrollment: a member of ${factorDomain} refused until it enrolls; its key and otpauth address shown, a wrong code refused, confirmed, 10 recovery codes shown once, signed in; its password alone now asks for a code`);
   }
   console.log('admin e2e complete');
 } catch (e) {

@@ -80,82 +80,85 @@ fn wrong_code(totp: &Totp, at: u64) -> String {
         .unwrap()
 }
 
-macro_rules! app_fns {
-    () => {
-        /// `POST /api/users/login/` as `email`: the status and the answer.
-        async fn login<S, B>(app: &S, email: &str) -> (u16, Value)
-        where
-            S: actix_web::dev::Service<
-                actix_http::Request,
-                Response = actix_web::dev::ServiceResponse<B>,
-                Error = actix_web::Error,
-            >,
-            B: actix_web::body::MessageBody,
-        {
-            send(
-                app,
-                Req::post()
-                    .uri("/api/users/login/")
-                    .set_json(json!({"email": email, "password": PASSWORD})),
-            )
-            .await
-        }
-
-        /// Enrolls and confirms a TOTP factor with `token` (or with `ticket` alone): the
-        /// factor's TOTP and the confirmation's answer.
-        async fn add_totp<S, B>(app: &S, token: Option<&str>, ticket: Option<&str>) -> (Totp, Value)
-        where
-            S: actix_web::dev::Service<
-                actix_http::Request,
-                Response = actix_web::dev::ServiceResponse<B>,
-                Error = actix_web::Error,
-            >,
-            B: actix_web::body::MessageBody,
-        {
-            let with = |req: Req| match token {
-                Some(t) => bearer(req, t),
-                None => req,
-            };
-            let (s, enrolled) = send(
-                app,
-                with(Req::post().uri("/api/users/me/factors/totp/").set_json(
-                    json!({"label": "phone", "factor_ticket": ticket}),
-                )),
-            )
-            .await;
-            assert_eq!(s, 201, "{enrolled}");
-            let totp = Totp::from_url(enrolled["otpauth_url"].as_str().unwrap()).unwrap();
-            assert_eq!(totp.secret().to_base32(), enrolled["secret"].as_str().unwrap());
-            let id = enrolled["id"].as_str().unwrap();
-            let (s, confirmed) = send(
-                app,
-                with(
-                    Req::post()
-                        .uri(&format!("/api/users/me/factors/{id}/confirm/"))
-                        .set_json(json!({"code": code(&totp, now()), "factor_ticket": ticket})),
-                ),
-            )
-            .await;
-            assert_eq!(s, 200, "{confirmed}");
-            (totp, confirmed)
-        }
-
-        /// `POST /api/users/factors/verify/` with `body`.
-        async fn verify<S, B>(app: &S, body: Value) -> (u16, Value)
-        where
-            S: actix_web::dev::Service<
-                actix_http::Request,
-                Response = actix_web::dev::ServiceResponse<B>,
-                Error = actix_web::Error,
-            >,
-            B: actix_web::body::MessageBody,
-        {
-            send(app, Req::post().uri("/api/users/factors/verify/").set_json(body)).await
-        }
-    };
+/// `POST /api/users/login/` as `email`: the status and the answer.
+async fn login<S, B>(app: &S, email: &str) -> (u16, Value)
+where
+    S: actix_web::dev::Service<
+        actix_http::Request,
+        Response = actix_web::dev::ServiceResponse<B>,
+        Error = actix_web::Error,
+    >,
+    B: actix_web::body::MessageBody,
+{
+    send(
+        app,
+        Req::post()
+            .uri("/api/users/login/")
+            .set_json(json!({"email": email, "password": PASSWORD})),
+    )
+    .await
 }
 
-app_fns!();
+/// Enrolls and confirms a TOTP factor with `token` (or with `ticket` alone): the
+/// factor's TOTP and the confirmation's answer.
+async fn add_totp<S, B>(app: &S, token: Option<&str>, ticket: Option<&str>) -> (Totp, Value)
+where
+    S: actix_web::dev::Service<
+        actix_http::Request,
+        Response = actix_web::dev::ServiceResponse<B>,
+        Error = actix_web::Error,
+    >,
+    B: actix_web::body::MessageBody,
+{
+    let with = |req: Req| match token {
+        Some(t) => bearer(req, t),
+        None => req,
+    };
+    let (s, enrolled) = send(
+        app,
+        with(
+            Req::post()
+                .uri("/api/users/me/factors/totp/")
+                .set_json(json!({"label": "phone", "factor_ticket": ticket})),
+        ),
+    )
+    .await;
+    assert_eq!(s, 201, "{enrolled}");
+    let totp = Totp::from_url(enrolled["otpauth_url"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        totp.secret().to_base32(),
+        enrolled["secret"].as_str().unwrap()
+    );
+    let id = enrolled["id"].as_str().unwrap();
+    let (s, confirmed) = send(
+        app,
+        with(
+            Req::post()
+                .uri(&format!("/api/users/me/factors/{id}/confirm/"))
+                .set_json(json!({"code": code(&totp, now()), "factor_ticket": ticket})),
+        ),
+    )
+    .await;
+    assert_eq!(s, 200, "{confirmed}");
+    (totp, confirmed)
+}
+
+/// `POST /api/users/factors/verify/` with `body`.
+async fn verify<S, B>(app: &S, body: Value) -> (u16, Value)
+where
+    S: actix_web::dev::Service<
+        actix_http::Request,
+        Response = actix_web::dev::ServiceResponse<B>,
+        Error = actix_web::Error,
+    >,
+    B: actix_web::body::MessageBody,
+{
+    send(
+        app,
+        Req::post().uri("/api/users/factors/verify/").set_json(body),
+    )
+    .await
+}
 
 /// The `aal` of an access token.
 fn aal(api: &Api, token: &Value) -> Option<u8> {
@@ -377,5 +380,118 @@ backend_tests! {
         let (s, refused) = login(&app, "bob@example.com").await;
         assert_eq!(s, 403, "{refused}");
         assert_eq!(refused["challenge"]["kind"], "second_factor_enrollment");
+    }
+
+    async fn wrong_codes_are_throttled_like_wrong_passwords(t) {
+        let w = world(&t, |c| c.auth.login_max_failures_per_account_and_address = 2).await;
+        let app = actix_web::test::init_service(w.api.app()).await;
+        let (_, first) = login(&app, "bob@example.com").await;
+        let (totp, _) = add_totp(&app, first["access_token"].as_str(), None).await;
+        let (s, challenge) = login(&app, "bob@example.com").await;
+        assert_eq!(s, 401, "{challenge}");
+        let ticket = challenge["challenge"]["ticket"].clone();
+        let peer: std::net::SocketAddr = "192.0.2.7:5000".parse().unwrap();
+        let at = now();
+        let mut statuses = Vec::new();
+        for code in [wrong_code(&totp, at), wrong_code(&totp, at), code(&totp, at + 30)] {
+            let req = Req::post().uri("/api/users/factors/verify/").set_json(json!({"factor_ticket": ticket, "code": code})).peer_addr(peer);
+            statuses.push(send(&app, req).await.0);
+        }
+        assert_eq!(statuses, [401, 401, 429], "the right code after two wrong ones waits");
+        let other: std::net::SocketAddr = "198.51.100.7:5000".parse().unwrap();
+        let req = Req::post().uri("/api/users/factors/verify/").set_json(json!({"factor_ticket": ticket, "code": code(&totp, at + 30)})).peer_addr(other);
+        assert_eq!(send(&app, req).await.0, 200, "the owner from another address");
+    }
+}
+
+/// The second step's time on the server (docs/performance.md): `CRUDFORGE_BENCH_VERIFIES`
+/// (200) accounts on SQLite, each with a TOTP factor confirmed with the previous step's code,
+/// each signing in with its password (the challenge) and then giving the current step's code
+/// at `factors/verify/`. Prints the medians of both requests, and of a wrong code's refusal.
+mod verify_timing {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    fn median(mut v: Vec<Duration>) -> Duration {
+        v.sort_unstable();
+        v[v.len() / 2]
+    }
+
+    #[actix_web::test]
+    #[ignore = "a benchmark: run in release, in a quiet window; prints its figures"]
+    async fn sqlite() {
+        let n: usize = std::env::var("CRUDFORGE_BENCH_VERIFIES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(200);
+        let t = TestDb::sqlite().await;
+        let w = world(&t, |c| {
+            c.auth.login_max_failures_per_account_and_address = 0;
+            c.auth.login_max_failures_per_account = 0;
+            c.auth.login_max_failures_per_address = 0;
+        })
+        .await;
+        let app = actix_web::test::init_service(w.api.app()).await;
+        let (mut logins, mut verifies, mut refusals) = (Vec::new(), Vec::new(), Vec::new());
+        for i in 0..n {
+            let email = format!("u{i}@example.com");
+            users::create_user(w.api.db(), &email, PASSWORD, true, COST)
+                .await
+                .unwrap();
+            let (_, first) = login(&app, &email).await;
+            let bearer_token = first["access_token"].as_str().unwrap().to_owned();
+            let (s, enrolled) = send(
+                &app,
+                bearer(
+                    Req::post()
+                        .uri("/api/users/me/factors/totp/")
+                        .set_json(json!({})),
+                    &bearer_token,
+                ),
+            )
+            .await;
+            assert_eq!(s, 201);
+            let totp = Totp::from_url(enrolled["otpauth_url"].as_str().unwrap()).unwrap();
+            let id = enrolled["id"].as_str().unwrap();
+            let at = now();
+            let (s, _) = send(
+                &app,
+                bearer(
+                    Req::post()
+                        .uri(&format!("/api/users/me/factors/{id}/confirm/"))
+                        .set_json(json!({"code": code(&totp, at - 30)})),
+                    &bearer_token,
+                ),
+            )
+            .await;
+            assert_eq!(s, 200);
+            let started = Instant::now();
+            let (s, challenge) = login(&app, &email).await;
+            logins.push(started.elapsed());
+            assert_eq!(s, 401);
+            let ticket = challenge["challenge"]["ticket"].clone();
+            let started = Instant::now();
+            let (s, _) = verify(
+                &app,
+                json!({"factor_ticket": ticket, "code": wrong_code(&totp, at)}),
+            )
+            .await;
+            refusals.push(started.elapsed());
+            assert_eq!(s, 401);
+            let started = Instant::now();
+            let (s, _) = verify(
+                &app,
+                json!({"factor_ticket": ticket, "code": code(&totp, at)}),
+            )
+            .await;
+            verifies.push(started.elapsed());
+            assert_eq!(s, 200);
+        }
+        println!(
+            "factors verify: n={n} password step (challenge) median {:?}; verify with a right code median {:?}; wrong code median {:?}",
+            median(logins),
+            median(verifies),
+            median(refusals)
+        );
     }
 }

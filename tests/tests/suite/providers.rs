@@ -478,6 +478,32 @@ backend_tests! {
         assert_eq!(statuses, [401, 401, 429]);
     }
 
+    async fn an_account_with_a_second_factor_gives_it_after_its_provider(t) {
+        let mock = mock();
+        mock.set_user(user("s-9", "eve@example.com", true, &[]));
+        let api = api(&t, config(&t, vec![settings("mock", &mock)])).await;
+        let app = actix_web::test::init_service(api.app()).await;
+        let (status, tokens) = sign_in(&app, &mock, "mock").await;
+        assert_eq!(status, 200, "{tokens}");
+        let bearer = format!("Bearer {}", tokens["access_token"].as_str().unwrap());
+        let (status, enrolled) = send(&app, post("/api/users/me/factors/totp/", json!({})).insert_header(("authorization", bearer.clone()))).await;
+        assert_eq!(status, 201, "{enrolled}");
+        let totp = totp_rs::Totp::from_url(enrolled["otpauth_url"].as_str().unwrap()).unwrap();
+        let now = u64::try_from(chrono::Utc::now().timestamp()).unwrap();
+        let id = enrolled["id"].as_str().unwrap();
+        let (status, confirmed) = send(&app, post(&format!("/api/users/me/factors/{id}/confirm/"), json!({"code": totp.generate(now).to_string()})).insert_header(("authorization", bearer))).await;
+        assert_eq!(status, 200, "{confirmed}");
+        // The provider proves who signs in; the factor is still asked for.
+        let (status, challenge) = sign_in(&app, &mock, "mock").await;
+        assert_eq!(status, 401, "{challenge}");
+        assert!(challenge.get("access_token").is_none());
+        assert_eq!(challenge["challenge"]["kind"], "second_factor");
+        let (status, tokens) = send(&app, post("/api/users/factors/verify/", json!({"factor_ticket": challenge["challenge"]["ticket"], "code": totp.generate(now + 30).to_string()}))).await;
+        assert_eq!(status, 200, "{tokens}");
+        let claims = api.state().tokens.verify(tokens["access_token"].as_str().unwrap(), crudforge::auth::TokenKind::Access).unwrap();
+        assert_eq!(claims.aal, Some(2));
+    }
+
     async fn settings_that_cannot_work_stop_the_api_being_built(t) {
         let mock = mock();
         let without_origins = config(&t, vec![settings("mock", &mock)]).with(|c| c.auth.auth_return_origins.clear());

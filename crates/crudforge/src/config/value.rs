@@ -211,53 +211,51 @@ pub(crate) fn log_format(key: &'static str, v: &str) -> Result<LogFormat, Config
 /// A comma-separated list of names: lower-case letters, digits and `_`, starting with a
 /// letter, each once (`google,github`).
 pub(crate) fn names(key: &'static str, v: &str) -> Result<Vec<String>, ConfigError> {
-    let names: Vec<String> = v
-        .split(',')
-        .map(|n| n.trim().to_owned())
-        .filter(|n| !n.is_empty())
-        .collect();
-    let well_formed = |n: &String| {
-        n.len() <= 40
-            && n.starts_with(|c: char| c.is_ascii_lowercase())
-            && n.chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-    };
-    let unique = names
-        .iter()
-        .enumerate()
-        .all(|(i, n)| !names[..i].contains(n));
-    if names.iter().all(well_formed) && unique {
-        Ok(names)
-    } else {
-        Err(invalid(
-            key,
-            "a comma-separated list of distinct names of lower-case letters, digits and _",
-            v,
-        ))
-    }
+    distinct_list(
+        key,
+        v,
+        |n| {
+            n.len() <= 40
+                && n.starts_with(|c: char| c.is_ascii_lowercase())
+                && n.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        },
+        "a comma-separated list of distinct names of lower-case letters, digits and _",
+    )
 }
 
 /// A comma-separated list of role or domain names as the application spells them (`ADMIN`,
 /// `acme`), each once; `*` stands for every one.
 pub(crate) fn role_names(key: &'static str, v: &str) -> Result<Vec<String>, ConfigError> {
-    let names: Vec<String> = v
+    distinct_list(
+        key,
+        v,
+        |n| n.len() <= 100 && !n.contains(char::is_whitespace),
+        "a comma-separated list of distinct names without spaces, or *",
+    )
+}
+
+/// The comma-separated items of `v`, trimmed, empty ones left out, when each is
+/// `well_formed` and none repeats; `expected` says what was asked otherwise.
+fn distinct_list(
+    key: &'static str,
+    v: &str,
+    well_formed: impl Fn(&str) -> bool,
+    expected: &'static str,
+) -> Result<Vec<String>, ConfigError> {
+    let items: Vec<String> = v
         .split(',')
         .map(|n| n.trim().to_owned())
         .filter(|n| !n.is_empty())
         .collect();
-    let well_formed = |n: &String| n.len() <= 100 && !n.contains(char::is_whitespace);
-    let unique = names
+    let unique = items
         .iter()
         .enumerate()
-        .all(|(i, n)| !names[..i].contains(n));
-    if names.iter().all(well_formed) && unique {
-        Ok(names)
+        .all(|(i, n)| !items[..i].contains(n));
+    if items.iter().all(|n| well_formed(n)) && unique {
+        Ok(items)
     } else {
-        Err(invalid(
-            key,
-            "a comma-separated list of distinct names without spaces, or *",
-            v,
-        ))
+        Err(invalid(key, expected, v))
     }
 }
 

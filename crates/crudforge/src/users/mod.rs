@@ -47,8 +47,8 @@ pub use model::{Domain, Role, Token, User, UserModel, UserRole, UserSetting};
 pub use privilege::{may_grant, DEFAULT_ROLES};
 pub use rules::{RoleRules, TokenRules, UserRules};
 pub use session::{
-    access_token, issue_tokens, LoginContext, LoginHook, LoginRequest, LoginResponse,
-    PasswordChange,
+    access_token, admit_sign_in, issue_tokens, LoginContext, LoginHook, LoginRequest,
+    LoginResponse, PasswordChange,
 };
 #[allow(
     unused_imports,

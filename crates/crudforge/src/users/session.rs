@@ -186,6 +186,20 @@ pub(crate) async fn admitted(st: &ApiState, user: Uuid, entry: Entry) -> Result<
     Ok(())
 }
 
+/// The checks a sign-in passes after its credentials matched and before tokens are issued:
+/// the optional surfaces' (an address verified first, with mail's `MAIL_VERIFICATION`; a
+/// second factor, with the `factors` feature, answered as a 401 whose problem carries a
+/// `challenge`). The library's own sign-ins (`login/`, a provider, a mailed link) make them;
+/// a sign-in an application writes itself (a password recovery that issues a token) calls
+/// this before it issues one.
+///
+/// # Errors
+///
+/// The surfaces' refusal; database errors.
+pub async fn admit_sign_in(st: &ApiState, user: Uuid) -> Result<(), Error> {
+    admitted(st, user, Entry::SignIn).await
+}
+
 fn bad_login() -> Error {
     Error::Unauthorized("Invalid e-mail or password.".into())
 }

@@ -247,6 +247,9 @@ pub async fn reset_password(
         .await?;
     }
     attempt.succeeded().await?;
+    // The new password is set; a sign-in with it passes the same checks as a login (a second
+    // factor, when the account has one).
+    users::admit_sign_in(st, claims.sub).await?;
     Ok(HttpResponse::Ok().json(AccessToken {
         access_token: users::access_token(st, claims.sub).await?,
         token_type: "bearer".to_owned(),

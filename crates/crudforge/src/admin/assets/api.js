@@ -1,7 +1,8 @@
 // The API client: every request the page makes goes through here, with the signed-in user's
 // access token. Tokens live in this module's memory only (never in web storage or cookies); an
 // access token that has expired is exchanged once through the refresh endpoint, and a reload
-// of the page means signing in again.
+// of the page means signing in again. A sign-in that asks for a second factor (a problem with
+// a `challenge`) goes on here too: the code checked, or a new factor enrolled, with its ticket.
 
 /** A problem answer (RFC 7807) or a network failure, thrown by `request`. */
 export class Problem extends Error {
@@ -33,7 +34,7 @@ export class Problem extends Error {
 
 let access = null;
 let refreshToken = null;
-let endpoints = { login: null, refresh: null, logout: null };
+let endpoints = { login: null, refresh: null, logout: null, factors: null };
 let refreshing = null;
 const listeners = new Set();
 
@@ -79,6 +80,46 @@ export async function login(email, password, domain) {
 export async function finishSignIn(path, body) {
   const answer = await send('POST', path, { body, anonymous: true });
   keep(answer.body);
+}
+
+/**
+ * The next step a refused sign-in asks for, when it asks for one this page can take: the
+ * problem's `challenge` (`kind` `second_factor` or `second_factor_enrollment`, and its
+ * `ticket`), or null (then the refusal is only a refusal).
+ */
+export function challengeOf(error) {
+  const c = error instanceof Problem ? error.body.challenge : null;
+  if (!c || typeof c.ticket !== 'string' || !endpoints.factors) return null;
+  if (c.kind === 'second_factor' && error.status === 401) return c;
+  const enrolls = endpoints.factors.enroll && endpoints.factors.confirm;
+  if (c.kind === 'second_factor_enrollment' && error.status === 403 && enrolls) return c;
+  return null;
+}
+
+/**
+ * Finishes a sign-in that asked for a second factor: the challenge's `ticket` with `proof`
+ * (`{code}` or `{recovery_code}`) to `factors/verify/`; keeps the tokens as `login` does.
+ */
+export async function verifySecondFactor(ticket, proof) {
+  const answer = await send('POST', endpoints.factors.verify, { body: { factor_ticket: ticket, ...proof }, anonymous: true });
+  keep(answer.body);
+}
+
+/** Adds an authenticator app with an enrollment ticket: resolves to `{id, secret, otpauth_url}`. */
+export async function enrollTotp(ticket) {
+  const answer = await send('POST', endpoints.factors.enroll, { body: { factor_ticket: ticket }, anonymous: true });
+  return answer.body;
+}
+
+/**
+ * Confirms the new factor `id` with a `code` of the app and the enrollment ticket; keeps the
+ * tokens it answers and resolves to its recovery codes (empty when it gave none).
+ */
+export async function confirmFactor(id, code, ticket) {
+  const path = endpoints.factors.confirm.replace(/\{[a-z_]+\}/, encodeURIComponent(id));
+  const answer = await send('POST', path, { body: { code, factor_ticket: ticket }, anonymous: true });
+  keep(answer.body);
+  return answer.body.recovery_codes || [];
 }
 
 /** Ends this session on the server (its refresh token revoked), then forgets the tokens. */

@@ -1,5 +1,6 @@
-// The admin page's entry: reads the OpenAPI description, shows the sign-in form, then the
-// navigation of resources and the view the location's hash names (#/<resource>,
+// The admin page's entry: reads the OpenAPI description, shows the sign-in form (and, when the
+// sign-in asks for it, a second factor's step or the enrollment of one), then the navigation
+// of resources and the view the location's hash names (#/<resource>,
 // #/<resource>/<id>, #/<resource>/new; a user's page also manages its roles and sessions;
 // #/@jobs, the jobs and schedules, for administrators when the API has its jobs API;
 // #/@keys, the API keys, when the API mounts the Token resource).
@@ -32,16 +33,27 @@ async function start() {
   // Back from a sign-in provider (`code` or `error` in the query): finish signing in.
   try {
     if (await finishProviderSignIn(state.model.auth.providers)) {
-      await loadMe();
-      layout();
-      route();
+      await enter();
       return;
     }
   } catch (e) {
-    signIn(e.message);
+    if (!nextStep(e)) signIn(e.message);
     return;
   }
   signIn();
+}
+
+/** Signed in: reads who it is, then shows the navigation and the view the address names. */
+async function enter() {
+  await loadMe();
+  layout();
+  route();
+}
+
+/** Shows `node` as the page's one content (a step of signing in), then focuses `focus`. */
+function show(node, focus) {
+  replace(root, h('main', { id: 'main' }, node));
+  focus.focus();
 }
 
 function signIn(message) {
@@ -59,11 +71,9 @@ function signIn(message) {
       try {
         await api.login(email.value, password.value, domain ? domain.value : undefined);
         password.value = '';
-        await loadMe();
-        layout();
-        route();
+        await enter();
       } catch (e) {
-        error.textContent = e.message;
+        if (!nextStep(e)) error.textContent = e.message;
       }
     },
   },
@@ -74,8 +84,131 @@ function signIn(message) {
   h('button', { type: 'submit' }, 'Sign in'),
   providerButtons(state.model.auth.providers, error),
   error);
-  replace(root, h('main', { id: 'main' }, form));
-  email.focus();
+  show(form, email);
+}
+
+/**
+ * Shows the step a refused sign-in (password or provider) asks for, when it is one the API
+ * offers here: a second factor, or enrolling one. False when `e` asks for none.
+ */
+function nextStep(e) {
+  const challenge = api.challengeOf(e);
+  if (!challenge) return false;
+  if (challenge.kind === 'second_factor') factorStep(challenge, false);
+  else enrollStep(challenge);
+  return true;
+}
+
+/**
+ * The second step of a sign-in: a code of the authenticator app, or with `recovery` one of the
+ * recovery codes, sent with the challenge's ticket. A refusal shows the problem's detail, and
+ * the same ticket serves the next try (until it expires: then back to the first step).
+ */
+function factorStep(challenge, recovery) {
+  const input = h('input', recovery
+    ? { id: 'factor-code', type: 'text', autocomplete: 'off', spellcheck: 'false', required: true, 'aria-describedby': 'factor-help' }
+    : { id: 'factor-code', type: 'text', inputmode: 'numeric', autocomplete: 'one-time-code', required: true, 'aria-describedby': 'factor-help' });
+  const submit = h('button', { type: 'submit', id: 'factor-submit' }, 'Verify');
+  const error = h('p', { class: 'error', role: 'alert', id: 'factor-error' });
+  const other = (challenge.factors || []).includes('recovery_code')
+    ? h('button', { type: 'button', class: 'secondary', id: 'factor-switch', onclick: () => factorStep(challenge, !recovery) },
+      recovery ? 'Use a code of the app instead' : 'Use a recovery code instead')
+    : null;
+  const form = h('form', {
+    class: 'signin',
+    id: 'factor-form',
+    'aria-labelledby': 'factor-title',
+    onsubmit: async (event) => {
+      event.preventDefault();
+      error.textContent = '';
+      submit.disabled = true;
+      const value = input.value.trim();
+      try {
+        await api.verifySecondFactor(challenge.ticket, recovery ? { recovery_code: value } : { code: value.replace(/\s+/g, '') });
+        await enter();
+      } catch (e) {
+        error.textContent = e.message;
+        submit.disabled = false;
+        input.value = '';
+        input.focus();
+      }
+    },
+  },
+  h('h1', { id: 'factor-title' }, `${state.model.title}: second factor`),
+  h('p', { id: 'factor-help' }, recovery
+    ? 'Enter one of the recovery codes you were given; each works once.'
+    : 'Enter the 6-digit code your authenticator app shows now.'),
+  h('label', { for: 'factor-code' }, recovery ? 'Recovery code' : 'Code'), input,
+  submit,
+  h('div', { class: 'signin-more' }, other, h('button', { type: 'button', class: 'secondary', id: 'factor-back', onclick: () => signIn() }, 'Back to sign-in')),
+  error);
+  show(form, input);
+}
+
+/**
+ * The sign-in of an account that must first add a second factor: an authenticator app enrolled
+ * with the challenge's ticket, its key and otpauth address shown as text for the app, then
+ * confirmed with a first code, which signs in (and shows the recovery codes, when new).
+ */
+async function enrollStep(challenge) {
+  const error = h('p', { class: 'error', role: 'alert', id: 'enroll-error' });
+  const back = h('button', { type: 'button', class: 'secondary', id: 'enroll-back', onclick: () => signIn() }, 'Back to sign-in');
+  const title = h('h1', { id: 'enroll-title' }, `${state.model.title}: add a second factor`);
+  const intro = h('p', {}, 'This account must have a second factor before it signs in: an authenticator app on your phone or computer.');
+  const waiting = h('p', { role: 'status' }, 'Preparing a key for the app…');
+  show(h('section', { class: 'signin', 'aria-labelledby': 'enroll-title' }, title, intro, waiting, back, error), back);
+  let factor;
+  try {
+    factor = await api.enrollTotp(challenge.ticket);
+  } catch (e) {
+    waiting.textContent = '';
+    error.textContent = e.message;
+    return;
+  }
+  const input = h('input', { id: 'enroll-code', type: 'text', inputmode: 'numeric', autocomplete: 'one-time-code', required: true, 'aria-describedby': 'enroll-code-help' });
+  const submit = h('button', { type: 'submit', id: 'enroll-submit' }, 'Confirm and sign in');
+  const form = h('form', {
+    class: 'signin',
+    id: 'enroll-form',
+    'aria-labelledby': 'enroll-title',
+    onsubmit: async (event) => {
+      event.preventDefault();
+      error.textContent = '';
+      submit.disabled = true;
+      try {
+        const codes = await api.confirmFactor(factor.id, input.value.replace(/\s+/g, ''), challenge.ticket);
+        if (codes.length) recoveryStep(codes);
+        else await enter();
+      } catch (e) {
+        error.textContent = e.message;
+        submit.disabled = false;
+        input.value = '';
+        input.focus();
+      }
+    },
+  },
+  title, intro,
+  h('p', {}, 'Add an account to the app by typing this key into it (the spaces are only there to read it), or give it the otpauth address:'),
+  h('dl', { class: 'enroll-key' },
+    h('dt', {}, 'Key'), h('dd', {}, h('code', { id: 'enroll-secret' }, factor.secret.replace(/(.{4})(?=.)/g, '$1 '))),
+    h('dt', {}, 'otpauth address'), h('dd', {}, h('code', { id: 'enroll-url' }, factor.otpauth_url))),
+  h('label', { for: 'enroll-code' }, 'Code'), input,
+  h('p', { class: 'field-help', id: 'enroll-code-help' }, 'The 6-digit code the app then shows.'),
+  submit,
+  h('div', { class: 'signin-more' }, back),
+  error);
+  show(form, input);
+}
+
+/** Shows the new recovery codes, once, and a button that goes on to the signed-in page. */
+function recoveryStep(codes) {
+  const title = h('h1', { id: 'recovery-title', tabindex: '-1' }, `${state.model.title}: your recovery codes`);
+  const go = h('button', { type: 'button', id: 'recovery-continue', onclick: () => enter().catch((e) => signIn(e.message)) }, 'Continue');
+  show(h('section', { class: 'signin', id: 'recovery', 'aria-labelledby': 'recovery-title' },
+    title,
+    h('p', {}, 'The second factor is set up. If you lose the app, each of these codes signs in once in place of its code. Keep them somewhere safe now: they are not shown again.'),
+    h('ul', { class: 'recovery-codes', id: 'recovery-codes' }, codes.map((c) => h('li', {}, h('code', {}, c)))),
+    go), title);
 }
 
 async function loadMe() {

@@ -122,6 +122,16 @@ function operation(path, method, op) {
 /** The operations of the jobs' API, which the Jobs view uses (not a resource's). */
 const JOB_OPERATIONS = ['listJobs', 'retryJob', 'cancelJob', 'listSchedules', 'runSchedule'];
 
+/**
+ * The second factors' operations a sign-in uses: the step, its operation id, and its path
+ * (the user blueprint's prefix, then what follows it).
+ */
+const FACTOR_OPERATIONS = [
+  ['verify', /^verify[A-Z]\w*SecondFactor$/, /^(.*\/)factors\/verify\/$/],
+  ['enroll', /^enroll[A-Z]\w*Totp$/, /^(.*\/)me\/factors\/totp\/$/],
+  ['confirm', /^confirm[A-Z]\w*Factor$/, /^(.*\/)me\/factors\/\{[a-z_]+\}\/confirm\/$/],
+];
+
 /** Reads the whole description into the page's model. */
 export function readDescription(doc) {
   const byName = new Map();
@@ -129,10 +139,13 @@ export function readDescription(doc) {
     if (!byName.has(name)) byName.set(name, { name, ops: {} });
     return byName.get(name);
   };
-  const auth = { login: null, refresh: null, logout: null, me: null, domain: false, providers: [] };
+  const auth = { login: null, refresh: null, logout: null, me: null, domain: false, providers: [], factors: null };
   // The sign-in providers' start and callback operations (the API's feature `providers`),
   // beside every user blueprint: `<prefix>providers/<name>/start/` and `.../callback/`.
   const providerOps = [];
+  // The second factors' sign-in operations (the API's feature `factors`), beside every user
+  // blueprint: `<prefix>factors/verify/`, `<prefix>me/factors/totp/` and its confirmation.
+  const factorOps = [];
   // The administrators' jobs API (`Api::jobs_api`), when the description has it.
   const jobs = {};
   for (const [path, item] of Object.entries(doc.paths || {})) {
@@ -148,6 +161,11 @@ export function readDescription(doc) {
       else if (/^logout[A-Z]/.test(id)) auth.logout = path;
       else if (/^getCurrent[A-Z]/.test(id)) auth.me = path;
       if (JOB_OPERATIONS.includes(id)) { jobs[id] = o; continue; }
+      const factor = FACTOR_OPERATIONS.find(([, named, at]) => named.test(id) && at.test(path));
+      if (factor && method.toUpperCase() === 'POST') {
+        factorOps.push({ step: factor[0], prefix: factor[2].exec(path)[1], path });
+        continue;
+      }
       if (/^(start|finish)[A-Z]\w*SignInWith[A-Z]\w*$/.test(id)) {
         const at = /^(.*\/)providers\/([^/]+)\/(start|callback)\/$/.exec(path);
         if (at && method.toUpperCase() === 'POST') providerOps.push({ prefix: at[1], name: at[2], step: at[3], path });
@@ -175,6 +193,7 @@ export function readDescription(doc) {
     }
   }
   auth.providers = signInProviders(auth.login, providerOps);
+  auth.factors = signInFactors(auth.login, factorOps);
   const resources = [];
   for (const r of byName.values()) {
     const list = r.ops.list;
@@ -220,6 +239,19 @@ function signInProviders(login, ops) {
     found.get(o.name)[o.step] = o.path;
   }
   return [...found.values()].filter((p) => p.start && p.callback);
+}
+
+/**
+ * The second factors' sign-in steps beside the user blueprint whose `login/` is at `login`:
+ * `{verify, enroll, confirm}` (paths; `enroll` and `confirm` may be null), or null when the
+ * description has no `factors/verify/` there.
+ */
+function signInFactors(login, ops) {
+  if (!login) return null;
+  const prefix = login.slice(0, -'login/'.length);
+  const found = { verify: null, enroll: null, confirm: null };
+  for (const o of ops) if (o.prefix === prefix) found[o.step] = o.path;
+  return found.verify ? found : null;
 }
 
 /** Where a member goes among the columns: naming members first, the base fields last. */
