@@ -25,7 +25,7 @@ mod surface;
 
 pub(crate) use crate::mount::{IntoMount, Mount, MountError};
 pub(crate) use crate::state::ApiState;
-pub(crate) use surface::{Chore, Surface};
+pub(crate) use surface::{Chore, Entry, Surface};
 
 /// Builds the HTTP application: health check, OpenAPI description, docs page and every
 /// mounted blueprint, on one database.

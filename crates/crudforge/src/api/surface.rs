@@ -118,7 +118,7 @@ pub(crate) trait Surface: Sync {
         &self,
         state: &'a ApiState,
         user: uuid::Uuid,
-        entry: crate::users::session::Entry,
+        entry: Entry,
     ) -> Option<futures_util::future::LocalBoxFuture<'a, Result<(), Error>>> {
         let _ = (state, user, entry);
         None
@@ -130,6 +130,19 @@ pub(crate) trait Surface: Sync {
     fn runs_chores(&self) -> bool {
         false
     }
+}
+
+/// Where a session is being granted, told to the surfaces' refusals
+/// ([`Surface::admits`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Entry {
+    /// A sign-in: a password, a provider, a mailed link or a password reset.
+    SignIn,
+    /// A refresh of a session whose sign-in did (`true`) or did not pass a second factor.
+    Refresh {
+        /// The session passed a second factor.
+        second_factor: bool,
+    },
 }
 
 /// A periodic piece of the server's own work (purging old soft-deleted rows, pruning

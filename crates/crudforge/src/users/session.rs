@@ -8,6 +8,7 @@ use super::tokens::{
     end_sessions, lock_user_in, refresh_record_in, revoke_family_in, revoke_record_in,
     revoke_token, store_refresh_in, token_version, token_version_in,
 };
+pub(crate) use crate::api::Entry;
 use crate::auth::password::{hash_cost, hash_unchecked};
 use crate::auth::throttle::{Account, Attempt};
 use crate::auth::{
@@ -161,18 +162,6 @@ pub(super) fn password_route<U: UserModel>(tag: &str) -> CustomRoute {
     .responds::<LoginResponse>()
     .errors(&[400, 401, 422, 429])
     .tag(tag)
-}
-
-/// Where a session is being granted, for the surfaces' refusals (`Surface::admits`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Entry {
-    /// A sign-in: a password, a provider, a mailed link or a password reset.
-    SignIn,
-    /// A refresh of a session whose sign-in did (`true`) or did not pass a second factor.
-    Refresh {
-        /// The session passed a second factor.
-        second_factor: bool,
-    },
 }
 
 /// The surfaces' refusals of a login whose password matched (see `Surface::admits`), of a
