@@ -53,7 +53,31 @@ pub struct Problem {
     /// What a sign-in whose credentials were right still asks before it issues tokens (a
     /// second factor), and the ticket the client goes on with. Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "challenge_schema")]
     pub challenge: Option<Challenge>,
+}
+
+/// The description of [`Problem::challenge`]: the [`Challenge`] component through `allOf`, so
+/// that its description does not sit beside a `$ref` (which OpenAPI 3.0 ignores); never
+/// null (left out when there is none).
+fn challenge_schema(gen: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
+    use schemars::schema::{Metadata, Schema, SchemaObject, SubschemaValidation};
+    Schema::Object(SchemaObject {
+        subschemas: Some(Box::new(SubschemaValidation {
+            all_of: Some(vec![gen.subschema_for::<Challenge>()]),
+            ..Default::default()
+        })),
+        metadata: Some(Box::new(Metadata {
+            description: Some(
+                "What a sign-in whose credentials were right still asks before it issues \
+                 tokens (a second factor), and the ticket the client goes on with. Absent \
+                 otherwise."
+                    .to_owned(),
+            ),
+            ..Default::default()
+        })),
+        ..Default::default()
+    })
 }
 
 /// The next step of a sign-in that is not complete: a [`Problem`]'s `challenge`.
