@@ -61,7 +61,7 @@ pub struct Claims {
 
 impl Claims {
     /// Whether the sign-in this token comes from passed a second factor (`aal` 2 or more).
-    pub fn second_factor(&self) -> bool {
+    pub(crate) fn second_factor(&self) -> bool {
         self.aal.is_some_and(|a| a >= 2)
     }
 }
