@@ -6,8 +6,8 @@
 use serde_json::Value;
 
 /// Who a "Who may call" sentence admits to the operation at all, in the order anonymous, a
-/// signed-in user without roles, a global administrator; `None` for a sentence in other words
-/// (a hand-written route's).
+/// signed-in user without roles, a global administrator (none of whom passed a second factor);
+/// `None` for a sentence in other words (a hand-written route's).
 pub fn admitted_by(sentence: &str) -> Option<[bool; 3]> {
     if sentence.starts_with("anyone") {
         Some([true, true, true])
@@ -16,6 +16,9 @@ pub fn admitted_by(sentence: &str) -> Option<[bool; 3]> {
         Some([false, true, true])
     } else if sentence.starts_with("administrators") {
         Some([false, false, true])
+    } else if sentence.starts_with("a signed-in user whose session passed a second factor") {
+        // None of the three signed in with one.
+        Some([false, false, false])
     } else {
         None
     }

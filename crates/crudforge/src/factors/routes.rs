@@ -22,6 +22,18 @@ use uuid::Uuid;
 /// The assurance level of a session that passed a second factor.
 const SECOND_FACTOR: Option<u8> = Some(2);
 
+/// Who may enroll or confirm a factor ([`enroller`]), in the description's words.
+const ENROLLERS: &str = "the holder of an enrollment ticket (a sign-in's challenge gives it), or \
+    any signed-in user; an account that has a second factor adds another only from a session \
+    that passed one";
+
+/// Who may renew recovery codes ([`needs_second_factor`]), in the description's words.
+const PASSED: &str = "a signed-in user whose session passed a second factor";
+
+/// Who may remove a factor ([`remove`]), in the description's words.
+const REMOVERS: &str = "any signed-in user, of their own factors; a confirmed one only from a \
+    session that passed a second factor";
+
 /// `factors/verify/`'s body: the ticket of the sign-in's challenge and one second factor.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -137,6 +149,7 @@ pub(crate) fn routes(face: &Accounts) -> Vec<CustomRoute> {
         .status(201)
         .errors(&[401, 403, 422])
         .tag(tag)
+        .callers(ENROLLERS)
         .public(),
         // Before the routes of `{factor_id}`, which would take its path.
         CustomRoute::new(OperationType::Post, "me/factors/recovery_codes/", || {
@@ -146,7 +159,8 @@ pub(crate) fn routes(face: &Accounts) -> Vec<CustomRoute> {
         .summary("New recovery codes (from a session that passed a second factor)")
         .responds::<RecoveryCodes>()
         .errors(&[401, 403, 409])
-        .tag(tag),
+        .tag(tag)
+        .callers(PASSED),
         CustomRoute::new(
             OperationType::Post,
             "me/factors/{factor_id}/confirm/",
@@ -164,6 +178,7 @@ pub(crate) fn routes(face: &Accounts) -> Vec<CustomRoute> {
         .responds::<Confirmed>()
         .errors(&[401, 404, 409, 422, 429])
         .tag(tag)
+        .callers(ENROLLERS)
         .public(),
         CustomRoute::new(OperationType::Delete, "me/factors/{factor_id}/", || {
             web::delete().to(|req: HttpRequest, id: web::Path<String>| async move {
@@ -174,7 +189,8 @@ pub(crate) fn routes(face: &Accounts) -> Vec<CustomRoute> {
         .summary("Remove one's own factor (from a session that passed one); other sessions end")
         .responds::<LoginResponse>()
         .errors(&[401, 403, 404, 409])
-        .tag(tag),
+        .tag(tag)
+        .callers(REMOVERS),
     ]
 }
 
