@@ -5,6 +5,7 @@
 //! its own database), is skipped otherwise, and fails when `CRUDFORGE_REQUIRE_POSTGRES=1` and
 //! no server is configured.
 
+pub mod authenticator;
 pub mod callers;
 pub mod critters;
 pub mod http;

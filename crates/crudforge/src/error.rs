@@ -89,7 +89,7 @@ pub struct Challenge {
     /// The single-purpose ticket the next step sends back (`factor_ticket`); it signs
     /// nothing else in.
     pub ticket: String,
-    /// The kinds of second factor the next step accepts (`totp`, `recovery_code`).
+    /// The kinds of second factor the next step accepts (`totp`, `passkey`, `recovery_code`).
     pub factors: Vec<String>,
     /// Seconds until the ticket expires.
     pub expires_in: i64,

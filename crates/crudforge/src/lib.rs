@@ -65,6 +65,7 @@
 //! | `mail` | no | mail sent by durable jobs (a committed request's mail is never lost, a rolled-back one's never leaves) over SMTP with STARTTLS or implicit TLS (`lettre`), or into files or the log; templates per flow and locale, HTML auto-escaped (`minijinja`); the account flows beside every user blueprint (address verification, e-mail change with a revert link, a forgotten password, sign-in links) with single-use hashed tokens and limits; turns on `jobs` ([guide](https://github.com/crudforge/crudforge/blob/main/docs/mail.md)) |
 //! | `providers` | no | sign-in through OpenID Connect and OAuth 2.0 providers by configuration alone (`AUTH_PROVIDERS`): any OpenID provider from its issuer, presets for ten common ones; PKCE, `state`, `nonce`, `iss`; a sealed single-use ticket; ID tokens checked against the provider's keys; accounts linked by (provider, subject) and by verified addresses; roles from claims (`openidconnect`, `oauth2`, `reqwest`) ([guide](https://github.com/crudforge/crudforge/blob/main/docs/auth.md#sign-in-providers)) |
 //! | `factors` | no | second factors beside every user blueprint: TOTP (`totp-rs`) with each code accepted once, recovery codes; a challenge at sign-in, tokens at assurance level 2 (`@second_factor` in rules); required per role or domain with a grace period ([guide](https://github.com/crudforge/crudforge/blob/main/docs/auth.md#second-factors)) |
+//! | `passkeys` | no | passkeys (`webauthn-rs`, RustCrypto) as a second factor or as the only one, with `factors`; on when `AUTH_PASSKEY_ORIGINS` names the pages' origins; each ceremony's state in a sealed single-use ticket ([guide](https://github.com/crudforge/crudforge/blob/main/docs/auth.md#passkeys)) |
 //!
 //! At least one of the two backends must be on. An application on one backend alone compiles
 //! that one: `crudforge = { version = "0.1", default-features = false, features = ["sqlite"] }`.
@@ -139,6 +140,7 @@ pub mod realtime;
 pub(crate) mod request_id;
 mod schema;
 pub(crate) mod seal;
+pub(crate) mod spent;
 pub mod sql_types;
 pub(crate) mod state;
 pub(crate) mod timestamp;

@@ -32,6 +32,7 @@ pub mod named_filters;
 pub mod openapi_lint;
 pub mod openapi_valid;
 pub mod operations;
+pub mod passkeys;
 pub mod privilege;
 pub mod providers;
 pub mod rate_limits;

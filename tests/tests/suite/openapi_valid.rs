@@ -39,6 +39,9 @@ backend_tests! {
             corp.issuer = Some("https://sso.example.com".to_owned());
             c.providers.push(corp);
             c.auth.auth_return_origins = vec!["https://app.example.com".to_owned()];
+            // And passkeys (feature `passkeys`), whose routes are served and described only
+            // when origins are set.
+            c.auth.auth_passkey_origins = vec!["https://app.example.com".to_owned()];
         });
         let db = t.open(&cfg).await;
         let api = Api::new(cfg, db).unwrap()
@@ -61,6 +64,9 @@ backend_tests! {
         assert_eq!(callback["operationId"], "finishUserSignInWithCorpSso");
         assert!(callback["responses"]["401"].is_object(), "{callback}");
         assert!(spec["paths"]["/api/users/me/identities/unlink/"]["post"]["responses"]["409"].is_object());
+        let verify = &spec["paths"]["/api/users/factors/passkey/verify/"]["post"];
+        assert_eq!(verify["operationId"], "verifyUserPasskey", "{verify}");
+        assert!(spec["paths"]["/api/users/me/factors/passkey/{factor_id}/"]["post"]["responses"]["409"].is_object());
 
         if let Err(e) = crudforge_tests::tools::openapi_spec_validator(&body) {
             panic!("openapi-spec-validator rejects the description: {e}");

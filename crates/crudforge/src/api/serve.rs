@@ -142,10 +142,15 @@ impl Api {
     }
 
     /// The periodic work of the server and of its surfaces: the purge of old soft-deleted
-    /// rows (with `SOFT_DELETE_RETENTION`), hourly or every retention period when shorter,
-    /// and what each surface adds ([`Surface::chores`]).
+    /// rows (with `SOFT_DELETE_RETENTION`), hourly or every retention period when shorter;
+    /// the pruning of expired single-use tickets, hourly; and what each surface adds
+    /// ([`Surface::chores`]).
     pub(crate) fn chores(&self) -> Vec<Chore> {
-        let mut out = Vec::new();
+        let mut out = vec![Chore {
+            name: "prune_tickets",
+            every: crate::spent::PRUNE_EVERY,
+            run: |api| Box::pin(crate::spent::prune(&api.state().db)),
+        }];
         let retention = self.state.config.db.soft_delete_retention;
         if retention > 0 {
             out.push(Chore {

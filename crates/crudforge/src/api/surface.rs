@@ -136,8 +136,12 @@ pub(crate) trait Surface: Sync {
 /// ([`Surface::admits`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Entry {
-    /// A sign-in: a password, a provider, a mailed link or a password reset.
-    SignIn,
+    /// A sign-in: a password, a provider, a mailed link or a password reset (`false`), or a
+    /// passkey alone, which is a second factor by itself (`true`).
+    SignIn {
+        /// The sign-in passed a second factor.
+        second_factor: bool,
+    },
     /// A refresh of a session whose sign-in did (`true`) or did not pass a second factor.
     Refresh {
         /// The session passed a second factor.

@@ -143,6 +143,12 @@ crate::settings! {
         /// Second factors: the name an authenticator app shows beside the account (default:
         /// `API_TITLE`).
         AUTH_FACTOR_ISSUER => auth_factor_issuer: Option<String> = None, some_text, plain;
+        /// Passkeys (`passkeys` feature): the origins (`https://app.example.com`) of the pages
+        /// that register and use passkeys, comma-separated; unset, passkeys are off.
+        AUTH_PASSKEY_ORIGINS => auth_passkey_origins: Vec<String> = Vec::new(), origins, plain;
+        /// Passkeys: the relying party's id, the domain passkeys are bound to (default: the
+        /// host of the first of `AUTH_PASSKEY_ORIGINS`); each origin must be it or under it.
+        AUTH_PASSKEY_RP_ID => auth_passkey_rp_id: Option<String> = None, some_text, plain;
     }
 }
 

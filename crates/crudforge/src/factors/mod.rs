@@ -13,7 +13,10 @@
 //! | `policy` | who must have a factor, the grace period, the challenge a sign-in answers |
 //! | `store` | the factors, recovery codes and grace rows |
 //! | `routes` | the routes: verify, list, enroll, confirm, remove, new recovery codes |
+//! | `passkey` | passkeys (the `passkeys` feature): the relying party, its ceremonies and routes |
 
+#[cfg(feature = "passkeys")]
+mod passkey;
 mod policy;
 mod recovery;
 mod routes;
@@ -68,6 +71,8 @@ impl Surface for Factors {
             .clone()
             .filter(|i| !i.trim().is_empty())
             .unwrap_or_else(|| config.http.api_title.clone());
+        #[cfg(feature = "passkeys")]
+        passkey::start(config, &issuer, ext)?;
         ext.insert(Arc::new(Settings {
             roles: auth.auth_factor_roles.clone(),
             domains: auth.auth_factor_domains.clone(),
@@ -79,7 +84,7 @@ impl Surface for Factors {
 
     fn register(&self, api: &Api, cfg: &mut actix_web::web::ServiceConfig) {
         for face in crate::users::accounts(api) {
-            for route in routes::routes(&face) {
+            for route in all_routes(api.state(), &face) {
                 let path = format!("{}{}", face.prefix, route.path);
                 cfg.service(actix_web::web::resource(path).route((route.route)()));
             }
@@ -88,7 +93,7 @@ impl Surface for Factors {
 
     fn document(&self, api: &Api, doc: &mut crate::openapi::ApiDoc) {
         for face in crate::users::accounts(api) {
-            let routes = routes::routes(&face);
+            let routes = all_routes(api.state(), &face);
             crate::crud::mount::docs::custom::document_routes(
                 doc,
                 &face.prefix,
@@ -106,4 +111,28 @@ impl Surface for Factors {
     ) -> Option<LocalBoxFuture<'a, Result<(), Error>>> {
         Some(Box::pin(policy::admits(state, user, entry)))
     }
+}
+
+/// The factors' routes beside the user blueprint `face`: the passkeys' first when they are on
+/// (`me/factors/{factor_id}/` would take `me/factors/passkey/`), then the others.
+fn all_routes(st: &ApiState, face: &crate::users::Accounts) -> Vec<crate::crud::CustomRoute> {
+    let mut out = Vec::new();
+    #[cfg(feature = "passkeys")]
+    if passkey::Relying::of(st).is_some() {
+        out.extend(passkey::routes::routes(face));
+    }
+    let _ = st;
+    out.extend(routes::routes(face));
+    out
+}
+
+/// The kinds of factor an account may enroll: an authenticator app, and passkeys when they
+/// are on.
+fn enrollable(st: &ApiState) -> Vec<String> {
+    #[cfg(feature = "passkeys")]
+    if passkey::Relying::of(st).is_some() {
+        return vec!["totp".to_owned(), "passkey".to_owned()];
+    }
+    let _ = st;
+    vec!["totp".to_owned()]
 }

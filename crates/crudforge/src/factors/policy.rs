@@ -11,9 +11,6 @@ use crate::state::ApiState;
 use crate::users::session::Entry;
 use uuid::Uuid;
 
-/// The factor kinds a sign-in's challenge accepts.
-const KINDS: [&str; 2] = ["totp", "recovery_code"];
-
 /// The surface's refusal of a session for `user` at `entry`, if it has one (see
 /// `Surface::admits`).
 ///
@@ -22,11 +19,14 @@ const KINDS: [&str; 2] = ["totp", "recovery_code"];
 /// 401 with a challenge: give the second factor; 403 with a challenge: enroll one first; 401
 /// for a refresh of a session without a factor that now needs one; database errors.
 pub(super) async fn admits(st: &ApiState, user: Uuid, entry: Entry) -> Result<(), Error> {
-    if entry
-        == (Entry::Refresh {
-            second_factor: true,
-        })
-    {
+    if matches!(
+        entry,
+        Entry::Refresh {
+            second_factor: true
+        } | Entry::SignIn {
+            second_factor: true
+        }
+    ) {
         return Ok(());
     }
     let settings = Settings::of(st)?;
@@ -43,7 +43,7 @@ pub(super) async fn admits(st: &ApiState, user: Uuid, entry: Entry) -> Result<()
         }
     }
     drop(conn);
-    if entry != Entry::SignIn {
+    if !matches!(entry, Entry::SignIn { .. }) {
         // A refresh holds no proof of the password: the owner signs in again, and is then
         // asked for the factor or to enroll one.
         return Err(Error::Unauthorized(
@@ -98,19 +98,24 @@ async fn challenge(st: &ApiState, user: Uuid, purpose: Purpose) -> Result<Error,
     }
     .seal(st.signing_key.expose())?;
     let (forbidden, kind, detail, factors) = match purpose {
-        Purpose::Verify => (
-            false,
-            "second_factor",
-            "The password was right; now give a second factor: send the ticket with a code to \
-             factors/verify/.",
-            KINDS.iter().map(|k| (*k).to_owned()).collect(),
-        ),
+        Purpose::Verify => {
+            let mut conn = st.db.get().await?;
+            let mut kinds = store::kinds(&mut conn, user).await?;
+            kinds.push("recovery_code".to_owned());
+            (
+                false,
+                "second_factor",
+                "The password was right; now give a second factor: send the ticket with a code \
+                 to factors/verify/ (or begin a passkey's ceremony at factors/passkey/challenge/).",
+                kinds,
+            )
+        }
         Purpose::Enroll => (
             true,
             "second_factor_enrollment",
             "This account must have a second factor: enroll one with the ticket \
-             (me/factors/totp/), then sign in with it.",
-            vec!["totp".to_owned()],
+             (me/factors/totp/ or me/factors/passkey/), then sign in with it.",
+            super::enrollable(st),
         ),
     };
     Ok(Error::Incomplete {

@@ -20,10 +20,11 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 /// The assurance level of a session that passed a second factor.
-const SECOND_FACTOR: Option<u8> = Some(2);
+pub(super) const SECOND_FACTOR: Option<u8> = Some(2);
 
 /// Who may enroll or confirm a factor ([`enroller`]), in the description's words.
-const ENROLLERS: &str = "the holder of an enrollment ticket (a sign-in's challenge gives it), or \
+pub(super) const ENROLLERS: &str =
+    "the holder of an enrollment ticket (a sign-in's challenge gives it), or \
     any signed-in user; an account that has a second factor adds another only from a session \
     that passed one";
 
@@ -60,17 +61,17 @@ pub(crate) struct FactorList {
     required: bool,
 }
 
-/// `me/factors/totp/`'s body.
+/// `me/factors/totp/`'s body (and `me/factors/passkey/`'s).
 #[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct EnrollBody {
     /// A name for it (`phone`).
     #[serde(default)]
-    label: Option<String>,
+    pub(super) label: Option<String>,
     /// The ticket of a sign-in refused until the account enrolls a factor (instead of an
     /// access token).
     #[serde(default)]
-    factor_ticket: Option<String>,
+    pub(super) factor_ticket: Option<String>,
 }
 
 /// `me/factors/totp/`'s answer: what the authenticator app needs. Shown once.
@@ -195,7 +196,7 @@ pub(crate) fn routes(face: &Accounts) -> Vec<CustomRoute> {
 }
 
 /// Runs `body` in a write transaction on a connection of `st`'s.
-async fn in_tx<T>(
+pub(super) async fn in_tx<T>(
     st: &ApiState,
     body: impl for<'c> AsyncFnOnce(&'c mut Conn) -> Result<T, Error>,
 ) -> Result<T, Error> {
@@ -205,7 +206,7 @@ async fn in_tx<T>(
     conn.finish(outcome).await
 }
 
-fn bad_ticket() -> Error {
+pub(super) fn bad_ticket() -> Error {
     Error::Unauthorized("The ticket is not valid or has expired: sign in again.".into())
 }
 
@@ -215,7 +216,11 @@ fn bad_code() -> Error {
 
 /// The user of a ticket for `purpose`, if it is valid, the account enabled and its
 /// credentials unchanged since.
-async fn ticket_user(st: &ApiState, text: &str, purpose: Purpose) -> Result<Option<Uuid>, Error> {
+pub(super) async fn ticket_user(
+    st: &ApiState,
+    text: &str,
+    purpose: Purpose,
+) -> Result<Option<Uuid>, Error> {
     let now = chrono::Utc::now().timestamp();
     let Some(ticket) = Ticket::open(st.signing_key.expose(), purpose, text, now)? else {
         return Ok(None);
@@ -300,7 +305,7 @@ async fn list(req: HttpRequest) -> Result<HttpResponse, Error> {
 
 /// Who enrolls: the holder of an enrollment ticket, or the signed-in caller. An account that
 /// has a factor adds another only from a session that passed one.
-async fn enroller(req: &HttpRequest, ticket: Option<&str>) -> Result<Uuid, Error> {
+pub(super) async fn enroller(req: &HttpRequest, ticket: Option<&str>) -> Result<Uuid, Error> {
     let st = ApiState::of(req)?;
     if let Some(text) = ticket {
         return ticket_user(st, text, Purpose::Enroll)
@@ -326,20 +331,27 @@ fn needs_second_factor(user: &CurrentUser) -> Result<(), Error> {
     }
 }
 
-/// `POST me/factors/totp/`.
-async fn enroll(req: HttpRequest, body: EnrollBody) -> Result<HttpResponse, Error> {
-    let st = ApiState::of(&req)?;
-    let user = enroller(&req, body.factor_ticket.as_deref()).await?;
-    let label = body
-        .label
-        .map(|l| l.trim().to_owned())
-        .filter(|l| !l.is_empty());
+/// A factor's label as given: trimmed, none when blank.
+///
+/// # Errors
+///
+/// 422 for a label longer than 100 characters.
+pub(super) fn label_of(label: Option<String>) -> Result<Option<String>, Error> {
+    let label = label.map(|l| l.trim().to_owned()).filter(|l| !l.is_empty());
     if label.as_ref().is_some_and(|l| l.chars().count() > 100) {
         return Err(Error::invalid_field(
             "label",
             "is longer than 100 characters",
         ));
     }
+    Ok(label)
+}
+
+/// `POST me/factors/totp/`.
+async fn enroll(req: HttpRequest, body: EnrollBody) -> Result<HttpResponse, Error> {
+    let st = ApiState::of(&req)?;
+    let user = enroller(&req, body.factor_ticket.as_deref()).await?;
+    let label = label_of(body.label)?;
     let settings = Settings::of(st)?;
     let email = crate::auth::load_user(&st.db, user)
         .await?
@@ -359,7 +371,7 @@ async fn enroll(req: HttpRequest, body: EnrollBody) -> Result<HttpResponse, Erro
 }
 
 /// A factor id of a path: 404 when it is not one.
-fn factor_id(text: &str) -> Result<Uuid, Error> {
+pub(super) fn factor_id(text: &str) -> Result<Uuid, Error> {
     Uuid::parse_str(text).map_err(|_| Error::NotFound("No such factor.".into()))
 }
 
@@ -379,6 +391,13 @@ async fn confirm(req: HttpRequest, id: &str, body: ConfirmBody) -> Result<HttpRe
         if factor.confirmed {
             return Err(Error::Conflict("This factor is already confirmed.".into()));
         }
+        if factor.kind != "totp" {
+            return Err(Error::Conflict(
+                "This factor is a passkey: confirm it with the authenticator's credential \
+                 (me/factors/passkey/{factor_id}/)."
+                    .into(),
+            ));
+        }
         let t = totp::totp(totp::open(key, id, &factor.secret)?, &settings.issuer, "")?;
         let Some(step) = totp::step_of(&t, &body.code, now) else {
             return Ok(None);
@@ -388,21 +407,7 @@ async fn confirm(req: HttpRequest, id: &str, body: ConfirmBody) -> Result<HttpRe
         }
         let first = store::count_confirmed(conn, user).await? == 0;
         store::confirm(conn, id).await?;
-        let codes = if first {
-            let codes = new_codes()?;
-            let digests: Vec<String> = codes.iter().map(|c| normalize(c)).collect();
-            store::replace_codes(conn, user, &digests).await?;
-            Some(codes)
-        } else {
-            None
-        };
-        // Sessions begun without this factor end; this one goes on, with it.
-        end_sessions_in(conn, user).await?;
-        let tokens = issue_tokens_at(st, conn, user, SECOND_FACTOR).await?;
-        Ok(Some(Confirmed {
-            tokens,
-            recovery_codes: codes,
-        }))
+        confirmed_now(st, conn, user, first).await.map(Some)
     })
     .await?;
     let Some(confirmed) = confirmed else {
@@ -410,6 +415,36 @@ async fn confirm(req: HttpRequest, id: &str, body: ConfirmBody) -> Result<HttpRe
     };
     attempt.succeeded().await?;
     Ok(HttpResponse::Ok().json(confirmed))
+}
+
+/// The answer to a factor of `user`'s just confirmed (the account's `first`): new recovery
+/// codes for a first factor, the account's other sessions ended, and tokens for this one at
+/// assurance level 2.
+///
+/// # Errors
+///
+/// Database errors.
+pub(super) async fn confirmed_now(
+    st: &ApiState,
+    conn: &mut Conn,
+    user: Uuid,
+    first: bool,
+) -> Result<Confirmed, Error> {
+    let codes = if first {
+        let codes = new_codes()?;
+        let digests: Vec<String> = codes.iter().map(|c| normalize(c)).collect();
+        store::replace_codes(conn, user, &digests).await?;
+        Some(codes)
+    } else {
+        None
+    };
+    // Sessions begun without this factor end; this one goes on, with it.
+    end_sessions_in(conn, user).await?;
+    let tokens = issue_tokens_at(st, conn, user, SECOND_FACTOR).await?;
+    Ok(Confirmed {
+        tokens,
+        recovery_codes: codes,
+    })
 }
 
 /// `DELETE me/factors/{factor_id}/`.

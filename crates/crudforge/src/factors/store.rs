@@ -21,11 +21,12 @@ diesel::table! {
         id -> PortableUuid,
         /// The account.
         user_id -> PortableUuid,
-        /// `totp`.
+        /// `totp` or `passkey`.
         kind -> Text,
         /// The owner's name for it (`phone`).
         label -> Nullable<Text>,
-        /// The secret, sealed.
+        /// A TOTP secret, sealed; a passkey's public key and counter (JSON), or the state of
+        /// its registration while unconfirmed.
         secret -> Text,
         /// The last time step a code was accepted at.
         last_step -> BigInt,
@@ -35,6 +36,8 @@ diesel::table! {
         confirmed_at -> Nullable<BigInt>,
         /// When a code of it was last accepted.
         last_used_at -> Nullable<BigInt>,
+        /// A passkey's credential id (base64url), unique.
+        credential_id -> Nullable<Text>,
     }
 }
 
@@ -85,7 +88,7 @@ fn time(us: i64) -> chrono::DateTime<chrono::Utc> {
 pub(crate) struct Listed {
     /// Its id.
     pub(crate) id: Uuid,
-    /// `totp`.
+    /// `totp` or `passkey`.
     pub(crate) kind: String,
     /// The name given to it.
     pub(crate) label: Option<String>,
@@ -102,7 +105,10 @@ pub(crate) struct Listed {
 pub(super) struct Stored {
     /// Its id.
     pub(super) id: Uuid,
-    /// The sealed secret.
+    /// `totp` or `passkey`.
+    #[cfg_attr(not(feature = "passkeys"), allow(dead_code))]
+    pub(super) kind: String,
+    /// The sealed secret (a passkey's JSON).
     pub(super) secret: String,
     /// Whether it is confirmed.
     pub(super) confirmed: bool,
@@ -156,19 +162,20 @@ pub(super) async fn add(
 ///
 /// Database errors.
 pub(super) async fn factor(conn: &mut Conn, user: Uuid, id: Uuid) -> Result<Option<Stored>, Error> {
-    let row: Option<(Uuid, String, Option<i64>)> = with_conn!(conn, |c| {
+    let row: Option<(Uuid, String, String, Option<i64>)> = with_conn!(conn, |c| {
         diesel_async::RunQueryDsl::get_result(
             f::table
                 .filter(f::id.eq(Portable(id)))
                 .filter(f::user_id.eq(Portable(user)))
-                .select((f::id, f::secret, f::confirmed_at)),
+                .select((f::id, f::kind, f::secret, f::confirmed_at)),
             c,
         )
         .await
         .optional()
     })?;
-    Ok(row.map(|(id, secret, confirmed)| Stored {
+    Ok(row.map(|(id, kind, secret, confirmed)| Stored {
         id,
+        kind,
         secret,
         confirmed: confirmed.is_some(),
     }))
@@ -200,10 +207,132 @@ pub(super) async fn confirmed(
         .into_iter()
         .map(|(id, secret)| Stored {
             id,
+            kind: kind.to_owned(),
             secret,
             confirmed: true,
         })
         .collect())
+}
+
+/// The kinds of `user`'s confirmed factors (`passkey`, `totp`), each once, sorted.
+///
+/// # Errors
+///
+/// Database errors.
+pub(super) async fn kinds(conn: &mut Conn, user: Uuid) -> Result<Vec<String>, Error> {
+    let kinds: Vec<String> = with_conn!(conn, |c| {
+        diesel_async::RunQueryDsl::load(
+            f::table
+                .filter(f::user_id.eq(Portable(user)))
+                .filter(f::confirmed_at.is_not_null())
+                .select(f::kind)
+                .distinct()
+                .order(f::kind),
+            c,
+        )
+        .await
+    })?;
+    Ok(kinds)
+}
+
+/// The confirmed passkey whose credential id is `credential` (base64url), and its account.
+///
+/// # Errors
+///
+/// Database errors.
+#[cfg(feature = "passkeys")]
+pub(super) async fn by_credential(
+    conn: &mut Conn,
+    credential: &str,
+) -> Result<Option<(Uuid, Stored)>, Error> {
+    let row: Option<(Uuid, Uuid, String)> = with_conn!(conn, |c| {
+        diesel_async::RunQueryDsl::get_result(
+            f::table
+                .filter(f::credential_id.eq(credential))
+                .filter(f::kind.eq("passkey"))
+                .filter(f::confirmed_at.is_not_null())
+                .select((f::id, f::user_id, f::secret)),
+            c,
+        )
+        .await
+        .optional()
+    })?;
+    Ok(row.map(|(id, user, secret)| {
+        (
+            user,
+            Stored {
+                id,
+                kind: "passkey".to_owned(),
+                secret,
+                confirmed: true,
+            },
+        )
+    }))
+}
+
+/// Whether some factor already holds the passkey credential `credential` (base64url).
+///
+/// # Errors
+///
+/// Database errors.
+#[cfg(feature = "passkeys")]
+pub(super) async fn credential_taken(conn: &mut Conn, credential: &str) -> Result<bool, Error> {
+    let n: i64 = with_conn!(conn, |c| {
+        diesel_async::RunQueryDsl::get_result(
+            f::table.filter(f::credential_id.eq(credential)).count(),
+            c,
+        )
+        .await
+    })?;
+    Ok(n > 0)
+}
+
+/// Stores the passkey `secret` (its JSON) of factor `id` with its credential id, and marks
+/// it confirmed.
+///
+/// # Errors
+///
+/// Database errors.
+#[cfg(feature = "passkeys")]
+pub(super) async fn confirm_passkey(
+    conn: &mut Conn,
+    id: Uuid,
+    credential: &str,
+    secret: &str,
+) -> Result<(), Error> {
+    let at = now();
+    with_conn!(conn, |c| {
+        diesel_async::RunQueryDsl::execute(
+            diesel::update(f::table.filter(f::id.eq(Portable(id)))).set((
+                f::secret.eq(secret),
+                f::credential_id.eq(Some(credential)),
+                f::confirmed_at.eq(Some(at)),
+            )),
+            c,
+        )
+        .await
+    })?;
+    Ok(())
+}
+
+/// Stores the passkey `secret` (its JSON, with the counter the last use moved) of factor
+/// `id`, used now.
+///
+/// # Errors
+///
+/// Database errors.
+#[cfg(feature = "passkeys")]
+pub(super) async fn used_passkey(conn: &mut Conn, id: Uuid, secret: &str) -> Result<(), Error> {
+    let at = now();
+    with_conn!(conn, |c| {
+        diesel_async::RunQueryDsl::execute(
+            diesel::update(f::table.filter(f::id.eq(Portable(id))))
+                .set((f::secret.eq(secret), f::last_used_at.eq(Some(at)))),
+            c,
+        )
+        .await
+    })?;
+    Ok(())
 }
 
 /// How many confirmed factors `user` has.

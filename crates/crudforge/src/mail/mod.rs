@@ -324,7 +324,7 @@ impl Surface for MailSurface {
         entry: crate::users::session::Entry,
     ) -> Option<LocalBoxFuture<'a, Result<(), Error>>> {
         // Only a sign-in is refused for an address not verified: a session it let in goes on.
-        (entry == crate::users::session::Entry::SignIn)
+        matches!(entry, crate::users::session::Entry::SignIn { .. })
             .then(|| Box::pin(flows::admits(state, user)) as LocalBoxFuture<'a, _>)
     }
 

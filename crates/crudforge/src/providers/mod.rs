@@ -24,7 +24,7 @@ mod routes;
 mod store;
 mod ticket;
 
-use crate::api::{Api, Chore, Surface};
+use crate::api::{Api, Surface};
 use crate::config::{Config, ConfigError};
 use crate::error::Error;
 use crate::state::{ApiState, Extensions};
@@ -147,16 +147,5 @@ impl Surface for Providers {
                 &routes,
             );
         }
-    }
-
-    fn chores(&self, api: &Api, out: &mut Vec<Chore>) {
-        if api.state().ext.get::<Arc<Registry>>().is_none() {
-            return;
-        }
-        out.push(Chore {
-            name: "prune_tickets",
-            every: std::time::Duration::from_secs(3600),
-            run: |api| Box::pin(store::prune(&api.state().db)),
-        });
     }
 }

@@ -265,7 +265,7 @@ async fn callback(req: HttpRequest, body: CallbackBody, name: &str) -> Result<Ht
     };
     {
         let mut conn = st.db.get().await?;
-        if store::spent(&mut conn, &ticket.id).await? {
+        if crate::spent::spent(&mut conn, &ticket.id).await? {
             return Err(refuse("the ticket was used already."));
         }
     }
@@ -277,7 +277,7 @@ async fn callback(req: HttpRequest, body: CallbackBody, name: &str) -> Result<Ht
     held.begin(TxMode::Write).await?;
     let outcome: Result<uuid::Uuid, Error> = async {
         let conn = &mut held;
-        if !store::spend(conn, &ticket.id, ticket.expires).await? {
+        if !crate::spent::spend(conn, &ticket.id, ticket.expires).await? {
             return Err(refuse("the ticket was used already."));
         }
         settle(st, conn, provider, &person, ticket.link).await
@@ -290,7 +290,14 @@ async fn callback(req: HttpRequest, body: CallbackBody, name: &str) -> Result<Ht
     if !enabled {
         return Err(refuse("the account is disabled."));
     }
-    crate::users::session::admitted(st, user, crate::users::session::Entry::SignIn).await?;
+    crate::users::session::admitted(
+        st,
+        user,
+        crate::users::session::Entry::SignIn {
+            second_factor: false,
+        },
+    )
+    .await?;
     attempt.succeeded().await?;
     Ok(HttpResponse::Ok().json(issue_tokens(st, user).await?))
 }

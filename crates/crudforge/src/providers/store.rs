@@ -1,8 +1,8 @@
 //! The providers' rows (the library's migration `crudforge_identities`): the identities that
-//! sign accounts in, the tickets already used; and the password of an account a provider
+//! sign accounts in; and the password of an account a provider
 //! takes over.
 
-use crate::db::{Conn, Database};
+use crate::db::Conn;
 use crate::error::Error;
 use crate::schema::users;
 use crate::sql_types::Portable;
@@ -31,18 +31,7 @@ diesel::table! {
     }
 }
 
-diesel::table! {
-    /// The tickets that came back, until they expire.
-    crudforge_used_tickets (id) {
-        /// The ticket's id.
-        id -> Text,
-        /// When it expires (microseconds since 1970, UTC).
-        expires_at -> BigInt,
-    }
-}
-
 use crudforge_identities as id;
-use crudforge_used_tickets as ut;
 
 /// Now, in microseconds since 1970 (UTC).
 fn now() -> i64 {
@@ -62,58 +51,6 @@ pub(crate) struct Identity {
     pub(crate) linked_at: chrono::DateTime<chrono::Utc>,
     /// When it last signed in.
     pub(crate) signed_in_at: chrono::DateTime<chrono::Utc>,
-}
-
-/// Records the ticket `ticket` (valid until `expires`, seconds since 1970) as used: false
-/// when it already was.
-///
-/// # Errors
-///
-/// Database errors.
-pub(crate) async fn spend(conn: &mut Conn, ticket: &str, expires: i64) -> Result<bool, Error> {
-    let n = with_conn!(conn, |c| {
-        diesel_async::RunQueryDsl::execute(
-            diesel::insert_into(ut::table)
-                .values((
-                    ut::id.eq(ticket),
-                    ut::expires_at.eq(expires.saturating_mul(1_000_000)),
-                ))
-                .on_conflict_do_nothing(),
-            c,
-        )
-        .await
-    })?;
-    Ok(n == 1)
-}
-
-/// Whether the ticket `ticket` was used.
-///
-/// # Errors
-///
-/// Database errors.
-pub(crate) async fn spent(conn: &mut Conn, ticket: &str) -> Result<bool, Error> {
-    let n: i64 = with_conn!(conn, |c| {
-        diesel_async::RunQueryDsl::get_result(ut::table.filter(ut::id.eq(ticket)).count(), c).await
-    })?;
-    Ok(n > 0)
-}
-
-/// Removes the used tickets that expired: how many.
-///
-/// # Errors
-///
-/// Database errors.
-pub(crate) async fn prune(db: &Database) -> Result<u64, Error> {
-    let mut conn = db.get().await?;
-    let at = now();
-    let n = with_conn!(conn, |c| {
-        diesel_async::RunQueryDsl::execute(
-            diesel::delete(ut::table.filter(ut::expires_at.lt(at))),
-            c,
-        )
-        .await
-    })?;
-    Ok(n as u64)
 }
 
 /// The account the identity (`provider`, `subject`) signs in.

@@ -2,7 +2,7 @@
 //! `state` and `nonce` sent, the PKCE verifier, where the provider sends the browser back,
 //! the account being linked), sealed by the API and held by the client between the two
 //! requests, so that no instance keeps it and the callback may reach any; short-lived, and
-//! used once (its id is recorded when it comes back, [`super::store::spend`]).
+//! used once (its id is recorded when it comes back, [`crate::spent::spend`]).
 
 use crate::error::Error;
 pub(crate) use crate::seal::random_token as random;
