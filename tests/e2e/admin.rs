@@ -9,8 +9,10 @@
 //! sign-in through a provider (the loopback [`MockProvider`], whose `/authorize` sends the
 //! browser back to `/admin/` at once) as a new account made an administrator by its `groups`
 //! claim, and last the second factors: a sign-in with a password then a code (TOTP, computed
-//! by the script; a wrong one refused first), and a member of a domain whose members must have
-//! a factor (`AUTH_FACTOR_DOMAINS`, no grace period) enrolling its first one on the page.
+//! by the script; a wrong one refused first), a passkey registered in Chromium's virtual
+//! authenticator then asked after a password and signing in alone, and a member of a domain
+//! whose members must have a factor (`AUTH_FACTOR_DOMAINS`, no grace period) enrolling its
+//! first one on the page.
 //! Skipped with a message where Chromium or the npm tools are missing; mandatory with
 //! `CRUDFORGE_REQUIRE_BROWSER=1` and `CRUDFORGE_REQUIRE_TOOLS=1`.
 //!
@@ -131,6 +133,8 @@ fn the_admin_page_works_in_a_real_browser() {
         server_env.extend(provider_env(&mock, &base));
         server_env.push(("AUTH_FACTOR_DOMAINS", FACTOR_DOMAIN.to_owned()));
         server_env.push(("AUTH_FACTOR_GRACE_SECONDS", "0".to_owned()));
+        // Passkeys for the page at localhost (an IP address cannot be a relying party's id).
+        server_env.push(("AUTH_PASSKEY_ORIGINS", format!("http://localhost:{port}")));
         let server = Server::start_on(dir.path(), &server_env, port);
         let authorized = mock.hits("/authorize");
         let shots: PathBuf = if name == "sqlite"
@@ -162,6 +166,7 @@ fn the_admin_page_works_in_a_real_browser() {
         assert!(!said.contains("FAILED"), "[{name}] {said}");
         assert!(said.contains("ok provider sign-in"), "[{name}] {said}");
         assert!(said.contains("ok second factor sign-in"), "[{name}] {said}");
+        assert!(said.contains("ok passkey sign-in"), "[{name}] {said}");
         assert!(
             said.contains("ok second factor enrollment"),
             "[{name}] {said}"

@@ -8,8 +8,10 @@
 // With a provider (the test's loopback one, approving at once and sending the browser back),
 // a step signs in through it as a new account that its claims make an administrator. Then a
 // new user with an authenticator app (TOTP, its codes computed here) signs in with its
-// password and a code; with a domain named in the server's AUTH_FACTOR_DOMAINS (no grace
-// period), a member of it signs in by enrolling its first factor on the page.
+// password and a code; a user with a passkey (Chromium's virtual authenticator; the server's
+// AUTH_PASSKEY_ORIGINS names the page at localhost) signs in after its password with it, then
+// with it alone; with a domain named in the server's AUTH_FACTOR_DOMAINS (no grace period), a
+// member of it signs in by enrolling its first factor on the page.
 //
 // Environment: CRUDFORGE_TOOLS_DIR (the tools' folder, node/node_modules inside) and
 // CRUDFORGE_CHROMIUM (the browser). Prints one `ok <step>` line per step, the render time of
@@ -32,6 +34,7 @@ const userPassword = 'ordinary pass phrase';
 const domainAdminEmail = 'domain.admin@example.com';
 const factorEmail = 'second.factor@example.com';
 const enrollEmail = 'must.enroll@example.com';
+const passkeyEmail = 'passkey.user@example.com';
 const XSS = '<img src=x onerror=alert(1)>';
 // A 1x1 PNG.
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
@@ -106,7 +109,7 @@ function wrongCode(key) {
 }
 
 /** A fresh browser context on the sign-in form, its errors and dialogs collected. */
-async function signInPage() {
+async function signInPage(at = base) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const page = await context.newPage();
   lastPage = page;
@@ -114,7 +117,7 @@ async function signInPage() {
   page.on('dialog', async (d) => { seen.errors.push(`dialog: ${d.message()}`); await d.dismiss(); });
   page.on('pageerror', (e) => seen.errors.push(`page error: ${e.message}`));
   page.on('console', (m) => { if (m.type() === 'error' && !/status of 4\d\d/.test(m.text())) seen.errors.push(`console: ${m.text()}`); });
-  await page.goto(`${base}/admin/`);
+  await page.goto(`${at}/admin/`);
   await page.waitForSelector('#signin-email');
   return { context, page, seen };
 }
@@ -670,6 +673,56 @@ try {
   check(fourth.seen.errors.length === 0, `errors in the page: ${fourth.seen.errors.join(' | ')}`);
   await fourth.context.close();
   console.log(`ok second factor sign-in: the password, then the code's step (a wrong code refused: "${codeRefusal}"), then the current code: signed in as ${factorEmail}`);
+
+  step('passkey sign-in');
+  // A user of its own registers a passkey in Chromium's virtual authenticator (its WebAuthn
+  // domain over CDP: a platform authenticator that keeps passkeys and verifies its user), from
+  // the page's origin the server sets passkeys up for (localhost: an IP address cannot be a
+  // relying party's id). Then the page signs it in after its password with the passkey, and
+  // after a reload with the passkey alone.
+  const local = base.replace('://127.0.0.1', '://localhost');
+  await call('POST', '/api/user/', admin, { email: passkeyEmail, password: userPassword });
+  const pk = await signInPage(local);
+  const cdp = await pk.context.newCDPSession(pk.page);
+  await cdp.send('WebAuthn.enable');
+  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
+    options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+  });
+  const pkToken = await token(passkeyEmail, userPassword);
+  const registered = await pk.page.evaluate(async (t) => {
+    const post = async (path, body) => {
+      const r = await fetch(path, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${t}` }, body: JSON.stringify(body) });
+      return [r.status, await r.json()];
+    };
+    const [s, begun] = await post('/api/user/me/factors/passkey/', { label: 'browser' });
+    if (s !== 201) return [s, begun];
+    const made = await navigator.credentials.create({ publicKey: PublicKeyCredential.parseCreationOptionsFromJSON(begun.public_key) });
+    return post(`/api/user/me/factors/passkey/${begun.id}/`, { credential: made.toJSON() });
+  }, pkToken);
+  check(registered[0] === 200 && registered[1].recovery_codes?.length === 10, `the passkey registered: ${JSON.stringify(registered)}`);
+  await pk.page.fill('#signin-email', passkeyEmail);
+  await pk.page.fill('#signin-password', userPassword);
+  await pk.page.click('form.signin button[type=submit]');
+  await pk.page.waitForSelector('#factor-passkey');
+  const pkAxe = await axeSerious(pk.page);
+  check(!pkAxe, `axe on the passkey's step: ${pkAxe}`);
+  await pk.page.click('#factor-passkey');
+  await pk.page.waitForSelector('nav a', { timeout: 15000 });
+  const afterPassword = await pk.page.$eval('#who', (e) => e.textContent);
+  check(afterPassword === passkeyEmail, `the user shown after the password and the passkey: ${afterPassword}`);
+  // A reload forgets the session (the page keeps its tokens in memory only); the passkey
+  // alone signs in again.
+  await pk.page.reload();
+  await pk.page.waitForSelector('#signin-passkey');
+  await pk.page.click('#signin-passkey');
+  await pk.page.waitForSelector('nav a', { timeout: 15000 });
+  const alone = await pk.page.$eval('#who', (e) => e.textContent);
+  check(alone === passkeyEmail, `the user shown after the passkey alone: ${alone}`);
+  const { credentials } = await cdp.send('WebAuthn.getCredentials', { authenticatorId });
+  check(credentials.length === 1 && credentials[0].isResidentCredential, `the authenticator's passkeys: ${JSON.stringify(credentials.map((c) => [c.isResidentCredential, c.signCount]))}`);
+  check(pk.seen.errors.length === 0, `errors in the page: ${pk.seen.errors.join(' | ')}`);
+  await pk.context.close();
+  console.log(`ok passkey sign-in: registered in the browser's authenticator (kept with the account), asked after the password ("Use a passkey"), then signing in alone ("Sign in with a passkey") as ${passkeyEmail}; ${credentials[0].signCount} signatures counted`);
 
   if (factorDomain) {
     step('second factor enrollment');

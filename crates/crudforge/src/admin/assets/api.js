@@ -105,6 +105,33 @@ export async function verifySecondFactor(ticket, proof) {
   keep(answer.body);
 }
 
+/**
+ * Whether a sign-in may use a passkey: the API has the passkeys' ceremony and this browser
+ * reads its options from their JSON.
+ */
+export function passkeys() {
+  const f = endpoints.factors;
+  return Boolean(f && f.passkeyChallenge && f.passkeyVerify && window.PublicKeyCredential
+    && typeof PublicKeyCredential.parseRequestOptionsFromJSON === 'function');
+}
+
+/**
+ * Signs in with a passkey the browser holds: after a password with the challenge's `ticket`,
+ * or alone without one (the passkey chosen names the account). Keeps the tokens as `login`
+ * does.
+ */
+export async function signInWithPasskey(ticket) {
+  const begun = await send('POST', endpoints.factors.passkeyChallenge, { body: ticket ? { factor_ticket: ticket } : {}, anonymous: true });
+  const options = PublicKeyCredential.parseRequestOptionsFromJSON(begun.body.public_key);
+  const credential = await navigator.credentials.get({ publicKey: options });
+  if (!credential) throw new Error('No passkey was given.');
+  const answer = await send('POST', endpoints.factors.passkeyVerify, {
+    body: { passkey_ticket: begun.body.passkey_ticket, credential: credential.toJSON() },
+    anonymous: true,
+  });
+  keep(answer.body);
+}
+
 /** Adds an authenticator app with an enrollment ticket: resolves to `{id, secret, otpauth_url}`. */
 export async function enrollTotp(ticket) {
   const answer = await send('POST', endpoints.factors.enroll, { body: { factor_ticket: ticket }, anonymous: true });

@@ -82,6 +82,9 @@ function signIn(message) {
   h('label', { for: 'signin-password' }, 'Password'), password,
   domain ? [h('label', { for: 'signin-domain' }, 'Domain (optional)'), domain] : null,
   h('button', { type: 'submit' }, 'Sign in'),
+  api.passkeys()
+    ? h('div', { class: 'signin-more' }, h('button', { type: 'button', class: 'secondary', id: 'signin-passkey', onclick: () => withPasskey(null, error) }, 'Sign in with a passkey'))
+    : null,
   providerButtons(state.model.auth.providers, error),
   error);
   show(form, email);
@@ -114,6 +117,9 @@ function factorStep(challenge, recovery) {
     ? h('button', { type: 'button', class: 'secondary', id: 'factor-switch', onclick: () => factorStep(challenge, !recovery) },
       recovery ? 'Use a code of the app instead' : 'Use a recovery code instead')
     : null;
+  const passkey = (challenge.factors || []).includes('passkey') && api.passkeys()
+    ? h('button', { type: 'button', class: 'secondary', id: 'factor-passkey', onclick: () => withPasskey(challenge.ticket, error) }, 'Use a passkey')
+    : null;
   const form = h('form', {
     class: 'signin',
     id: 'factor-form',
@@ -140,9 +146,23 @@ function factorStep(challenge, recovery) {
     : 'Enter the 6-digit code your authenticator app shows now.'),
   h('label', { for: 'factor-code' }, recovery ? 'Recovery code' : 'Code'), input,
   submit,
-  h('div', { class: 'signin-more' }, other, h('button', { type: 'button', class: 'secondary', id: 'factor-back', onclick: () => signIn() }, 'Back to sign-in')),
+  h('div', { class: 'signin-more' }, passkey, other, h('button', { type: 'button', class: 'secondary', id: 'factor-back', onclick: () => signIn() }, 'Back to sign-in')),
   error);
   show(form, input);
+}
+
+/**
+ * A sign-in with a passkey (after a password with the challenge's `ticket`, or alone): the
+ * browser asks for one, then the page enters; a refusal or a cancelled prompt shows in `error`.
+ */
+async function withPasskey(ticket, error) {
+  error.textContent = '';
+  try {
+    await api.signInWithPasskey(ticket);
+    await enter();
+  } catch (e) {
+    if (ticket || !nextStep(e)) error.textContent = e.message;
+  }
 }
 
 /**

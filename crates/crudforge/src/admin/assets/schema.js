@@ -130,6 +130,8 @@ const FACTOR_OPERATIONS = [
   ['verify', /^verify[A-Z]\w*SecondFactor$/, /^(.*\/)factors\/verify\/$/],
   ['enroll', /^enroll[A-Z]\w*Totp$/, /^(.*\/)me\/factors\/totp\/$/],
   ['confirm', /^confirm[A-Z]\w*Factor$/, /^(.*\/)me\/factors\/\{[a-z_]+\}\/confirm\/$/],
+  ['passkeyChallenge', /^challenge[A-Z]\w*Passkey$/, /^(.*\/)factors\/passkey\/challenge\/$/],
+  ['passkeyVerify', /^verify[A-Z]\w*Passkey$/, /^(.*\/)factors\/passkey\/verify\/$/],
 ];
 
 /** Reads the whole description into the page's model. */
@@ -144,7 +146,8 @@ export function readDescription(doc) {
   // beside every user blueprint: `<prefix>providers/<name>/start/` and `.../callback/`.
   const providerOps = [];
   // The second factors' sign-in operations (the API's feature `factors`), beside every user
-  // blueprint: `<prefix>factors/verify/`, `<prefix>me/factors/totp/` and its confirmation.
+  // blueprint: `<prefix>factors/verify/`, `<prefix>me/factors/totp/` and its confirmation,
+  // and the passkeys' `<prefix>factors/passkey/challenge/` and `verify/` when it has them.
   const factorOps = [];
   // The administrators' jobs API (`Api::jobs_api`), when the description has it.
   const jobs = {};
@@ -243,13 +246,14 @@ function signInProviders(login, ops) {
 
 /**
  * The second factors' sign-in steps beside the user blueprint whose `login/` is at `login`:
- * `{verify, enroll, confirm}` (paths; `enroll` and `confirm` may be null), or null when the
- * description has no `factors/verify/` there.
+ * `{verify, enroll, confirm, passkeyChallenge, passkeyVerify}` (paths; all but `verify` may be
+ * null: the passkeys' when the API has none), or null when the description has no
+ * `factors/verify/` there.
  */
 function signInFactors(login, ops) {
   if (!login) return null;
   const prefix = login.slice(0, -'login/'.length);
-  const found = { verify: null, enroll: null, confirm: null };
+  const found = { verify: null, enroll: null, confirm: null, passkeyChallenge: null, passkeyVerify: null };
   for (const o of ops) if (o.prefix === prefix) found[o.step] = o.path;
   return found.verify ? found : null;
 }
