@@ -9,6 +9,11 @@ use uuid::Uuid;
 /// A request to build.
 pub type Req = test::TestRequest;
 
+/// `req` with the access token `token` as its bearer.
+pub fn bearer(req: Req, token: &str) -> Req {
+    req.insert_header(("authorization", format!("Bearer {token}")))
+}
+
 /// `req` with a bearer token of user `id`.
 pub fn auth(req: Req, api: &Api, id: Uuid) -> Req {
     let token = api
@@ -16,7 +21,7 @@ pub fn auth(req: Req, api: &Api, id: Uuid) -> Req {
         .tokens
         .access(id)
         .expect("an access token for a test user");
-    req.insert_header(("authorization", format!("Bearer {token}")))
+    bearer(req, &token)
 }
 
 /// Sends `req` to `app`: the status and the body's bytes.

@@ -15,7 +15,7 @@ use crudforge::users::schema::tokens;
 use crudforge::users::{self, Role, Token, UserBlueprint, UserSetting};
 use crudforge::{with_conn, Api, Database, Resource};
 use crudforge_tests::critters::{self, Critter};
-use crudforge_tests::http::{auth, exchange, send, Req};
+use crudforge_tests::http::{auth, bearer, exchange, send, Req};
 use crudforge_tests::{backend_tests, Backend, TestDb};
 use diesel::prelude::*;
 use diesel_async::SimpleAsyncConnection;
@@ -86,10 +86,6 @@ async fn world_with(t: &TestDb, extra: impl FnOnce(Api) -> Api) -> World {
 /// A key value of 40 characters, different for each `n`.
 fn key(n: u32) -> String {
     format!("test-api-key-{n:04}-0123456789abcdefghijklm")
-}
-
-fn bearer(req: Req, token: &str) -> Req {
-    req.insert_header(("authorization", format!("Bearer {token}")))
 }
 
 /// Creates a key as `w.alice` with `body` (its `token` member added): the record.

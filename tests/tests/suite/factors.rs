@@ -11,7 +11,7 @@ use crudforge::perms::Expr;
 use crudforge::users::{self, Domain, Role, UserBlueprint};
 use crudforge::{Api, Resource};
 use crudforge_tests::critters::{self, Critter};
-use crudforge_tests::http::{auth, send, Req};
+use crudforge_tests::http::{auth, bearer, send, Req};
 use crudforge_tests::{backend_tests, TestDb};
 use serde_json::{json, Value};
 use totp_rs::Totp;
@@ -53,10 +53,6 @@ async fn world(t: &TestDb, settings: impl FnOnce(&mut crudforge::Config)) -> Wor
         .mount(Critter::blueprint("/api/critters/").rules(Expr::new().delete("@second_factor")))
         .unwrap();
     World { api, alice, bob }
-}
-
-fn bearer(req: Req, token: &str) -> Req {
-    req.insert_header(("authorization", format!("Bearer {token}")))
 }
 
 fn now() -> u64 {

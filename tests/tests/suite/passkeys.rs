@@ -10,7 +10,7 @@ use crudforge::auth::TokenKind;
 use crudforge::users::{self, Role, UserBlueprint};
 use crudforge::Api;
 use crudforge_tests::authenticator::SoftKey;
-use crudforge_tests::http::{send, Req};
+use crudforge_tests::http::{bearer, send, Req};
 use crudforge_tests::{backend_tests, TestDb};
 use serde_json::{json, Value};
 use uuid::Uuid;
@@ -48,10 +48,6 @@ async fn world(t: &TestDb, settings: impl FnOnce(&mut crudforge::Config)) -> Wor
         .mount(UserBlueprint::default())
         .unwrap();
     World { api, alice, bob }
-}
-
-fn bearer(req: Req, token: &str) -> Req {
-    req.insert_header(("authorization", format!("Bearer {token}")))
 }
 
 fn post(uri: &str, body: Value) -> Req {

@@ -149,6 +149,13 @@ pub(crate) enum Entry {
     },
 }
 
+impl Entry {
+    /// A sign-in by a password, a provider, a mailed link or a reset: no second factor yet.
+    pub(crate) const SIGN_IN: Entry = Entry::SignIn {
+        second_factor: false,
+    };
+}
+
 /// A periodic piece of the server's own work (purging old soft-deleted rows, pruning
 /// events): its name, how often it runs, and what it does (how many rows it removed).
 #[derive(Clone, Copy)]

@@ -290,14 +290,7 @@ async fn callback(req: HttpRequest, body: CallbackBody, name: &str) -> Result<Ht
     if !enabled {
         return Err(refuse("the account is disabled."));
     }
-    crate::users::session::admitted(
-        st,
-        user,
-        crate::users::session::Entry::SignIn {
-            second_factor: false,
-        },
-    )
-    .await?;
+    crate::users::session::admitted(st, user, crate::users::session::Entry::SIGN_IN).await?;
     attempt.succeeded().await?;
     Ok(HttpResponse::Ok().json(issue_tokens(st, user).await?))
 }

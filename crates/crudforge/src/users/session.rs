@@ -186,14 +186,7 @@ pub(crate) async fn admitted(st: &ApiState, user: Uuid, entry: Entry) -> Result<
 ///
 /// The surfaces' refusal; database errors.
 pub async fn admit_sign_in(st: &ApiState, user: Uuid) -> Result<(), Error> {
-    admitted(
-        st,
-        user,
-        Entry::SignIn {
-            second_factor: false,
-        },
-    )
-    .await
+    admitted(st, user, Entry::SIGN_IN).await
 }
 
 fn bad_login() -> Error {
@@ -320,14 +313,7 @@ pub(super) async fn login(
         };
         h.validate(&ctx).await?;
     }
-    admitted(
-        st,
-        id,
-        Entry::SignIn {
-            second_factor: false,
-        },
-    )
-    .await?;
+    admitted(st, id, Entry::SIGN_IN).await?;
     if let Some(stored) = stored {
         rehash_if_weaker(st, id, &stored, body.password).await;
     }

@@ -66,14 +66,7 @@ pub(super) async fn sign_in(req: HttpRequest, body: TokenBody) -> Result<HttpRes
     };
     attempt.succeeded().await?;
     // The link proved the address, not a second factor: the surfaces may ask for one.
-    admitted(
-        st,
-        user,
-        Entry::SignIn {
-            second_factor: false,
-        },
-    )
-    .await?;
+    admitted(st, user, Entry::SIGN_IN).await?;
     Ok(HttpResponse::Ok().json(issue_tokens(st, user).await?))
 }
 
@@ -123,14 +116,7 @@ pub(super) async fn reset(req: HttpRequest, body: PasswordReset) -> Result<HttpR
     };
     attempt.succeeded().await?;
     // The link proved the address, not a second factor: the surfaces may ask for one.
-    admitted(
-        st,
-        user,
-        Entry::SignIn {
-            second_factor: false,
-        },
-    )
-    .await?;
+    admitted(st, user, Entry::SIGN_IN).await?;
     Ok(HttpResponse::Ok().json(issue_tokens(st, user).await?))
 }
 
