@@ -3,7 +3,8 @@
 //! sender's domain) and one in a rolled-back transaction never leaves; a mail sent again
 //! carries the same `Message-ID`; an unreachable server leaves the mail queued for a retry
 //! with the error; the file transport writes `.eml` files; the flows' templates render with
-//! the link base; malformed settings are refused when the API is built.
+//! the link base; malformed settings are refused when the API is built; a mailed sign-in link
+//! of an account with a second factor answers its challenge, not tokens.
 #![allow(missing_docs, clippy::unwrap_used)]
 
 use crudforge::db::TxMode;
@@ -388,5 +389,57 @@ backend_tests! {
         let db = t.open(&config).await;
         let err = Api::new(config, db).err().unwrap().to_string();
         assert!(err.contains("MAIL_VERIFICATION"), "{err}");
+    }
+}
+
+backend_tests! {
+    async fn a_mailed_sign_in_link_asks_an_account_with_a_second_factor_for_it(t) {
+        use totp_rs::Totp;
+        let sink = SmtpSink::start();
+        let config = smtp(&t, &sink.url()).with(|c| {
+            c.auth.bcrypt_cost = 4;
+            c.ops.mail_sign_in = true;
+        });
+        let api = api(&t, config)
+            .await
+            .mount(crudforge::users::UserBlueprint::default())
+            .unwrap();
+        crudforge::users::create_user(api.db(), "ada@example.com", "ada pass phrase", true, 4)
+            .await
+            .unwrap();
+        let app = actix_web::test::init_service(api.app()).await;
+        let (s, tokens) = call(&app, "/api/users/login/", json!({"email": "ada@example.com", "password": "ada pass phrase"})).await;
+        assert_eq!(s, 200, "{tokens}");
+        let access = tokens["access_token"].as_str().unwrap();
+        let post = |uri: &str, body: serde_json::Value| {
+            crudforge_tests::http::bearer(actix_web::test::TestRequest::post().uri(uri).set_json(body), access)
+        };
+        let (s, enrolled) = crudforge_tests::http::send(&app, post("/api/users/me/factors/totp/", json!({}))).await;
+        assert_eq!(s, 201, "{enrolled}");
+        let totp = Totp::from_url(enrolled["otpauth_url"].as_str().unwrap()).unwrap();
+        let now = u64::try_from(chrono::Utc::now().timestamp()).unwrap();
+        let confirm = format!("/api/users/me/factors/{}/confirm/", enrolled["id"].as_str().unwrap());
+        let (s, confirmed) = crudforge_tests::http::send(&app, post(&confirm, json!({"code": totp.generate(now).to_string()}))).await;
+        assert_eq!(s, 200, "{confirmed}");
+
+        // The link proves the address, not the factor: it answers the same challenge a
+        // password does, and only the ticket with a code gives tokens.
+        let (s, _) = call(&app, "/api/users/sign_in/link/", json!({"email": "ada@example.com"})).await;
+        assert_eq!(s, 202);
+        api.run_due_jobs().await.unwrap();
+        let mail = sink.messages().pop().expect("the sign-in mail");
+        let token = mailed_token(&mail, "https://app.example.com/sign-in?token=");
+        let (s, refused) = call(&app, "/api/users/sign_in/", json!({"token": token})).await;
+        assert_eq!(s, 401, "{refused}");
+        assert!(refused.get("access_token").is_none(), "{refused}");
+        assert_eq!(refused["challenge"]["kind"], "second_factor", "{refused}");
+        let (s, again) = call(&app, "/api/users/sign_in/", json!({"token": token})).await;
+        assert_eq!(s, 401, "the link is used once: {again}");
+        assert!(again.get("challenge").is_none(), "{again}");
+        let ticket = refused["challenge"]["ticket"].as_str().unwrap();
+        let (s, signed_in) = call(&app, "/api/users/factors/verify/", json!({"factor_ticket": ticket, "code": totp.generate(now + 30).to_string()})).await;
+        assert_eq!(s, 200, "{signed_in}");
+        let claims = api.state().tokens.verify(signed_in["access_token"].as_str().unwrap(), crudforge::auth::TokenKind::Access).unwrap();
+        assert_eq!(claims.aal, Some(2));
     }
 }
