@@ -8,7 +8,7 @@ use super::{policy, store, totp, Settings};
 use crate::auth::throttle::{Account, Attempt};
 use crate::auth::{require_user, CurrentUser};
 use crate::crud::CustomRoute;
-use crate::db::{Conn, TxMode};
+use crate::db::Conn;
 use crate::error::Error;
 use crate::state::ApiState;
 use crate::users::session::issue_tokens_at;
@@ -195,17 +195,6 @@ pub(crate) fn routes(face: &Accounts) -> Vec<CustomRoute> {
     ]
 }
 
-/// Runs `body` in a write transaction on a connection of `st`'s.
-pub(super) async fn in_tx<T>(
-    st: &ApiState,
-    body: impl for<'c> AsyncFnOnce(&'c mut Conn) -> Result<T, Error>,
-) -> Result<T, Error> {
-    let mut conn = st.db.get().await?;
-    conn.begin(TxMode::Write).await?;
-    let outcome = body(&mut conn).await;
-    conn.finish(outcome).await
-}
-
 pub(super) fn bad_ticket() -> Error {
     Error::Unauthorized("The ticket is not valid or has expired: sign in again.".into())
 }
@@ -243,25 +232,27 @@ async fn verify(req: HttpRequest, body: VerifyBody) -> Result<HttpResponse, Erro
     };
     let key = st.signing_key.expose();
     let settings = Settings::of(st)?;
-    let tokens = in_tx(st, async |conn| {
-        let passed = match (&body.code, &body.recovery_code) {
-            (Some(code), None) => totp_passes(conn, key, settings, user, code).await?,
-            (None, Some(code)) => store::use_code(conn, user, &normalize(code)).await?,
-            _ => {
-                return Err(Error::Validation {
-                    detail: "Send either `code` or `recovery_code`.".into(),
-                    field: Some("code".into()),
-                })
+    let tokens = st
+        .db
+        .in_tx(async |conn| {
+            let passed = match (&body.code, &body.recovery_code) {
+                (Some(code), None) => totp_passes(conn, key, settings, user, code).await?,
+                (None, Some(code)) => store::use_code(conn, user, &normalize(code)).await?,
+                _ => {
+                    return Err(Error::Validation {
+                        detail: "Send either `code` or `recovery_code`.".into(),
+                        field: Some("code".into()),
+                    })
+                }
+            };
+            if !passed {
+                return Ok(None);
             }
-        };
-        if !passed {
-            return Ok(None);
-        }
-        issue_tokens_at(st, conn, user, SECOND_FACTOR)
-            .await
-            .map(Some)
-    })
-    .await?;
+            issue_tokens_at(st, conn, user, SECOND_FACTOR)
+                .await
+                .map(Some)
+        })
+        .await?;
     let Some(tokens) = tokens else {
         return Err(bad_code());
     };
@@ -384,32 +375,34 @@ async fn confirm(req: HttpRequest, id: &str, body: ConfirmBody) -> Result<HttpRe
     let settings = Settings::of(st)?;
     let key = st.signing_key.expose();
     let now = u64::try_from(chrono::Utc::now().timestamp()).unwrap_or(0);
-    let confirmed = in_tx(st, async |conn| {
-        let factor = store::factor(conn, user, id)
-            .await?
-            .ok_or_else(|| Error::NotFound("No such factor.".into()))?;
-        if factor.confirmed {
-            return Err(Error::Conflict("This factor is already confirmed.".into()));
-        }
-        if factor.kind != "totp" {
-            return Err(Error::Conflict(
-                "This factor is a passkey: confirm it with the authenticator's credential \
+    let confirmed = st
+        .db
+        .in_tx(async |conn| {
+            let factor = store::factor(conn, user, id)
+                .await?
+                .ok_or_else(|| Error::NotFound("No such factor.".into()))?;
+            if factor.confirmed {
+                return Err(Error::Conflict("This factor is already confirmed.".into()));
+            }
+            if factor.kind != "totp" {
+                return Err(Error::Conflict(
+                    "This factor is a passkey: confirm it with the authenticator's credential \
                  (me/factors/passkey/{factor_id}/)."
-                    .into(),
-            ));
-        }
-        let t = totp::totp(totp::open(key, id, &factor.secret)?, &settings.issuer, "")?;
-        let Some(step) = totp::step_of(&t, &body.code, now) else {
-            return Ok(None);
-        };
-        if !store::take_step(conn, id, step).await? {
-            return Ok(None);
-        }
-        let first = store::count_confirmed(conn, user).await? == 0;
-        store::confirm(conn, id).await?;
-        confirmed_now(st, conn, user, first).await.map(Some)
-    })
-    .await?;
+                        .into(),
+                ));
+            }
+            let t = totp::totp(totp::open(key, id, &factor.secret)?, &settings.issuer, "")?;
+            let Some(step) = totp::step_of(&t, &body.code, now) else {
+                return Ok(None);
+            };
+            if !store::take_step(conn, id, step).await? {
+                return Ok(None);
+            }
+            let first = store::count_confirmed(conn, user).await? == 0;
+            store::confirm(conn, id).await?;
+            confirmed_now(st, conn, user, first).await.map(Some)
+        })
+        .await?;
     let Some(confirmed) = confirmed else {
         return Err(bad_code());
     };
@@ -453,31 +446,33 @@ async fn remove(req: HttpRequest, id: &str) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
     let id = factor_id(id)?;
     let settings = Settings::of(st)?;
-    let tokens = in_tx(st, async |conn| {
-        let factor = store::factor(conn, user.id, id)
-            .await?
-            .ok_or_else(|| Error::NotFound("No such factor.".into()))?;
-        if factor.confirmed {
-            needs_second_factor(&user)?;
-            let last = store::count_confirmed(conn, user.id).await? == 1;
-            if last && policy::required(conn, settings, user.id).await? {
-                return Err(Error::Conflict(
-                    "This account must have a second factor: add another before removing this \
+    let tokens = st
+        .db
+        .in_tx(async |conn| {
+            let factor = store::factor(conn, user.id, id)
+                .await?
+                .ok_or_else(|| Error::NotFound("No such factor.".into()))?;
+            if factor.confirmed {
+                needs_second_factor(&user)?;
+                let last = store::count_confirmed(conn, user.id).await? == 1;
+                if last && policy::required(conn, settings, user.id).await? {
+                    return Err(Error::Conflict(
+                        "This account must have a second factor: add another before removing this \
                      one."
-                        .into(),
-                ));
+                            .into(),
+                    ));
+                }
+                if last {
+                    store::drop_codes(conn, user.id).await?;
+                }
             }
-            if last {
-                store::drop_codes(conn, user.id).await?;
-            }
-        }
-        store::remove(conn, user.id, id).await?;
-        // Every other session ends; this one goes on with new tokens.
-        end_sessions_in(conn, user.id).await?;
-        let aal = user.second_factor.then_some(2);
-        issue_tokens_at(st, conn, user.id, aal).await
-    })
-    .await?;
+            store::remove(conn, user.id, id).await?;
+            // Every other session ends; this one goes on with new tokens.
+            end_sessions_in(conn, user.id).await?;
+            let aal = user.second_factor.then_some(2);
+            issue_tokens_at(st, conn, user.id, aal).await
+        })
+        .await?;
     Ok(HttpResponse::Ok().json(tokens))
 }
 
@@ -488,15 +483,16 @@ async fn renew_codes(req: HttpRequest) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
     let codes = new_codes()?;
     let digests: Vec<String> = codes.iter().map(|c| normalize(c)).collect();
-    in_tx(st, async |conn| {
-        if store::count_confirmed(conn, user.id).await? == 0 {
-            return Err(Error::Conflict(
-                "Recovery codes go with a second factor; this account has none.".into(),
-            ));
-        }
-        store::replace_codes(conn, user.id, &digests).await
-    })
-    .await?;
+    st.db
+        .in_tx(async |conn| {
+            if store::count_confirmed(conn, user.id).await? == 0 {
+                return Err(Error::Conflict(
+                    "Recovery codes go with a second factor; this account has none.".into(),
+                ));
+            }
+            store::replace_codes(conn, user.id, &digests).await
+        })
+        .await?;
     Ok(HttpResponse::Ok().json(RecoveryCodes {
         recovery_codes: codes,
     }))

@@ -2,7 +2,7 @@
 //! failed), the schedules' ticks, and what the command line lists, retries and cancels.
 
 use super::schema::{crudforge_jobs as jobs, crudforge_schedules as schedules};
-use crate::db::{Conn, Database, TxMode};
+use crate::db::{Conn, Database};
 use crate::error::Error;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Integer, Text};
@@ -492,9 +492,7 @@ pub(crate) async fn take_tick(
     tick: i64,
     job: &NewJob<'_>,
 ) -> Result<Option<i64>, Error> {
-    let mut conn = db.get().await?;
-    conn.begin(TxMode::Write).await?;
-    let outcome = async {
+    db.in_tx(async |conn| {
         let moved = crate::with_conn!(conn, |c| {
             let q = diesel::update(
                 schedules::table
@@ -507,10 +505,9 @@ pub(crate) async fn take_tick(
         if moved != 1 {
             return Ok(None);
         }
-        insert(&mut conn, job).await.map(Some)
-    }
-    .await;
-    conn.finish(outcome).await
+        insert(conn, job).await.map(Some)
+    })
+    .await
 }
 
 /// Now, in microseconds since 1970 (UTC): the jobs' clock.

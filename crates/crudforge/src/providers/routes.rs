@@ -8,7 +8,6 @@ use super::{store, Registry};
 use crate::auth::require_user;
 use crate::auth::throttle::{Account, Attempt};
 use crate::crud::CustomRoute;
-use crate::db::TxMode;
 use crate::error::Error;
 use crate::state::ApiState;
 use crate::users::{issue_tokens, Accounts, LoginResponse};
@@ -273,17 +272,15 @@ async fn callback(req: HttpRequest, body: CallbackBody, name: &str) -> Result<Ht
         .person(&registry.http, &ticket, code)
         .await
         .map_err(|r| refuse(&r.0))?;
-    let mut held = st.db.get().await?;
-    held.begin(TxMode::Write).await?;
-    let outcome: Result<uuid::Uuid, Error> = async {
-        let conn = &mut held;
-        if !crate::spent::spend(conn, &ticket.id, ticket.expires).await? {
-            return Err(refuse("the ticket was used already."));
-        }
-        settle(st, conn, provider, &person, ticket.link).await
-    }
-    .await;
-    let user = held.finish(outcome).await?;
+    let user = st
+        .db
+        .in_tx(async |conn| {
+            if !crate::spent::spend(conn, &ticket.id, ticket.expires).await? {
+                return Err(refuse("the ticket was used already."));
+            }
+            settle(st, conn, provider, &person, ticket.link).await
+        })
+        .await?;
     let enabled = crate::auth::load_user(&st.db, user)
         .await?
         .is_some_and(|u| u.is_enabled);
@@ -308,29 +305,26 @@ async fn identities(req: HttpRequest) -> Result<HttpResponse, Error> {
 async fn unlink(req: HttpRequest, body: UnlinkBody) -> Result<HttpResponse, Error> {
     let st = ApiState::of(&req)?;
     let user = require_user(&req).await?;
-    let mut held = st.db.get().await?;
-    held.begin(TxMode::Write).await?;
-    let outcome: Result<(), Error> = async {
-        let conn = &mut held;
-        crate::users::tokens::lock_user_in(conn, user.id).await?;
-        let all = store::identities(conn, user.id).await?;
-        if !all.iter().any(|i| i.provider == body.provider) {
-            return Err(Error::NotFound(
-                "The account has no identity at this provider.".into(),
-            ));
-        }
-        let others = all.iter().filter(|i| i.provider != body.provider).count();
-        if others == 0 && !store::has_password(conn, user.id).await? {
-            return Err(Error::Conflict(
-                "This is the account's last way to sign in: set a password or link another \
+    st.db
+        .in_tx(async |conn| {
+            crate::users::tokens::lock_user_in(conn, user.id).await?;
+            let all = store::identities(conn, user.id).await?;
+            if !all.iter().any(|i| i.provider == body.provider) {
+                return Err(Error::NotFound(
+                    "The account has no identity at this provider.".into(),
+                ));
+            }
+            let others = all.iter().filter(|i| i.provider != body.provider).count();
+            if others == 0 && !store::has_password(conn, user.id).await? {
+                return Err(Error::Conflict(
+                    "This is the account's last way to sign in: set a password or link another \
                  provider first."
-                    .into(),
-            ));
-        }
-        store::unlink(conn, user.id, &body.provider).await?;
-        Ok(())
-    }
-    .await;
-    held.finish(outcome).await?;
+                        .into(),
+                ));
+            }
+            store::unlink(conn, user.id, &body.provider).await?;
+            Ok(())
+        })
+        .await?;
     Ok(HttpResponse::NoContent().finish())
 }

@@ -10,8 +10,8 @@ use crate::auth::throttle::{Account, Attempt};
 use crate::crud::CustomRoute;
 use crate::error::Error;
 use crate::factors::routes::{
-    bad_ticket, confirmed_now, enroller, factor_id, in_tx, label_of, ticket_user, Confirmed,
-    EnrollBody, ENROLLERS, SECOND_FACTOR,
+    bad_ticket, confirmed_now, enroller, factor_id, label_of, ticket_user, Confirmed, EnrollBody,
+    ENROLLERS, SECOND_FACTOR,
 };
 use crate::factors::store;
 use crate::factors::ticket::Purpose;
@@ -237,33 +237,35 @@ async fn finish(req: HttpRequest, id: &str, body: RegisterBody) -> Result<HttpRe
     let user = enroller(&req, body.factor_ticket.as_deref()).await?;
     let credential: RegisterPublicKeyCredential = theirs(body.credential)?;
     let attempt = Attempt::begin(&req, Account::User(user)).await?;
-    let confirmed = in_tx(st, async |conn| {
-        let factor = store::factor(conn, user, id)
-            .await?
-            .filter(|f| f.kind == "passkey")
-            .ok_or_else(|| Error::NotFound("No such passkey.".into()))?;
-        if factor.confirmed {
-            return Err(Error::Conflict(
-                "This passkey is already registered.".into(),
-            ));
-        }
-        let state: PasskeyRegistration = ours(
-            serde_json::from_str(&factor.secret).map_err(|e| Error::Internal(e.to_string()))?,
-        )?;
-        let Ok(passkey) = rp.webauthn.finish_passkey_registration(&credential, &state) else {
-            return Ok(None);
-        };
-        let cred = credential_id(passkey.cred_id().as_slice());
-        if store::credential_taken(conn, &cred).await? {
-            return Err(Error::Conflict(
-                "This passkey is registered already.".into(),
-            ));
-        }
-        let first = store::count_confirmed(conn, user).await? == 0;
-        store::confirm_passkey(conn, id, &cred, &stored(&passkey)?).await?;
-        confirmed_now(st, conn, user, first).await.map(Some)
-    })
-    .await?;
+    let confirmed = st
+        .db
+        .in_tx(async |conn| {
+            let factor = store::factor(conn, user, id)
+                .await?
+                .filter(|f| f.kind == "passkey")
+                .ok_or_else(|| Error::NotFound("No such passkey.".into()))?;
+            if factor.confirmed {
+                return Err(Error::Conflict(
+                    "This passkey is already registered.".into(),
+                ));
+            }
+            let state: PasskeyRegistration = ours(
+                serde_json::from_str(&factor.secret).map_err(|e| Error::Internal(e.to_string()))?,
+            )?;
+            let Ok(passkey) = rp.webauthn.finish_passkey_registration(&credential, &state) else {
+                return Ok(None);
+            };
+            let cred = credential_id(passkey.cred_id().as_slice());
+            if store::credential_taken(conn, &cred).await? {
+                return Err(Error::Conflict(
+                    "This passkey is registered already.".into(),
+                ));
+            }
+            let first = store::count_confirmed(conn, user).await? == 0;
+            store::confirm_passkey(conn, id, &cred, &stored(&passkey)?).await?;
+            confirmed_now(st, conn, user, first).await.map(Some)
+        })
+        .await?;
     let Some(confirmed) = confirmed else {
         return Err(bad_passkey());
     };
@@ -386,16 +388,18 @@ async fn verify(req: HttpRequest, body: PasskeyVerifyBody) -> Result<HttpRespons
     }
     passkey.update_credential(&result);
     factor.secret = stored(&passkey)?;
-    let tokens = in_tx(st, async |conn| {
-        if !crate::spent::spend(conn, &ceremony.id, ceremony.expires).await? {
-            return Ok(None);
-        }
-        store::used_passkey(conn, factor.id, &factor.secret).await?;
-        issue_tokens_at(st, conn, user, SECOND_FACTOR)
-            .await
-            .map(Some)
-    })
-    .await?;
+    let tokens = st
+        .db
+        .in_tx(async |conn| {
+            if !crate::spent::spend(conn, &ceremony.id, ceremony.expires).await? {
+                return Ok(None);
+            }
+            store::used_passkey(conn, factor.id, &factor.secret).await?;
+            issue_tokens_at(st, conn, user, SECOND_FACTOR)
+                .await
+                .map(Some)
+        })
+        .await?;
     let Some(tokens) = tokens else {
         return Err(bad_passkey());
     };

@@ -41,11 +41,13 @@ async fn mail_link(
     if !recipient_allows(st, flow, &email).await? {
         return Ok(answer(StatusCode::ACCEPTED, sent));
     }
-    in_tx!(st, |conn| {
-        store::end_unused(conn, user, &[flow]).await?;
-        let extra = serde_json::Value::Null;
-        send(st, conn, flow, user, &email, &email, seconds, path, extra).await
-    })?;
+    st.db
+        .in_tx(async |conn| {
+            store::end_unused(conn, user, &[flow]).await?;
+            let extra = serde_json::Value::Null;
+            send(st, conn, flow, user, &email, &email, seconds, path, extra).await
+        })
+        .await?;
     Ok(answer(StatusCode::ACCEPTED, sent))
 }
 
@@ -54,13 +56,17 @@ pub(super) async fn sign_in(req: HttpRequest, body: TokenBody) -> Result<HttpRes
     let st = ApiState::of(&req)?;
     flows(st)?;
     let attempt = Attempt::begin(&req, Account::Unknown).await?;
-    let user = in_tx!(st, |conn| {
-        let Some((user, email)) = take_at_address(conn, Flow::SignIn, &body.token).await? else {
-            return Ok(None);
-        };
-        store::verify(conn, user, &email).await?;
-        Ok(Some(user))
-    })?;
+    let user = st
+        .db
+        .in_tx(async |conn| {
+            let Some((user, email)) = take_at_address(conn, Flow::SignIn, &body.token).await?
+            else {
+                return Ok(None);
+            };
+            store::verify(conn, user, &email).await?;
+            Ok(Some(user))
+        })
+        .await?;
     let Some(user) = user else {
         return Err(invalid());
     };
@@ -103,14 +109,17 @@ pub(super) async fn reset(req: HttpRequest, body: PasswordReset) -> Result<HttpR
         Ok(h) => h,
         Err(e) => return attempt.not_checked(e).await,
     };
-    let user = in_tx!(st, |conn| {
-        let Some((user, email)) = take_at_address(conn, Flow::Reset, &body.token).await? else {
-            return Ok(None);
-        };
-        crate::users::set_password_hash_in(conn, user, &hash).await?;
-        store::verify(conn, user, &email).await?;
-        Ok(Some(user))
-    })?;
+    let user = st
+        .db
+        .in_tx(async |conn| {
+            let Some((user, email)) = take_at_address(conn, Flow::Reset, &body.token).await? else {
+                return Ok(None);
+            };
+            crate::users::set_password_hash_in(conn, user, &hash).await?;
+            store::verify(conn, user, &email).await?;
+            Ok(Some(user))
+        })
+        .await?;
     let Some(user) = user else {
         return Err(invalid());
     };

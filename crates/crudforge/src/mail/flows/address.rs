@@ -38,22 +38,24 @@ pub(super) async fn change(req: HttpRequest, body: EmailChange) -> Result<HttpRe
         return Ok(answer(StatusCode::ACCEPTED, CHANGE_ASKED));
     }
     let seconds = st.config.ops.mail_email_change_seconds;
-    in_tx!(st, |conn| {
-        store::end_unused(conn, me.id, &[Flow::EmailChange]).await?;
-        let extra = serde_json::json!({ "old_email": me.email });
-        send(
-            st,
-            conn,
-            Flow::EmailChange,
-            me.id,
-            &new,
-            &new,
-            seconds,
-            "/confirm-email",
-            extra,
-        )
-        .await
-    })?;
+    st.db
+        .in_tx(async |conn| {
+            store::end_unused(conn, me.id, &[Flow::EmailChange]).await?;
+            let extra = serde_json::json!({ "old_email": me.email });
+            send(
+                st,
+                conn,
+                Flow::EmailChange,
+                me.id,
+                &new,
+                &new,
+                seconds,
+                "/confirm-email",
+                extra,
+            )
+            .await
+        })
+        .await?;
     Ok(answer(StatusCode::ACCEPTED, CHANGE_ASKED))
 }
 
@@ -84,31 +86,34 @@ pub(super) async fn confirm(req: HttpRequest, body: TokenBody) -> Result<HttpRes
     flows(st)?;
     let attempt = Attempt::begin(&req, Account::Unknown).await?;
     let seconds = st.config.ops.mail_revert_seconds;
-    let done = in_tx!(st, |conn| {
-        let Some((user, new)) = store::take(conn, Flow::EmailChange, &body.token).await? else {
-            return Ok(false);
-        };
-        let Some(old) = crate::users::addresses::email_of(conn, user).await? else {
-            return Ok(false);
-        };
-        set_address(conn, user, &new).await?;
-        crate::users::addresses::record(conn, user, &new, true).await?;
-        store::end_unused(conn, user, &[Flow::Verify, Flow::SignIn]).await?;
-        let extra = serde_json::json!({ "new_email": new });
-        send(
-            st,
-            conn,
-            Flow::EmailRevert,
-            user,
-            &old,
-            &old,
-            seconds,
-            "/revert-email",
-            extra,
-        )
+    let done = st
+        .db
+        .in_tx(async |conn| {
+            let Some((user, new)) = store::take(conn, Flow::EmailChange, &body.token).await? else {
+                return Ok(false);
+            };
+            let Some(old) = crate::users::addresses::email_of(conn, user).await? else {
+                return Ok(false);
+            };
+            set_address(conn, user, &new).await?;
+            crate::users::addresses::record(conn, user, &new, true).await?;
+            store::end_unused(conn, user, &[Flow::Verify, Flow::SignIn]).await?;
+            let extra = serde_json::json!({ "new_email": new });
+            send(
+                st,
+                conn,
+                Flow::EmailRevert,
+                user,
+                &old,
+                &old,
+                seconds,
+                "/revert-email",
+                extra,
+            )
+            .await?;
+            Ok(true)
+        })
         .await?;
-        Ok(true)
-    })?;
     if !done {
         return Err(invalid());
     }
@@ -122,16 +127,19 @@ pub(super) async fn revert(req: HttpRequest, body: TokenBody) -> Result<HttpResp
     let st = ApiState::of(&req)?;
     flows(st)?;
     let attempt = Attempt::begin(&req, Account::Unknown).await?;
-    let user = in_tx!(st, |conn| {
-        let Some((user, old)) = store::take(conn, Flow::EmailRevert, &body.token).await? else {
-            return Ok(None);
-        };
-        set_address(conn, user, &old).await?;
-        crate::users::addresses::record(conn, user, &old, true).await?;
-        let others = [Flow::Verify, Flow::EmailChange, Flow::SignIn];
-        store::end_unused(conn, user, &others).await?;
-        Ok(Some(user))
-    })?;
+    let user = st
+        .db
+        .in_tx(async |conn| {
+            let Some((user, old)) = store::take(conn, Flow::EmailRevert, &body.token).await? else {
+                return Ok(None);
+            };
+            set_address(conn, user, &old).await?;
+            crate::users::addresses::record(conn, user, &old, true).await?;
+            let others = [Flow::Verify, Flow::EmailChange, Flow::SignIn];
+            store::end_unused(conn, user, &others).await?;
+            Ok(Some(user))
+        })
+        .await?;
     let Some(user) = user else {
         return Err(invalid());
     };

@@ -15,21 +15,6 @@
 //! | `access` | sign-in links and the forgotten password |
 //! | `store` | the links' tokens (digests, used once) and the accounts' addresses |
 
-/// Runs the block in a write transaction on a connection of its own, with `$conn` the
-/// connection: committed when it gives `Ok`, rolled back otherwise.
-macro_rules! in_tx {
-    ($st:expr, |$conn:ident| $body:block) => {{
-        let mut held = $st.db.get().await?;
-        held.begin(TxMode::Write).await?;
-        let outcome: Result<_, Error> = async {
-            let $conn = &mut held;
-            $body
-        }
-        .await;
-        held.finish(outcome).await
-    }};
-}
-
 mod access;
 mod address;
 mod routes;
@@ -44,7 +29,7 @@ use super::Mailer;
 use crate::auth::throttle::{address_range, email_key, take};
 use crate::auth::{normalize_email, require_user, verify_password, Account, Attempt};
 use crate::crud::CustomRoute;
-use crate::db::{Conn, TxMode};
+use crate::db::Conn;
 use crate::error::Error;
 use crate::schema::users;
 use crate::sql_types::Portable;

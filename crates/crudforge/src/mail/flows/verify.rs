@@ -53,12 +53,15 @@ pub(super) async fn verify(req: HttpRequest, body: TokenBody) -> Result<HttpResp
     let st = ApiState::of(&req)?;
     flows(st)?;
     let attempt = Attempt::begin(&req, Account::Unknown).await?;
-    let done = in_tx!(st, |conn| {
-        let Some((user, email)) = store::take(conn, Flow::Verify, &body.token).await? else {
-            return Ok(false);
-        };
-        store::verify(conn, user, &email).await
-    })?;
+    let done = st
+        .db
+        .in_tx(async |conn| {
+            let Some((user, email)) = store::take(conn, Flow::Verify, &body.token).await? else {
+                return Ok(false);
+            };
+            store::verify(conn, user, &email).await
+        })
+        .await?;
     if !done {
         return Err(invalid());
     }
@@ -88,22 +91,24 @@ pub(super) async fn resend(req: HttpRequest, body: EmailBody) -> Result<HttpResp
         return Ok(answer(StatusCode::ACCEPTED, RESENT));
     }
     let seconds = st.config.ops.mail_verify_seconds;
-    in_tx!(st, |conn| {
-        crate::users::addresses::record(conn, user, &email, false).await?;
-        store::end_unused(conn, user, &[Flow::Verify]).await?;
-        let extra = serde_json::Value::Null;
-        send(
-            st,
-            conn,
-            Flow::Verify,
-            user,
-            &email,
-            &email,
-            seconds,
-            "/verify",
-            extra,
-        )
-        .await
-    })?;
+    st.db
+        .in_tx(async |conn| {
+            crate::users::addresses::record(conn, user, &email, false).await?;
+            store::end_unused(conn, user, &[Flow::Verify]).await?;
+            let extra = serde_json::Value::Null;
+            send(
+                st,
+                conn,
+                Flow::Verify,
+                user,
+                &email,
+                &email,
+                seconds,
+                "/verify",
+                extra,
+            )
+            .await
+        })
+        .await?;
     Ok(answer(StatusCode::ACCEPTED, RESENT))
 }
