@@ -685,26 +685,6 @@ impl Database {
         Ok(conn)
     }
 
-    /// Runs `body` in a write transaction on a connection of the pool: committed when it
-    /// answers `Ok` (a failed commit becomes the error), rolled back when it answers `Err`.
-    ///
-    /// # Errors
-    ///
-    /// No connection, the body's error, or the commit's.
-    #[cfg_attr(
-        not(any(feature = "jobs", feature = "providers", feature = "factors")),
-        allow(dead_code)
-    )]
-    pub(crate) async fn in_tx<T>(
-        &self,
-        body: impl for<'c> AsyncFnOnce(&'c mut Conn) -> Result<T, crate::error::Error>,
-    ) -> Result<T, crate::error::Error> {
-        let mut conn = self.get().await?;
-        conn.begin(TxMode::Write).await?;
-        let outcome = body(&mut conn).await;
-        conn.finish(outcome).await
-    }
-
     /// A pooled connection: `wait` `Some(ZERO)` takes an idle one or fails at once with a
     /// wait timeout; `None` waits as long as it takes (the pools have no runtime for
     /// deadpool's own timers, so other waits are bounded by the caller).

@@ -1,6 +1,8 @@
 //! Transactions on a checked-out [`Conn`], begun and ended explicitly so that the generated
 //! `Resource` operations (which take `&mut Conn`) can run inside them.
 //!
+//! `Database::in_tx` wraps both around a body on a connection of the pool.
+//!
 //! Diesel's own transaction manager tracks every transaction begun here, so a connection that
 //! goes back to the pool with one still open is discarded rather than reused.
 
@@ -140,5 +142,27 @@ pub(crate) async fn finish<T>(conn: &mut Conn, outcome: Result<T, Error>) -> Res
             rollback(conn).await;
             Err(e)
         }
+    }
+}
+
+impl super::Database {
+    /// Runs `body` in a write transaction on a connection of the pool: committed when it
+    /// answers `Ok` (a failed commit becomes the error), rolled back when it answers `Err`.
+    ///
+    /// # Errors
+    ///
+    /// No connection, the body's error, or the commit's.
+    #[cfg_attr(
+        not(any(feature = "jobs", feature = "providers", feature = "factors")),
+        allow(dead_code)
+    )]
+    pub(crate) async fn in_tx<T>(
+        &self,
+        body: impl for<'c> AsyncFnOnce(&'c mut Conn) -> Result<T, crate::error::Error>,
+    ) -> Result<T, crate::error::Error> {
+        let mut conn = self.get().await?;
+        conn.begin(super::TxMode::Write).await?;
+        let outcome = body(&mut conn).await;
+        conn.finish(outcome).await
     }
 }
