@@ -66,6 +66,7 @@
 //! | `providers` | no | sign-in through OpenID Connect and OAuth 2.0 providers by configuration alone (`AUTH_PROVIDERS`): any OpenID provider from its issuer, presets for ten common ones; PKCE, `state`, `nonce`, `iss`; a sealed single-use ticket; ID tokens checked against the provider's keys; accounts linked by (provider, subject) and by verified addresses; roles from claims (`openidconnect`, `oauth2`, `reqwest`) ([guide](https://github.com/crudforge/crudforge/blob/main/docs/auth.md#sign-in-providers)) |
 //! | `factors` | no | second factors beside every user blueprint: TOTP (`totp-rs`) with each code accepted once, recovery codes; a challenge at sign-in, tokens at assurance level 2 (`@second_factor` in rules); required per role or domain with a grace period ([guide](https://github.com/crudforge/crudforge/blob/main/docs/auth.md#second-factors)) |
 //! | `passkeys` | no | passkeys (`webauthn-rs`, RustCrypto) as a second factor or as the only one, with `factors`; on when `AUTH_PASSKEY_ORIGINS` names the pages' origins; each ceremony's state in a sealed single-use ticket ([guide](https://github.com/crudforge/crudforge/blob/main/docs/auth.md#passkeys)) |
+//! | `history` | no | record history: a blueprint's `history()` writes an entry per written row in the write's own transaction (who, when, the request, the members changed with old and new values, write-only members named, never their values), `GET <item>/history/` under the row's and each member's read rules ([guide](https://github.com/crudforge/crudforge/blob/main/docs/history.md)) |
 //!
 //! At least one of the two backends must be on. An application on one backend alone compiles
 //! that one: `crudforge = { version = "0.1", default-features = false, features = ["sqlite"] }`.
@@ -118,6 +119,8 @@ pub mod limits {
 }
 #[cfg(feature = "factors")]
 pub(crate) mod factors;
+#[cfg(feature = "history")]
+pub(crate) mod history;
 mod jwt;
 pub mod logging;
 pub mod metrics;
@@ -178,6 +181,8 @@ pub(crate) static SURFACES: &[&dyn api::Surface] = &[
     &providers::Providers,
     #[cfg(feature = "factors")]
     &factors::Factors,
+    #[cfg(feature = "history")]
+    &history::History,
 ];
 
 /// Adds to a new blueprint of `R` the parts that surfaces add by themselves, from what the

@@ -88,6 +88,21 @@ pub(crate) enum Touch {
 /// The rows one write touched: what happened and the row's key, in order.
 pub(crate) type Touched = Vec<(Touch, String)>;
 
+/// Who made a write, as the parts that record writes hear it besides the rows (a record's
+/// history keeps it): the caller's account and the request, neither outside a request (the
+/// command line's writes).
+#[derive(Debug, Clone, Copy, Default)]
+#[allow(
+    dead_code,
+    reason = "a door of the seam: a build without optional surfaces leaves it unused"
+)]
+pub(crate) struct Author<'a> {
+    /// The caller's account (`None`: anonymous, a public operation, the command line).
+    pub(crate) user: Option<uuid::Uuid>,
+    /// The request that wrote (`None` outside one).
+    pub(crate) req: Option<&'a actix_web::HttpRequest>,
+}
+
 /// How a part that records writes (a feed) records those made outside the blueprint's
 /// handlers (the command line's): one of the faces its part shows ([`Mount::faces`]).
 pub(crate) struct Recording {
@@ -95,12 +110,17 @@ pub(crate) struct Recording {
     pub(crate) table: &'static str,
     /// Records the rows of `table` touched, in the transaction `conn` is in (whatever must
     /// follow the commit is arranged in the transaction: the writer has no "after").
-    pub(crate) record: for<'a> fn(
-        &'a str,
-        &'a mut crate::db::Conn,
-        &'a Touched,
-    ) -> LocalBoxFuture<'a, Result<(), Error>>,
+    pub(crate) record: RecordFn,
 }
+
+/// How a part records the rows of a table touched outside the blueprint's handlers, on a
+/// connection inside the writer's transaction, with who wrote them (see [`Recording`]).
+pub(crate) type RecordFn = for<'a> fn(
+    &'a str,
+    &'a mut crate::db::Conn,
+    &'a Touched,
+    &'a Author<'a>,
+) -> LocalBoxFuture<'a, Result<(), Error>>;
 
 /// Something that becomes a [`Mount`] once checked: a blueprint, or a ready `Mount`.
 pub trait IntoMount {

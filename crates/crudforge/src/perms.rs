@@ -484,6 +484,8 @@ pub enum Door {
     /// `GET <item>/files/<file id>` and `POST .../link` (the `files` feature): the item's
     /// `GET` rules.
     Download,
+    /// `GET <item>/history/` (the `history` feature): the item's `GET` rules.
+    History,
 }
 
 impl Door {
@@ -495,6 +497,7 @@ impl Door {
             Door::Aggregate => "aggregate",
             Door::Feed => "feed",
             Door::Download => "download",
+            Door::History => "history",
         }
     }
 }

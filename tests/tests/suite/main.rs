@@ -17,6 +17,7 @@ pub mod doors;
 pub mod factors;
 pub mod files;
 pub mod foundation;
+pub mod history;
 pub mod identity;
 pub mod indexes;
 pub mod jobs;

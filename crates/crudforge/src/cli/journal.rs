@@ -8,8 +8,8 @@ use crate::api::Mount;
 use crate::config::Config;
 use crate::db::{Conn, Database};
 use crate::error::Error;
-use crate::mount::Recording;
 use crate::mount::Touch;
+use crate::mount::{Author, Recording};
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -71,7 +71,7 @@ impl Journal {
                     .downcast_ref::<Recording>()
                     .filter(|r| r.table == table)
                 {
-                    (r.record)(table, conn, &touched).await?;
+                    (r.record)(table, conn, &touched, &Author::default()).await?;
                 }
             }
         }

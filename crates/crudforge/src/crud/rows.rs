@@ -39,3 +39,32 @@ pub(crate) async fn reload<R: Resource>(conn: &mut crate::db::Conn, item: &R) ->
         .next()
         .ok_or_else(missing)
 }
+
+/// The row whose id is `key` (as text), if any, on `conn` (inside its transaction), deleted or
+/// not.
+///
+/// # Errors
+///
+/// Database errors; a key that is not an id of `R` finds nothing.
+#[allow(
+    dead_code,
+    reason = "a door of the seam: a build without optional surfaces leaves it unused"
+)]
+pub(crate) async fn by_key<R: Resource>(
+    conn: &mut crate::db::Conn,
+    key: &str,
+) -> Result<Option<R>, Error> {
+    let Some(field) = R::field(R::ID_FIELD) else {
+        return Ok(None);
+    };
+    let Ok(arg) = parse_arg(field.kind, key) else {
+        return Ok(None);
+    };
+    let conds = vec![Cond::eq(field.name, arg)];
+    Ok(
+        R::select(conn, &conds, &[], Some(crate::crud::Window::first(1)))
+            .await?
+            .into_iter()
+            .next(),
+    )
+}

@@ -17,7 +17,7 @@ use crate::crud::scope::Patterns;
 use crate::crud::scope::Routes;
 use crate::db::Conn;
 use crate::error::Error;
-pub(crate) use crate::mount::{Touch, Touched};
+pub(crate) use crate::mount::{Author, Touch, Touched};
 use crate::openapi::ApiDoc;
 use crate::perms::Rules;
 use crate::state::ApiState;
@@ -225,15 +225,16 @@ pub(crate) trait Part<R: Resource>: Any + Send + Sync {
         false
     }
 
-    /// Records, in the write's transaction on `conn`, the rows it touched, after its body and
-    /// its after-write hooks succeeded; an error rolls the write back. Only called when
-    /// [`Part::records`] says so.
+    /// Records, in the write's transaction on `conn`, the rows it touched and who wrote them
+    /// (`by`), after its body and its after-write hooks succeeded; an error rolls the write
+    /// back. Only called when [`Part::records`] says so.
     fn record<'a>(
         &'a self,
         conn: &'a mut Conn,
         touched: &'a Touched,
+        by: &'a Author<'a>,
     ) -> LocalBoxFuture<'a, Result<(), Error>> {
-        let _ = (conn, touched);
+        let _ = (conn, touched, by);
         Box::pin(async { Ok(()) })
     }
 

@@ -31,10 +31,9 @@ use crate::api::{Api, Chore, Surface};
 use crate::config::{Config, ConfigError};
 use crate::crud::Resource;
 use crate::error::Error;
-use crate::mount::Recording;
+use crate::mount::{RecordFn, Recording};
 use crate::state::{ApiState, Extensions};
 use feed::Feed;
-use futures_util::future::LocalBoxFuture;
 use prometheus::{IntCounter, IntGauge};
 use std::sync::{Arc, LazyLock};
 
@@ -66,13 +65,6 @@ impl<R: Resource> Events<R> {
         }
     }
 }
-
-/// How a write outside the handlers is recorded (see [`Recording`]).
-type RecordFn = for<'a> fn(
-    &'a str,
-    &'a mut crate::db::Conn,
-    &'a crate::crud::shared::Touched,
-) -> LocalBoxFuture<'a, Result<(), Error>>;
 
 /// How often a serving API prunes recorded events.
 const PRUNE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60);

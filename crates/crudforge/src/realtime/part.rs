@@ -7,7 +7,7 @@ use super::{Events, Hub};
 use crate::crud::mount::blueprint::handler;
 use crate::crud::options::{OpOptions, Operation};
 use crate::crud::scope::Routes;
-use crate::crud::shared::{Mounted, Part, Touched};
+use crate::crud::shared::{Author, Mounted, Part, Touched};
 use crate::crud::{CrudBlueprint, Resource};
 use crate::db::Conn;
 use crate::error::Error;
@@ -39,6 +39,7 @@ fn record_outside<'a>(
     table: &'a str,
     conn: &'a mut Conn,
     touched: &'a Touched,
+    _by: &'a Author<'a>,
 ) -> LocalBoxFuture<'a, Result<(), Error>> {
     Box::pin(feed::record(conn, table, touched, Notify::InTransaction))
 }
@@ -101,6 +102,7 @@ impl<R: Resource> Part<R> for Events<R> {
         &'a self,
         conn: &'a mut Conn,
         touched: &'a Touched,
+        _by: &'a Author<'a>,
     ) -> LocalBoxFuture<'a, Result<(), Error>> {
         Box::pin(feed::record(
             conn,

@@ -164,9 +164,12 @@ pub fn mount(api: Api, recovery_settings: RecoverySettings) -> Result<Api, Mount
             // (docs/data.md), which only administrators may use (a door's own access; every
             // signed-in user may create critters one at a time or in a batch). An export
             // costs 20 units of 200 an hour per caller: ten exports an hour each
-            // (docs/configuration.md, "Limits per operation").
+            // (docs/configuration.md, "Limits per operation"). Every write keeps an entry
+            // of who changed what, shown at `<id>/history/` under the same read rules
+            // (docs/history.md).
             Critter::blueprint("/api/critters/")
                 .events()
+                .history()
                 .aggregates()
                 .export()
                 .import()

@@ -182,7 +182,9 @@ impl At {
                 Operation::Delete => Action::Delete,
             },
             At::Door(Door::Import) => Action::Create,
-            At::Door(Door::Export | Door::Aggregate | Door::Feed | Door::Download) => Action::Read,
+            At::Door(
+                Door::Export | Door::Aggregate | Door::Feed | Door::Download | Door::History,
+            ) => Action::Read,
         }
     }
 
@@ -198,7 +200,7 @@ impl At {
     pub(crate) fn fixed_cost(self) -> Option<u32> {
         match self {
             At::Op(Operation::Index) => None,
-            At::Op(_) | At::Door(Door::Feed | Door::Download) => Some(1),
+            At::Op(_) | At::Door(Door::Feed | Door::Download | Door::History) => Some(1),
             At::Door(Door::Aggregate) => Some(5),
             At::Batch(_) | At::Door(Door::Export | Door::Import) => Some(20),
         }

@@ -16,7 +16,7 @@ pub(crate) mod target;
 pub(crate) mod update;
 
 use super::request::{arg_json, key_cond, Caller};
-use super::shared::{Shared, Touch, Touched};
+use super::shared::{Author, Shared, Touch, Touched};
 use super::view::View;
 use super::Resource;
 use crate::crud::conditional;
@@ -225,7 +225,13 @@ pub(crate) async fn run<R: Resource>(
                 let touched = records(shared).then(|| touched(plan.op, &change));
                 let settled = settle(shared, st, &mut conn, ctx, plan.op, change, plan.key).await;
                 match (settled, touched) {
-                    (Ok(w), Some(t)) => record(shared, &mut conn, &t).await.map(|()| w),
+                    (Ok(w), Some(t)) => {
+                        let by = Author {
+                            user: ctx.user.as_ref().map(|u| u.id),
+                            req: Some(req),
+                        };
+                        record(shared, &mut conn, &t, &by).await.map(|()| w)
+                    }
                     (settled, _) => settled,
                 }
             }
@@ -258,15 +264,16 @@ pub(crate) fn records<R: Resource>(shared: &Shared<R>) -> bool {
     shared.parts.record()
 }
 
-/// Records the rows a write touched through each part that records writes, in its
-/// transaction.
+/// Records the rows a write touched, and who wrote them, through each part that records
+/// writes, in its transaction.
 async fn record<R: Resource>(
     shared: &Shared<R>,
     conn: &mut Conn,
     touched: &Touched,
+    by: &Author<'_>,
 ) -> Result<(), Error> {
     for part in shared.parts.iter().filter(|p| p.records()) {
-        part.record(conn, touched).await?;
+        part.record(conn, touched, by).await?;
     }
     Ok(())
 }

@@ -1,0 +1,27 @@
+-- Record history (the `history` feature): one entry per create, update, delete or restore of
+-- a row of a resource whose blueprint keeps history, written in the write's own transaction,
+-- so a rolled-back write leaves none. `state` is the row after the write as its generated
+-- representation (JSON, write-only members never in it; NULL once the row is gone);
+-- `changes` the members that changed, each with its old and new value (JSON). `actor` is the
+-- account that wrote (NULL: anonymous or the command line), `request_id` the request's id,
+-- `at` microseconds since 1970 (UTC). `seq`, `prev` and `hash` link the resource's entries
+-- into a hash chain once sealed (NULL until then); `tx` is the writing transaction's id
+-- (`pg_current_xact_id()`): sealing links entries in the order (tx, id) once no older
+-- transaction runs, so an entry committed late is never skipped.
+CREATE TABLE crudforge_history (
+    id BIGSERIAL PRIMARY KEY,
+    resource TEXT NOT NULL,
+    row_key TEXT NOT NULL,
+    action TEXT NOT NULL,
+    actor TEXT,
+    request_id TEXT,
+    at BIGINT NOT NULL,
+    state TEXT,
+    changes TEXT NOT NULL,
+    tx BIGINT NOT NULL DEFAULT (pg_current_xact_id()::text::bigint),
+    seq BIGINT,
+    prev TEXT,
+    hash TEXT
+);
+CREATE INDEX crudforge_history_row ON crudforge_history (resource, row_key, id);
+CREATE INDEX crudforge_history_resource ON crudforge_history (resource, id);
