@@ -219,6 +219,13 @@ pub(crate) enum SurfaceCommand {
         #[command(subcommand)]
         command: jobs::cli::JobsCommand,
     },
+    /// Record history (the `history` feature): check each resource's hash chain.
+    #[cfg(feature = "history")]
+    History {
+        /// What to do.
+        #[command(subcommand)]
+        command: history::cli::HistoryCommand,
+    },
 }
 
 impl SurfaceCommand {
@@ -246,6 +253,10 @@ impl SurfaceCommand {
             #[cfg(feature = "jobs")]
             SurfaceCommand::Jobs { command } => {
                 jobs::cli::run(shared, config, command, console).await
+            }
+            #[cfg(feature = "history")]
+            SurfaceCommand::History { command } => {
+                history::cli::run(shared, config, command, console).await
             }
         }
     }

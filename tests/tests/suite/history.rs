@@ -7,10 +7,11 @@
 #![allow(missing_docs, clippy::unwrap_used)]
 
 use crudforge::auth::CurrentUser;
+use crudforge::cli::{App, BoxError, Console};
 use crudforge::crud::Operation;
 use crudforge::perms::{Access, Rules};
 use crudforge::users;
-use crudforge::{with_conn, Api, Error, Resource};
+use crudforge::{with_conn, Api, Config, Database, Error, Resource};
 use crudforge_tests::http::{auth, send, Req};
 use crudforge_tests::{backend_tests, Backend};
 use diesel::prelude::*;
@@ -110,6 +111,7 @@ impl Rules<Pet> for ReadAllWriteOwn {
 
 struct World {
     api: Api,
+    cfg: Config,
     admin: Uuid,
     alice: Uuid,
     bob: Uuid,
@@ -137,20 +139,59 @@ async fn world(t: &crudforge_tests::TestDb) -> World {
     users::grant_role(&db, admin, "ADMIN", None).await.unwrap();
     let alice = user("alice@example.com").await;
     let bob = user("bob@example.com").await;
-    let api = Api::new(cfg, db.clone())
-        .unwrap()
-        .mount(
-            Pet::blueprint("/api/pets/")
-                .history()
-                .batch([Operation::Post, Operation::Patch]),
-        )
-        .unwrap();
+    let api = build(cfg.clone(), db.clone()).unwrap();
     World {
         api,
+        cfg,
         admin,
         alice,
         bob,
     }
+}
+
+fn build(config: Config, db: Database) -> Result<Api, BoxError> {
+    Ok(Api::new(config, db)?.mount(
+        Pet::blueprint("/api/pets/")
+            .history()
+            .batch([Operation::Post, Operation::Patch]),
+    )?)
+}
+
+/// `history verify`: its exit code and what it printed.
+async fn verify(w: &World) -> (u8, String) {
+    let cli = App::new("pets-app", build).config(w.cfg.clone());
+    let mut console = Console::captured("");
+    let code = cli
+        .run(vec!["pets-app", "history", "verify"], &mut console)
+        .await;
+    (code, format!("{}{}", console.output(), console.errors()))
+}
+
+/// Runs `sql` on the API's database.
+async fn exec(api: &Api, sql: &str) {
+    let mut conn = api.state().db.get().await.unwrap();
+    with_conn!(conn, |c| c.batch_execute(sql).await).unwrap();
+}
+
+#[derive(QueryableByName)]
+struct Id {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    id: i64,
+}
+
+/// The ids of the entries of pet `id`, oldest first.
+async fn entry_ids(api: &Api, id: &str) -> Vec<i64> {
+    let mut conn = api.state().db.get().await.unwrap();
+    let sql = format!(
+        "SELECT id FROM crudforge_history WHERE resource = 'pets' AND row_key = '{id}' ORDER BY id"
+    );
+    let rows: Vec<Id> = with_conn!(conn, |c| diesel_async::RunQueryDsl::load(
+        diesel::sql_query(sql.as_str()),
+        c
+    )
+    .await)
+    .unwrap();
+    rows.into_iter().map(|r| r.id).collect()
 }
 
 #[derive(QueryableByName)]
@@ -324,5 +365,50 @@ backend_tests! {
         let (_, page) = send(&app, auth(history(&mine, ""), &w.api, w.alice)).await;
         assert_eq!(page["data"][0]["action"], json!("restored"));
         assert_eq!(page["data"][0]["actor"], json!(w.admin.to_string()));
+    }
+
+    async fn the_chain_holds_until_an_entry_is_changed_or_removed(t) {
+        let w = world(&t).await;
+        let app = actix_web::test::init_service(w.api.app()).await;
+        let (code, out) = verify(&w).await;
+        assert_eq!(code, 0, "{out}");
+        assert!(out.contains("no history entries"), "{out}");
+        let (_, pet) = send(&app, auth(Req::post().uri("/api/pets/"), &w.api, w.alice)
+            .set_json(json!({"name": "A"}))).await;
+        let id = pet["id"].as_str().unwrap().to_owned();
+        for name in ["B", "C", "D"] {
+            let (status, _) = send(&app, auth(Req::patch().uri(&format!("/api/pets/{id}")), &w.api, w.alice)
+                .set_json(json!({"name": name}))).await;
+            assert_eq!(status, 200);
+        }
+        let (code, out) = verify(&w).await;
+        assert_eq!(code, 0, "{out}");
+        assert!(out.contains("sealed 4 new entries"), "{out}");
+        assert!(out.contains("pets: 4 entries, intact"), "{out}");
+        let ids = entry_ids(&w.api, &id).await;
+        // One more write after sealing joins the chain at the next pass.
+        let (status, _) = send(&app, auth(Req::patch().uri(&format!("/api/pets/{id}")), &w.api, w.alice)
+            .set_json(json!({"name": "E"}))).await;
+        assert_eq!(status, 200);
+        let (code, out) = verify(&w).await;
+        assert_eq!(code, 0, "{out}");
+        assert!(out.contains("pets: 5 entries, intact"), "{out}");
+
+        // An entry edited in the table: its link is named, and the command fails.
+        exec(&w.api, &format!("UPDATE crudforge_history SET changes = '{{}}' WHERE id = {}", ids[2])).await;
+        let (code, out) = verify(&w).await;
+        assert_ne!(code, 0, "{out}");
+        assert!(out.contains(&format!("pets: broken at entry {} (place 3 in the chain): its contents do not match its hash", ids[2])), "{out}");
+        assert!(out.contains("2 entries before it hold"), "{out}");
+        // An entry removed: the one after it is named.
+        exec(&w.api, &format!("DELETE FROM crudforge_history WHERE id = {}", ids[2])).await;
+        let (code, out) = verify(&w).await;
+        assert_ne!(code, 0, "{out}");
+        assert!(out.contains(&format!("pets: broken at entry {} (place 4 in the chain): entries are missing before it", ids[3])), "{out}");
+        // The oldest entries removed (as retention does): the oldest kept anchors the chain.
+        exec(&w.api, &format!("DELETE FROM crudforge_history WHERE id <= {}", ids[2])).await;
+        let (code, out) = verify(&w).await;
+        assert_eq!(code, 0, "{out}");
+        assert!(out.contains("pets: 2 entries, intact"), "{out}");
     }
 }

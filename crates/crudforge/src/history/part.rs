@@ -20,11 +20,17 @@ use std::any::Any;
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
 
-/// A blueprint's history: what it shows the API (how the command line's writes are recorded).
+/// A blueprint's history: what it shows the API (how the command line's writes are recorded,
+/// and that its entries are sealed).
 pub(crate) struct Keeps<R> {
     recording: Recording,
+    sealed: Sealed,
     _of: PhantomData<fn() -> R>,
 }
+
+/// What a blueprint that keeps history shows the whole API: that the server must seal its
+/// entries into their chain.
+pub(crate) struct Sealed;
 
 impl<R: Resource> CrudBlueprint<R> {
     /// Keeps the resource's history (the `history` feature): every create, update, delete and
@@ -41,6 +47,7 @@ impl<R: Resource> CrudBlueprint<R> {
                 table: R::sql_table(),
                 record: record_outside::<R>,
             },
+            sealed: Sealed,
             _of: PhantomData,
         });
         self
@@ -112,6 +119,6 @@ impl<R: Resource> Part<R> for Keeps<R> {
     }
 
     fn faces(&self) -> Vec<&(dyn Any + Send + Sync)> {
-        vec![&self.recording]
+        vec![&self.recording, &self.sealed]
     }
 }

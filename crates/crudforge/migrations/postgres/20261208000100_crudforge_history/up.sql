@@ -25,3 +25,6 @@ CREATE TABLE crudforge_history (
 );
 CREATE INDEX crudforge_history_row ON crudforge_history (resource, row_key, id);
 CREATE INDEX crudforge_history_resource ON crudforge_history (resource, id);
+-- The chain of each resource, in order; the entries not sealed yet, in the order sealing takes.
+CREATE INDEX crudforge_history_chain ON crudforge_history (resource, seq);
+CREATE INDEX crudforge_history_unsealed ON crudforge_history (tx, id) WHERE hash IS NULL;
