@@ -1,7 +1,7 @@
 //! What a history adds to the OpenAPI description (the `history` feature):
 //! `GET <item>/history/`, its paging parameters and the `HistoryPage` schema.
 
-use super::read::{self, Page, DEFAULT_LIMIT, MAX_LIMIT};
+use super::read::{self, HistoryPage, DEFAULT_LIMIT, MAX_LIMIT};
 use crate::crud::mount::docs::callers;
 use crate::crud::mount::docs::schema::item_params;
 use crate::crud::options::Operation;
@@ -37,7 +37,7 @@ pub(super) fn document<R: Resource>(doc: &mut ApiDoc, m: &Mounted<R>) {
         Some("The `next_cursor` of the page before, for older entries.".into()),
         text,
     ));
-    let page = doc.schema::<Page>();
+    let page = doc.schema::<HistoryPage>();
     let mut responses = BTreeMap::from([(
         "200".to_owned(),
         json_response(

@@ -33,7 +33,7 @@ pub(crate) const MAX_LIMIT: i64 = 100;
 
 /// One entry as a reader sees it.
 #[derive(Debug, serde::Serialize, schemars::JsonSchema)]
-pub(crate) struct Entry {
+pub(crate) struct HistoryEntry {
     /// The entry's number; entries of a row are numbered in the order they were written.
     pub(crate) id: i64,
     /// `created`, `updated`, `deleted` (soft-deleted or gone) or `restored`.
@@ -54,9 +54,9 @@ pub(crate) struct Entry {
 
 /// A page of a row's history.
 #[derive(Debug, serde::Serialize, schemars::JsonSchema)]
-pub(crate) struct Page {
+pub(crate) struct HistoryPage {
     /// The entries, newest first.
-    pub(crate) data: Vec<Entry>,
+    pub(crate) data: Vec<HistoryEntry>,
     /// Send as `cursor` for the older entries; `null` on the last page.
     pub(crate) next_cursor: Option<String>,
 }
@@ -137,7 +137,7 @@ pub(crate) async fn history<R: Resource>(
 
 /// The page of `shown` (one more than `limit` when there are older entries), without the
 /// members in `hidden`.
-fn page_of(mut shown: Vec<Shown>, limit: i64, hidden: &[&str]) -> Result<Page, Error> {
+fn page_of(mut shown: Vec<Shown>, limit: i64, hidden: &[&str]) -> Result<HistoryPage, Error> {
     let more = shown.len() as i64 > limit;
     shown.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
     let next_cursor = if more {
@@ -151,7 +151,7 @@ fn page_of(mut shown: Vec<Shown>, limit: i64, hidden: &[&str]) -> Result<Page, E
             let mut changes: Map<String, Value> = serde_json::from_str(&e.changes)
                 .map_err(|err| Error::Internal(format!("a stored history entry: {err}")))?;
             changes.retain(|name, _| !hidden.contains(&name.as_str()));
-            Ok(Entry {
+            Ok(HistoryEntry {
                 id: e.id,
                 action: e.action,
                 at: chrono::DateTime::from_timestamp_micros(e.at).unwrap_or_default(),
@@ -161,5 +161,5 @@ fn page_of(mut shown: Vec<Shown>, limit: i64, hidden: &[&str]) -> Result<Page, E
             })
         })
         .collect::<Result<_, Error>>()?;
-    Ok(Page { data, next_cursor })
+    Ok(HistoryPage { data, next_cursor })
 }
