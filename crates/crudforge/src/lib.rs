@@ -120,7 +120,7 @@ pub mod limits {
 #[cfg(feature = "factors")]
 pub(crate) mod factors;
 #[cfg(feature = "history")]
-pub(crate) mod history;
+pub mod history;
 mod jwt;
 pub mod logging;
 pub mod metrics;

@@ -411,4 +411,50 @@ backend_tests! {
         assert_eq!(code, 0, "{out}");
         assert!(out.contains("pets: 2 entries, intact"), "{out}");
     }
+
+    async fn retention_removes_the_oldest_sealed_entries_and_the_chain_still_holds(t) {
+        use crudforge::history::Retention;
+        let w = world(&t).await;
+        let app = actix_web::test::init_service(w.api.app()).await;
+        let (_, pet) = send(&app, auth(Req::post().uri("/api/pets/"), &w.api, w.alice)
+            .set_json(json!({"name": "N0"}))).await;
+        let id = pet["id"].as_str().unwrap().to_owned();
+        for n in 1..6 {
+            let (status, _) = send(&app, auth(Req::patch().uri(&format!("/api/pets/{id}")), &w.api, w.alice)
+                .set_json(json!({"name": format!("N{n}")}))).await;
+            assert_eq!(status, 200);
+        }
+        let (code, out) = verify(&w).await;
+        assert_eq!(code, 0, "{out}");
+        assert!(out.contains("pets: 6 entries, intact"), "{out}");
+        let kept = |keep: Retention| {
+            Api::new(w.cfg.clone(), w.api.state().db.clone())
+                .unwrap()
+                .mount(Pet::blueprint("/api/pets/").history().history_retention(keep))
+                .unwrap()
+        };
+        // The newest three kept.
+        assert_eq!(kept(Retention::entries(3)).prune_history().await.unwrap(), 3);
+        assert_eq!(kept(Retention::entries(3)).prune_history().await.unwrap(), 0);
+        let (code, out) = verify(&w).await;
+        assert_eq!(code, 0, "{out}");
+        assert!(out.contains("pets: 3 entries, intact"), "{out}");
+        let (_, page) = send(&app, auth(history(&id, ""), &w.api, w.bob)).await;
+        let names: Vec<&str> = page["data"].as_array().unwrap().iter().map(|e| e["changes"]["name"]["new"].as_str().unwrap()).collect();
+        assert_eq!(names, ["N5", "N4", "N3"]);
+        // Entries not sealed yet are never removed; sealed later, they start the chain.
+        for n in 6..8 {
+            let (status, _) = send(&app, auth(Req::patch().uri(&format!("/api/pets/{id}")), &w.api, w.alice)
+                .set_json(json!({"name": format!("N{n}")}))).await;
+            assert_eq!(status, 200);
+        }
+        assert_eq!(kept(Retention::age(std::time::Duration::ZERO)).prune_history().await.unwrap(), 3);
+        assert_eq!(entry_ids(&w.api, &id).await.len(), 2);
+        let (code, out) = verify(&w).await;
+        assert_eq!(code, 0, "{out}");
+        assert!(out.contains("pets: 2 entries, intact"), "{out}");
+        // A later write's entry takes the first one's old value as its `old`: the latest kept.
+        let (_, page) = send(&app, auth(history(&id, ""), &w.api, w.bob)).await;
+        assert_eq!(page["data"][0]["changes"]["name"], json!({"old": "N6", "new": "N7"}));
+    }
 }

@@ -12,9 +12,11 @@
 //! | `store` | the `crudforge_history` table |
 //! | `chain` | each resource's hash chain: sealing committed entries in commit order, the check |
 //! | `cli` | `history verify` |
+//! | `retention` | [`Retention`] and the pruning of the oldest entries of a chain |
 //!
-//! This file holds the surface: the command line's writes are recorded too, and the server
-//! seals new entries into their chains (the chore `seal_history`).
+//! This file holds the surface: the command line's writes are recorded too, the server seals
+//! new entries into their chains (the chore `seal_history`) and prunes what the blueprints'
+//! retention no longer keeps (`prune_history`), and `Api::prune_history`.
 
 mod chain;
 pub(crate) mod cli;
@@ -22,12 +24,20 @@ mod docs;
 mod part;
 mod read;
 mod record;
+mod retention;
 pub(crate) mod store;
 
+pub use retention::Retention;
+
 use crate::api::{Api, Chore, Surface};
+use crate::error::Error;
+use part::Kept;
 
 /// How often a serving API seals new entries into their chains.
 const SEAL_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// How often a serving API prunes the histories kept with a retention.
+const PRUNE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// The history surface.
 pub(crate) struct History;
@@ -40,16 +50,50 @@ impl Surface for History {
 
     /// New entries sealed into their resources' chains, when some blueprint keeps history.
     fn chores(&self, api: &Api, out: &mut Vec<Chore>) {
-        let keeps = api
-            .mounts()
-            .iter()
-            .any(|m| m.faces().iter().any(|f| f.is::<part::Sealed>()));
-        if keeps {
+        let kept = kept(api);
+        if kept.is_empty() {
+            return;
+        }
+        out.push(Chore {
+            name: "seal_history",
+            every: SEAL_INTERVAL,
+            run: |api| Box::pin(chain::seal(&api.state().db)),
+        });
+        if kept.iter().any(|k| k.retention.is_some()) {
             out.push(Chore {
-                name: "seal_history",
-                every: SEAL_INTERVAL,
-                run: |api| Box::pin(chain::seal(&api.state().db)),
+                name: "prune_history",
+                every: PRUNE_INTERVAL,
+                run: |api| Box::pin(api.prune_history()),
             });
         }
+    }
+}
+
+/// The histories the API's blueprints keep.
+fn kept(api: &Api) -> Vec<&Kept> {
+    api.mounts()
+        .iter()
+        .flat_map(|m| m.faces())
+        .filter_map(|f| f.downcast_ref::<Kept>())
+        .collect()
+}
+
+impl Api {
+    /// Removes the history entries that the blueprints' retention no longer keeps
+    /// (`CrudBlueprint::history_retention`; the `history` feature), oldest first in each
+    /// resource's chain and only sealed ones, in small batches; how many. The server does it
+    /// hourly (with the `jobs` feature as the schedule `crudforge.prune_history`).
+    ///
+    /// # Errors
+    ///
+    /// Database errors.
+    pub async fn prune_history(&self) -> Result<u64, Error> {
+        let mut removed = 0;
+        for k in kept(self) {
+            if let Some(keep) = k.retention {
+                removed += retention::prune(&self.state().db, k.table, keep).await?;
+            }
+        }
+        Ok(removed)
     }
 }

@@ -2,7 +2,7 @@
 //! history, its description, the entries each write records in its transaction, the
 //! write-only members a body sets, and how the command line's writes are recorded.
 
-use super::{read, record};
+use super::{read, record, Retention};
 use crate::crud::limits::At;
 use crate::crud::mount::blueprint::handler;
 use crate::crud::options::{OpOptions, Operation};
@@ -21,16 +21,21 @@ use std::collections::BTreeMap;
 use std::marker::PhantomData;
 
 /// A blueprint's history: what it shows the API (how the command line's writes are recorded,
-/// and that its entries are sealed).
+/// and what the server seals and prunes).
 pub(crate) struct Keeps<R> {
     recording: Recording,
-    sealed: Sealed,
+    kept: Kept,
     _of: PhantomData<fn() -> R>,
 }
 
-/// What a blueprint that keeps history shows the whole API: that the server must seal its
-/// entries into their chain.
-pub(crate) struct Sealed;
+/// What a blueprint that keeps history shows the whole API: its table, whose entries the
+/// server seals into a chain, and how long they are kept.
+pub(crate) struct Kept {
+    /// The resource's table.
+    pub(crate) table: &'static str,
+    /// How much of its history is kept (`None`: all of it).
+    pub(crate) retention: Option<Retention>,
+}
 
 impl<R: Resource> CrudBlueprint<R> {
     /// Keeps the resource's history (the `history` feature): every create, update, delete and
@@ -42,15 +47,32 @@ impl<R: Resource> CrudBlueprint<R> {
     /// the generated `GET` representation (no substituted schema or presenter).
     #[must_use]
     pub fn history(mut self) -> Self {
-        self.parts.entry(|| Keeps::<R> {
-            recording: Recording {
-                table: R::sql_table(),
-                record: record_outside::<R>,
-            },
-            sealed: Sealed,
-            _of: PhantomData,
-        });
+        self.parts.entry(keeps::<R>);
         self
+    }
+
+    /// Keeps the resource's history ([`CrudBlueprint::history`]) no longer than `keep` says:
+    /// the server removes the older entries hourly, oldest first in the resource's chain, in
+    /// small batches ([`Api::prune_history`](crate::Api::prune_history)).
+    #[must_use]
+    pub fn history_retention(mut self, keep: Retention) -> Self {
+        self.parts.entry(keeps::<R>).kept.retention = Some(keep);
+        self
+    }
+}
+
+/// A new history part of `R`, kept whole.
+fn keeps<R: Resource>() -> Keeps<R> {
+    Keeps {
+        recording: Recording {
+            table: R::sql_table(),
+            record: record_outside::<R>,
+        },
+        kept: Kept {
+            table: R::sql_table(),
+            retention: None,
+        },
+        _of: PhantomData,
     }
 }
 
@@ -119,6 +141,6 @@ impl<R: Resource> Part<R> for Keeps<R> {
     }
 
     fn faces(&self) -> Vec<&(dyn Any + Send + Sync)> {
-        vec![&self.recording, &self.sealed]
+        vec![&self.recording, &self.kept]
     }
 }
