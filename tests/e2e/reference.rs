@@ -1943,6 +1943,22 @@ fn critters_crud_for_signed_in_users_with_admin_only_delete() {
             &item,
         );
 
+        // Critters keep history: who changed what, newest first; a refused write left none.
+        let history = format!("{item}/history/");
+        app.problem(&app.get(&history, None), 401, &history);
+        let entries = app.json(&app.get(&history, Some(&bt)), 200);
+        let entries = data(&entries);
+        assert_eq!(entries.len(), 2, "{entries:?}");
+        assert_eq!(entries[0]["action"], "updated");
+        assert_eq!(
+            entries[0]["changes"]["cuteness_level"],
+            json!({"old": 10, "new": 11})
+        );
+        assert_eq!(entries[1]["action"], "created");
+        assert_eq!(entries[1]["changes"]["name"], json!({"new": "Fluffy"}));
+        assert!(entries[0]["actor"].is_string());
+        assert_eq!(entries[0]["actor"], entries[1]["actor"]);
+
         // DELETE is admin_only.
         app.problem(&app.delete(&item, None), 401, &item);
         app.problem(&app.delete(&item, Some(&bt)), 403, &item);
