@@ -23,7 +23,8 @@ use std::collections::HashMap;
 const BATCH: i64 = 500;
 
 /// An entry as the chain covers it.
-#[derive(Debug, Queryable)]
+#[derive(Debug, Queryable, Selectable)]
+#[diesel(table_name = h)]
 struct Link {
     id: i64,
     resource: String,
@@ -38,38 +39,6 @@ struct Link {
     prev: Option<String>,
     hash: Option<String>,
 }
-
-/// The columns of [`Link`].
-type LinkColumns = (
-    h::id,
-    h::resource,
-    h::row_key,
-    h::action,
-    h::actor,
-    h::request_id,
-    h::at,
-    h::state,
-    h::changes,
-    h::seq,
-    h::prev,
-    h::hash,
-);
-
-/// The columns of [`Link`], in its order.
-const LINK: LinkColumns = (
-    h::id,
-    h::resource,
-    h::row_key,
-    h::action,
-    h::actor,
-    h::request_id,
-    h::at,
-    h::state,
-    h::changes,
-    h::seq,
-    h::prev,
-    h::hash,
-);
 
 /// The hash of entry `e` at place `seq` after the entry whose hash is `prev`.
 fn hash_of(e: &Link, seq: i64, prev: &str) -> Result<String, Error> {
@@ -146,7 +115,7 @@ async fn seal_batch(conn: &mut Conn) -> Result<u64, Error> {
                 .filter(h::hash.is_null())
                 .filter(h::tx.lt(horizon))
                 .order((h::tx, h::id))
-                .select(LINK)
+                .select(Link::as_select())
                 .limit(BATCH),
             c,
         )
@@ -244,7 +213,7 @@ async fn verify_one(conn: &mut Conn, resource: String) -> Result<Checked, Error>
                     .filter(h::resource.eq(&checked.resource))
                     .filter(h::seq.gt(after))
                     .order(h::seq)
-                    .select(LINK)
+                    .select(Link::as_select())
                     .limit(1000),
                 c,
             )
