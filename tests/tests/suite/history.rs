@@ -167,6 +167,22 @@ async fn verify(w: &World) -> (u8, String) {
     (code, format!("{}{}", console.output(), console.errors()))
 }
 
+/// `history verify` until it prints `expected` (exit 0): on PostgreSQL, entries are sealed
+/// only once every transaction older than theirs has ended, and other tests' transactions
+/// run on the same server.
+async fn verified(w: &World, expected: &str) {
+    let mut last = String::new();
+    for _ in 0..600 {
+        let (code, out) = verify(w).await;
+        if code == 0 && out.contains(expected) {
+            return;
+        }
+        last = out;
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("`history verify` never printed {expected:?}; last: {last}");
+}
+
 /// Runs `sql` on the API's database.
 async fn exec(api: &Api, sql: &str) {
     let mut conn = api.state().db.get().await.unwrap();
@@ -381,18 +397,13 @@ backend_tests! {
                 .set_json(json!({"name": name}))).await;
             assert_eq!(status, 200);
         }
-        let (code, out) = verify(&w).await;
-        assert_eq!(code, 0, "{out}");
-        assert!(out.contains("sealed 4 new entries"), "{out}");
-        assert!(out.contains("pets: 4 entries, intact"), "{out}");
+        verified(&w, "pets: 4 entries, intact\n").await;
         let ids = entry_ids(&w.api, &id).await;
         // One more write after sealing joins the chain at the next pass.
         let (status, _) = send(&app, auth(Req::patch().uri(&format!("/api/pets/{id}")), &w.api, w.alice)
             .set_json(json!({"name": "E"}))).await;
         assert_eq!(status, 200);
-        let (code, out) = verify(&w).await;
-        assert_eq!(code, 0, "{out}");
-        assert!(out.contains("pets: 5 entries, intact"), "{out}");
+        verified(&w, "pets: 5 entries, intact\n").await;
 
         // An entry edited in the table: its link is named, and the command fails.
         exec(&w.api, &format!("UPDATE crudforge_history SET changes = '{{}}' WHERE id = {}", ids[2])).await;
@@ -407,9 +418,7 @@ backend_tests! {
         assert!(out.contains(&format!("pets: broken at entry {} (place 4 in the chain): entries are missing before it", ids[3])), "{out}");
         // The oldest entries removed (as retention does): the oldest kept anchors the chain.
         exec(&w.api, &format!("DELETE FROM crudforge_history WHERE id <= {}", ids[2])).await;
-        let (code, out) = verify(&w).await;
-        assert_eq!(code, 0, "{out}");
-        assert!(out.contains("pets: 2 entries, intact"), "{out}");
+        verified(&w, "pets: 2 entries, intact\n").await;
     }
 
     async fn retention_removes_the_oldest_sealed_entries_and_the_chain_still_holds(t) {
@@ -424,9 +433,7 @@ backend_tests! {
                 .set_json(json!({"name": format!("N{n}")}))).await;
             assert_eq!(status, 200);
         }
-        let (code, out) = verify(&w).await;
-        assert_eq!(code, 0, "{out}");
-        assert!(out.contains("pets: 6 entries, intact"), "{out}");
+        verified(&w, "pets: 6 entries, intact\n").await;
         let kept = |keep: Retention| {
             Api::new(w.cfg.clone(), w.api.state().db.clone())
                 .unwrap()
@@ -436,9 +443,7 @@ backend_tests! {
         // The newest three kept.
         assert_eq!(kept(Retention::entries(3)).prune_history().await.unwrap(), 3);
         assert_eq!(kept(Retention::entries(3)).prune_history().await.unwrap(), 0);
-        let (code, out) = verify(&w).await;
-        assert_eq!(code, 0, "{out}");
-        assert!(out.contains("pets: 3 entries, intact"), "{out}");
+        verified(&w, "pets: 3 entries, intact\n").await;
         let (_, page) = send(&app, auth(history(&id, ""), &w.api, w.bob)).await;
         let names: Vec<&str> = page["data"].as_array().unwrap().iter().map(|e| e["changes"]["name"]["new"].as_str().unwrap()).collect();
         assert_eq!(names, ["N5", "N4", "N3"]);
@@ -450,9 +455,7 @@ backend_tests! {
         }
         assert_eq!(kept(Retention::age(std::time::Duration::ZERO)).prune_history().await.unwrap(), 3);
         assert_eq!(entry_ids(&w.api, &id).await.len(), 2);
-        let (code, out) = verify(&w).await;
-        assert_eq!(code, 0, "{out}");
-        assert!(out.contains("pets: 2 entries, intact"), "{out}");
+        verified(&w, "pets: 2 entries, intact\n").await;
         // A later write's entry takes the first one's old value as its `old`: the latest kept.
         let (_, page) = send(&app, auth(history(&id, ""), &w.api, w.bob)).await;
         assert_eq!(page["data"][0]["changes"]["name"], json!({"old": "N6", "new": "N7"}));

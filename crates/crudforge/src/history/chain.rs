@@ -172,6 +172,9 @@ pub(crate) struct Checked {
     pub(crate) resource: String,
     /// How many sealed entries it checked.
     pub(crate) entries: u64,
+    /// How many entries wait to be sealed (on PostgreSQL, behind a transaction older than
+    /// them that is still running).
+    pub(crate) waiting: i64,
     /// The first link that does not hold: the entry's id and place, and why.
     pub(crate) broken: Option<(i64, i64, String)>,
 }
@@ -199,9 +202,20 @@ pub(crate) async fn verify(db: &Database, only: Option<&str>) -> Result<Vec<Chec
 
 /// Checks one resource's chain.
 async fn verify_one(conn: &mut Conn, resource: String) -> Result<Checked, Error> {
+    let waiting: i64 = with_conn!(conn, |c| {
+        diesel_async::RunQueryDsl::get_result(
+            h::table
+                .filter(h::resource.eq(&resource))
+                .filter(h::hash.is_null())
+                .count(),
+            c,
+        )
+        .await
+    })?;
     let mut checked = Checked {
         resource,
         entries: 0,
+        waiting,
         broken: None,
     };
     let mut last: Option<(i64, String)> = None;

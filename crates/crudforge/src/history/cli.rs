@@ -36,6 +36,10 @@ pub(crate) async fn run(
     let mut broken = 0;
     for c in &checked {
         match &c.broken {
+            None if c.waiting > 0 => console.println(&format!(
+                "{}: {} entries, intact; {} newer not sealed yet (a transaction older than them is still running)",
+                c.resource, c.entries, c.waiting
+            )),
             None => console.println(&format!("{}: {} entries, intact", c.resource, c.entries)),
             Some((id, seq, why)) => {
                 broken += 1;
