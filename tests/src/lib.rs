@@ -12,6 +12,7 @@ pub mod http;
 pub mod logs;
 pub mod oidc;
 pub mod parts;
+pub mod receiver;
 pub mod smtp;
 pub mod tools;
 

@@ -67,6 +67,7 @@
 //! | `factors` | no | second factors beside every user blueprint: TOTP (`totp-rs`) with each code accepted once, recovery codes; a challenge at sign-in, tokens at assurance level 2 (`@second_factor` in rules); required per role or domain with a grace period ([guide](https://github.com/crudforge/crudforge/blob/main/docs/auth.md#second-factors)) |
 //! | `passkeys` | no | passkeys (`webauthn-rs`, RustCrypto) as a second factor or as the only one, with `factors`; on when `AUTH_PASSKEY_ORIGINS` names the pages' origins; each ceremony's state in a sealed single-use ticket ([guide](https://github.com/crudforge/crudforge/blob/main/docs/auth.md#passkeys)) |
 //! | `history` | no | record history: a blueprint's `history()` writes an entry per written row in the write's own transaction (who, when, the request, the members changed with old and new values, write-only members named, never their values), `GET <item>/history/` under the row's and each member's read rules ([guide](https://github.com/crudforge/crudforge/blob/main/docs/history.md)) |
+//! | `webhooks` | no | webhook subscriptions (`Api::webhook`) on resources whose blueprint has `webhooks()`: the change capture read in order, each row rendered as the subscription's principal's `GET` shows it (a row it may not read never sent), signed per Standard Webhooks 1.0, at least once with backoff over about a day, `Retry-After`, dead letters, replays, leases shared by instances under a per-endpoint cap, a guard against private addresses (`reqwest`); turns on `realtime` ([guide](https://github.com/crudforge/crudforge/blob/main/docs/webhooks.md)) |
 //!
 //! At least one of the two backends must be on. An application on one backend alone compiles
 //! that one: `crudforge = { version = "0.1", default-features = false, features = ["sqlite"] }`.
@@ -121,6 +122,8 @@ pub mod limits {
 pub(crate) mod factors;
 #[cfg(feature = "history")]
 pub mod history;
+#[cfg(feature = "webhooks")]
+pub mod webhooks;
 mod jwt;
 pub mod logging;
 pub mod metrics;
@@ -183,6 +186,8 @@ pub(crate) static SURFACES: &[&dyn api::Surface] = &[
     &factors::Factors,
     #[cfg(feature = "history")]
     &history::History,
+    #[cfg(feature = "webhooks")]
+    &webhooks::Webhooks,
 ];
 
 /// Adds to a new blueprint of `R` the parts that surfaces add by themselves, from what the

@@ -52,4 +52,5 @@ pub mod statement_cache;
 pub mod throttle;
 pub mod users;
 pub mod validators;
+pub mod webhooks;
 pub mod writes;

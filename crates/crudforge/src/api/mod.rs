@@ -394,6 +394,32 @@ impl Api {
             .default_service(web::to(not_found))
     }
 
+    /// The API's routes alone, without the middleware that faces the outside (access log,
+    /// metrics, CORS, timeouts, request ids): for a surface that reads as a principal in
+    /// process (webhooks render each row as their principal's `GET`).
+    #[allow(
+        dead_code,
+        reason = "a door of the seam: a build without optional surfaces leaves it unused"
+    )]
+    pub(crate) fn inner_app(
+        &self,
+    ) -> App<
+        impl ServiceFactory<
+            ServiceRequest,
+            Config = (),
+            Response = ServiceResponse<impl MessageBody>,
+            Error = actix_web::Error,
+            InitError = (),
+        >,
+    > {
+        let this = self.clone();
+        App::new()
+            .app_data(web::Data::from(self.state.clone()))
+            .app_data(web::Data::from(self.operation_ids()))
+            .configure(move |cfg| this.configure(cfg))
+            .default_service(web::to(not_found))
+    }
+
     /// Forgets the operation ids worked out so far: a surface's builder method changed the
     /// routes.
     #[allow(

@@ -297,5 +297,28 @@ crate::settings! {
         /// Mail: mails one instance hands to the transport at once. A crash may send each mail
         /// then in flight twice; 1 (the default) bounds that to one mail a crash.
         MAIL_IN_FLIGHT => mail_in_flight: u32 = 1, positive, plain;
+        /// Webhooks (`webhooks` feature): addresses (or CIDR blocks) an endpoint may resolve to
+        /// although they are private, loopback or link-local (refused otherwise).
+        WEBHOOKS_ALLOW_NETWORKS => webhooks_allow_networks: Vec<IpNet> = Vec::new(), networks, plain;
+        /// Webhooks: seconds one attempt may take, connecting included.
+        WEBHOOKS_TIMEOUT => webhooks_timeout: u64 = 10, seconds, plain;
+        /// Webhooks: messages in flight to one subscription's endpoint at once, across all
+        /// instances.
+        WEBHOOKS_IN_FLIGHT => webhooks_in_flight: u32 = 8, positive, plain;
+        /// Webhooks: the unit of the retry schedule, in seconds: the attempts after the first
+        /// wait 1, 60, 360, 1440, 3600, 7200 and 7200 of it (5 s to 10 h with the default,
+        /// about 27 hours in all), each less a random part of up to a fifth; 0 retries at once.
+        WEBHOOKS_RETRY_BASE => webhooks_retry_base: u64 = 5, whole_seconds, plain;
+        /// Webhooks: attempts of one message before it goes to the dead letters (at most 8).
+        WEBHOOKS_MAX_ATTEMPTS => webhooks_max_attempts: u32 = 8, positive, plain;
+        /// Webhooks: failed attempts in a row after which a subscription's endpoint is
+        /// disabled, with the reason (0: never).
+        WEBHOOKS_DISABLE_AFTER => webhooks_disable_after: u32 = 50, count, plain;
+        /// Webhooks: most messages a subscription may have waiting; past it the subscription
+        /// is disabled, with the reason, and the events stop waiting for it.
+        WEBHOOKS_BACKLOG_MAX => webhooks_backlog_max: u32 = 100_000, positive, plain;
+        /// Webhooks: seconds a delivered or dead message is kept (for replays and the dead
+        /// letters) before it is pruned.
+        WEBHOOKS_KEEP_SECONDS => webhooks_keep_seconds: u64 = 7 * 86_400, seconds, plain;
     }
 }

@@ -22,9 +22,10 @@ pub(crate) mod feed;
 pub(crate) mod handlers;
 pub(crate) mod hub;
 mod part;
-mod schema;
+pub(crate) mod schema;
 
 pub use feed::{record_change, record_changes, Kind as EventKind};
+pub(crate) use part::capture;
 pub(crate) use hub::{Hub, Owner, Permit, Resume, Resumes, Session, TICKET_TTL};
 
 use crate::api::{Api, Chore, Surface};
@@ -50,6 +51,9 @@ pub(crate) struct Events<R: Resource> {
     pub(crate) table: FeedTable,
     /// How writes outside the handlers are recorded.
     pub(crate) recording: Recording,
+    /// Whether the blueprint offers the feed's routes (`events()`); without them the part
+    /// only records the writes' events, for the webhooks that read them.
+    pub(crate) offered: bool,
 }
 
 impl<R: Resource> Events<R> {
@@ -62,6 +66,7 @@ impl<R: Resource> Events<R> {
                 table: R::sql_table(),
                 record,
             },
+            offered: false,
         }
     }
 }
@@ -121,7 +126,8 @@ pub(crate) fn hub(st: &ApiState) -> Result<&Arc<Hub>, Error> {
         .ok_or_else(|| Error::Internal("live updates are not started".into()))
 }
 
-/// The feed's table a mounted blueprint shows the API (what pruning reads).
+/// The table of a mounted blueprint whose writes record events (a feed's, or one webhooks
+/// read): what pruning reads.
 pub(crate) struct FeedTable(pub(crate) &'static str);
 
 /// The event streams' metrics.

@@ -29,9 +29,14 @@ impl<R: Resource> CrudBlueprint<R> {
     /// `GET` representation (no substituted schema or presenter).
     #[must_use]
     pub fn events(mut self) -> Self {
-        self.parts.entry(|| Events::<R>::new(record_outside));
+        self.parts.entry(capture::<R>).offered = true;
         self
     }
+}
+
+/// The part that records `R`'s events, without the feed's routes until `events()` offers them.
+pub(crate) fn capture<R: Resource>() -> Events<R> {
+    Events::<R>::new(record_outside)
 }
 
 /// Records a write outside the handlers, with the notification in its transaction.
@@ -53,6 +58,9 @@ impl<R: Resource> Part<R> for Events<R> {
         ops: &BTreeMap<Operation, OpOptions<R>>,
         errors: &mut Vec<String>,
     ) {
+        if !self.offered {
+            return;
+        }
         if !ops.contains_key(&Operation::Index) {
             errors.push(format!(
                 "{prefix}: a feed (`events()`) needs the INDEX operation"
@@ -70,6 +78,9 @@ impl<R: Resource> Part<R> for Events<R> {
 
     /// The feed and its ticket.
     fn routes(&self, m: &Mounted<R>, routes: &mut Routes) {
+        if !self.offered {
+            return;
+        }
         let feed = format!("{}{}", m.prefix, super::PATH);
         routes.add(&feed, |r| {
             r.route(web::get().to(handler!(
@@ -89,7 +100,9 @@ impl<R: Resource> Part<R> for Events<R> {
     }
 
     fn document(&self, m: &Mounted<R>, doc: &mut ApiDoc) {
-        super::docs::document(doc, m);
+        if self.offered {
+            super::docs::document(doc, m);
+        }
     }
 
     fn records(&self) -> bool {

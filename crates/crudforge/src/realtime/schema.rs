@@ -18,3 +18,18 @@ diesel::table! {
         tx -> BigInt,
     }
 }
+
+diesel::table! {
+    /// Where each reader of the events that is not a stream (a webhook subscription) has
+    /// read up to, per resource: pruning keeps every event after the earliest of them.
+    crudforge_event_readers (reader, resource) {
+        /// The reader (`webhook:<name>`).
+        reader -> Text,
+        /// The resource's table.
+        resource -> Text,
+        /// The place read up to: the transaction (0 on SQLite) ...
+        tx -> BigInt,
+        /// ... and the event's number.
+        id -> BigInt,
+    }
+}

@@ -28,6 +28,7 @@ use crate::crud::shared::{Touch, Touched};
 use crate::crud::Resource;
 use crate::db::Conn;
 use crate::error::Error;
+use crate::realtime::schema::crudforge_event_readers as readers;
 use crate::realtime::schema::crudforge_events as events;
 use crate::realtime::Hub;
 pub(crate) use crate::realtime::{Owner, Resume, Resumes};
@@ -428,7 +429,8 @@ pub(crate) async fn retained(conn: &mut Conn, table: &str, pos: Pos) -> Result<b
 
 /// Prunes the events of `table` past the retention: those older than `max_age`, and all but
 /// the newest `keep` among those older than `resume` (an event a parked stream may still need
-/// for its resume is never pruned). The newest event always stays, so the largest event
+/// for its resume is never pruned), and never one a reader (a webhook subscription) has not
+/// read yet. The newest event always stays, so the largest event
 /// number stays in the table and SQLite never gives a number again. Small statements outside
 /// any write.
 ///
@@ -475,10 +477,25 @@ pub(crate) async fn prune(
         let before_newest = events::tx
             .lt(ntx)
             .or(events::tx.eq(ntx).and(events::id.lt(nid)));
+        // The earliest place a reader (a webhook subscription) has read up to: the events
+        // after it wait for that reader, whatever their age.
+        let earliest = readers::table
+            .filter(readers::resource.eq(table))
+            .order((readers::tx.asc(), readers::id.asc()))
+            .limit(1)
+            .select((readers::tx, readers::id));
+        let (rtx, rid) = diesel_async::RunQueryDsl::get_result::<(i64, i64)>(earliest, c)
+            .await
+            .optional()?
+            .unwrap_or((i64::MAX, i64::MAX));
+        let read_by_all = events::tx
+            .lt(rtx)
+            .or(events::tx.eq(rtx).and(events::id.le(rid)));
         let old = diesel::delete(
             events::table
                 .filter(events::resource.eq(table))
                 .filter(before_newest)
+                .filter(read_by_all)
                 .filter(
                     events::created_at
                         .lt(too_old)
