@@ -122,8 +122,6 @@ pub mod limits {
 pub(crate) mod factors;
 #[cfg(feature = "history")]
 pub mod history;
-#[cfg(feature = "webhooks")]
-pub mod webhooks;
 mod jwt;
 pub mod logging;
 pub mod metrics;
@@ -151,6 +149,8 @@ pub mod sql_types;
 pub(crate) mod state;
 pub(crate) mod timestamp;
 pub mod users;
+#[cfg(feature = "webhooks")]
+pub mod webhooks;
 
 pub use api::Api;
 pub use config::Config;

@@ -128,13 +128,23 @@ async fn world(t: &crudforge_tests::TestDb, more: impl FnOnce(&mut Config)) -> W
     drop(conn);
     let user = |email: &'static str| {
         let db = db.clone();
-        async move { users::create_user(&db, email, "some-pass", true, 4).await.unwrap() }
+        async move {
+            users::create_user(&db, email, "some-pass", true, 4)
+                .await
+                .unwrap()
+        }
     };
     let admin = user("admin@example.com").await;
     users::grant_role(&db, admin, "ADMIN", None).await.unwrap();
     let alice = user("alice@example.com").await;
     let bob = user("bob@example.com").await;
-    World { db, cfg, admin, alice, bob }
+    World {
+        db,
+        cfg,
+        admin,
+        alice,
+        bob,
+    }
 }
 
 /// The API with parcels mounted (webhooks on) and `hooks` declared.
@@ -164,10 +174,18 @@ fn alices(url: &str) -> Webhook {
 /// Creates a parcel as `user`; its id.
 async fn create<S, B>(app: &S, api: &Api, user: Uuid, label: &str) -> String
 where
-    S: actix_web::dev::Service<actix_http::Request, Response = actix_web::dev::ServiceResponse<B>, Error = actix_web::Error>,
+    S: actix_web::dev::Service<
+        actix_http::Request,
+        Response = actix_web::dev::ServiceResponse<B>,
+        Error = actix_web::Error,
+    >,
     B: actix_web::body::MessageBody,
 {
-    let (status, body) = send(app, auth(Req::post().uri("/api/parcels/"), api, user).set_json(json!({"label": label}))).await;
+    let (status, body) = send(
+        app,
+        auth(Req::post().uri("/api/parcels/"), api, user).set_json(json!({"label": label})),
+    )
+    .await;
     assert_eq!(status, 201, "{body}");
     body["id"].as_str().unwrap().to_owned()
 }
@@ -199,7 +217,8 @@ async fn events_kept(db: &Database) -> i64 {
         n: i64,
     }
     let mut conn = db.get().await.unwrap();
-    let q = diesel::sql_query("SELECT count(*) AS n FROM crudforge_events WHERE resource = 'parcels'");
+    let q =
+        diesel::sql_query("SELECT count(*) AS n FROM crudforge_events WHERE resource = 'parcels'");
     let n: N = with_conn!(conn, |c| diesel_async::RunQueryDsl::get_result(q, c).await).unwrap();
     n.n
 }

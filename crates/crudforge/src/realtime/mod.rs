@@ -25,8 +25,8 @@ mod part;
 pub(crate) mod schema;
 
 pub use feed::{record_change, record_changes, Kind as EventKind};
-pub(crate) use part::capture;
 pub(crate) use hub::{Hub, Owner, Permit, Resume, Resumes, Session, TICKET_TTL};
+pub(crate) use part::capture;
 
 use crate::api::{Api, Chore, Surface};
 use crate::config::{Config, ConfigError};

@@ -6,7 +6,7 @@
 //! row the subscription was shown.
 
 use super::store::{self, NewMessage};
-use super::{Sub, EventKind};
+use super::{EventKind, Sub};
 use crate::api::Api;
 use crate::error::Error;
 use crate::realtime::feed;
@@ -59,7 +59,11 @@ where
             };
             let backlog = i64::from(api.config().ops.webhooks_backlog_max);
             let coming = i64::try_from(events.len()).unwrap_or(i64::MAX);
-            if store::waiting(&mut conn, &sub.name).await?.saturating_add(coming) > backlog {
+            if store::waiting(&mut conn, &sub.name)
+                .await?
+                .saturating_add(coming)
+                > backlog
+            {
                 drop(conn);
                 let why = format!("more than {backlog} messages waiting (WEBHOOKS_BACKLOG_MAX); events are no longer kept for it");
                 db.in_tx(async |conn| {

@@ -85,7 +85,11 @@ fn public(ip: IpAddr) -> bool {
 /// # Errors
 ///
 /// The TLS stack could not be set up.
-pub(crate) fn client(url: &Url, addr: SocketAddr, timeout: Duration) -> Result<reqwest::Client, String> {
+pub(crate) fn client(
+    url: &Url,
+    addr: SocketAddr,
+    timeout: Duration,
+) -> Result<reqwest::Client, String> {
     let mut b = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
@@ -109,9 +113,21 @@ mod tests {
     #[test]
     fn non_public_addresses_are_refused_unless_allowed() {
         for refused in [
-            "127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "0.0.0.0",
-            "100.64.0.1", "::1", "::", "fd00::1", "fe80::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1",
-            "255.255.255.255", "224.0.0.1",
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "0.0.0.0",
+            "100.64.0.1",
+            "::1",
+            "::",
+            "fd00::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
+            "255.255.255.255",
+            "224.0.0.1",
         ] {
             assert!(!allowed(ip(refused), &[]), "{refused}");
         }
@@ -128,14 +144,23 @@ mod tests {
     #[tokio::test]
     async fn an_endpoint_is_checked_after_its_lookup() {
         let url = |s: &str| Url::parse(s).unwrap();
-        let e = resolve(&url("http://127.0.0.1:9/hook"), &[]).await.unwrap_err();
-        assert!(e.contains("127.0.0.1") && e.contains("WEBHOOKS_ALLOW_NETWORKS"), "{e}");
-        let e = resolve(&url("http://localhost:9/hook"), &[]).await.unwrap_err();
+        let e = resolve(&url("http://127.0.0.1:9/hook"), &[])
+            .await
+            .unwrap_err();
+        assert!(
+            e.contains("127.0.0.1") && e.contains("WEBHOOKS_ALLOW_NETWORKS"),
+            "{e}"
+        );
+        let e = resolve(&url("http://localhost:9/hook"), &[])
+            .await
+            .unwrap_err();
         assert!(e.contains("loopback"), "{e}");
         let e = resolve(&url("ftp://example.com/"), &[]).await.unwrap_err();
         assert!(e.contains("scheme"), "{e}");
         let allow = crate::net::parse_list("127.0.0.0/8, ::1").unwrap();
-        let a = resolve(&url("http://127.0.0.1:9/hook"), &allow).await.unwrap();
+        let a = resolve(&url("http://127.0.0.1:9/hook"), &allow)
+            .await
+            .unwrap();
         assert_eq!(a.port(), 9);
         let a = resolve(&url("http://[::1]/hook"), &allow).await.unwrap();
         assert_eq!(a, "[::1]:80".parse().unwrap());

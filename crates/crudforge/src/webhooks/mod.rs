@@ -356,7 +356,11 @@ impl Api {
             let h = hooked.iter().find(|h| h.table == table).ok_or_else(|| {
                 fail(format!(
                     "no resource {table} is mounted with `webhooks()` (those that are: {})",
-                    hooked.iter().map(|h| h.table).collect::<Vec<_>>().join(", ")
+                    hooked
+                        .iter()
+                        .map(|h| h.table)
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ))
             })?;
             resources.push((h.table, h.item.clone()));
@@ -421,12 +425,10 @@ impl Api {
     ///
     /// Database errors.
     pub async fn webhook_status(&self, name: &str) -> Result<Option<WebhookStatus>, Error> {
-        Ok(store::state(self.db(), name)
-            .await?
-            .map(|s| WebhookStatus {
-                enabled: s.enabled,
-                reason: s.reason,
-            }))
+        Ok(store::state(self.db(), name).await?.map(|s| WebhookStatus {
+            enabled: s.enabled,
+            reason: s.reason,
+        }))
     }
 
     /// Enables subscription `name`'s endpoint again after it was disabled, its failures
@@ -475,7 +477,13 @@ impl Api {
         status: Option<DeliveryStatus>,
         limit: u32,
     ) -> Result<Vec<Delivery>, Error> {
-        let rows = store::list(self.db(), name, status.map(DeliveryStatus::as_str), i64::from(limit)).await?;
+        let rows = store::list(
+            self.db(),
+            name,
+            status.map(DeliveryStatus::as_str),
+            i64::from(limit),
+        )
+        .await?;
         Ok(rows
             .into_iter()
             .map(|r| Delivery {
@@ -505,8 +513,8 @@ impl Api {
     /// Database errors.
     pub async fn prune_webhooks(&self) -> Result<u64, Error> {
         let keep = Duration::from_secs(self.config().ops.webhooks_keep_seconds);
-        let before = store::now_micros()
-            .saturating_sub(i64::try_from(keep.as_micros()).unwrap_or(i64::MAX));
+        let before =
+            store::now_micros().saturating_sub(i64::try_from(keep.as_micros()).unwrap_or(i64::MAX));
         store::prune(self.db(), before).await
     }
 }

@@ -4,8 +4,8 @@
 
 use crate::crud::options::{OpOptions, Operation};
 use crate::crud::shared::Part;
-use crate::crud::{CrudBlueprint, Resource};
 use crate::crud::FieldInfo;
+use crate::crud::{CrudBlueprint, Resource};
 use std::any::Any;
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
@@ -55,7 +55,9 @@ impl<R: Resource> Part<R> for Subscribable<R> {
         errors: &mut Vec<String>,
     ) {
         if !ops.contains_key(&Operation::Get) {
-            errors.push(format!("{prefix}: webhooks (`webhooks()`) need the GET operation"));
+            errors.push(format!(
+                "{prefix}: webhooks (`webhooks()`) need the GET operation"
+            ));
         }
         if prefix.contains('{') {
             errors.push(format!(

@@ -42,7 +42,8 @@ impl Clients {
             Ok(addr) => guard::client(&sub.url, addr, Duration::from_secs(ops.webhooks_timeout)),
             Err(e) => Err(e),
         };
-        self.0.insert(sub.name.clone(), (client.clone(), Instant::now()));
+        self.0
+            .insert(sub.name.clone(), (client.clone(), Instant::now()));
         client
     }
 }
@@ -60,13 +61,11 @@ pub(crate) async fn run(api: &Api, sub: &Sub, clients: &mut Clients) -> Result<u
     let cap = i64::from(ops.webhooks_in_flight);
     let claimed = api
         .db()
-        .in_tx(async |conn| {
-            match store::lock(conn, &sub.name).await? {
-                Some(state) if state.enabled => {
-                    store::claim(conn, &sub.name, cap, now, lease_until).await
-                }
-                _ => Ok(Vec::new()),
+        .in_tx(async |conn| match store::lock(conn, &sub.name).await? {
+            Some(state) if state.enabled => {
+                store::claim(conn, &sub.name, cap, now, lease_until).await
             }
+            _ => Ok(Vec::new()),
         })
         .await?;
     if claimed.is_empty() {
@@ -122,7 +121,12 @@ async fn attempt(client: Result<reqwest::Client, String>, sub: &Sub, m: &Claimed
         }
     };
     let body = m.payload.clone().into_bytes();
-    let headers = sign::headers(&sub.secrets, &m.msg_id, chrono::Utc::now().timestamp(), &body);
+    let headers = sign::headers(
+        &sub.secrets,
+        &m.msg_id,
+        chrono::Utc::now().timestamp(),
+        &body,
+    );
     let mut req = client
         .post(sub.url.clone())
         .header(reqwest::header::CONTENT_TYPE, "application/json");
@@ -177,14 +181,18 @@ fn retry_after(v: &str) -> Option<Duration> {
         return Some(Duration::from_secs(secs).min(MAX_RETRY_AFTER));
     }
     let at = chrono::DateTime::parse_from_rfc2822(v).ok()?;
-    let wait = (at.with_timezone(&chrono::Utc) - chrono::Utc::now()).to_std().ok()?;
+    let wait = (at.with_timezone(&chrono::Utc) - chrono::Utc::now())
+        .to_std()
+        .ok()?;
     Some(wait.min(MAX_RETRY_AFTER))
 }
 
 /// The wait before the attempt after attempt `n` (1 the first): the schedule's, less a random
 /// part of up to a fifth, and at least `retry_after`.
 pub(crate) fn backoff(base: u64, n: i32, retry_after: Option<Duration>) -> Duration {
-    let at = usize::try_from(n.saturating_sub(1)).unwrap_or(0).min(SCHEDULE.len() - 1);
+    let at = usize::try_from(n.saturating_sub(1))
+        .unwrap_or(0)
+        .min(SCHEDULE.len() - 1);
     let full = Duration::from_secs(base.saturating_mul(SCHEDULE[at]));
     let mut b = [0u8; 2];
     let _ = getrandom::fill(&mut b);
@@ -242,7 +250,10 @@ async fn end(api: &Api, sub: &Sub, m: &Claimed, outcome: Outcome) -> Result<(), 
         (Some(_), s) if s == store::DEAD => "dead",
         _ => "failed",
     };
-    super::metrics().attempts.with_label_values(&[outcome]).inc();
+    super::metrics()
+        .attempts
+        .with_label_values(&[outcome])
+        .inc();
     api.db()
         .in_tx(async |conn| {
             if !store::end(conn, m, &ended).await? {
@@ -278,7 +289,7 @@ mod tests {
             let full = (5 * SCHEDULE[n as usize - 1]) as f64;
             assert!(w <= full && w >= full * 0.8, "attempt {n}: {w} of {full}");
         }
-        assert_eq!(backoff(5, 30, None), backoff(5, 30, None).min(Duration::from_secs(36_000)));
+        assert!(backoff(5, 30, None) <= Duration::from_secs(36_000));
         assert!(backoff(5, 1, Some(Duration::from_secs(120))) == Duration::from_secs(120));
         assert_eq!(backoff(0, 3, None), Duration::ZERO);
     }
@@ -289,7 +300,10 @@ mod tests {
         assert_eq!(retry_after("9999999"), Some(MAX_RETRY_AFTER));
         let later = (chrono::Utc::now() + chrono::Duration::seconds(600)).to_rfc2822();
         let w = retry_after(&later).unwrap();
-        assert!(w > Duration::from_secs(590) && w <= Duration::from_secs(600), "{w:?}");
+        assert!(
+            w > Duration::from_secs(590) && w <= Duration::from_secs(600),
+            "{w:?}"
+        );
         assert_eq!(retry_after("soon"), None);
     }
 }

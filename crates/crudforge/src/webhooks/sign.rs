@@ -90,7 +90,10 @@ mod tests {
         assert!(Secret::parse("whsec_not base64!").is_err());
         assert!(Secret::parse("whsec_c2hvcnQ=").is_err());
         assert_eq!(
-            format!("{:?}", Secret::parse("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")),
+            format!(
+                "{:?}",
+                Secret::parse("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+            ),
             "Ok(Secret(..))"
         );
     }

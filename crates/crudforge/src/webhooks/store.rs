@@ -139,7 +139,11 @@ pub(crate) async fn state(db: &Database, name: &str) -> Result<Option<State>, Er
 /// # Errors
 ///
 /// Database errors.
-pub(crate) async fn cursor(conn: &mut Conn, reader: &str, table: &str) -> Result<Option<Pos>, Error> {
+pub(crate) async fn cursor(
+    conn: &mut Conn,
+    reader: &str,
+    table: &str,
+) -> Result<Option<Pos>, Error> {
     let at = crate::with_conn!(*conn, |c| {
         let q = readers::table
             .filter(readers::reader.eq(reader))
@@ -157,7 +161,12 @@ pub(crate) async fn cursor(conn: &mut Conn, reader: &str, table: &str) -> Result
 /// # Errors
 ///
 /// Database errors.
-pub(crate) async fn start(conn: &mut Conn, reader: &str, table: &str, at: Pos) -> Result<(), Error> {
+pub(crate) async fn start(
+    conn: &mut Conn,
+    reader: &str,
+    table: &str,
+    at: Pos,
+) -> Result<(), Error> {
     crate::with_conn!(*conn, |c| {
         let q = diesel::insert_into(readers::table)
             .values((
@@ -218,7 +227,12 @@ pub(crate) async fn stop(conn: &mut Conn, reader: &str) -> Result<(), Error> {
 /// # Errors
 ///
 /// Database errors.
-pub(crate) async fn shown(conn: &mut Conn, name: &str, table: &str, key: &str) -> Result<bool, Error> {
+pub(crate) async fn shown(
+    conn: &mut Conn,
+    name: &str,
+    table: &str,
+    key: &str,
+) -> Result<bool, Error> {
     let found = crate::with_conn!(*conn, |c| {
         let q = deliveries::table
             .filter(deliveries::webhook.eq(name))
@@ -450,12 +464,19 @@ pub(crate) async fn halt(conn: &mut Conn, name: &str, reason: &str) -> Result<()
     set_disabled(conn, name, reason, true).await
 }
 
-async fn set_disabled(conn: &mut Conn, name: &str, reason: &str, always: bool) -> Result<(), Error> {
+async fn set_disabled(
+    conn: &mut Conn,
+    name: &str,
+    reason: &str,
+    always: bool,
+) -> Result<(), Error> {
     crate::with_conn!(*conn, |c| {
         let q = diesel::update(
-            webhooks::table
-                .filter(webhooks::name.eq(name))
-                .filter(webhooks::enabled.eq(true).or(always.into_sql::<diesel::sql_types::Bool>())),
+            webhooks::table.filter(webhooks::name.eq(name)).filter(
+                webhooks::enabled
+                    .eq(true)
+                    .or(always.into_sql::<diesel::sql_types::Bool>()),
+            ),
         )
         .set((
             webhooks::enabled.eq(false),
