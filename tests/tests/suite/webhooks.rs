@@ -457,6 +457,45 @@ backend_tests! {
         assert!(rx.most_at_once() <= 2, "{}", rx.most_at_once());
     }
 
+    async fn a_subscription_declared_in_the_configuration_sends(t) {
+        let rx = Receiver::start(SECRET);
+        let url = rx.url();
+        let env = move |k: &str| match k {
+            "WEBHOOKS" => Some("ops".to_owned()),
+            "WEBHOOK_OPS_URL" => Some(url.clone()),
+            "WEBHOOK_OPS_RESOURCES" => Some("parcels".to_owned()),
+            "WEBHOOK_OPS_EVENTS" => Some("created".to_owned()),
+            "WEBHOOK_OPS_AS_USER" => Some("alice@example.com".to_owned()),
+            "WEBHOOK_OPS_SECRETS" => Some(format!("{OLD_SECRET},{SECRET}")),
+            _ => None,
+        };
+        let declared = Config::from_lookup(&env).unwrap().webhooks;
+        let w = world(&t, |c| c.webhooks = declared).await;
+        let api = api(&w, Vec::new()).webhooks_from_config().unwrap();
+        let app = actix_web::test::init_service(api.app()).await;
+        api.run_webhooks().await.unwrap();
+        let a = create(&app, &api, w.alice, "configured").await;
+        let (status, _) = send(&app, auth(Req::patch().uri(&format!("/api/parcels/{a}")), &api, w.alice)
+            .set_json(json!({"label": "renamed"}))).await;
+        assert_eq!(status, 200);
+        until(&api, "a message", async || !rx.received().is_empty()).await;
+        api.run_webhooks().await.unwrap();
+        let got = rx.received();
+        assert_eq!(got.len(), 1, "updates are not among its events: {got:?}");
+        assert!(got[0].verified && got[0].id.starts_with("msg_ops_"), "{got:?}");
+        assert_eq!(got[0].body["type"], "parcels.created");
+        // The row as it is when the event is read: renamed by then.
+        assert_eq!(got[0].body["data"]["label"], "renamed");
+        // A kind that does not exist stops the declaration.
+        let bad = Config::from_lookup(|k| match k {
+            "WEBHOOK_OPS_EVENTS" => Some("renamed".to_owned()),
+            other => env(other),
+        }).unwrap().webhooks;
+        let w2 = World { cfg: w.cfg.clone().with(|c| c.webhooks = bad), ..w };
+        let e = api_of(&w2).webhooks_from_config().err().unwrap().to_string();
+        assert!(e.contains("WEBHOOK_OPS_EVENTS") && e.contains("renamed"), "{e}");
+    }
+
     async fn a_declaration_is_checked(t) {
         let w = world(&t, |_| {}).await;
         let base = || Api::new(w.cfg.clone(), w.db.clone()).unwrap()
@@ -481,4 +520,9 @@ backend_tests! {
 /// The API again, after its settings changed.
 fn api_again(w: &World, rx: &Receiver) -> Api {
     api(w, vec![alices(&rx.url())])
+}
+
+/// The API with parcels mounted and no subscription.
+fn api_of(w: &World) -> Api {
+    api(w, Vec::new())
 }

@@ -8,6 +8,7 @@ mod providers;
 mod settings;
 mod signing_key;
 pub mod value;
+mod webhooks;
 
 /// A network of trusted proxies ([`HttpSettings::trusted_proxies`]): `"10.0.0.0/8".parse()`,
 /// or `IpNet::from(addr)` for a single address.
@@ -17,6 +18,7 @@ pub use settings::{AuthSettings, DbSettings, HttpSettings, ListSettings, OpsSett
 use std::fmt;
 use std::path::PathBuf;
 use value::invalid;
+pub use webhooks::WebhookSettings;
 
 /// OpenAPI versions the description generator can produce.
 pub(crate) const SUPPORTED_OPENAPI_VERSIONS: &[&str] = &["3.0.3"];
@@ -60,6 +62,9 @@ pub struct Config {
     /// Sign-in providers (`providers` feature): one for each name in `AUTH_PROVIDERS`, from
     /// its `AUTH_PROVIDER_<NAME>_*` keys.
     pub providers: Vec<ProviderSettings>,
+    /// Webhook subscriptions (`webhooks` feature): one for each name in `WEBHOOKS`, from its
+    /// `WEBHOOK_<NAME>_*` keys.
+    pub webhooks: Vec<WebhookSettings>,
 }
 
 impl Config {
@@ -283,13 +288,20 @@ impl Config {
             .iter()
             .map(|name| ProviderSettings::from_lookup(name, &lookup))
             .collect::<Result<_, _>>()?;
+        let ops = OpsSettings::from_lookup(&lookup)?;
+        let webhooks = ops
+            .webhooks
+            .iter()
+            .map(|name| WebhookSettings::from_lookup(name, &lookup))
+            .collect::<Result<_, _>>()?;
         let cfg = Config {
             http: HttpSettings::from_lookup(&lookup)?,
             db: DbSettings::from_lookup(&lookup)?,
             auth,
             list: ListSettings::from_lookup(&lookup)?,
-            ops: OpsSettings::from_lookup(&lookup)?,
+            ops,
             providers,
+            webhooks,
         };
         cfg.validate()?;
         Ok(cfg)
@@ -708,7 +720,7 @@ mod tests {
         assert_eq!(unique.len(), documented.len(), "a key is documented twice");
         assert_eq!(
             declared.len(),
-            107,
+            108,
             "the count of keys changed: update this test"
         );
     }

@@ -297,7 +297,11 @@ crate::settings! {
         /// Mail: mails one instance hands to the transport at once. A crash may send each mail
         /// then in flight twice; 1 (the default) bounds that to one mail a crash.
         MAIL_IN_FLIGHT => mail_in_flight: u32 = 1, positive, plain;
-        /// Webhooks (`webhooks` feature): addresses (or CIDR blocks) an endpoint may resolve to
+        /// Webhooks (`webhooks` feature): the subscriptions declared in the configuration,
+        /// by name; each reads its own `WEBHOOK_<NAME>_*` keys
+        /// ([`WebhookSettings`](crate::config::WebhookSettings)).
+        WEBHOOKS => webhooks: Vec<String> = Vec::new(), names, plain;
+        /// Webhooks: addresses (or CIDR blocks) an endpoint may resolve to
         /// although they are private, loopback or link-local (refused otherwise).
         WEBHOOKS_ALLOW_NETWORKS => webhooks_allow_networks: Vec<IpNet> = Vec::new(), networks, plain;
         /// Webhooks: seconds one attempt may take, connecting included.

@@ -390,6 +390,40 @@ impl Api {
         Ok(self)
     }
 
+    /// Declares every subscription the configuration names in `WEBHOOKS` (each from its
+    /// `WEBHOOK_<NAME>_*` keys), as [`Api::webhook`] does: after the blueprints they name are
+    /// mounted.
+    ///
+    /// # Errors
+    ///
+    /// What [`Api::webhook`] refuses, and an unknown kind in `_EVENTS`.
+    pub fn webhooks_from_config(mut self) -> Result<Self, MountError> {
+        for w in self.config().webhooks.clone() {
+            let mut hook = Webhook::new(&w.name, &w.url);
+            for r in &w.resources {
+                hook = hook.resource(r);
+            }
+            for e in &w.events {
+                let kind = EventKind::parse(e).ok_or_else(|| {
+                    MountError(format!(
+                        "webhook {:?}: WEBHOOK_{}_EVENTS: {e:?} is not created, updated, deleted or restored",
+                        w.name,
+                        w.name.to_ascii_uppercase()
+                    ))
+                })?;
+                hook = hook.on(kind);
+            }
+            if let Some(user) = &w.as_user {
+                hook = hook.as_user(user);
+            }
+            for secret in &w.secrets {
+                hook = hook.secret(&String::from_utf8_lossy(secret.expose()));
+            }
+            self = self.webhook(hook)?;
+        }
+        Ok(self)
+    }
+
     /// Runs the webhooks now, in this task, until nothing is left to do: every subscription's
     /// new events made messages, every due message sent (retries scheduled later are left for
     /// later); how many events and attempts. A serving API does it by itself; this is for

@@ -166,10 +166,12 @@ pub fn mount(api: Api, recovery_settings: RecoverySettings) -> Result<Api, Mount
             // costs 20 units of 200 an hour per caller: ten exports an hour each
             // (docs/configuration.md, "Limits per operation"). Every write keeps an entry
             // of who changed what, shown at `<id>/history/` under the same read rules
-            // (docs/history.md).
+            // (docs/history.md). Webhook subscriptions may name critters; those of the
+            // configuration (`WEBHOOKS`, docs/webhooks.md) are declared below.
             Critter::blueprint("/api/critters/")
                 .events()
                 .history()
+                .webhooks()
                 .aggregates()
                 .export()
                 .import()
@@ -199,5 +201,8 @@ pub fn mount(api: Api, recovery_settings: RecoverySettings) -> Result<Api, Mount
         // the signed-in user's rights.
         .map(|api| api.admin("/admin/"))
         // Administrators' jobs API (docs/jobs.md): the admin page's Jobs view uses it.
-        .map(|api| api.jobs_api("/api/jobs/"))
+        .map(|api| api.jobs_api("/api/jobs/"))?
+        // Webhook subscriptions declared in the configuration (`WEBHOOKS`, docs/webhooks.md):
+        // none unless the deployment names some.
+        .webhooks_from_config()
 }
