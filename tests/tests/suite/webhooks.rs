@@ -209,6 +209,19 @@ fn event_of(id: &str) -> i64 {
     id.rsplit('_').next().unwrap().parse().unwrap()
 }
 
+/// The places the subscriptions have read parcels' events up to.
+async fn readers(db: &Database) -> i64 {
+    #[derive(QueryableByName)]
+    struct N {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    let mut conn = db.get().await.unwrap();
+    let q = diesel::sql_query("SELECT count(*) AS n FROM crudforge_event_readers WHERE resource = 'parcels'");
+    let n: N = with_conn!(conn, |c| diesel_async::RunQueryDsl::get_result(q, c).await).unwrap();
+    n.n
+}
+
 /// The events of parcels still recorded.
 async fn events_kept(db: &Database) -> i64 {
     #[derive(QueryableByName)]
@@ -494,6 +507,36 @@ backend_tests! {
         let w2 = World { cfg: w.cfg.clone().with(|c| c.webhooks = bad), ..w };
         let e = api_of(&w2).webhooks_from_config().err().unwrap().to_string();
         assert!(e.contains("WEBHOOK_OPS_EVENTS") && e.contains("renamed"), "{e}");
+    }
+
+    async fn a_serving_api_sends_by_itself(t) {
+        let w = world(&t, |_| {}).await;
+        let rx = Receiver::start(SECRET);
+        let api = api(&w, vec![alices(&rx.url())]);
+        let server = api.server("127.0.0.1:0").unwrap();
+        let handle = server.handle();
+        actix_web::rt::spawn(server);
+        // Its first look starts the subscription; what is written after it is sent.
+        for _ in 0..600 {
+            if readers(&w.db).await == 1 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        assert_eq!(readers(&w.db).await, 1);
+        let app = actix_web::test::init_service(api.app()).await;
+        let id = create(&app, &api, w.alice, "served").await;
+        for _ in 0..1200 {
+            if !rx.received().is_empty() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        handle.stop(false).await;
+        let got = rx.received();
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].body["data"]["id"], id);
+        assert!(got[0].verified);
     }
 
     async fn a_declaration_is_checked(t) {
