@@ -217,7 +217,9 @@ async fn readers(db: &Database) -> i64 {
         n: i64,
     }
     let mut conn = db.get().await.unwrap();
-    let q = diesel::sql_query("SELECT count(*) AS n FROM crudforge_event_readers WHERE resource = 'parcels'");
+    let q = diesel::sql_query(
+        "SELECT count(*) AS n FROM crudforge_event_readers WHERE resource = 'parcels'",
+    );
     let n: N = with_conn!(conn, |c| diesel_async::RunQueryDsl::get_result(q, c).await).unwrap();
     n.n
 }
@@ -537,6 +539,66 @@ backend_tests! {
         assert_eq!(got.len(), 1, "{got:?}");
         assert_eq!(got[0].body["data"]["id"], id);
         assert!(got[0].verified);
+    }
+
+    async fn administrators_manage_subscriptions_over_http(t) {
+        let w = world(&t, |c| c.ops.webhooks_max_attempts = 1).await;
+        let rx = Receiver::start(SECRET);
+        let api = api(&w, vec![alices(&rx.url())]).webhooks_api("/api/webhooks/");
+        let app = actix_web::test::init_service(api.app()).await;
+        api.run_webhooks().await.unwrap();
+        rx.script([Answer::status(500)]);
+        create(&app, &api, w.alice, "one").await;
+        until(&api, "a dead letter", async || rx.received().len() >= 1).await;
+        let (status, _) = send(&app, Req::get().uri("/api/webhooks/")).await;
+        assert_eq!(status, 401);
+        let (status, _) = send(&app, auth(Req::get().uri("/api/webhooks/"), &api, w.alice)).await;
+        assert_eq!(status, 403);
+        let (status, list) = send(&app, auth(Req::get().uri("/api/webhooks/"), &api, w.admin)).await;
+        assert_eq!(status, 200, "{list}");
+        let item = &list["items"][0];
+        assert_eq!((item["name"].as_str(), item["enabled"].as_bool()), (Some("alices"), Some(true)), "{list}");
+        assert_eq!(item["resources"], json!(["parcels"]));
+        assert!(!list.to_string().contains("whsec_"), "secrets are never listed");
+        let (status, dead) = send(&app, auth(Req::get().uri("/api/webhooks/alices/deliveries/?status=dead"), &api, w.admin)).await;
+        assert_eq!(status, 200, "{dead}");
+        let one = &dead["items"][0];
+        assert_eq!((one["status"].as_str(), one["last_code"].as_i64()), (Some("dead"), Some(500)), "{dead}");
+        for (uri, code) in [
+            ("/api/webhooks/alices/deliveries/?status=lost", 400),
+            ("/api/webhooks/alices/deliveries/?limit=0", 400),
+            ("/api/webhooks/alices/deliveries/?colour=red", 400),
+            ("/api/webhooks/nobody/deliveries/", 404),
+        ] {
+            let (status, body) = send(&app, auth(Req::get().uri(uri), &api, w.admin)).await;
+            assert_eq!(status, code, "{uri}: {body}");
+        }
+        // Sent again by id; then a replay of everything from its event.
+        let id = one["id"].as_i64().unwrap();
+        let (status, body) = send(&app, auth(Req::post().uri(&format!("/api/webhooks/deliveries/{id}/redeliver/")), &api, w.admin)).await;
+        assert_eq!(status, 200, "{body}");
+        until(&api, "the redelivery", async || rx.received().len() >= 2).await;
+        let (status, _) = send(&app, auth(Req::post().uri("/api/webhooks/deliveries/nope/redeliver/"), &api, w.admin)).await;
+        assert_eq!(status, 404);
+        let event = one["event_id"].as_i64().unwrap();
+        let (status, body) = send(&app, auth(Req::post().uri("/api/webhooks/alices/replay/"), &api, w.admin)
+            .set_json(json!({"from_event": event}))).await;
+        assert_eq!((status, body["requeued"].as_i64()), (200, Some(1)), "{body}");
+        until(&api, "the replay", async || rx.received().len() >= 3).await;
+        let ids: Vec<String> = rx.received().iter().map(|m| m.id.clone()).collect();
+        assert!(ids.iter().all(|i| *i == ids[0]), "one webhook-id throughout: {ids:?}");
+        for body in [json!({}), json!({"from_event": 1, "since": "2026-01-01T00:00:00Z"}), json!({"from": 1})] {
+            let (status, answer) = send(&app, auth(Req::post().uri("/api/webhooks/alices/replay/"), &api, w.admin)
+                .set_json(body.clone())).await;
+            assert_eq!(status, 422, "{body}: {answer}");
+        }
+        let (status, body) = send(&app, auth(Req::post().uri("/api/webhooks/alices/enable/"), &api, w.admin)).await;
+        assert_eq!((status, body["enabled"].as_bool()), (200, Some(true)), "{body}");
+        // The description has the operations.
+        let spec = serde_json::to_value(api.openapi()).unwrap();
+        for (path, method) in [("/api/webhooks/", "get"), ("/api/webhooks/{name}/deliveries/", "get"), ("/api/webhooks/{name}/replay/", "post")] {
+            assert!(spec["paths"][path][method]["operationId"].is_string(), "{path}");
+        }
     }
 
     async fn a_declaration_is_checked(t) {

@@ -14,12 +14,14 @@
 //! | `sign` | the Standard Webhooks headers and signatures |
 //! | `guard` | the endpoint's address checked and pinned, no redirects, no proxy, the timeout |
 //! | `store` | the tables and their statements |
+//! | `http` | the administrators' HTTP API (`Api::webhooks_api`) |
 //!
 //! This file holds what the whole API sees: the declaration, the surface (the sender in the
 //! background, pruning), the metrics and `Api`'s methods.
 
 mod fanout;
 mod guard;
+mod http;
 mod part;
 mod send;
 mod sign;
@@ -159,7 +161,7 @@ pub struct WebhookStatus {
 }
 
 /// One message of a subscription, as the administrators see it.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 #[non_exhaustive]
 pub struct Delivery {
     /// Its number.
@@ -209,6 +211,45 @@ impl DeliveryStatus {
     }
 }
 
+/// Subscription `name`'s messages of `status` (all when `None`), newest first, at most `limit`.
+///
+/// # Errors
+///
+/// Database errors.
+async fn deliveries(
+    db: &crate::db::Database,
+    name: &str,
+    status: Option<DeliveryStatus>,
+    limit: u32,
+) -> Result<Vec<Delivery>, Error> {
+    let rows = store::list(
+        db,
+        name,
+        status.map(DeliveryStatus::as_str),
+        i64::from(limit),
+    )
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| Delivery {
+            next_attempt: (r.status == store::PENDING)
+                .then(|| chrono::DateTime::from_timestamp_micros(r.next_at))
+                .flatten(),
+            id: r.id,
+            msg_id: r.msg_id,
+            event_id: r.event_id,
+            resource: r.resource,
+            kind: r.kind,
+            row_key: r.row_key,
+            status: r.status,
+            attempts: r.attempts,
+            last_code: r.last_code,
+            last_error: r.last_error,
+            latency_ms: r.latency_ms,
+        })
+        .collect())
+}
+
 /// How long the sender waits between two looks when it found nothing to do.
 const IDLE: Duration = Duration::from_millis(200);
 
@@ -245,6 +286,28 @@ impl Surface for Webhooks {
                 }
             }
         }))
+    }
+
+    /// The administrators' HTTP API, when the application mounted it.
+    fn register(&self, api: &Api, cfg: &mut actix_web::web::ServiceConfig) {
+        if let Some(http::Mounted(prefix)) = api.ext.get::<http::Mounted>() {
+            let subs = Arc::new(
+                api.ext
+                    .get::<Registry>()
+                    .map(|r| r.0.clone())
+                    .unwrap_or_default(),
+            );
+            for route in http::routes(&subs) {
+                let path = format!("{prefix}{}", route.path);
+                cfg.service(actix_web::web::resource(path).route((route.route)()));
+            }
+        }
+    }
+
+    fn document(&self, api: &Api, doc: &mut crate::openapi::ApiDoc) {
+        if let Some(http::Mounted(prefix)) = api.ext.get::<http::Mounted>() {
+            http::document(doc, prefix);
+        }
     }
 
     fn chores(&self, api: &Api, out: &mut Vec<Chore>) {
@@ -511,32 +574,28 @@ impl Api {
         status: Option<DeliveryStatus>,
         limit: u32,
     ) -> Result<Vec<Delivery>, Error> {
-        let rows = store::list(
-            self.db(),
-            name,
-            status.map(DeliveryStatus::as_str),
-            i64::from(limit),
-        )
-        .await?;
-        Ok(rows
-            .into_iter()
-            .map(|r| Delivery {
-                next_attempt: (r.status == store::PENDING)
-                    .then(|| chrono::DateTime::from_timestamp_micros(r.next_at))
-                    .flatten(),
-                id: r.id,
-                msg_id: r.msg_id,
-                event_id: r.event_id,
-                resource: r.resource,
-                kind: r.kind,
-                row_key: r.row_key,
-                status: r.status,
-                attempts: r.attempts,
-                last_code: r.last_code,
-                last_error: r.last_error,
-                latency_ms: r.latency_ms,
-            })
-            .collect())
+        deliveries(self.db(), name, status, limit).await
+    }
+
+    /// Mounts the administrators' HTTP API for webhooks at `path` (for example
+    /// `"/api/webhooks/"`): `GET {path}` lists the subscriptions with their state, `GET
+    /// {path}{name}/deliveries/` a subscription's messages (`status`, `limit`), `POST
+    /// {path}{name}/enable/` enables its endpoint again, `POST {path}{name}/replay/` sends
+    /// messages again from an event or a time, `POST {path}deliveries/{id}/redeliver/` one
+    /// message. Every route answers 401 without a token and 403 to a user who is not an
+    /// administrator; the operations are in the description (tag `Webhooks`). See
+    /// [webhooks.md](https://github.com/crudforge/crudforge/blob/main/docs/webhooks.md).
+    #[must_use]
+    pub fn webhooks_api(mut self, path: &str) -> Self {
+        let trimmed = path.trim().trim_matches('/');
+        let prefix = if trimmed.is_empty() {
+            "/".to_owned()
+        } else {
+            format!("/{trimmed}/")
+        };
+        self.ext.insert(http::Mounted(prefix));
+        self.routes_changed();
+        self
     }
 
     /// Removes the delivered and dead messages older than `WEBHOOKS_KEEP_SECONDS`; how many.

@@ -201,7 +201,10 @@ pub fn mount(api: Api, recovery_settings: RecoverySettings) -> Result<Api, Mount
         // the signed-in user's rights.
         .map(|api| api.admin("/admin/"))
         // Administrators' jobs API (docs/jobs.md): the admin page's Jobs view uses it.
-        .map(|api| api.jobs_api("/api/jobs/"))?
+        .map(|api| api.jobs_api("/api/jobs/"))
+        // Administrators' webhooks API (docs/webhooks.md): subscriptions, their messages and
+        // dead letters, replays.
+        .map(|api| api.webhooks_api("/api/webhooks/"))?
         // Webhook subscriptions declared in the configuration (`WEBHOOKS`, docs/webhooks.md):
         // none unless the deployment names some.
         .webhooks_from_config()
