@@ -8,93 +8,17 @@
 //! share the work under the per-endpoint cap.
 #![allow(missing_docs, clippy::unwrap_used)]
 
-use crudforge::auth::CurrentUser;
 use crudforge::crud::Operation;
-use crudforge::perms::{Access, Rules};
 use crudforge::users;
 use crudforge::webhooks::{DeliveryStatus, EventKind, Replay, Webhook};
-use crudforge::{with_conn, Api, Config, Database, Error, Resource};
+use crudforge::{with_conn, Api, Config, Database, Resource};
+use crudforge_tests::backend_tests;
 use crudforge_tests::http::{auth, send, Req};
+use crudforge_tests::parts::{create_table, Part};
 use crudforge_tests::receiver::{Answer, Receiver};
-use crudforge_tests::{backend_tests, Backend};
 use diesel::prelude::*;
-use diesel_async::SimpleAsyncConnection;
-use serde_json::{json, Map, Value};
+use serde_json::json;
 use uuid::Uuid;
-
-diesel::table! {
-    use diesel::sql_types::*;
-    use crudforge::sql_types::*;
-
-    /// Parcels.
-    parcels (id) {
-        /// Id.
-        id -> PortableUuid,
-        /// Created.
-        created_at -> PortableTimestamp,
-        /// Updated.
-        updated_at -> PortableTimestamp,
-        /// Owner.
-        owner_id -> PortableUuid,
-        /// Label.
-        label -> Text,
-        /// Staff note.
-        staff_note -> Nullable<Text>,
-    }
-}
-
-/// A parcel: its owner reads and writes it, administrators read every parcel.
-#[derive(Debug, Clone, Queryable, Selectable, Resource)]
-#[diesel(table_name = parcels)]
-#[resource(rules = OwnerOnly)]
-pub struct Parcel {
-    /// Identifier.
-    pub id: Uuid,
-    /// Creation time.
-    pub created_at: chrono::DateTime<chrono::Utc>,
-    /// Last change.
-    pub updated_at: chrono::DateTime<chrono::Utc>,
-    /// Its owner.
-    pub owner_id: Uuid,
-    /// Its label.
-    pub label: String,
-    /// What the staff noted.
-    #[resource(read = admin)]
-    pub staff_note: Option<String>,
-}
-
-/// Owners read and write their parcels; the server sets the owner; administrators write the
-/// staff note.
-#[derive(Debug, Clone, Copy)]
-pub struct OwnerOnly;
-
-impl Rules<Parcel> for OwnerOnly {
-    fn read(&self, user: Option<&CurrentUser>) -> Access {
-        Access::owned_by(user, "owner_id")
-    }
-
-    fn write(&self, user: Option<&CurrentUser>) -> Access {
-        Access::owned_by(user, "owner_id")
-    }
-
-    fn create(
-        &self,
-        user: Option<&CurrentUser>,
-        body: &mut Map<String, Value>,
-    ) -> Result<(), Error> {
-        let u = user.ok_or_else(|| Error::Unauthorized("Authentication required.".into()))?;
-        body.insert("owner_id".to_owned(), Value::String(u.id.to_string()));
-        Ok(())
-    }
-
-    fn server_fields(&self) -> &[&'static str] {
-        &["owner_id"]
-    }
-
-    fn admin_fields(&self) -> &[&'static str] {
-        &["staff_note"]
-    }
-}
 
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 const OLD_SECRET: &str = "whsec_dGhlIG9sZCBzZWNyZXQsIHN0aWxsIGFjY2VwdGVk";
@@ -119,13 +43,7 @@ async fn world(t: &crudforge_tests::TestDb, more: impl FnOnce(&mut Config)) -> W
         more(c);
     });
     let db = t.open(&cfg).await;
-    let ddl = match db.backend() {
-        Backend::Sqlite => "CREATE TABLE parcels (id TEXT PRIMARY KEY, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, owner_id TEXT NOT NULL, label TEXT NOT NULL, staff_note TEXT)",
-        Backend::Postgres => "CREATE TABLE parcels (id UUID PRIMARY KEY, created_at TIMESTAMPTZ NOT NULL, updated_at TIMESTAMPTZ NOT NULL, owner_id UUID NOT NULL, label TEXT NOT NULL, staff_note TEXT)",
-    };
-    let mut conn = db.get().await.unwrap();
-    with_conn!(conn, |c| c.batch_execute(ddl).await).unwrap();
-    drop(conn);
+    create_table(&db).await;
     let user = |email: &'static str| {
         let db = db.clone();
         async move {
@@ -147,12 +65,12 @@ async fn world(t: &crudforge_tests::TestDb, more: impl FnOnce(&mut Config)) -> W
     }
 }
 
-/// The API with parcels mounted (webhooks on) and `hooks` declared.
+/// The API with parts mounted (webhooks on) and `hooks` declared.
 fn api(w: &World, hooks: Vec<Webhook>) -> Api {
     let mut api = Api::new(w.cfg.clone(), w.db.clone())
         .unwrap()
         .mount(
-            Parcel::blueprint("/api/parcels/")
+            Part::blueprint("/api/parts/")
                 .webhooks()
                 .batch([Operation::Patch]),
         )
@@ -163,15 +81,15 @@ fn api(w: &World, hooks: Vec<Webhook>) -> Api {
     api
 }
 
-/// Alice's subscription to parcels at `url`.
+/// Alice's subscription to parts at `url`.
 fn alices(url: &str) -> Webhook {
     Webhook::new("alices", url)
-        .resource("parcels")
+        .resource("parts")
         .as_user("alice@example.com")
         .secret(SECRET)
 }
 
-/// Creates a parcel as `user`; its id.
+/// Creates a part as `user`; its id.
 async fn create<S, B>(app: &S, api: &Api, user: Uuid, label: &str) -> String
 where
     S: actix_web::dev::Service<
@@ -183,7 +101,8 @@ where
 {
     let (status, body) = send(
         app,
-        auth(Req::post().uri("/api/parcels/"), api, user).set_json(json!({"label": label})),
+        auth(Req::post().uri("/api/parts/"), api, user)
+            .set_json(json!({"name": label, "qty": 1, "stocked": true})),
     )
     .await;
     assert_eq!(status, 201, "{body}");
@@ -209,7 +128,7 @@ fn event_of(id: &str) -> i64 {
     id.rsplit('_').next().unwrap().parse().unwrap()
 }
 
-/// The places the subscriptions have read parcels' events up to.
+/// The places the subscriptions have read parts' events up to.
 async fn readers(db: &Database) -> i64 {
     #[derive(QueryableByName)]
     struct N {
@@ -218,13 +137,13 @@ async fn readers(db: &Database) -> i64 {
     }
     let mut conn = db.get().await.unwrap();
     let q = diesel::sql_query(
-        "SELECT count(*) AS n FROM crudforge_event_readers WHERE resource = 'parcels'",
+        "SELECT count(*) AS n FROM crudforge_event_readers WHERE resource = 'parts'",
     );
     let n: N = with_conn!(conn, |c| diesel_async::RunQueryDsl::get_result(q, c).await).unwrap();
     n.n
 }
 
-/// The events of parcels still recorded.
+/// The events of parts still recorded.
 async fn events_kept(db: &Database) -> i64 {
     #[derive(QueryableByName)]
     struct N {
@@ -233,7 +152,7 @@ async fn events_kept(db: &Database) -> i64 {
     }
     let mut conn = db.get().await.unwrap();
     let q =
-        diesel::sql_query("SELECT count(*) AS n FROM crudforge_events WHERE resource = 'parcels'");
+        diesel::sql_query("SELECT count(*) AS n FROM crudforge_events WHERE resource = 'parts'");
     let n: N = with_conn!(conn, |c| diesel_async::RunQueryDsl::get_result(q, c).await).unwrap();
     n.n
 }
@@ -243,7 +162,7 @@ backend_tests! {
         let w = world(&t, |_| {}).await;
         let rx = Receiver::start(SECRET);
         let admins = Webhook::new("admins", &rx.url())
-            .resource("parcels")
+            .resource("parts")
             .on(EventKind::Updated)
             .as_user("admin@example.com")
             .secret(SECRET);
@@ -253,11 +172,11 @@ backend_tests! {
         api.run_webhooks().await.unwrap();
         let a = create(&app, &api, w.alice, "alice's").await;
         let b = create(&app, &api, w.bob, "bob's").await;
-        let (status, _) = send(&app, auth(Req::patch().uri(&format!("/api/parcels/{a}")), &api, w.admin)
+        let (status, _) = send(&app, auth(Req::patch().uri(&format!("/api/parts/{a}")), &api, w.admin)
             .set_json(json!({"staff_note": "fragile"}))).await;
         assert_eq!(status, 200);
-        let (status, _) = send(&app, auth(Req::patch().uri(&format!("/api/parcels/{b}")), &api, w.bob)
-            .set_json(json!({"label": "bob's, renamed"}))).await;
+        let (status, _) = send(&app, auth(Req::patch().uri(&format!("/api/parts/{b}")), &api, w.bob)
+            .set_json(json!({"name": "bob's, renamed"}))).await;
         assert_eq!(status, 200);
         until(&api, "four messages", async || rx.received().len() >= 4).await;
         let mut got = rx.received();
@@ -266,26 +185,26 @@ backend_tests! {
         let kinds: Vec<(&str, &str)> = alice_got.iter()
             .map(|m| (m.body["type"].as_str().unwrap(), m.body["data"]["id"].as_str().unwrap()))
             .collect();
-        assert_eq!(kinds, vec![("parcels.created", a.as_str()), ("parcels.updated", a.as_str())], "{got:?}");
+        assert_eq!(kinds, vec![("parts.created", a.as_str()), ("parts.updated", a.as_str())], "{got:?}");
         for m in &got {
             assert!(m.verified, "the reference implementation refused {m:?}");
         }
         // Alice reads no staff note; the administrator's subscription (updates only) does,
-        // and reads Bob's parcel too.
+        // and reads Bob's part too.
         assert!(alice_got.iter().all(|m| m.body["data"].get("staff_note").is_none()), "{alice_got:?}");
         let admin_got: Vec<_> = got.iter().filter(|m| m.id.starts_with("msg_admins_")).collect();
         assert_eq!(admin_got.len(), 2, "{admin_got:?}");
         assert_eq!(admin_got[0].body["data"]["staff_note"], "fragile");
-        assert_eq!(admin_got[1].body["data"]["label"], "bob's, renamed");
+        assert_eq!(admin_got[1].body["data"]["name"], "bob's, renamed");
         // Deletions: Alice hears of hers (its id only), never of Bob's.
         for (id, user) in [(&a, w.alice), (&b, w.bob)] {
-            let (status, _) = send(&app, auth(Req::delete().uri(&format!("/api/parcels/{id}")), &api, user)).await;
+            let (status, _) = send(&app, auth(Req::delete().uri(&format!("/api/parts/{id}")), &api, user)).await;
             assert_eq!(status, 204);
         }
         until(&api, "a deletion", async || rx.received().len() >= 5).await;
         api.run_webhooks().await.unwrap();
         let deleted: Vec<_> = rx.received().into_iter()
-            .filter(|m| m.body["type"] == "parcels.deleted")
+            .filter(|m| m.body["type"] == "parts.deleted")
             .collect();
         assert_eq!(deleted.len(), 1, "{deleted:?}");
         assert_eq!(deleted[0].body["data"], json!({"id": a}));
@@ -304,9 +223,9 @@ backend_tests! {
         let a = create(&app, &api, w.alice, "one").await;
         let b = create(&app, &api, w.bob, "two").await;
         api.run_webhooks().await.unwrap();
-        // A batch with a parcel Alice may not write: the whole batch rolls back.
-        let (status, _) = send(&app, auth(Req::patch().uri("/api/parcels/batch/"), &api, w.alice)
-            .set_json(json!([{"id": a, "label": "one, renamed"}, {"id": b, "label": "not hers"}]))).await;
+        // A batch with a part Alice may not write: the whole batch rolls back.
+        let (status, _) = send(&app, auth(Req::patch().uri("/api/parts/batch/"), &api, w.alice)
+            .set_json(json!([{"id": a, "name": "one, renamed"}, {"id": b, "name": "not hers"}]))).await;
         assert!(status >= 400, "{status}");
         assert_eq!(api.run_webhooks().await.unwrap(), 0);
         assert!(rx.received().is_empty(), "{:?}", rx.received());
@@ -350,8 +269,8 @@ backend_tests! {
         assert!(again.contains(&got[0].id) && again.contains(&dead[0].msg_id), "{again:?}");
         // `Retry-After` holds the next attempt back.
         rx.script([Answer { status: 429, retry_after: Some("3600".into()) }]);
-        let (status, _) = send(&app, auth(Req::patch().uri(&format!("/api/parcels/{a}")), &api, w.alice)
-            .set_json(json!({"label": "later"}))).await;
+        let (status, _) = send(&app, auth(Req::patch().uri(&format!("/api/parts/{a}")), &api, w.alice)
+            .set_json(json!({"name": "later"}))).await;
         assert_eq!(status, 200);
         let sent = rx.received().len();
         until(&api, "the 429", async || rx.received().len() > sent).await;
@@ -427,7 +346,7 @@ backend_tests! {
         let app = actix_web::test::init_service(api.app()).await;
         api.run_webhooks().await.unwrap();
         for n in 0..3 {
-            create(&app, &api, w.alice, &format!("parcel {n}")).await;
+            create(&app, &api, w.alice, &format!("part {n}")).await;
         }
         tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
         api.prune_events().await.unwrap();
@@ -437,7 +356,7 @@ backend_tests! {
         // events no longer wait.
         rx.always(Some(Answer::status(410)));
         for n in 3..9 {
-            create(&app, &api, w.alice, &format!("parcel {n}")).await;
+            create(&app, &api, w.alice, &format!("part {n}")).await;
         }
         until(&api, "the backlog's end", async || {
             api.webhook_status("alices").await.unwrap().unwrap().reason.is_some_and(|r| r.contains("BACKLOG"))
@@ -458,7 +377,7 @@ backend_tests! {
         one.run_webhooks().await.unwrap();
         let mut ids = Vec::new();
         for n in 0..12 {
-            ids.push(create(&app, &one, w.alice, &format!("parcel {n}")).await);
+            ids.push(create(&app, &one, w.alice, &format!("part {n}")).await);
         }
         let (a, b) = futures_util::join!(one.run_webhooks(), two.run_webhooks());
         a.unwrap();
@@ -478,7 +397,7 @@ backend_tests! {
         let env = move |k: &str| match k {
             "WEBHOOKS" => Some("ops".to_owned()),
             "WEBHOOK_OPS_URL" => Some(url.clone()),
-            "WEBHOOK_OPS_RESOURCES" => Some("parcels".to_owned()),
+            "WEBHOOK_OPS_RESOURCES" => Some("parts".to_owned()),
             "WEBHOOK_OPS_EVENTS" => Some("created".to_owned()),
             "WEBHOOK_OPS_AS_USER" => Some("alice@example.com".to_owned()),
             "WEBHOOK_OPS_SECRETS" => Some(format!("{OLD_SECRET},{SECRET}")),
@@ -490,17 +409,17 @@ backend_tests! {
         let app = actix_web::test::init_service(api.app()).await;
         api.run_webhooks().await.unwrap();
         let a = create(&app, &api, w.alice, "configured").await;
-        let (status, _) = send(&app, auth(Req::patch().uri(&format!("/api/parcels/{a}")), &api, w.alice)
-            .set_json(json!({"label": "renamed"}))).await;
+        let (status, _) = send(&app, auth(Req::patch().uri(&format!("/api/parts/{a}")), &api, w.alice)
+            .set_json(json!({"name": "renamed"}))).await;
         assert_eq!(status, 200);
         until(&api, "a message", async || !rx.received().is_empty()).await;
         api.run_webhooks().await.unwrap();
         let got = rx.received();
         assert_eq!(got.len(), 1, "updates are not among its events: {got:?}");
         assert!(got[0].verified && got[0].id.starts_with("msg_ops_"), "{got:?}");
-        assert_eq!(got[0].body["type"], "parcels.created");
+        assert_eq!(got[0].body["type"], "parts.created");
         // The row as it is when the event is read: renamed by then.
-        assert_eq!(got[0].body["data"]["label"], "renamed");
+        assert_eq!(got[0].body["data"]["name"], "renamed");
         // A kind that does not exist stops the declaration.
         let bad = Config::from_lookup(|k| match k {
             "WEBHOOK_OPS_EVENTS" => Some("renamed".to_owned()),
@@ -558,7 +477,7 @@ backend_tests! {
         assert_eq!(status, 200, "{list}");
         let item = &list["items"][0];
         assert_eq!((item["name"].as_str(), item["enabled"].as_bool()), (Some("alices"), Some(true)), "{list}");
-        assert_eq!(item["resources"], json!(["parcels"]));
+        assert_eq!(item["resources"], json!(["parts"]));
         assert!(!list.to_string().contains("whsec_"), "secrets are never listed");
         let (status, dead) = send(&app, auth(Req::get().uri("/api/webhooks/alices/deliveries/?status=dead"), &api, w.admin)).await;
         assert_eq!(status, 200, "{dead}");
@@ -604,15 +523,15 @@ backend_tests! {
     async fn a_declaration_is_checked(t) {
         let w = world(&t, |_| {}).await;
         let base = || Api::new(w.cfg.clone(), w.db.clone()).unwrap()
-            .mount(Parcel::blueprint("/api/parcels/").webhooks()).unwrap();
+            .mount(Part::blueprint("/api/parts/").webhooks()).unwrap();
         let url = "https://hooks.example.com/in";
         for (hook, says) in [
             (Webhook::new("x", url).resource("boxes").as_user("a@example.com").secret(SECRET), "no resource boxes"),
-            (Webhook::new("x", "ftp://example.com/").resource("parcels").as_user("a@example.com").secret(SECRET), "http or https"),
-            (Webhook::new("x", url).resource("parcels").secret(SECRET), "no principal"),
-            (Webhook::new("x", url).resource("parcels").as_user("a@example.com"), "no secret"),
-            (Webhook::new("x", url).resource("parcels").as_user("a@example.com").secret("whsec_c2hvcnQ="), "at least 24 bytes"),
-            (Webhook::new("x y", url).resource("parcels").as_user("a@example.com").secret(SECRET), "letters, digits"),
+            (Webhook::new("x", "ftp://example.com/").resource("parts").as_user("a@example.com").secret(SECRET), "http or https"),
+            (Webhook::new("x", url).resource("parts").secret(SECRET), "no principal"),
+            (Webhook::new("x", url).resource("parts").as_user("a@example.com"), "no secret"),
+            (Webhook::new("x", url).resource("parts").as_user("a@example.com").secret("whsec_c2hvcnQ="), "at least 24 bytes"),
+            (Webhook::new("x y", url).resource("parts").as_user("a@example.com").secret(SECRET), "letters, digits"),
         ] {
             let e = base().webhook(hook).err().unwrap().to_string();
             assert!(e.contains(says), "{e} should say {says}");
@@ -627,7 +546,7 @@ fn api_again(w: &World, rx: &Receiver) -> Api {
     api(w, vec![alices(&rx.url())])
 }
 
-/// The API with parcels mounted and no subscription.
+/// The API with parts mounted and no subscription.
 fn api_of(w: &World) -> Api {
     api(w, Vec::new())
 }
