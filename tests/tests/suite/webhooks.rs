@@ -468,7 +468,7 @@ backend_tests! {
         api.run_webhooks().await.unwrap();
         rx.script([Answer::status(500)]);
         create(&app, &api, w.alice, "one").await;
-        until(&api, "a dead letter", async || rx.received().len() >= 1).await;
+        until(&api, "a dead letter", async || !rx.received().is_empty()).await;
         let (status, _) = send(&app, Req::get().uri("/api/webhooks/")).await;
         assert_eq!(status, 401);
         let (status, _) = send(&app, auth(Req::get().uri("/api/webhooks/"), &api, w.alice)).await;
