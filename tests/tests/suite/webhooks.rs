@@ -520,6 +520,27 @@ backend_tests! {
         }
     }
 
+    async fn a_disabled_principal_stops_the_subscription_and_its_events_wait(t) {
+        let w = world(&t, |_| {}).await;
+        let rx = Receiver::start(SECRET);
+        let api = api(&w, vec![alices(&rx.url())]);
+        let app = actix_web::test::init_service(api.app()).await;
+        api.run_webhooks().await.unwrap();
+        let id = create(&app, &api, w.alice, "waits").await;
+        users::set_enabled(&w.db, w.alice, false).await.unwrap();
+        until(&api, "the subscription disabled", async || {
+            !api.webhook_status("alices").await.unwrap().unwrap().enabled
+        }).await;
+        let status = api.webhook_status("alices").await.unwrap().unwrap();
+        assert_eq!(status.reason.as_deref(), Some("its principal alice@example.com is disabled"));
+        assert!(rx.received().is_empty());
+        // Alice back, the subscription enabled: the event that waited is sent.
+        users::set_enabled(&w.db, w.alice, true).await.unwrap();
+        assert!(api.enable_webhook("alices").await.unwrap());
+        until(&api, "the message", async || !rx.received().is_empty()).await;
+        assert_eq!(rx.received()[0].body["data"]["id"], id);
+    }
+
     async fn a_declaration_is_checked(t) {
         let w = world(&t, |_| {}).await;
         let base = || Api::new(w.cfg.clone(), w.db.clone()).unwrap()

@@ -74,6 +74,8 @@ where
                 tracing::warn!(target: "crudforge::webhooks", webhook = %sub.name, "disabled: {why}");
                 return Ok(read);
             }
+            // No connection is held while rows are rendered: each rendering takes its own.
+            drop(conn);
             let now = chrono::Utc::now();
             let mut messages = Vec::new();
             for e in &events {
@@ -81,12 +83,17 @@ where
                     continue;
                 }
                 let data = if e.kind == EventKind::Deleted {
+                    let mut conn = db.get().await?;
                     store::shown(&mut conn, &sub.name, table, &e.key)
                         .await?
                         .then(|| json!({ "id": &*e.key }))
                 } else {
                     if token.is_none() {
-                        token = Some(principal_token(api, sub).await?);
+                        let Some(t) = principal_token(api, sub, state.enabled).await? else {
+                            // The events wait until the principal can read again.
+                            return Ok(read);
+                        };
+                        token = Some(t);
                     }
                     let bearer = token.as_deref().unwrap_or_default();
                     render(app, bearer, &format!("{item}{}", e.key)).await?
@@ -112,7 +119,6 @@ where
                     created_at: now.timestamp_micros(),
                 });
             }
-            drop(conn);
             let moved = db
                 .in_tx(async |conn| {
                     if !store::advance(conn, &reader, table, at, last).await? {
@@ -135,15 +141,18 @@ where
     Ok(read)
 }
 
-/// An access token of `sub`'s principal.
+/// An access token of `sub`'s principal; `None` when it is not a user or is disabled (the
+/// subscription, `enabled` until now, is then disabled with the reason, and told once).
 ///
 /// # Errors
 ///
-/// The principal is unknown or disabled (the subscription is then disabled with the reason),
-/// database errors.
-async fn principal_token(api: &Api, sub: &Sub) -> Result<String, Error> {
+/// Database errors.
+async fn principal_token(api: &Api, sub: &Sub, enabled: bool) -> Result<Option<String>, Error> {
     match crate::users::find_by_email(api.db(), &sub.principal).await? {
-        Some((user, _, true)) => crate::users::access_token(api.state(), user).await,
+        Some((user, _, true)) => crate::users::access_token(api.state(), user)
+            .await
+            .map(Some),
+        _ if !enabled => Ok(None),
         found => {
             let why = if found.is_some() {
                 format!("its principal {} is disabled", sub.principal)
@@ -153,7 +162,8 @@ async fn principal_token(api: &Api, sub: &Sub) -> Result<String, Error> {
             api.db()
                 .in_tx(async |conn| store::disable(conn, &sub.name, &why).await)
                 .await?;
-            Err(Error::Internal(format!("webhook {}: {why}", sub.name)))
+            tracing::warn!(target: "crudforge::webhooks", webhook = %sub.name, "disabled: {why}");
+            Ok(None)
         }
     }
 }
