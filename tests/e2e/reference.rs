@@ -1973,6 +1973,71 @@ fn critters_crud_for_signed_in_users_with_admin_only_delete() {
     }
 }
 
+/// A webhook receiver on loopback, its server run by an actix system on a thread of its own
+/// (the tests here are synchronous).
+fn receiver(secret: &str) -> crudforge_tests::receiver::Receiver {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let secret = secret.to_owned();
+    std::thread::spawn(move || {
+        actix_web::rt::System::new().block_on(async move {
+            let _ = tx.send(crudforge_tests::receiver::Receiver::start(&secret));
+            std::future::pending::<()>().await;
+        });
+    });
+    rx.recv().unwrap()
+}
+
+#[test]
+fn critters_can_be_subscribed_to_in_the_configuration() {
+    let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    let rx = receiver(secret);
+    let url = rx.url();
+    let hooks = [
+        ("WEBHOOKS", "crm"),
+        ("WEBHOOK_CRM_URL", url.as_str()),
+        ("WEBHOOK_CRM_RESOURCES", "critters"),
+        ("WEBHOOK_CRM_EVENTS", "created"),
+        ("WEBHOOK_CRM_AS_USER", "admin@example.com"),
+        ("WEBHOOK_CRM_SECRETS", secret),
+        ("WEBHOOKS_ALLOW_NETWORKS", "127.0.0.1"),
+    ];
+    for b in backends_with(&hooks) {
+        b.user("admin@example.com", &["--admin"]);
+        b.user("bob@example.com", &[]);
+        let backend = b.name;
+        let app = App::start(b);
+        let bt = app.login("bob@example.com");
+        // A subscription starts with the events after the server's first look at it: a
+        // critter a moment is written until one arrives.
+        let mut names = Vec::new();
+        let mut got = None;
+        for n in 0..100 {
+            let name = format!("Hooked {backend} {n}");
+            let r = app.post("/api/critters/", Some(&bt), json!({"name": name, "species": "cat"}));
+            app.json(&r, 201);
+            names.push(name);
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            got = rx
+                .received()
+                .into_iter()
+                .find(|m| m.body["data"]["name"].as_str().is_some_and(|n| n.starts_with(&format!("Hooked {backend} "))));
+            if got.is_some() {
+                break;
+            }
+        }
+        let m = got.expect("a critter's message");
+        assert!(m.verified, "{m:?}");
+        assert_eq!(m.body["type"], "critters.created");
+        assert!(m.id.starts_with("msg_crm_"), "{m:?}");
+        assert!(names.iter().any(|n| m.body["data"]["name"] == n.as_str()));
+        // Its state over the administrators' API: enabled, nothing waiting for long.
+        let at = app.login("admin@example.com");
+        let list = app.json(&app.get("/api/webhooks/", Some(&at)), 200);
+        assert_eq!(list["items"][0]["name"], "crm", "{list}");
+        assert_eq!(list["items"][0]["enabled"], true, "{list}");
+    }
+}
+
 #[test]
 fn deleted_critters_are_kept_for_administrators_to_restore() {
     for b in backends() {
