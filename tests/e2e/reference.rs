@@ -2013,14 +2013,19 @@ fn critters_can_be_subscribed_to_in_the_configuration() {
         let mut got = None;
         for n in 0..100 {
             let name = format!("Hooked {backend} {n}");
-            let r = app.post("/api/critters/", Some(&bt), json!({"name": name, "species": "cat"}));
+            let r = app.post(
+                "/api/critters/",
+                Some(&bt),
+                json!({"name": name, "species": "cat"}),
+            );
             app.json(&r, 201);
             names.push(name);
             std::thread::sleep(std::time::Duration::from_millis(300));
-            got = rx
-                .received()
-                .into_iter()
-                .find(|m| m.body["data"]["name"].as_str().is_some_and(|n| n.starts_with(&format!("Hooked {backend} "))));
+            got = rx.received().into_iter().find(|m| {
+                m.body["data"]["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with(&format!("Hooked {backend} ")))
+            });
             if got.is_some() {
                 break;
             }

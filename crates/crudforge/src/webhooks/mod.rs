@@ -250,7 +250,8 @@ async fn deliveries(
         .collect())
 }
 
-/// How long the sender waits between two looks when it found nothing to do.
+/// How long the sender waits between two looks when it found nothing to do and no commit
+/// woke it (retries falling due, events of writers that announce nothing).
 const IDLE: Duration = Duration::from_millis(200);
 
 /// How often a serving API prunes ended messages.
@@ -279,10 +280,29 @@ impl Surface for Webhooks {
         Some(Box::pin(async move {
             let app = actix_web::test::init_service(api.inner_app()).await;
             let mut clients = send::Clients::default();
+            // A commit that records events wakes the sender at once: this instance's through
+            // the hub, the other instances' on PostgreSQL through its notification.
+            let st = api.state();
+            let hub = st.ext.get::<Arc<crate::realtime::Hub>>();
+            #[cfg(feature = "postgres")]
+            if let (Some(hub), crate::db::Backend::Postgres) = (hub, st.db.backend()) {
+                if let Some(url) = st.config.db.database_uri.as_deref() {
+                    hub.listen(url, &st.db);
+                }
+            }
+            let mut woken = hub.map(|h| h.woken());
             while !api.draining() {
                 let worked = pass(api, &app, &subs, &mut clients).await;
                 if worked == 0 {
-                    tokio::time::sleep(IDLE).await;
+                    match woken.as_mut() {
+                        Some(w) => {
+                            tokio::select! {
+                                _ = w.changed() => {}
+                                () = tokio::time::sleep(IDLE) => {}
+                            }
+                        }
+                        None => tokio::time::sleep(IDLE).await,
+                    }
                 }
             }
         }))
