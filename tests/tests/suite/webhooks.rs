@@ -461,7 +461,7 @@ backend_tests! {
     }
 
     async fn administrators_manage_subscriptions_over_http(t) {
-        let w = world(&t, |c| c.ops.webhooks_max_attempts = 1).await;
+        let w = world(&t, |c| { c.ops.webhooks_max_attempts = 1; c.ops.metrics_enabled = true; }).await;
         let rx = Receiver::start(SECRET);
         let api = api(&w, vec![alices(&rx.url())]).webhooks_api("/api/webhooks/");
         let app = actix_web::test::init_service(api.app()).await;
@@ -513,6 +513,16 @@ backend_tests! {
         }
         let (status, body) = send(&app, auth(Req::post().uri("/api/webhooks/alices/enable/"), &api, w.admin)).await;
         assert_eq!((status, body["enabled"].as_bool()), (200, Some(true)), "{body}");
+        // The attempts are counted (in this process: other tests' too) and timed.
+        let resp = actix_web::test::call_service(&app, Req::get().uri("/metrics").to_request()).await;
+        assert_eq!(resp.status(), 200);
+        let text = String::from_utf8(actix_web::test::read_body(resp).await.to_vec()).unwrap();
+        let dead = text.lines()
+            .find(|l| l.starts_with("crudforge_webhook_attempts_total{outcome=\"dead\"}"))
+            .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .unwrap();
+        assert!(dead >= 1.0, "{text}");
+        assert!(text.contains("crudforge_webhook_attempt_duration_seconds_count"), "{text}");
         // The description has the operations.
         let spec = serde_json::to_value(api.openapi()).unwrap();
         for (path, method) in [("/api/webhooks/", "get"), ("/api/webhooks/{name}/deliveries/", "get"), ("/api/webhooks/{name}/replay/", "post")] {

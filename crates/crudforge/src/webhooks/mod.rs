@@ -374,6 +374,8 @@ where
 pub(crate) struct Metrics {
     /// Attempts, by outcome (`delivered`, `failed`, `dead`).
     pub(crate) attempts: IntCounterVec,
+    /// How long attempts took, from the request's start to its answer (or its failure).
+    pub(crate) duration: prometheus::Histogram,
 }
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
@@ -388,7 +390,13 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
     for outcome in ["delivered", "failed", "dead"] {
         let _ = attempts.with_label_values(&[outcome]);
     }
-    Metrics { attempts }
+    let duration = m.register(prometheus::Histogram::with_opts(
+        prometheus::HistogramOpts::new(
+            "crudforge_webhook_attempt_duration_seconds",
+            "How long webhook attempts took, to the endpoint's answer or the failure.",
+        ),
+    ));
+    Metrics { attempts, duration }
 });
 
 /// The webhooks' metrics, registered in the process's registry.

@@ -250,10 +250,11 @@ async fn end(api: &Api, sub: &Sub, m: &Claimed, outcome: Outcome) -> Result<(), 
         (Some(_), s) if s == store::DEAD => "dead",
         _ => "failed",
     };
-    super::metrics()
-        .attempts
-        .with_label_values(&[outcome])
-        .inc();
+    let metrics = super::metrics();
+    metrics.attempts.with_label_values(&[outcome]).inc();
+    metrics
+        .duration
+        .observe(f64::from(ended.latency_ms) / 1000.0);
     api.db()
         .in_tx(async |conn| {
             if !store::end(conn, m, &ended).await? {
