@@ -96,7 +96,7 @@ where
                         token = Some(t);
                     }
                     let bearer = token.as_deref().unwrap_or_default();
-                    render(app, bearer, &format!("{item}{}", e.key)).await?
+                    render(app, bearer, &format!("{item}{}", segment(&e.key))).await?
                 };
                 let Some(data) = data else {
                     continue;
@@ -168,6 +168,18 @@ async fn principal_token(api: &Api, sub: &Sub, enabled: bool) -> Result<Option<S
     }
 }
 
+/// The bytes a path segment keeps as they are (RFC 3986's unreserved characters).
+const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
+/// `key` as one segment of a path: a text key may hold any character.
+fn segment(key: &str) -> String {
+    percent_encoding::utf8_percent_encode(key, SEGMENT).to_string()
+}
+
 /// The row at `path` as the bearer of `token` reads it (`None`: it may not, or it is gone).
 ///
 /// # Errors
@@ -178,6 +190,9 @@ where
     S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
     B: MessageBody,
 {
+    // Checked first: the test request's builder would not take a malformed one.
+    actix_web::http::Uri::try_from(path)
+        .map_err(|e| Error::Internal(format!("reading {path} for a webhook: {e}")))?;
     let req = actix_web::test::TestRequest::get()
         .uri(path)
         .insert_header((header::AUTHORIZATION, format!("Bearer {token}")))
@@ -200,5 +215,18 @@ where
         other => Err(Error::Internal(format!(
             "reading {path} for a webhook answered {other}"
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::segment;
+
+    #[test]
+    fn a_text_key_is_one_path_segment() {
+        assert_eq!(segment("3f2a-b_c.d~e"), "3f2a-b_c.d~e");
+        assert_eq!(segment("a b/c?d#é"), "a%20b%2Fc%3Fd%23%C3%A9");
+        let path = format!("/api/notes/{}", segment("x y/ü"));
+        assert!(actix_web::http::Uri::try_from(path.as_str()).is_ok());
     }
 }
