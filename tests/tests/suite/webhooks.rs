@@ -128,33 +128,35 @@ fn event_of(id: &str) -> i64 {
     id.rsplit('_').next().unwrap().parse().unwrap()
 }
 
-/// The places the subscriptions have read parts' events up to.
-async fn readers(db: &Database) -> i64 {
+/// The one number `sql` (`SELECT count(*) AS n ...`) gives on `db`.
+async fn count(db: &Database, sql: &str) -> i64 {
     #[derive(QueryableByName)]
     struct N {
         #[diesel(sql_type = diesel::sql_types::BigInt)]
         n: i64,
     }
     let mut conn = db.get().await.unwrap();
-    let q = diesel::sql_query(
-        "SELECT count(*) AS n FROM crudforge_event_readers WHERE resource = 'parts'",
-    );
+    let q = diesel::sql_query(sql);
     let n: N = with_conn!(conn, |c| diesel_async::RunQueryDsl::get_result(q, c).await).unwrap();
     n.n
 }
 
+/// The places the subscriptions have read parts' events up to.
+async fn readers(db: &Database) -> i64 {
+    count(
+        db,
+        "SELECT count(*) AS n FROM crudforge_event_readers WHERE resource = 'parts'",
+    )
+    .await
+}
+
 /// The events of parts still recorded.
 async fn events_kept(db: &Database) -> i64 {
-    #[derive(QueryableByName)]
-    struct N {
-        #[diesel(sql_type = diesel::sql_types::BigInt)]
-        n: i64,
-    }
-    let mut conn = db.get().await.unwrap();
-    let q =
-        diesel::sql_query("SELECT count(*) AS n FROM crudforge_events WHERE resource = 'parts'");
-    let n: N = with_conn!(conn, |c| diesel_async::RunQueryDsl::get_result(q, c).await).unwrap();
-    n.n
+    count(
+        db,
+        "SELECT count(*) AS n FROM crudforge_events WHERE resource = 'parts'",
+    )
+    .await
 }
 
 backend_tests! {
@@ -213,6 +215,16 @@ backend_tests! {
         let delivered = api.webhook_deliveries("alices", Some(DeliveryStatus::Delivered), 100).await.unwrap();
         assert_eq!(delivered.len(), 3);
         assert!(delivered.iter().all(|d| d.attempts == 1 && d.last_code == Some(204)));
+        // Ended messages older than WEBHOOKS_KEEP_SECONDS (a week) are pruned; younger kept.
+        assert_eq!(api.prune_webhooks().await.unwrap(), 0);
+        let week_and_a_day = 8 * 86_400 * 1_000_000_i64;
+        let age = format!("UPDATE crudforge_webhook_deliveries SET done_at = done_at - {week_and_a_day} WHERE webhook = 'alices'");
+        let mut conn = w.db.get().await.unwrap();
+        with_conn!(conn, |c| diesel_async::RunQueryDsl::execute(diesel::sql_query(age.as_str()), c).await).unwrap();
+        drop(conn);
+        assert_eq!(api.prune_webhooks().await.unwrap(), 3);
+        assert!(api.webhook_deliveries("alices", None, 100).await.unwrap().is_empty());
+        assert_eq!(api.webhook_deliveries("admins", None, 100).await.unwrap().len(), 2);
     }
 
     async fn a_rolled_back_write_sends_nothing(t) {
@@ -220,15 +232,26 @@ backend_tests! {
         let rx = Receiver::start(SECRET);
         let api = api(&w, vec![alices(&rx.url())]);
         let app = actix_web::test::init_service(api.app()).await;
+        api.run_webhooks().await.unwrap();
         let a = create(&app, &api, w.alice, "one").await;
         let b = create(&app, &api, w.bob, "two").await;
-        api.run_webhooks().await.unwrap();
         // A batch with a part Alice may not write: the whole batch rolls back.
         let (status, _) = send(&app, auth(Req::patch().uri("/api/parts/batch/"), &api, w.alice)
             .set_json(json!([{"id": a, "name": "one, renamed"}, {"id": b, "name": "not hers"}]))).await;
         assert!(status >= 400, "{status}");
-        assert_eq!(api.run_webhooks().await.unwrap(), 0);
-        assert!(rx.received().is_empty(), "{:?}", rx.received());
+        // A write after it: once its message is in, every event before it has been read.
+        let (status, _) = send(&app, auth(Req::patch().uri(&format!("/api/parts/{a}")), &api, w.alice)
+            .set_json(json!({"name": "after"}))).await;
+        assert_eq!(status, 200);
+        until(&api, "the later write's message", async || rx.received().len() >= 2).await;
+        api.run_webhooks().await.unwrap();
+        let mut got = rx.received();
+        got.sort_by_key(|m| event_of(&m.id));
+        let said: Vec<(&str, &str)> = got.iter()
+            .map(|m| (m.body["type"].as_str().unwrap(), m.body["data"]["id"].as_str().unwrap()))
+            .collect();
+        assert_eq!(said, vec![("parts.created", a.as_str()), ("parts.updated", a.as_str())], "{got:?}");
+        assert!(!format!("{got:?}").contains("one, renamed"));
     }
 
     async fn failures_are_retried_then_dead_and_can_be_sent_again(t) {
@@ -510,6 +533,15 @@ backend_tests! {
             let (status, answer) = send(&app, auth(Req::post().uri("/api/webhooks/alices/replay/"), &api, w.admin)
                 .set_json(body.clone())).await;
             assert_eq!(status, 422, "{body}: {answer}");
+        }
+        // From a time: every ended message made since; none from the future.
+        for (since, requeued) in [("2000-01-01T00:00:00Z", 1), ("2999-01-01T00:00:00Z", 0)] {
+            until(&api, "the replay sent", async || {
+                api.webhook_deliveries("alices", Some(DeliveryStatus::Pending), 10).await.unwrap().is_empty()
+            }).await;
+            let (status, body) = send(&app, auth(Req::post().uri("/api/webhooks/alices/replay/"), &api, w.admin)
+                .set_json(json!({"since": since}))).await;
+            assert_eq!((status, body["requeued"].as_i64()), (200, Some(requeued)), "{since}: {body}");
         }
         let (status, body) = send(&app, auth(Req::post().uri("/api/webhooks/alices/enable/"), &api, w.admin)).await;
         assert_eq!((status, body["enabled"].as_bool()), (200, Some(true)), "{body}");

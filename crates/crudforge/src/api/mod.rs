@@ -376,12 +376,9 @@ impl Api {
             InitError = (),
         >,
     > {
-        let this = self.clone();
         let cors = crate::cors::middleware(&self.state.config);
         // Wrapped from the inside out: the last is the first to see a request.
-        App::new()
-            .app_data(web::Data::from(self.state.clone()))
-            .app_data(web::Data::from(self.operation_ids()))
+        self.inner_app()
             .wrap(from_fn(middleware::request_timeout))
             .wrap(from_fn(middleware::own_task))
             .wrap(from_fn(middleware::query_timing))
@@ -390,17 +387,12 @@ impl Api {
             .wrap(from_fn(crate::metrics::track))
             .wrap(from_fn(crate::logging::access_log))
             .wrap(from_fn(crate::request_id::request_id))
-            .configure(move |cfg| this.configure(cfg))
-            .default_service(web::to(not_found))
     }
 
     /// The API's routes alone, without the middleware that faces the outside (access log,
-    /// metrics, CORS, timeouts, request ids): for a surface that reads as a principal in
-    /// process (webhooks render each row as their principal's `GET`).
-    #[allow(
-        dead_code,
-        reason = "a door of the seam: a build without optional surfaces leaves it unused"
-    )]
+    /// metrics, CORS, timeouts, request ids): what [`Api::app`] wraps, and what a surface that
+    /// reads as a principal in process calls (webhooks render each row as their principal's
+    /// `GET`).
     pub(crate) fn inner_app(
         &self,
     ) -> App<

@@ -15,7 +15,8 @@ use schemars::schema::{InstanceType, NumberValidation, Schema, SchemaObject};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
-/// Where the jobs' HTTP API is mounted ([`crate::Api::jobs_api`]), as [`prefix`] writes it.
+/// Where the jobs' HTTP API is mounted ([`crate::Api::jobs_api`]), as
+/// [`surface_prefix`](crate::crud::route::surface_prefix) writes it.
 pub(crate) struct Mounted(pub(crate) String);
 
 /// The tag of the jobs' operations in the description.
@@ -32,17 +33,6 @@ const MAX_LIMIT: u32 = 500;
 
 /// Who may call every route, for the description.
 const CALLERS: &str = "administrators only";
-
-/// `path` as the API's prefix: one leading and one trailing `/` (`"api/jobs"` gives
-/// `"/api/jobs/"`).
-pub(crate) fn prefix(path: &str) -> String {
-    let trimmed = path.trim().trim_matches('/');
-    if trimmed.is_empty() {
-        "/".to_owned()
-    } else {
-        format!("/{trimmed}/")
-    }
-}
 
 /// A job as the listing answers it.
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -397,13 +387,6 @@ async fn run_schedule(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn prefixes_have_a_slash_on_each_side() {
-        assert_eq!(prefix("/api/jobs/"), "/api/jobs/");
-        assert_eq!(prefix("api/jobs"), "/api/jobs/");
-        assert_eq!(prefix("/"), "/");
-    }
 
     #[test]
     fn a_mails_recipient_and_subject_are_shown_and_its_text_is_not() {

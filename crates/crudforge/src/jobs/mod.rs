@@ -437,7 +437,8 @@ impl Api {
     /// shows its Jobs view when they are. See [jobs.md](https://github.com/crudforge/crudforge/blob/main/docs/jobs.md).
     #[must_use]
     pub fn jobs_api(mut self, path: &str) -> Self {
-        self.ext.insert(http::Mounted(http::prefix(path)));
+        self.ext
+            .insert(http::Mounted(crate::crud::route::surface_prefix(path)));
         self.routes_changed();
         self
     }

@@ -615,13 +615,8 @@ impl Api {
     /// [webhooks.md](https://github.com/crudforge/crudforge/blob/main/docs/webhooks.md).
     #[must_use]
     pub fn webhooks_api(mut self, path: &str) -> Self {
-        let trimmed = path.trim().trim_matches('/');
-        let prefix = if trimmed.is_empty() {
-            "/".to_owned()
-        } else {
-            format!("/{trimmed}/")
-        };
-        self.ext.insert(http::Mounted(prefix));
+        self.ext
+            .insert(http::Mounted(crate::crud::route::surface_prefix(path)));
         self.routes_changed();
         self
     }

@@ -507,6 +507,20 @@ pub(crate) async fn enable(db: &Database, name: &str) -> Result<bool, Error> {
     Ok(n == 1)
 }
 
+/// The columns of a message sent again: pending, due `now`, its attempts afresh (its
+/// `msg_id` kept).
+macro_rules! requeued {
+    ($now:expr) => {
+        (
+            deliveries::status.eq(PENDING),
+            deliveries::attempts.eq(0),
+            deliveries::next_at.eq($now),
+            deliveries::lease_until.eq(0),
+            deliveries::done_at.eq(None::<i64>),
+        )
+    };
+}
+
 /// Sends again subscription `name`'s delivered and dead messages of events from `event` on,
 /// or made from `since` on (microseconds); how many. Each keeps its `webhook-id`.
 ///
@@ -529,13 +543,7 @@ pub(crate) async fn replay(
                 .filter(deliveries::event_id.ge(event.unwrap_or(i64::MIN)))
                 .filter(deliveries::created_at.ge(since.unwrap_or(i64::MIN))),
         )
-        .set((
-            deliveries::status.eq(PENDING),
-            deliveries::attempts.eq(0),
-            deliveries::next_at.eq(now),
-            deliveries::lease_until.eq(0),
-            deliveries::done_at.eq(None::<i64>),
-        ));
+        .set(requeued!(now));
         diesel_async::RunQueryDsl::execute(q, c).await
     })?;
     Ok(n as u64)
@@ -555,23 +563,16 @@ pub(crate) async fn redeliver(db: &Database, id: i64) -> Result<bool, Error> {
                 .filter(deliveries::id.eq(id))
                 .filter(deliveries::status.ne(PENDING)),
         )
-        .set((
-            deliveries::status.eq(PENDING),
-            deliveries::attempts.eq(0),
-            deliveries::next_at.eq(now),
-            deliveries::lease_until.eq(0),
-            deliveries::done_at.eq(None::<i64>),
-        ));
+        .set(requeued!(now));
         diesel_async::RunQueryDsl::execute(q, c).await
     })?;
     Ok(n == 1)
 }
 
 /// A message as the administrators see it.
-#[derive(Debug, Clone, Queryable, serde::Serialize)]
+#[derive(Debug, Clone, Queryable)]
 pub(crate) struct Listed {
     pub(crate) id: i64,
-    pub(crate) webhook: String,
     pub(crate) msg_id: String,
     pub(crate) event_id: i64,
     pub(crate) resource: String,
@@ -583,8 +584,6 @@ pub(crate) struct Listed {
     pub(crate) last_code: Option<i32>,
     pub(crate) last_error: Option<String>,
     pub(crate) latency_ms: Option<i32>,
-    pub(crate) created_at: i64,
-    pub(crate) done_at: Option<i64>,
 }
 
 /// Subscription `name`'s messages of `status` (all when `None`), newest first, at most `limit`.
@@ -606,7 +605,6 @@ pub(crate) async fn list(
             .limit(limit)
             .select((
                 deliveries::id,
-                deliveries::webhook,
                 deliveries::msg_id,
                 deliveries::event_id,
                 deliveries::resource,
@@ -618,8 +616,6 @@ pub(crate) async fn list(
                 deliveries::last_code,
                 deliveries::last_error,
                 deliveries::latency_ms,
-                deliveries::created_at,
-                deliveries::done_at,
             ))
             .into_boxed();
         if let Some(s) = status {
